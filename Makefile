@@ -1,0 +1,37 @@
+# The two commands of the README. Both bootstrap .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Offline at run time: no hub look-ups, no litellm price-list fetch (DESIGN.md "Installing here").
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: demo test lint ui clean
+
+$(BIN)/litpipe: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, CPU build, then held by a constraint so nothing else pulls the CUDA build.
+	echo "torch==2.13.0" > $(VENV)/constraints.txt
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	PIP_CONSTRAINT=$(CURDIR)/$(VENV)/constraints.txt $(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/litpipe
+
+demo: $(BIN)/litpipe
+	$(BIN)/litpipe run corpora/biology-cc-by --collection biology-cc-by
+	$(BIN)/litpipe run corpora/iclr-abstracts/iclr_abstracts_demo.csv --collection iclr-abstracts
+	$(BIN)/litpipe status
+
+test: $(BIN)/litpipe
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/litpipe
+	$(BIN)/ruff check litpipe litpipe_tests benchmarks
+	$(BIN)/ruff format --check litpipe litpipe_tests benchmarks
+
+ui: $(BIN)/litpipe
+	$(BIN)/litpipe ui
+
+clean:
+	rm -rf $(VENV) .litpipe

@@ -1,0 +1,181 @@
+"""The `litpipe` command: runs the same Dagster graph in-process, into the UI's instance."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from litpipe.schemas import FailedPaper, RunReport
+from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.defs.runner import PaperOutcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="litpipe", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run", help="ingest a folder of PDFs or an abstract table (.csv/.jsonl) and embed it"
+    )
+    run.add_argument("source", type=Path, help="folder of PDFs, or a table with id,title,abstract")
+    run.add_argument("--collection", help="collection name (default: the folder or table name)")
+    _add_common(run)
+    run.add_argument("--embedder", help="sentence-transformers model name or local path")
+
+    status = commands.add_parser("status", help="what is materialized, stale or missing")
+    _add_common(status)
+    status.add_argument("--all", action="store_true", help="list every stale or missing paper")
+
+    ui = commands.add_parser("ui", help="serve the Dagster UI on this litpipe home")
+    _add_common(ui)
+    ui.add_argument("--port", type=int, default=3000)
+
+    args = parser.parse_args(argv)
+    overrides = {
+        name: value
+        for name, value in {"home": args.home, "embedder": getattr(args, "embedder", None)}.items()
+        if value is not None
+    }
+    settings = Settings(**overrides)
+    if args.command == "run":
+        return run_command(settings, args.source, args.collection)
+    if args.command == "status":
+        return status_command(settings, show_all=args.all)
+    return ui_command(settings, args.port)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--home", type=Path, help="litpipe home (default: $LITPIPE_HOME or ./.litpipe)"
+    )
+
+
+def run_command(settings: Settings, source: Path, collection: str | None) -> int:
+    # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
+    from litpipe.defs.runner import ingest, open_instance, register
+    from litpipe.ingest.sources import discover
+    from litpipe.retrieval.embedder import Embedder
+    from litpipe.retrieval.store import ChunkStore
+
+    started = time.perf_counter()
+    try:
+        discovery = discover(source, collection)
+    except ValueError as error:
+        print(f"litpipe run: {error}", file=sys.stderr)
+        return 2
+    found = len(discovery.sources) + len(discovery.failed)
+    print(f"{source}: {found} papers in collection {discovery.collection!r}", file=sys.stderr)
+    for failure in discovery.failed:
+        print(f"  failed: {_describe(failure)}", file=sys.stderr)
+    discovered = time.perf_counter()
+
+    instance = open_instance(settings)
+    registrations = register(settings, instance, discovery)
+
+    def show(done: int, total: int, outcome: PaperOutcome) -> None:
+        detail = {
+            "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded",
+            "up_to_date": f"up to date ({outcome.chunks} chunks)",
+            "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
+        }[outcome.status]
+        print(
+            f"[{done}/{total}] {outcome.paper_id}: {detail} ({outcome.seconds:.1f} s)",
+            file=sys.stderr,
+        )
+
+    outcome_list = ingest(settings, instance, registrations, on_progress=show).outcomes
+    finished = time.perf_counter()
+
+    embedder = Embedder(settings.embedder)
+    store = ChunkStore(settings.lancedb_dir)
+    ingested = [o for o in outcome_list if o.status != "failed"]
+    report = RunReport(
+        collection=discovery.collection,
+        source=str(source.resolve()),
+        papers=len(ingested),
+        papers_materialized=sum(o.status == "materialized" for o in outcome_list),
+        papers_up_to_date=sum(o.status == "up_to_date" for o in outcome_list),
+        chunks=sum(o.chunks for o in ingested),
+        embedded_chunks=sum(o.embedded for o in ingested),
+        failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
+        engine="offline",
+        embedder=embedder.embedder_id,
+        lancedb_table=store.table_name(embedder.embedder_id),
+        lancedb_rows=store.count_rows(embedder.embedder_id),
+        timings={
+            "discover_s": round(discovered - started, 3),
+            "ingest_s": round(finished - discovered, 3),
+            "total_s": round(time.perf_counter() - started, 3),
+        },
+    )
+    out_dir = settings.outputs_dir(discovery.collection)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    print(
+        f"{report.papers} papers ingested ({report.papers_up_to_date} already up to date), "
+        f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
+        f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
+        f"{report.lancedb_table}. Report: {out_dir / 'report.json'}",
+        file=sys.stderr,
+    )
+    return 0 if report.papers else 1
+
+
+def _describe(failure: FailedPaper) -> str:
+    where = failure.file if failure.row is None else f"{failure.file} row {failure.row}"
+    return f"{where}: {failure.reason}"
+
+
+def status_command(settings: Settings, show_all: bool) -> int:
+    from litpipe.catalog import Catalog
+    from litpipe.defs.definitions import build_definitions
+    from litpipe.defs.runner import INGEST_KEYS, open_instance
+    from litpipe.defs.staleness import State, partition_states
+
+    catalog = Catalog(settings.catalog_path)
+    instance = open_instance(settings)
+    defs = build_definitions(settings)
+    collections = catalog.collections()
+    if not collections:
+        print(f"nothing registered yet under {settings.home}: try `litpipe run SOURCE`")
+        return 0
+    for collection in collections:
+        paper_ids = catalog.papers(collection)
+        print(f"{collection}: {len(paper_ids)} papers")
+        states = partition_states(instance, defs, INGEST_KEYS, paper_ids)
+        for key in INGEST_KEYS:
+            by_state: dict[State, list[str]] = {}
+            for paper_id, state in states[key].items():
+                by_state.setdefault(state, []).append(paper_id)
+            counts = ", ".join(f"{len(ids)} {state}" for state, ids in sorted(by_state.items()))
+            print(f"  {key.to_user_string():<18} {counts}")
+            for state, ids in sorted(by_state.items()):
+                if state is State.FRESH:
+                    continue
+                shown = ids if show_all else ids[:5]
+                more = "" if len(shown) == len(ids) else f" (+{len(ids) - len(shown)} more)"
+                print(f"      {state}: {' '.join(shown)}{more}")
+    return 0
+
+
+def ui_command(settings: Settings, port: int) -> int:
+    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(settings.dagster_home),
+        "LITPIPE_HOME": str(settings.home),
+    }
+    command = ["dagster", "dev", "-m", "litpipe.defs.definitions", "-p", str(port)]
+    executable = Path(sys.executable).with_name("dagster")
+    os.execve(executable, [str(executable), *command[1:]], env)
+    return 0  # not reached: execve replaces this process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Dagster graph. The only package of litpipe that imports dagster."""

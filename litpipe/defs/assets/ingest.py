@@ -1,0 +1,127 @@
+"""Per-paper ingestion: the source file or row → parsed document → section-aware chunks."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+
+from litpipe.defs.partitions import papers
+from litpipe.defs.resources import CatalogResource, ChunkingResource, EmbedderResource
+from litpipe.defs.versions import code_version, data_version
+from litpipe.ingest import chunking, pdf, tables
+from litpipe.ingest.chunking import chunk_document
+from litpipe.ingest.pdf import parse_pdf
+from litpipe.ingest.tables import document_from_row
+from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
+from litpipe.settings import Settings
+
+GROUP = "ingest"
+
+
+def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @dg.asset(
+        partitions_def=papers,
+        group_name=GROUP,
+        kinds={"pdf"},
+        code_version=code_version([], PaperSource),
+        description="Where the paper comes from, and the hash of its bytes (or of its table row).",
+    )
+    def paper_source(
+        context: dg.AssetExecutionContext, catalog: CatalogResource
+    ) -> dg.Output[PaperSource]:
+        source = catalog.catalog().source(context.partition_key)
+        if source.kind == "pdf":
+            source = _check_file_unchanged(source)
+        return dg.Output(
+            source,
+            data_version=dg.DataVersion(source.content_sha256[:16]),
+            metadata={"file": source.path, "collection": source.collection, "kind": source.kind},
+        )
+
+    @dg.asset(
+        partitions_def=papers,
+        group_name=GROUP,
+        code_version=code_version([pdf, tables], PaperDocument),
+        description="Title, authors, abstract, sections with pages; references kept apart.",
+    )
+    def paper_document(paper_source: PaperSource) -> dg.Output[PaperDocument]:
+        try:
+            if paper_source.kind == "pdf":
+                document = parse_pdf(
+                    Path(paper_source.path), paper_source.paper_id, paper_source.collection
+                )
+            else:
+                document = document_from_row(paper_source)
+        except IngestError as error:
+            # A bad paper is the user's input, not a transient fault: no retry, one clear line.
+            raise dg.Failure(
+                description=f"{paper_source.path}: {error}", allow_retries=False
+            ) from error
+        return dg.Output(
+            document,
+            data_version=data_version(document),
+            metadata={
+                "title": document.title,
+                "pages": document.pages,
+                "sections": len(document.sections),
+                "references": len(document.references),
+                "characters": len(document.text),
+            },
+        )
+
+    @dg.asset(
+        partitions_def=papers,
+        group_name=GROUP,
+        code_version=code_version(
+            [chunking],
+            PaperChunks,
+            embedder=settings.embedder,
+            max_tokens=settings.chunk_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+        ),
+        description="Section-aware chunks sized in the embedder's tokens, with page spans and "
+        "character offsets into the document.",
+    )
+    def paper_chunks(
+        paper_document: PaperDocument,
+        embedder: EmbedderResource,
+        chunker: ChunkingResource,
+    ) -> dg.Output[PaperChunks]:
+        model = embedder.embedder()
+        chunks = chunk_document(
+            paper_document,
+            model.tokenizer,
+            max_tokens=chunker.max_tokens_for(model),
+            overlap_tokens=chunker.overlap_tokens,
+            tokenizer_name=model.embedder_id,
+        )
+        sizes = [chunk.n_tokens for chunk in chunks.chunks]
+        return dg.Output(
+            chunks,
+            data_version=data_version(chunks),
+            metadata={
+                "chunks": len(sizes),
+                "max_chunk_tokens": max(sizes, default=0),
+                "token_limit": chunks.max_tokens,
+            },
+        )
+
+    return [paper_source, paper_document, paper_chunks]
+
+
+def _check_file_unchanged(source: PaperSource) -> PaperSource:
+    path = Path(source.path)
+    if not path.is_file():
+        raise dg.Failure(
+            description=f"{path}: file not found (moved or deleted since it was registered)",
+            allow_retries=False,
+        )
+    if hashlib.sha256(path.read_bytes()).hexdigest() != source.content_sha256:
+        raise dg.Failure(
+            description=f"{path}: file changed since it was registered; "
+            "run `litpipe run` on its folder again to register the new version",
+            allow_retries=False,
+        )
+    return source

@@ -1,0 +1,43 @@
+"""Assembles litpipe's Dagster definitions from the settings (`dagster dev -w workspace.yaml`)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from litpipe.defs.assets.embeddings import build_embedding_assets
+from litpipe.defs.assets.ingest import build_ingest_assets
+from litpipe.defs.io_manager import PydanticJSONIOManager
+from litpipe.defs.jobs import ingest_job
+from litpipe.defs.resources import (
+    CatalogResource,
+    ChunkingResource,
+    EmbedderResource,
+    LanceDBResource,
+)
+from litpipe.defs.sensors import build_new_papers_sensor
+from litpipe.settings import Settings
+
+
+def build_definitions(settings: Settings) -> dg.Definitions:
+    """The graph for these settings: code versions depend on them (embedder, chunk sizes)."""
+    return dg.Definitions(
+        assets=[*build_ingest_assets(settings), *build_embedding_assets(settings)],
+        jobs=[ingest_job],
+        sensors=[build_new_papers_sensor(settings)],
+        resources={
+            "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),
+            "catalog": CatalogResource(path=str(settings.catalog_path)),
+            "embedder": EmbedderResource(
+                model=settings.embedder,
+                device=settings.embed_device,
+                batch_size=settings.embed_batch_size,
+            ),
+            "chunker": ChunkingResource(
+                max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
+            ),
+            "lancedb": LanceDBResource(uri=str(settings.lancedb_dir)),
+        },
+    )
+
+
+defs = build_definitions(Settings())

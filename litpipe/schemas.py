@@ -1,0 +1,134 @@
+"""Pydantic models that flow between litpipe's stages.
+
+Offsets are character offsets into `PaperDocument.text`; pages are 1-based. A chunk's
+(`paper_id`, `char_start`, `char_end`) is enough for a citation to point at the exact place.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PaperSource(BaseModel):
+    """Where a paper comes from: a PDF file, or one row of an abstract table."""
+
+    paper_id: str
+    collection: str
+    kind: Literal["pdf", "table_row"]
+    path: str = Field(description="The PDF, or the table the row came from.")
+    row_number: int | None = Field(default=None, description="1-based data row in the table.")
+    external_id: str | None = Field(default=None, description="The table's own id for the row.")
+    content_sha256: str = Field(description="Of the file's bytes, or of the row's fields.")
+    size_bytes: int = 0
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="A table row's columns (title, abstract and extras)."
+    )
+
+
+class Section(BaseModel):
+    heading: str
+    char_start: int
+    char_end: int
+    page_start: int
+    page_end: int
+
+
+class PaperDocument(BaseModel):
+    """A parsed paper: clean body text (no references) and where each part of it lies."""
+
+    paper_id: str
+    collection: str
+    source_path: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    abstract: str = ""
+    text: str = Field(description="Body text, sections in reading order, references excluded.")
+    sections: list[Section] = Field(default_factory=list)
+    page_starts: list[int] = Field(
+        default_factory=list,
+        description="Offset in `text` where each page begins; page_starts[0] is page 1.",
+    )
+    pages: int = 0
+    references: list[str] = Field(default_factory=list)
+    doi: str | None = None
+    arxiv_id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    def page_at(self, offset: int) -> int:
+        """1-based page holding `offset` (1 for documents without page information)."""
+        if not self.page_starts:
+            return 1
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+
+class Chunk(BaseModel):
+    chunk_id: str = Field(description="`<paper_id>:<index>`, stable while the text is.")
+    paper_id: str
+    collection: str
+    index: int
+    section: str
+    page_start: int
+    page_end: int
+    char_start: int
+    char_end: int
+    text: str
+    n_tokens: int = Field(description="Length in the embedder's tokens, special tokens excluded.")
+    content_sha256: str
+
+
+class PaperChunks(BaseModel):
+    paper_id: str
+    collection: str
+    tokenizer: str = Field(description="The embedder whose tokens sized the chunks.")
+    max_tokens: int
+    overlap_tokens: int
+    chunks: list[Chunk]
+
+
+class EmbeddingResult(BaseModel):
+    """What `chunk_embeddings` did for one paper; the vectors themselves live in LanceDB."""
+
+    paper_id: str
+    embedder_id: str
+    table: str
+    chunks: int
+    embedded: int = Field(description="Chunks embedded in this run (not found in the store).")
+    reused: int = Field(description="Chunks whose (content hash, embedder) was already stored.")
+    removed: int = Field(default=0, description="Stale rows of this paper deleted.")
+
+
+class FailedPaper(BaseModel):
+    paper_id: str | None
+    file: str
+    row: int | None = None
+    reason: str
+
+
+class IngestError(Exception):
+    """Bad input for one paper: the message is the one-line reason shown to the user."""
+
+
+class RunReport(BaseModel):
+    """`outputs/<collection>/report.json`: what one `litpipe run` did."""
+
+    collection: str
+    source: str
+    papers: int = Field(description="Papers of the source that are ingested and embedded.")
+    papers_materialized: int = Field(description="Of those, papers (re)built in this run.")
+    papers_up_to_date: int
+    chunks: int = Field(description="Chunks of the ingested papers.")
+    embedded_chunks: int = Field(description="Chunks embedded in this run (the rest reused).")
+    failed_papers: list[FailedPaper]
+    engine: str = Field(description="What wrote the text outputs: `offline` without an LLM.")
+    embedder: str
+    lancedb_table: str
+    lancedb_rows: int
+    timings: dict[str, float] = Field(description="Seconds per phase and in total.")

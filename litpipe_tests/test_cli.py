@@ -1,0 +1,160 @@
+"""`litpipe run` and `litpipe status` end to end, as a user runs them (a tiny local embedder)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from litpipe.cli import main
+from litpipe.retrieval.store import ChunkStore
+from litpipe_tests.tiny_model import tiny_model  # noqa: F401 - fixture
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
+PDFS = sorted(CORPUS.glob("*.pdf"), key=lambda p: p.stat().st_size)
+
+
+def run(home: Path, embedder: Path, *args: str) -> tuple[int, dict]:
+    code = main(["run", *args, "--home", str(home), "--embedder", str(embedder)])
+    reports = sorted((home / "outputs").glob("*/report.json"), key=lambda p: p.stat().st_mtime)
+    return code, json.loads(reports[-1].read_text()) if reports else {}
+
+
+def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    for pdf in PDFS[:2]:
+        shutil.copy(pdf, folder)
+    home = tmp_path / "home"
+
+    code, first = run(home, tiny_model, str(folder), "--collection", "bio")
+    assert code == 0
+    assert first["collection"] == "bio"
+    assert first["papers"] == 2 and first["failed_papers"] == []
+    assert first["embedded_chunks"] == first["chunks"] > 40
+    assert first["lancedb_rows"] == first["chunks"]
+    assert first["engine"] == "offline"
+    assert set(first["timings"]) >= {"discover_s", "ingest_s", "total_s"}
+
+    code, again = run(home, tiny_model, str(folder), "--collection", "bio")
+    assert code == 0
+    assert again["embedded_chunks"] == 0
+    assert again["papers_up_to_date"] == 2
+    assert again["lancedb_rows"] == first["lancedb_rows"]
+
+    shutil.copy(PDFS[2], folder)
+    code, third = run(home, tiny_model, str(folder), "--collection", "bio")
+    assert code == 0
+    assert third["papers"] == 3 and third["papers_materialized"] == 1
+    new_chunks = third["chunks"] - first["chunks"]
+    assert third["embedded_chunks"] == new_chunks > 0
+    assert third["lancedb_rows"] == third["chunks"]
+    store = ChunkStore(home / "lancedb")
+    assert store.count_rows(third["embedder"]) == third["chunks"]
+
+
+def make_bad_pdfs(folder: Path) -> dict[str, str]:
+    """File name → a word its failure reason must contain."""
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "webpage.pdf").write_text("<html><body>Not found</body></html>")
+    (folder / "truncated.pdf").write_bytes(PDFS[0].read_bytes()[:3000])
+    locked = pymupdf.open()
+    locked.new_page().insert_text((72, 72), "secret results")
+    locked.save(
+        folder / "locked.pdf",
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        user_pw="user",
+        owner_pw="owner",
+    )
+    scanned = pymupdf.open()
+    scanned.new_page().draw_rect(pymupdf.Rect(50, 50, 300, 300), fill=(0.2, 0.2, 0.2))
+    scanned.save(folder / "scanned.pdf")
+    return {
+        "empty.pdf": "empty",
+        "webpage.pdf": "not a PDF",
+        "truncated.pdf": "PDF",
+        "locked.pdf": "encrypted",
+        "scanned.pdf": "text",
+    }
+
+
+def test_bad_pdfs_fail_with_a_reason_and_the_good_one_completes(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(PDFS[0], folder)
+    expected = make_bad_pdfs(folder)
+
+    code, report = run(tmp_path / "home", tiny_model, str(folder))
+
+    assert code == 0
+    assert report["papers"] == 1 and report["embedded_chunks"] > 0
+    failures = {Path(f["file"]).name: f for f in report["failed_papers"]}
+    assert set(failures) == set(expected)
+    for name, word in expected.items():
+        reason = failures[name]["reason"]
+        assert word.lower() in reason.lower(), reason
+        assert "\n" not in reason and failures[name]["paper_id"]
+    assert "FAILED" in capsys.readouterr().err
+
+
+def test_table_rows_fail_one_by_one(tmp_path: Path, tiny_model: Path) -> None:
+    table = tmp_path / "search.csv"
+    table.write_text(
+        "id,title,abstract,year\n"
+        "a1,Yeast proteomics,We profile ale yeast proteins during fermentation.,2023\n"
+        "a2,No abstract,,2022\n"
+        "a1,Duplicate,Same id again.,2021\n"
+        "b|2,Fly genetics,Rev1 coordinates tolerance to alkylation damage.,2024\n",
+        encoding="utf-8",
+    )
+    code, report = run(tmp_path / "home", tiny_model, str(table))
+    assert code == 0
+    assert report["collection"] == "search"
+    assert report["papers"] == 2
+    assert sorted(f["row"] for f in report["failed_papers"]) == [2, 3]
+
+
+def test_exit_codes(tmp_path: Path, tiny_model: Path) -> None:
+    home = tmp_path / "home"
+    with pytest.raises(SystemExit) as usage:
+        main(["run"])
+    assert usage.value.code == 2
+    assert main(["run", str(tmp_path / "missing"), "--home", str(home)]) == 2
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main(["run", str(tmp_path / "notes.txt"), "--home", str(home)]) == 2
+    only_bad = tmp_path / "bad"
+    only_bad.mkdir()
+    (only_bad / "empty.pdf").write_bytes(b"")
+    code, report = run(home, tiny_model, str(only_bad))
+    assert code == 1
+    assert report["papers"] == 0 and len(report["failed_papers"]) == 1
+
+
+def test_status_lists_fresh_and_stale(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    shutil.copy(PDFS[0], folder)
+    home = tmp_path / "home"
+    run(home, tiny_model, str(folder), "--collection", "bio")
+    capsys.readouterr()
+
+    assert main(["status", "--home", str(home), "--embedder", str(tiny_model)]) == 0
+    out = capsys.readouterr().out
+    assert "bio: 1 papers" in out
+    assert "chunk_embeddings" in out and "1 fresh" in out
+
+    # Another embedder makes the chunks and embeddings stale, the parsed document not.
+    assert main(["status", "--home", str(home)]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert "1 fresh" in lines["paper_document"]
+    assert "stale" in lines["paper_chunks"] and "stale" in lines["chunk_embeddings"]

@@ -1,0 +1,89 @@
+"""The new-paper sensor registers new files only, in bounded batches, remembering its place."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from litpipe.catalog import Catalog
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.resources import CatalogResource
+from litpipe.ingest.ids import pdf_paper_id
+from litpipe.settings import Settings
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
+PDFS = sorted(CORPUS.glob("*.pdf"))
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Path:
+    root = tmp_path / "inbox"
+    (root / "bio").mkdir(parents=True)
+    shutil.copy(PDFS[0], root / "bio")
+    (root / "abstracts.csv").write_text(
+        "id,title,abstract\nA1,First,An abstract about yeast.\nA2,Second,Another about flies.\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
+    defs = build_definitions(settings)
+    sensor = defs.resolve_sensor_def("new_papers_sensor")
+    context = dg.build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        definitions=defs,
+    )
+    return sensor(context)
+
+
+def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
+    return [
+        key
+        for request in result.dynamic_partitions_requests
+        if request.partitions_def_name == name
+        for key in request.partition_keys
+    ]
+
+
+def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+
+    first = tick(settings, instance, None)
+    new_papers = added_partitions(first, "papers")
+    assert sorted(new_papers) == sorted([pdf_paper_id(PDFS[0]), "abstracts.A1", "abstracts.A2"])
+    assert sorted(added_partitions(first, "collections")) == ["abstracts", "bio"]
+    assert sorted(r.partition_key for r in first.run_requests) == sorted(new_papers)
+    assert len(Catalog(settings.catalog_path).papers("bio")) == 1
+
+    quiet = tick(settings, instance, first.cursor)
+    assert quiet.run_requests == []
+    assert added_partitions(quiet, "papers") == []
+
+    shutil.copy(PDFS[1], inbox / "bio")
+    third = tick(settings, instance, quiet.cursor)
+    assert len(third.run_requests) == 1
+    assert added_partitions(third, "papers") == [third.run_requests[0].partition_key]
+    assert third.run_requests[0].partition_key not in new_papers
+
+
+def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbox: Path) -> None:
+    for pdf in PDFS[1:3]:
+        shutil.copy(pdf, inbox / "bio")
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox], sensor_batch_size=2)
+    instance = dg.DagsterInstance.ephemeral()
+    cursor = None
+    per_tick: list[list[str]] = []
+    for _ in range(3):
+        result = tick(settings, instance, cursor)
+        per_tick.append([r.partition_key for r in result.run_requests])
+        cursor = result.cursor
+    # Files in path order, two a tick: the table (two rows) and one PDF, then two PDFs, then none.
+    assert [len(keys) for keys in per_tick] == [3, 2, 0]
+    assert len({key for keys in per_tick for key in keys}) == 5
