@@ -20,7 +20,7 @@ $(BIN)/litpipe: pyproject.toml
 
 demo: $(BIN)/litpipe
 	$(BIN)/litpipe run corpora/biology-cc-by --collection biology-cc-by
-	$(BIN)/litpipe run corpora/iclr-abstracts/iclr_abstracts_demo.csv --collection iclr-abstracts
+	$(BIN)/litpipe run corpora/iclr-abstracts-demo/iclr_abstracts_demo.csv --collection iclr-abstracts
 	$(BIN)/litpipe status
 
 test: $(BIN)/litpipe

@@ -26,7 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("source", type=Path, help="folder of PDFs, or a table with id,title,abstract")
     run.add_argument("--collection", help="collection name (default: the folder or table name)")
     _add_common(run)
-    run.add_argument("--embedder", help="sentence-transformers model name or local path")
 
     status = commands.add_parser("status", help="what is materialized, stale or missing")
     _add_common(status)
@@ -39,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = {
         name: value
-        for name, value in {"home": args.home, "embedder": getattr(args, "embedder", None)}.items()
+        for name, value in {"home": args.home, "embedder": args.embedder}.items()
         if value is not None
     }
     settings = Settings(**overrides)
@@ -53,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home", type=Path, help="litpipe home (default: $LITPIPE_HOME or ./.litpipe)"
+    )
+    parser.add_argument(
+        "--embedder", help="sentence-transformers model name or local path (default: MiniLM)"
     )
 
 
@@ -166,14 +168,16 @@ def status_command(settings: Settings, show_all: bool) -> int:
 
 def ui_command(settings: Settings, port: int) -> int:
     settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    # The code server reads its settings from the environment: hand it this command's.
     env = {
         **os.environ,
         "DAGSTER_HOME": str(settings.dagster_home),
         "LITPIPE_HOME": str(settings.home),
+        "LITPIPE_EMBEDDER": settings.embedder,
     }
-    command = ["dagster", "dev", "-m", "litpipe.defs.definitions", "-p", str(port)]
-    executable = Path(sys.executable).with_name("dagster")
-    os.execve(executable, [str(executable), *command[1:]], env)
+    dagster = Path(sys.executable).with_name("dagster")
+    command = [str(dagster), "dev", "-m", "litpipe.defs.definitions", "-p", str(port)]
+    os.execve(dagster, command, env)
     return 0  # not reached: execve replaces this process
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from litpipe.cli import main
 from litpipe.retrieval.store import ChunkStore
-from litpipe_tests.tiny_model import tiny_model  # noqa: F401 - fixture
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
 PDFS = sorted(CORPUS.glob("*.pdf"), key=lambda p: p.stat().st_size)

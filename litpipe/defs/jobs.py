@@ -1,8 +1,4 @@
 import dagster as dg
 
-from litpipe.defs.partitions import papers
-
 # Everything per paper, source to vectors: what the sensor requests for each new paper.
-ingest_job = dg.define_asset_job(
-    "ingest_papers", selection=dg.AssetSelection.groups("ingest"), partitions_def=papers
-)
+ingest_job = dg.define_asset_job("ingest_papers", selection=dg.AssetSelection.groups("ingest"))

@@ -36,9 +36,16 @@ class PaperOutcome(BaseModel):
     failure: FailedPaper | None = None
 
 
+# litpipe never reaches the internet on its own; Dagster's telemetry would.
+INSTANCE_CONFIG = "telemetry:\n  enabled: false\n"
+
+
 def open_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent instance under `LITPIPE_HOME/dagster`, the one `litpipe ui` serves."""
     settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    config = settings.dagster_home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_CONFIG, encoding="utf-8")
     return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 

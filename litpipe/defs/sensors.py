@@ -1,7 +1,5 @@
 """The new-paper sensor: files dropped under a corpus root become partitions and runs."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

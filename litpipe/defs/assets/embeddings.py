@@ -1,7 +1,5 @@
 """Per-paper embeddings: the paper's chunks upserted into its embedder's LanceDB table."""
 
-from __future__ import annotations
-
 import dagster as dg
 
 from litpipe.defs.partitions import papers

@@ -1,7 +1,5 @@
 """Per-paper ingestion: the source file or row → parsed document → section-aware chunks."""
 
-from __future__ import annotations
-
 import hashlib
 from pathlib import Path
 

@@ -1,0 +1,1 @@
+"""Readers that turn PDFs and abstract tables into litpipe papers."""

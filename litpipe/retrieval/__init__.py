@@ -1,0 +1,1 @@
+"""Embedding chunks and finding them again: the embedder, the LanceDB chunk store."""

@@ -1,0 +1,295 @@
+"""The chunk store: one LanceDB table of chunks and their vectors per embedder.
+
+A vector is keyed on (chunk content hash, embedder): the table of an embedder is searched for the
+hashes of a paper's chunks, and only text never embedded by that model is encoded. A paper's rows
+are replaced in one commit (upsert by chunk_id, delete what the paper no longer has), so readers
+never see half a paper, and a commit that loses a race with another writer is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS
+from lancedb.query import MatchQuery
+from lancedb.table import Table
+from numpy.typing import NDArray
+
+from litpipe.schemas import EmbeddingResult, PaperChunks
+
+log = logging.getLogger(__name__)
+
+TABLE_PREFIX = "chunks__"
+FTS_INDEX = "text_idx"
+# Rows written since the full-text index was last brought up to date are still searched, by a
+# scan; the index is updated (a compaction of the table) once they are this many, or this share.
+FTS_UNINDEXED_ROWS = 2000
+FTS_UNINDEXED_SHARE = 0.2
+COMMIT_ATTEMPTS = 6
+# Row fields besides the vector; a stored row with the same values is not rewritten.
+_ROW_FIELDS = (
+    "chunk_id",
+    "paper_id",
+    "collection",
+    "index",
+    "section",
+    "page_start",
+    "page_end",
+    "char_start",
+    "char_end",
+    "text",
+    "n_tokens",
+    "content_sha256",
+    "embedder_id",
+)
+_T = TypeVar("_T")
+
+
+class TextEncoder(Protocol):
+    """What the store needs of an embedder (`litpipe.retrieval.embedder.Embedder` is one)."""
+
+    @property
+    def embedder_id(self) -> str: ...
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]: ...
+
+
+def table_name(embedder_id: str) -> str:
+    """The LanceDB table of an embedder's chunks."""
+    return TABLE_PREFIX + re.sub(r"[^A-Za-z0-9_.-]", "_", embedder_id)
+
+
+def chunk_schema(dimension: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("paper_id", pa.string(), nullable=False),
+            pa.field("collection", pa.string(), nullable=False),
+            pa.field("index", pa.int32(), nullable=False),
+            pa.field("section", pa.string(), nullable=False),
+            pa.field("page_start", pa.int32(), nullable=False),
+            pa.field("page_end", pa.int32(), nullable=False),
+            pa.field("char_start", pa.int32(), nullable=False),
+            pa.field("char_end", pa.int32(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("n_tokens", pa.int32(), nullable=False),
+            pa.field("content_sha256", pa.string(), nullable=False),
+            pa.field("embedder_id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
+        ]
+    )
+
+
+class ChunkStore:
+    def __init__(self, db_dir: Path) -> None:
+        self.db_dir = Path(db_dir)
+        self.db_dir.mkdir(parents=True, exist_ok=True)
+        # Several processes write the same tables: every read checks for their commits.
+        self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
+
+    table_name = staticmethod(table_name)
+
+    def table_names(self) -> list[str]:
+        names: list[str] = []
+        page_token = None
+        while True:
+            response = self._db.list_tables(page_token=page_token)
+            names.extend(response.tables)
+            page_token = response.page_token
+            if not page_token:
+                return sorted(name for name in names if name.startswith(TABLE_PREFIX))
+
+    def open_table(self, embedder_id: str) -> Table | None:
+        """The embedder's table, or None before anything was embedded with it."""
+        name = table_name(embedder_id)
+        return self._db.open_table(name) if name in self.table_names() else None
+
+    def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
+        """Store the paper's chunks with their vectors, embedding only text the embedder's table
+        does not hold yet, and drop the paper's rows that its chunks no longer produce."""
+        computed: dict[str, NDArray[np.float32]] = {}
+        return _with_commit_retries(
+            lambda: self._embed_paper_once(chunks, embedder, computed),
+            f"storing the chunks of {chunks.paper_id}",
+        )
+
+    def count_rows(self, embedder_id: str) -> int:
+        table = self.open_table(embedder_id)
+        return table.count_rows() if table is not None else 0
+
+    def paper_chunk_ids(self, embedder_id: str, paper_id: str) -> list[str]:
+        table = self.open_table(embedder_id)
+        if table is None:
+            return []
+        rows = _select(table, f"paper_id = {_sql(paper_id)}", ["chunk_id"])
+        return sorted(rows.column("chunk_id").to_pylist())
+
+    def full_text_search(self, embedder_id: str, query: str, limit: int) -> list[dict[str, Any]]:
+        """Chunks matching `query` by BM25 on their text, best first, with a `score`."""
+        table = self.open_table(embedder_id)
+        if table is None or not query.strip():
+            return []
+        columns = [name for name in _ROW_FIELDS if name != "embedder_id"]
+        # A match query takes the user's words as words: quotes, colons or AND in them are not
+        # query syntax (a quoted phrase would need positions the index does not keep).
+        rows = (
+            table.search(MatchQuery(query, "text"), query_type="fts")
+            .select([*columns, "_score"])
+            .limit(limit)
+            .to_list()
+        )
+        return [
+            {**{name: row[name] for name in columns}, "score": float(row["_score"])} for row in rows
+        ]
+
+    def _embed_paper_once(
+        self,
+        chunks: PaperChunks,
+        embedder: TextEncoder,
+        computed: dict[str, NDArray[np.float32]],
+    ) -> EmbeddingResult:
+        """One attempt; `computed` keeps vectors encoded by an attempt whose commit lost a race."""
+        name = table_name(embedder.embedder_id)
+        table = self.open_table(embedder.embedder_id)
+        hashes = sorted({chunk.content_sha256 for chunk in chunks.chunks})
+        stored = _stored_vectors(table, hashes) if table is not None else {}
+        missing = [digest for digest in hashes if digest not in stored and digest not in computed]
+        if missing:
+            text_of = {chunk.content_sha256: chunk.text for chunk in chunks.chunks}
+            vectors = embedder.encode([text_of[digest] for digest in missing])
+            computed.update(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
+        vectors_by_hash = {**stored, **computed}
+        rows = _rows(chunks, embedder.embedder_id, vectors_by_hash)
+        embedded = sum(chunk.content_sha256 not in stored for chunk in chunks.chunks)
+        result = EmbeddingResult(
+            paper_id=chunks.paper_id,
+            embedder_id=embedder.embedder_id,
+            table=name,
+            chunks=len(chunks.chunks),
+            embedded=embedded,
+            reused=len(chunks.chunks) - embedded,
+        )
+        if table is None:
+            if not chunks.chunks:
+                return result
+            table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
+        previous = _select(table, f"paper_id = {_sql(chunks.paper_id)}", list(_ROW_FIELDS))
+        stored_rows = {row["chunk_id"]: row for row in previous.to_pylist()}
+        # Rows already stored as they are stay untouched (and keep their place in the index).
+        new_rows = rows.select(list(_ROW_FIELDS)).to_pylist()
+        changed = [stored_rows.get(row["chunk_id"]) != row for row in new_rows]
+        kept = set(rows.column("chunk_id").to_pylist())
+        stale = sorted(chunk_id for chunk_id in stored_rows if chunk_id not in kept)
+        result.removed = len(stale)
+        stale_filter = f"chunk_id IN ({', '.join(_sql(chunk_id) for chunk_id in stale)})"
+        if any(changed):
+            upsert = (
+                table.merge_insert("chunk_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+            )
+            if stale:
+                # The removal of the paper's stale rows goes in the same commit.
+                upsert = upsert.when_not_matched_by_source_delete(stale_filter)
+            upsert.execute(rows.filter(pa.array(changed)))
+        elif stale:
+            table.delete(stale_filter)
+        else:
+            return result
+        _refresh_full_text_index(table)
+        return result
+
+
+def _stored_vectors(table: Table, hashes: list[str]) -> dict[str, NDArray[np.float32]]:
+    if not hashes:
+        return {}
+    found = _select(
+        table,
+        f"content_sha256 IN ({', '.join(_sql(digest) for digest in hashes)})",
+        ["content_sha256", "vector"],
+    )
+    if found.num_rows == 0:
+        return {}
+    vectors = found.column("vector").combine_chunks()
+    matrix = vectors.flatten().to_numpy().reshape(found.num_rows, vectors.type.list_size)
+    return dict(zip(found.column("content_sha256").to_pylist(), matrix, strict=True))
+
+
+def _rows(
+    chunks: PaperChunks, embedder_id: str, vectors_by_hash: dict[str, NDArray[np.float32]]
+) -> pa.Table:
+    dimension = len(next(iter(vectors_by_hash.values()))) if vectors_by_hash else 1
+    columns: dict[str, list[Any]] = {name: [] for name in _ROW_FIELDS}
+    for chunk in chunks.chunks:
+        for name in _ROW_FIELDS:
+            columns[name].append(embedder_id if name == "embedder_id" else getattr(chunk, name))
+    flat = np.concatenate(
+        [vectors_by_hash[chunk.content_sha256] for chunk in chunks.chunks]
+        or [np.empty(0, dtype=np.float32)]
+    ).astype(np.float32, copy=False)
+    schema = chunk_schema(dimension)
+    arrays = [pa.array(columns[name], type=schema.field(name).type) for name in _ROW_FIELDS]
+    arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat), dimension))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _select(table: Table, where: str, columns: list[str]) -> pa.Table:
+    return table.search().where(where).select(columns).limit(None).to_arrow()
+
+
+def _refresh_full_text_index(table: Table) -> None:
+    try:
+        _with_commit_retries(lambda: _full_text_index_step(table), "updating the full-text index")
+    except (OSError, RuntimeError, ValueError) as error:
+        # An index behind the data costs search speed, never results: the next write retries.
+        log.warning("full-text index of %s not updated: %s", table.name, error)
+
+
+def _full_text_index_step(table: Table) -> None:
+    """Create the text index on the first write; later, fold new rows into it once enough of
+    them wait (until then searches scan them, so results are complete either way)."""
+    stats = table.index_stats(FTS_INDEX)
+    if stats is None:
+        table.create_index("text", config=FTS(), name=FTS_INDEX, replace=True)
+    elif stats.num_unindexed_rows >= max(
+        FTS_UNINDEXED_ROWS, FTS_UNINDEXED_SHARE * stats.num_indexed_rows
+    ):
+        table.optimize()
+
+
+def _with_commit_retries(operation: Callable[[], _T], what: str) -> _T:
+    """Run `operation`, again (after a random pause) when its commit conflicted with another
+    writer's; LanceDB commits optimistically."""
+    attempt = 1
+    while True:
+        try:
+            return operation()
+        except (OSError, RuntimeError, ValueError) as error:
+            if attempt >= COMMIT_ATTEMPTS or not _is_commit_conflict(error):
+                raise
+        pause = random.uniform(0.05, 0.2) * 2**attempt
+        log.info("%s: commit conflict (attempt %d), retrying in %.2fs", what, attempt, pause)
+        time.sleep(pause)
+        attempt += 1
+
+
+def _is_commit_conflict(error: Exception) -> bool:
+    message = str(error).lower()
+    return any(
+        sign in message
+        for sign in ("commit conflict", "conflicting", "concurrent", "contention", "retryable")
+    )
+
+
+def _sql(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

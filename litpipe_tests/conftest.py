@@ -1,0 +1,68 @@
+"""Shared fixtures: a fast deterministic fake embedder, a tiny real model, the packaged MiniLM."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from litpipe.retrieval.embedder import Embedder
+from litpipe_tests.tiny_model import build_tiny_model
+
+
+class FakeTokenizer:
+    """Words of at most six characters and single punctuation marks: wordpiece-like enough that
+    long words become several tokens, and instant."""
+
+    _TOKEN = re.compile(r"\w{1,6}|[^\w\s]")
+
+    def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        return [[match.span() for match in self._TOKEN.finditer(text)] for text in texts]
+
+
+class FakeEmbedder:
+    """Bag of words hashed into 32 dimensions, L2-normalised; records every `encode` call."""
+
+    embedder_id = "fake-hash-32"
+    dimension = 32
+    max_seq_length = 66
+    max_chunk_tokens = 64
+
+    def __init__(self) -> None:
+        self.tokenizer = FakeTokenizer()
+        self.encode_calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        self.encode_calls.append(list(texts))
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest())
+                vectors[row, bucket % self.dimension] += 1.0
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    @property
+    def embedded_texts(self) -> int:
+        return sum(len(call) for call in self.encode_calls)
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    """The default embedder; its tokenizer loads in milliseconds, its model on first encode."""
+    return Embedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local sentence-transformers folder for end-to-end runs through the real loading code."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -1,0 +1,120 @@
+"""Paper ids: stable, short, URL-safe, named by the paper's own DOI when it has one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from litpipe.ingest.ids import pdf_paper_id, slug, table_paper_id
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
+TRUTH = json.loads((Path(__file__).parent / "data" / "pdf_truth.json").read_text("utf-8"))
+PAPERS = TRUTH["papers"]
+SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
+
+
+@pytest.mark.parametrize("paper", PAPERS, ids=[paper["file"] for paper in PAPERS])
+def test_each_corpus_pdf_is_named_by_its_doi(paper: dict) -> None:
+    assert pdf_paper_id(CORPUS / paper["file"]) == paper["paper_id"]
+
+
+def test_id_is_stable_and_independent_of_the_file_name(tmp_path: Path) -> None:
+    original = CORPUS / PAPERS[0]["file"]
+    renamed = tmp_path / "downloaded (1).pdf"
+    shutil.copy(original, renamed)
+    assert pdf_paper_id(original) == pdf_paper_id(original) == pdf_paper_id(renamed)
+
+
+def _pdf_with_pages(path: Path, pages: list[str]) -> Path:
+    doc = pymupdf.open()
+    for text in pages:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 720), text, fontsize=10)
+    doc.save(path)
+    return path
+
+
+def test_own_doi_wins_over_a_cited_one(tmp_path: Path) -> None:
+    header = "Journal of Tests 2024 https://doi.org/10.5555/own.2024.1\n"
+    pages = [
+        header + "Title\nAs shown before (doi:10.9999/cited.7), things hold.",
+        header + "More text citing 10.8888/other.3 without a label.",
+    ]
+    assert pdf_paper_id(_pdf_with_pages(tmp_path / "a.pdf", pages)) == "10.5555_own.2024.1"
+
+
+def test_arxiv_id_when_there_is_no_doi(tmp_path: Path) -> None:
+    pages = ["arXiv:2301.00001v2 [cs.CL] 3 Jan 2023\nA Title\nSome abstract text."]
+    assert pdf_paper_id(_pdf_with_pages(tmp_path / "a.pdf", pages)) == "arxiv-2301.00001"
+
+
+def test_unlabelled_doi_on_one_page_only_is_not_taken(tmp_path: Path) -> None:
+    pages = ["A Title\nWe build on 10.1234/cited.5 and others.", "Second page."]
+    path = _pdf_with_pages(tmp_path / "a.pdf", pages)
+    assert pdf_paper_id(path) == "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _bad_files(tmp_path: Path) -> list[Path]:
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    html = tmp_path / "page.pdf"
+    html.write_text("<html><body>doi:10.1234/not.a.pdf</body></html>")
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes((CORPUS / PAPERS[0]["file"]).read_bytes()[:2000])
+    encrypted = tmp_path / "encrypted.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "https://doi.org/10.5555/secret.1")
+    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
+    return [empty, html, truncated, encrypted]
+
+
+def test_unreadable_files_fall_back_to_their_content_hash(tmp_path: Path) -> None:
+    for path in _bad_files(tmp_path):
+        expected = "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        assert pdf_paper_id(path) == expected, path.name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fine-tuning, protein|language models",
+        "a,b|c",
+        "   ",
+        "",
+        ",,,|||",
+        "ünïcödé títle — 2024",
+        "10.1093/nar/gkae252",
+        "x" * 500,
+        "Rows/with spaces and (brackets) " * 10,
+    ],
+)
+def test_slug_is_url_safe_bounded_and_never_empty(text: str) -> None:
+    for max_len in (16, 64):
+        fragment = slug(text, max_len)
+        assert SAFE_ID.fullmatch(fragment), fragment
+        assert "," not in fragment and "|" not in fragment
+        assert 0 < len(fragment) <= max_len
+        assert fragment == slug(text, max_len)
+
+
+def test_slug_keeps_case_and_trims_separators() -> None:
+    assert slug("  Fine-Tuning: pLMs!  ") == "Fine-Tuning-pLMs"
+    assert slug("10.1101_2024.02.13.580051") == "10.1101_2024.02.13.580051"
+    assert slug("doi:10.1101/x y") == "doi-10.1101-x-y"
+
+
+def test_long_texts_sharing_a_prefix_get_different_slugs() -> None:
+    first, second = "a" * 100 + "first", "a" * 100 + "second"
+    assert slug(first) != slug(second)
+    assert len(slug(first)) == len(slug(second)) == 64
+
+
+def test_table_paper_id_joins_slugged_collection_and_row() -> None:
+    assert table_paper_id("iclr abstracts", "row,1|x") == "iclr-abstracts.row-1-x"
+    long_id = table_paper_id("c" * 300, "r" * 300)
+    assert SAFE_ID.fullmatch(long_id) and len(long_id) <= 129

@@ -1,0 +1,228 @@
+"""PDF parsing, checked on the nine papers of corpora/biology-cc-by and on generated files.
+
+What a reader of `PaperDocument.text` would notice: the right title and abstract, no running
+headers, page or line numbers, no words broken at line ends, columns read in order, the
+references kept out of the text and the body kept whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import unicodedata
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from litpipe.ingest.pdf import parse_pdf
+from litpipe.schemas import IngestError, PaperDocument
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
+TRUTH = json.loads((Path(__file__).parent / "data" / "pdf_truth.json").read_text("utf-8"))
+PAPERS = TRUTH["papers"]
+IDS = [paper["file"] for paper in PAPERS]
+
+# A reference entry that leaked into the text would show one of these (one per citation style).
+NAME = r"[A-Z][\w'\u2019-]+"
+INITIALS = r"(?:[A-Z]\.\s?)"
+REFERENCE_ENTRY = [
+    re.compile(rf"^\[?\d{{1,3}}[.\])]\s+{INITIALS}{{0,3}}{NAME},? (?:{INITIALS}|[A-Z]{{1,3}}\b)"),
+    re.compile(rf"^{NAME} [A-Z]{{1,3}}, {NAME} [A-Z]{{1,3}}[,.]"),  # Smith AB, Jones CD,
+    re.compile(rf"^{NAME} {INITIALS}{{1,3}}, {INITIALS}{{1,3}}[A-Z]"),  # Amberg D., D. C. Burke
+    re.compile(r"\b(?:19|20)\d\d;\d+(?:\(\d+\))?:\d+"),  # 2017;168(4):644
+    re.compile(r"\bPubMed PMID\b"),
+    re.compile(rf"^{INITIALS}{{1,3}}{NAME}, .*\b\d+, \d+[\u2013-]\d+ \((?:19|20)\d\d\)"),  # PNAS
+    re.compile(r"\b\d+\(\d+\):\d+[\u2013-]\d+\. doi:"),  # 21(6):974-984. doi:
+    re.compile(r" , \d+ , \d+[\u2013-]\d+\.$"),  # Nature , 488 , 504-507.
+]
+FURNITURE = ["bioRxiv preprint", "The copyright holder for this preprint", "this version posted"]
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, PaperDocument]:
+    return {
+        paper["file"]: parse_pdf(CORPUS / paper["file"], paper["paper_id"], "biology-cc-by")
+        for paper in PAPERS
+    }
+
+
+@pytest.fixture(params=PAPERS, ids=IDS)
+def case(request: pytest.FixtureRequest, documents: dict) -> tuple[dict, PaperDocument]:
+    return request.param, documents[request.param["file"]]
+
+
+def test_title_authors_abstract_and_identifiers(case: tuple[dict, PaperDocument]) -> None:
+    truth, document = case
+    assert normalized(document.title) == truth["title"]
+    abstract = normalized(document.abstract)
+    assert abstract.startswith(truth["abstract_starts"])
+    assert abstract.endswith(truth["abstract_ends"]), abstract[-200:]
+    assert set(truth["authors_include"]) <= set(document.authors)
+    assert document.doi == truth["doi"]
+    assert document.paper_id == truth["paper_id"]
+    assert document.pages == truth["pages"]
+
+
+def test_body_is_kept_and_columns_read_in_order(case: tuple[dict, PaperDocument]) -> None:
+    truth, document = case
+    text = normalized(document.text)
+    for phrase in truth["body_phrases"] + truth["column_break_phrases"]:
+        assert phrase in text
+
+
+def test_references_are_listed_and_kept_out_of_the_text(case: tuple[dict, PaperDocument]) -> None:
+    truth, document = case
+    assert len(document.references) == truth["reference_count"]
+    assert any(truth["reference_phrase"] in normalized(entry) for entry in document.references)
+    assert truth["reference_phrase"] not in normalized(document.text)
+    for paragraph in document.text.split("\n\n"):
+        for pattern in REFERENCE_ENTRY:
+            assert not pattern.search(paragraph), paragraph[:300]
+
+
+def test_no_page_furniture_in_the_text(case: tuple[dict, PaperDocument]) -> None:
+    truth, document = case
+    text = normalized(document.text)
+    for furniture in [*FURNITURE, truth["running_header"]]:
+        assert furniture not in text
+    assert not re.search(r"\bPage \d+ of \d+\b", text)
+    for run in re.finditer(r"(?:\b\d{1,4}\s+){2,}\d{1,4}\b", document.text):
+        numbers = [int(number) for number in run.group(0).split()]
+        counting = all(after == before + 1 for before, after in itertools.pairwise(numbers))
+        assert not counting, f"line numbers: {run.group(0)!r}"
+
+
+def test_lines_are_joined_into_paragraphs(case: tuple[dict, PaperDocument]) -> None:
+    _, document = case
+    text = document.text
+    assert "\n\n\n" not in text
+    assert not re.search(r"[^\n]\n[^\n]", text), "a line break inside a paragraph"
+    assert "\u00ad" not in text
+    broken = re.findall(r"\b[a-z]{2,}-\s+(?!and\b|or\b|to\b|nor\b|versus\b)[a-z]{2,}\b", text)
+    assert not broken
+
+
+def test_sections_cover_the_text_in_order(case: tuple[dict, PaperDocument]) -> None:
+    _, document = case
+    sections = document.sections
+    assert sections[0].char_start == 0
+    assert sections[-1].char_end == len(document.text)
+    for before, after in itertools.pairwise(sections):
+        assert before.char_end == after.char_start
+    for section in sections:
+        assert section.char_start < section.char_end
+        assert section.page_start == document.page_at(section.char_start)
+        assert section.page_end == document.page_at(section.char_end - 1)
+    headings = " | ".join(section.heading.lower() for section in sections)
+    assert re.search(r"introduction|background", headings)
+    assert re.search(r"results|methods", headings)
+
+
+def test_pages_map_text_to_where_it_is_printed(case: tuple[dict, PaperDocument]) -> None:
+    truth, document = case
+    starts = document.page_starts
+    assert len(starts) == document.pages and starts[0] == 0
+    assert all(before <= after for before, after in itertools.pairwise(starts))
+    assert starts[-1] <= len(document.text)
+    with pymupdf.open(CORPUS / truth["file"]) as pdf:
+        # NFKC: plain text keeps ligatures ("identiﬁcation") that parse_pdf expands
+        printed = [normalized(unicodedata.normalize("NFKC", page.get_text())) for page in pdf]
+    for phrase in truth["body_phrases"]:
+        # words 2-4: pymupdf's plain text splits drop capitals ("V irtually")
+        opening = " ".join(phrase.split()[1:4])
+        pages = [number for number, page in enumerate(printed, 1) if opening in page]
+        found = re.search(r"\s+".join(map(re.escape, phrase.split())), document.text)
+        assert found and document.page_at(found.start()) in pages, phrase
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated PDFs
+
+
+def _write_two_column_pdf(path: Path) -> None:
+    """Three pages: running header, page number, line numbers, two columns, a hyphenated word."""
+    doc = pymupdf.open()
+    for number in range(1, 4):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 40), "Journal of Generated Tests, 2024", fontsize=8)
+        page.insert_text((300, 770), str(number), fontsize=9)
+        for row in range(30):
+            y = 110 + row * 14
+            page.insert_text((40, y), str((number - 1) * 30 + row + 1), fontsize=8)
+            left = f"Left column page {number} line {row} says alpha beta gamma"
+            right = f"Right column page {number} line {row} says delta epsilon"
+            if row == 10:
+                left = "The cells showed a strong and clear regu-"
+            if row == 11:
+                left = "lation of the genes in every left column"
+            page.insert_text((72, y), left, fontsize=10)
+            page.insert_text((320, y), right, fontsize=10)
+    doc.save(path)
+
+
+def test_generated_two_column_pdf(tmp_path: Path) -> None:
+    path = tmp_path / "columns.pdf"
+    _write_two_column_pdf(path)
+    document = parse_pdf(path, "generated", "tests")
+    text = document.text
+    assert "Journal of Generated Tests" not in text
+    assert "strong and clear regulation of the genes" in text
+    for number in range(1, 4):
+        last_left = text.index(f"Left column page {number} line 29")
+        first_right = text.index(f"Right column page {number} line 0")
+        assert last_left < first_right
+        assert first_right < text.index(f"Right column page {number} line 29")
+    assert not re.search(r"\b(?:\d{1,3}\s+){3,}", text), "line numbers left in the text"
+    assert document.pages == 3 and len(document.page_starts) == 3
+    assert document.page_at(text.index("Left column page 2 line 0")) == 2
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    html = tmp_path / "page.pdf"
+    html.write_text("<html><body>Not a PDF at all</body></html>")
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes((CORPUS / PAPERS[0]["file"]).read_bytes()[:2000])
+    encrypted = tmp_path / "encrypted.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A secret paper about things " * 20)
+    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
+    drawn = tmp_path / "drawn.pdf"
+    doc = pymupdf.open()
+    doc.new_page().draw_rect(pymupdf.Rect(50, 50, 300, 300), color=(0, 0, 0), fill=(1, 0, 0))
+    doc.save(drawn)
+    scanned = tmp_path / "scanned.pdf"
+    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), False)
+    pixmap.clear_with(200)
+    doc = pymupdf.open()
+    doc.new_page().insert_image(pymupdf.Rect(50, 50, 500, 700), pixmap=pixmap)
+    doc.save(scanned)
+    return {
+        "empty": (empty, "empty file"),
+        "html": (html, "not a PDF (starts with b'<html>"),
+        "truncated": (truncated, "corrupt PDF"),
+        "encrypted": (encrypted, "encrypted PDF (needs a password)"),
+        "drawn": (drawn, "no text layer"),
+        "scanned": (scanned, "no text layer (scanned pages? run OCR first)"),
+    }
+
+
+def test_bad_input_raises_a_one_line_ingest_error(tmp_path: Path) -> None:
+    for name, (path, reason) in _bad_inputs(tmp_path).items():
+        with pytest.raises(IngestError) as raised:
+            parse_pdf(path, "bad", "tests")
+        message = str(raised.value)
+        assert message.startswith(reason), (name, message)
+        assert "\n" not in message
+
+
+def test_missing_file_raises_an_ingest_error(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="file not found"):
+        parse_pdf(tmp_path / "absent.pdf", "absent", "tests")

@@ -1,0 +1,228 @@
+"""The LanceDB chunk store: embed once per (content, embedder), upsert by chunk id, find by text."""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from litpipe.retrieval import store as store_module
+from litpipe.retrieval.store import ChunkStore, table_name
+from litpipe.schemas import Chunk, PaperChunks, sha256_text
+from litpipe_tests.conftest import FakeEmbedder
+
+
+def paper(paper_id: str, texts: list[str], collection: str = "bio") -> PaperChunks:
+    chunks, offset = [], 0
+    for index, text in enumerate(texts):
+        chunks.append(
+            Chunk(
+                chunk_id=f"{paper_id}:{index:04d}",
+                paper_id=paper_id,
+                collection=collection,
+                index=index,
+                section="Results",
+                page_start=1 + index // 3,
+                page_end=1 + index // 3,
+                char_start=offset,
+                char_end=offset + len(text),
+                text=text,
+                n_tokens=len(text.split()),
+                content_sha256=sha256_text(text),
+            )
+        )
+        offset += len(text) + 1
+    return PaperChunks(
+        paper_id=paper_id,
+        collection=collection,
+        tokenizer="fake-hash-32",
+        max_tokens=64,
+        overlap_tokens=0,
+        chunks=chunks,
+    )
+
+
+TEXTS = [
+    f"Chunk {number} describes how protein {number} binds its receptor." for number in range(8)
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ChunkStore:
+    return ChunkStore(tmp_path / "lancedb")
+
+
+def test_embedding_a_paper_stores_one_row_per_chunk(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    result = store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    assert (result.chunks, result.embedded, result.reused, result.removed) == (8, 8, 0, 0)
+    assert result.table == table_name("fake-hash-32") == "chunks__fake-hash-32"
+    assert len(fake_embedder.encode_calls) == 1  # one batch for the paper
+    assert store.count_rows("fake-hash-32") == 8
+    assert store.paper_chunk_ids("fake-hash-32", "p1") == [f"p1:{i:04d}" for i in range(8)]
+    assert store.table_names() == ["chunks__fake-hash-32"]
+
+
+def test_stored_rows_keep_the_chunk_and_its_vector(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    chunks = paper("p1", TEXTS)
+    store.embed_paper(chunks, fake_embedder)
+    table = store.open_table("fake-hash-32")
+    assert table is not None
+    rows = table.search().where("chunk_id = 'p1:0004'").limit(None).to_list()
+    assert len(rows) == 1
+    row, chunk = rows[0], chunks.chunks[4]
+    for field in ("paper_id", "collection", "section", "page_start", "char_start", "text"):
+        assert row[field] == getattr(chunk, field)
+    assert row["embedder_id"] == "fake-hash-32"
+    assert np.allclose(row["vector"], fake_embedder.encode([chunk.text])[0])
+
+
+def test_re_embedding_the_same_chunks_embeds_nothing_and_adds_no_row(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    table = store.open_table("fake-hash-32")
+    assert table is not None
+    version = table.version
+    again = store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    assert (again.embedded, again.reused, again.removed) == (0, 8, 0)
+    assert store.count_rows("fake-hash-32") == 8
+    assert fake_embedder.embedded_texts == 8
+    table.checkout_latest()
+    assert table.version == version  # nothing was written
+
+
+def test_a_changed_chunk_is_the_only_one_embedded(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    changed = [*TEXTS[:3], "A rewritten third chunk about kinase inhibitors.", *TEXTS[4:]]
+    result = store.embed_paper(paper("p1", changed), fake_embedder)
+    assert (result.embedded, result.reused, result.removed) == (1, 7, 0)
+    assert fake_embedder.encode_calls[-1] == ["A rewritten third chunk about kinase inhibitors."]
+    assert store.count_rows("fake-hash-32") == 8
+    hits = store.full_text_search("fake-hash-32", "kinase", 5)
+    assert [hit["chunk_id"] for hit in hits] == ["p1:0003"]
+
+
+def test_chunks_a_paper_no_longer_has_are_deleted(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    store.embed_paper(paper("p2", TEXTS[:2]), fake_embedder)
+    result = store.embed_paper(paper("p1", TEXTS[:5]), fake_embedder)
+    assert (result.chunks, result.embedded, result.removed) == (5, 0, 3)
+    assert store.paper_chunk_ids("fake-hash-32", "p1") == [f"p1:{i:04d}" for i in range(5)]
+    assert store.paper_chunk_ids("fake-hash-32", "p2") == ["p2:0000", "p2:0001"]
+    emptied = store.embed_paper(paper("p2", []), fake_embedder)
+    assert emptied.removed == 2 and store.paper_chunk_ids("fake-hash-32", "p2") == []
+    assert store.count_rows("fake-hash-32") == 5
+
+
+def test_identical_text_in_another_paper_reuses_the_stored_vector(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    shared = [TEXTS[2], "Only the second paper has this sentence.", TEXTS[5]]
+    result = store.embed_paper(paper("p2", shared, collection="other"), fake_embedder)
+    assert (result.embedded, result.reused) == (1, 2)
+    assert fake_embedder.encode_calls[-1] == ["Only the second paper has this sentence."]
+    assert store.count_rows("fake-hash-32") == 11
+
+
+def test_text_repeated_within_a_paper_is_embedded_once(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    result = store.embed_paper(paper("p1", ["Same words.", "Same words.", "Other."]), fake_embedder)
+    assert result.embedded == 3 and result.chunks == 3
+    assert len(fake_embedder.encode_calls) == 1
+    assert sorted(fake_embedder.encode_calls[0]) == ["Other.", "Same words."]
+
+
+def test_each_embedder_has_its_own_table(store: ChunkStore, fake_embedder: FakeEmbedder) -> None:
+    other = FakeEmbedder()
+    other.embedder_id = "other/model v2"
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    result = store.embed_paper(paper("p1", TEXTS), other)
+    assert result.embedded == 8  # vectors of another model are never reused
+    assert re.fullmatch(r"chunks__[A-Za-z0-9_.-]+", result.table)
+    assert store.table_names() == sorted(["chunks__fake-hash-32", result.table])
+    assert store.count_rows("no-such-embedder") == 0
+    assert store.full_text_search("no-such-embedder", "protein", 3) == []
+
+
+def test_full_text_search_finds_a_chunk_by_a_rare_word(
+    store: ChunkStore, fake_embedder: FakeEmbedder
+) -> None:
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    store.embed_paper(
+        paper("p2", ["Zymography revealed gelatinase activity.", *TEXTS[:2]]), fake_embedder
+    )
+    hits = store.full_text_search("fake-hash-32", "zymography", 3)
+    assert [hit["chunk_id"] for hit in hits] == ["p2:0000"]
+    assert hits[0]["text"] == "Zymography revealed gelatinase activity." and hits[0]["score"] > 0
+    assert len(store.full_text_search("fake-hash-32", "protein receptor", 20)) == 10
+    # What a user types is words, not query syntax.
+    quoted = store.full_text_search("fake-hash-32", '"Zymography" AND title:(gelatinase)', 3)
+    assert quoted[0]["chunk_id"] == "p2:0000"
+
+
+def test_the_text_index_catches_up_after_many_new_rows(
+    store: ChunkStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "FTS_UNINDEXED_ROWS", 10)
+    store.embed_paper(paper("p1", TEXTS), fake_embedder)
+    table = store.open_table("fake-hash-32")
+    assert table is not None
+    assert table.index_stats("text_idx").num_unindexed_rows == 0
+    store.embed_paper(
+        paper("p2", [f"New row {i} on tardigrades." for i in range(6)]), fake_embedder
+    )
+    assert table.index_stats("text_idx").num_unindexed_rows == 6  # searched by a scan meanwhile
+    assert len(store.full_text_search("fake-hash-32", "tardigrades", 10)) == 6
+    store.embed_paper(paper("p3", [f"Row {i} on rotifers." for i in range(6)]), fake_embedder)
+    assert table.index_stats("text_idx").num_unindexed_rows == 0
+    assert len(store.full_text_search("fake-hash-32", "rotifers", 10)) == 6
+
+
+def _embed_papers_in_a_process(db_dir: str, worker: int) -> int:
+    store = ChunkStore(Path(db_dir))
+    for number in range(4):
+        texts = [f"Worker {worker} paper {number} chunk {i}." for i in range(6)]
+        store.embed_paper(paper(f"w{worker}p{number}", texts), FakeEmbedder())
+    return worker
+
+
+def test_concurrent_writers_to_one_table_all_succeed(tmp_path: Path) -> None:
+    db_dir = tmp_path / "lancedb"
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        done = pool.starmap(_embed_papers_in_a_process, [(str(db_dir), w) for w in range(3)])
+    assert sorted(done) == [0, 1, 2]
+    assert ChunkStore(db_dir).count_rows("fake-hash-32") == 3 * 4 * 6
+
+
+def test_a_commit_conflict_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module.time, "sleep", lambda _: None)
+    attempts = []
+
+    def conflicting() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise RuntimeError("Commit conflict for version 7: a concurrent writer committed")
+        return "done"
+
+    def invalid() -> str:
+        attempts.append(1)
+        raise ValueError("bad filter")
+
+    assert store_module._with_commit_retries(conflicting, "test") == "done"
+    assert len(attempts) == 3
+    with pytest.raises(ValueError, match="bad filter"):
+        store_module._with_commit_retries(invalid, "test")
+    assert len(attempts) == 4  # other errors are not retried
