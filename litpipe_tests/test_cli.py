@@ -6,14 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from litpipe.cli import main
 from litpipe.retrieval.store import ChunkStore
+from litpipe_tests.bundled import PDFS_BY_SIZE, write_bad_pdfs
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
-PDFS = sorted(CORPUS.glob("*.pdf"), key=lambda p: p.stat().st_size)
+PDFS = PDFS_BY_SIZE
 
 
 def run(home: Path, embedder: Path, *args: str) -> tuple[int, dict]:
@@ -22,13 +21,17 @@ def run(home: Path, embedder: Path, *args: str) -> tuple[int, dict]:
     return code, json.loads(reports[-1].read_text()) if reports else {}
 
 
+def folder_with(folder: Path, pdfs: list[Path]) -> Path:
+    folder.mkdir()
+    for pdf in pdfs:
+        shutil.copy(pdf, folder)
+    return folder
+
+
 def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
     tmp_path: Path, tiny_model: Path
 ) -> None:
-    folder = tmp_path / "papers"
-    folder.mkdir()
-    for pdf in PDFS[:2]:
-        shutil.copy(pdf, folder)
+    folder = folder_with(tmp_path / "papers", PDFS[:2])
     home = tmp_path / "home"
 
     code, first = run(home, tiny_model, str(folder), "--collection", "bio")
@@ -57,38 +60,11 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
     assert store.count_rows(third["embedder"]) == third["chunks"]
 
 
-def make_bad_pdfs(folder: Path) -> dict[str, str]:
-    """File name → a word its failure reason must contain."""
-    (folder / "empty.pdf").write_bytes(b"")
-    (folder / "webpage.pdf").write_text("<html><body>Not found</body></html>")
-    (folder / "truncated.pdf").write_bytes(PDFS[0].read_bytes()[:3000])
-    locked = pymupdf.open()
-    locked.new_page().insert_text((72, 72), "secret results")
-    locked.save(
-        folder / "locked.pdf",
-        encryption=pymupdf.PDF_ENCRYPT_AES_256,
-        user_pw="user",
-        owner_pw="owner",
-    )
-    scanned = pymupdf.open()
-    scanned.new_page().draw_rect(pymupdf.Rect(50, 50, 300, 300), fill=(0.2, 0.2, 0.2))
-    scanned.save(folder / "scanned.pdf")
-    return {
-        "empty.pdf": "empty",
-        "webpage.pdf": "not a PDF",
-        "truncated.pdf": "PDF",
-        "locked.pdf": "encrypted",
-        "scanned.pdf": "text",
-    }
-
-
 def test_bad_pdfs_fail_with_a_reason_and_the_good_one_completes(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "mixed"
-    folder.mkdir()
-    shutil.copy(PDFS[0], folder)
-    expected = make_bad_pdfs(folder)
+    folder = folder_with(tmp_path / "mixed", PDFS[:1])
+    expected = {path.name: reason for path, reason in write_bad_pdfs(folder).values()}
 
     code, report = run(tmp_path / "home", tiny_model, str(folder))
 
@@ -96,10 +72,10 @@ def test_bad_pdfs_fail_with_a_reason_and_the_good_one_completes(
     assert report["papers"] == 1 and report["embedded_chunks"] > 0
     failures = {Path(f["file"]).name: f for f in report["failed_papers"]}
     assert set(failures) == set(expected)
-    for name, word in expected.items():
-        reason = failures[name]["reason"]
-        assert word.lower() in reason.lower(), reason
-        assert "\n" not in reason and failures[name]["paper_id"]
+    for name, reason in expected.items():
+        # The file path leads the reason, which says why in one line.
+        assert failures[name]["reason"].startswith(f"{folder / name}: {reason}")
+        assert "\n" not in failures[name]["reason"] and failures[name]["paper_id"]
     assert "FAILED" in capsys.readouterr().err
 
 
@@ -139,9 +115,7 @@ def test_exit_codes(tmp_path: Path, tiny_model: Path) -> None:
 def test_status_lists_fresh_and_stale(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "papers"
-    folder.mkdir()
-    shutil.copy(PDFS[0], folder)
+    folder = folder_with(tmp_path / "papers", PDFS[:1])
     home = tmp_path / "home"
     run(home, tiny_model, str(folder), "--collection", "bio")
     capsys.readouterr()

@@ -20,9 +20,9 @@ from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
+from litpipe_tests.bundled import PDFS_BY_SIZE
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
-SMALL_PDF = CORPUS / "10.1101_2024.02.13.580051.pdf"
+SMALL_PDF = PDFS_BY_SIZE[0]
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 from pathlib import Path
@@ -12,10 +11,8 @@ import pymupdf
 import pytest
 
 from litpipe.ingest.ids import pdf_paper_id, slug, table_paper_id
+from litpipe_tests.bundled import CORPUS, PAPERS, write_bad_pdfs
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
-TRUTH = json.loads((Path(__file__).parent / "data" / "pdf_truth.json").read_text("utf-8"))
-PAPERS = TRUTH["papers"]
 SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -59,22 +56,8 @@ def test_unlabelled_doi_on_one_page_only_is_not_taken(tmp_path: Path) -> None:
     assert pdf_paper_id(path) == "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def _bad_files(tmp_path: Path) -> list[Path]:
-    empty = tmp_path / "empty.pdf"
-    empty.write_bytes(b"")
-    html = tmp_path / "page.pdf"
-    html.write_text("<html><body>doi:10.1234/not.a.pdf</body></html>")
-    truncated = tmp_path / "truncated.pdf"
-    truncated.write_bytes((CORPUS / PAPERS[0]["file"]).read_bytes()[:2000])
-    encrypted = tmp_path / "encrypted.pdf"
-    doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "https://doi.org/10.5555/secret.1")
-    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
-    return [empty, html, truncated, encrypted]
-
-
 def test_unreadable_files_fall_back_to_their_content_hash(tmp_path: Path) -> None:
-    for path in _bad_files(tmp_path):
+    for path, _ in write_bad_pdfs(tmp_path).values():
         expected = "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         assert pdf_paper_id(path) == expected, path.name
 

@@ -8,7 +8,6 @@ references kept out of the text and the body kept whole.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import unicodedata
 from pathlib import Path
@@ -18,10 +17,8 @@ import pytest
 
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.schemas import IngestError, PaperDocument
+from litpipe_tests.bundled import CORPUS, PAPERS, write_bad_pdfs
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
-TRUTH = json.loads((Path(__file__).parent / "data" / "pdf_truth.json").read_text("utf-8"))
-PAPERS = TRUTH["papers"]
 IDS = [paper["file"] for paper in PAPERS]
 
 # A reference entry that leaked into the text would show one of these (one per citation style).
@@ -183,39 +180,8 @@ def test_generated_two_column_pdf(tmp_path: Path) -> None:
     assert document.page_at(text.index("Left column page 2 line 0")) == 2
 
 
-def _bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
-    empty = tmp_path / "empty.pdf"
-    empty.write_bytes(b"")
-    html = tmp_path / "page.pdf"
-    html.write_text("<html><body>Not a PDF at all</body></html>")
-    truncated = tmp_path / "truncated.pdf"
-    truncated.write_bytes((CORPUS / PAPERS[0]["file"]).read_bytes()[:2000])
-    encrypted = tmp_path / "encrypted.pdf"
-    doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "A secret paper about things " * 20)
-    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
-    drawn = tmp_path / "drawn.pdf"
-    doc = pymupdf.open()
-    doc.new_page().draw_rect(pymupdf.Rect(50, 50, 300, 300), color=(0, 0, 0), fill=(1, 0, 0))
-    doc.save(drawn)
-    scanned = tmp_path / "scanned.pdf"
-    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), False)
-    pixmap.clear_with(200)
-    doc = pymupdf.open()
-    doc.new_page().insert_image(pymupdf.Rect(50, 50, 500, 700), pixmap=pixmap)
-    doc.save(scanned)
-    return {
-        "empty": (empty, "empty file"),
-        "html": (html, "not a PDF (starts with b'<html>"),
-        "truncated": (truncated, "corrupt PDF"),
-        "encrypted": (encrypted, "encrypted PDF (needs a password)"),
-        "drawn": (drawn, "no text layer"),
-        "scanned": (scanned, "no text layer (scanned pages? run OCR first)"),
-    }
-
-
 def test_bad_input_raises_a_one_line_ingest_error(tmp_path: Path) -> None:
-    for name, (path, reason) in _bad_inputs(tmp_path).items():
+    for name, (path, reason) in write_bad_pdfs(tmp_path).items():
         with pytest.raises(IngestError) as raised:
             parse_pdf(path, "bad", "tests")
         message = str(raised.value)

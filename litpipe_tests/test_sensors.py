@@ -13,9 +13,9 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
+from litpipe_tests.bundled import PDFS_BY_SIZE
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
-PDFS = sorted(CORPUS.glob("*.pdf"))
+PDFS = PDFS_BY_SIZE
 
 
 @pytest.fixture
