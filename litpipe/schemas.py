@@ -132,3 +132,45 @@ class RunReport(BaseModel):
     lancedb_table: str
     lancedb_rows: int
     timings: dict[str, float] = Field(description="Seconds per phase and in total.")
+
+
+class PaperAbstract(BaseModel):
+    """A paper's title and abstract: parsed when the paper has one, written by an agent if not."""
+
+    paper_id: str
+    title: str
+    abstract: str
+    source: Literal["parsed", "generated"]
+    engine: str = Field(description="`parsed`, `offline` or the model that wrote it.")
+
+
+QuestionStyle = Literal["broad", "inner_workings"]
+
+
+class Question(BaseModel):
+    question_id: str = Field(description="`<paper_id>:q<index>`, stable while the questions are.")
+    paper_id: str
+    style: QuestionStyle
+    text: str
+
+
+class PaperQuestions(BaseModel):
+    paper_id: str
+    engine: str = Field(description="`offline` or the model that wrote the questions.")
+    questions: list[Question]
+
+
+class LLMUsage(BaseModel):
+    """Model calls and their cost, for one asset or one run."""
+
+    made: int = 0
+    cached: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: LLMUsage) -> LLMUsage:
+        return LLMUsage(
+            **{name: getattr(self, name) + getattr(other, name) for name in LLMUsage.model_fields}
+        )

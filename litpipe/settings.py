@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -19,6 +19,29 @@ from pydantic_settings import (
 )
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+OFFLINE = "offline"
+
+
+class AgentRoute(BaseModel):
+    """Per-agent overrides of the default model and sampling (unset fields fall back)."""
+
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class Route(BaseModel):
+    """What one agent's calls resolve to: `model` is a litellm model string or `offline`."""
+
+    agent: str
+    model: str
+    api_base: str | None
+    temperature: float
+    max_tokens: int
+
+    @property
+    def offline(self) -> bool:
+        return self.model == OFFLINE
 
 
 def config_file() -> Path:
@@ -55,6 +78,36 @@ class Settings(BaseSettings):
         default=25, ge=1, description="New files the sensor registers per tick."
     )
 
+    # The LLM layer. No model: every agent runs on the offline extractive engine.
+    llm_model: str | None = Field(
+        default=None,
+        description="Default litellm model string (`gpt-4o-mini`, `ollama/llama3.1`, "
+        "`openai/<name>` with llm_api_base); unset means the offline engine.",
+    )
+    llm_api_base: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible server (vLLM, a stub)."
+    )
+    llm_temperature: float = Field(default=0.0, ge=0, le=2)
+    llm_max_tokens: int = Field(default=2048, ge=1)
+    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at most.")
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    llm_max_retries: int = Field(
+        default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
+    )
+    llm_cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
+    llm_budget_usd: float | None = Field(
+        default=None, gt=0, description="Stop a run before its model calls cost more than this."
+    )
+    agents: dict[str, AgentRoute] = Field(
+        default_factory=dict,
+        description="Per-agent model and sampling overrides, e.g. "
+        '{"questions": {"model": "gpt-4o", "temperature": 0.3}}.',
+    )
+    prompts_dir: Path | None = Field(
+        default=None,
+        description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
+    )
+
     @field_validator("home", mode="after")
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
@@ -75,6 +128,22 @@ class Settings(BaseSettings):
             env_settings,
             TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
         )
+
+    def route(self, agent: str) -> Route:
+        override = self.agents.get(agent, AgentRoute())
+        return Route(
+            agent=agent,
+            model=override.model or self.llm_model or OFFLINE,
+            api_base=self.llm_api_base,
+            temperature=(
+                override.temperature if override.temperature is not None else self.llm_temperature
+            ),
+            max_tokens=override.max_tokens or self.llm_max_tokens,
+        )
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
 
     @property
     def watched_roots(self) -> list[Path]:
