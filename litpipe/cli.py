@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from litpipe.schemas import FailedPaper, RunReport
-from litpipe.settings import Settings
+from litpipe.settings import OFFLINE, Settings
 
 if TYPE_CHECKING:
     from litpipe.defs.runner import PaperOutcome
@@ -38,7 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = {
         name: value
-        for name, value in {"home": args.home, "embedder": args.embedder}.items()
+        for name, value in {
+            "home": args.home,
+            "embedder": args.embedder,
+            "llm_model": args.model,
+            "llm_api_base": args.api_base,
+        }.items()
         if value is not None
     }
     settings = Settings(**overrides)
@@ -56,11 +61,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder", help="sentence-transformers model name or local path (default: MiniLM)"
     )
+    parser.add_argument(
+        "--model", help="litellm model for every agent, e.g. gpt-4o-mini (default: offline)"
+    )
+    parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
 
 
 def run_command(settings: Settings, source: Path, collection: str | None) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
-    from litpipe.defs.runner import ingest, open_instance, register
+    from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.store import ChunkStore
@@ -82,7 +91,8 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
 
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
-            "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded",
+            "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded, "
+            f"{outcome.questions} questions",
             "up_to_date": f"up to date ({outcome.chunks} chunks)",
             "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
         }[outcome.status]
@@ -91,7 +101,8 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
             file=sys.stderr,
         )
 
-    outcome_list = ingest(settings, instance, registrations, on_progress=show).outcomes
+    papers_run = run_papers(settings, instance, registrations, on_progress=show)
+    outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
     finished = time.perf_counter()
 
     embedder = Embedder(settings.embedder)
@@ -105,14 +116,18 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         papers_up_to_date=sum(o.status == "up_to_date" for o in outcome_list),
         chunks=sum(o.chunks for o in ingested),
         embedded_chunks=sum(o.embedded for o in ingested),
+        questions=sum(o.questions for o in ingested),
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
-        engine="offline",
+        engine=settings.llm_model or OFFLINE,
+        llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
+        tokens={"in": usage.tokens_in, "out": usage.tokens_out},
+        cost_usd=usage.cost_usd,
         embedder=embedder.embedder_id,
         lancedb_table=store.table_name(embedder.embedder_id),
         lancedb_rows=store.count_rows(embedder.embedder_id),
         timings={
             "discover_s": round(discovered - started, 3),
-            "ingest_s": round(finished - discovered, 3),
+            "pipeline_s": round(finished - discovered, 3),
             "total_s": round(time.perf_counter() - started, 3),
         },
     )
@@ -123,7 +138,9 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         f"{report.papers} papers ingested ({report.papers_up_to_date} already up to date), "
         f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
         f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
-        f"{report.lancedb_table}. Report: {out_dir / 'report.json'}",
+        f"{report.lancedb_table}; {report.questions} questions by {report.engine} "
+        f"(model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
+        f"${usage.cost_usd:.4f}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
     return 0 if report.papers else 1
@@ -137,12 +154,13 @@ def _describe(failure: FailedPaper) -> str:
 def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.runner import INGEST_KEYS, open_instance
+    from litpipe.defs.runner import open_instance, paper_asset_keys
     from litpipe.defs.staleness import State, partition_states
 
     catalog = Catalog(settings.catalog_path)
     instance = open_instance(settings)
     defs = build_definitions(settings)
+    keys = paper_asset_keys(defs)
     collections = catalog.collections()
     if not collections:
         print(f"nothing registered yet under {settings.home}: try `litpipe run SOURCE`")
@@ -150,8 +168,8 @@ def status_command(settings: Settings, show_all: bool) -> int:
     for collection in collections:
         paper_ids = catalog.papers(collection)
         print(f"{collection}: {len(paper_ids)} papers")
-        states = partition_states(instance, defs, INGEST_KEYS, paper_ids)
-        for key in INGEST_KEYS:
+        states = partition_states(instance, defs, keys, paper_ids)
+        for key in keys:
             by_state: dict[State, list[str]] = {}
             for paper_id, state in states[key].items():
                 by_state.setdefault(state, []).append(paper_id)

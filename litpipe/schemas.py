@@ -126,8 +126,12 @@ class RunReport(BaseModel):
     papers_up_to_date: int
     chunks: int = Field(description="Chunks of the ingested papers.")
     embedded_chunks: int = Field(description="Chunks embedded in this run (the rest reused).")
+    questions: int = Field(description="Questions of the ingested papers.")
     failed_papers: list[FailedPaper]
     engine: str = Field(description="What wrote the text outputs: `offline` without an LLM.")
+    llm_calls: dict[str, int] = Field(description="Model calls made, answered from cache, failed.")
+    tokens: dict[str, int] = Field(description="Model tokens in and out in this run.")
+    cost_usd: float = Field(description="What this run's model calls cost, where prices are known.")
     embedder: str
     lancedb_table: str
     lancedb_rows: int

@@ -103,6 +103,12 @@ class Settings(BaseSettings):
         description="Per-agent model and sampling overrides, e.g. "
         '{"questions": {"model": "gpt-4o", "temperature": 0.3}}.',
     )
+    questions_per_style: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Questions per paper of each style (broad, inner workings).",
+    )
     prompts_dir: Path | None = Field(
         default=None,
         description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",

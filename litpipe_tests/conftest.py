@@ -13,6 +13,9 @@ from numpy.typing import NDArray
 from litpipe.retrieval.embedder import Embedder
 from litpipe_tests.tiny_model import build_tiny_model
 
+# The local OpenAI-compatible server: its `stub_llm` fixture serves every test module.
+pytest_plugins = ("litpipe_tests.stub_llm",)
+
 
 class FakeTokenizer:
     """Words of at most six characters and single punctuation marks: wordpiece-like enough that

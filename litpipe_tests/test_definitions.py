@@ -14,7 +14,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import papers
-from litpipe.defs.runner import INGEST_KEYS, open_instance
+from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.store import ChunkStore
@@ -39,6 +39,8 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "paper_document",
         "paper_chunks",
         "chunk_embeddings",
+        "paper_abstract",
+        "paper_questions",
     }
     for key in graph.get_all_asset_keys():
         assert graph.get(key).code_version, f"{key} has no code_version"
@@ -53,7 +55,7 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
 
     result = (
         build_definitions(settings)
-        .resolve_job_def("ingest_papers")
+        .resolve_job_def("paper_pipeline")
         .execute_in_process(partition_key=source.paper_id, instance=instance)
     )
 
@@ -81,22 +83,25 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     Catalog(settings.catalog_path).register(source)
     instance.add_dynamic_partitions(papers.name, [source.paper_id, "never-built"])
     defs = build_definitions(settings)
-    defs.resolve_job_def("ingest_papers").execute_in_process(
+    defs.resolve_job_def("paper_pipeline").execute_in_process(
         partition_key=source.paper_id, instance=instance
     )
     ids = [source.paper_id, "never-built"]
-    states = partition_states(instance, defs, INGEST_KEYS, ids)
-    assert {states[key][source.paper_id] for key in INGEST_KEYS} == {State.FRESH}
-    assert {states[key]["never-built"] for key in INGEST_KEYS} == {State.MISSING}
+    keys = paper_asset_keys(defs)
+    states = partition_states(instance, defs, keys, ids)
+    assert {states[key][source.paper_id] for key in keys} == {State.FRESH}
+    assert {states[key]["never-built"] for key in keys} == {State.MISSING}
 
     edited = build_definitions(settings.model_copy(update={"chunk_overlap_tokens": 8}))
-    states = partition_states(instance, edited, INGEST_KEYS, ids)
-    by_name = {key.to_user_string(): states[key][source.paper_id] for key in INGEST_KEYS}
+    states = partition_states(instance, edited, keys, ids)
+    by_name = {key.to_user_string(): states[key][source.paper_id] for key in keys}
     assert by_name == {
         "paper_source": State.FRESH,
         "paper_document": State.FRESH,
         "paper_chunks": State.CODE_CHANGED,
         "chunk_embeddings": State.UPSTREAM_CHANGED,
+        "paper_abstract": State.FRESH,
+        "paper_questions": State.FRESH,
     }
     # Dagster's own resolver (what the UI shows) agrees on the edited asset and its parent.
     resolver = CachingStaleStatusResolver(

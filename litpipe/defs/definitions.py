@@ -4,25 +4,34 @@ from __future__ import annotations
 
 import dagster as dg
 
+from litpipe.defs.assets.abstract import build_abstract_assets
 from litpipe.defs.assets.embeddings import build_embedding_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
+from litpipe.defs.assets.questions import build_question_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
-from litpipe.defs.jobs import ingest_job
+from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.resources import (
     CatalogResource,
     ChunkingResource,
     EmbedderResource,
     LanceDBResource,
+    LLMResource,
 )
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.settings import Settings
 
 
 def build_definitions(settings: Settings) -> dg.Definitions:
-    """The graph for these settings: code versions depend on them (embedder, chunk sizes)."""
+    """The graph for these settings: code versions depend on them (embedder, chunk sizes,
+    prompts, models)."""
     return dg.Definitions(
-        assets=[*build_ingest_assets(settings), *build_embedding_assets(settings)],
-        jobs=[ingest_job],
+        assets=[
+            *build_ingest_assets(settings),
+            *build_embedding_assets(settings),
+            *build_abstract_assets(settings),
+            *build_question_assets(settings),
+        ],
+        jobs=[paper_pipeline],
         sensors=[build_new_papers_sensor(settings)],
         resources={
             "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),
@@ -36,6 +45,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
                 max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
             ),
             "lancedb": LanceDBResource(uri=str(settings.lancedb_dir)),
+            "llm": LLMResource.from_settings(settings),
         },
     )
 

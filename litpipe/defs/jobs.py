@@ -1,4 +1,6 @@
 import dagster as dg
 
-# Everything per paper, source to vectors: what the sensor requests for each new paper.
-ingest_job = dg.define_asset_job("ingest_papers", selection=dg.AssetSelection.groups("ingest"))
+# Every per-paper stage, source to questions: what the sensor and `litpipe run` request per paper.
+paper_pipeline = dg.define_asset_job(
+    "paper_pipeline", selection=dg.AssetSelection.groups("ingest", "questions")
+)

@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from litpipe.catalog import Catalog
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.llm.client import LLMClient
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -49,3 +57,43 @@ class LanceDBResource(dg.ConfigurableResource):
 
     def store(self) -> ChunkStore:
         return ChunkStore(Path(self.uri))
+
+
+class LLMResource(dg.ConfigurableResource):
+    """The model behind the agents: litellm routes, the reply cache, usage and the budget.
+
+    Without a model (the default) every agent runs on litpipe's offline extractive engine.
+    Keys are never configured here: litellm reads them from the environment.
+    """
+
+    # The whole settings model, as JSON: Dagster config cannot hold its nested optional fields.
+    settings_json: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLMResource:
+        return cls(settings_json=settings.model_dump_json())
+
+    def settings(self) -> Settings:
+        return Settings(**json.loads(self.settings_json))
+
+    def prompts(self) -> PromptLibrary:
+        return PromptLibrary(self.settings().prompts_dir)
+
+    def ledger(self, scope: str) -> UsageLedger:
+        """Usage of one step; its calls also count towards its scope's total (and budget)."""
+        return UsageLedger(usage_path(self.settings(), scope))
+
+    def client_for(self, agent: str, ledger: UsageLedger) -> LLMClient | None:
+        """The client for an agent's model, or None when the agent runs offline (litellm, slow
+        to import, is then never loaded)."""
+        settings = self.settings()
+        if settings.route(agent).offline:
+            return None
+        from litpipe.llm.client import LLMClient
+
+        return LLMClient(settings, ledger)
+
+
+def usage_path(settings: Settings, scope: str) -> Path:
+    """One JSONL file of model calls per scope: a `litpipe run`, or a run launched elsewhere."""
+    return settings.home / "usage" / f"{scope}.jsonl"

@@ -1,12 +1,14 @@
 """Runs litpipe's graph in-process, into the same Dagster instance the UI serves.
 
 `litpipe run` registers the papers of a source, adds their partitions and materializes each
-paper's assets that are missing or stale, one run per paper, so every run shows in the UI.
+paper's assets that are missing or stale, one run per paper, so every run shows in the UI. All
+runs of one `litpipe run` share a usage scope: their model calls are summed, and budgeted, together.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Literal
 
@@ -16,11 +18,14 @@ from pydantic import BaseModel
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.jobs import ingest_job
+from litpipe.defs.jobs import paper_pipeline
+from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
+from litpipe.defs.resources import usage_path
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import Discovery
-from litpipe.schemas import EmbeddingResult, FailedPaper, PaperChunks
+from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage, PaperChunks, PaperQuestions
 from litpipe.settings import Settings
 
 # Dagster's console log repeats what the progress lines say; keep its warnings and errors.
@@ -33,6 +38,7 @@ class PaperOutcome(BaseModel):
     seconds: float = 0.0
     chunks: int = 0
     embedded: int = 0
+    questions: int = 0
     failure: FailedPaper | None = None
 
 
@@ -49,14 +55,18 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
-INGEST_KEYS = [
-    dg.AssetKey(name)
-    for name in ("paper_source", "paper_document", "paper_chunks", "chunk_embeddings")
-]
+EMBEDDINGS = dg.AssetKey("chunk_embeddings")
 
 
-class IngestRun(BaseModel):
+def paper_asset_keys(defs: dg.Definitions) -> list[dg.AssetKey]:
+    """The per-paper assets, upstream first."""
+    graph = defs.resolve_asset_graph()
+    return [key for key in graph.toposorted_asset_keys if graph.get(key).partitions_def == papers]
+
+
+class PapersRun(BaseModel):
     outcomes: list[PaperOutcome]
+    llm_usage: LLMUsage
 
 
 def register(
@@ -71,43 +81,54 @@ def register(
     return registrations
 
 
-def ingest(
+def run_papers(
     settings: Settings,
     instance: dg.DagsterInstance,
     registrations: dict[str, Registration],
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
-) -> IngestRun:
+) -> PapersRun:
     """Materializes, one run per paper, the papers whose assets are new, changed or stale."""
     defs = build_definitions(settings)
-    job = defs.resolve_job_def(ingest_job.name)
+    job = defs.resolve_job_def(paper_pipeline.name)
+    keys = paper_asset_keys(defs)
     paper_ids = list(registrations)
-    states = partition_states(instance, defs, INGEST_KEYS, paper_ids)
+    states = partition_states(instance, defs, keys, paper_ids)
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
     outcomes: list[PaperOutcome] = []
     for done, paper_id in enumerate(paper_ids, start=1):
-        up_to_date = registrations[paper_id] is Registration.UNCHANGED and all(
-            states[key][paper_id] is State.FRESH for key in INGEST_KEYS
+        # A new or changed source rebuilds everything; otherwise only what is missing or stale
+        # (stale includes everything downstream of a stale asset).
+        todo = (
+            keys
+            if registrations[paper_id] is not Registration.UNCHANGED
+            else [key for key in keys if states[key][paper_id] is not State.FRESH]
         )
-        if up_to_date:
-            outcome = PaperOutcome(
-                paper_id=paper_id, status="up_to_date", chunks=_chunk_count(settings, paper_id)
-            )
+        if todo:
+            outcome = _materialize(settings, job, instance, paper_id, todo, scope)
         else:
-            outcome = _materialize(settings, job, instance, paper_id)
+            outcome = _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
         outcomes.append(outcome)
         on_progress(done, len(paper_ids), outcome)
-    return IngestRun(outcomes=outcomes)
+    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+    return PapersRun(outcomes=outcomes, llm_usage=usage)
 
 
 def _materialize(
-    settings: Settings, job: dg.JobDefinition, instance: dg.DagsterInstance, paper_id: str
+    settings: Settings,
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    paper_id: str,
+    assets: list[dg.AssetKey],
+    scope: str,
 ) -> PaperOutcome:
     started = time.perf_counter()
     result = job.execute_in_process(
         partition_key=paper_id,
+        asset_selection=assets,
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli"},
+        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
     )
     seconds = round(time.perf_counter() - started, 3)
     if not result.success:
@@ -121,15 +142,29 @@ def _materialize(
                 reason=_failure_reason(result),
             ),
         )
-    embedding = ArtifactStore(settings.artifacts_dir).read(
-        ["chunk_embeddings"], paper_id, EmbeddingResult
-    )
+    embedded = 0
+    if EMBEDDINGS in assets:
+        artifacts = ArtifactStore(settings.artifacts_dir)
+        embedded = artifacts.read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
+    return _outcome(settings, paper_id, "materialized", seconds, embedded)
+
+
+def _outcome(
+    settings: Settings,
+    paper_id: str,
+    status: Literal["materialized", "up_to_date"],
+    seconds: float,
+    embedded: int,
+) -> PaperOutcome:
+    """A built paper's figures, read from its artifacts."""
+    artifacts = ArtifactStore(settings.artifacts_dir)
     return PaperOutcome(
         paper_id=paper_id,
-        status="materialized",
+        status=status,
         seconds=seconds,
-        chunks=embedding.chunks,
-        embedded=embedding.embedded,
+        chunks=len(artifacts.read(["paper_chunks"], paper_id, PaperChunks).chunks),
+        embedded=embedded,
+        questions=len(artifacts.read(["paper_questions"], paper_id, PaperQuestions).questions),
     )
 
 
@@ -146,9 +181,3 @@ def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
                 error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
     return "the run failed before any step ran (see the run in the Dagster UI)"
-
-
-def _chunk_count(settings: Settings, paper_id: str) -> int:
-    return len(
-        ArtifactStore(settings.artifacts_dir).read(["paper_chunks"], paper_id, PaperChunks).chunks
-    )

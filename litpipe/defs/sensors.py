@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from litpipe.catalog import Registration
-from litpipe.defs.jobs import ingest_job
+from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.sources import corpus_files, discover_file
@@ -20,7 +20,7 @@ def file_fingerprint(path: Path) -> str:
 
 def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
     @dg.sensor(
-        job=ingest_job,
+        job=paper_pipeline,
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "

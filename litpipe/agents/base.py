@@ -1,0 +1,91 @@
+"""What an agent is (a prompt file, a reply schema, an offline engine) and how one is run."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import sys
+from abc import ABC, abstractmethod
+from typing import Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from litpipe.agents import extractive
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.settings import Route, Settings
+
+In = TypeVar("In", bound=BaseModel)
+Reply = TypeVar("Reply", bound=BaseModel)
+Schema = TypeVar("Schema", bound=BaseModel)
+
+OFFLINE_ENGINE = "offline"
+
+
+class StructuredClient(Protocol):
+    """The one thing agents need of the LLM client: a validated reply to chat messages."""
+
+    def complete_sync(
+        self, route: Route, messages: list[dict[str, str]], schema: type[Schema]
+    ) -> Schema: ...
+
+
+class Agent(ABC, Generic[In, Reply]):
+    """An agent is its prompt file (`name`), what a model must return (`reply_schema`) and an
+    offline engine that fulfils the same schema from the inputs' own text."""
+
+    name: str
+    reply_schema: type[Reply]
+
+    @abstractmethod
+    def messages(self, inputs: In, prompts: PromptLibrary) -> list[dict[str, str]]:
+        """The rendered prompt, every piece of paper text inside a fence."""
+
+    @abstractmethod
+    def offline(self, inputs: In) -> Reply:
+        """The deterministic, extractive reply: only text taken from the inputs."""
+
+
+def engine_name(route: Route) -> str:
+    """What an output records as its writer: `offline`, or the route's model."""
+    return OFFLINE_ENGINE if route.offline else route.model
+
+
+def version(agent: Agent[In, Reply], settings: Settings, prompts: PromptLibrary) -> str:
+    """Hash of all that decides the agent's replies: for the code_version of its asset.
+
+    The effective prompt text, the reply schema, the agent's module and the shared extractive
+    helpers (the offline engine), and the route's model and sampling. Not `api_base`: the same
+    model served from another address gives the same replies.
+    """
+    route = settings.route(agent.name)
+    parts = [
+        prompts.digest(agent.name),
+        json.dumps(agent.reply_schema.model_json_schema(), sort_keys=True),
+        inspect.getsource(sys.modules[type(agent).__module__]),
+        inspect.getsource(extractive),
+        route.model_dump_json(include={"model", "temperature", "max_tokens"}),
+    ]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def run_agent(
+    agent: Agent[In, Reply],
+    inputs: In,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: StructuredClient | None,
+) -> Reply:
+    """The agent's reply: from its offline engine when its route is offline, else from a model."""
+    route = settings.route(agent.name)
+    if route.offline:
+        return agent.offline(inputs)
+    if client is None:
+        raise ValueError(
+            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
+        )
+    return client.complete_sync(route, agent.messages(inputs, prompts), agent.reply_schema)

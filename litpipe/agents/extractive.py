@@ -1,0 +1,345 @@
+"""Text utilities of the offline engine: sentences and key phrases, each with its offsets.
+
+Everything here returns spans of the text it was given, never rewritten text, so whatever the
+offline engine writes from them is the paper's own wording and can be traced back to it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Words after which a full stop does not end a sentence ("et al. found", "Fig. 2", "e.g. X").
+_ABBREVIATIONS = _word_set(
+    "al approx ca cf dr e.g eq eqs etc fig figs i.e incl mr ms no nos pp prof ref refs resp sec "
+    "sect st suppl tab vol vs"
+)
+_OPENING_MARKS = "\"'\u201c\u2018([{"
+_CLOSING_MARKS = "\"'\u201d\u2019)]}.,;:!?"
+# A full stop, ! or ? (and any closing quotes or brackets) followed by space and a capital or digit.
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_LOOK_BACK = 24
+
+# Function words, and verbs that research prose uses to talk about itself ("we propose X",
+# "using Y"): both end a key phrase rather than belong to one.
+_FUNCTION_WORDS = _word_set(
+    """
+a about above across after against all almost along also although among an and another any are
+as at be because been before being below between both but by can could did do does done down
+during each either else even ever every few for from further had has have having he her here
+hers him his how however i if in into is it its itself just least less many may might more most
+much must neither no nor not now of off often on once one only onto or other others our ours out
+over own per rather same several she should since so some such than that the their theirs them
+then there therefore these they this those though through thus to too toward towards under
+until up upon us very via was we were what whatever when where whereas whether which while who
+whom whose why will with within without would yet you your first second third new novel
+various different similar specific certain particular overall respectively always never still
+already again well vivo vitro silico situ two three four five six seven eight nine ten
+recent effective efficient simple
+"""
+)
+_RESEARCH_VERBS = """
+achieve activate address affect aim allow analyse analyze appear apply become build call cause
+characterise characterize classify compare conclude consider contain contribute coordinate
+decrease demonstrate depend describe detect determine develop drive enable encode encourage
+enhance ensure evaluate examine exhibit exist explain exploit explore facilitate focus follow help
+highlight identify illustrate improve include increase indicate inhibit introduce investigate
+involve lead make measure mediate modulate need observe obtain occur outperform participate
+perform play predict present prevent promise promote propose provide reduce refer regulate rely
+remain report represent require result reveal seek serve show suggest take tend term tolerate try
+underlie use yield
+"""
+_IRREGULAR_VERB_FORMS = """found shown made led known given taken sought became based due able
+occurred occurring referred referring driven underlying"""
+
+
+def _inflections(verb: str) -> set[str]:
+    stem = verb[:-1] if verb.endswith("e") else verb
+    third = verb[:-1] + "ies" if verb.endswith("y") and verb[-2] not in "aeiou" else verb + "s"
+    past = verb[:-1] + "ied" if verb.endswith("y") and verb[-2] not in "aeiou" else stem + "ed"
+    if verb.endswith(("ch", "sh", "s", "x")):
+        third = verb + "es"
+    return {verb, third, past, stem + "ing"}
+
+
+STOPWORDS = (
+    _FUNCTION_WORDS
+    | {form for verb in _RESEARCH_VERBS.split() for form in _inflections(verb)}
+    | _word_set(_IRREGULAR_VERB_FORMS)
+)
+# Words too general to make a key phrase on their own ("the results", "our model").
+GENERIC_WORDS = _word_set(
+    """analyses analysis approach approaches case cases change changes data difference
+    differences effect effects fold function functions information level levels method methods
+    model models number paper part performance problem problems process processes result
+    results role set study studies system systems task tasks type types way ways work"""
+)
+# After these, a word in -ed or -ing is a verb ("we investigated X", "has been shaping Y").
+_VERB_CONTEXT = _word_set(
+    """we they it which that who has have had is are was were be been being can could may might
+    will would should must also not"""
+)
+# After "to", a lower-case word without these endings is taken for an infinitive ("to tolerate
+# damage"); with them, for the start of a noun phrase ("to alkylation damage", "to cells").
+_NOUN_OR_ADJECTIVE_ENDINGS = tuple(
+    _word_set(
+        """al ic ive ous ed ing ar ent ant ful less able ible ary ory ion ment ness ity ance ence
+        er or ism ist ogy age ure cy in ome ase ide ine ene on ia ics"""
+    )
+)
+_SINGULARS_IN_S = _word_set("species series means news")
+_QUANTITY = re.compile(r"\d[\d.,]*[kKmMbB%x\u00d7]?")
+_INITIAL = re.compile(r"[A-Z]\.")
+_ADVERB_EXCEPTIONS = _word_set("anomaly assembly butterfly family italy monopoly supply")
+MAX_PHRASE_WORDS = 4
+_MAX_PHRASE_CHARS = 60
+
+
+@dataclass(frozen=True)
+class Span:
+    """`text` is exactly `source[start:end]` of the text it was taken from."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Phrase(Span):
+    words: tuple[str, ...]
+    """The phrase's words, normalised (lower case, plural s dropped) for counting and comparing."""
+    sentence_initial: bool
+    """Starts its sentence, so its first capital may be the sentence's rather than the word's."""
+
+
+def normalise(word: str) -> str:
+    word = word.lower()
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Normalised words of `text` that carry content (no stop words, no numbers)."""
+    return [
+        normalise(core)
+        for core in (token.strip(_OPENING_MARKS + _CLOSING_MARKS) for token in text.split())
+        if _content_word(core)
+    ]
+
+
+def _trimmed(span: Span) -> Span | None:
+    leading = len(span.text) - len(span.text.lstrip())
+    text = span.text.strip()
+    if not text:
+        return None
+    return Span(text, span.start + leading, span.start + leading + len(text))
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the full stop (or ! or ?) at text[end - 1] ends a sentence."""
+    if text[end - 1] != ".":
+        return True
+    # A short look back is enough for any abbreviation, and keeps the search off long texts.
+    before = _LAST_WORD.search(text[max(end - 1 - _LOOK_BACK, 0) : end - 1])
+    if before is None:
+        return True
+    word = before.group(1)
+    # "E. coli", "S. cerevisiae": a lone capital before a full stop is an initial.
+    return not (word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper()))
+
+
+def sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """The sentences of text[start:end], offsets into `text`; paragraph breaks end one too."""
+    end = len(text) if end is None else end
+    found: list[Span] = []
+    paragraph_start = start
+    for paragraph_end in [*(m.start() for m in _PARAGRAPH_BREAK.finditer(text, start, end)), end]:
+        sentence_start = paragraph_start
+        for match in _SENTENCE_END.finditer(text, paragraph_start, paragraph_end):
+            stop = match.start() + 1
+            if _ends_sentence(text, stop):
+                found.append(Span(text[sentence_start : match.end()], sentence_start, match.end()))
+                sentence_start = match.end()
+        found.append(Span(text[sentence_start:paragraph_end], sentence_start, paragraph_end))
+        paragraph_start = paragraph_end
+    return [span for span in map(_trimmed, found) if span is not None]
+
+
+def _content_word(core: str) -> bool:
+    if len(core) < 2 or not any(char.isalpha() for char in core):
+        return False
+    lower = core.lower()
+    if lower in STOPWORDS or "http" in lower or "www." in lower or "@" in core:
+        return False
+    # Adverbs ("significantly", "highly") qualify phrases but never name a thing.
+    return not (core.islower() and lower.endswith("ly") and lower not in _ADVERB_EXCEPTIONS)
+
+
+@dataclass
+class _Token:
+    core: str
+    start: int
+    end: int
+    opens: bool
+    closes: bool
+    content: bool
+
+
+def _tokens(text: str, start: int, end: int) -> list[_Token]:
+    tokens: list[_Token] = []
+    raws = list(re.finditer(r"\S+", text[start:end]))
+    for index, match in enumerate(raws):
+        raw = match.group()
+        following = raws[index + 1].group() if index + 1 < len(raws) else ""
+        if _INITIAL.fullmatch(raw) and following[:1].islower():
+            # A genus initial ("E. coli"): the initial, full stop included, starts a phrase.
+            token_start = start + match.start()
+            tokens.append(_Token(raw, token_start, token_start + 2, False, False, True))
+            continue
+        core = raw.lstrip(_OPENING_MARKS)
+        lead = len(raw) - len(core)
+        core = core.rstrip(_CLOSING_MARKS)
+        token_start = start + match.start() + lead
+        tokens.append(
+            _Token(
+                core=core,
+                start=token_start,
+                end=token_start + len(core),
+                opens=lead > 0,
+                closes=lead + len(core) < len(raw),
+                content=_content_word(core),
+            )
+        )
+    return tokens
+
+
+def _runs(text: str, tokens: list[_Token]) -> list[list[int]]:
+    """Maximal runs of content tokens joined by single spaces, with no punctuation between."""
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for index, token in enumerate(tokens):
+        joined = (
+            bool(current)
+            and not token.opens
+            and not tokens[current[-1]].closes
+            and text[tokens[current[-1]].end : token.start] == " "
+        )
+        if token.content and joined:
+            current.append(index)
+            continue
+        if current:
+            runs.append(current)
+        current = [index] if token.content else []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _infinitive(word: str) -> bool:
+    return word.islower() and not (
+        word.endswith(_NOUN_OR_ADJECTIVE_ENDINGS) or (word.endswith("s") and word[-2:] != "ss")
+    )
+
+
+def _plural(word: str) -> bool:
+    return (
+        word.islower()
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is", "ics"))
+        and word not in _SINGULARS_IN_S
+    )
+
+
+def _split_at_verbs(run: list[int], tokens: list[_Token]) -> list[list[int]]:
+    """A plural inside a run ends a noun phrase, and a lower-case word after it is taken for the
+    verb ("protein language models | boosts | predictions"): noun compounds take singular
+    modifiers ("protein language models", not "proteins language models")."""
+    parts: list[list[int]] = []
+    current: list[int] = []
+    skip_next = False
+    for position, index in enumerate(run):
+        core = tokens[index].core
+        if skip_next and core.islower():
+            skip_next = False
+            continue
+        skip_next = False
+        current.append(index)
+        if _plural(core) and position < len(run) - 1:
+            parts.append(current)
+            current = []
+            skip_next = True
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _noun_like(run: list[int], tokens: list[_Token]) -> list[int]:
+    """Drops the verb or the number a run of content words may start with, the verb it may end
+    with, and words beyond the last few."""
+    first = tokens[run[0]].core
+    before = tokens[run[0] - 1].core.lower() if run[0] > 0 else ""
+    if (
+        (before in _VERB_CONTEXT and first.lower().endswith(("ed", "ing")))
+        or (before == "to" and _infinitive(first))
+        or (len(run) > 1 and _QUANTITY.fullmatch(first))
+    ):
+        run = run[1:]
+    # A run ending in -ed ends in a verb ("the observed differences occurred").
+    while len(run) > 1 and tokens[run[-1]].core.islower() and tokens[run[-1]].core.endswith("ed"):
+        run = run[:-1]
+    # English noun phrases end in their head: keep the last words of a long run.
+    return run[-MAX_PHRASE_WORDS:]
+
+
+def _named(word: str) -> bool:
+    """Looks like a name (FearNet, Cas9, REV1, GCK) rather than a common word."""
+    return any(char.isupper() or char.isdigit() for char in word[1:])
+
+
+def phrases(text: str, sentence: Span) -> list[Phrase]:
+    """Candidate key phrases of one sentence: noun-phrase-like runs of content words."""
+    tokens = _tokens(text, sentence.start, sentence.end)
+    found: list[Phrase] = []
+    for whole_run in _runs(text, tokens):
+        for part in _split_at_verbs(whole_run, tokens):
+            run = _noun_like(part, tokens)
+            # A single common word ("networks", "microcins") is too vague to ask about.
+            if not run or (len(run) == 1 and not _named(tokens[run[0]].core)):
+                continue
+            start, end = tokens[run[0]].start, tokens[run[-1]].end
+            normalised = tuple(normalise(tokens[index].core) for index in run)
+            if end - start > _MAX_PHRASE_CHARS or all(w in GENERIC_WORDS for w in normalised):
+                continue
+            found.append(
+                Phrase(
+                    text=text[start:end],
+                    start=start,
+                    end=end,
+                    words=normalised,
+                    sentence_initial=run[0] == 0,
+                )
+            )
+    return found
+
+
+def word_counts(*texts: str) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(words(text))
+    return counts
+
+
+def overlap(first: set[str], second: set[str]) -> float:
+    """Cosine similarity of two sets of words (0 when either is empty)."""
+    if not first or not second:
+        return 0.0
+    return len(first & second) / (len(first) * len(second)) ** 0.5

@@ -1,0 +1,17 @@
+"""What every model-calling step shares: its usage scope and the usage it reports."""
+
+import dagster as dg
+
+from litpipe.schemas import LLMUsage
+
+# `litpipe run` tags its runs with one scope, so its budget and report span all of its runs;
+# a run launched from the UI or a sensor is its own scope.
+USAGE_SCOPE_TAG = "litpipe/usage_scope"
+
+
+def usage_scope(context: dg.AssetExecutionContext) -> str:
+    return context.run.tags.get(USAGE_SCOPE_TAG, context.run_id)
+
+
+def usage_metadata(usage: LLMUsage) -> dict[str, float | int]:
+    return {f"llm_{name}": value for name, value in usage.model_dump().items()}

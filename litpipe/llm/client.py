@@ -1,0 +1,660 @@
+"""The one way litpipe calls a model: an agent's messages in, a validated pydantic object out.
+
+Calls go through litellm's `acompletion`, so any litellm model string works. A model that
+litellm says takes a JSON-schema response format gets one; any other is told the schema in its
+system message, and its reply is parsed (fences and surrounding prose tolerated). A reply that
+fails validation gets one repair request quoting the error. Transient failures are retried with
+backoff; permanent ones fail at once with a message saying what to fix. Validated replies are
+cached on disk; every call is recorded in the usage ledger, and a budget stops a run before a
+call could take it over.
+
+Every call of every client runs on one event loop per process, in a daemon thread: a client's
+concurrency bound then holds across all its callers (async or not, from any thread), and
+litellm's connection pools live on a loop that never closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypeVar, cast
+
+import litellm
+from pydantic import BaseModel, ValidationError
+
+from litpipe.llm.cache import LLMCache
+from litpipe.llm.errors import (
+    BudgetExceededError,
+    PermanentLLMError,
+    ReplyValidationError,
+    TransientLLMError,
+    one_line,
+)
+from litpipe.llm.usage import CallRecord, UsageLedger
+from litpipe.settings import Route, Settings
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+Messages = list[dict[str, str]]
+
+# litellm otherwise prints a "Give Feedback / Get Help" banner on stdout with every error.
+litellm.suppress_debug_info = True
+
+# What an OpenAI-compatible server without authentication (vLLM, the test stub) gets as key when
+# the environment has none: litellm will not call `openai/...` without one.
+PLACEHOLDER_API_KEY = "not-needed"
+
+SCHEMA_INSTRUCTION = (
+    "Answer with one JSON object that is valid against this JSON schema, and nothing else "
+    "(no prose, no Markdown):\n```json\n{schema}\n```"
+)
+REPAIR_INSTRUCTION = (
+    "That reply cannot be used: {problem}. Answer again with only the corrected JSON object."
+)
+
+_PROVIDER_ERRORS = (
+    litellm.APIError,
+    litellm.Timeout,
+    litellm.APIConnectionError,
+    litellm.RateLimitError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.NotFoundError,
+    litellm.BadRequestError,
+    litellm.UnprocessableEntityError,
+)
+# Besides 5xx: request timeout, conflict, too early, too many requests.
+_TRANSIENT_STATUS = {408, 409, 425, 429}
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+class LLMClient:
+    """Structured calls for the agents of one step, recorded in `usage`.
+
+    `settings` gives the concurrency bound (`llm_concurrency`, shared by all calls of this
+    client), the timeout, the retries, the cache switch and the budget; the route of each call
+    gives its model, API base and sampling. API keys come from the environment only.
+    """
+
+    # Full-jitter exponential backoff between retries, and the longest Retry-After honoured
+    # (a provider asking for more is reported, not waited for). Tests shorten them.
+    backoff_base_s = 0.5
+    backoff_cap_s = 30.0
+    retry_after_cap_s = 60.0
+
+    def __init__(self, settings: Settings, usage: UsageLedger) -> None:
+        self.settings = settings
+        self.usage = usage
+        self.cache = LLMCache(settings.cache_dir) if settings.llm_cache else None
+        self._slots = asyncio.Semaphore(settings.llm_concurrency)
+        self._budget = _Budget(settings.llm_budget_usd, usage)
+
+    async def complete(self, route: Route, messages: Messages, schema: type[T]) -> T:
+        """The agent's reply to `messages`, validated against `schema`."""
+        key, cached = self._lookup(route, messages, schema)
+        if cached is not None:
+            return cached
+        return await _on_model_call_loop(self._ask_and_record(route, messages, schema, key))
+
+    async def complete_many(
+        self, route: Route, list_of_messages: Sequence[Messages], schema: type[T]
+    ) -> list[T]:
+        """One reply per conversation, concurrently (within `llm_concurrency`), in order.
+
+        Every call runs to its end, its reply cached, before the first failure is raised: a
+        rerun then only repeats the calls that failed.
+        """
+        lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
+        if all(cached is not None for _, cached in lookups):
+            return [cast(T, cached) for _, cached in lookups]
+        return await _on_model_call_loop(
+            self._complete_many(route, list_of_messages, schema, lookups)
+        )
+
+    def complete_sync(self, route: Route, messages: Messages, schema: type[T]) -> T:
+        """`complete` for synchronous callers (Dagster steps)."""
+        key, cached = self._lookup(route, messages, schema)
+        if cached is not None:
+            return cached
+        return _run_sync(self._ask_and_record(route, messages, schema, key))
+
+    def complete_many_sync(
+        self, route: Route, list_of_messages: Sequence[Messages], schema: type[T]
+    ) -> list[T]:
+        """`complete_many` for synchronous callers."""
+        lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
+        if all(cached is not None for _, cached in lookups):
+            return [cast(T, cached) for _, cached in lookups]
+        return _run_sync(self._complete_many(route, list_of_messages, schema, lookups))
+
+    def _lookup(
+        self, route: Route, messages: Messages, schema: type[T]
+    ) -> tuple[str | None, T | None]:
+        """The call's cache key, and its cached reply if there is one (then recorded as a hit).
+
+        Runs on the caller's thread: a hit never waits for the model-call loop.
+        """
+        _check_route(route)
+        if self.cache is None:
+            return None, None
+        started = time.perf_counter()
+        params = {"temperature": route.temperature, "max_tokens": route.max_tokens}
+        key = self.cache.key(route.model, messages, _schema_json(schema), params)
+        cached = self._from_cache(key, schema)
+        if cached is not None:
+            self._record(CallRecord(agent=route.agent, model=route.model, cached=True), started)
+        return key, cached
+
+    async def _complete_many(
+        self,
+        route: Route,
+        list_of_messages: Sequence[Messages],
+        schema: type[T],
+        lookups: list[tuple[str | None, T | None]],
+    ) -> list[T]:
+        async def one(messages: Messages, key: str | None, cached: T | None) -> T:
+            if cached is not None:
+                return cached
+            return await self._ask_and_record(route, messages, schema, key)
+
+        results = await asyncio.gather(
+            *(
+                one(messages, key, cached)
+                for messages, (key, cached) in zip(list_of_messages, lookups, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return cast(list[T], results)
+
+    async def _ask_and_record(
+        self, route: Route, messages: Messages, schema: type[T], key: str | None
+    ) -> T:
+        """A call the cache could not answer, on the model-call loop; its reply is cached."""
+        started = time.perf_counter()
+        record = CallRecord(agent=route.agent, model=route.model)
+        try:
+            facts = _model_facts(route.model)
+            schema_json = _schema_json(schema)
+            async with self._slots:
+                value = await self._ask(route, messages, schema, schema_json, facts, record)
+        except BaseException as error:
+            record.failed = True
+            record.error = one_line(str(error)) or type(error).__name__
+            raise
+        finally:
+            self._record(record, started)
+            self._budget.recorded(record.cost_usd)
+        if self.cache is not None and key is not None:
+            self.cache.put(
+                key,
+                {
+                    "model": route.model,
+                    "schema": schema.__name__,
+                    "value": value.model_dump(mode="json", by_alias=True),
+                    "usage": record.model_dump(include={"tokens_in", "tokens_out", "cost_usd"}),
+                    "created": record.at.isoformat(),
+                },
+            )
+        return value
+
+    def _record(self, record: CallRecord, started: float) -> None:
+        record.seconds = round(time.perf_counter() - started, 4)
+        self.usage.record(record)
+        _log_call(record)
+
+    def _from_cache(self, key: str, schema: type[T]) -> T | None:
+        assert self.cache is not None
+        entry = self.cache.get(key)
+        if entry is None:
+            return None
+        try:
+            return schema.model_validate(entry["value"])
+        except (KeyError, ValidationError):
+            # The schema's validators changed since: a miss, and the entry is overwritten.
+            logger.warning("cached reply %s no longer validates as %s", key, schema.__name__)
+            return None
+
+    async def _ask(
+        self,
+        route: Route,
+        messages: Messages,
+        schema: type[T],
+        schema_json: dict[str, Any],
+        facts: _ModelFacts,
+        record: CallRecord,
+    ) -> T:
+        """Ask, and if the reply does not validate, ask once more quoting the error."""
+        request, response_format = _structured_request(messages, schema, schema_json, facts)
+        reply = await self._send(route, request, response_format, facts, record)
+        try:
+            return _parse_reply(reply, schema, route.max_tokens)
+        except _UnusableReply as problem:
+            record.repaired = True
+            logger.warning(
+                "llm %s %s: unusable reply, asking for a repair: %s",
+                route.agent,
+                route.model,
+                problem,
+            )
+            request = [
+                *request,
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": REPAIR_INSTRUCTION.format(problem=problem)},
+            ]
+        reply = await self._send(route, request, response_format, facts, record)
+        try:
+            return _parse_reply(reply, schema, route.max_tokens)
+        except _UnusableReply as problem:
+            raise ReplyValidationError(
+                f"{route.agent}: {route.model} gave no valid {schema.__name__} even after one "
+                f"repair: {problem}"
+            ) from None
+
+    async def _send(
+        self,
+        route: Route,
+        messages: Messages,
+        response_format: dict[str, Any] | None,
+        facts: _ModelFacts,
+        record: CallRecord,
+    ) -> _Reply:
+        """One request to the model (retried while it fails transiently), within the budget."""
+        estimate = self._budget.admit(route, messages, response_format, facts)
+        cost = 0.0
+        try:
+            response = await self._with_retries(
+                route, self._request(route, messages, response_format, facts), record
+            )
+            usage = getattr(response, "usage", None)
+            record.tokens_in += getattr(usage, "prompt_tokens", None) or 0
+            record.tokens_out += getattr(usage, "completion_tokens", None) or 0
+            cost = _call_cost(response, facts)
+            record.cost_usd += cost
+        finally:
+            self._budget.settle(estimate, cost)
+        choice = response.choices[0]
+        return _Reply(text=choice.message.content or "", finish_reason=choice.finish_reason)
+
+    def _request(
+        self,
+        route: Route,
+        messages: Messages,
+        response_format: dict[str, Any] | None,
+        facts: _ModelFacts,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": route.model,
+            "messages": messages,
+            "temperature": route.temperature,
+            "max_tokens": route.max_tokens,
+            "timeout": self.settings.llm_timeout_s,
+            # Retries are this client's (counted, logged, honouring Retry-After): none beneath.
+            "max_retries": 0,
+            # A parameter a model does not take (temperature, for reasoning models) is left out
+            # rather than failing the call.
+            "drop_params": True,
+        }
+        if response_format is not None:
+            request["response_format"] = response_format
+        if route.api_base:
+            request["api_base"] = route.api_base
+            if facts.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
+                request["api_key"] = PLACEHOLDER_API_KEY
+        return request
+
+    async def _with_retries(
+        self, route: Route, request: dict[str, Any], record: CallRecord
+    ) -> litellm.ModelResponse:
+        max_retries = self.settings.llm_max_retries
+        retry = 0
+        while True:
+            record.requests += 1
+            try:
+                return await litellm.acompletion(**request)
+            except _PROVIDER_ERRORS as error:
+                if not _is_transient(error):
+                    raise _permanent_error(error, route) from error
+                if retry >= max_retries:
+                    raise TransientLLMError(
+                        f"{route.agent}: {route.model} still failing after {retry + 1} tries "
+                        f"(llm_max_retries={max_retries}); last error: {one_line(str(error))}"
+                    ) from error
+                delay = self._retry_delay(error, retry, route)
+                retry += 1
+                record.retries = retry
+                logger.warning(
+                    "llm %s %s: %s; retry %d/%d in %.2f s",
+                    route.agent,
+                    route.model,
+                    one_line(str(error), 160),
+                    retry,
+                    max_retries,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    def _retry_delay(self, error: Exception, retry: int, route: Route) -> float:
+        asked = _retry_after_s(error)
+        if asked is None:
+            return random.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2**retry))
+        if asked > self.retry_after_cap_s:
+            raise TransientLLMError(
+                f"{route.agent}: {route.model} asks to wait {asked:.0f} s before the next try "
+                f"(Retry-After), more than litpipe waits ({self.retry_after_cap_s:.0f} s): "
+                "try again later, or lower llm_concurrency"
+            ) from error
+        # A little on top, so that the callers told the same wait do not all return at once.
+        return asked * random.uniform(1.0, 1.1)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    finish_reason: str | None
+
+
+class _UnusableReply(Exception):
+    """What is wrong with a reply, in words the model can act on."""
+
+
+@dataclass(frozen=True)
+class _ModelFacts:
+    provider: str
+    structured: bool  # litellm says the model takes a JSON-schema response format
+    priced: bool  # litellm knows its price per token
+
+
+class _Budget:
+    """Keeps a client's calls within `llm_budget_usd`: what the run's scope has recorded, plus
+    what this client's unfinished calls have spent or may still spend, plus the next request's
+    most (its prompt, and max_tokens of output), must not exceed it.
+
+    Only touched from the background loop, so its arithmetic needs no lock.
+    """
+
+    def __init__(self, limit: float | None, usage: UsageLedger) -> None:
+        self.limit = limit
+        self.usage = usage
+        self.pending = 0.0
+
+    def admit(
+        self,
+        route: Route,
+        messages: Messages,
+        response_format: dict[str, Any] | None,
+        facts: _ModelFacts,
+    ) -> float:
+        if self.limit is None:
+            return 0.0
+        estimate = _estimate_cost(route, messages, response_format, facts)
+        total = self.usage.scope_summary().cost_usd + self.pending + estimate
+        if total > self.limit:
+            raise BudgetExceededError(
+                f"{route.agent}: the next call to {route.model} (up to ${estimate:.6f}) would take "
+                f"the run to ${total:.6f}, over llm_budget_usd=${self.limit:.6f}; raise the budget "
+                "(LITPIPE_LLM_BUDGET_USD), lower the agent's max_tokens or use a cheaper model"
+            )
+        self.pending += estimate
+        return estimate
+
+    def settle(self, estimate: float, cost: float) -> None:
+        """A request is over: it cost `cost`, not yet in the ledger's file."""
+        if self.limit is not None:
+            self.pending += cost - estimate
+
+    def recorded(self, cost: float) -> None:
+        """A call's record, with its cost, is now in the ledger's file."""
+        if self.limit is not None:
+            self.pending -= cost
+
+
+def _check_route(route: Route) -> None:
+    if route.offline:
+        raise ValueError(f"agent {route.agent!r} runs offline: its calls cannot go to a model")
+
+
+@lru_cache(maxsize=256)
+def _model_facts(model: str) -> _ModelFacts:
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model=model)
+    except litellm.BadRequestError as error:
+        raise PermanentLLMError(
+            f"litellm does not know which provider serves {model!r}: name it provider/model "
+            f"(e.g. openai/{model} with llm_api_base) — {one_line(str(error), 160)}"
+        ) from error
+    try:
+        info = litellm.get_model_info(model=model)
+        priced = bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
+    except Exception:  # litellm raises several kinds for a model it has no entry for
+        priced = False
+    if not priced:
+        logger.info(
+            "litellm knows no price for %s: its calls count as $0 and llm_budget_usd cannot "
+            "limit them",
+            model,
+        )
+    structured = litellm.supports_response_schema(model=model, custom_llm_provider=provider)
+    return _ModelFacts(provider=provider, structured=structured, priced=priced)
+
+
+@lru_cache(maxsize=256)
+def _schema_json(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+def _structured_request(
+    messages: Messages, schema: type[BaseModel], schema_json: dict[str, Any], facts: _ModelFacts
+) -> tuple[Messages, dict[str, Any] | None]:
+    """The messages to send and the response format, if the model takes one."""
+    if facts.structured:
+        # Not strict: OpenAI's strict mode takes a subset of JSON schema (every property
+        # required, no open dicts) that litpipe's schemas need not fit, and the reply is
+        # validated (and repaired once) here anyway.
+        name = re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__)[:64]
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema_json, "strict": False},
+        }
+        return messages, response_format
+    instruction = SCHEMA_INSTRUCTION.format(schema=json.dumps(schema_json, ensure_ascii=False))
+    if messages and messages[0].get("role") == "system":
+        system = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
+        return [system, *messages[1:]], None
+    return [{"role": "system", "content": instruction}, *messages], None
+
+
+def _parse_reply(reply: _Reply, schema: type[T], max_tokens: int) -> T:
+    text = reply.text.strip()
+    fenced = _FENCED.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        problem = "the reply is empty"
+    else:
+        try:
+            return schema.model_validate_json(text)
+        except ValidationError as error:
+            problem = _describe(error)
+            # The object with some prose around it.
+            start, end = text.find("{"), text.rfind("}")
+            if start != -1 and end > start and (start, end) != (0, len(text) - 1):
+                try:
+                    return schema.model_validate_json(text[start : end + 1])
+                except ValidationError:
+                    pass
+    if reply.finish_reason == "length":
+        problem += f" (the reply was cut off at max_tokens={max_tokens}: raise the agent's)"
+    raise _UnusableReply(problem)
+
+
+def _describe(error: ValidationError, most: int = 8) -> str:
+    parts = [
+        f"{'.'.join(str(part) for part in item['loc']) or 'the reply'}: {item['msg']}"
+        for item in error.errors(include_url=False)[:most]
+    ]
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _is_transient(error: Exception) -> bool:
+    if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
+        return True  # dropped connections included
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int):
+        return True
+    return status in _TRANSIENT_STATUS or status >= 500 or status < 400
+
+
+def _permanent_error(error: Exception, route: Route) -> PermanentLLMError:
+    status = getattr(error, "status_code", None)
+    said = one_line(getattr(error, "message", None) or str(error), 200)
+    where = f"{route.agent}: {route.model}"
+    if isinstance(error, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        missing = litellm.validate_environment(model=route.model).get("missing_keys") or []
+        fix = (
+            f"set {' and '.join(missing)} in the environment"
+            if missing
+            else "check the provider's API key in the environment"
+        )
+        return PermanentLLMError(
+            f"{where}: the provider refused the key ({status}): {fix} — {said}"
+        )
+    if isinstance(error, litellm.NotFoundError):
+        return PermanentLLMError(
+            f"{where}: the provider has no such model ({status}): check llm_model, or "
+            f"agents.{route.agent}.model — {said}"
+        )
+    if isinstance(error, litellm.ContextWindowExceededError):
+        return PermanentLLMError(
+            f"{where}: the messages do not fit the model's context window: use a model with a "
+            f"larger one or shorten the agent's input — {said}"
+        )
+    return PermanentLLMError(
+        f"{where}: the provider rejected the request ({status}): check the model name and the "
+        f"agent's temperature and max_tokens — {said}"
+    )
+
+
+def _retry_after_s(error: Exception) -> float | None:
+    """The wait the provider asked for, in seconds (Retry-After or retry-after-ms), if any."""
+    headers = getattr(error, "litellm_response_headers", None)
+    if not isinstance(headers, Mapping):
+        return None
+    lowered = {str(name).lower(): str(value).strip() for name, value in headers.items()}
+    milliseconds, seconds = lowered.get("retry-after-ms", ""), lowered.get("retry-after", "")
+    if _is_number(milliseconds):
+        return max(0.0, float(milliseconds) / 1000)
+    if _is_number(seconds):
+        return max(0.0, float(seconds))
+    moment = email.utils.parsedate_tz(seconds) if seconds else None  # an HTTP date
+    return None if moment is None else max(0.0, email.utils.mktime_tz(moment) - time.time())
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _call_cost(response: litellm.ModelResponse, facts: _ModelFacts) -> float:
+    if not facts.priced:
+        return 0.0
+    # litellm prices every reply it returns (its completion_cost, kept in the hidden params):
+    # computing it again would double that work.
+    known = getattr(response, "_hidden_params", {}).get("response_cost")
+    if isinstance(known, int | float):
+        return float(known)
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # a reply litellm cannot price (odd usage fields) costs what we know: 0
+        logger.debug("litellm could not price a reply of %s", response.model, exc_info=True)
+        return 0.0
+
+
+def _estimate_cost(
+    route: Route,
+    messages: Messages,
+    response_format: dict[str, Any] | None,
+    facts: _ModelFacts,
+) -> float:
+    """The most one request may cost: its prompt, and max_tokens of output."""
+    if not facts.priced:
+        return 0.0
+    prompt_tokens = litellm.token_counter(model=route.model, messages=messages)
+    if response_format is not None:
+        prompt_tokens += litellm.token_counter(model=route.model, text=json.dumps(response_format))
+    prompt_cost, output_cost = litellm.cost_per_token(
+        model=route.model, prompt_tokens=prompt_tokens, completion_tokens=route.max_tokens
+    )
+    return prompt_cost + output_cost
+
+
+def _log_call(record: CallRecord) -> None:
+    outcome = "cache hit" if record.cached else "failed" if record.failed else "made"
+    logger.info(
+        "llm call %s %s: %s, %d in / %d out tokens, $%.6f, %.2f s, %d retries%s",
+        record.agent,
+        record.model,
+        outcome,
+        record.tokens_in,
+        record.tokens_out,
+        record.cost_usd,
+        record.seconds,
+        record.retries,
+        ", repaired" if record.repaired else "",
+    )
+
+
+# One event loop per process for every model call (see the module's docstring).
+_loop_lock = threading.Lock()
+_loop_of_process: tuple[int, asyncio.AbstractEventLoop] | None = None
+
+
+def model_call_loop() -> asyncio.AbstractEventLoop:
+    global _loop_of_process
+    with _loop_lock:
+        # A forked child inherits the variable but not the thread: it starts its own.
+        if _loop_of_process is None or _loop_of_process[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="litpipe-llm", daemon=True).start()
+            _loop_of_process = (os.getpid(), loop)
+        return _loop_of_process[1]
+
+
+async def _on_model_call_loop(coroutine: Coroutine[Any, Any, R]) -> R:
+    loop = model_call_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coroutine
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
+
+
+def _run_sync(coroutine: Coroutine[Any, Any, R]) -> R:
+    loop = model_call_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        coroutine.close()
+        raise RuntimeError("a synchronous call from the model-call loop would wait for itself")
+    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()

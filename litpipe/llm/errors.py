@@ -1,0 +1,45 @@
+"""Why a model call failed, in one line that says what to fix and never holds a key."""
+
+from __future__ import annotations
+
+import os
+import re
+
+# Environment variables whose values are secrets: provider keys, tokens, passwords.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# Shorter values (flags, region names) would redact ordinary words.
+_MIN_SECRET_LENGTH = 8
+
+
+class LLMError(Exception):
+    """A model call that did not give a valid reply."""
+
+
+class PermanentLLMError(LLMError):
+    """Retrying cannot help (a refused key, a bad request, an unknown model): fix the setting."""
+
+
+class TransientLLMError(LLMError):
+    """The provider kept failing (rate limits, 5xx, timeouts, dropped connections)."""
+
+
+class ReplyValidationError(LLMError):
+    """The reply did not match the agent's output schema, even after one repair."""
+
+
+class BudgetExceededError(LLMError):
+    """The next call could take the run over `llm_budget_usd`; nothing was sent."""
+
+
+def redact(text: str) -> str:
+    """`text` with the value of every secret-looking environment variable replaced by ***."""
+    for name, value in os.environ.items():
+        if len(value) >= _MIN_SECRET_LENGTH and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A provider's message fit for ours: whitespace collapsed, secrets redacted, shortened."""
+    flat = " ".join(redact(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,112 @@
+"""What each model call cost, per step (in memory) and per run (a shared JSON-lines file).
+
+Every step of a run appends its calls to the run's file, one `write` of one line each with
+O_APPEND, so steps in several processes can share it without locks; summing the file gives the
+run's usage (for `report.json` and the budget).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from litpipe.schemas import LLMUsage
+
+logger = logging.getLogger(__name__)
+
+
+class CallRecord(BaseModel):
+    """One `LLMClient.complete`: served from the cache, made, or failed."""
+
+    agent: str
+    model: str
+    cached: bool = False
+    failed: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    requests: int = Field(default=0, description="HTTP requests sent: tries, retries, repair.")
+    retries: int = 0
+    repaired: bool = Field(default=False, description="The first reply was invalid.")
+    error: str | None = Field(default=None, description="Why it failed (one line, no keys).")
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+def summarize(records: Iterable[CallRecord]) -> LLMUsage:
+    usage = LLMUsage()
+    for record in records:
+        usage.made += int(not record.cached and not record.failed)
+        usage.cached += int(record.cached)
+        usage.failed += int(record.failed)
+        usage.tokens_in += record.tokens_in
+        usage.tokens_out += record.tokens_out
+        usage.cost_usd += record.cost_usd
+    return usage
+
+
+class UsageLedger:
+    """The calls made through this object, also appended to `path` (the run's scope) if given."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._records: list[CallRecord] = []
+        # What scope_summary has read of the file so far: it only reads what was added since.
+        self._scope_offset = 0
+        self._scope_usage = LLMUsage()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def records(self) -> list[CallRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def record(self, call: CallRecord) -> None:
+        line = (call.model_dump_json() + "\n").encode("utf-8")
+        with self._lock:
+            self._records.append(call)
+            if self.path is not None:
+                descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(descriptor, line)
+                finally:
+                    os.close(descriptor)
+
+    def summary(self) -> LLMUsage:
+        """The calls made through this ledger object: what a step reports."""
+        return summarize(self.records)
+
+    def scope_summary(self) -> LLMUsage:
+        """Every call of the scope's file, whoever wrote it (this ledger alone without a file)."""
+        if self.path is None:
+            return self.summary()
+        with self._lock:
+            try:
+                with self.path.open("rb") as file:
+                    file.seek(self._scope_offset)
+                    added = file.read()
+            except FileNotFoundError:
+                return self._scope_usage.model_copy()
+            # A line another process is still writing has no newline yet: read it next time.
+            complete = added[: added.rfind(b"\n") + 1]
+            self._scope_offset += len(complete)
+            self._scope_usage += summarize(_parse_lines(complete, self.path))
+            return self._scope_usage.model_copy()
+
+
+def _parse_lines(data: bytes, path: Path) -> Iterable[CallRecord]:
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            yield CallRecord.model_validate_json(line)
+        except ValidationError:
+            logger.warning("skipping an unreadable line of %s", path)

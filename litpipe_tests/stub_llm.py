@@ -1,0 +1,423 @@
+"""A local OpenAI-compatible chat-completions server, for tests and benchmarks.
+
+litellm talks to it as `openai/<name>` with `api_base=stub.url`, the same code path as a real
+provider. `POST /v1/chat/completions` answers in OpenAI's response shape with content that is
+valid against the requested schema: `response_format.json_schema.schema` when the request has
+one, else the last fenced ```json block of the messages that is a JSON schema (how the client
+instructs a model without structured output). Without either, the content is a short text.
+
+Scripting: `script(marker, *replies)` queues replies (dicts and pydantic objects are sent as
+JSON, strings as they are) for requests that match `marker`; `respond(marker, function)` answers
+every matching request with `function(request_body)`. A request matches a marker when the marker
+equals its model name as the server sees it (litellm strips the `openai/` prefix: route an agent
+to `openai/stub-<agent>` and script `stub-<agent>`) or appears in any of its messages (e.g. a
+phrase of an agent's system prompt). Queued replies come first, then functions, then the
+generated reply.
+
+Fault injection: `fail_next(kind, n)` makes the next `n` requests (matching `marker`, if given)
+fail as `kind` says, before any script. The server records every request body, the number of
+requests and the most requests it held at once; `latency_s` holds each request that long so
+that concurrency shows.
+
+The server stops by itself after `lifetime_s`, and `stop()` releases hanging requests at once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from litpipe.settings import Settings
+
+FaultKind = Literal[
+    "rate_limit",  # 429 with Retry-After
+    "server_error",  # 500
+    "hang",  # no answer for `seconds` (meant to outlast the client's timeout)
+    "drop",  # the connection closes without an answer
+    "invalid_json",  # 200 whose content is not JSON
+    "invalid_schema",  # 200 whose content is JSON that no object schema accepts
+    "unauthorized",  # 401
+    "bad_request",  # 400
+    "not_found",  # 404, the model does not exist
+]
+Reply = dict[str, Any] | str | BaseModel
+ReplyFunction = Callable[[dict[str, Any]], Reply]
+
+_ERRORS: dict[str, tuple[int, str, str, str]] = {
+    "rate_limit": (429, "Rate limit reached; please retry later.", "rate_limit_error", "rate"),
+    "server_error": (500, "The server had an error processing your request.", "server_error", ""),
+    "unauthorized": (401, "Incorrect API key provided.", "invalid_request_error", "invalid_key"),
+    "bad_request": (400, "Invalid value for 'temperature'.", "invalid_request_error", "invalid"),
+    "not_found": (
+        404,
+        "The model `{model}` does not exist or you do not have access to it.",
+        "invalid_request_error",
+        "model_not_found",
+    ),
+}
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)\n\s*```", re.DOTALL)
+
+
+@dataclass
+class _Fault:
+    kind: FaultKind
+    remaining: int
+    marker: str | None
+    retry_after: float
+    seconds: float
+
+
+class StubLLM:
+    """The server, running in a background thread from construction until `stop()`."""
+
+    def __init__(self, latency_s: float = 0.0, lifetime_s: float = 300.0) -> None:
+        self.latency_s = latency_s
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._requests: list[dict[str, Any]] = []
+        self._request_headers: list[dict[str, str]] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._faults: list[_Fault] = []
+        self._queued: dict[str, deque[Reply]] = {}
+        self._functions: dict[str, ReplyFunction] = {}
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.stub = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        # Bounded: a server nobody stops still goes away.
+        self._reaper = threading.Timer(lifetime_s, self.stop)
+        self._reaper.daemon = True
+        self._reaper.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """The headers of every request (names in lower case), in arrival order."""
+        with self._lock:
+            return list(self._request_headers)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def max_in_flight(self) -> int:
+        with self._lock:
+            return self._max_in_flight
+
+    def script(self, marker: str, *replies: Reply) -> None:
+        """Answer the next matching requests with these replies, one each, in order."""
+        with self._lock:
+            self._queued.setdefault(marker, deque()).extend(replies)
+
+    def respond(self, marker: str, function: ReplyFunction) -> None:
+        """Answer every matching request with `function(request_body)`."""
+        with self._lock:
+            self._functions[marker] = function
+
+    def fail_next(
+        self,
+        kind: FaultKind,
+        n: int = 1,
+        *,
+        marker: str | None = None,
+        retry_after: float = 1.0,
+        seconds: float = 10.0,
+    ) -> None:
+        """Make the next `n` requests (matching `marker`, if given) fail as `kind` says.
+
+        `retry_after` is the Retry-After of `rate_limit`; `seconds` how long `hang` holds.
+        """
+        with self._lock:
+            self._faults.append(_Fault(kind, n, marker, retry_after, seconds))
+
+    def reset(self) -> None:
+        """Forget the recorded requests and the in-flight maximum (scripts and faults stay)."""
+        with self._lock:
+            self._requests.clear()
+            self._request_headers.clear()
+            self._max_in_flight = self._in_flight
+
+    def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()  # releases hanging and sleeping requests
+        self._reaper.cancel()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> StubLLM:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # The handler's side.
+
+    def _begin(
+        self, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[_Fault | None, Reply | None]:
+        with self._lock:
+            self._requests.append(body)
+            self._request_headers.append(headers)
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            fault = next(
+                (f for f in self._faults if f.remaining > 0 and _matches(f.marker, body)), None
+            )
+            if fault is not None:
+                fault.remaining -= 1
+                return fault, None
+            for marker, queue in self._queued.items():
+                if queue and _matches(marker, body):
+                    return None, queue.popleft()
+            for marker, function in self._functions.items():
+                if _matches(marker, body):
+                    return None, function(body)
+        return None, None
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _wait(self, seconds: float) -> None:
+        self._stopped.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Many concurrent clients connect at once: the default backlog of 5 would make them retry.
+    request_queue_size = 256
+    stub: StubLLM
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # Keep-alive, as real providers do: the clients reuse their connections.
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: tests read `StubLLM.requests`."""
+
+    def do_POST(self) -> None:
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        stub = self.server.stub
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        fault, scripted = stub._begin(body, headers)
+        try:
+            if stub.latency_s:
+                stub._wait(stub.latency_s)
+            self._answer(body, fault, scripted)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout) before the answer
+        finally:
+            stub._end()
+
+    def _answer(self, body: dict[str, Any], fault: _Fault | None, scripted: Reply | None) -> None:
+        if fault is None:
+            self._send_completion(body, _content(scripted, body))
+        elif fault.kind == "hang":
+            self.server.stub._wait(fault.seconds)
+            self.close_connection = True
+        elif fault.kind == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif fault.kind == "invalid_json":
+            self._send_completion(body, '{"this is": not JSON')
+        elif fault.kind == "invalid_schema":
+            self._send_completion(body, json.dumps(["not", "an", "object"]))
+        else:
+            status, message, error_type, code = _ERRORS[fault.kind]
+            error = {"message": message.format(model=body.get("model")), "type": error_type}
+            headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else {}
+            self._send_json(status, {"error": {**error, "code": code or None}}, headers)
+
+    def _send_completion(self, body: dict[str, Any], content: str) -> None:
+        prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
+        completion_tokens = max(1, len(content) // 4)
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-stub-{time.monotonic_ns()}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "stub"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+        )
+
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _matches(marker: str | None, body: dict[str, Any]) -> bool:
+    if marker is None or body.get("model") == marker:
+        return True
+    return any(marker in str(message.get("content", "")) for message in body.get("messages", []))
+
+
+def _content(scripted: Reply | None, body: dict[str, Any]) -> str:
+    if isinstance(scripted, BaseModel):
+        return scripted.model_dump_json()
+    if isinstance(scripted, dict):
+        return json.dumps(scripted)
+    if isinstance(scripted, str):
+        return scripted
+    schema = requested_schema(body)
+    return "A stub reply." if schema is None else json.dumps(example_from_schema(schema))
+
+
+def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks its reply to follow, if it names one."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    for message in reversed(body.get("messages", [])):
+        for block in reversed(_FENCED_JSON.findall(str(message.get("content", "")))):
+            try:
+                candidate = json.loads(block)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(candidate, dict) and {"type", "properties", "$defs"} & candidate.keys():
+                return candidate
+    return None
+
+
+def example_from_schema(
+    schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "value"
+) -> Any:
+    """A small instance valid against `schema`: required properties only, arrays of
+    max(minItems, 1) items, the first enum value or anyOf branch, bounds respected."""
+    root = root if root is not None else schema
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        siblings = {key: value for key, value in schema.items() if key != "$ref"}
+        return example_from_schema({**target, **siblings}, root, name)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            options = schema[combinator]
+            chosen = next((o for o in options if o.get("type") != "null"), options[0])
+            return example_from_schema(chosen, root, name)
+    if "allOf" in schema:
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            merged.update(part)
+        return example_from_schema(merged, root, name)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {
+            key: example_from_schema(properties.get(key, {}), root, key)
+            for key in schema.get("required", [])
+        }
+    if kind == "array":
+        count = max(schema.get("minItems", 1), 1)
+        count = min(count, schema.get("maxItems", count))
+        items = schema.get("items", {})
+        values = [example_from_schema(items, root, name) for _ in range(count)]
+        # Distinct strings, so that uniqueItems holds too.
+        return [f"{v} {i + 1}" if isinstance(v, str) else v for i, v in enumerate(values)]
+    if kind in ("integer", "number"):
+        return _number(schema, integer=kind == "integer")
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return _string(schema, name)
+
+
+def _number(schema: dict[str, Any], integer: bool) -> int | float:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if integer:
+        if low is not None or above is not None:
+            return math.ceil(low) if low is not None else math.floor(above) + 1
+        if high is not None or below is not None:
+            return min(0, math.floor(high) if high is not None else math.ceil(below) - 1)
+        return 0
+    floor = low if low is not None else above
+    ceiling = high if high is not None else below
+    if floor is not None and ceiling is not None:
+        return (floor + ceiling) / 2
+    if floor is not None:
+        return float(floor + 1)
+    return float(ceiling - 1) if ceiling is not None else 0.0
+
+
+def _string(schema: dict[str, Any], name: str) -> str:
+    formats = {"date-time": "2024-01-01T00:00:00Z", "date": "2024-01-01", "uri": "https://x.org"}
+    text = formats.get(schema.get("format", ""), f"stub {name}")
+    text = text.ljust(schema.get("minLength", 0), "x")
+    return text[: schema.get("maxLength", len(text))]
+
+
+def stub_settings(home: Path, stub: StubLLM, **overrides: Any) -> Settings:
+    """Settings whose agents call the stub as `openai/stub` (a model litellm does not know, so
+    the client instructs and parses); `overrides` are Settings fields."""
+    values: dict[str, Any] = {"home": home, "llm_model": "openai/stub", "llm_api_base": stub.url}
+    return Settings(**(values | overrides))
+
+
+@pytest.fixture
+def stub_llm() -> Iterator[StubLLM]:
+    """A fresh stub server for one test, stopped at teardown."""
+    with StubLLM() as stub:
+        yield stub

@@ -1,0 +1,155 @@
+"""Running agents (offline or through a client) and the version that stales their assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from litpipe.agents.base import Agent, run_agent, version
+from litpipe.agents.questions import (
+    QuestionsAgent,
+    QuestionsInput,
+    QuestionsReply,
+    paper_questions_from,
+)
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import PaperAbstract
+from litpipe.settings import AgentRoute, Route, Settings
+
+INPUTS = QuestionsInput(
+    paper_id="SJ1Xmf-Rb",
+    title="FearNet: Brain-Inspired Model for Incremental Learning",
+    abstract="Incremental class learning involves sequentially learning classes in bursts of "
+    "examples from the same class. Here, we propose FearNet for incremental class learning. "
+    "FearNet uses a brain-inspired dual-memory system. FearNet achieves state-of-the-art "
+    "performance at incremental class learning on image and audio classification benchmarks.",
+)
+SCRIPTED = QuestionsReply.model_validate(
+    {
+        "questions": [
+            {"style": "broad", "text": "What is FearNet for?"},
+            {"style": "inner_workings", "text": "How does the dual-memory system consolidate?"},
+        ]
+    }
+)
+
+
+class ScriptedClient:
+    """Stands in for `LLMClient`: records each call and answers with the scripted reply."""
+
+    def __init__(self, reply: BaseModel) -> None:
+        self.reply = reply
+        self.calls: list[tuple[Route, list[dict[str, str]], type]] = []
+
+    def complete_sync(self, route: Route, messages: list[dict[str, str]], schema: type) -> Any:
+        self.calls.append((route, messages, schema))
+        return self.reply
+
+
+class UntouchableClient:
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the offline engine touched the client ({name})")
+
+
+def settings(tmp_path: Path, **values: Any) -> Settings:
+    values.setdefault("llm_model", None)
+    return Settings(home=tmp_path / "home", **values)
+
+
+def test_offline_route_never_touches_the_client(tmp_path: Path) -> None:
+    prompts = PromptLibrary(None)
+    agent = QuestionsAgent()
+    offline = run_agent(agent, INPUTS, settings(tmp_path), prompts, UntouchableClient())
+    assert offline == agent.offline(INPUTS)
+    assert run_agent(agent, INPUTS, settings(tmp_path), prompts, None) == offline
+
+
+def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Path) -> None:
+    prompts = PromptLibrary(None)
+    agent = QuestionsAgent()
+    client = ScriptedClient(SCRIPTED)
+    configured = settings(tmp_path, llm_model="gpt-4o-mini", llm_api_base="http://localhost:9")
+    reply = run_agent(agent, INPUTS, configured, prompts, client)
+    assert reply is SCRIPTED
+    [(route, messages, schema)] = client.calls
+    assert route == configured.route("questions")
+    assert route.model == "gpt-4o-mini"
+    assert messages == agent.messages(INPUTS, prompts)
+    assert schema is QuestionsReply
+
+
+def test_a_model_route_without_a_client_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="routed to model 'gpt-4o-mini' but no LLM client"):
+        run_agent(
+            QuestionsAgent(),
+            INPUTS,
+            settings(tmp_path, llm_model="gpt-4o-mini"),
+            PromptLibrary(None),
+            None,
+        )
+
+
+def test_paper_questions_from_records_the_engine(tmp_path: Path) -> None:
+    abstract = PaperAbstract(
+        paper_id=INPUTS.paper_id,
+        title=INPUTS.title,
+        abstract=INPUTS.abstract,
+        source="parsed",
+        engine="parsed",
+    )
+    prompts = PromptLibrary(None)
+    offline = paper_questions_from(abstract, settings(tmp_path), prompts, None, per_style=2)
+    assert offline.engine == "offline" and len(offline.questions) == 4
+    per_agent = settings(tmp_path, agents={"questions": AgentRoute(model="ollama/llama3.1")})
+    client = ScriptedClient(SCRIPTED)
+    modelled = paper_questions_from(abstract, per_agent, prompts, client)
+    assert modelled.engine == "ollama/llama3.1"
+    assert [q.text for q in modelled.questions] == [q.text for q in SCRIPTED.questions]
+    assert [q.question_id for q in modelled.questions] == ["SJ1Xmf-Rb:q00", "SJ1Xmf-Rb:q01"]
+
+
+class OtherReply(BaseModel):
+    questions: list[str]
+
+
+class QuestionsWithAnotherSchema(QuestionsAgent):
+    reply_schema = OtherReply  # type: ignore[assignment]
+
+
+class QuestionsWithSameSchema(QuestionsAgent):
+    pass
+
+
+def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path) -> None:
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    prompts = PromptLibrary(folder)
+    agent: Agent = QuestionsAgent()
+    base = version(agent, settings(tmp_path), prompts)
+    assert base == version(QuestionsAgent(), settings(tmp_path), PromptLibrary(None))
+    # Both subclasses live in this module: they differ in their reply schema only.
+    same_schema = version(QuestionsWithSameSchema(), settings(tmp_path), prompts)
+    assert version(QuestionsWithAnotherSchema(), settings(tmp_path), prompts) != same_schema
+
+    unchanged_model = settings(tmp_path, llm_api_base="http://gpu-box:8000/v1")
+    assert version(agent, unchanged_model, prompts) == base
+    changed = [
+        settings(tmp_path, llm_model="gpt-4o-mini"),
+        settings(tmp_path, agents={"questions": AgentRoute(model="gpt-4o")}),
+        settings(tmp_path, agents={"questions": AgentRoute(temperature=0.7)}),
+        settings(tmp_path, llm_max_tokens=512),
+    ]
+    versions = {version(agent, each, prompts) for each in changed}
+    assert len(versions) == len(changed) and base not in versions
+    # Another agent's route is not this agent's business.
+    other_agent = settings(tmp_path, agents={"abstract": AgentRoute(model="gpt-4o")})
+    assert version(agent, other_agent, prompts) == base
+
+    (folder / "questions.md").write_text(PromptLibrary(None).text("questions") + "\nBe brief.\n")
+    edited = version(agent, settings(tmp_path), prompts)
+    assert edited != base
+    (folder / "abstract.md").write_text(PromptLibrary(None).text("abstract") + "\nBe brief.\n")
+    assert version(agent, settings(tmp_path), prompts) == edited
