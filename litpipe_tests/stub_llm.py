@@ -157,13 +157,6 @@ class StubLLM:
         with self._lock:
             self._faults.append(_Fault(kind, n, marker, retry_after, seconds))
 
-    def reset(self) -> None:
-        """Forget the recorded requests and the in-flight maximum (scripts and faults stay)."""
-        with self._lock:
-            self._requests.clear()
-            self._request_headers.clear()
-            self._max_in_flight = self._in_flight
-
     def stop(self) -> None:
         if self._stopped.is_set():
             return

@@ -18,9 +18,7 @@ from litpipe.llm.client import LLMClient
 from litpipe.llm.errors import PermanentLLMError, ReplyValidationError, TransientLLMError
 from litpipe.llm.usage import UsageLedger
 from litpipe.settings import Route
-from litpipe_tests.stub_llm import StubLLM, stub_llm, stub_settings
-
-__all__ = ["stub_llm"]  # the fixture, until conftest registers it
+from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 MESSAGES = [{"role": "user", "content": "Summarise paper p1."}]
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}

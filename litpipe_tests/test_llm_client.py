@@ -14,14 +14,12 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from litpipe.llm.client import PLACEHOLDER_API_KEY, LLMClient
+from litpipe.llm.client import PLACEHOLDER_API_KEY, LLMClient, model_call_loop
 from litpipe.llm.errors import PermanentLLMError, ReplyValidationError, TransientLLMError
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import LLMUsage
 from litpipe.settings import Route
-from litpipe_tests.stub_llm import StubLLM, example_from_schema, stub_llm, stub_settings
-
-__all__ = ["stub_llm"]  # the fixture, until conftest registers it
+from litpipe_tests.stub_llm import StubLLM, example_from_schema, stub_settings
 
 
 class Finding(BaseModel):
@@ -123,7 +121,7 @@ def test_a_reply_still_invalid_after_the_repair_fails_clearly(
         client.complete_sync(route(client), MESSAGES, Findings)
     message = str(caught.value)
     assert "findings: openai/stub gave no valid Findings even after one repair" in message
-    assert message.endswith("repair: the reply: Input should be an object")
+    assert message.endswith("even after one repair: Input should be an object")
     assert stub_llm.request_count == 2
     assert client.usage.summary().failed == 1
     assert not list((tmp_path / "cache").rglob("*.json"))  # nothing cached
@@ -263,6 +261,37 @@ def test_complete_many_raises_the_first_failure_after_all_calls_end(
         "made": 2,
         "failed": 1,
     }
+
+
+def test_a_model_without_a_provider_fails_at_once(tmp_path: Path, stub_llm: StubLLM) -> None:
+    client = make_client(tmp_path, stub_llm)
+    with pytest.raises(PermanentLLMError, match="litellm does not know which provider serves"):
+        client.complete_sync(route(client, "no-provider-model"), MESSAGES, Findings)
+    assert stub_llm.request_count == 0 and client.usage.summary().failed == 1
+
+
+def test_callers_on_short_lived_loops_share_the_model_call_loop(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    # litellm keeps an HTTP client per event loop: one closed by asyncio.run must not be reused.
+    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    for _ in range(3):
+        assert isinstance(asyncio.run(client.complete(route(client), MESSAGES, Findings)), Findings)
+    assert stub_llm.request_count == 3
+
+
+def test_a_synchronous_call_from_the_model_call_loop_is_refused(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    client = make_client(tmp_path, stub_llm, llm_cache=False)
+
+    async def blocking_call() -> Findings:
+        return client.complete_sync(route(client), MESSAGES, Findings)
+
+    future = asyncio.run_coroutine_threadsafe(blocking_call(), model_call_loop())
+    with pytest.raises(RuntimeError, match="would wait for itself"):
+        future.result(timeout=10)
+    assert stub_llm.request_count == 0
 
 
 def test_an_offline_route_is_refused(tmp_path: Path, stub_llm: StubLLM) -> None:

@@ -16,9 +16,7 @@ from litpipe.llm.errors import BudgetExceededError
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.schemas import LLMUsage
 from litpipe.settings import Route
-from litpipe_tests.stub_llm import StubLLM, stub_llm, stub_settings
-
-__all__ = ["stub_llm"]  # the fixture, until conftest registers it
+from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 MESSAGES = [{"role": "user", "content": "Summarise paper p1."}]
 KNOWN_MODEL = "openai/gpt-4o-mini"  # litellm knows its price
