@@ -10,7 +10,7 @@ USAGE_SCOPE_TAG = "litpipe/usage_scope"
 
 
 def usage_scope(context: dg.AssetExecutionContext) -> str:
-    return context.run.tags.get(USAGE_SCOPE_TAG, context.run_id)
+    return context.run.tags.get(USAGE_SCOPE_TAG, context.run.run_id)
 
 
 def usage_metadata(usage: LLMUsage) -> dict[str, float | int]:
