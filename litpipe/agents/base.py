@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import sys
@@ -12,6 +11,7 @@ from typing import Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from litpipe.agents import extractive
+from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import Route, Settings
 
@@ -66,11 +66,7 @@ def version(agent: Agent[In, Reply], settings: Settings, prompts: PromptLibrary)
         inspect.getsource(extractive),
         route.model_dump_json(include={"model", "temperature", "max_tokens"}),
     ]
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode("utf-8"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
+    return digest(*parts)
 
 
 def run_agent(
