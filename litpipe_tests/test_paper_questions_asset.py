@@ -157,3 +157,24 @@ def test_an_api_key_in_the_environment_is_written_nowhere(
     assert any(p.suffix == ".db" for p in files)  # Dagster's event logs and run storage
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_run_over_budget_stops_before_calling_and_says_why(
+    tmp_path: Path, stub_llm: StubLLM, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITPIPE_LLM_BUDGET_USD", "0.00001")
+    table = write_table(tmp_path / "src", "We profile ale yeast proteins across fermentation.")
+    home = tmp_path / "home"
+    # A model litellm has prices for, served by the stub.
+    model = ["--model", "openai/gpt-4o-mini", "--api-base", stub_llm.url]
+
+    code = main(["run", str(table), "--home", str(home), "--embedder", str(tiny_model), *model])
+
+    assert code == 1
+    assert stub_llm.request_count == 0
+    report = json.loads((home / "outputs" / "yeast" / "report.json").read_text())
+    (failure,) = report["failed_papers"]
+    assert failure["row"] == 1
+    assert failure["reason"].startswith("questions: the next call to openai/gpt-4o-mini")
+    assert "llm_budget_usd" in failure["reason"] and "\n" not in failure["reason"]
+    assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1}

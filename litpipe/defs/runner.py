@@ -28,8 +28,10 @@ from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage, PaperChunks, PaperQuestions
 from litpipe.settings import Settings
 
-# Dagster's console log repeats what the progress lines say; keep its warnings and errors.
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The progress lines say what happened, and a failed paper's reason is in them and in the
+# report; Dagster's console log would repeat it with a traceback per paper. The run's full log
+# is still in the instance, for the UI.
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 class PaperOutcome(BaseModel):
@@ -132,13 +134,15 @@ def _materialize(
     )
     seconds = round(time.perf_counter() - started, 3)
     if not result.success:
+        source = Catalog(settings.catalog_path).source(paper_id)
         return PaperOutcome(
             paper_id=paper_id,
             status="failed",
             seconds=seconds,
             failure=FailedPaper(
                 paper_id=paper_id,
-                file=Catalog(settings.catalog_path).source(paper_id).path,
+                file=source.path,
+                row=source.row_number,
                 reason=_failure_reason(result),
             ),
         )

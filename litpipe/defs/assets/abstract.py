@@ -4,7 +4,11 @@ import dagster as dg
 
 from litpipe.agents.abstract import AbstractAgent, paper_abstract_from
 from litpipe.agents.base import version
-from litpipe.defs.llm_steps import usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import data_version
@@ -27,9 +31,10 @@ def build_abstract_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, paper_document: PaperDocument, llm: LLMResource
     ) -> dg.Output[PaperAbstract]:
         ledger = llm.ledger(usage_scope(context))
-        abstract = paper_abstract_from(
-            paper_document, llm.settings(), llm.prompts(), llm.client_for(agent.name, ledger)
-        )
+        with model_failures_as_step_failures():
+            abstract = paper_abstract_from(
+                paper_document, llm.settings(), llm.prompts(), llm.client_for(agent.name, ledger)
+            )
         return dg.Output(
             abstract,
             data_version=data_version(abstract),

@@ -4,7 +4,11 @@ import dagster as dg
 
 from litpipe.agents.base import run_agent, version
 from litpipe.agents.questions import QuestionsAgent, QuestionsInput, questions_for
-from litpipe.defs.llm_steps import usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import data_version
@@ -35,9 +39,10 @@ def build_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             abstract=paper_abstract.abstract,
             per_style=step_settings.questions_per_style,
         )
-        reply = run_agent(
-            agent, inputs, step_settings, llm.prompts(), llm.client_for(agent.name, ledger)
-        )
+        with model_failures_as_step_failures():
+            reply = run_agent(
+                agent, inputs, step_settings, llm.prompts(), llm.client_for(agent.name, ledger)
+            )
         questions = questions_for(inputs, reply, engine=step_settings.route(agent.name).model)
         return dg.Output(
             questions,
