@@ -35,6 +35,31 @@ def main(argv: list[str] | None = None) -> int:
     _add_common(ui)
     ui.add_argument("--port", type=int, default=3000)
 
+    evaluate = commands.add_parser("eval", help="measure litpipe's components on benchmarks")
+    evaluations = evaluate.add_subparsers(dest="evaluation", required=True)
+    retrieval = evaluations.add_parser(
+        "retrieval", help="nDCG@10, recall@10/100 and latency of retrievers on a BEIR dataset"
+    )
+    retrieval.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/",
+    )
+    retrieval.add_argument("--split", default="test", help="qrels file to score (default: test)")
+    retrieval.add_argument(
+        "--methods",
+        default="bm25,dense,hybrid",
+        help="comma-separated: bm25, dense, hybrid, hybrid-mmr (default: bm25,dense,hybrid)",
+    )
+    retrieval.add_argument("--max-queries", type=int, help="score only the first N queries")
+    retrieval.add_argument(
+        "--out",
+        type=Path,
+        help="JSON file (default: HOME/outputs/eval/retrieval-<dataset>-<split>)",
+    )
+    _add_common(retrieval)
+
     args = parser.parse_args(argv)
     overrides = {
         name: value
@@ -51,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(settings, args.source, args.collection)
     if args.command == "status":
         return status_command(settings, show_all=args.all)
+    if args.command == "eval":
+        return eval_retrieval_command(
+            settings, args.dataset, args.split, args.methods, args.max_queries, args.out
+        )
     return ui_command(settings, args.port)
 
 
@@ -181,6 +210,30 @@ def status_command(settings: Settings, show_all: bool) -> int:
                 shown = ids if show_all else ids[:5]
                 more = "" if len(shown) == len(ids) else f" (+{len(ids) - len(shown)} more)"
                 print(f"      {state}: {' '.join(shown)}{more}")
+    return 0
+
+
+def eval_retrieval_command(
+    settings: Settings,
+    dataset: Path,
+    split: str,
+    methods: str,
+    max_queries: int | None,
+    out: Path | None,
+) -> int:
+    from litpipe.evaluation.beir import evaluate_retrieval, format_table
+
+    chosen = tuple(method.strip() for method in methods.split(",") if method.strip())
+    try:
+        evaluation = evaluate_retrieval(settings, dataset, split, chosen, max_queries)
+    except (OSError, ValueError) as error:
+        print(f"litpipe eval retrieval: {error}", file=sys.stderr)
+        return 2
+    print(format_table(evaluation))
+    out = out or settings.home / "outputs" / "eval" / f"retrieval-{dataset.name}-{split}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(evaluation.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(f"written: {out}")
     return 0
 
 

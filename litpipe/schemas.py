@@ -178,3 +178,23 @@ class LLMUsage(BaseModel):
         return LLMUsage(
             **{name: getattr(self, name) + getattr(other, name) for name in LLMUsage.model_fields}
         )
+
+
+class RetrievedChunk(BaseModel):
+    """A chunk found by hybrid retrieval, with where it sits in its paper and how each retriever
+    ranked it (ranks from 1; None when that retriever did not return it)."""
+
+    chunk_id: str
+    paper_id: str
+    section: str
+    page_start: int
+    page_end: int
+    char_start: int
+    char_end: int
+    text: str
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = Field(default=None, description="Cosine similarity to the query.")
+    fused_rank: int = Field(description="Rank by Reciprocal Rank Fusion, before diversification.")
+    fused_score: float

@@ -117,11 +117,8 @@ class ChunkStore:
     def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
         """Store the paper's chunks with their vectors, embedding only text the embedder's table
         does not hold yet, and drop the paper's rows that its chunks no longer produce."""
-        computed: dict[str, NDArray[np.float32]] = {}
-        return _with_commit_retries(
-            lambda: self._embed_paper_once(chunks, embedder, computed),
-            f"storing the chunks of {chunks.paper_id}",
-        )
+        (result,) = self.embed_papers([chunks], embedder)
+        return result
 
     def count_rows(self, embedder_id: str) -> int:
         table = self.open_table(embedder_id)
@@ -152,45 +149,120 @@ class ChunkStore:
             {**{name: row[name] for name in columns}, "score": float(row["_score"])} for row in rows
         ]
 
-    def _embed_paper_once(
+    def embed_papers(
+        self, papers: list[PaperChunks], embedder: TextEncoder, batch_papers: int = 512
+    ) -> list[EmbeddingResult]:
+        """`embed_paper` for many papers at once: one `encode` call and one commit per batch of
+        papers (a 5,000-document corpus in a dozen commits, not 5,000), the full-text index
+        brought up to date once at the end. A batch that was committed stays stored if a later
+        one fails, so an interrupted run resumes where it stopped."""
+        results: list[EmbeddingResult] = []
+        table = None
+        for start in range(0, len(papers), batch_papers):
+            batch = papers[start : start + batch_papers]
+            computed: dict[str, NDArray[np.float32]] = {}
+            outcome = _with_commit_retries(
+                lambda batch=batch, computed=computed: self._embed_batch_once(
+                    batch, embedder, computed
+                ),
+                f"storing the chunks of {len(batch)} papers",
+            )
+            results.extend(outcome[0])
+            table = outcome[1] or table
+        if table is not None:
+            _refresh_full_text_index(table)
+        return results
+
+    def dense_search(
+        self, embedder_id: str, vector: NDArray[np.float32], limit: int, where: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The `limit` chunks nearest to `vector` by cosine, best first, each with its `score`
+        (the cosine similarity); `where` (SQL over the row fields) filters before the search,
+        so a filter never leaves fewer than `limit` results when that many match."""
+        table = self.open_table(embedder_id)
+        if table is None or limit < 1:
+            return []
+        columns = [name for name in _ROW_FIELDS if name != "embedder_id"]
+        query = table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
+        if where:
+            query = query.where(where, prefilter=True)
+        rows = query.select([*columns, "_distance"]).limit(limit).to_list()
+        return [
+            {**{name: row[name] for name in columns}, "score": 1.0 - float(row["_distance"])}
+            for row in rows
+        ]
+
+    def collection_rows(self, embedder_id: str, collection: str, columns: list[str]) -> pa.Table:
+        """The given columns of every chunk of a collection (empty when there is none)."""
+        table = self.open_table(embedder_id)
+        if table is None:
+            return pa.table({name: [] for name in columns})
+        return _select(table, f"collection = {_sql(collection)}", columns)
+
+    def _embed_batch_once(
         self,
-        chunks: PaperChunks,
+        papers: list[PaperChunks],
         embedder: TextEncoder,
         computed: dict[str, NDArray[np.float32]],
-    ) -> EmbeddingResult:
-        """One attempt; `computed` keeps vectors encoded by an attempt whose commit lost a race."""
+    ) -> tuple[list[EmbeddingResult], Table | None]:
+        """One attempt at storing a batch of papers in one commit; `computed` keeps vectors
+        encoded by an attempt whose commit lost a race."""
         name = table_name(embedder.embedder_id)
         table = self.open_table(embedder.embedder_id)
-        hashes = sorted({chunk.content_sha256 for chunk in chunks.chunks})
-        stored = _stored_vectors(table, hashes) if table is not None else {}
+        all_chunks = [chunk for paper in papers for chunk in paper.chunks]
+        hashes = sorted({chunk.content_sha256 for chunk in all_chunks})
+        stored: dict[str, NDArray[np.float32]] = {}
+        if table is not None:
+            for start in range(0, len(hashes), 1000):
+                stored.update(_stored_vectors(table, hashes[start : start + 1000]))
         missing = [digest for digest in hashes if digest not in stored and digest not in computed]
         if missing:
-            text_of = {chunk.content_sha256: chunk.text for chunk in chunks.chunks}
+            text_of = {chunk.content_sha256: chunk.text for chunk in all_chunks}
             vectors = embedder.encode([text_of[digest] for digest in missing])
             computed.update(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
         vectors_by_hash = {**stored, **computed}
-        rows = _rows(chunks, embedder.embedder_id, vectors_by_hash)
-        embedded = sum(chunk.content_sha256 not in stored for chunk in chunks.chunks)
-        result = EmbeddingResult(
-            paper_id=chunks.paper_id,
-            embedder_id=embedder.embedder_id,
-            table=name,
-            chunks=len(chunks.chunks),
-            embedded=embedded,
-            reused=len(chunks.chunks) - embedded,
+        results = []
+        for paper in papers:
+            embedded = sum(chunk.content_sha256 not in stored for chunk in paper.chunks)
+            results.append(
+                EmbeddingResult(
+                    paper_id=paper.paper_id,
+                    embedder_id=embedder.embedder_id,
+                    table=name,
+                    chunks=len(paper.chunks),
+                    embedded=embedded,
+                    reused=len(paper.chunks) - embedded,
+                )
+            )
+        if not all_chunks and table is None:
+            return results, None
+        merged = PaperChunks(
+            paper_id="",
+            collection="",
+            tokenizer="",
+            max_tokens=1,
+            overlap_tokens=0,
+            chunks=all_chunks,
         )
+        rows = _rows(merged, embedder.embedder_id, vectors_by_hash)
         if table is None:
-            if not chunks.chunks:
-                return result
             table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
-        previous = _select(table, f"paper_id = {_sql(chunks.paper_id)}", list(_ROW_FIELDS))
+        paper_ids = sorted({paper.paper_id for paper in papers})
+        previous = _select(
+            table,
+            f"paper_id IN ({', '.join(_sql(paper_id) for paper_id in paper_ids)})",
+            list(_ROW_FIELDS),
+        )
         stored_rows = {row["chunk_id"]: row for row in previous.to_pylist()}
-        # Rows already stored as they are stay untouched (and keep their place in the index).
         new_rows = rows.select(list(_ROW_FIELDS)).to_pylist()
         changed = [stored_rows.get(row["chunk_id"]) != row for row in new_rows]
         kept = set(rows.column("chunk_id").to_pylist())
         stale = sorted(chunk_id for chunk_id in stored_rows if chunk_id not in kept)
-        result.removed = len(stale)
+        removed_by_paper = {row["chunk_id"]: row["paper_id"] for row in previous.to_pylist()}
+        for result in results:
+            result.removed = sum(
+                removed_by_paper[chunk_id] == result.paper_id for chunk_id in stale
+            )
         stale_filter = f"chunk_id IN ({', '.join(_sql(chunk_id) for chunk_id in stale)})"
         if any(changed):
             upsert = (
@@ -199,15 +271,11 @@ class ChunkStore:
                 .when_not_matched_insert_all()
             )
             if stale:
-                # The removal of the paper's stale rows goes in the same commit.
                 upsert = upsert.when_not_matched_by_source_delete(stale_filter)
             upsert.execute(rows.filter(pa.array(changed)))
         elif stale:
             table.delete(stale_filter)
-        else:
-            return result
-        _refresh_full_text_index(table)
-        return result
+        return results, table
 
 
 def _stored_vectors(table: Table, hashes: list[str]) -> dict[str, NDArray[np.float32]]:

@@ -1,0 +1,1 @@
+"""Evaluation of litpipe's outputs: retrieval quality (nDCG, recall) on BEIR-format datasets."""

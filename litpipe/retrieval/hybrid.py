@@ -1,0 +1,187 @@
+"""Hybrid retrieval over one collection: BM25 and dense search fused by Reciprocal Rank Fusion,
+then diversified by MMR.
+
+Defaults tuned on SciFact's train split (809 queries; `litpipe eval retrieval`), fusing at chunk
+level and scoring each document by its best chunk: BM25 k1 0.9 / b 0.4, RRF k 10 with equal
+weights (see bm25.py and fusion.py for the grid). MMR is for the pipeline's evidence, where
+near-duplicate chunks waste the context; the evaluation reports hybrid with and without it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from litpipe.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from litpipe.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from litpipe.retrieval.mmr import DEFAULT_MMR_LAMBDA, mmr
+from litpipe.retrieval.store import ChunkStore, TextEncoder
+from litpipe.schemas import RetrievedChunk
+
+Scope = Literal["all", "own", "others"]
+DEFAULT_CANDIDATES = 100
+_CHUNK_COLUMNS = [
+    "chunk_id",
+    "paper_id",
+    "section",
+    "page_start",
+    "page_end",
+    "char_start",
+    "char_end",
+    "text",
+    "content_sha256",
+    "vector",
+]
+
+
+class HybridRetriever:
+    """BM25 + dense retrieval over the chunks of `collection` embedded with `embedder`.
+
+    The collection is read once, at construction (its BM25 index loaded, or built if the
+    collection changed since it was saved); build a new retriever after the collection changes.
+    """
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        embedder: TextEncoder,
+        collection: str,
+        index_dir: Path,
+        rrf_k: int = DEFAULT_RRF_K,
+        weights: dict[str, float] | None = None,
+        mmr_lambda: float = DEFAULT_MMR_LAMBDA,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.collection = collection
+        self.rrf_k = rrf_k
+        self.weights = weights
+        self.mmr_lambda = mmr_lambda
+        rows = store.collection_rows(embedder.embedder_id, collection, _CHUNK_COLUMNS)
+        vectors = rows.column("vector").combine_chunks() if rows.num_rows else None
+        self._vectors = (
+            vectors.flatten().to_numpy().reshape(rows.num_rows, vectors.type.list_size)
+            if vectors is not None
+            else np.empty((0, 0), dtype=np.float32)
+        )
+        self._chunks: dict[str, dict[str, Any]] = {
+            row["chunk_id"]: row for row in rows.drop_columns(["vector"]).to_pylist()
+        }
+        self._row_of = {chunk_id: index for index, chunk_id in enumerate(self._chunks)}
+        self._chunk_ids_of_paper: dict[str, set[str]] = {}
+        for chunk_id, row in self._chunks.items():
+            self._chunk_ids_of_paper.setdefault(row["paper_id"], set()).add(chunk_id)
+        self.bm25 = BM25Index.load_or_build(
+            Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection),
+            list(self._chunks),
+            [row["content_sha256"] for row in self._chunks.values()],
+            [row["text"] for row in self._chunks.values()],
+            k1=k1,
+            b=b,
+        )
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def bm25_ranking(
+        self, query: str, limit: int, scope: Scope = "all", paper_id: str | None = None
+    ) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) pairs of the scope, best first."""
+        allowed = None
+        if scope == "own":
+            allowed = self._chunk_ids_of_paper.get(_required(paper_id, scope), set())
+        elif scope == "others":
+            own = self._chunk_ids_of_paper.get(_required(paper_id, scope), set())
+            allowed = set(self._chunks) - own
+        return self.bm25.search(query, limit, allowed_ids=allowed)
+
+    def dense_ranking(
+        self,
+        query_vector: np.ndarray,
+        limit: int,
+        scope: Scope = "all",
+        paper_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity) pairs of the scope, best first, from LanceDB."""
+        where = f"collection = {_sql(self.collection)}"
+        if scope == "own":
+            where += f" AND paper_id = {_sql(_required(paper_id, scope))}"
+        elif scope == "others":
+            where += f" AND paper_id != {_sql(_required(paper_id, scope))}"
+        rows = self.store.dense_search(self.embedder.embedder_id, query_vector, limit, where)
+        return [(row["chunk_id"], row["score"]) for row in rows if row["chunk_id"] in self._chunks]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        candidates: int = DEFAULT_CANDIDATES,
+        scope: Scope = "all",
+        paper_id: str | None = None,
+        diversify: bool = True,
+    ) -> list[RetrievedChunk]:
+        """The `limit` best chunks for `query`: `candidates` from each retriever, fused by RRF,
+        the fused top `candidates` diversified by MMR (unless `diversify` is False).
+
+        scope "own" searches only `paper_id`'s chunks, "others" every paper but it, "all" the
+        whole collection."""
+        if scope != "all":
+            _required(paper_id, scope)
+        query_vector = np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
+        bm25 = self.bm25_ranking(query, candidates, scope, paper_id)
+        dense = self.dense_ranking(query_vector, candidates, scope, paper_id)
+        fused = reciprocal_rank_fusion(
+            {
+                "bm25": [chunk_id for chunk_id, _ in bm25],
+                "dense": [chunk_id for chunk_id, _ in dense],
+            },
+            k=self.rrf_k,
+            weights=self.weights,
+        )[:candidates]
+        order = [chunk_id for chunk_id, _ in fused]
+        if diversify and order:
+            scores = np.array([score for _, score in fused], dtype=np.float64)
+            spread = scores.max() - scores.min()
+            relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+            vectors = self._vectors[[self._row_of[chunk_id] for chunk_id in order]]
+            order = mmr(query_vector, order, vectors, self.mmr_lambda, limit, relevance=relevance)
+        bm25_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(bm25, 1)}
+        dense_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(dense, 1)}
+        fused_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(fused, 1)}
+        results = []
+        for chunk_id in order[:limit]:
+            row = self._chunks[chunk_id]
+            bm25_rank, bm25_score = bm25_at.get(chunk_id, (None, None))
+            dense_rank, dense_score = dense_at.get(chunk_id, (None, None))
+            fused_rank, fused_score = fused_at[chunk_id]
+            results.append(
+                RetrievedChunk(
+                    **{name: row[name] for name in RetrievedChunk.model_fields if name in row},
+                    bm25_rank=bm25_rank,
+                    bm25_score=bm25_score,
+                    dense_rank=dense_rank,
+                    dense_score=dense_score,
+                    fused_rank=fused_rank,
+                    fused_score=fused_score,
+                )
+            )
+        return results
+
+
+def _required(paper_id: str | None, scope: Scope) -> str:
+    if not paper_id:
+        raise ValueError(f"scope {scope!r} needs a paper_id")
+    return paper_id
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "collection"
+
+
+def _sql(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

@@ -1,0 +1,124 @@
+"""Hybrid retrieval over a collection in the chunk store: fusion, provenance, scope filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from litpipe.retrieval.hybrid import HybridRetriever
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import Chunk, PaperChunks, sha256_text
+from litpipe_tests.conftest import FakeEmbedder
+
+PAPERS = {
+    "p1": [
+        "Aspirin lowers the risk of myocardial infarction in adults.",
+        "Aspirin inhibits platelet aggregation through cyclooxygenase.",
+    ],
+    "p2": [
+        "IL-6 signalling drives inflammation in rheumatoid arthritis.",
+        "Tocilizumab blocks the IL-6 receptor in arthritis patients.",
+    ],
+    "p3": [
+        "Deep learning predicts protein structure from sequence.",
+        "Aspirin use and platelet counts in a cohort of adults.",
+    ],
+}
+
+
+def _paper(paper_id: str, texts: list[str], collection: str) -> PaperChunks:
+    chunks, offset = [], 0
+    for index, text in enumerate(texts):
+        chunks.append(
+            Chunk(
+                chunk_id=f"{paper_id}:{index:04d}",
+                paper_id=paper_id,
+                collection=collection,
+                index=index,
+                section="Results",
+                page_start=1,
+                page_end=1,
+                char_start=offset,
+                char_end=offset + len(text),
+                text=text,
+                n_tokens=len(text.split()),
+                content_sha256=sha256_text(text),
+            )
+        )
+        offset += len(text) + 1
+    return PaperChunks(
+        paper_id=paper_id,
+        collection=collection,
+        tokenizer="fake-hash-32",
+        max_tokens=64,
+        overlap_tokens=0,
+        chunks=chunks,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> ChunkStore:
+    store = ChunkStore(tmp_path / "lancedb")
+    papers = [_paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    papers.append(_paper("x1", ["Aspirin in another collection."], "other"))
+    results = store.embed_papers(papers, fake_embedder, batch_papers=2)
+    assert [result.embedded for result in results] == [2, 2, 2, 1]
+    # Two batches, two encode calls: not one per paper.
+    assert len(fake_embedder.encode_calls) == 2
+    return store
+
+
+def test_embed_papers_reuses_stored_vectors(store: ChunkStore, fake_embedder: FakeEmbedder) -> None:
+    papers = [_paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    papers[0] = _paper("p1", [PAPERS["p1"][0]], "bio")
+    results = store.embed_papers(papers, fake_embedder)
+    assert [result.embedded for result in results] == [0, 0, 0]
+    assert results[0].removed == 1
+    assert store.paper_chunk_ids(fake_embedder.embedder_id, "p1") == ["p1:0000"]
+    assert len(fake_embedder.encode_calls) == 2
+
+
+def test_search_fuses_both_retrievers_with_provenance(
+    store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path
+) -> None:
+    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    assert len(retriever) == 6
+    results = retriever.search("aspirin platelet aggregation", limit=3, diversify=False)
+    assert results[0].chunk_id == "p1:0001"
+    top = results[0]
+    assert (top.paper_id, top.section, top.char_start) == (
+        "p1",
+        "Results",
+        len(PAPERS["p1"][0]) + 1,
+    )
+    assert top.text == PAPERS["p1"][1]
+    assert top.bm25_rank == 1 and top.dense_rank is not None and top.fused_rank == 1
+    assert [result.fused_rank for result in results] == [1, 2, 3]
+    # The other collection's chunk is never returned.
+    everything = retriever.search("aspirin", limit=10, candidates=10)
+    assert all(result.paper_id != "x1" for result in everything)
+    assert len({result.chunk_id for result in everything}) == len(everything)
+
+
+def test_scope_filters(store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path) -> None:
+    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    own = retriever.search("aspirin adults", limit=10, scope="own", paper_id="p3")
+    assert {result.paper_id for result in own} == {"p3"}
+    others = retriever.search("aspirin adults", limit=10, scope="others", paper_id="p1")
+    assert others and "p1" not in {result.paper_id for result in others}
+    everyone = retriever.search("aspirin adults", limit=10, scope="all")
+    assert {"p1", "p3"} <= {result.paper_id for result in everyone}
+    with pytest.raises(ValueError):
+        retriever.search("aspirin", scope="own")
+
+
+def test_bm25_index_is_reused_by_a_new_retriever(
+    store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path
+) -> None:
+    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
+    assert not HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
+    store.embed_papers(
+        [_paper("p3", ["Protein folding with deep learning."], "bio")], fake_embedder
+    )
+    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
