@@ -8,8 +8,8 @@ import pytest
 
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
-from litpipe.schemas import Chunk, PaperChunks, sha256_text
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.test_store import paper
 
 PAPERS = {
     "p1": [
@@ -27,41 +27,11 @@ PAPERS = {
 }
 
 
-def _paper(paper_id: str, texts: list[str], collection: str) -> PaperChunks:
-    chunks, offset = [], 0
-    for index, text in enumerate(texts):
-        chunks.append(
-            Chunk(
-                chunk_id=f"{paper_id}:{index:04d}",
-                paper_id=paper_id,
-                collection=collection,
-                index=index,
-                section="Results",
-                page_start=1,
-                page_end=1,
-                char_start=offset,
-                char_end=offset + len(text),
-                text=text,
-                n_tokens=len(text.split()),
-                content_sha256=sha256_text(text),
-            )
-        )
-        offset += len(text) + 1
-    return PaperChunks(
-        paper_id=paper_id,
-        collection=collection,
-        tokenizer="fake-hash-32",
-        max_tokens=64,
-        overlap_tokens=0,
-        chunks=chunks,
-    )
-
-
 @pytest.fixture
 def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> ChunkStore:
     store = ChunkStore(tmp_path / "lancedb")
-    papers = [_paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
-    papers.append(_paper("x1", ["Aspirin in another collection."], "other"))
+    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    papers.append(paper("x1", ["Aspirin in another collection."], "other"))
     results = store.embed_papers(papers, fake_embedder, batch_papers=2)
     assert [result.embedded for result in results] == [2, 2, 2, 1]
     # Two batches, two encode calls: not one per paper.
@@ -70,8 +40,8 @@ def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> ChunkStore:
 
 
 def test_embed_papers_reuses_stored_vectors(store: ChunkStore, fake_embedder: FakeEmbedder) -> None:
-    papers = [_paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
-    papers[0] = _paper("p1", [PAPERS["p1"][0]], "bio")
+    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    papers[0] = paper("p1", [PAPERS["p1"][0]], "bio")
     results = store.embed_papers(papers, fake_embedder)
     assert [result.embedded for result in results] == [0, 0, 0]
     assert results[0].removed == 1
@@ -118,7 +88,5 @@ def test_bm25_index_is_reused_by_a_new_retriever(
 ) -> None:
     assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
     assert not HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
-    store.embed_papers(
-        [_paper("p3", ["Protein folding with deep learning."], "bio")], fake_embedder
-    )
+    store.embed_papers([paper("p3", ["Protein folding with deep learning."], "bio")], fake_embedder)
     assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
