@@ -62,6 +62,14 @@ class PaperDocument(BaseModel):
     arxiv_id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def single_section(cls, *, heading: str, text: str, **fields: object) -> PaperDocument:
+        """A one-page document whose whole text is one section (an abstract-only paper)."""
+        section = Section(
+            heading=heading, char_start=0, char_end=len(text), page_start=1, page_end=1
+        )
+        return cls(text=text, sections=[section], page_starts=[0], pages=1, **fields)
+
     def page_at(self, offset: int) -> int:
         """1-based page holding `offset` (1 for documents without page information)."""
         if not self.page_starts:

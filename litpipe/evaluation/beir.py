@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.ingest.chunking import chunk_document
 from litpipe.retrieval.store import ChunkStore
-from litpipe.schemas import PaperChunks, PaperDocument, Section
+from litpipe.schemas import PaperChunks, PaperDocument
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
@@ -97,24 +97,14 @@ def corpus_documents(dataset: BeirDataset, collection: str) -> list[PaperDocumen
     for doc_id, (title, body) in dataset.corpus.items():
         text = f"{title}\n\n{body}".strip() if title else body
         documents.append(
-            PaperDocument(
+            PaperDocument.single_section(
+                heading="Abstract",
+                text=text,
                 paper_id=doc_id,
                 collection=collection,
                 source_path=f"beir:{dataset.name}/{doc_id}",
                 title=title,
                 abstract=body,
-                text=text,
-                sections=[
-                    Section(
-                        heading="Abstract",
-                        char_start=0,
-                        char_end=len(text),
-                        page_start=1,
-                        page_end=1,
-                    )
-                ],
-                page_starts=[0],
-                pages=1,
             )
         )
     return documents

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from litpipe.ingest.ids import table_paper_id
-from litpipe.schemas import FailedPaper, PaperDocument, PaperSource, Section, sha256_text
+from litpipe.schemas import FailedPaper, PaperDocument, PaperSource, sha256_text
 
 REQUIRED_COLUMNS = ("id", "title", "abstract")
 TABLE_SUFFIXES = (".csv", ".jsonl")
@@ -57,24 +57,14 @@ def read_table(path: Path, collection: str) -> tuple[list[PaperSource], list[Fai
 def document_from_row(source: PaperSource) -> PaperDocument:
     """A table row as a one-section document: the abstract is the text, the title kept apart."""
     abstract = source.fields["abstract"]
-    return PaperDocument(
+    return PaperDocument.single_section(
+        heading="Abstract",
+        text=abstract,
         paper_id=source.paper_id,
         collection=source.collection,
         source_path=source.path,
         title=source.fields["title"],
         abstract=abstract,
-        text=abstract,
-        sections=[
-            Section(
-                heading="Abstract",
-                char_start=0,
-                char_end=len(abstract),
-                page_start=1,
-                page_end=1,
-            )
-        ],
-        page_starts=[0],
-        pages=1,
         metadata={
             name: value
             for name, value in source.fields.items()
