@@ -50,7 +50,20 @@ def main(argv: list[str] | None = None) -> int:
     retrieval.add_argument(
         "--methods",
         default="bm25,dense,hybrid",
-        help="comma-separated: bm25, dense, hybrid, hybrid-mmr (default: bm25,dense,hybrid)",
+        help="comma-separated: bm25, dense, hybrid, hybrid-mmr, and hybrid reranked: "
+        "hybrid+relevance, hybrid+debate (offline engines unless --model), "
+        "hybrid+cross-encoder (needs --cross-encoder) (default: bm25,dense,hybrid)",
+    )
+    retrieval.add_argument(
+        "--cross-encoder",
+        metavar="NAME_OR_PATH",
+        help="sentence-transformers CrossEncoder for hybrid+cross-encoder: a local folder, or a "
+        "name in the Hugging Face cache",
+    )
+    retrieval.add_argument(
+        "--rerank-candidates",
+        type=int,
+        help="hybrid chunks each reranker reorders (default: the rerank_candidates setting, 20)",
     )
     retrieval.add_argument("--max-queries", type=int, help="score only the first N queries")
     retrieval.add_argument(
@@ -78,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         return status_command(settings, show_all=args.all)
     if args.command == "eval":
         return eval_retrieval_command(
-            settings, args.dataset, args.split, args.methods, args.max_queries, args.out
+            settings,
+            args.dataset,
+            args.split,
+            args.methods,
+            args.max_queries,
+            args.out,
+            cross_encoder=args.cross_encoder,
+            rerank_candidates=args.rerank_candidates,
         )
     return ui_command(settings, args.port)
 
@@ -121,7 +141,7 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
             "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded, "
-            f"{outcome.questions} questions",
+            f"{outcome.questions} questions, {outcome.evidence} evidence chunks",
             "up_to_date": f"up to date ({outcome.chunks} chunks)",
             "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
         }[outcome.status]
@@ -146,6 +166,8 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         chunks=sum(o.chunks for o in ingested),
         embedded_chunks=sum(o.embedded for o in ingested),
         questions=sum(o.questions for o in ingested),
+        evidence_chunks=sum(o.evidence for o in ingested),
+        collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
         engine=settings.llm_model or OFFLINE,
         llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
@@ -167,12 +189,15 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         f"{report.papers} papers ingested ({report.papers_up_to_date} already up to date), "
         f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
         f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
-        f"{report.lancedb_table}; {report.questions} questions by {report.engine} "
+        f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "
+        f"{report.evidence_chunks} evidence chunks "
         f"(model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
         f"${usage.cost_usd:.4f}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
-    return 0 if report.papers else 1
+    if report.collection_failure:
+        print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
+    return 0 if report.papers and not report.collection_failure else 1
 
 
 def _describe(failure: FailedPaper) -> str:
@@ -183,7 +208,7 @@ def _describe(failure: FailedPaper) -> str:
 def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.runner import open_instance, paper_asset_keys
+    from litpipe.defs.runner import collection_asset_keys, open_instance, paper_asset_keys
     from litpipe.defs.staleness import State, partition_states
 
     catalog = Catalog(settings.catalog_path)
@@ -197,6 +222,11 @@ def status_command(settings: Settings, show_all: bool) -> int:
     for collection in collections:
         paper_ids = catalog.papers(collection)
         print(f"{collection}: {len(paper_ids)} papers")
+        collection_keys = collection_asset_keys(defs)
+        for key, by_collection in partition_states(
+            instance, defs, collection_keys, [collection]
+        ).items():
+            print(f"  {key.to_user_string():<18} {by_collection[collection]}")
         states = partition_states(instance, defs, keys, paper_ids)
         for key in keys:
             by_state: dict[State, list[str]] = {}
@@ -220,13 +250,26 @@ def eval_retrieval_command(
     methods: str,
     max_queries: int | None,
     out: Path | None,
+    cross_encoder: str | None = None,
+    rerank_candidates: int | None = None,
 ) -> int:
     from litpipe.evaluation.beir import evaluate_retrieval, format_table
+    from litpipe.retrieval.rerank import RerankerError
 
     chosen = tuple(method.strip() for method in methods.split(",") if method.strip())
+    reranking = {
+        name: value
+        for name, value in {
+            "cross_encoder_model": cross_encoder,
+            "rerank_candidates": rerank_candidates,
+        }.items()
+        if value is not None
+    }
     try:
+        # Validated like any settings: a bad --rerank-candidates is a usage error.
+        settings = Settings.model_validate(settings.model_dump() | reranking)
         evaluation = evaluate_retrieval(settings, dataset, split, chosen, max_queries)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RerankerError) as error:
         print(f"litpipe eval retrieval: {error}", file=sys.stderr)
         return 2
     print(format_table(evaluation))

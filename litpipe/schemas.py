@@ -135,7 +135,11 @@ class RunReport(BaseModel):
     chunks: int = Field(description="Chunks of the ingested papers.")
     embedded_chunks: int = Field(description="Chunks embedded in this run (the rest reused).")
     questions: int = Field(description="Questions of the ingested papers.")
+    evidence_chunks: int = Field(description="Evidence chunks kept for those questions.")
     failed_papers: list[FailedPaper]
+    collection_failure: str | None = Field(
+        default=None, description="Why the collection's assets (its index) failed, if they did."
+    )
     engine: str = Field(description="What wrote the text outputs: `offline` without an LLM.")
     llm_calls: dict[str, int] = Field(description="Model calls made, answered from cache, failed.")
     tokens: dict[str, int] = Field(description="Model tokens in and out in this run.")
@@ -206,3 +210,41 @@ class RetrievedChunk(BaseModel):
     dense_score: float | None = Field(default=None, description="Cosine similarity to the query.")
     fused_rank: int = Field(description="Rank by Reciprocal Rank Fusion, before diversification.")
     fused_score: float
+    rerank_score: float | None = Field(
+        default=None, description="The reranker's score (its own scale); None when not reranked."
+    )
+    rerank_reason: str | None = Field(
+        default=None, description="Why the reranker scored it so, when it says (LLM rerankers)."
+    )
+
+
+class QuestionEvidence(BaseModel):
+    """One question's evidence: its best chunks after fusion, diversification and reranking."""
+
+    question: Question
+    chunks: list[RetrievedChunk]
+    reranked: bool = Field(
+        description="False when no reranker is configured or it failed (fused order kept)."
+    )
+
+
+class PaperEvidence(BaseModel):
+    paper_id: str
+    collection: str
+    scope: Literal["own", "all", "others"] = Field(
+        description="Where the questions looked: the paper's own chunks, the whole collection, "
+        "or the other papers."
+    )
+    reranker: str = Field(description="The configured reranker's version, `none` without one.")
+    questions: list[QuestionEvidence]
+
+
+class CorpusIndex(BaseModel):
+    """A collection's retrieval index: its BM25 index (persisted) over the embedder's table."""
+
+    collection: str
+    embedder_id: str
+    papers: int
+    chunks: int
+    bm25_fingerprint: str = Field(description="Names the BM25 index file; changes with any chunk.")
+    bm25_built: bool = Field(description="False when the saved index was up to date and loaded.")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -109,6 +110,33 @@ class Settings(BaseSettings):
         le=10,
         description="Questions per paper of each style (broad, inner workings).",
     )
+    # Retrieval of each question's evidence.
+    evidence_scope: Literal["own", "all", "others"] = Field(
+        default="own",
+        description="Where a paper's questions look for evidence: its own chunks, the whole "
+        "collection, or the other papers.",
+    )
+    retrieval_candidates: int = Field(
+        default=100, ge=1, description="Chunks each retriever (BM25, dense) returns per question."
+    )
+    evidence_per_question: int = Field(
+        default=3, ge=1, description="Reranked chunks kept as a question's evidence."
+    )
+    rrf_k: int = Field(default=10, ge=0, description="Reciprocal Rank Fusion's k.")
+    mmr_lambda: float = Field(
+        default=0.7, ge=0, le=1, description="MMR's trade-off: 1 pure relevance, 0 pure diversity."
+    )
+    reranker: Literal["none", "cross-encoder", "relevance", "debate"] = Field(
+        default="none",
+        description="Reorders the fused, diversified candidates: a CrossEncoder "
+        "(cross_encoder_model), or LLM relevance (1-10) or debate (1-100) scoring.",
+    )
+    cross_encoder_model: str | None = Field(
+        default=None, description="A sentence-transformers CrossEncoder name or local path."
+    )
+    rerank_candidates: int = Field(
+        default=20, ge=1, description="Fused candidates the reranker scores per question."
+    )
     prompts_dir: Path | None = Field(
         default=None,
         description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
@@ -119,6 +147,12 @@ class Settings(BaseSettings):
     def _absolute_home(cls, home: Path) -> Path:
         # Dagster runs steps in other working directories; an absolute home means one place.
         return home.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _cross_encoder_named(self) -> Settings:
+        if self.reranker == "cross-encoder" and not self.cross_encoder_model:
+            raise ValueError("reranker 'cross-encoder' needs cross_encoder_model (a name or path)")
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -162,6 +196,10 @@ class Settings(BaseSettings):
     @property
     def lancedb_dir(self) -> Path:
         return self.home / "lancedb"
+
+    @property
+    def bm25_dir(self) -> Path:
+        return self.home / "bm25"
 
     @property
     def artifacts_dir(self) -> Path:

@@ -13,7 +13,7 @@ from dagster._core.loader import LoadingContextForTest
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.partitions import papers
+from litpipe.defs.partitions import collections, papers
 from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import pdf_source
@@ -41,10 +41,13 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "chunk_embeddings",
         "paper_abstract",
         "paper_questions",
+        "question_evidence",
+        "corpus_index",
     }
     for key in graph.get_all_asset_keys():
         assert graph.get(key).code_version, f"{key} has no code_version"
-        assert graph.get(key).partitions_def == papers
+        expected = collections if key.to_user_string() == "corpus_index" else papers
+        assert graph.get(key).partitions_def == expected
 
 
 def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: Settings) -> None:
@@ -102,6 +105,7 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
         "chunk_embeddings": State.UPSTREAM_CHANGED,
         "paper_abstract": State.FRESH,
         "paper_questions": State.FRESH,
+        "question_evidence": State.UPSTREAM_CHANGED,
     }
     # Dagster's own resolver (what the UI shows) agrees on the edited asset and its parent.
     resolver = CachingStaleStatusResolver(

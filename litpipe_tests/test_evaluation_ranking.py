@@ -38,7 +38,7 @@ def test_recall_counts_relevant_documents_in_the_cut() -> None:
     assert recall_at_k(["x"], {}, 10) == 0.0
 
 
-def _write_beir(folder: Path) -> None:
+def write_beir(folder: Path) -> None:
     documents = {
         "d1": ("Aspirin and heart attacks", "Aspirin lowers the risk of myocardial infarction."),
         "d2": ("IL-6 in arthritis", "IL-6 signalling drives inflammation in arthritis."),
@@ -62,7 +62,7 @@ def test_beir_evaluation_embeds_the_corpus_once(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     dataset = tmp_path / "tiny"
-    _write_beir(dataset)
+    write_beir(dataset)
     settings = Settings(home=tmp_path / "home")
     first = evaluate_retrieval(settings, dataset, "test", METHODS, embedder=fake_embedder)
     assert first.collection == "beir-tiny" and first.documents == 3
@@ -81,7 +81,7 @@ def test_beir_evaluation_embeds_the_corpus_once(
 
 def test_cli_rejects_an_unknown_method(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     dataset = tmp_path / "tiny"
-    _write_beir(dataset)
+    write_beir(dataset)
     argv = ["eval", "retrieval", "--dataset", str(dataset), "--methods", "bm25,splade"]
     assert main([*argv, "--home", str(tmp_path / "home")]) == 2
     assert "splade" in capsys.readouterr().err

@@ -86,7 +86,8 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
     assert stub_llm.request_count == 1
     assert again.metadata["llm_made"].value == 0 and again.metadata["llm_cached"].value == 1
 
-    # Edit the prompt (a user override of the packaged file): only paper_questions is stale.
+    # Edit the prompt (a user override of the packaged file): paper_questions is stale, and
+    # what is built from it; nothing upstream.
     prompt = PromptLibrary(None).text("questions")
     model_settings.prompts_dir.mkdir()
     (model_settings.prompts_dir / "questions.md").write_text(
@@ -99,7 +100,7 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
         for key, by_paper in states.items()
         if by_paper[paper_id] != State.FRESH
     }
-    assert stale == {"paper_questions"}
+    assert stale == {"paper_questions", "question_evidence"}
 
     embeddings_before = materialization_count(instance, EMBEDDINGS)
     rerun = run_papers(

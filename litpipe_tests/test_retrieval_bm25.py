@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
 from litpipe.retrieval.bm25 import BM25Index
+from litpipe.retrieval.text import tokenize
 from litpipe.schemas import sha256_text
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXTS = {
     "p1:0000": "Aspirin lowers the risk of myocardial infarction in adults.",
@@ -58,3 +67,50 @@ def test_index_is_loaded_when_unchanged_and_rebuilt_when_a_chunk_changes(tmp_pat
 def test_empty_collection(tmp_path: Path) -> None:
     index = _build(tmp_path, {})
     assert len(index) == 0 and index.search("anything", 5) == []
+
+
+def _iclr_sentences() -> dict[str, str]:
+    """The bundled ICLR abstracts, one chunk per sentence: real text with a real vocabulary."""
+    with (ROOT / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    chunks = {}
+    for row in rows:
+        for number, sentence in enumerate(re.split(r"(?<=\.)\s+", row["abstract"])):
+            chunks[f"{row['id']}:{number:04d}"] = sentence
+    return chunks
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "incremental class learning without catastrophic forgetting",
+        # Repeated terms count once per occurrence; unknown terms and stop words add nothing.
+        "learning learning learning neural networks",
+        "graph neural network zzyzxqv adversarial of the",
+    ],
+)
+def test_scores_are_rank_bm25s(tmp_path: Path, query: str) -> None:
+    texts = _iclr_sentences()
+    ids = list(texts)
+    index = _build(tmp_path, texts)
+    reference = BM25Okapi([tokenize(texts[i]) for i in ids], k1=index.k1, b=index.b)
+    expected = np.asarray(reference.get_scores(tokenize(query)))
+    assert (expected > 0).sum() > 20  # the query matches many chunks
+
+    hits = dict(index.search(query, limit=len(ids)))
+    assert set(hits) == {ids[i] for i in np.flatnonzero(expected > 0)}
+    assert np.allclose([hits[i] for i in hits], [expected[ids.index(i)] for i in hits])
+    top = index.search(query, limit=5)
+    assert [score for _, score in top] == sorted(expected, reverse=True)[:5]
+
+    # Restricted to a few chunks (looked up in the postings) or to most of them (masked).
+    for allowed in (set(ids[::40]), set(ids[: len(ids) * 3 // 4])):
+        restricted = index.search(query, limit=len(ids), allowed_ids=allowed | {"unknown:0"})
+        assert restricted == [
+            (i, score) for i, score in index.search(query, len(ids)) if i in allowed
+        ]
+
+
+def test_a_collection_of_stop_words_only_matches_nothing(tmp_path: Path) -> None:
+    index = _build(tmp_path, {"p1:0000": "The of and.", "p1:0001": "It is what it is."})
+    assert len(index) == 2 and index.search("what is it", 5) == []

@@ -5,17 +5,20 @@ from __future__ import annotations
 import dagster as dg
 
 from litpipe.defs.assets.abstract import build_abstract_assets
+from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.embeddings import build_embedding_assets
+from litpipe.defs.assets.evidence import build_evidence_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
 from litpipe.defs.assets.questions import build_question_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
-from litpipe.defs.jobs import paper_pipeline
+from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.resources import (
     CatalogResource,
     ChunkingResource,
     EmbedderResource,
     LanceDBResource,
     LLMResource,
+    RetrievalResource,
 )
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.settings import Settings
@@ -30,8 +33,10 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *build_embedding_assets(settings),
             *build_abstract_assets(settings),
             *build_question_assets(settings),
+            *build_evidence_assets(settings),
+            *build_corpus_index_assets(settings),
         ],
-        jobs=[paper_pipeline],
+        jobs=[paper_pipeline, collection_pipeline],
         sensors=[build_new_papers_sensor(settings)],
         resources={
             "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),
@@ -45,6 +50,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
                 max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
             ),
             "lancedb": LanceDBResource(uri=str(settings.lancedb_dir)),
+            "retrieval": RetrievalResource.from_settings(settings),
             "llm": LLMResource.from_settings(settings),
         },
     )

@@ -1,6 +1,10 @@
 import dagster as dg
 
-# Every per-paper stage, source to questions: what the sensor and `litpipe run` request per paper.
+# Every per-paper stage, source to evidence: what the sensor and `litpipe run` request per paper.
 paper_pipeline = dg.define_asset_job(
-    "paper_pipeline", selection=dg.AssetSelection.groups("ingest", "questions")
+    "paper_pipeline", selection=dg.AssetSelection.groups("ingest", "questions", "evidence")
+)
+# Every per-collection stage: run once the collection's papers are built.
+collection_pipeline = dg.define_asset_job(
+    "collection_pipeline", selection=dg.AssetSelection.groups("corpus")
 )

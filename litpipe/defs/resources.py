@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import dagster as dg
 
@@ -10,6 +10,7 @@ from litpipe.catalog import Catalog
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
 from litpipe.settings import Settings
 
@@ -57,6 +58,47 @@ class LanceDBResource(dg.ConfigurableResource):
 
     def store(self) -> ChunkStore:
         return ChunkStore(Path(self.uri))
+
+
+class RetrievalResource(dg.ConfigurableResource):
+    """How evidence is retrieved (see `Settings`: scope, candidates, RRF's k, MMR's lambda) and
+    where collections' BM25 indexes are saved."""
+
+    index_dir: str
+    scope: Literal["own", "all", "others"] = "own"
+    candidates: int = 100
+    rerank_candidates: int = 20
+    keep: int = 3
+    rrf_k: int = 10
+    mmr_lambda: float = 0.7
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetrievalResource:
+        return cls(
+            index_dir=str(settings.bm25_dir),
+            scope=settings.evidence_scope,
+            candidates=settings.retrieval_candidates,
+            rerank_candidates=settings.rerank_candidates,
+            keep=settings.evidence_per_question,
+            rrf_k=settings.rrf_k,
+            mmr_lambda=settings.mmr_lambda,
+        )
+
+    def retriever(
+        self, store: ChunkStore, embedder: Embedder, collection: str, paper_id: str | None = None
+    ) -> HybridRetriever:
+        """Over the collection, its BM25 index saved; or over one paper, its index in memory
+        (a hundred chunks index in milliseconds, and the paper's results then depend on no
+        other paper)."""
+        return HybridRetriever(
+            store,
+            embedder,
+            collection,
+            None if paper_id else Path(self.index_dir),
+            rrf_k=self.rrf_k,
+            mmr_lambda=self.mmr_lambda,
+            papers=[paper_id] if paper_id else None,
+        )
 
 
 class LLMResource(dg.ConfigurableResource):

@@ -4,6 +4,10 @@ The corpus becomes a litpipe collection like any other (`beir-<dataset>`): each 
 one-section PaperDocument of its title and text, chunked with the embedder's tokenizer and
 embedded into LITPIPE_HOME's LanceDB, so a second evaluation embeds nothing. A document's score
 for a query is its best chunk's (max-pooling), so its rank is that of its first chunk in a ranking.
+
+The reranked methods (`hybrid+<reranker>`) rerank the top `rerank_candidates` chunks of the
+hybrid (fused) ranking and keep the rest of it below them, so their recall@100 compares with
+hybrid's. The LLM rerankers run on the offline engine unless a model is configured.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import csv
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,8 +32,15 @@ from litpipe.settings import Settings
 if TYPE_CHECKING:
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.hybrid import HybridRetriever
+    from litpipe.retrieval.rerank import Reranker
 
 METHODS = ("bm25", "dense", "hybrid", "hybrid-mmr")
+# Each reranked method, and the `reranker` setting it evaluates.
+RERANKED_METHODS = {
+    "hybrid+relevance": "relevance",
+    "hybrid+debate": "debate",
+    "hybrid+cross-encoder": "cross-encoder",
+}
 DEFAULT_METHODS = ("bm25", "dense", "hybrid")
 # Documents ranked per query: recall@100 needs a hundred.
 RANKED_DOCUMENTS = 100
@@ -52,6 +64,9 @@ class MethodResult(BaseModel):
     recall_at_100: float
     latency_p50_ms: float
     latency_p95_ms: float
+    rerank_fallbacks: int = Field(
+        default=0, description="Queries whose reranker failed and kept the fused order."
+    )
 
 
 class RetrievalEvaluation(BaseModel):
@@ -63,6 +78,9 @@ class RetrievalEvaluation(BaseModel):
     chunks: int
     embedded_chunks: int = Field(description="Chunks embedded by this run (0 once cached).")
     parameters: dict[str, float | int]
+    rerankers: dict[str, str] = Field(
+        default_factory=dict, description="Each reranked method's reranker version."
+    )
     results: list[MethodResult]
 
 
@@ -143,9 +161,17 @@ def evaluate_retrieval(
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.hybrid import HybridRetriever
 
-    unknown = [method for method in methods if method not in METHODS]
+    unknown = [method for method in methods if method not in (*METHODS, *RERANKED_METHODS)]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; choose from {', '.join(METHODS)}")
+        raise ValueError(
+            f"unknown methods {unknown}; choose from {', '.join([*METHODS, *RERANKED_METHODS])}"
+        )
+    # Before anything is indexed: a reranker that cannot run fails the evaluation at once.
+    rerankers = {
+        method: _reranker(RERANKED_METHODS[method], settings)
+        for method in methods
+        if method in RERANKED_METHODS
+    }
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
         embedder = Embedder(
@@ -156,7 +182,13 @@ def evaluate_retrieval(
     retriever = HybridRetriever(store, embedder, collection, settings.home / "bm25")
     query_ids = sorted(dataset.queries)[:max_queries]
     results = [
-        _evaluate_method(method, retriever, embedder, dataset, query_ids) for method in methods
+        _evaluate_method(
+            method,
+            _chunk_ranker(method, retriever, embedder, rerankers, settings.rerank_candidates),
+            dataset,
+            query_ids,
+        )
+        for method in methods
     ]
     return RetrievalEvaluation(
         dataset=dataset.name,
@@ -174,37 +206,93 @@ def evaluate_retrieval(
             "bm25_b": retriever.bm25.b,
             "mmr_lambda": retriever.mmr_lambda,
             "chunk_candidates": CHUNK_CANDIDATES,
+            "rerank_candidates": settings.rerank_candidates,
         },
+        rerankers={method: reranker.version for method, reranker in rerankers.items()},
         results=results,
     )
 
 
 def format_table(evaluation: RetrievalEvaluation) -> str:
+    width = max([12, *(len(result.method) for result in evaluation.results)])
     lines = [
         f"{evaluation.dataset} {evaluation.split}: {evaluation.results[0].queries} queries, "
         f"{evaluation.documents} documents, {evaluation.chunks} chunks "
         f"({evaluation.embedded_chunks} embedded now), {evaluation.embedder_id}"
         if evaluation.results
         else f"{evaluation.dataset} {evaluation.split}: no method run",
-        f"{'method':<12} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'p50 ms':>8} {'p95 ms':>8}",
+        f"{'method':<{width}} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'p50 ms':>8} {'p95 ms':>8}",
     ]
     for result in evaluation.results:
         lines.append(
-            f"{result.method:<12} {result.ndcg_at_10:>8.4f} {result.recall_at_10:>7.4f} "
+            f"{result.method:<{width}} {result.ndcg_at_10:>8.4f} {result.recall_at_10:>7.4f} "
             f"{result.recall_at_100:>7.4f} {result.latency_p50_ms:>8.1f} "
             f"{result.latency_p95_ms:>8.1f}"
         )
+    if evaluation.rerankers:
+        lines.append(
+            f"reranked: the top {evaluation.parameters['rerank_candidates']} hybrid chunks, by "
+            + ", ".join(evaluation.rerankers.values())
+        )
+    lines += [
+        f"{result.method}: the reranker failed on {result.rerank_fallbacks} queries, which kept "
+        "the hybrid order (see the warnings)"
+        for result in evaluation.results
+        if result.rerank_fallbacks
+    ]
     return "\n".join(lines)
+
+
+def _reranker(kind: str, settings: Settings) -> Reranker:
+    """The reranker a reranked method evaluates, its model loaded (a load is not a query's)."""
+    from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
+    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.retrieval.rerank import CrossEncoderReranker
+
+    if kind == "cross-encoder" and not settings.cross_encoder_model:
+        raise ValueError(
+            "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
+        )
+    client = None
+    if kind in AGENT_RERANKERS and not settings.route(kind).offline:
+        from litpipe.llm.client import LLMClient
+        from litpipe.llm.usage import UsageLedger
+
+        client = LLMClient(settings, UsageLedger())
+    chosen = settings.model_copy(update={"reranker": kind})
+    reranker = reranker_for(chosen, PromptLibrary(settings.prompts_dir), client)
+    if isinstance(reranker, CrossEncoderReranker):
+        # A model that cannot load fails the evaluation, rather than its figures.
+        reranker.load()
+    return reranker
+
+
+@dataclass
+class _RerankedHybrid:
+    """Hybrid's ranking with its top `candidates` chunks reranked, counting the queries whose
+    reranker failed (and so kept the hybrid order)."""
+
+    retriever: HybridRetriever
+    reranker: Reranker
+    candidates: int
+    fallbacks: int = 0
+
+    def __call__(self, query: str) -> list[str]:
+        fused = self.retriever.search(
+            query, limit=CHUNK_CANDIDATES, candidates=CHUNK_CANDIDATES, diversify=False
+        )
+        head = self.reranker.rerank(query, fused[: self.candidates])
+        if head and all(chunk.rerank_score is None for chunk in head):
+            self.fallbacks += 1
+        return [chunk.chunk_id for chunk in [*head, *fused[self.candidates :]]]
 
 
 def _evaluate_method(
     method: str,
-    retriever: HybridRetriever,
-    embedder: Embedder,
+    rank_chunks: Callable[[str], list[str]],
     dataset: BeirDataset,
     query_ids: list[str],
 ) -> MethodResult:
-    rank_chunks = _chunk_ranker(method, retriever, embedder)
     ndcg, recall_10, recall_100, latencies = [], [], [], []
     for query_id in query_ids:
         started = time.perf_counter()
@@ -223,14 +311,21 @@ def _evaluate_method(
         recall_at_100=float(np.mean(recall_100)) if recall_100 else 0.0,
         latency_p50_ms=float(np.percentile(latencies, 50)) if latencies else 0.0,
         latency_p95_ms=float(np.percentile(latencies, 95)) if latencies else 0.0,
+        rerank_fallbacks=rank_chunks.fallbacks if isinstance(rank_chunks, _RerankedHybrid) else 0,
     )
 
 
 def _chunk_ranker(
-    method: str, retriever: HybridRetriever, embedder: Embedder
+    method: str,
+    retriever: HybridRetriever,
+    embedder: Embedder,
+    rerankers: dict[str, Reranker],
+    rerank_candidates: int,
 ) -> Callable[[str], list[str]]:
     """The method as a function from a query to chunk ids, best first (query encoding included,
     so latencies compare what a caller waits for)."""
+    if method in rerankers:
+        return _RerankedHybrid(retriever, rerankers[method], rerank_candidates)
     if method == "bm25":
         return lambda query: [c for c, _ in retriever.bm25_ranking(query, CHUNK_CANDIDATES)]
     if method == "dense":

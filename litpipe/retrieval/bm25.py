@@ -1,8 +1,16 @@
 """A BM25 index (rank-bm25's BM25Okapi) over a collection's chunks, persisted on disk.
 
 The file's name is a fingerprint of what the index was built from (chunk ids, content hashes,
-the tokenizer's version and the BM25 parameters): an unchanged collection loads the index, a
-changed chunk builds a new one, and no query ever rebuilds it.
+the tokenizer's version, the index format and the BM25 parameters): an unchanged collection loads
+the index, a changed chunk builds a new one, and no query ever rebuilds it.
+
+rank-bm25 computes the model (its ATIRE idf with the epsilon floor, term frequencies, document
+lengths), but its `get_scores` loops in Python over every document for every query term: at
+200k chunks a query costs hundreds of milliseconds. The index therefore keeps, instead of the
+model, each term's BM25 contribution to each chunk that contains it, as a sparse term-by-chunk
+matrix (CSR: one row of postings per term), so a query adds up the few rows of its terms.
+The scores are rank-bm25's exactly: the same arithmetic per term, summed in the query's order,
+a repeated query term counted as often as it is repeated.
 """
 
 from __future__ import annotations
@@ -12,22 +20,32 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 from rank_bm25 import BM25Okapi
+from scipy.sparse import csr_array
 
 from litpipe.retrieval.text import tokenize
 
 # Bump when `tokenize` changes: an index built with other terms must not be loaded.
 TOKENIZER_VERSION = 1
+# Bump when what is pickled changes (2: the weight matrix instead of a BM25Okapi object).
+INDEX_FORMAT = 2
 # Tuned on SciFact's train split (809 queries, chunk-level BM25, nDCG@10): k1 0.9 / b 0.4 gave
 # 0.658; 0.9/0.75 0.657, 1.2/0.75 0.656, 1.5/0.75 0.653, 1.2/0.9 0.652. SciFact's abstracts vary
 # little in length, so a weak length normalisation suits them (Anserini's BEIR runs use 0.9/0.4).
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
+# Below this share of the collection, `allowed_ids` are scored by looking each one up in the
+# query terms' postings (a binary search each); above it, scoring every chunk and masking is
+# cheaper.
+_LOOKUP_SHARE = 1 / 8
 _SUFFIX = ".bm25.pkl"
 
 
 def index_fingerprint(chunk_ids: list[str], content_hashes: list[str], k1: float, b: float) -> str:
-    digest = hashlib.sha256(f"tokenizer={TOKENIZER_VERSION};k1={k1};b={b}\n".encode())
+    digest = hashlib.sha256(
+        f"tokenizer={TOKENIZER_VERSION};format={INDEX_FORMAT};k1={k1};b={b}\n".encode()
+    )
     for chunk_id, content_hash in sorted(zip(chunk_ids, content_hashes, strict=True)):
         digest.update(f"{chunk_id}\0{content_hash}\n".encode())
     return digest.hexdigest()[:16]
@@ -52,8 +70,14 @@ class BM25Index:
         self.b = b
         self.built = True
         self._position = {chunk_id: index for index, chunk_id in enumerate(self.chunk_ids)}
-        # BM25Okapi divides by the corpus size: an empty collection gets no model at all.
-        self._bm25 = BM25Okapi([tokenize(text) for text in texts], k1=k1, b=b) if texts else None
+        documents = [tokenize(text) for text in texts]
+        # BM25Okapi divides by the corpus size and by the vocabulary's: a collection without a
+        # single term gets an empty index.
+        if any(documents):
+            self._term_row, self._weights = _weight_matrix(BM25Okapi(documents, k1=k1, b=b))
+        else:
+            self._term_row = {}
+            self._weights = csr_array((0, len(self.chunk_ids)), dtype=np.float64)
 
     @classmethod
     def load_or_build(
@@ -95,21 +119,52 @@ class BM25Index:
     ) -> list[tuple[str, float]]:
         """Up to `limit` (chunk id, score) pairs, best first, among `allowed_ids` when given;
         chunks sharing no term with the query are not returned."""
-        terms = tokenize(query)
-        if self._bm25 is None or not terms or limit < 1:
+        # Unknown terms add nothing (rank-bm25 gives them an idf of 0); repeated ones count again.
+        rows = [self._term_row[term] for term in tokenize(query) if term in self._term_row]
+        if not rows or limit < 1:
             return []
-        scores = np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
-        if allowed_ids is not None:
-            mask = np.zeros(len(scores), dtype=bool)
-            positions = [self._position[i] for i in allowed_ids if i in self._position]
-            mask[positions] = True
-            scores = np.where(mask, scores, 0.0)
+        positions: NDArray[np.int64] | None = None  # None: the scores are every chunk's
+        if allowed_ids is None:
+            scores = self._scores_of_every_chunk(rows)
+        else:
+            allowed = np.fromiter(
+                (self._position[i] for i in allowed_ids if i in self._position), dtype=np.int64
+            )
+            allowed.sort()
+            if len(allowed) < _LOOKUP_SHARE * len(self.chunk_ids):
+                positions, scores = allowed, self._scores_at(rows, allowed)
+            else:
+                scores = self._scores_of_every_chunk(rows)
+                outside = np.ones(len(scores), dtype=bool)
+                outside[allowed] = False
+                scores[outside] = 0.0
         matching = np.flatnonzero(scores > 0)
         if len(matching) > limit:
             matching = matching[np.argpartition(-scores[matching], limit - 1)[:limit]]
+        chunk_positions = matching if positions is None else positions[matching]
         # Stable on ties: equal scores keep the collection's order.
-        ordered = matching[np.lexsort((matching, -scores[matching]))]
-        return [(self.chunk_ids[index], float(scores[index])) for index in ordered]
+        order = np.lexsort((chunk_positions, -scores[matching]))
+        return [(self.chunk_ids[chunk_positions[i]], float(scores[matching[i]])) for i in order]
+
+    def _scores_of_every_chunk(self, rows: list[int]) -> NDArray[np.float64]:
+        """Every chunk's score: the terms' postings added up, each chunk's contributions in the
+        query's order (as `BM25Okapi.get_scores` adds them)."""
+        postings = [slice(self._weights.indptr[row], self._weights.indptr[row + 1]) for row in rows]
+        chunks = np.concatenate([self._weights.indices[span] for span in postings])
+        contributions = np.concatenate([self._weights.data[span] for span in postings])
+        return np.bincount(chunks, weights=contributions, minlength=len(self.chunk_ids))
+
+    def _scores_at(self, rows: list[int], positions: NDArray[np.int64]) -> NDArray[np.float64]:
+        """The scores of the chunks at `positions` (sorted, distinct), each looked up in every
+        term's postings (sorted by chunk) rather than scoring the whole collection."""
+        scores = np.zeros(len(positions), dtype=np.float64)
+        for row in rows:
+            start, end = self._weights.indptr[row], self._weights.indptr[row + 1]
+            chunks = self._weights.indices[start:end]
+            at = np.minimum(np.searchsorted(chunks, positions), len(chunks) - 1)
+            found = chunks[at] == positions
+            scores[found] += self._weights.data[start + at[found]]
+        return scores
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -119,3 +174,34 @@ class BM25Index:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._position = {chunk_id: index for index, chunk_id in enumerate(self.chunk_ids)}
+
+
+def _weight_matrix(model: BM25Okapi) -> tuple[dict[str, int], csr_array]:
+    """(term to row, the terms-by-chunks matrix of BM25 contributions) of a built model: for a
+    term of idf `idf` occurring `tf` times in a chunk of `dl` terms, rank-bm25's
+    idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))), computed as it computes it."""
+    term_row = {term: row for row, term in enumerate(model.idf)}
+    postings = sum(len(frequencies) for frequencies in model.doc_freqs)
+    rows = np.fromiter(
+        (term_row[term] for frequencies in model.doc_freqs for term in frequencies),
+        dtype=np.int64,
+        count=postings,
+    )
+    term_frequencies = np.fromiter(
+        (tf for frequencies in model.doc_freqs for tf in frequencies.values()),
+        dtype=np.float64,
+        count=postings,
+    )
+    chunks = np.repeat(
+        np.arange(len(model.doc_freqs)), [len(frequencies) for frequencies in model.doc_freqs]
+    )
+    idf = np.fromiter(model.idf.values(), dtype=np.float64, count=len(term_row))
+    doc_len = np.asarray(model.doc_len, dtype=np.float64)
+    length_norm = model.k1 * (1 - model.b + model.b * doc_len / model.avgdl)
+    weights = idf[rows] * (
+        term_frequencies * (model.k1 + 1) / (term_frequencies + length_norm[chunks])
+    )
+    matrix = csr_array((weights, (rows, chunks)), shape=(len(term_row), len(model.doc_freqs)))
+    # Postings sorted by chunk: `_scores_at` binary-searches them.
+    matrix.sort_indices()
+    return term_row, matrix

@@ -172,13 +172,13 @@ def _resolve(name_or_path: str) -> tuple[Path, str]:
         path = path.resolve()
         if path == packaged:
             return packaged, DEFAULT_EMBEDDER_ID
-        return path, f"{_safe_id(path.name)}-{_fingerprint(path)}"
+        return path, f"{_safe_id(path.name)}-{folder_fingerprint(path)}"
     if path.exists():
         raise EmbedderError(f"embedding model {name_or_path!r} is a file, not a model folder")
     if name_or_path.startswith(("/", ".", "~")):
         raise EmbedderError(f"embedding model folder {name_or_path!r} does not exist")
     folder, repo_id = _hub_snapshot(name_or_path)
-    return folder, f"{_safe_id(repo_id)}-{_fingerprint(folder)}"
+    return folder, f"{_safe_id(repo_id)}-{folder_fingerprint(folder)}"
 
 
 def _hub_snapshot(name: str) -> tuple[Path, str]:
@@ -270,7 +270,7 @@ def _with_lowercase(
     return normalizers.Sequence([normalizers.Lowercase(), normalizer])
 
 
-def _fingerprint(folder: Path) -> str:
+def folder_fingerprint(folder: Path) -> str:
     """Eight hex digits that change when the model's files do, wherever the folder lies: the
     content of its configs and tokenizer, and of a sample of each weights file."""
     digest = hashlib.sha256()

@@ -10,6 +10,7 @@ near-duplicate chunks waste the context; the evaluation reports hybrid with and 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,10 +39,13 @@ _CHUNK_COLUMNS = [
 
 
 class HybridRetriever:
-    """BM25 + dense retrieval over the chunks of `collection` embedded with `embedder`.
+    """BM25 + dense retrieval over the chunks of `collection` embedded with `embedder`, or over
+    those of `papers` only.
 
-    The collection is read once, at construction (its BM25 index loaded, or built if the
-    collection changed since it was saved); build a new retriever after the collection changes.
+    The chunks are read once, at construction, with their BM25 index: loaded from `index_dir`
+    (or built and saved there if the collection changed since), or built in memory when
+    `index_dir` is None, which suits a paper's hundred chunks. Build a new retriever after the
+    collection changes.
     """
 
     def __init__(
@@ -49,12 +53,13 @@ class HybridRetriever:
         store: ChunkStore,
         embedder: TextEncoder,
         collection: str,
-        index_dir: Path,
+        index_dir: Path | None,
         rrf_k: int = DEFAULT_RRF_K,
         weights: dict[str, float] | None = None,
         mmr_lambda: float = DEFAULT_MMR_LAMBDA,
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
+        papers: Collection[str] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -62,7 +67,10 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.weights = weights
         self.mmr_lambda = mmr_lambda
-        rows = store.collection_rows(embedder.embedder_id, collection, _CHUNK_COLUMNS)
+        self.papers = sorted(papers) if papers is not None else None
+        rows = store.collection_rows(
+            embedder.embedder_id, collection, _CHUNK_COLUMNS, paper_ids=self.papers
+        )
         vectors = rows.column("vector").combine_chunks() if rows.num_rows else None
         self._vectors = (
             vectors.flatten().to_numpy().reshape(rows.num_rows, vectors.type.list_size)
@@ -76,17 +84,27 @@ class HybridRetriever:
         self._chunk_ids_of_paper: dict[str, set[str]] = {}
         for chunk_id, row in self._chunks.items():
             self._chunk_ids_of_paper.setdefault(row["paper_id"], set()).add(chunk_id)
-        self.bm25 = BM25Index.load_or_build(
-            Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection),
-            list(self._chunks),
-            [row["content_sha256"] for row in self._chunks.values()],
-            [row["text"] for row in self._chunks.values()],
-            k1=k1,
-            b=b,
-        )
+        chunk_ids = list(self._chunks)
+        texts = [row["text"] for row in self._chunks.values()]
+        if index_dir is None:
+            self.bm25 = BM25Index(chunk_ids, texts, k1=k1, b=b)
+        else:
+            self.bm25 = BM25Index.load_or_build(
+                Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection),
+                chunk_ids,
+                [row["content_sha256"] for row in self._chunks.values()],
+                texts,
+                k1=k1,
+                b=b,
+            )
 
     def __len__(self) -> int:
         return len(self._chunks)
+
+    @property
+    def paper_ids(self) -> list[str]:
+        """The papers that have chunks here."""
+        return sorted(self._chunk_ids_of_paper)
 
     def bm25_ranking(
         self, query: str, limit: int, scope: Scope = "all", paper_id: str | None = None
@@ -109,6 +127,8 @@ class HybridRetriever:
     ) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) pairs of the scope, best first, from LanceDB."""
         where = f"collection = {_sql(self.collection)}"
+        if self.papers is not None:
+            where += f" AND paper_id IN ({', '.join(_sql(paper) for paper in self.papers)})"
         if scope == "own":
             where += f" AND paper_id = {_sql(_required(paper_id, scope))}"
         elif scope == "others":

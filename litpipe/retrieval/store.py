@@ -192,12 +192,22 @@ class ChunkStore:
             for row in rows
         ]
 
-    def collection_rows(self, embedder_id: str, collection: str, columns: list[str]) -> pa.Table:
-        """The given columns of every chunk of a collection (empty when there is none)."""
+    def collection_rows(
+        self,
+        embedder_id: str,
+        collection: str,
+        columns: list[str],
+        paper_ids: list[str] | None = None,
+    ) -> pa.Table:
+        """The given columns of every chunk of a collection, or of its papers `paper_ids`
+        (empty when there is none)."""
         table = self.open_table(embedder_id)
-        if table is None:
+        if table is None or paper_ids == []:
             return pa.table({name: [] for name in columns})
-        return _select(table, f"collection = {_sql(collection)}", columns)
+        where = f"collection = {_sql(collection)}"
+        if paper_ids is not None:
+            where += f" AND paper_id IN ({', '.join(_sql(paper_id) for paper_id in paper_ids)})"
+        return _select(table, where, columns)
 
     def _embed_batch_once(
         self,

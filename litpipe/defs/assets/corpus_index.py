@@ -1,0 +1,58 @@
+"""Per-collection retrieval index: the BM25 index over every chunk of the collection."""
+
+import dagster as dg
+
+from litpipe.defs.partitions import collections
+from litpipe.defs.resources import EmbedderResource, LanceDBResource, RetrievalResource
+from litpipe.defs.versions import code_version, data_version
+from litpipe.retrieval import bm25, hybrid, text
+from litpipe.schemas import CorpusIndex
+from litpipe.settings import Settings
+
+
+def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @dg.asset(
+        partitions_def=collections,
+        group_name="corpus",
+        kinds={"lancedb"},
+        # Lineage only: the index reads the collection's rows from LanceDB, not through an IO
+        # manager that would load every paper partition.
+        deps=[dg.AssetDep("chunk_embeddings", partition_mapping=dg.AllPartitionMapping())],
+        code_version=code_version([bm25, hybrid, text], CorpusIndex, embedder=settings.embedder),
+        description="The collection's BM25 index over its chunks in the embedder's LanceDB table, "
+        "saved and rebuilt only when a chunk of the collection changed; questions that search "
+        "other papers or the whole collection use it.",
+    )
+    def corpus_index(
+        context: dg.AssetExecutionContext,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+    ) -> dg.Output[CorpusIndex]:
+        collection = context.partition_key
+        model = embedder.embedder()
+        retriever = retrieval.retriever(lancedb.store(), model, collection)
+        index = CorpusIndex(
+            collection=collection,
+            embedder_id=model.embedder_id,
+            papers=len(retriever.paper_ids),
+            chunks=len(retriever),
+            bm25_fingerprint=retriever.bm25.fingerprint,
+            bm25_built=retriever.bm25.built,
+        )
+        context.log.info(
+            f"{collection}: {index.chunks} chunks of {index.papers} papers, BM25 index "
+            f"{'built' if index.bm25_built else 'loaded'} ({index.bm25_fingerprint})"
+        )
+        return dg.Output(
+            index,
+            data_version=data_version(index.model_copy(update={"bm25_built": False})),
+            metadata={
+                "papers": index.papers,
+                "chunks": index.chunks,
+                "bm25_index": index.bm25_fingerprint,
+                "bm25_built": index.bm25_built,
+            },
+        )
+
+    return [corpus_index]

@@ -1,0 +1,120 @@
+"""Per-paper evidence: for each of the paper's questions, its best chunks with provenance."""
+
+import dagster as dg
+
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.defs.llm_steps import (
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
+from litpipe.defs.partitions import papers
+from litpipe.defs.resources import (
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.versions import code_version, data_version
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
+from litpipe.retrieval.evidence import gather_evidence
+from litpipe.schemas import PaperEvidence, PaperQuestions
+from litpipe.settings import Settings
+
+
+def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    retrieval = RetrievalResource.from_settings(settings)
+    deps: list[dg.AssetDep] = [dg.AssetDep("chunk_embeddings")]
+    if retrieval.scope != "own":
+        # Evidence from other papers changes with the collection, whose index this reads.
+        deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
+
+    @dg.asset(
+        partitions_def=papers,
+        group_name="evidence",
+        deps=deps,
+        code_version=code_version(
+            [bm25, evidence, fusion, hybrid, mmr, rerank, text],
+            PaperEvidence,
+            embedder=settings.embedder,
+            retrieval=retrieval.model_dump(exclude={"index_dir"}),
+            reranker=reranker_version(settings, PromptLibrary(settings.prompts_dir)),
+        ),
+        description="For each question of the paper: candidates from BM25 and dense search, "
+        "fused by Reciprocal Rank Fusion, diversified by MMR, reranked; the best few kept with "
+        "each retriever's rank and score and their place in the paper (section, pages, offsets).",
+    )
+    def question_evidence(
+        context: dg.AssetExecutionContext,
+        paper_questions: PaperQuestions,
+        catalog: CatalogResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> dg.Output[PaperEvidence]:
+        paper_id = context.partition_key
+        collection = catalog.catalog().source(paper_id).collection
+        retriever = retrieval.retriever(
+            lancedb.store(),
+            embedder.embedder(),
+            collection,
+            paper_id=paper_id if retrieval.scope == "own" else None,
+        )
+        step_settings = llm.settings()
+        ledger = llm.ledger(usage_scope(context))
+        client = (
+            llm.client_for(step_settings.reranker, ledger)
+            if step_settings.reranker in AGENT_RERANKERS
+            else None
+        )
+        reranker = reranker_for(step_settings, llm.prompts(), client)
+        with model_failures_as_step_failures():
+            found = gather_evidence(
+                paper_questions,
+                collection,
+                retriever,
+                reranker,
+                scope=retrieval.scope,
+                candidates=retrieval.candidates,
+                rerank_candidates=retrieval.rerank_candidates,
+                keep=retrieval.keep,
+            )
+        not_reranked = sum(not item.reranked for item in found.questions)
+        if reranker.name != "none" and not_reranked:
+            context.log.warning(
+                f"{not_reranked} of {len(found.questions)} questions kept the fused order: "
+                f"the {reranker.name} reranker failed on them (see the warnings above)"
+            )
+        return dg.Output(
+            found,
+            data_version=data_version(found),
+            metadata={
+                "questions": len(found.questions),
+                "chunks": sum(len(item.chunks) for item in found.questions),
+                "scope": found.scope,
+                "reranker": reranker.name,
+                "not_reranked": not_reranked,
+                "preview": dg.MetadataValue.md(_preview(found)),
+                **usage_metadata(ledger.summary()),
+            },
+        )
+
+    return [question_evidence]
+
+
+def _preview(found: PaperEvidence) -> str:
+    lines = []
+    for item in found.questions:
+        lines.append(f"- **{item.question.text}**")
+        for chunk in item.chunks:
+            pages = (
+                f"p. {chunk.page_start}"
+                if chunk.page_start == chunk.page_end
+                else f"pp. {chunk.page_start}-{chunk.page_end}"
+            )
+            excerpt = " ".join(chunk.text.split())[:160]
+            lines.append(f"  - `{chunk.chunk_id}` ({chunk.section}, {pages}): {excerpt}…")
+    return "\n".join(lines)
