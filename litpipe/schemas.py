@@ -95,6 +95,9 @@ class Chunk(BaseModel):
 class PaperChunks(BaseModel):
     paper_id: str
     collection: str
+    title: str = Field(
+        default="", description="The paper's title: BM25 reads it with each of its chunks."
+    )
     tokenizer: str = Field(description="The embedder whose tokens sized the chunks.")
     max_tokens: int
     overlap_tokens: int

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.retrieval.hybrid import HybridRetriever
+from litpipe.retrieval.hybrid import HybridRetriever, bm25_text
 from litpipe.retrieval.store import ChunkStore
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_store import paper
@@ -90,3 +90,45 @@ def test_bm25_index_is_reused_by_a_new_retriever(
     assert not HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
     store.embed_papers([paper("p3", ["Protein folding with deep learning."], "bio")], fake_embedder)
     assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
+
+
+def test_a_later_chunk_matches_its_papers_title_by_bm25(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    store = ChunkStore(tmp_path / "lancedb")
+    titled = paper("t1", ["Background on the cohort.", "Doses were given weekly."], "bio")
+    titled.title = "Tocilizumab in giant cell arteritis"
+    other = paper(
+        "t2",
+        [
+            "Weekly doses of methotrexate were given.",
+            "Protein folding predicted from sequence.",
+            "Yeast proteomes across fermentation.",
+            "Mutation rates in hypomethylated genes.",
+        ],
+        "bio",
+    )
+    store.embed_papers([titled, other], fake_embedder)
+    retriever = HybridRetriever(store, fake_embedder, "bio", None)
+    ranked = [chunk_id for chunk_id, _ in retriever.bm25_ranking("tocilizumab weekly doses", 5)]
+    # The chunk with the doses beats the other paper's by its title; the title alone finds the
+    # first chunk, whose text never names the drug.
+    assert ranked[0] == "t1:0001" and "t1:0000" in ranked
+    assert bm25_text("A title", "A title opens this chunk.") == "A title opens this chunk."
+    assert bm25_text("A title", "Later text.") == "A title\nLater text."
+    assert bm25_text("", "Later text.") == "Later text."
+
+
+def test_a_table_written_before_titles_gets_them_when_papers_are_written_again(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    store = ChunkStore(tmp_path / "lancedb")
+    titled = paper("t1", ["Doses were given weekly."], "bio")
+    titled.title = "Tocilizumab in giant cell arteritis"
+    store.embed_papers([titled], fake_embedder)
+    store.open_table(fake_embedder.embedder_id).drop_columns(["title"])
+
+    (result,) = store.embed_papers([titled], fake_embedder)
+    assert result.embedded == 0
+    rows = store.collection_rows(fake_embedder.embedder_id, "bio", ["chunk_id", "title"])
+    assert rows.to_pylist() == [{"chunk_id": "t1:0000", "title": titled.title}]

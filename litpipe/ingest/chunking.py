@@ -96,6 +96,7 @@ def chunk_document(
     return PaperChunks(
         paper_id=doc.paper_id,
         collection=doc.collection,
+        title=doc.title,
         tokenizer=tokenizer_name,
         max_tokens=max_tokens,
         overlap_tokens=overlap_tokens,

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from litpipe.hashing import digest
 from litpipe.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from litpipe.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from litpipe.retrieval.mmr import DEFAULT_MMR_LAMBDA, mmr
@@ -33,6 +34,7 @@ _CHUNK_COLUMNS = [
     "char_start",
     "char_end",
     "text",
+    "title",
     "content_sha256",
     "vector",
 ]
@@ -85,14 +87,14 @@ class HybridRetriever:
         for chunk_id, row in self._chunks.items():
             self._chunk_ids_of_paper.setdefault(row["paper_id"], set()).add(chunk_id)
         chunk_ids = list(self._chunks)
-        texts = [row["text"] for row in self._chunks.values()]
+        texts = [bm25_text(row["title"], row["text"]) for row in self._chunks.values()]
         if index_dir is None:
             self.bm25 = BM25Index(chunk_ids, texts, k1=k1, b=b)
         else:
             self.bm25 = BM25Index.load_or_build(
                 Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection),
                 chunk_ids,
-                [row["content_sha256"] for row in self._chunks.values()],
+                [digest(row["title"], row["content_sha256"]) for row in self._chunks.values()],
                 texts,
                 k1=k1,
                 b=b,
@@ -191,6 +193,15 @@ class HybridRetriever:
                 )
             )
         return results
+
+
+def bm25_text(title: str, text: str) -> str:
+    """What BM25 indexes of a chunk: its text, after its paper's title unless the text opens
+    with it. A chunk deep in a paper then still matches a query naming the paper's subject
+    (SciFact train: nDCG@10 0.658 without, 0.660 with)."""
+    if not title or text.lstrip().casefold().startswith(title.strip().casefold()):
+        return text
+    return f"{title}\n{text}"
 
 
 def _required(paper_id: str | None, scope: Scope) -> str:

@@ -48,6 +48,7 @@ _ROW_FIELDS = (
     "char_start",
     "char_end",
     "text",
+    "title",
     "n_tokens",
     "content_sha256",
     "embedder_id",
@@ -82,6 +83,7 @@ def chunk_schema(dimension: int) -> pa.Schema:
             pa.field("char_start", pa.int32(), nullable=False),
             pa.field("char_end", pa.int32(), nullable=False),
             pa.field("text", pa.string(), nullable=False),
+            pa.field("title", pa.string(), nullable=False),
             pa.field("n_tokens", pa.int32(), nullable=False),
             pa.field("content_sha256", pa.string(), nullable=False),
             pa.field("embedder_id", pa.string(), nullable=False),
@@ -246,17 +248,13 @@ class ChunkStore:
             )
         if not all_chunks and table is None:
             return results, None
-        merged = PaperChunks(
-            paper_id="",
-            collection="",
-            tokenizer="",
-            max_tokens=1,
-            overlap_tokens=0,
-            chunks=all_chunks,
-        )
-        rows = _rows(merged, embedder.embedder_id, vectors_by_hash)
+        rows = _rows(papers, embedder.embedder_id, vectors_by_hash)
         if table is None:
             table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
+        elif "title" not in table.schema.names:
+            # Tables written before chunks carried their paper's title: add it, empty; each
+            # paper's rows get theirs when next written (no text is embedded again).
+            table.add_columns({"title": "''"})
         paper_ids = sorted({paper.paper_id for paper in papers})
         previous = _select(
             table,
@@ -304,15 +302,18 @@ def _stored_vectors(table: Table, hashes: list[str]) -> dict[str, NDArray[np.flo
 
 
 def _rows(
-    chunks: PaperChunks, embedder_id: str, vectors_by_hash: dict[str, NDArray[np.float32]]
+    papers: list[PaperChunks], embedder_id: str, vectors_by_hash: dict[str, NDArray[np.float32]]
 ) -> pa.Table:
     dimension = len(next(iter(vectors_by_hash.values()))) if vectors_by_hash else 1
     columns: dict[str, list[Any]] = {name: [] for name in _ROW_FIELDS}
-    for chunk in chunks.chunks:
-        for name in _ROW_FIELDS:
-            columns[name].append(embedder_id if name == "embedder_id" else getattr(chunk, name))
+    for paper in papers:
+        of_paper = {"title": paper.title, "embedder_id": embedder_id}
+        for chunk in paper.chunks:
+            for name in _ROW_FIELDS:
+                columns[name].append(of_paper[name] if name in of_paper else getattr(chunk, name))
+    all_chunks = [chunk for paper in papers for chunk in paper.chunks]
     flat = np.concatenate(
-        [vectors_by_hash[chunk.content_sha256] for chunk in chunks.chunks]
+        [vectors_by_hash[chunk.content_sha256] for chunk in all_chunks]
         or [np.empty(0, dtype=np.float32)]
     ).astype(np.float32, copy=False)
     schema = chunk_schema(dimension)
