@@ -103,12 +103,17 @@ def test_scores_are_rank_bm25s(tmp_path: Path, query: str) -> None:
     top = index.search(query, limit=5)
     assert [score for _, score in top] == sorted(expected, reverse=True)[:5]
 
-    # Restricted to a few chunks (looked up in the postings) or to most of them (masked).
+    # Restricted to a few chunks (looked up in the postings) or to most of them (masked), or
+    # leaving a few out.
+    everything = index.search(query, limit=len(ids))
     for allowed in (set(ids[::40]), set(ids[: len(ids) * 3 // 4])):
         restricted = index.search(query, limit=len(ids), allowed_ids=allowed | {"unknown:0"})
-        assert restricted == [
-            (i, score) for i, score in index.search(query, len(ids)) if i in allowed
-        ]
+        assert restricted == [(i, score) for i, score in everything if i in allowed]
+        excluded = set(ids[::3])
+        both = index.search(query, len(ids), allowed_ids=allowed, excluded_ids=excluded)
+        assert both == [hit for hit in restricted if hit[0] not in excluded]
+    left_out = {chunk_id for chunk_id, _ in everything[:3]}
+    assert index.search(query, 5, excluded_ids=left_out) == everything[3:8]
 
 
 def test_a_collection_of_stop_words_only_matches_nothing(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lancedb.query import LanceVectorQueryBuilder
 
 from litpipe.retrieval import store as store_module
 from litpipe.retrieval.store import ChunkStore, table_name
@@ -226,3 +227,126 @@ def test_a_commit_conflict_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="bad filter"):
         store_module._with_commit_retries(invalid, "test")
     assert len(attempts) == 4  # other errors are not retried
+
+
+class ClusteredEncoder:
+    """Vectors drawn once per text, around one of a few dozen centres (as real embeddings
+    cluster by topic), so that nearest neighbours mean something."""
+
+    embedder_id = "clustered-64"
+
+    def __init__(self, texts: list[str], seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        centres = rng.standard_normal((40, 64))
+        points = centres[rng.integers(0, 40, len(texts))] + 0.6 * rng.standard_normal(
+            (len(texts), 64)
+        )
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        self.vectors = dict(zip(texts, points.astype(np.float32), strict=True))
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vectors[text] for text in texts])
+
+
+def _clustered_papers(papers: int, chunks: int, prefix: str = "q") -> list[PaperChunks]:
+    return [
+        paper(f"{prefix}{number}", [f"{prefix}{number} chunk {i}" for i in range(chunks)])
+        for number in range(papers)
+    ]
+
+
+def _ids(rows: list[dict]) -> list[str]:
+    return [row["chunk_id"] for row in rows]
+
+
+@pytest.fixture
+def clustered(tmp_path: Path) -> tuple[ChunkStore, ClusteredEncoder, list[PaperChunks]]:
+    """3,000 chunks (30 papers of 100) in a store that leaves indexing to the test."""
+    papers = _clustered_papers(30, 100)
+    extra = _clustered_papers(2, 50, prefix="late")
+    encoder = ClusteredEncoder([c.text for p in [*papers, *extra] for c in p.chunks])
+    store = ChunkStore(tmp_path / "lancedb", vector_index_min_rows=None)
+    store.embed_papers(papers, encoder)
+    return store, encoder, extra
+
+
+def test_the_vector_index_is_built_from_min_rows_and_searches_use_it(
+    clustered: tuple[ChunkStore, ClusteredEncoder, list[PaperChunks]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, encoder, _ = clustered
+    eid = encoder.embedder_id
+    table = store.open_table(eid)
+    assert table is not None and table.index_stats(store_module.VECTOR_INDEX) is None
+    assert not store.ensure_vector_index(eid, min_rows=5000)  # too few rows: exact search
+    assert store.ensure_vector_index(eid, min_rows=2000)
+    stats = table.index_stats(store_module.VECTOR_INDEX)
+    assert stats.index_type == "IVF_HNSW_SQ" and stats.num_indexed_rows == 3000
+    assert not store.ensure_vector_index(eid, min_rows=2000)  # up to date: not rebuilt
+
+    # The plan LanceDB runs for each of the store's queries: the index's, unless bypassed.
+    plans: list[str] = []
+    run_query = LanceVectorQueryBuilder.to_list
+
+    def recording_plans(query: LanceVectorQueryBuilder) -> list[dict]:
+        plans.append(query.explain_plan())
+        return run_query(query)
+
+    monkeypatch.setattr(LanceVectorQueryBuilder, "to_list", recording_plans)
+    rng = np.random.default_rng(1)
+    queries = rng.standard_normal((20, 64)).astype(np.float32)
+    recalls = []
+    for query in queries:
+        exact = store.dense_search(eid, query, 10, bypass_vector_index=True)
+        approximate = store.dense_search(eid, query, 10)
+        recalls.append(len(set(_ids(exact)) & set(_ids(approximate))) / 10)
+        # Re-ranked by the exact vectors, the scores are exact cosines.
+        exact_score = {row["chunk_id"]: row["score"] for row in exact}
+        for row in approximate:
+            if row["chunk_id"] in exact_score:
+                assert row["score"] == pytest.approx(exact_score[row["chunk_id"]], abs=1e-5)
+    assert np.mean(recalls) >= 0.9
+    assert "ANNSubIndex: name=vector_idx" in plans[-1] and "ANNSubIndex" not in plans[0]
+    with pytest.raises(ValueError, match="refine_factor"):
+        store.dense_search(eid, queries[0], 10, refine_factor=0)
+
+
+def test_a_prefilter_by_paper_keeps_working_with_the_index(
+    clustered: tuple[ChunkStore, ClusteredEncoder, list[PaperChunks]],
+) -> None:
+    store, encoder, _ = clustered
+    eid = encoder.embedder_id
+    assert store.ensure_vector_index(eid, min_rows=1000)
+    query = encoder.vectors["q7 chunk 3"]
+    own = store.dense_search(eid, query, 150, where="collection = 'bio' AND paper_id = 'q7'")
+    assert len(own) == 100 and {row["paper_id"] for row in own} == {"q7"}
+    assert own[0]["chunk_id"] == "q7:0003" and own[0]["score"] == pytest.approx(1.0, abs=1e-5)
+    others = store.dense_search(eid, query, 20, where="paper_id != 'q7'")
+    assert len(others) == 20 and "q7" not in {row["paper_id"] for row in others}
+
+
+def test_rows_added_after_the_index_are_found_then_indexed(
+    clustered: tuple[ChunkStore, ClusteredEncoder, list[PaperChunks]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, encoder, extra = clustered
+    eid = encoder.embedder_id
+    assert store.ensure_vector_index(eid, min_rows=1000)
+    store.embed_papers(extra[:1], encoder)  # not maintained by this store: left unindexed
+    table = store.open_table(eid)
+    assert table is not None
+    assert table.index_stats(store_module.VECTOR_INDEX).num_unindexed_rows == 50
+    hit = store.dense_search(eid, encoder.vectors["late0 chunk 9"], 1)
+    assert _ids(hit) == ["late0:0009"]  # scanned exactly meanwhile
+    assert not store.ensure_vector_index(eid, min_rows=1000)  # 50 rows: not worth a rebuild
+
+    # A store that maintains the index rebuilds it once enough rows wait outside it.
+    monkeypatch.setattr(store_module, "VECTOR_UNINDEXED_ROWS", 80)
+    monkeypatch.setattr(store_module, "VECTOR_UNINDEXED_SHARE", 0.02)
+    maintaining = ChunkStore(store.db_dir, vector_index_min_rows=1000)
+    maintaining.embed_papers(extra[1:], encoder)
+    stats = table.index_stats(store_module.VECTOR_INDEX)
+    assert (stats.num_indexed_rows, stats.num_unindexed_rows) == (3100, 0)
+    assert _ids(maintaining.dense_search(eid, encoder.vectors["late1 chunk 4"], 1)) == [
+        "late1:0004"
+    ]

@@ -115,10 +115,17 @@ class BM25Index:
         return len(self.chunk_ids)
 
     def search(
-        self, query: str, limit: int, allowed_ids: set[str] | None = None
+        self,
+        query: str,
+        limit: int,
+        allowed_ids: set[str] | None = None,
+        excluded_ids: set[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Up to `limit` (chunk id, score) pairs, best first, among `allowed_ids` when given;
-        chunks sharing no term with the query are not returned."""
+        """Up to `limit` (chunk id, score) pairs, best first, among `allowed_ids` when given and
+        never `excluded_ids`; chunks sharing no term with the query are not returned.
+
+        To leave a few chunks out, pass them as `excluded_ids` rather than every other chunk as
+        `allowed_ids`: a set of most of a large collection costs more to read than the query."""
         # Unknown terms add nothing (rank-bm25 gives them an idf of 0); repeated ones count again.
         rows = [self._term_row[term] for term in tokenize(query) if term in self._term_row]
         if not rows or limit < 1:
@@ -127,10 +134,7 @@ class BM25Index:
         if allowed_ids is None:
             scores = self._scores_of_every_chunk(rows)
         else:
-            allowed = np.fromiter(
-                (self._position[i] for i in allowed_ids if i in self._position), dtype=np.int64
-            )
-            allowed.sort()
+            allowed = self._positions_of(allowed_ids)
             if len(allowed) < _LOOKUP_SHARE * len(self.chunk_ids):
                 positions, scores = allowed, self._scores_at(rows, allowed)
             else:
@@ -138,6 +142,12 @@ class BM25Index:
                 outside = np.ones(len(scores), dtype=bool)
                 outside[allowed] = False
                 scores[outside] = 0.0
+        if excluded_ids:
+            excluded = self._positions_of(excluded_ids)
+            if positions is None:
+                scores[excluded] = 0.0
+            else:
+                scores[np.isin(positions, excluded)] = 0.0
         matching = np.flatnonzero(scores > 0)
         if len(matching) > limit:
             matching = matching[np.argpartition(-scores[matching], limit - 1)[:limit]]
@@ -145,6 +155,14 @@ class BM25Index:
         # Stable on ties: equal scores keep the collection's order.
         order = np.lexsort((chunk_positions, -scores[matching]))
         return [(self.chunk_ids[chunk_positions[i]], float(scores[matching[i]])) for i in order]
+
+    def _positions_of(self, chunk_ids: set[str]) -> NDArray[np.int64]:
+        """The sorted positions of those of `chunk_ids` that the index holds."""
+        positions = np.fromiter(
+            (self._position[i] for i in chunk_ids if i in self._position), dtype=np.int64
+        )
+        positions.sort()
+        return positions
 
     def _scores_of_every_chunk(self, rows: list[int]) -> NDArray[np.float64]:
         """Every chunk's score: the terms' postings added up, each chunk's contributions in the
@@ -182,9 +200,10 @@ def _weight_matrix(model: BM25Okapi) -> tuple[dict[str, int], csr_array]:
     idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))), computed as it computes it."""
     term_row = {term: row for row, term in enumerate(model.idf)}
     postings = sum(len(frequencies) for frequencies in model.doc_freqs)
+    # 32-bit postings (a matrix holds fewer than 2**31 of them): a third less to store and load.
     rows = np.fromiter(
         (term_row[term] for frequencies in model.doc_freqs for term in frequencies),
-        dtype=np.int64,
+        dtype=np.int32,
         count=postings,
     )
     term_frequencies = np.fromiter(
@@ -193,7 +212,8 @@ def _weight_matrix(model: BM25Okapi) -> tuple[dict[str, int], csr_array]:
         count=postings,
     )
     chunks = np.repeat(
-        np.arange(len(model.doc_freqs)), [len(frequencies) for frequencies in model.doc_freqs]
+        np.arange(len(model.doc_freqs), dtype=np.int32),
+        [len(frequencies) for frequencies in model.doc_freqs],
     )
     idf = np.fromiter(model.idf.values(), dtype=np.float64, count=len(term_row))
     doc_len = np.asarray(model.doc_len, dtype=np.float64)
