@@ -200,7 +200,8 @@ def _weight_matrix(model: BM25Okapi) -> tuple[dict[str, int], csr_array]:
     idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))), computed as it computes it."""
     term_row = {term: row for row, term in enumerate(model.idf)}
     postings = sum(len(frequencies) for frequencies in model.doc_freqs)
-    # 32-bit postings (a matrix holds fewer than 2**31 of them): a third less to store and load.
+    # 32-bit term and chunk numbers keep scipy's indices 32-bit (below 2**31 postings): a third
+    # less to store and load than 64-bit ones.
     rows = np.fromiter(
         (term_row[term] for frequencies in model.doc_freqs for term in frequencies),
         dtype=np.int32,

@@ -112,13 +112,12 @@ class HybridRetriever:
         self, query: str, limit: int, scope: Scope = "all", paper_id: str | None = None
     ) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) pairs of the scope, best first."""
-        allowed = None
+        if scope == "all":
+            return self.bm25.search(query, limit)
+        own = self._chunk_ids_of_paper.get(_required(paper_id, scope), set())
         if scope == "own":
-            allowed = self._chunk_ids_of_paper.get(_required(paper_id, scope), set())
-        elif scope == "others":
-            own = self._chunk_ids_of_paper.get(_required(paper_id, scope), set())
-            allowed = set(self._chunks) - own
-        return self.bm25.search(query, limit, allowed_ids=allowed)
+            return self.bm25.search(query, limit, allowed_ids=own)
+        return self.bm25.search(query, limit, excluded_ids=own)
 
     def dense_ranking(
         self,
