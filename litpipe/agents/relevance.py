@@ -10,18 +10,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.agents.passages import PassageAgent, PassageInput
 from litpipe.retrieval.rerank import term_coverage
 
 MIN_SCORE = 1
 MAX_SCORE = 10
-
-
-class RelevanceInput(BaseModel):
-    query: str = Field(description="A question, a claim or a research idea.")
-    passage_id: str
-    passage: str
 
 
 class RelevanceReply(BaseModel):
@@ -38,23 +31,15 @@ class RelevanceReply(BaseModel):
         return reason
 
 
-def offline_relevance(inputs: RelevanceInput) -> RelevanceReply:
+def offline_relevance(inputs: PassageInput) -> RelevanceReply:
     coverage = term_coverage(inputs.query, inputs.passage)
     score = MIN_SCORE + round((MAX_SCORE - MIN_SCORE) * coverage.share)
     return RelevanceReply(reason=coverage.describe(), score=score)
 
 
-class RelevanceAgent(Agent[RelevanceInput, RelevanceReply]):
+class RelevanceAgent(PassageAgent[RelevanceReply]):
     name = "relevance"
     reply_schema = RelevanceReply
 
-    def messages(self, inputs: RelevanceInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            query=fence(inputs.query, "query"),
-            passage_id=inputs.passage_id,
-            passage=fence(inputs.passage),
-        )
-
-    def offline(self, inputs: RelevanceInput) -> RelevanceReply:
+    def offline(self, inputs: PassageInput) -> RelevanceReply:
         return offline_relevance(inputs)

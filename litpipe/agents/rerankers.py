@@ -17,9 +17,11 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from litpipe.agents.base import Agent, In, Reply, version
-from litpipe.agents.debate import DebateAgent, DebateInput, DebateReply, verbatim_quotes
-from litpipe.agents.relevance import RelevanceAgent, RelevanceInput, RelevanceReply
+from litpipe.agents import passages
+from litpipe.agents.base import Reply, version
+from litpipe.agents.debate import DebateAgent, DebateReply, verbatim_quotes
+from litpipe.agents.passages import PassageAgent, PassageInput
+from litpipe.agents.relevance import RelevanceAgent, RelevanceReply
 from litpipe.hashing import digest
 from litpipe.llm.errors import LLMError, one_line
 from litpipe.llm.prompts import PromptLibrary
@@ -42,12 +44,12 @@ class BatchClient(Protocol):
     ) -> list[Schema]: ...
 
 
-class AgentReranker(ABC, Generic[In, Reply]):
+class AgentReranker(ABC, Generic[Reply]):
     """Scores each candidate with an agent's reply; subclasses say what the agent is asked and
     how its reply becomes a score and a reason."""
 
     name: str
-    agent: Agent[In, Reply]
+    agent: PassageAgent[Reply]
 
     def __init__(
         self, settings: Settings, prompts: PromptLibrary, client: BatchClient | None
@@ -66,21 +68,23 @@ class AgentReranker(ABC, Generic[In, Reply]):
     def version_for(cls, settings: Settings, prompts: PromptLibrary) -> str:
         """The agent's prompt, schema, engine and route, and the code turning replies into
         scores: known without a client, for the code version of the stage that reranks."""
-        scoring_code = (inspect.getsource(m) for m in (sys.modules[__name__], rerank, text))
+        scoring_code = (
+            inspect.getsource(m) for m in (sys.modules[__name__], passages, rerank, text)
+        )
         return f"{cls.name}-{digest(version(cls.agent, settings, prompts), *scoring_code)}"
 
     @property
     def version(self) -> str:
         return self._version
 
-    @abstractmethod
-    def inputs(self, query: str, candidate: RetrievedChunk) -> In: ...
+    def inputs(self, query: str, candidate: RetrievedChunk) -> PassageInput:
+        return PassageInput(query=query, passage_id=candidate.chunk_id, passage=candidate.text)
 
     @abstractmethod
     def judgement(self, reply: Reply) -> tuple[float, str]:
         """The reply's score (higher is better) and a short reason."""
 
-    def reviewed(self, inputs: In, reply: Reply) -> Reply:
+    def reviewed(self, inputs: PassageInput, reply: Reply) -> Reply:
         """The reply as used: what it holds that its inputs contradict, removed."""
         return reply
 
@@ -113,29 +117,23 @@ class AgentReranker(ABC, Generic[In, Reply]):
         )
 
 
-class LLMRelevanceReranker(AgentReranker[RelevanceInput, RelevanceReply]):
+class LLMRelevanceReranker(AgentReranker[RelevanceReply]):
     """Relevance scoring, 1 to 10 with a one-sentence reason."""
 
     name = "relevance"
     agent = RelevanceAgent()
 
-    def inputs(self, query: str, candidate: RetrievedChunk) -> RelevanceInput:
-        return RelevanceInput(query=query, passage_id=candidate.chunk_id, passage=candidate.text)
-
     def judgement(self, reply: RelevanceReply) -> tuple[float, str]:
         return float(reply.score), reply.reason
 
 
-class LLMDebateReranker(AgentReranker[DebateInput, DebateReply]):
+class LLMDebateReranker(AgentReranker[DebateReply]):
     """Debate scoring: the probability, 1 to 100, after arguments for and against."""
 
     name = "debate"
     agent = DebateAgent()
 
-    def inputs(self, query: str, candidate: RetrievedChunk) -> DebateInput:
-        return DebateInput(query=query, passage_id=candidate.chunk_id, passage=candidate.text)
-
-    def reviewed(self, inputs: DebateInput, reply: DebateReply) -> DebateReply:
+    def reviewed(self, inputs: PassageInput, reply: DebateReply) -> DebateReply:
         return verbatim_quotes(reply, inputs.passage)
 
     def judgement(self, reply: DebateReply) -> tuple[float, str]:

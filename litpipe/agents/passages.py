@@ -1,0 +1,32 @@
+"""What the passage-judging agents (`relevance`, `debate`) share: their input, one passage and
+the query it is judged against, and how that input fills their prompts."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, Field
+
+from litpipe.agents.base import Agent
+from litpipe.llm.prompts import PromptLibrary, fence
+
+Reply = TypeVar("Reply", bound=BaseModel)
+
+
+class PassageInput(BaseModel):
+    query: str = Field(description="A question, a claim or a research idea.")
+    passage_id: str
+    passage: str
+
+
+class PassageAgent(Agent[PassageInput, Reply]):
+    """An agent that judges one passage against a query; the query and the passage are both
+    fenced, so neither can instruct the model."""
+
+    def messages(self, inputs: PassageInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        return prompts.render(
+            self.name,
+            query=fence(inputs.query, "query"),
+            passage_id=inputs.passage_id,
+            passage=fence(inputs.passage),
+        )
