@@ -163,14 +163,21 @@ class PaperAbstract(BaseModel):
     engine: str = Field(description="`parsed`, `offline` or the model that wrote it.")
 
 
-QuestionStyle = Literal["broad", "inner_workings"]
+QuestionStyle = Literal["broad", "inner_workings", "comparative", "follow_up"]
 
 
 class Question(BaseModel):
-    question_id: str = Field(description="`<paper_id>:q<index>`, stable while the questions are.")
-    paper_id: str
+    question_id: str = Field(
+        description="`<paper_id>:q<index>` for a paper's own questions, `<paper_id>:f<index>` "
+        "for its follow-ups, `<collection>:x<index>` for comparative ones; stable while the "
+        "questions are."
+    )
+    paper_id: str = Field(description="The paper asked about; empty for a comparative question.")
     style: QuestionStyle
     text: str
+    papers: list[str] = Field(
+        default_factory=list, description="The papers a comparative question compares."
+    )
 
 
 class PaperQuestions(BaseModel):
@@ -251,3 +258,122 @@ class CorpusIndex(BaseModel):
     chunks: int
     bm25_fingerprint: str = Field(description="Names the BM25 index file; changes with any chunk.")
     bm25_built: bool = Field(description="False when the saved index was up to date and loaded.")
+
+
+class Citation(BaseModel):
+    """A citation in written text: its marker `[paper_id:page]` and the chunks it stands for,
+    those of that paper's page among the evidence the writer was given."""
+
+    marker: str = Field(description="As written in the text, e.g. `[10.1093_nar_gkae252:4]`.")
+    paper_id: str
+    page: int
+    chunk_ids: list[str] = Field(description="Never empty: a citation resolves to its chunks.")
+
+
+class Answer(BaseModel):
+    """A question answered only from its evidence, every claim cited."""
+
+    question: Question
+    text: str = Field(description="The answer, citing its evidence as `[paper_id:page]`.")
+    citations: list[Citation]
+    evidence: list[RetrievedChunk] = Field(description="The chunks the answer was written from.")
+    views: dict[str, str] = Field(
+        default_factory=dict,
+        description="Multi-view answering: what the summarizer, extractor and reasoner each "
+        "wrote before the reconciliation (empty in single-view mode).",
+    )
+    engine: str = Field(description="`offline` or the model that wrote it.")
+
+
+AnswerMode = Literal["single", "multi_view"]
+
+
+class PaperAnswers(BaseModel):
+    paper_id: str
+    collection: str
+    mode: AnswerMode
+    engine: str
+    answers: list[Answer]
+
+
+class CrossPaperQuestions(BaseModel):
+    """A collection's comparative questions, searched across all its papers and answered."""
+
+    collection: str
+    engine: str
+    answers: list[Answer] = Field(description="One per comparative question, in their order.")
+
+
+RelationshipType = Literal["extension", "contradiction", "complementary", "improvement", "parallel"]
+RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = (
+    "extension",
+    "contradiction",
+    "complementary",
+    "improvement",
+    "parallel",
+)
+
+
+class Insight(BaseModel):
+    """The key insight of one question-and-answer pair."""
+
+    insight_id: str = Field(description="`i<index>`, in the order of the analysis.")
+    paper_id: str = Field(description="The paper it is about; empty for a comparative one.")
+    papers: list[str] = Field(description="Every paper it concerns (its citations' papers).")
+    question_ids: list[str] = Field(description="The question(s) whose answer it comes from.")
+    text: str
+    citations: list[Citation]
+
+
+class Relationship(BaseModel):
+    """How an insight of one paper relates to an insight of another."""
+
+    source: str = Field(description="Insight id.")
+    target: str = Field(description="Insight id, of another paper.")
+    type: RelationshipType
+    explanation: str = Field(description="One or two sentences.")
+
+
+class FollowUp(BaseModel):
+    """The refinement pass for one paper whose insights were thin."""
+
+    paper_id: str
+    reason: str = Field(description="Why the paper was thin: too few insights, or unnamed.")
+    answers: list[Answer] = Field(description="The follow-up questions, retrieved and answered.")
+
+
+class RelationshipAnalysis(BaseModel):
+    collection: str
+    engine: str
+    papers: list[str] = Field(description="The collection's papers that have answers.")
+    theme: str
+    narrative: str = Field(description="3-5 sentences naming every paper.")
+    insights: list[Insight]
+    relationships: list[Relationship]
+    type_distribution: dict[str, int] = Field(
+        description="Relationships of each type, every type listed (a corpus where all are "
+        "`complementary` is a warning sign)."
+    )
+    follow_ups: list[FollowUp] = Field(
+        default_factory=list, description="The refinement pass: papers asked again, and why."
+    )
+
+
+SynthesisPattern = Literal["stuff", "map_reduce", "hierarchical"]
+
+
+class Synthesis(BaseModel):
+    """A collection's written synthesis, expert or plain-language, every claim cited."""
+
+    collection: str
+    audience: Literal["expert", "plain"]
+    engine: str
+    pattern: SynthesisPattern = Field(
+        description="How the writer fit the evidence in its context: all at once (`stuff`), "
+        "one summary per paper then their combination (`map_reduce`), or a tree of cluster "
+        "summaries (`hierarchical`)."
+    )
+    title: str
+    text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
+    citations: list[Citation]
+    papers: list[str] = Field(description="The collection's papers, each to be cited.")

