@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from litpipe.schemas import FailedPaper, RunReport
+from litpipe.schemas import FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser(
-        "run", help="ingest a folder of PDFs or an abstract table (.csv/.jsonl) and embed it"
+        "run",
+        help="ingest a folder of PDFs or an abstract table (.csv/.jsonl) and write its synthesis",
     )
     run.add_argument("source", type=Path, help="folder of PDFs, or a table with id,title,abstract")
     run.add_argument("--collection", help="collection name (default: the folder or table name)")
@@ -141,7 +142,8 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
             "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded, "
-            f"{outcome.questions} questions, {outcome.evidence} evidence chunks",
+            f"{outcome.questions} questions, {outcome.evidence} evidence chunks, "
+            f"{outcome.answers} answers",
             "up_to_date": f"up to date ({outcome.chunks} chunks)",
             "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
         }[outcome.status]
@@ -167,10 +169,13 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         embedded_chunks=sum(o.embedded for o in ingested),
         questions=sum(o.questions for o in ingested),
         evidence_chunks=sum(o.evidence for o in ingested),
+        answers=sum(o.answers for o in ingested),
+        synthesis=synthesis_report(settings, discovery.collection),
         collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
         engine=settings.llm_model or OFFLINE,
         llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
+        llm_calls_by_agent=papers_run.llm_usage_by_agent,
         tokens={"in": usage.tokens_in, "out": usage.tokens_out},
         cost_usd=usage.cost_usd,
         embedder=embedder.embedder_id,
@@ -195,9 +200,54 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         f"${usage.cost_usd:.4f}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
+    if report.synthesis is not None:
+        written = report.synthesis
+        types = ", ".join(f"{count} {kind}" for kind, count in written.relationship_types.items())
+        print(
+            f"{written.papers} papers analysed: {written.insights} insights, "
+            f"{written.relationships} relationships ({types}); synthesis "
+            f"({written.synthesis_pattern}, {written.synthesis_words} words, "
+            f"{written.cited_papers}/{written.papers} papers cited) and plain summary "
+            f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
+            file=sys.stderr,
+        )
     if report.collection_failure:
         print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
     return 0 if report.papers and not report.collection_failure else 1
+
+
+def synthesis_report(settings: Settings, collection: str) -> SynthesisReport | None:
+    """The collection stages' figures, read from their outputs; None until they exist."""
+    from litpipe.artifacts import ArtifactStore
+    from litpipe.schemas import (
+        CollectionOutputs,
+        CrossPaperQuestions,
+        RelationshipAnalysis,
+        Synthesis,
+    )
+
+    artifacts = ArtifactStore(settings.artifacts_dir)
+    needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
+    if not all(artifacts.exists([asset], collection) for asset in [*needed, "collection_outputs"]):
+        return None
+    comparative = artifacts.read(["cross_paper_questions"], collection, CrossPaperQuestions)
+    analysis = artifacts.read(["relationship_analysis"], collection, RelationshipAnalysis)
+    expert = artifacts.read(["synthesis"], collection, Synthesis)
+    plain = artifacts.read(["plain_summary"], collection, Synthesis)
+    outputs = artifacts.read(["collection_outputs"], collection, CollectionOutputs)
+    return SynthesisReport(
+        papers=len(analysis.papers),
+        comparative_questions=len(comparative.answers),
+        insights=len(analysis.insights),
+        relationships=len(analysis.relationships),
+        relationship_types=analysis.type_distribution,
+        follow_up_papers=[item.paper_id for item in analysis.follow_ups],
+        synthesis_pattern=expert.pattern,
+        synthesis_words=len(expert.text.split()),
+        plain_words=len(plain.text.split()),
+        cited_papers=len({citation.paper_id for citation in expert.citations}),
+        outputs=outputs.files,
+    )
 
 
 def _describe(failure: FailedPaper) -> str:
@@ -273,7 +323,7 @@ def eval_retrieval_command(
         print(f"litpipe eval retrieval: {error}", file=sys.stderr)
         return 2
     print(format_table(evaluation))
-    out = out or settings.home / "outputs" / "eval" / f"retrieval-{dataset.name}-{split}.json"
+    out = out or settings.outputs_root / "eval" / f"retrieval-{dataset.name}-{split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(evaluation.model_dump_json(indent=2) + "\n", encoding="utf-8")
     print(f"written: {out}")

@@ -127,6 +127,22 @@ class IngestError(Exception):
     """Bad input for one paper: the message is the one-line reason shown to the user."""
 
 
+class SynthesisReport(BaseModel):
+    """What the collection stages produced, for `report.json`."""
+
+    papers: int = Field(description="Papers the analysis covers (those with answers).")
+    comparative_questions: int
+    insights: int
+    relationships: int
+    relationship_types: dict[str, int]
+    follow_up_papers: list[str] = Field(description="Thin papers asked follow-up questions.")
+    synthesis_pattern: str
+    synthesis_words: int
+    plain_words: int
+    cited_papers: int = Field(description="Papers the expert synthesis cites.")
+    outputs: dict[str, str] = Field(description="The files written, by name.")
+
+
 class RunReport(BaseModel):
     """`outputs/<collection>/report.json`: what one `litpipe run` did."""
 
@@ -139,12 +155,19 @@ class RunReport(BaseModel):
     embedded_chunks: int = Field(description="Chunks embedded in this run (the rest reused).")
     questions: int = Field(description="Questions of the ingested papers.")
     evidence_chunks: int = Field(description="Evidence chunks kept for those questions.")
+    answers: int = Field(default=0, description="Answers written for those questions.")
+    synthesis: SynthesisReport | None = Field(
+        default=None, description="The collection's analysis and syntheses, once written."
+    )
     failed_papers: list[FailedPaper]
     collection_failure: str | None = Field(
         default=None, description="Why the collection's assets (its index) failed, if they did."
     )
     engine: str = Field(description="What wrote the text outputs: `offline` without an LLM.")
     llm_calls: dict[str, int] = Field(description="Model calls made, answered from cache, failed.")
+    llm_calls_by_agent: dict[str, LLMUsage] = Field(
+        default_factory=dict, description="The same per agent, i.e. per stage."
+    )
     tokens: dict[str, int] = Field(description="Model tokens in and out in this run.")
     cost_usd: float = Field(description="What this run's model calls cost, where prices are known.")
     embedder: str
@@ -377,3 +400,10 @@ class Synthesis(BaseModel):
     text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
     citations: list[Citation]
     papers: list[str] = Field(description="The collection's papers, each to be cited.")
+
+
+class CollectionOutputs(BaseModel):
+    """The files written for people in `LITPIPE_HOME/outputs/<collection>/`."""
+
+    collection: str
+    files: dict[str, str] = Field(description="Name (`synthesis.md`, ...) to path.")

@@ -244,5 +244,9 @@ class Settings(BaseSettings):
     def catalog_path(self) -> Path:
         return self.home / "catalog.sqlite"
 
+    @property
+    def outputs_root(self) -> Path:
+        return self.home / "outputs"
+
     def outputs_dir(self, collection: str) -> Path:
-        return self.home / "outputs" / collection
+        return self.outputs_root / collection

@@ -42,11 +42,25 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "paper_abstract",
         "paper_questions",
         "question_evidence",
+        "paper_answers",
         "corpus_index",
+        "cross_paper_questions",
+        "relationship_analysis",
+        "synthesis",
+        "plain_summary",
+        "collection_outputs",
+    }
+    per_collection = {
+        "corpus_index",
+        "cross_paper_questions",
+        "relationship_analysis",
+        "synthesis",
+        "plain_summary",
+        "collection_outputs",
     }
     for key in graph.get_all_asset_keys():
         assert graph.get(key).code_version, f"{key} has no code_version"
-        expected = collections if key.to_user_string() == "corpus_index" else papers
+        expected = collections if key.to_user_string() in per_collection else papers
         assert graph.get(key).partitions_def == expected
 
 
@@ -106,6 +120,7 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
         "paper_abstract": State.FRESH,
         "paper_questions": State.FRESH,
         "question_evidence": State.UPSTREAM_CHANGED,
+        "paper_answers": State.UPSTREAM_CHANGED,
     }
     # Dagster's own resolver (what the UI shows) agrees on the edited asset and its parent.
     resolver = CachingStaleStatusResolver(

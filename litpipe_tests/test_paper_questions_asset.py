@@ -18,6 +18,7 @@ from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.settings import Settings
+from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 QUESTIONS = dg.AssetKey("paper_questions")
@@ -54,9 +55,12 @@ def materialization_count(instance: dg.DagsterInstance, key: dg.AssetKey) -> int
 @pytest.fixture
 def model_settings(tmp_path: Path, stub_llm: StubLLM, tiny_model: Path) -> Settings:
     stub_llm.respond("stub", questions_reply)
+    # Only the questions agent asks the model: the later stages run offline.
     return stub_settings(
         tmp_path / "home",
         stub_llm,
+        llm_model=None,
+        agents={"questions": {"model": "openai/stub"}},
         embedder=str(tiny_model),
         corpus_roots=[],
         prompts_dir=tmp_path / "prompts",
@@ -100,7 +104,7 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
         for key, by_paper in states.items()
         if by_paper[paper_id] != State.FRESH
     }
-    assert stale == {"paper_questions", "question_evidence"}
+    assert stale == {"paper_questions", "question_evidence", "paper_answers"}
 
     embeddings_before = materialization_count(instance, EMBEDDINGS)
     rerun = run_papers(
@@ -138,7 +142,7 @@ def test_an_api_key_in_the_environment_is_written_nowhere(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    stub_llm.respond("stub", questions_reply)
+    serve_every_agent(stub_llm)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     caplog.set_level("DEBUG")
     table = write_table(tmp_path / "src", "We profile ale yeast proteins across fermentation.")
@@ -149,7 +153,11 @@ def test_an_api_key_in_the_environment_is_written_nowhere(
 
     assert code == 0
     report = json.loads((home / "outputs" / "yeast" / "report.json").read_text())
-    assert report["engine"] == "openai/stub" and report["llm_calls"]["made"] == 1
+    assert report["engine"] == "openai/stub" and report["llm_calls"]["failed"] == 0
+    # Every stage asked the model: the key went out with each of their requests.
+    assert {"questions", "answers", "insights", "relationships", "synthesis", "plain"} <= set(
+        report["llm_calls_by_agent"]
+    )
     # The key did reach the model server, as a header, and nothing else kept it.
     assert any(SECRET in " ".join(h.values()) for h in stub_llm.request_headers)
     output = capsys.readouterr()

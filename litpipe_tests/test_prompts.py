@@ -10,7 +10,21 @@ import pytest
 from litpipe.llm.prompts import PromptError, PromptLibrary, PromptNotFoundError, fence
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGED_AGENTS = ["questions", "abstract"]
+PACKAGED_AGENTS = [
+    "questions",
+    "abstract",
+    "relevance",
+    "debate",
+    "answers",
+    "massrag_summarizer",
+    "massrag_extractor",
+    "massrag_reasoner",
+    "massrag_reconcile",
+    "cross_questions",
+    "insights",
+    "relationships",
+    "followups",
+]
 
 SIMPLE = """<!-- a comment with a {{placeholder_in_a_comment}} that must not count -->
 ## system

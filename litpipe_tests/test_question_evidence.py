@@ -12,7 +12,7 @@ import pytest
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.runner import open_instance, paper_asset_keys, paper_phases, register, run_papers
+from litpipe.defs.runner import open_instance, paper_asset_keys, phases, register, run_papers
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
 from litpipe.schemas import CorpusIndex, PaperChunks, PaperEvidence, PaperQuestions
@@ -82,7 +82,7 @@ def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model
     defs = build_definitions(fewer)
     states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
     stale = {key.to_user_string() for key, by in states.items() if by[paper_ids[0]] != State.FRESH}
-    assert stale == {"question_evidence"}
+    assert stale == {"question_evidence", "paper_answers"}
 
     index_runs = len(instance.fetch_materializations(CORPUS_INDEX, 10).records)
     rerun = run_papers(fewer, instance, register(fewer, instance, discover(folder, "bio")))
@@ -103,9 +103,12 @@ def test_scope_all_searches_the_collection_after_its_index(
         home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[], evidence_scope="all"
     )
     defs = build_definitions(settings)
-    before, after = paper_phases(defs)
-    assert [key.to_user_string() for key in after] == ["question_evidence"]
-    assert dg.AssetKey("paper_questions") in before
+    plan = [(phase.per, [key.to_user_string() for key in phase.keys]) for phase in phases(defs)]
+    # The evidence, and what reads it, waits for the collection's index.
+    assert [per for per, _ in plan] == ["paper", "collection", "paper", "collection"]
+    assert "paper_questions" in plan[0][1] and plan[1][1][0] == "corpus_index"
+    assert plan[2][1] == ["question_evidence", "paper_answers"]
+    assert "relationship_analysis" in plan[3][1]
     assert CORPUS_INDEX in defs.resolve_asset_graph().get(EVIDENCE).parent_keys
 
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])

@@ -6,6 +6,7 @@ import inspect
 import json
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -28,6 +29,20 @@ class StructuredClient(Protocol):
     def complete_sync(
         self, route: Route, messages: list[dict[str, str]], schema: type[Schema]
     ) -> Schema: ...
+
+
+class BatchClient(Protocol):
+    """What a stage asking an agent many things at once needs of the LLM client: validated
+    replies to many conversations, sent concurrently."""
+
+    def complete_many_sync(
+        self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[Schema]
+    ) -> list[Schema]: ...
+
+
+class ModelClient(StructuredClient, BatchClient, Protocol):
+    """Both ways of asking (the LLM client has both): what a stage running several agents
+    passes to them."""
 
 
 class Agent(ABC, Generic[In, Reply]):
@@ -85,3 +100,25 @@ def run_agent(
             f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
         )
     return client.complete_sync(route, agent.messages(inputs, prompts), agent.reply_schema)
+
+
+def run_batch(
+    agent: Agent[In, Reply],
+    batch: Sequence[In],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[Reply]:
+    """The agent's reply to each input, in order: from its offline engine, or from a model in
+    one concurrent batch (so the reply cache and the `llm_concurrency` bound apply)."""
+    route = settings.route(agent.name)
+    if route.offline:
+        return [agent.offline(inputs) for inputs in batch]
+    if client is None:
+        raise ValueError(
+            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
+        )
+    if not batch:
+        return []
+    conversations = [agent.messages(inputs, prompts) for inputs in batch]
+    return client.complete_many_sync(route, conversations, agent.reply_schema)

@@ -13,12 +13,10 @@ import inspect
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Generic, Protocol, TypeVar
-
-from pydantic import BaseModel
+from typing import Generic
 
 from litpipe.agents import passages
-from litpipe.agents.base import Reply, version
+from litpipe.agents.base import BatchClient, Reply, version
 from litpipe.agents.debate import DebateAgent, DebateReply, verbatim_quotes
 from litpipe.agents.passages import PassageAgent, PassageInput
 from litpipe.agents.relevance import RelevanceAgent, RelevanceReply
@@ -28,20 +26,10 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import rerank, text
 from litpipe.retrieval.rerank import CrossEncoderReranker, NoReranker, Reranker, fallback, ranked
 from litpipe.schemas import RetrievedChunk
-from litpipe.settings import Route, Settings
+from litpipe.settings import Settings
 
-Schema = TypeVar("Schema", bound=BaseModel)
 # The rerankers that are agents, named as their agents (and their routes) are.
 AGENT_RERANKERS = ("relevance", "debate")
-
-
-class BatchClient(Protocol):
-    """What an agent reranker needs of the LLM client: validated replies to many conversations,
-    sent concurrently."""
-
-    def complete_many_sync(
-        self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[Schema]
-    ) -> list[Schema]: ...
 
 
 class AgentReranker(ABC, Generic[Reply]):

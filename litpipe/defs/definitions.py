@@ -5,14 +5,19 @@ from __future__ import annotations
 import dagster as dg
 
 from litpipe.defs.assets.abstract import build_abstract_assets
+from litpipe.defs.assets.answers import build_answer_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
+from litpipe.defs.assets.cross_paper_questions import build_cross_paper_question_assets
 from litpipe.defs.assets.embeddings import build_embedding_assets
 from litpipe.defs.assets.evidence import build_evidence_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
 from litpipe.defs.assets.questions import build_question_assets
+from litpipe.defs.assets.relationships import build_relationship_assets
+from litpipe.defs.assets.synthesis import build_synthesis_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.resources import (
+    ArtifactsResource,
     CatalogResource,
     ChunkingResource,
     EmbedderResource,
@@ -34,12 +39,17 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *build_abstract_assets(settings),
             *build_question_assets(settings),
             *build_evidence_assets(settings),
+            *build_answer_assets(settings),
             *build_corpus_index_assets(settings),
+            *build_cross_paper_question_assets(settings),
+            *build_relationship_assets(settings),
+            *build_synthesis_assets(settings),
         ],
         jobs=[paper_pipeline, collection_pipeline],
         sensors=[build_new_papers_sensor(settings)],
         resources={
             "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),
+            "artifacts": ArtifactsResource.from_settings(settings),
             "catalog": CatalogResource(path=str(settings.catalog_path)),
             "embedder": EmbedderResource(
                 model=settings.embedder,

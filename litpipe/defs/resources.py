@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import dagster as dg
 
+from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -15,7 +17,11 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from litpipe.llm.client import LLMClient
+
+    Model = TypeVar("Model", bound=BaseModel)
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -25,6 +31,36 @@ class CatalogResource(dg.ConfigurableResource):
 
     def catalog(self) -> Catalog:
         return Catalog(Path(self.path))
+
+
+class ArtifactsResource(dg.ConfigurableResource):
+    """The per-asset JSON outputs the IO manager writes (collection assets read their papers'
+    outputs here, one file each, instead of loading every paper partition through Dagster), and
+    the folder of the files people read."""
+
+    base_dir: str
+    outputs_root: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ArtifactsResource:
+        return cls(base_dir=str(settings.artifacts_dir), outputs_root=str(settings.outputs_root))
+
+    def store(self) -> ArtifactStore:
+        return ArtifactStore(Path(self.base_dir))
+
+    def outputs_dir(self, collection: str) -> Path:
+        return Path(self.outputs_root) / collection
+
+    def of_papers(
+        self, asset: str, paper_ids: Iterable[str], model: type[Model]
+    ) -> dict[str, Model]:
+        """The asset's output of each paper that has one, in the order given."""
+        store = self.store()
+        return {
+            paper_id: store.read([asset], paper_id, model)
+            for paper_id in paper_ids
+            if store.exists([asset], paper_id)
+        }
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -134,6 +170,14 @@ class LLMResource(dg.ConfigurableResource):
         from litpipe.llm.client import LLMClient
 
         return LLMClient(settings, ledger)
+
+    def client_for_any(self, agents: Iterable[str], ledger: UsageLedger) -> LLMClient | None:
+        """One client for a step running several agents, or None when all of them run offline."""
+        for agent in agents:
+            client = self.client_for(agent, ledger)
+            if client is not None:
+                return client
+        return None
 
 
 def usage_path(settings: Settings, scope: str) -> Path:

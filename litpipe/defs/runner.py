@@ -30,6 +30,7 @@ from litpipe.schemas import (
     EmbeddingResult,
     FailedPaper,
     LLMUsage,
+    PaperAnswers,
     PaperChunks,
     PaperEvidence,
     PaperQuestions,
@@ -50,6 +51,7 @@ class PaperOutcome(BaseModel):
     embedded: int = 0
     questions: int = 0
     evidence: int = Field(default=0, description="Evidence chunks kept for its questions.")
+    answers: int = Field(default=0, description="Answers written for its questions.")
     failure: FailedPaper | None = None
 
 
@@ -83,24 +85,44 @@ def collection_asset_keys(defs: dg.Definitions) -> list[dg.AssetKey]:
     ]
 
 
-def paper_phases(defs: dg.Definitions) -> tuple[list[dg.AssetKey], list[dg.AssetKey]]:
-    """The per-paper assets split in two: those built before the collection's assets, and those
-    that read one of them (evidence searched across the collection), built after."""
+class Phase(BaseModel):
+    """Assets `litpipe run` builds together: all per-paper or all per-collection."""
+
+    per: Literal["paper", "collection"]
+    keys: list[dg.AssetKey]
+
+    model_config = {"arbitrary_types_allowed": True}
+
+
+def phases(defs: dg.Definitions) -> list[Phase]:
+    """The graph's partitioned assets in the order `litpipe run` builds them: alternately per
+    paper and per collection, each phase reading only from earlier phases and itself (by
+    default: the papers up to their answers, then the collection's index to its syntheses)."""
     graph = defs.resolve_asset_graph()
-    after: set[dg.AssetKey] = set()
-    for key in paper_asset_keys(defs):
-        parents = graph.get(key).parent_keys
-        if any(graph.get(parent).partitions_def == collections for parent in parents) or (
-            parents & after
-        ):
-            after.add(key)
-    keys = paper_asset_keys(defs)
-    return [key for key in keys if key not in after], [key for key in keys if key in after]
+    kinds = {papers: 0, collections: 1}  # a phase's parity says what it is partitioned by
+    level: dict[dg.AssetKey, int] = {}
+    for key in graph.toposorted_asset_keys:
+        parity = kinds.get(graph.get(key).partitions_def)
+        if parity is None:
+            continue
+        least = 0
+        for parent in graph.get(key).parent_keys:
+            if parent in level:
+                least = max(least, level[parent] + (level[parent] % 2 != parity))
+        level[key] = least + (least % 2 != parity)
+    return [
+        Phase(
+            per="paper" if number % 2 == 0 else "collection",
+            keys=[key for key in level if level[key] == number],
+        )
+        for number in sorted(set(level.values()))
+    ]
 
 
 class PapersRun(BaseModel):
     outcomes: list[PaperOutcome]
     llm_usage: LLMUsage
+    llm_usage_by_agent: dict[str, LLMUsage]
     collection_failure: str | None = Field(
         default=None, description="Why the collection's assets failed, when they did."
     )
@@ -124,95 +146,105 @@ def run_papers(
     registrations: dict[str, Registration],
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
 ) -> PapersRun:
-    """Materializes what is new, changed or stale: the papers' assets one run per paper, then
-    their collections', then the papers' assets that read a collection's (none by default)."""
+    """Materializes what is new, changed or stale, phase by phase: the papers' assets one run
+    per paper, then their collections' assets one run per collection, and so on."""
     defs = build_definitions(settings)
     paper_job = defs.resolve_job_def(paper_pipeline.name)
-    before, after = paper_phases(defs)
+    plan = phases(defs)
     paper_ids = list(registrations)
-    states = partition_states(instance, defs, [*before, *after], paper_ids)
+    paper_keys = [key for phase in plan if phase.per == "paper" for key in phase.keys]
+    states = partition_states(instance, defs, paper_keys, paper_ids)
     scope = f"cli-{uuid.uuid4().hex[:12]}"
-    total = len(paper_ids) * (2 if after else 1)
+    total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
+    catalog = Catalog(settings.catalog_path)
+    papers_of: dict[str, list[str]] = {}
+    for paper_id in paper_ids:
+        papers_of.setdefault(catalog.source(paper_id).collection, []).append(paper_id)
 
-    def build_papers(keys: list[dg.AssetKey], ids: list[str]) -> dict[str, PaperOutcome]:
-        nonlocal progress
-        outcomes = {}
-        for paper_id in ids:
+    outcomes: dict[str, PaperOutcome] = {}
+    collection_failure = None
+    for phase in plan:
+        if phase.per == "collection":
+            failures = [
+                f"{collection}: {failure}"
+                for collection, members in papers_of.items()
+                if (
+                    failure := _build_collection(
+                        defs,
+                        instance,
+                        collection,
+                        phase.keys,
+                        scope,
+                        papers_changed=any(outcomes[p].status != "up_to_date" for p in members),
+                    )
+                )
+            ]
+            if failures:
+                collection_failure = "; ".join(failures)
+                break
+            continue
+        for paper_id in paper_ids:
+            earlier = outcomes.get(paper_id)
+            if earlier is not None and earlier.status == "failed":
+                continue
             # A new or changed source rebuilds everything; otherwise only what is missing or
             # stale (stale includes everything downstream of a stale asset).
             todo = (
-                keys
+                phase.keys
                 if registrations[paper_id] is not Registration.UNCHANGED
-                else [key for key in keys if states[key][paper_id] is not State.FRESH]
+                else [key for key in phase.keys if states[key][paper_id] is not State.FRESH]
             )
             if todo:
                 outcome = _materialize(settings, paper_job, instance, paper_id, todo, scope)
             else:
                 outcome = _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
-            outcomes[paper_id] = outcome
+            outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
             progress += 1
-            on_progress(progress, total, outcome)
-        return outcomes
-
-    outcomes = build_papers(before, paper_ids)
-    catalog = Catalog(settings.catalog_path)
-    papers_of: dict[str, list[str]] = {}
-    for paper_id in paper_ids:
-        papers_of.setdefault(catalog.source(paper_id).collection, []).append(paper_id)
-    failures = [
-        f"{collection}: {failure}"
-        for collection, members in papers_of.items()
-        if (
-            failure := _build_collection(
-                settings,
-                defs,
-                instance,
-                collection,
-                scope,
-                papers_changed=any(outcomes[p].status != "up_to_date" for p in members),
-            )
-        )
-    ]
-    collection_failure = "; ".join(failures) or None
-    if after:
-        built = [paper_id for paper_id in paper_ids if outcomes[paper_id].status != "failed"]
-        if collection_failure is None:
-            for paper_id, outcome in build_papers(after, built).items():
-                first = outcomes[paper_id]
-                outcomes[paper_id] = outcome.model_copy(
-                    update={
-                        "seconds": round(first.seconds + outcome.seconds, 3),
-                        "embedded": first.embedded,
-                        "status": "up_to_date"
-                        if first.status == outcome.status == "up_to_date"
-                        else outcome.status,
-                    }
-                )
-    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+            on_progress(progress, total, outcomes[paper_id])
+    ledger = UsageLedger(usage_path(settings, scope))
     return PapersRun(
-        outcomes=list(outcomes.values()), llm_usage=usage, collection_failure=collection_failure
+        outcomes=list(outcomes.values()),
+        llm_usage=ledger.scope_summary(),
+        llm_usage_by_agent=ledger.scope_by_agent(),
+        collection_failure=collection_failure,
+    )
+
+
+def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
+    """A paper's outcome over two phases: the later figures, time and embeddings summed."""
+    return later.model_copy(
+        update={
+            "seconds": round(earlier.seconds + later.seconds, 3),
+            "embedded": earlier.embedded + later.embedded,
+            "status": "up_to_date"
+            if earlier.status == later.status == "up_to_date"
+            else later.status,
+        }
     )
 
 
 def _build_collection(
-    settings: Settings,
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     collection: str,
+    keys: list[dg.AssetKey],
     scope: str,
     papers_changed: bool,
 ) -> str | None:
-    """Materializes the collection's assets when a paper changed or they are missing or stale;
-    returns why they failed, or None."""
-    keys = collection_asset_keys(defs)
+    """Materializes the collection's assets of a phase: all of them when one of its papers
+    changed, else those missing or stale; returns why they failed, or None."""
     states = partition_states(instance, defs, keys, [collection])
-    if not keys or (
-        not papers_changed and all(states[key][collection] is State.FRESH for key in keys)
-    ):
+    todo = (
+        keys
+        if papers_changed
+        else [key for key in keys if states[key][collection] is not State.FRESH]
+    )
+    if not todo:
         return None
     result = defs.resolve_job_def(collection_pipeline.name).execute_in_process(
         partition_key=collection,
+        asset_selection=todo,
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
@@ -280,6 +312,9 @@ def _outcome(
             for item in artifacts.read(["question_evidence"], paper_id, PaperEvidence).questions
         )
         if artifacts.exists(["question_evidence"], paper_id)
+        else 0,
+        answers=len(artifacts.read(["paper_answers"], paper_id, PaperAnswers).answers)
+        if artifacts.exists(["paper_answers"], paper_id)
         else 0,
     )
 

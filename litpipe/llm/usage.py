@@ -101,6 +101,19 @@ class UsageLedger:
             self._scope_usage += summarize(_parse_lines(complete, self.path))
             return self._scope_usage.model_copy()
 
+    def scope_by_agent(self) -> dict[str, LLMUsage]:
+        """Every call of the scope's file summed per agent: what each stage of a run cost."""
+        if self.path is None:
+            records = self.records
+        else:
+            with self._lock:
+                data = self.path.read_bytes() if self.path.is_file() else b""
+            records = list(_parse_lines(data[: data.rfind(b"\n") + 1], self.path))
+        by_agent: dict[str, list[CallRecord]] = {}
+        for record in records:
+            by_agent.setdefault(record.agent, []).append(record)
+        return {agent: summarize(calls) for agent, calls in sorted(by_agent.items())}
+
 
 def _parse_lines(data: bytes, path: Path) -> Iterable[CallRecord]:
     for line in data.splitlines():

@@ -1,0 +1,194 @@
+"""The `insights` agent: the key insight of every question-and-answer pair of a paper, none
+skipped, each one sentence citing the answer's evidence.
+
+One call per paper (the collection's comparative answers make one more group), all sent at once.
+The reply is checked against its input: every question gets exactly one insight (a missing one
+is filled by the offline engine's), insights about questions not asked are dropped, and markers
+that do not resolve against the answer's evidence are removed.
+
+The offline engine takes the answer's most informative cited sentence, verbatim with its marker;
+for an answer citing nothing (its passages did not answer) it repeats the answer, verbatim, after
+the question.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel, Field
+
+from litpipe.agents.base import Agent, BatchClient
+from litpipe.agents.extractive import Span, sentences, words
+from litpipe.citations import citations, marker, markers_in, without_markers
+from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.schemas import Answer, Citation, Insight
+from litpipe.settings import Settings
+
+log = logging.getLogger(__name__)
+
+COMPARATIVE_GROUP = ""
+# A sentence's words that the question asks about count this much more than its other words.
+_QUESTION_WORD_WEIGHT = 2
+
+
+class InsightsInput(BaseModel):
+    paper_id: str = Field(description="The paper; empty for the comparative answers.")
+    answers: list[Answer]
+
+
+class InsightDraft(BaseModel):
+    question_id: str
+    text: str = Field(description="One sentence citing the answer's markers.", min_length=1)
+
+
+class InsightsReply(BaseModel):
+    insights: list[InsightDraft]
+
+
+def plain(text: str) -> str:
+    """`text` without its citation markers."""
+    return without_markers(text, [marker(paper, page) for paper, page in markers_in(text)])
+
+
+def _cited_sentences(text: str) -> list[str]:
+    """The sentences of `text` holding a marker; a marker standing alone after a sentence's full
+    stop ("... damage. [a:3]") belongs to that sentence."""
+    merged: list[Span] = []
+    for span in sentences(text):
+        if merged and not words(plain(span.text)):
+            previous = merged.pop()
+            span = Span(text[previous.start : span.end], previous.start, span.end)
+        merged.append(span)
+    return [span.text for span in merged if markers_in(span.text)]
+
+
+def offline_insight(answer: Answer) -> str:
+    question = " ".join(answer.question.text.split())
+    text = " ".join(answer.text.split())
+    if not answer.citations:
+        return f'On "{question}": {text or "no answer was written."}'
+    resolvable = {citation.marker for citation in answer.citations}
+    cited = [
+        sentence
+        for sentence in _cited_sentences(text)
+        if any(marker(paper, page) in resolvable for paper, page in markers_in(sentence))
+    ]
+    asked = set(words(question))
+
+    def informativeness(sentence: str) -> int:
+        content = set(words(plain(sentence)))
+        return len(content) + _QUESTION_WORD_WEIGHT * len(content & asked)
+
+    if cited:
+        return max(cited, key=informativeness)
+    # The answer cites, but not inside any one sentence: its best sentence with its first marker.
+    best = max((span.text for span in sentences(text)), key=informativeness, default=text)
+    return f"{best} {answer.citations[0].marker}"
+
+
+def offline_insights(inputs: InsightsInput) -> InsightsReply:
+    return InsightsReply(
+        insights=[
+            InsightDraft(question_id=answer.question.question_id, text=offline_insight(answer))
+            for answer in inputs.answers
+        ]
+    )
+
+
+class InsightsAgent(Agent[InsightsInput, InsightsReply]):
+    name = "insights"
+    reply_schema = InsightsReply
+
+    def messages(self, inputs: InsightsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        pairs = "\n\n".join(_pair_block(answer) for answer in inputs.answers)
+        return prompts.render(self.name, count=str(len(inputs.answers)), pairs=pairs)
+
+    def offline(self, inputs: InsightsInput) -> InsightsReply:
+        return offline_insights(inputs)
+
+
+def _pair_block(answer: Answer) -> str:
+    markers = ", ".join(citation.marker for citation in answer.citations)
+    return (
+        f"Question {answer.question.question_id}:\n{fence(answer.question.text)}\n"
+        f"Markers it may cite: {markers or '(none: the passages did not answer it)'}\n"
+        f"Answer:\n{fence(answer.text)}"
+    )
+
+
+def checked(inputs: InsightsInput, reply: InsightsReply) -> list[tuple[str, list[Citation]]]:
+    """One (text, citations) per answer, in the answers' order: the reply's insight about it
+    with unresolvable markers removed, or the offline insight where the reply has none."""
+    drafts: dict[str, str] = {}
+    for draft in reply.insights:
+        drafts.setdefault(draft.question_id, draft.text)
+    kept = []
+    for answer in inputs.answers:
+        question_id = answer.question.question_id
+        resolved, unresolved = citations(drafts.get(question_id, ""), answer.evidence)
+        text = without_markers(drafts.get(question_id, ""), unresolved)
+        if not words(plain(text)):
+            log.warning(
+                "insights: no insight about %s in the reply; the offline one used", question_id
+            )
+            text = offline_insight(answer)
+            resolved, _ = citations(text, answer.evidence)
+        kept.append((" ".join(text.split()), resolved))
+    return kept
+
+
+def _groups(answers: list[Answer]) -> list[InsightsInput]:
+    """The answers by paper, papers in order of first appearance, then the comparative ones."""
+    by_paper: dict[str, list[Answer]] = {}
+    comparative: list[Answer] = []
+    for answer in answers:
+        if answer.question.style == "comparative" or not answer.question.paper_id:
+            comparative.append(answer)
+        else:
+            by_paper.setdefault(answer.question.paper_id, []).append(answer)
+    groups = [InsightsInput(paper_id=paper, answers=group) for paper, group in by_paper.items()]
+    if comparative:
+        groups.append(InsightsInput(paper_id=COMPARATIVE_GROUP, answers=comparative))
+    return groups
+
+
+def _papers(group: InsightsInput, answer: Answer, cited: list[Citation]) -> list[str]:
+    cited_papers = [citation.paper_id for citation in cited]
+    if group.paper_id != COMPARATIVE_GROUP:
+        return list(dict.fromkeys([group.paper_id, *cited_papers]))
+    return list(dict.fromkeys(cited_papers or answer.question.papers))
+
+
+def insights_for(
+    answers: list[Answer],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[Insight]:
+    """One insight per answer, numbered `i01`, `i02`, ... papers in the order given, then the
+    comparative answers; one agent call per paper, sent concurrently."""
+    agent = InsightsAgent()
+    route = settings.route(agent.name)
+    groups = _groups(answers)
+    if route.offline:
+        replies = [agent.offline(group) for group in groups]
+    elif client is None:
+        raise ValueError(f"agent 'insights' is routed to model {route.model!r} but no client")
+    else:
+        replies = client.complete_many_sync(
+            route, [agent.messages(group, prompts) for group in groups], agent.reply_schema
+        )
+    insights: list[Insight] = []
+    for group, reply in zip(groups, replies, strict=True):
+        for answer, (text, cited) in zip(group.answers, checked(group, reply), strict=True):
+            insights.append(
+                Insight(
+                    insight_id=f"i{len(insights) + 1:02d}",
+                    paper_id=group.paper_id,
+                    papers=_papers(group, answer, cited),
+                    question_ids=[answer.question.question_id],
+                    text=text,
+                    citations=cited,
+                )
+            )
+    return insights

@@ -1,0 +1,138 @@
+"""The `paper_summary` agent: the map step of map-reduce synthesis, one paper's summary from its
+insights and evidence, every sentence cited.
+
+Also the offline engine's sentence selection shared by the synthesis writers: a paper's cited
+sentences are its insights (verbatim, each with its marker) followed by the evidence sentences
+that maximal marginal relevance (MMR) picks. Relevance is the overlap of a sentence's BM25 terms
+with the insights' and the theme's; redundancy its overlap with what is already chosen. Each
+evidence sentence is the passage's own sentence, its marker put before its closing full stop.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from litpipe import citations
+from litpipe.agents.base import Agent
+from litpipe.agents.extractive import overlap, sentences
+from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.text import tokenize
+from litpipe.schemas import Insight, RetrievedChunk
+
+# MMR's trade-off between relevance to the insights and novelty (as the retrieval's default).
+MMR_LAMBDA = 0.7
+# Evidence sentences added to a paper's insights: enough to ground them, few enough to read.
+EVIDENCE_SENTENCES = 3
+# A sentence this close to one already chosen says the same thing (an insight quoting its
+# passage): it is never added.
+MAX_REDUNDANCY = 0.8
+# Fewer terms than this is a fragment ("See Fig. 2."), not a claim.
+MIN_SENTENCE_TERMS = 4
+_TERMINAL = re.compile(r"([.!?])$")
+
+
+def cite(sentence: str, written_marker: str) -> str:
+    """The sentence with its marker before its closing full stop ("... [p1:3].").
+
+    Inside the sentence, so that the marker never opens the next one when sentences are split.
+    """
+    sentence = " ".join(sentence.split())
+    if _TERMINAL.search(sentence):
+        return f"{sentence[:-1]} {written_marker}{sentence[-1]}"
+    return f"{sentence} {written_marker}"
+
+
+def cited_insight(insight: Insight) -> str:
+    """The insight's text, verbatim, with its first citation's marker if it holds none."""
+    text = " ".join(insight.text.split())
+    if citations.markers_in(text) or not insight.citations:
+        return text
+    return cite(text, insight.citations[0].marker)
+
+
+def evidence_sentences(evidence: list[RetrievedChunk]) -> list[str]:
+    """Every sentence of the passages, each cited with its passage's marker, in order."""
+    found: list[str] = []
+    for chunk in evidence:
+        written_marker = citations.chunk_marker(chunk)
+        for span in sentences(chunk.text):
+            if len(tokenize(span.text)) >= MIN_SENTENCE_TERMS:
+                found.append(cite(span.text, written_marker))
+    return list(dict.fromkeys(found))
+
+
+def _terms(text: str) -> set[str]:
+    return set(tokenize(citations.without_markers(text, _all_markers(text))))
+
+
+def _all_markers(text: str) -> list[str]:
+    return [citations.marker(paper_id, page) for paper_id, page in citations.markers_in(text)]
+
+
+def mmr_sentences(
+    candidates: list[str], about: list[str], chosen: list[str], count: int
+) -> list[str]:
+    """Up to `count` of the candidates by MMR: relevant to the texts `about`, unlike `chosen`
+    (and each other); near-repeats of a chosen text are left out."""
+    query = set().union(*(_terms(text) for text in about)) if about else set()
+    picked_terms = [_terms(text) for text in chosen]
+    remaining = [(sentence, _terms(sentence)) for sentence in candidates]
+    picked: list[str] = []
+    while remaining and len(picked) < count:
+        scored = []
+        for order, (_, terms) in enumerate(remaining):
+            redundancy = max((overlap(terms, other) for other in picked_terms), default=0.0)
+            if redundancy >= MAX_REDUNDANCY:
+                continue
+            score = MMR_LAMBDA * overlap(terms, query) - (1 - MMR_LAMBDA) * redundancy
+            scored.append((-score, order))
+        if not scored:
+            break
+        _, best = min(scored)
+        sentence, terms = remaining.pop(best)
+        picked.append(sentence)
+        picked_terms.append(terms)
+    return picked
+
+
+class PaperSummaryInput(BaseModel):
+    paper_id: str
+    title: str
+    theme: str = Field(description="The collection's theme: what the summary should serve.")
+    insights: list[str] = Field(description="The paper's insights, each with its marker(s).")
+    evidence: list[RetrievedChunk]
+
+
+class SummaryReply(BaseModel):
+    summary: str = Field(description="Plain text citing as [paper_id:page].")
+
+
+def offline_paper_summary(inputs: PaperSummaryInput) -> SummaryReply:
+    """The paper's insights, then the evidence sentences MMR picks to ground them."""
+    grounding = mmr_sentences(
+        evidence_sentences(inputs.evidence),
+        about=[*inputs.insights, inputs.theme],
+        chosen=inputs.insights,
+        count=EVIDENCE_SENTENCES,
+    )
+    return SummaryReply(summary=" ".join([*inputs.insights, *grounding]))
+
+
+class PaperSummaryAgent(Agent[PaperSummaryInput, SummaryReply]):
+    name = "paper_summary"
+    reply_schema = SummaryReply
+
+    def messages(self, inputs: PaperSummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        return prompts.render(
+            self.name,
+            paper_id=inputs.paper_id,
+            title=fence(inputs.title),
+            theme=fence(inputs.theme),
+            insights=fence("\n".join(f"- {insight}" for insight in inputs.insights)),
+            evidence=citations.evidence_block(inputs.evidence),
+        )
+
+    def offline(self, inputs: PaperSummaryInput) -> SummaryReply:
+        return offline_paper_summary(inputs)

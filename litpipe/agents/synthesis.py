@@ -1,0 +1,487 @@
+"""The `synthesis` agent: a collection's expert synthesis, in three parts, every paper cited.
+
+The writer is given (1) the spine: the theme, the narrative and every insight; (2) the evidence
+grouped by paper; (3) the relationship map. It opens from the narrative, grounds each insight in
+its paper's evidence, uses the relationships for transitions and cites every paper.
+
+When the evidence does not fit `synthesis_context_tokens`, part 2 changes (`choose_pattern`):
+map-reduce writes one summary per paper (the `paper_summary` agent, all papers concurrently) and
+gives those instead of the passages; for collections of `hierarchical_min_papers` or more, the
+paper summaries are clustered and summarized (the `cluster_summary` agent) level by level until
+the top level fits, and part 2 holds the top clusters' summaries.
+
+Whatever wrote it, the text is checked the same way: markers that resolve to no evidence passage
+are removed, and a paper left uncited gets an "Also in this collection" sentence from its best
+insight (verbatim, cited), so every paper is cited by construction and the fix shows.
+
+The offline engine writes the narrative, then a paragraph per paper (its insights and the
+evidence sentences MMR picks, or its summary, or a cluster's summary), each introduced by a
+relationship with an earlier paper in fixed words ("\\"B\\" extends \\"A\\": <explanation>"),
+then the comparative insights and the relationships by type. Every sentence is the analysis'
+or the passages' own, or fixed template words.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from pydantic import BaseModel, Field
+
+from litpipe import citations
+from litpipe.agents.base import Agent, ModelClient, engine_name, run_agent, run_batch, version
+from litpipe.agents.cluster_summary import (
+    ClusterSummaryAgent,
+    ClusterSummaryInput,
+    Member,
+    cluster,
+)
+from litpipe.agents.extractive import overlap
+from litpipe.agents.paper_summary import (
+    PaperSummaryAgent,
+    PaperSummaryInput,
+    SummaryReply,
+    cited_insight,
+    offline_paper_summary,
+)
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.text import tokenize
+from litpipe.schemas import (
+    RELATIONSHIP_TYPES,
+    Answer,
+    Citation,
+    CrossPaperQuestions,
+    Insight,
+    PaperAnswers,
+    Relationship,
+    RelationshipAnalysis,
+    RelationshipType,
+    RetrievedChunk,
+    Synthesis,
+    SynthesisPattern,
+)
+from litpipe.settings import Settings
+
+log = logging.getLogger(__name__)
+
+In = TypeVar("In", bound=BaseModel)
+Reply = TypeVar("Reply", bound=BaseModel)
+Schema = TypeVar("Schema", bound=BaseModel)
+# A text's citations that resolve, and the markers that do not.
+Resolver = Callable[[str], tuple[list[Citation], list[str]]]
+
+# The fixed words of a transition: "<source's paper> <verb> <target's paper>: <explanation>".
+RELATION_VERBS: dict[RelationshipType, str] = {
+    "extension": "extends",
+    "contradiction": "contradicts",
+    "complementary": "complements",
+    "improvement": "improves on",
+    "parallel": "parallels",
+}
+ALSO_IN_COLLECTION = "Also in this collection"
+
+
+def estimate_tokens(text: str) -> int:
+    """Model tokens of `text`, estimated as characters / 4 (English prose averages about four
+    characters a token): cheap, and near enough to choose a pattern."""
+    return math.ceil(len(text) / 4)
+
+
+def choose_pattern(evidence_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:
+    """`stuff` when the evidence fits the writer's context, else `hierarchical` for collections
+    of `hierarchical_min_papers` or more, else `map_reduce`."""
+    if evidence_tokens <= settings.synthesis_context_tokens:
+        return "stuff"
+    return "hierarchical" if papers >= settings.hierarchical_min_papers else "map_reduce"
+
+
+class PaperMaterial(BaseModel):
+    """What part 2 holds of one paper: its passages (`stuff`) or its summary (`map_reduce`)."""
+
+    paper_id: str
+    title: str
+    evidence: list[RetrievedChunk] = Field(default_factory=list)
+    summary: str = ""
+
+
+class SynthesisInput(BaseModel):
+    collection: str
+    pattern: SynthesisPattern
+    theme: str
+    narrative: str
+    insights: list[Insight]
+    relationships: list[Relationship]
+    type_distribution: dict[str, int]
+    papers: list[PaperMaterial] = Field(description="In the analysis' order.")
+    groups: list[Member] = Field(
+        default_factory=list, description="`hierarchical`: the top clusters' summaries."
+    )
+    comparative: list[Answer] = Field(default_factory=list)
+
+    def title_of(self, paper_id: str) -> str:
+        return next((p.title for p in self.papers if p.paper_id == paper_id), paper_id)
+
+
+class WrittenReply(BaseModel):
+    title: str = Field(description="A short title for the whole text.")
+    text: str = Field(description="Markdown, citing as [paper_id:page].")
+
+
+_PART_2_KINDS: dict[SynthesisPattern, str] = {
+    "stuff": "the evidence passages of each paper, each after its marker",
+    "map_reduce": "a summary of each paper, written from its evidence passages and citing them",
+    "hierarchical": "summaries of groups of related papers (the top of a tree of summaries), "
+    "each citing its papers",
+}
+
+
+def _insight_paper(insight: Insight) -> str:
+    return insight.paper_id or (insight.papers[0] if insight.papers else "")
+
+
+def spine_insights(insights: list[Insight]) -> str:
+    """Every insight, one per line, with its id, its paper(s) and its markers."""
+    lines = [
+        f"- {insight.insight_id} (paper {insight.paper_id or ', '.join(insight.papers)}): "
+        f"{cited_insight(insight)}"
+        for insight in insights
+    ]
+    return fence("\n".join(lines) if lines else "(no insights)")
+
+
+def relationship_map(insights: list[Insight], relationships: list[Relationship]) -> str:
+    """Every relationship, one per line, between insight ids and their papers."""
+    paper_of = {insight.insight_id: _insight_paper(insight) for insight in insights}
+    lines = [
+        f"- {r.source} (paper {paper_of.get(r.source, '?')}) {r.type} {r.target} "
+        f"(paper {paper_of.get(r.target, '?')}): {r.explanation}"
+        for r in relationships
+    ]
+    return fence("\n".join(lines) if lines else "(no relationships)")
+
+
+def _part_2(inputs: SynthesisInput) -> str:
+    if inputs.pattern == "hierarchical":
+        blocks = [
+            f"### Group {number}: papers {', '.join(group.papers)}\n"
+            + fence(f"{group.label}\n\n{group.summary}")
+            for number, group in enumerate(inputs.groups, start=1)
+        ]
+    else:
+        blocks = [_paper_block(paper, inputs.pattern) for paper in inputs.papers]
+    if inputs.comparative:
+        answers = "\n\n".join(f"Q: {a.question.text}\nA: {a.text}" for a in inputs.comparative)
+        blocks.append(f"### Across papers: the comparative questions\n{fence(answers)}")
+    return "\n\n".join(blocks)
+
+
+def _paper_block(paper: PaperMaterial, pattern: SynthesisPattern) -> str:
+    if pattern == "stuff":
+        body = f"Passages:\n{citations.evidence_block(paper.evidence)}"
+    else:
+        body = f"Summary of its evidence:\n{fence(paper.summary)}"
+    return f"### Paper {paper.paper_id}\nTitle:\n{fence(paper.title)}\n{body}"
+
+
+def _quoted(title: str) -> str:
+    return f'"{" ".join(title.split())}"'
+
+
+def _relation_sentence(
+    relationship: Relationship, paper_of: dict[str, str], inputs: SynthesisInput
+) -> str:
+    source = _quoted(inputs.title_of(paper_of[relationship.source]))
+    target = _quoted(inputs.title_of(paper_of[relationship.target]))
+    return f"{source} {RELATION_VERBS[relationship.type]} {target}: {relationship.explanation}"
+
+
+def _transition(inputs: SynthesisInput, current: set[str], earlier: set[str]) -> str | None:
+    """The first relationship between a paper of this section and one written before it."""
+    paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
+    for relationship in inputs.relationships:
+        ends = {paper_of.get(relationship.source), paper_of.get(relationship.target)}
+        if ends & current and ends & earlier and not ends - current - earlier:
+            return _relation_sentence(relationship, paper_of, inputs)
+    return None
+
+
+def _sections(inputs: SynthesisInput) -> list[tuple[set[str], str, str]]:
+    """(papers, heading, paragraph) of the offline text's sections, in order."""
+    if inputs.pattern == "hierarchical":
+        return [(set(g.papers), g.label, g.summary) for g in inputs.groups]
+    if inputs.pattern == "map_reduce":
+        return [({p.paper_id}, p.title, p.summary) for p in inputs.papers]
+    return [
+        ({p.paper_id}, p.title, offline_paper_summary(paper_summary_input(inputs, p)).summary)
+        for p in inputs.papers
+    ]
+
+
+def paper_summary_input(inputs: SynthesisInput, paper: PaperMaterial) -> PaperSummaryInput:
+    return PaperSummaryInput(
+        paper_id=paper.paper_id,
+        title=paper.title,
+        theme=inputs.theme,
+        insights=[cited_insight(i) for i in inputs.insights if i.paper_id == paper.paper_id],
+        evidence=paper.evidence,
+    )
+
+
+def _relationships_by_type(inputs: SynthesisInput) -> list[str]:
+    paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
+    known = [r for r in inputs.relationships if r.source in paper_of and r.target in paper_of]
+    lines: list[str] = []
+    for kind in RELATIONSHIP_TYPES:
+        of_kind = [r for r in known if r.type == kind]
+        if of_kind:
+            lines.append(f"### {kind.capitalize()}")
+            lines += [f"- {_relation_sentence(r, paper_of, inputs)}" for r in of_kind]
+    return ["## Relationships", *lines] if lines else []
+
+
+def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
+    """The narrative, a section per paper (or cluster) with its transition, the comparative
+    insights, and the relationships by type."""
+    parts = [" ".join(inputs.narrative.split())]
+    earlier: set[str] = set()
+    for papers, heading, paragraph in _sections(inputs):
+        parts.append(f"## {' '.join(heading.split())}")
+        transition = _transition(inputs, papers, earlier)
+        parts += [transition] if transition else []
+        parts.append(paragraph)
+        earlier |= papers
+    across = [f"- {cited_insight(i)}" for i in inputs.insights if not i.paper_id]
+    if across:
+        parts += ["## Across the papers", "\n".join(across)]
+    relationships = _relationships_by_type(inputs)
+    if relationships:
+        parts.append("\n".join(relationships))
+    return WrittenReply(title=inputs.theme or inputs.collection, text="\n\n".join(parts))
+
+
+# The agents a synthesis may call (the map and tree steps too): a step writing one needs a
+# client if any of them is routed to a model.
+SYNTHESIS_AGENTS = ("synthesis", "paper_summary", "cluster_summary")
+
+
+class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
+    name = "synthesis"
+    reply_schema = WrittenReply
+
+    def messages(self, inputs: SynthesisInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        distribution = ", ".join(f"{kind} {n}" for kind, n in inputs.type_distribution.items())
+        return prompts.render(
+            self.name,
+            papers=", ".join(paper.paper_id for paper in inputs.papers),
+            theme=fence(inputs.theme),
+            narrative=fence(inputs.narrative),
+            insights=spine_insights(inputs.insights),
+            part_2_kind=_PART_2_KINDS[inputs.pattern],
+            part_2=_part_2(inputs),
+            relationships=relationship_map(inputs.insights, inputs.relationships),
+            type_distribution=distribution or "(none)",
+        )
+
+    def offline(self, inputs: SynthesisInput) -> WrittenReply:
+        return offline_synthesis(inputs)
+
+
+def best_insight(insights: list[Insight], theme: str) -> Insight | None:
+    """The insight closest to the theme (by shared terms), the first one on a tie."""
+    theme_terms = set(tokenize(theme))
+    ranked = sorted(
+        enumerate(insights),
+        key=lambda item: (-overlap(set(tokenize(item[1].text)), theme_terms), item[0]),
+    )
+    return ranked[0][1] if ranked else None
+
+
+def covered(
+    text: str,
+    resolver: Resolver,
+    analysis: RelationshipAnalysis,
+    titles: dict[str, str],
+    writer: str,
+) -> tuple[str, list[Citation]]:
+    """The text with an "Also in this collection" sentence for each paper it leaves uncited,
+    then its unresolvable markers removed; and its citations."""
+    found, _ = resolver(text)
+    cited = {citation.paper_id for citation in found}
+    missing = [paper for paper in analysis.papers if paper not in cited]
+    additions: list[str] = []
+    for paper in missing:
+        insight = best_insight(
+            [i for i in analysis.insights if i.paper_id == paper], analysis.theme
+        )
+        if insight is None:
+            log.warning("%s: paper %s is uncited and has no insight to cite", writer, paper)
+            continue
+        title = _quoted(titles.get(paper, paper))
+        additions.append(f"{ALSO_IN_COLLECTION}, {title}: {cited_insight(insight)}")
+    if additions:
+        log.warning(
+            "%s: papers %s were uncited; added an %r sentence for each",
+            writer,
+            ", ".join(missing),
+            ALSO_IN_COLLECTION,
+        )
+        text = "\n\n".join([text.rstrip(), *additions])
+    found, unresolved = resolver(text)
+    if unresolved:
+        log.warning(
+            "%s: removed markers citing no passage it was given: %s", writer, ", ".join(unresolved)
+        )
+        text = citations.without_markers(text, unresolved)
+    return text, found
+
+
+def collection_evidence(
+    analysis: RelationshipAnalysis,
+    answers: dict[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+) -> list[RetrievedChunk]:
+    """Every passage an answer of the collection was written from, each once, in order."""
+    every_answer = [
+        a for paper in analysis.papers if paper in answers for a in answers[paper].answers
+    ]
+    every_answer += comparative.answers if comparative else []
+    every_answer += [a for follow_up in analysis.follow_ups for a in follow_up.answers]
+    chunks = {chunk.chunk_id: chunk for answer in every_answer for chunk in answer.evidence}
+    return list(chunks.values())
+
+
+def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) -> str:
+    _, unresolved = citations.citations(text, evidence)
+    if unresolved:
+        log.warning("%s: removed markers citing no passage: %s", writer, ", ".join(unresolved))
+    return citations.without_markers(text, unresolved)
+
+
+def paper_summaries(
+    inputs: SynthesisInput,
+    evidence: list[RetrievedChunk],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> list[str]:
+    """The map step: one summary per paper, in order, its invented markers removed."""
+    batch = [paper_summary_input(inputs, paper) for paper in inputs.papers]
+    replies: list[SummaryReply] = run_batch(PaperSummaryAgent(), batch, settings, prompts, client)
+    return [
+        _without_invented(reply.summary, evidence, f"summary of {paper.paper_id}")
+        for paper, reply in zip(inputs.papers, replies, strict=True)
+    ]
+
+
+def summary_tree(
+    members: list[Member],
+    theme: str,
+    evidence: list[RetrievedChunk],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> list[Member]:
+    """The top of the tree: members clustered and summarized, level by level, until the level
+    fits the writer's context, is one cluster, or clustering merges nothing more."""
+    level = members
+    while len(level) > 1:
+        groups = cluster(level)
+        if len(groups) == len(level):
+            break
+        batch = [ClusterSummaryInput(theme=theme, members=[level[i] for i in g]) for g in groups]
+        replies = run_batch(ClusterSummaryAgent(), batch, settings, prompts, client)
+        level = [
+            Member(
+                label="; ".join(member.label for member in inputs.members),
+                papers=inputs.papers,
+                summary=_without_invented(reply.summary, evidence, "cluster summary"),
+            )
+            for inputs, reply in zip(batch, replies, strict=True)
+        ]
+        text = "\n\n".join(member.summary for member in level)
+        if estimate_tokens(text) <= settings.synthesis_context_tokens:
+            break
+    return level
+
+
+def write_synthesis(
+    analysis: RelationshipAnalysis,
+    answers: dict[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+    titles: dict[str, str],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> Synthesis:
+    """The `synthesis` asset's work: the collection's expert synthesis, every paper cited."""
+    evidence = collection_evidence(analysis, answers, comparative)
+    evidence_tokens = estimate_tokens(citations.evidence_block(evidence))
+    pattern = choose_pattern(evidence_tokens, len(analysis.papers), settings)
+    inputs = SynthesisInput(
+        collection=analysis.collection,
+        pattern=pattern,
+        theme=analysis.theme,
+        narrative=analysis.narrative,
+        insights=analysis.insights,
+        relationships=analysis.relationships,
+        type_distribution=analysis.type_distribution,
+        papers=[
+            PaperMaterial(
+                paper_id=paper,
+                title=titles.get(paper, paper),
+                evidence=[chunk for chunk in evidence if chunk.paper_id == paper],
+            )
+            for paper in analysis.papers
+        ],
+        comparative=comparative.answers if comparative else [],
+    )
+    if pattern != "stuff":
+        summaries = paper_summaries(inputs, evidence, settings, prompts, client)
+        inputs.papers = [
+            paper.model_copy(update={"evidence": [], "summary": summary})
+            for paper, summary in zip(inputs.papers, summaries, strict=True)
+        ]
+    if pattern == "hierarchical":
+        members = [
+            Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
+        ]
+        inputs.groups = summary_tree(members, analysis.theme, evidence, settings, prompts, client)
+    agent = SynthesisAgent()
+    reply = run_agent(agent, inputs, settings, prompts, client)
+    text, found = covered(
+        reply.text,
+        lambda written: citations.citations(written, evidence),
+        analysis,
+        titles,
+        "synthesis",
+    )
+    return Synthesis(
+        collection=analysis.collection,
+        audience="expert",
+        engine=engine_name(settings.route(agent.name)),
+        pattern=pattern,
+        title=" ".join(reply.title.split()),
+        text=text,
+        citations=found,
+        papers=analysis.papers,
+    )
+
+
+def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
+    """Hash of the three writers (prompt, schema, code, route) and the pattern thresholds."""
+    writers = (SynthesisAgent(), PaperSummaryAgent(), ClusterSummaryAgent())
+    return digest(
+        *(version(writer, settings, prompts) for writer in writers),
+        str(settings.synthesis_context_tokens),
+        str(settings.hierarchical_min_papers),
+    )
+
+
+def module_source() -> str:
+    """This module's code, which the plain writer's checks share: part of its version."""
+    return inspect.getsource(sys.modules[__name__])

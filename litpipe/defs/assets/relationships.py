@@ -1,0 +1,132 @@
+"""Per-collection relationship analysis: insights, typed relationships, theme and narrative."""
+
+import dagster as dg
+
+from litpipe.agents.answers import ANSWER_AGENTS, answers_version
+from litpipe.agents.base import version
+from litpipe.agents.followups import FollowUpsAgent
+from litpipe.agents.insights import InsightsAgent
+from litpipe.agents.relationships import RelationshipsAgent
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.partitions import collections
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.versions import data_version
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import (
+    Answer,
+    CrossPaperQuestions,
+    PaperAbstract,
+    PaperAnswers,
+    PaperQuestions,
+    Question,
+    RelationshipAnalysis,
+)
+from litpipe.settings import Settings
+from litpipe.workflows import relational
+
+ANALYSIS_AGENTS = ("insights", "relationships", "followups")
+
+
+def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    prompts = PromptLibrary(settings.prompts_dir)
+    retrieval = RetrievalResource.from_settings(settings)
+
+    @dg.asset(
+        partitions_def=collections,
+        group_name="synthesis",
+        deps=[dg.AssetDep("paper_answers", partition_mapping=dg.AllPartitionMapping())],
+        code_version=digest(
+            *(
+                version(agent, settings, prompts)
+                for agent in (InsightsAgent(), RelationshipsAgent(), FollowUpsAgent())
+            ),
+            # Follow-up questions are retrieved and answered like a paper's own.
+            answers_version(settings, prompts),
+            reranker_version(settings, prompts),
+            retrieval.model_dump_json(exclude={"index_dir", "scope"}),
+            f"min{settings.min_insights_per_paper}-f{settings.follow_up_questions}",
+        ),
+        description="One key insight per question-and-answer pair (none skipped), typed "
+        "relationships between insights of different papers (extension, contradiction, "
+        "complementary, improvement, parallel), an overall theme and a narrative naming every "
+        "paper; thin papers are asked follow-up questions first.",
+    )
+    def relationship_analysis(
+        context: dg.AssetExecutionContext,
+        cross_paper_questions: CrossPaperQuestions,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> dg.Output[RelationshipAnalysis]:
+        collection = context.partition_key
+        members = catalog.catalog().papers(collection)
+        answers = artifacts.of_papers("paper_answers", members, PaperAnswers)
+        if not answers:
+            raise dg.Failure(f"{collection}: no paper has answers yet; run its papers first")
+        abstracts = artifacts.of_papers("paper_abstract", answers, PaperAbstract)
+        step_settings = llm.settings()
+        ledger = llm.ledger(usage_scope(context))
+        client = llm.client_for_any([*ANALYSIS_AGENTS, *ANSWER_AGENTS, *AGENT_RERANKERS], ledger)
+        store, model = lancedb.store(), embedder.embedder()
+        reranker = reranker_for(step_settings, llm.prompts(), client)
+
+        def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
+            return relational.ask(
+                PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
+                collection,
+                retrieval.retriever(store, model, collection, paper_id=paper_id),
+                reranker,
+                "own",
+                step_settings,
+                llm.prompts(),
+                client,
+            )
+
+        with model_failures_as_step_failures():
+            analysis = relational.analyse(
+                collection,
+                answers,
+                cross_paper_questions,
+                abstracts,
+                follow_up,
+                step_settings,
+                llm.prompts(),
+                client,
+            )
+        distribution = analysis.type_distribution
+        total = sum(distribution.values())
+        if total >= 3 and max(distribution.values()) == total:
+            context.log.warning(
+                f"{collection}: all {total} relationships are of one type "
+                f"({max(distribution, key=distribution.__getitem__)}): a sign the analysis "
+                "did not tell the papers apart"
+            )
+        return dg.Output(
+            analysis,
+            data_version=data_version(analysis),
+            metadata={
+                "engine": analysis.engine,
+                "papers": len(analysis.papers),
+                "insights": len(analysis.insights),
+                "relationships": total,
+                "relationship_types": dg.MetadataValue.json(distribution),
+                "follow_up_papers": len(analysis.follow_ups),
+                "theme": analysis.theme,
+                "narrative": dg.MetadataValue.md(analysis.narrative),
+                **usage_metadata(ledger.summary()),
+            },
+        )
+
+    return [relationship_analysis]

@@ -1,0 +1,1 @@
+"""What a user reads: a collection's syntheses as Markdown and as one standalone HTML page."""

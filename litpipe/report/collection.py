@@ -1,0 +1,431 @@
+"""A collection's output files: `synthesis.md` and `plain.md` (each readable on its own, with its
+references), and `synthesis.html`, one standalone page holding everything a reader follows.
+
+The page needs nothing but a browser on a `file://` URL: inline CSS, no external resource, no
+script. Every `[paper_id:page]` marker becomes a link to the cited passage, shown in the page's
+Passages section (highlighted when targeted); a marker whose passage is not in the page stays
+plain text, so every link of the page leads somewhere. All text is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from litpipe.citations import marker, markers_in
+from litpipe.schemas import (
+    Answer,
+    Citation,
+    CrossPaperQuestions,
+    Insight,
+    PaperAnswers,
+    RelationshipAnalysis,
+    RetrievedChunk,
+    Synthesis,
+)
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+# Any bracketed span; `markers_in` decides whether it is a citation.
+_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ID_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+
+_CSS = """
+body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f;
+  max-width: 52rem; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
+header { border-bottom: 1px solid #ddd; margin-bottom: 1.5rem; }
+nav a { margin-right: 1rem; }
+.meta { color: #666; font-size: 0.9rem; }
+section { margin-top: 2.5rem; }
+a.cite { font-size: 0.85em; text-decoration: none; color: #0b57d0; }
+a.cite.more { vertical-align: super; font-size: 0.7em; margin-left: 0.1em; }
+.unresolved { font-size: 0.85em; color: #a00; }
+table { border-collapse: collapse; width: 100%; font-size: 0.95rem; }
+th, td { border: 1px solid #ddd; padding: 0.35rem 0.5rem; vertical-align: top; text-align: left; }
+th { background: #f5f5f7; }
+.type { white-space: nowrap; font-weight: 600; }
+dt { font-weight: 600; margin-top: 1rem; }
+dd { margin: 0.3rem 0 0 1rem; }
+.style { color: #666; font-weight: normal; font-size: 0.85rem; }
+.passage { border-left: 4px solid #ddd; padding: 0.4rem 0.8rem; margin: 1rem 0; }
+.passage:target { border-left-color: #e8a400; background: #fff6d6; }
+.passage .where { color: #555; font-size: 0.9rem; margin: 0 0 0.3rem; }
+.passage .text { margin: 0; }
+"""
+
+
+@dataclass
+class MarkdownBlock:
+    """One block of a Markdown text: a heading (its text), a paragraph (its lines joined), or a
+    list (one text per item)."""
+
+    kind: Literal["heading", "paragraph", "bullets", "numbered"]
+    texts: list[str] = field(default_factory=list)
+    level: int = 0
+
+
+def markdown_blocks(markdown: str) -> list[MarkdownBlock]:
+    """The blocks of the Markdown the writers use: ATX headings, paragraphs and flat lists."""
+    blocks: list[MarkdownBlock] = []
+    current: MarkdownBlock | None = None
+    for line in markdown.splitlines():
+        heading = _HEADING.match(line)
+        item = _LIST_ITEM.match(line)
+        if heading:
+            blocks.append(MarkdownBlock("heading", [heading.group(2)], len(heading.group(1))))
+            current = None
+        elif item:
+            kind = "numbered" if item.group(1)[0].isdigit() else "bullets"
+            if current is None or current.kind != kind:
+                current = MarkdownBlock(kind)
+                blocks.append(current)
+            current.texts.append(line[item.end() :].strip())
+        elif not line.strip():
+            current = None
+        elif current is None or current.kind == "heading":
+            current = MarkdownBlock("paragraph", [line.strip()])
+            blocks.append(current)
+        else:
+            # A wrapped line continues the paragraph or the list item above it.
+            current.texts[-1] += " " + line.strip()
+    return blocks
+
+
+def synthesis_markdown(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
+    """The synthesis as a Markdown file: title, how it was written, its text, and the references
+    (each cited paper by title, with the pages cited)."""
+    return "\n".join(
+        [
+            f"# {synthesis.title}",
+            "",
+            f"*{synthesis.audience.capitalize()} synthesis of {synthesis.collection}; written by "
+            f"{synthesis.engine}, pattern {synthesis.pattern}.*",
+            "",
+            synthesis.text.strip(),
+            "",
+            "## References",
+            "",
+            *_reference_lines(synthesis, titles),
+            "",
+        ]
+    )
+
+
+def _reference_lines(synthesis: Synthesis, titles: Mapping[str, str]) -> list[str]:
+    pages: dict[str, dict[int, None]] = {}
+    for paper_id, page in markers_in(synthesis.text):
+        pages.setdefault(paper_id, {})[page] = None
+    if not pages:
+        return ["(no citations)"]
+    return [
+        f"- **{titles.get(paper_id, paper_id)}** (`{paper_id}`): "
+        + ", ".join(f"p. {page} `{marker(paper_id, page)}`" for page in cited_pages)
+        for paper_id, cited_pages in pages.items()
+    ]
+
+
+def chunk_anchor(chunk_id: str) -> str:
+    """The page id of a chunk's passage: letters, digits and `-` kept, every other byte written
+    as `_` and two hex digits (so distinct chunk ids never share an id)."""
+    return "chunk-" + "".join(
+        chr(byte) if byte in _ID_SAFE else f"_{byte:02x}" for byte in chunk_id.encode("utf-8")
+    )
+
+
+class _CitationLinks:
+    """Renders the page's texts with their markers linked, and remembers which passages were
+    linked, in order, so the Passages section shows each of them once."""
+
+    def __init__(self, pool: Mapping[str, RetrievedChunk], titles: Mapping[str, str]) -> None:
+        self.pool = pool
+        self.titles = titles
+        self.linked: dict[str, None] = {}
+
+    def markdown(self, text: str, cited: list[Citation], top_level: int) -> str:
+        rendered: list[str] = []
+        for block in markdown_blocks(text):
+            if block.kind == "heading":
+                level = min(block.level + top_level - 1, 6)
+                rendered.append(f"<h{level}>{self.inline(block.texts[0], cited)}</h{level}>")
+            elif block.kind == "paragraph":
+                rendered.append(f"<p>{self.inline(block.texts[0], cited)}</p>")
+            else:
+                tag = "ol" if block.kind == "numbered" else "ul"
+                items = "".join(f"<li>{self.inline(item, cited)}</li>" for item in block.texts)
+                rendered.append(f"<{tag}>{items}</{tag}>")
+        return "\n".join(rendered)
+
+    def inline(self, text: str, cited: list[Citation]) -> str:
+        by_marker = {citation.marker: citation for citation in cited}
+        escaped = _BOLD.sub(r"<strong>\1</strong>", html.escape(text))
+        return _BRACKETED.sub(lambda match: self._bracket(match.group(), by_marker), escaped)
+
+    def _bracket(self, bracket: str, by_marker: Mapping[str, Citation]) -> str:
+        found = markers_in(bracket)
+        if not found:
+            return bracket
+        written = [marker(paper_id, page) for paper_id, page in found]
+        return "[" + "; ".join(self._link(each, by_marker.get(each)) for each in written) + "]"
+
+    def _link(self, written: str, citation: Citation | None) -> str:
+        label = html.escape(written[1:-1])
+        chunk_ids = [c for c in citation.chunk_ids if c in self.pool] if citation else []
+        if not chunk_ids:
+            return f'<span class="unresolved" title="no passage for this citation">{label}</span>'
+        self.linked.update(dict.fromkeys(chunk_ids))
+        first, *others = chunk_ids
+        extra = "".join(
+            f'<a class="cite more" href="#{chunk_anchor(other)}" '
+            f'title="{self._where(other)}">{number}</a>'
+            for number, other in enumerate(others, start=2)
+        )
+        return (
+            f'<a class="cite" href="#{chunk_anchor(first)}" title="{self._where(first)}">'
+            f"{label}</a>{extra}"
+        )
+
+    def _where(self, chunk_id: str) -> str:
+        """Where a passage lies, as a reader names it (escaped for an attribute)."""
+        chunk = self.pool[chunk_id]
+        return html.escape(
+            f"{self.titles.get(chunk.paper_id, chunk.paper_id)}, {_pages(chunk)}, {chunk.section}"
+        )
+
+    def passages(self) -> str:
+        if not self.linked:
+            return "<p>No passage is cited.</p>"
+        return "\n".join(self._passage(self.pool[chunk_id]) for chunk_id in self.linked)
+
+    def _passage(self, chunk: RetrievedChunk) -> str:
+        title = html.escape(self.titles.get(chunk.paper_id, chunk.paper_id))
+        return (
+            f'<div class="passage" id="{chunk_anchor(chunk.chunk_id)}">'
+            f'<p class="where"><strong>{title}</strong> · {html.escape(chunk.section)} · '
+            f"{_pages(chunk)} · <code>{html.escape(chunk.chunk_id)}</code></p>"
+            f'<p class="text">{html.escape(" ".join(chunk.text.split()))}</p></div>'
+        )
+
+
+def _pages(chunk: RetrievedChunk) -> str:
+    if chunk.page_start == chunk.page_end:
+        return f"p. {chunk.page_start}"
+    return f"pp. {chunk.page_start}-{chunk.page_end}"
+
+
+def collection_html(
+    synthesis: Synthesis,
+    plain: Synthesis,
+    analysis: RelationshipAnalysis,
+    answers: Mapping[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+    titles: Mapping[str, str],
+    passages: Mapping[str, RetrievedChunk],
+) -> str:
+    """The collection's standalone page: the expert synthesis, the plain-language summary, the
+    relationship map, each paper's Q&A, the comparative Q&A, and the cited passages.
+
+    A cited chunk is looked up in `passages`, then in the evidence of the answers.
+    """
+    pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
+    links = _CitationLinks({**pool, **passages}, titles)
+    # In page order: the Passages section lists the passages in the order they are first cited.
+    sections = [
+        ("synthesis", "Synthesis", links.markdown(synthesis.text, synthesis.citations, 3)),
+        ("plain", "Plain-language summary", _plain(plain, links)),
+        ("relationships", "Relationship map", _relationship_map(analysis, titles, links)),
+        (
+            "papers",
+            "Questions and answers by paper",
+            _paper_qa(synthesis, answers, analysis, titles, links),
+        ),
+        ("comparative", "Comparative questions", _comparative(comparative, titles, links)),
+    ]
+    # Last, once every text has said which passages it links to.
+    sections.append(("passages", "Passages", links.passages()))
+    nav = "".join(f'<a href="#{anchor}">{heading}</a>' for anchor, heading, _ in sections)
+    body = "\n".join(
+        f'<section id="{anchor}">\n<h2>{heading}</h2>\n{content}\n</section>'
+        for anchor, heading, content in sections
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(synthesis.title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<header>
+<h1>{html.escape(synthesis.title)}</h1>
+<p class="meta">Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·
+written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}</p>
+<nav>{nav}</nav>
+</header>
+{body}
+</body>
+</html>
+"""
+
+
+def _evidence(
+    answers: Mapping[str, PaperAnswers],
+    analysis: RelationshipAnalysis,
+    comparative: CrossPaperQuestions | None,
+) -> Iterable[RetrievedChunk]:
+    for answer in _all_answers(answers, analysis, comparative):
+        yield from answer.evidence
+
+
+def _all_answers(
+    answers: Mapping[str, PaperAnswers],
+    analysis: RelationshipAnalysis,
+    comparative: CrossPaperQuestions | None,
+) -> Iterable[Answer]:
+    for paper in answers.values():
+        yield from paper.answers
+    for follow_up in analysis.follow_ups:
+        yield from follow_up.answers
+    if comparative is not None:
+        yield from comparative.answers
+
+
+def _plain(plain: Synthesis, links: _CitationLinks) -> str:
+    return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(plain.text, plain.citations, 4)
+
+
+def _relationship_map(
+    analysis: RelationshipAnalysis, titles: Mapping[str, str], links: _CitationLinks
+) -> str:
+    insights = {insight.insight_id: insight for insight in analysis.insights}
+
+    def described(insight_id: str) -> str:
+        insight = insights.get(insight_id)
+        if insight is None:
+            return html.escape(insight_id)
+        return (
+            f"<strong>{html.escape(_paper_names(insight, titles))}</strong><br>"
+            f"{links.inline(insight.text, insight.citations)}"
+        )
+
+    rows = (
+        "".join(
+            f"<tr><td>{described(relation.source)}</td><td>{described(relation.target)}</td>"
+            f'<td class="type">{html.escape(relation.type)}</td>'
+            f"<td>{html.escape(relation.explanation)}</td></tr>"
+            for relation in analysis.relationships
+        )
+        or '<tr><td colspan="4">No relationship found.</td></tr>'
+    )
+    total = sum(analysis.type_distribution.values())
+    distribution = "".join(
+        f"<tr><td>{html.escape(kind)}</td><td>{count}</td>"
+        f"<td>{f'{count / total:.0%}' if total else '-'}</td></tr>"
+        for kind, count in analysis.type_distribution.items()
+    )
+    return f"""<p><strong>Theme:</strong> {html.escape(analysis.theme)}</p>
+<p>{html.escape(analysis.narrative)}</p>
+<h3>Relationships between insights</h3>
+<table class="relationship-table"><thead>
+<tr><th>From</th><th>To</th><th>Type</th><th>Explanation</th></tr></thead>
+<tbody>{rows}</tbody></table>
+<h3>Relationship types</h3>
+<table class="type-table"><thead><tr><th>Type</th><th>Relationships</th><th>Share</th></tr>
+</thead><tbody>{distribution}</tbody></table>"""
+
+
+def _paper_names(insight: Insight, titles: Mapping[str, str]) -> str:
+    papers = [insight.paper_id] if insight.paper_id else insight.papers
+    return "; ".join(titles.get(paper_id, paper_id) for paper_id in papers)
+
+
+def _paper_qa(
+    synthesis: Synthesis,
+    answers: Mapping[str, PaperAnswers],
+    analysis: RelationshipAnalysis,
+    titles: Mapping[str, str],
+    links: _CitationLinks,
+) -> str:
+    follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
+    articles: list[str] = []
+    for paper_id in dict.fromkeys([*synthesis.papers, *answers]):
+        own = answers[paper_id].answers if paper_id in answers else []
+        follow_up = follow_ups.get(paper_id)
+        asked = [*own, *(follow_up.answers if follow_up else [])]
+        note = (
+            f'<p class="meta">Asked again: {html.escape(follow_up.reason)}</p>' if follow_up else ""
+        )
+        articles.append(
+            f"<article><h3>{html.escape(titles.get(paper_id, paper_id))}</h3>"
+            f'<p class="meta"><code>{html.escape(paper_id)}</code></p>{note}'
+            f"{_qa_list(asked, links)}</article>"
+        )
+    return "\n".join(articles) or "<p>No paper has answers.</p>"
+
+
+def _qa_list(answers: list[Answer], links: _CitationLinks) -> str:
+    if not answers:
+        return "<p>No answers.</p>"
+    pairs = "".join(
+        f"<dt>{html.escape(answer.question.text)} "
+        f'<span class="style">({html.escape(answer.question.style.replace("_", " "))})</span>'
+        f"</dt><dd>{links.inline(answer.text, answer.citations)}</dd>"
+        for answer in answers
+    )
+    return f"<dl>{pairs}</dl>"
+
+
+def _comparative(
+    comparative: CrossPaperQuestions | None, titles: Mapping[str, str], links: _CitationLinks
+) -> str:
+    if comparative is None or not comparative.answers:
+        return "<p>No comparative questions were asked.</p>"
+    compared = "".join(
+        f"<dt>{html.escape(answer.question.text)}</dt>"
+        f'<dd><p class="meta">Compares: '
+        f"{html.escape('; '.join(titles.get(p, p) for p in answer.question.papers))}</p>"
+        f"{links.inline(answer.text, answer.citations)}</dd>"
+        for answer in comparative.answers
+    )
+    return f"<dl>{compared}</dl>"
+
+
+def write_collection_outputs(
+    out_dir: Path,
+    synthesis: Synthesis,
+    plain: Synthesis,
+    analysis: RelationshipAnalysis,
+    answers: Mapping[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+    titles: Mapping[str, str],
+    passages: Mapping[str, RetrievedChunk],
+) -> dict[str, Path]:
+    """Writes `synthesis.md`, `plain.md` and `synthesis.html` into `out_dir`; their paths by
+    file name."""
+    contents = {
+        "synthesis.md": synthesis_markdown(synthesis, titles),
+        "plain.md": synthesis_markdown(plain, titles),
+        "synthesis.html": collection_html(
+            synthesis, plain, analysis, answers, comparative, titles, passages
+        ),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}
+
+
+def _write_atomically(path: Path, text: str) -> Path:
+    # Write then rename: a reader (a browser refreshing the page) never sees half a file.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,520 @@
+"""The expert synthesis writer: the offline engine (cited, verbatim, every paper covered) in its
+three patterns, and the model path through the stub: the three parts of the request, the
+coverage fix, invented markers removed, map-reduce's concurrent map then reduce."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from litpipe import citations
+from litpipe.agents.cluster_summary import Member, cluster
+from litpipe.agents.extractive import sentences
+from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
+from litpipe.agents.synthesis import (
+    ALSO_IN_COLLECTION,
+    RELATION_VERBS,
+    choose_pattern,
+    synthesis_version,
+    write_synthesis,
+)
+from litpipe.llm.client import LLMClient
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import (
+    Answer,
+    Citation,
+    Insight,
+    PaperAnswers,
+    Question,
+    Relationship,
+    RelationshipAnalysis,
+    RetrievedChunk,
+    Synthesis,
+)
+from litpipe.settings import Settings
+from litpipe_tests.stub_llm import StubLLM, stub_settings
+
+GCK = "10.1093_nar_gkae252"
+PLM = "arxiv-2312.01234"
+BRCA = "nature-s41586"
+PAPERS = [GCK, PLM, BRCA]
+TITLES = {
+    GCK: "Deep mutational scanning maps the fitness landscape of human glucokinase",
+    PLM: "Protein language models predict the effects of missense variants",
+    BRCA: "Saturation genome editing classifies BRCA1 variants of uncertain significance",
+}
+# Two answers per paper, from two and three passages (page, section, text).
+PASSAGES: dict[str, list[list[tuple[int, str, str]]]] = {
+    GCK: [
+        [
+            (
+                3,
+                "Results",
+                "We measured the activity of 9,003 glucokinase variants with a yeast "
+                "complementation assay. Variant fitness correlated strongly with enzyme activity "
+                "measured in vitro for a panel of 40 purified variants. Most missense variants in "
+                "the hydrophobic core reduced glucokinase activity below the growth threshold.",
+            ),
+            (
+                4,
+                "Results",
+                "Surface positions tolerated nearly every substitution without loss of function. "
+                "Activating variants clustered in the allosteric site that binds small-molecule "
+                "activators. These activating variants cause congenital hyperinsulinism in "
+                "patients carrying them.",
+            ),
+        ],
+        [
+            (
+                6,
+                "Discussion",
+                "The fitness map separates pathogenic from benign clinical variants with an "
+                "area under the curve of 0.91. Variants of uncertain significance could be "
+                "reclassified for 64 percent of the glucokinase variants reported in ClinVar.",
+            ),
+            (
+                7,
+                "Discussion",
+                "Combining the fitness map with protein stability predictions explained why "
+                "buried variants fail. Loss of stability rather than loss of catalysis accounted "
+                "for most of the damaging variants in the core.",
+            ),
+            (
+                8,
+                "Discussion",
+                "Glucokinase variants that escaped the assay were rare and mostly located near "
+                "the glucose binding cleft, where yeast growth depends less on full activity. "
+                "We therefore report these positions separately and recommend confirmation by "
+                "enzyme kinetics before any clinical use of their scores.",
+            ),
+        ],
+    ],
+    PLM: [
+        [
+            (
+                2,
+                "Methods",
+                "We scored every possible missense variant with the log-likelihood ratio of a "
+                "protein language model trained on 250 million sequences. The model requires no "
+                "alignment and no labelled clinical data. Scores were computed for all human "
+                "proteins in under a day on one accelerator.",
+            ),
+            (
+                3,
+                "Results",
+                "Language model scores matched deep mutational scanning measurements across 41 "
+                "assays with a mean Spearman correlation of 0.52. The scores outperformed "
+                "alignment-based predictors on proteins with few homologous sequences.",
+            ),
+        ],
+        [
+            (
+                5,
+                "Results",
+                "Language model scores classified ClinVar pathogenic and benign variants with an "
+                "area under the curve of 0.89. Performance dropped for variants in disordered "
+                "regions, where the model had seen little conserved sequence.",
+            ),
+            (
+                6,
+                "Discussion",
+                "Predictions for allosteric activating variants were poor, because such variants "
+                "increase function rather than disrupt the protein. Experimental maps remain "
+                "necessary for gain-of-function mechanisms.",
+            ),
+            (
+                7,
+                "Discussion",
+                "Combining language model scores with structural features improved the "
+                "classification of variants at protein interfaces. Because the model is "
+                "unsupervised, its scores are not circular with the clinical labels used to "
+                "evaluate them, unlike predictors trained on those labels.",
+            ),
+        ],
+    ],
+    BRCA: [
+        [
+            (
+                1,
+                "Introduction",
+                "Saturation genome editing introduces every single-nucleotide variant into the "
+                "native BRCA1 locus of haploid human cells. Cells carrying loss-of-function "
+                "variants are depleted because BRCA1 is essential in these cells.",
+            ),
+            (
+                2,
+                "Results",
+                "We edited 3,893 variants across 13 exons and measured their depletion by deep "
+                "sequencing over eleven days. Function scores were bimodal and separated "
+                "nonfunctional from functional variants for 96 percent of them.",
+            ),
+        ],
+        [
+            (
+                4,
+                "Results",
+                "Function scores agreed with ClinVar classifications for 99 percent of the "
+                "variants of known significance. Splice-disrupting variants were depleted as "
+                "strongly as nonsense variants in the same exons.",
+            ),
+            (
+                5,
+                "Discussion",
+                "Editing the native locus captures effects on splicing that complementation "
+                "assays of complementary DNA miss. The scores can be used directly as evidence "
+                "for clinical variant classification.",
+            ),
+            (
+                6,
+                "Discussion",
+                "The assay is limited to genes that are essential in haploid cells, which "
+                "excludes many disease genes. Variants with intermediate scores were enriched "
+                "at the edges of functional domains and may reflect partial loss of function "
+                "rather than measurement noise.",
+            ),
+        ],
+    ],
+}
+THEME = "Measuring and predicting the functional effects of human missense variants"
+NARRATIVE = (
+    f"Three studies measure or predict the effects of human variants. A yeast assay maps "
+    f"glucokinase fitness [{GCK}:3]. A protein language model predicts variant effects without "
+    f"labels [{PLM}:2]. Saturation genome editing scores BRCA1 variants in their native locus "
+    f"[{BRCA}:2]."
+)
+
+
+def chunk(paper: str, index: int, page: int, section: str, text: str) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=f"{paper}:{index}",
+        paper_id=paper,
+        section=section,
+        page_start=page,
+        page_end=page,
+        char_start=index * 1000,
+        char_end=index * 1000 + len(text),
+        text=text,
+        fused_rank=1,
+        fused_score=1.0,
+    )
+
+
+def paper_answers(paper: str) -> PaperAnswers:
+    answers = []
+    for number, passages in enumerate(PASSAGES[paper]):
+        evidence = [
+            chunk(paper, number * 2 + index, page, section, text)
+            for index, (page, section, text) in enumerate(passages)
+        ]
+        question = Question(
+            question_id=f"{paper}:q{number:02d}",
+            paper_id=paper,
+            style="broad",
+            text="What does the paper find?",
+        )
+        text = " ".join(f"{p.text} {citations.chunk_marker(p)}" for p in evidence)
+        found, _ = citations.citations(text, evidence)
+        answers.append(
+            Answer(question=question, text=text, citations=found, evidence=evidence, engine="x")
+        )
+    return PaperAnswers(
+        paper_id=paper, collection="variants", mode="single", engine="offline", answers=answers
+    )
+
+
+def first_sentence(paper: str, answer: int, passage: int) -> tuple[str, Citation]:
+    page, _, text = PASSAGES[paper][answer][passage]
+    sentence = sentences(text)[0].text
+    return sentence, Citation(
+        marker=citations.marker(paper, page),
+        paper_id=paper,
+        page=page,
+        chunk_ids=[f"{paper}:{answer * 2 + passage}"],
+    )
+
+
+def make_insights() -> list[Insight]:
+    insights = []
+    for paper in PAPERS:
+        for answer in range(2):
+            sentence, citation = first_sentence(paper, answer, 0)
+            insights.append(
+                Insight(
+                    insight_id=f"i{len(insights)}",
+                    paper_id=paper,
+                    papers=[paper],
+                    question_ids=[f"{paper}:q{answer:02d}"],
+                    text=f"{sentence[:-1]} {citation.marker}.",
+                    citations=[citation],
+                )
+            )
+    return insights
+
+
+RELATIONSHIPS = [
+    Relationship(
+        source="i2",
+        target="i0",
+        type="extension",
+        explanation="Both score glucokinase-scale variant sets, one by prediction.",
+    ),
+    Relationship(
+        source="i5",
+        target="i3",
+        type="complementary",
+        explanation="Clinical agreement is shown by an experiment and by a model.",
+    ),
+    Relationship(
+        source="i3",
+        target="i1",
+        type="contradiction",
+        explanation="The model misses the activating variants the map finds.",
+    ),
+]
+
+
+def make_analysis() -> RelationshipAnalysis:
+    return RelationshipAnalysis(
+        collection="variants",
+        engine="offline",
+        papers=PAPERS,
+        theme=THEME,
+        narrative=NARRATIVE,
+        insights=make_insights(),
+        relationships=RELATIONSHIPS,
+        type_distribution={
+            "extension": 1,
+            "contradiction": 1,
+            "complementary": 1,
+            "improvement": 0,
+            "parallel": 0,
+        },
+    )
+
+
+ANSWERS = {paper: paper_answers(paper) for paper in PAPERS}
+EVIDENCE = [c for answers in ANSWERS.values() for a in answers.answers for c in a.evidence]
+TEMPLATE_WORDS = [
+    *RELATION_VERBS.values(),
+    "Relationships",
+    "Extension",
+    "Complementary",
+    "Contradiction",
+    ALSO_IN_COLLECTION,
+]
+
+
+def unmarked(text: str) -> str:
+    every = [citations.marker(paper, page) for paper, page in citations.markers_in(text)]
+    return " ".join(citations.without_markers(text, every).split())
+
+
+def leftover(text: str, sources: list[str]) -> str:
+    """What of `text` is neither one of the sources (markers ignored) nor template words."""
+    rest = unmarked(text)
+    for source in sorted({unmarked(s) for s in sources}, key=len, reverse=True):
+        rest = rest.replace(source, " ")
+    for word in TEMPLATE_WORDS:
+        rest = rest.replace(word, " ")
+    return rest
+
+
+def offline_sources(analysis: RelationshipAnalysis) -> list[str]:
+    passage_sentences = [span.text for c in EVIDENCE for span in sentences(c.text)]
+    return [
+        *passage_sentences,
+        *(insight.text for insight in analysis.insights),
+        analysis.narrative,
+        analysis.theme,
+        *(r.explanation for r in analysis.relationships),
+        *TITLES.values(),
+    ]
+
+
+def write_offline(tmp_path: Path, **overrides: Any) -> Synthesis:
+    settings = Settings(home=tmp_path, **overrides)
+    return write_synthesis(
+        make_analysis(), ANSWERS, None, TITLES, settings, PromptLibrary(None), None
+    )
+
+
+def check_cited_and_faithful(synthesis: Synthesis) -> None:
+    assert {c.paper_id for c in synthesis.citations} == set(PAPERS)
+    found, unresolved = citations.citations(synthesis.text, EVIDENCE)
+    assert unresolved == [] and found == synthesis.citations
+    assert ALSO_IN_COLLECTION not in synthesis.text  # covered by itself, not by the fix
+    assert re.fullmatch(
+        r"[\s#\"':,.;-]*", leftover(synthesis.text, offline_sources(make_analysis()))
+    )
+
+
+def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_path: Path) -> None:
+    synthesis = write_offline(tmp_path)
+    assert synthesis.pattern == "stuff" and synthesis.engine == "offline"
+    assert synthesis.audience == "expert" and synthesis.papers == PAPERS
+    assert synthesis.title == THEME
+    check_cited_and_faithful(synthesis)
+    text = synthesis.text
+    assert text.startswith(" ".join(NARRATIVE.split()))
+    # A section per paper in the analysis' order, each holding its insights.
+    positions = [text.index(f"## {TITLES[paper]}") for paper in PAPERS]
+    assert positions == sorted(positions)
+    for insight in make_analysis().insights:
+        assert insight.text in text
+    # Each section: its two insights, then the evidence sentences MMR picks to ground them.
+    sections = text.split("\n## ")[1:4]
+    assert [len(citations.markers_in(s.split("\n\n")[-1])) for s in sections] == [
+        2 + EVIDENCE_SENTENCES
+    ] * 3
+    # Transitions from the relationship map, and the map by type at the end.
+    assert f'"{TITLES[PLM]}" extends "{TITLES[GCK]}": {RELATIONSHIPS[0].explanation}' in text
+    assert "## Relationships" in text and "### Contradiction" in text
+
+
+def test_too_much_evidence_switches_to_map_reduce_then_hierarchical(tmp_path: Path) -> None:
+    assert choose_pattern(900, 3, Settings(home=tmp_path, synthesis_context_tokens=1000)) == "stuff"
+    map_reduce = write_offline(tmp_path, synthesis_context_tokens=1000)
+    assert map_reduce.pattern == "map_reduce"
+    check_cited_and_faithful(map_reduce)
+    hierarchical = write_offline(tmp_path, synthesis_context_tokens=1000, hierarchical_min_papers=2)
+    assert hierarchical.pattern == "hierarchical"
+    check_cited_and_faithful(hierarchical)
+    # The one cluster of the three papers is headed by their titles.
+    assert "; ".join(TITLES[paper] for paper in PAPERS) in hierarchical.text
+
+
+def test_clusters_group_members_by_shared_terms() -> None:
+    yeast = "yeast growth assay fitness of enzyme variants measured"
+    model = "language model transformer embeddings predict scores"
+    members = [
+        Member(label=str(index), papers=[str(index)], summary=f"{topic} number {index}")
+        for index, topic in enumerate([yeast, model] * 3)
+    ]
+    assert cluster(members) == [[0, 2, 4], [1, 3, 5]]
+    assert cluster(members[:1]) == [[0]]
+
+
+def test_version_changes_with_the_pattern_thresholds(tmp_path: Path) -> None:
+    prompts = PromptLibrary(None)
+    default = synthesis_version(Settings(home=tmp_path), prompts)
+    assert default == synthesis_version(Settings(home=tmp_path), prompts)
+    assert default != synthesis_version(Settings(home=tmp_path, hierarchical_min_papers=4), prompts)
+
+
+# The model path, through the stub.
+SYNTHESIS_REQUEST = "Write the synthesis of the papers"
+MAP_REQUEST = "Summarize paper"
+
+
+def model_synthesis(home: Path, stub: StubLLM, **overrides: Any) -> Synthesis:
+    settings = stub_settings(home, stub, **overrides)
+    client = LLMClient(settings, UsageLedger())
+    return write_synthesis(
+        make_analysis(), ANSWERS, None, TITLES, settings, PromptLibrary(None), client
+    )
+
+
+def user_message(body: dict[str, Any]) -> str:
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def part(request: str, number: int) -> str:
+    start = request.index(f"=== Part {number}:")
+    following = request.find(f"=== Part {number + 1}:")
+    return request[start : following if following != -1 else len(request)]
+
+
+def synthesis_requests(stub: StubLLM) -> list[str]:
+    return [user_message(b) for b in stub.requests if SYNTHESIS_REQUEST in user_message(b)]
+
+
+def test_request_has_three_parts_and_an_uncited_paper_gets_the_fix(
+    tmp_path: Path, stub_llm: StubLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    reply = f"Two studies agree [{GCK}:3] and [{PLM}:5], as the page [{GCK}:99] does not."
+    stub_llm.script(SYNTHESIS_REQUEST, {"title": "Variant effects", "text": reply})
+    with caplog.at_level(logging.WARNING, logger="litpipe.agents.synthesis"):
+        synthesis = model_synthesis(tmp_path, stub_llm)
+
+    (request,) = synthesis_requests(stub_llm)
+    spine, evidence, relationship_map = part(request, 1), part(request, 2), part(request, 3)
+    assert THEME in spine and NARRATIVE in spine
+    assert all(insight.text in spine for insight in make_analysis().insights)
+    for paper in PAPERS:
+        assert f"### Paper {paper}" in evidence
+        assert citations.marker(paper, PASSAGES[paper][0][0][0]) in evidence
+    assert RELATIONSHIPS[2].explanation in relationship_map
+
+    assert synthesis.engine == "openai/stub" and synthesis.pattern == "stuff"
+    assert synthesis.title == "Variant effects"
+    # The invented page is gone; the paper left out is cited by its best insight.
+    assert f"[{GCK}:99]" not in synthesis.text
+    assert synthesis.text.startswith(f"Two studies agree [{GCK}:3] and [{PLM}:5]")
+    (fix,) = [line for line in synthesis.text.splitlines() if ALSO_IN_COLLECTION in line]
+    assert fix.startswith(f'{ALSO_IN_COLLECTION}, "{TITLES[BRCA]}": ')
+    assert any(i.text in fix for i in make_analysis().insights if i.paper_id == BRCA)
+    assert {c.paper_id for c in synthesis.citations} == set(PAPERS)
+    assert citations.citations(synthesis.text, EVIDENCE)[1] == []
+    warnings = " ".join(r.getMessage() for r in caplog.records)
+    assert f"[{GCK}:99]" in warnings and BRCA in warnings
+
+
+_MAP_PAPER = re.compile(r"Summarize paper (\S+) in")
+
+
+def scripted_summary(body: dict[str, Any]) -> dict[str, Any]:
+    paper = _MAP_PAPER.search(user_message(body)).group(1)  # type: ignore[union-attr]
+    page = PASSAGES[paper][1][1][0]
+    return {"summary": f"Summary of {paper} from its evidence [{paper}:{page}]."}
+
+
+def test_map_reduce_maps_every_paper_concurrently_then_reduces_once(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    stub_llm.respond(MAP_REQUEST, scripted_summary)
+    stub_llm.latency_s = 0.3  # long enough for the map calls to overlap
+    started = time.monotonic()
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis_context_tokens=1000)
+    assert time.monotonic() - started < 0.3 * 4  # three maps at once, then the reduce
+
+    assert synthesis.pattern == "map_reduce"
+    requests = [user_message(body) for body in stub_llm.requests]
+    maps = [request for request in requests if MAP_REQUEST in request]
+    assert sorted(_MAP_PAPER.search(m).group(1) for m in maps) == sorted(PAPERS)  # type: ignore[union-attr]
+    assert stub_llm.max_in_flight == 3
+    assert len(requests) == 4 and SYNTHESIS_REQUEST in requests[-1]
+    evidence = part(requests[-1], 2)
+    for paper in PAPERS:
+        assert f"Summary of {paper} from its evidence" in evidence
+        assert PASSAGES[paper][0][0][2][:40] not in evidence  # summaries replace the passages
+
+
+CLUSTER_REQUEST = "Summarize this group of papers"
+
+
+def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    stub_llm.respond(MAP_REQUEST, scripted_summary)
+    group = " ".join(
+        f"Paper {paper} adds a part [{paper}:{PASSAGES[paper][1][1][0]}]." for paper in PAPERS
+    )
+    stub_llm.script(CLUSTER_REQUEST, {"summary": group})
+    synthesis = model_synthesis(
+        tmp_path, stub_llm, synthesis_context_tokens=1000, hierarchical_min_papers=2
+    )
+
+    assert synthesis.pattern == "hierarchical"
+    requests = [user_message(body) for body in stub_llm.requests]
+    assert [MAP_REQUEST in r for r in requests] == [True, True, True, False, False]
+    assert CLUSTER_REQUEST in requests[3] and SYNTHESIS_REQUEST in requests[4]
+    assert all(f"Summary of {paper} from its evidence" in requests[3] for paper in PAPERS)
+    evidence = part(requests[4], 2)
+    assert f"### Group 1: papers {', '.join(PAPERS)}" in evidence and group in evidence
+    assert "Summary of" not in evidence  # the cluster's summary replaces the papers'

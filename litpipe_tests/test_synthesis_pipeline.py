@@ -1,0 +1,180 @@
+"""The whole chain, papers to syntheses, through Dagster: offline on bundled papers, and through
+the stub model to show what each stage's prompt receives and what a rerun costs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.citations import markers_in
+from litpipe.defs.runner import PapersRun, open_instance, register, run_papers
+from litpipe.ingest.sources import discover
+from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
+from litpipe.settings import Settings
+from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.stub_agents import serve_every_agent
+from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_cli import folder_with
+
+COLLECTION = "bio"
+
+
+def build(settings: Settings, folder: Path) -> tuple[dg.DagsterInstance, PapersRun]:
+    instance = open_instance(settings)
+    run = run_papers(settings, instance, register(settings, instance, discover(folder, COLLECTION)))
+    assert run.collection_failure is None
+    assert all(outcome.status != "failed" for outcome in run.outcomes)
+    return instance, run
+
+
+def check_passed(instance: dg.DagsterInstance, asset: str, check: str) -> bool:
+    key = dg.AssetCheckKey(dg.AssetKey(asset), check)
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    return record.event.dagster_event.event_specific_data.passed
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.targets: list[str] = []
+        self.citations = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        if tag == "a" and (found.get("href") or "").startswith("#"):
+            self.targets.append(str(found["href"])[1:])
+            self.citations += "cite" in (found.get("class") or "")
+
+
+def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passing(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    instance, run = build(settings, folder_with(tmp_path / "papers", PDFS_BY_SIZE[:3]))
+    paper_ids = sorted(outcome.paper_id for outcome in run.outcomes)
+    artifacts = ArtifactStore(settings.artifacts_dir)
+
+    for paper_id in paper_ids:
+        answers = artifacts.read(["paper_answers"], paper_id, PaperAnswers)
+        assert answers.engine == "offline" and answers.answers
+        for answer in answers.answers:
+            for citation in answer.citations:  # every citation is one of its own passages
+                assert set(citation.chunk_ids) <= {chunk.chunk_id for chunk in answer.evidence}
+    analysis = artifacts.read(["relationship_analysis"], COLLECTION, RelationshipAnalysis)
+    answered = sum(
+        len(artifacts.read(["paper_answers"], p, PaperAnswers).answers) for p in paper_ids
+    )
+    assert len(analysis.insights) >= answered  # one per pair, comparative ones on top
+    assert sorted(analysis.papers) == paper_ids
+    assert set(analysis.type_distribution) == {
+        "extension",
+        "contradiction",
+        "complementary",
+        "improvement",
+        "parallel",
+    }
+    for asset in ("synthesis", "plain_summary"):
+        written = artifacts.read([asset], COLLECTION, Synthesis)
+        assert {citation.paper_id for citation in written.citations} == set(paper_ids)
+        assert check_passed(instance, asset, "coverage")
+        assert check_passed(instance, asset, "citation_validity")
+
+    outputs = artifacts.read(["collection_outputs"], COLLECTION, CollectionOutputs)
+    assert set(outputs.files) == {"synthesis.md", "plain.md", "synthesis.html"}
+    page = Links()
+    page.feed(Path(outputs.files["synthesis.html"]).read_text("utf-8"))
+    expert = artifacts.read(["synthesis"], COLLECTION, Synthesis)
+    assert page.citations >= len(markers_in(expert.text)) > 0
+    assert set(page.targets) <= page.ids  # every link, citations included, lands on the page
+
+
+def requests_of(stub: StubLLM, schema_title: str, since: int = 0) -> list[str]:
+    """The user messages of the recorded requests for one agent's reply schema."""
+    found = []
+    for body in stub.requests[since:]:
+        text = json.dumps(body["messages"])
+        if f'"title": "{schema_title}"' in text or f'\\"title\\": \\"{schema_title}\\"' in text:
+            found.append("\n".join(m["content"] for m in body["messages"] if m["role"] == "user"))
+    return found
+
+
+def made(run: PapersRun) -> dict[str, int]:
+    return {agent: usage.made for agent, usage in run.llm_usage_by_agent.items() if usage.made}
+
+
+@pytest.mark.slow
+def test_the_chain_through_a_model_and_what_each_rerun_costs(
+    tmp_path: Path, stub_llm: StubLLM, tiny_model: Path
+) -> None:
+    serve_every_agent(stub_llm)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    settings = stub_settings(
+        tmp_path / "home", stub_llm, embedder=str(tiny_model), corpus_roots=[], prompts_dir=prompts
+    )
+    folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
+    _instance, first = build(settings, folder)
+    paper_ids = [outcome.paper_id for outcome in first.outcomes]
+    stages = {"questions", "answers", "cross_questions", "insights", "relationships", "synthesis"}
+    assert stages | {"plain"} <= set(made(first))
+
+    # What the method prescribes reaches each prompt: every paper's evidence in the synthesis'
+    # part 2, every insight in the relationship analysis, each paper's pairs in its insights call.
+    (synthesis_request,) = requests_of(stub_llm, "WrittenReply")[:1]
+    parts = synthesis_request.split("=== Part ")
+    assert [part[:2] for part in parts[1:]] == ["1:", "2:", "3:"]
+    part_2 = parts[2]
+    assert all(f"[{paper_id}:" in part_2 for paper_id in paper_ids)
+    analysis = ArtifactStore(settings.artifacts_dir).read(
+        ["relationship_analysis"], COLLECTION, RelationshipAnalysis
+    )
+    (relations_request,) = requests_of(stub_llm, "RelationsReply")
+    assert all(f"{insight.insight_id} (" in relations_request for insight in analysis.insights)
+    for paper_id in paper_ids:
+        answers = ArtifactStore(settings.artifacts_dir).read(
+            ["paper_answers"], paper_id, PaperAnswers
+        )
+        asked = [r for r in requests_of(stub_llm, "InsightsReply") if f"{paper_id}:q00" in r]
+        assert len(asked) == 1
+        assert all(answer.question.question_id in asked[0] for answer in answers.answers)
+
+    # (a) Nothing changed: no model call, no embedding.
+    _, again = build(settings, folder)
+    assert made(again) == {} and sum(o.embedded for o in again.outcomes) == 0
+
+    # (b) An edited relationships prompt: calls for the analysis and what follows it only.
+    packaged = Path(__file__).parents[1] / "litpipe" / "prompts" / "relationships.md"
+    edited = packaged.read_text("utf-8").replace("## user\n", "## user\nBe concise.\n", 1)
+    (prompts / "relationships.md").write_text(edited, "utf-8")
+    _, after_edit = build(settings, folder)
+    assert "relationships" in made(after_edit)
+    assert set(made(after_edit)) <= {
+        "relationships",
+        "synthesis",
+        "paper_summary",
+        "cluster_summary",
+        "plain",
+    }
+    assert sum(o.embedded for o in after_edit.outcomes) == 0
+
+    # (c) One more paper: per-paper calls for it alone, and the collection's stages again.
+    shutil.copy(PDFS_BY_SIZE[2], folder)
+    before = stub_llm.request_count
+    _, grown = build(settings, folder)
+    (new,) = [o for o in grown.outcomes if o.paper_id not in paper_ids]
+    calls = made(grown)
+    assert calls["questions"] == 1 and calls["answers"] >= new.questions
+    # Answers asked again: the new paper's, and the new comparative questions (they compare it).
+    for request in requests_of(stub_llm, "AnswerReply", before):
+        assert new.paper_id in request or "What distinguishes" in request
+    assert {"insights", "relationships", "synthesis"} <= set(calls)
+    assert sum(o.embedded for o in grown.outcomes) == new.chunks == new.embedded
