@@ -315,9 +315,9 @@ def covered(
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     for paper in missing:
-        insight = best_insight(
-            [i for i in analysis.insights if i.paper_id == paper], analysis.theme
-        )
+        # A cited insight first: one saying the passages did not answer cites nothing.
+        own = [i for i in analysis.insights if i.paper_id == paper]
+        insight = best_insight([i for i in own if i.citations] or own, analysis.theme)
         if insight is None:
             log.warning("%s: paper %s is uncited and has no insight to cite", writer, paper)
             continue
