@@ -24,46 +24,32 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 # A marker and the text before it, back to the previous marker.
 _CITED_UNIT = re.compile(r"\s*(.*?)\s*\[([A-Za-z0-9._-]+):(\d+)\]")
 
 
-def chunk(paper_id: str, index: int, page: int, text: str) -> RetrievedChunk:
-    return RetrievedChunk(
-        chunk_id=f"{paper_id}:{index}",
-        paper_id=paper_id,
-        section="Results",
-        page_start=page,
-        page_end=page,
-        char_start=0,
-        char_end=len(text),
-        text=text,
-        fused_rank=index + 1,
-        fused_score=1.0 / (index + 1),
-    )
-
-
 REV1 = "Loss of REV1 caused the strongest sensitivity to alkylation damage."
 GROWTH = "Cells were grown at 30 degrees in rich medium."
 TLS = "Translesion synthesis polymerases tolerate alkylation damage during replication."
 EVIDENCE = [
-    chunk(
+    retrieved_chunk(
         "smith2023",
         4,
         5,
         "We screened 4,000 yeast deletion strains for growth defects. "
         f"{GROWTH} {REV1} Plates were imaged daily.",
     ),
-    chunk(
+    retrieved_chunk(
         "lee2024",
         2,
         3,
         f"{TLS} In human cells, REV1 knockdown increased sensitivity to\ntemozolomide. "
         "The library was sequenced on an Illumina platform.",
     ),
-    chunk(
+    retrieved_chunk(
         "smith2023",
         7,
         8,
@@ -122,7 +108,7 @@ def test_offline_answer_picks_the_answering_sentence_over_off_topic_ones() -> No
 
 def test_the_better_ranked_passage_wins_a_tie() -> None:
     same = "Alkylation damage stalls replication forks."
-    evidence = [chunk("lee2024", 0, 2, same), chunk("smith2023", 1, 6, same)]
+    evidence = [retrieved_chunk("lee2024", 0, 2, same), retrieved_chunk("smith2023", 1, 6, same)]
     reply = offline_answer(AnswerInput(question=SENSITIVITY, evidence=evidence))
     # Said twice, quoted once: from the passage the reranker put first.
     assert reply.answer == f"{same} [lee2024:2]"

@@ -14,22 +14,8 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, Question, QuestionStyle, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
-
-
-def chunk(paper_id: str, index: int, page: int, text: str) -> RetrievedChunk:
-    return RetrievedChunk(
-        chunk_id=f"{paper_id}:{index}",
-        paper_id=paper_id,
-        section="Results",
-        page_start=page,
-        page_end=page,
-        char_start=0,
-        char_end=len(text),
-        text=text,
-        fused_rank=index + 1,
-        fused_score=1.0,
-    )
 
 
 def answer(
@@ -57,8 +43,10 @@ def answer(
     )
 
 
-ALPHA = [chunk("alpha", 0, 2, "Base editing corrected the sickle mutation in 80% of cells.")]
-BETA = [chunk("beta", 0, 5, "Prime editing reached 60% correction with fewer indels.")]
+ALPHA = [
+    retrieved_chunk("alpha", 0, 2, "Base editing corrected the sickle mutation in 80% of cells.")
+]
+BETA = [retrieved_chunk("beta", 0, 5, "Prime editing reached 60% correction with fewer indels.")]
 NO_ANSWER = "The retrieved passages do not answer this question."
 ANSWERS = [
     answer(

@@ -32,6 +32,7 @@ from litpipe.schemas import (
     RetrievedChunk,
     Synthesis,
 )
+from litpipe_tests.passages import retrieved_chunk
 
 REPAIR = "10.1093_nar_gkae252"
 FEARNET = "SJ1Xmf-Rb"
@@ -42,28 +43,15 @@ TITLES = {
 VOID_TAGS = {"br", "meta", "hr", "img", "link", "input"}
 
 
-def chunk(
-    paper_id: str, index: int, page: int, text: str, *, page_end: int | None = None
-) -> RetrievedChunk:
-    return RetrievedChunk(
-        chunk_id=f"{paper_id}:{index}",
-        paper_id=paper_id,
-        section="Results",
-        page_start=page,
-        page_end=page_end or page,
-        char_start=index * 100,
-        char_end=index * 100 + len(text),
-        text=text,
-        fused_rank=index + 1,
-        fused_score=1.0 / (index + 1),
-    )
-
-
-REPAIR_4A = chunk(REPAIR, 7, 4, "REV1 inserts cytosine opposite\nabasic sites during replication.")
-REPAIR_4B = chunk(REPAIR, 8, 3, "Cells lacking REV1 are sensitive to alkylation.", page_end=4)
-FEARNET_1 = chunk(FEARNET, 0, 1, "FearNet uses a brain-inspired dual-memory system.")
+REPAIR_4A = retrieved_chunk(
+    REPAIR, 7, 4, "REV1 inserts cytosine opposite\nabasic sites during replication."
+)
+REPAIR_4B = retrieved_chunk(
+    REPAIR, 8, 3, "Cells lacking REV1 are sensitive to alkylation.", page_end=4
+)
+FEARNET_1 = retrieved_chunk(FEARNET, 0, 1, "FearNet uses a brain-inspired dual-memory system.")
 # Cited only by an answer, and given only as that answer's evidence.
-FEARNET_2 = chunk(FEARNET, 1, 1, "FearNet does not store previous examples.")
+FEARNET_2 = retrieved_chunk(FEARNET, 1, 1, "FearNet does not store previous examples.")
 
 
 def cite(chunks: list[RetrievedChunk], page: int) -> Citation:

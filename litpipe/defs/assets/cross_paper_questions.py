@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from litpipe.agents.answers import ANSWER_AGENTS, answers_version
+from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.base import version
 from litpipe.agents.cross_questions import CrossQuestionsAgent
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.defs.assets.answers import qa_preview
 from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
 from litpipe.defs.partitions import collections
@@ -17,7 +17,7 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import data_version
+from litpipe.defs.versions import asking_version, data_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import CorpusIndex, CrossPaperQuestions, PaperAbstract
@@ -27,7 +27,6 @@ from litpipe.workflows import relational
 
 def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
-    retrieval = RetrievalResource.from_settings(settings)
 
     @dg.asset(
         partitions_def=collections,
@@ -35,9 +34,7 @@ def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefin
         deps=[dg.AssetDep("paper_abstract", partition_mapping=dg.AllPartitionMapping())],
         code_version=digest(
             version(CrossQuestionsAgent(), settings, prompts),
-            answers_version(settings, prompts),
-            reranker_version(settings, prompts),
-            retrieval.model_dump_json(exclude={"index_dir", "scope"}),
+            asking_version(settings, prompts),
             f"n{settings.cross_paper_questions}",
         ),
         description="3-5 comparative questions written from all the collection's abstracts "

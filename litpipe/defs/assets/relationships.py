@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from litpipe.agents.answers import ANSWER_AGENTS, answers_version
+from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.base import version
 from litpipe.agents.followups import FollowUpsAgent
 from litpipe.agents.insights import InsightsAgent
 from litpipe.agents.relationships import RelationshipsAgent
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
 from litpipe.defs.partitions import collections
 from litpipe.defs.resources import (
@@ -18,7 +18,7 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import data_version
+from litpipe.defs.versions import asking_version, data_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
@@ -38,7 +38,6 @@ ANALYSIS_AGENTS = ("insights", "relationships", "followups")
 
 def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
-    retrieval = RetrievalResource.from_settings(settings)
 
     @dg.asset(
         partitions_def=collections,
@@ -50,9 +49,7 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 for agent in (InsightsAgent(), RelationshipsAgent(), FollowUpsAgent())
             ),
             # Follow-up questions are retrieved and answered like a paper's own.
-            answers_version(settings, prompts),
-            reranker_version(settings, prompts),
-            retrieval.model_dump_json(exclude={"index_dir", "scope"}),
+            asking_version(settings, prompts),
             f"min{settings.min_insights_per_paper}-f{settings.follow_up_questions}",
         ),
         description="One key insight per question-and-answer pair (none skipped), typed "
