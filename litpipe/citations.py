@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from litpipe.agents.extractive import sentences
 from litpipe.llm.prompts import fence
 from litpipe.schemas import Citation, RetrievedChunk
 
@@ -87,6 +88,23 @@ def without_markers(text: str, dropped: Iterable[str]) -> str:
 
     cleaned = _BRACKET.sub(kept, text)
     return re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+
+
+def cited_sentences(text: str) -> list[str]:
+    """The sentences of `text`, with a bracket of markers that stands alone after a full stop
+    ("... sites. [a:3].") joined to the sentence it cites."""
+    found: list[str] = []
+    for span in sentences(text):
+        if found and _only_markers(span.text):
+            found[-1] += " " + span.text
+        else:
+            found.append(span.text)
+    return found
+
+
+def _only_markers(sentence: str) -> bool:
+    written = [marker(paper_id, page) for paper_id, page in markers_in(sentence)]
+    return bool(written) and not any(char.isalnum() for char in without_markers(sentence, written))
 
 
 def evidence_block(evidence: list[RetrievedChunk]) -> str:

@@ -152,3 +152,24 @@ def test_model_insights_are_checked_against_the_pairs(tmp_path: Path, stub_llm: 
     assert insights[2].text == "Prime editing: 60% [beta:5]."
     assert [c.paper_id for c in insights[3].citations] == ["alpha", "beta"]
     assert "alpha:q07" not in json.dumps([i.model_dump() for i in insights])
+
+
+def test_an_offline_insight_ends_with_the_marker_of_its_own_sentence(tmp_path: Path) -> None:
+    # DOI-derived ids start with a digit, which once made "[10.1073_...:6]" open the next
+    # sentence: the insight then cited the sentence after the one its marker belonged to.
+    doi = "10.1073_pnas.2322520121"
+    evidence = [
+        retrieved_chunk(doi, 0, 6, "Pol eta bypasses the lesion."),
+        retrieved_chunk(doi, 1, 7, "Taken together, repair pathways compete at forks."),
+    ]
+    text = (
+        f"Pol eta bypasses the cyclobutane lesion in human fibroblasts. [{doi}:6] Taken "
+        f"together, repair pathways compete at stalled forks. [{doi}:7]"
+    )
+    pair = answer(f"{doi}:q00", "How is the cyclobutane lesion bypassed?", text, evidence, doi)
+
+    (insight,) = insights_for([pair], Settings(home=tmp_path), PromptLibrary(None), None)
+
+    first_sentence = "Pol eta bypasses the cyclobutane lesion in human fibroblasts."
+    assert insight.text == f"{first_sentence} [{doi}:6]"
+    assert [c.page for c in insight.citations] == [6]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from litpipe import citations
+from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
 from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
@@ -20,6 +21,7 @@ from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
     RELATION_VERBS,
     choose_pattern,
+    covered,
     synthesis_version,
     write_synthesis,
 )
@@ -518,3 +520,58 @@ def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
     evidence = part(requests[4], 2)
     assert f"### Group 1: papers {', '.join(PAPERS)}" in evidence and group in evidence
     assert "Summary of" not in evidence  # the cluster's summary replaces the papers'
+
+
+def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing() -> None:
+    analysis = make_analysis()
+    # The theme's own words, so that it would be the closest insight if its lack of a
+    # citation were not weighed first.
+    silent = Insight(
+        insight_id="i9",
+        paper_id=BRCA,
+        papers=[BRCA],
+        question_ids=[f"{BRCA}:q09"],
+        text=f'On "How are {THEME.lower()}?": The retrieved passages do not answer this question.',
+        citations=[],
+    )
+    analysis.insights.insert(4, silent)
+    text = f"Two studies agree [{GCK}:3] and [{PLM}:5]."
+
+    fixed, found = covered(
+        text, lambda t: citations.citations(t, EVIDENCE), analysis, TITLES, "synthesis"
+    )
+
+    (fix,) = [line for line in fixed.splitlines() if ALSO_IN_COLLECTION in line]
+    assert silent.text not in fix
+    assert any(i.text in fix for i in analysis.insights if i.paper_id == BRCA and i.citations)
+    assert {c.paper_id for c in found} == set(PAPERS)
+
+
+def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_per_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(synthesis_agent, "LISTED_PER_TYPE", 2)
+    analysis = make_analysis()
+    # Two questions answered from the same sentence give the same insight twice.
+    repeat = analysis.insights[0].model_copy(update={"insight_id": "i6"})
+    analysis.insights.append(repeat)
+    # Many insight pairs between the same two papers, and more pairs of papers than are listed.
+    extra = [
+        Relationship(source=f"i{s}", target=f"i{t}", type="parallel", explanation=f"Pair {s}{t}.")
+        for s, t in [(0, 2), (1, 3), (0, 3), (2, 4), (3, 5), (4, 0), (5, 1)]
+    ]
+    analysis.relationships = [*RELATIONSHIPS, *extra]
+
+    synthesis = write_synthesis(
+        analysis, ANSWERS, None, TITLES, Settings(home=tmp_path), PromptLibrary(None), None
+    )
+
+    assert synthesis.text.count(unmarked(repeat.text)[:60]) == 1
+    listed = synthesis.text.split("### Parallel\n")[1].split("\n\n")[0].splitlines()
+    # i0-i2 and i1-i3 and i0-i3 are one pair of papers (GCK, PLM); so are i2-i4/i3-i5 and
+    # i4-i0/i5-i1: three distinct pairs, each listed once.
+    assert [line.split(": ")[-1] for line in listed] == [
+        "Pair 02.",
+        "Pair 24.",
+        "- … and 1 more pairs of papers (parallel).",
+    ]

@@ -23,7 +23,12 @@ _ABBREVIATIONS = _word_set(
 _OPENING_MARKS = "\"'\u201c\u2018([{"
 _CLOSING_MARKS = "\"'\u201d\u2019)]}.,;:!?"
 # A full stop, ! or ? (and any closing quotes or brackets) followed by space and a capital or digit.
-_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
+# Bracketed references written after the full stop ("... sites. [12]", "... sites. [a:3]") end
+# the sentence they follow rather than open the next one.
+_SENTENCE_END = re.compile(
+    r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,120}\])*"
+    r"(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 _LOOK_BACK = 24

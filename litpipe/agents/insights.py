@@ -18,8 +18,8 @@ import logging
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, BatchClient
-from litpipe.agents.extractive import Span, sentences, words
-from litpipe.citations import citations, marker, markers_in, without_markers
+from litpipe.agents.extractive import sentences, words
+from litpipe.citations import citations, cited_sentences, marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Answer, Citation, Insight
 from litpipe.settings import Settings
@@ -50,18 +50,6 @@ def plain(text: str) -> str:
     return without_markers(text, [marker(paper, page) for paper, page in markers_in(text)])
 
 
-def _cited_sentences(text: str) -> list[str]:
-    """The sentences of `text` holding a marker; a marker standing alone after a sentence's full
-    stop ("... damage. [a:3]") belongs to that sentence."""
-    merged: list[Span] = []
-    for span in sentences(text):
-        if merged and not words(plain(span.text)):
-            previous = merged.pop()
-            span = Span(text[previous.start : span.end], previous.start, span.end)
-        merged.append(span)
-    return [span.text for span in merged if markers_in(span.text)]
-
-
 def offline_insight(answer: Answer) -> str:
     question = " ".join(answer.question.text.split())
     text = " ".join(answer.text.split())
@@ -70,7 +58,7 @@ def offline_insight(answer: Answer) -> str:
     resolvable = {citation.marker for citation in answer.citations}
     cited = [
         sentence
-        for sentence in _cited_sentences(text)
+        for sentence in cited_sentences(text)
         if any(marker(paper, page) in resolvable for paper, page in markers_in(sentence))
     ]
     asked = set(words(question))

@@ -109,15 +109,27 @@ class SummaryReply(BaseModel):
     summary: str = Field(description="Plain text citing as [paper_id:page].")
 
 
+def distinct_insights(insights: list[str]) -> list[str]:
+    """The insights without the near-repeats of an earlier one: several questions of a paper
+    often find their answer in the same sentence."""
+    kept: list[tuple[str, set[str]]] = []
+    for insight in insights:
+        terms = _terms(insight)
+        if all(overlap(terms, other) < MAX_REDUNDANCY for _, other in kept):
+            kept.append((insight, terms))
+    return [insight for insight, _ in kept]
+
+
 def offline_paper_summary(inputs: PaperSummaryInput) -> SummaryReply:
-    """The paper's insights, then the evidence sentences MMR picks to ground them."""
+    """The paper's distinct insights, then the evidence sentences MMR picks to ground them."""
+    insights = distinct_insights(inputs.insights)
     grounding = mmr_sentences(
         evidence_sentences(inputs.evidence),
-        about=[*inputs.insights, inputs.theme],
-        chosen=inputs.insights,
+        about=[*insights, inputs.theme],
+        chosen=insights,
         count=EVIDENCE_SENTENCES,
     )
-    return SummaryReply(summary=" ".join([*inputs.insights, *grounding]))
+    return SummaryReply(summary=" ".join([*insights, *grounding]))
 
 
 class PaperSummaryAgent(Agent[PaperSummaryInput, SummaryReply]):

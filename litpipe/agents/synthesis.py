@@ -84,6 +84,8 @@ RELATION_VERBS: dict[RelationshipType, str] = {
     "parallel": "parallels",
 }
 ALSO_IN_COLLECTION = "Also in this collection"
+# Relationships the offline text lists per type.
+LISTED_PER_TYPE = 5
 
 
 def estimate_tokens(text: str) -> int:
@@ -233,14 +235,23 @@ def paper_summary_input(inputs: SynthesisInput, paper: PaperMaterial) -> PaperSu
 
 
 def _relationships_by_type(inputs: SynthesisInput) -> list[str]:
+    """Per type, one relationship per pair of papers, the first `LISTED_PER_TYPE` of them: a
+    large collection has hundreds, which the analysis and the HTML page's map hold in full."""
     paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
     known = [r for r in inputs.relationships if r.source in paper_of and r.target in paper_of]
     lines: list[str] = []
     for kind in RELATIONSHIP_TYPES:
-        of_kind = [r for r in known if r.type == kind]
-        if of_kind:
-            lines.append(f"### {kind.capitalize()}")
-            lines += [f"- {_relation_sentence(r, paper_of, inputs)}" for r in of_kind]
+        first_of_pair: dict[tuple[str, str], Relationship] = {}
+        for r in known:
+            if r.type == kind:
+                first_of_pair.setdefault((paper_of[r.source], paper_of[r.target]), r)
+        of_kind = list(first_of_pair.values())
+        if not of_kind:
+            continue
+        lines.append(f"### {kind.capitalize()}")
+        lines += [f"- {_relation_sentence(r, paper_of, inputs)}" for r in of_kind[:LISTED_PER_TYPE]]
+        if len(of_kind) > LISTED_PER_TYPE:
+            lines.append(f"- … and {len(of_kind) - LISTED_PER_TYPE} more pairs of papers ({kind}).")
     return ["## Relationships", *lines] if lines else []
 
 

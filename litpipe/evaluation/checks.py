@@ -12,8 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
-from litpipe.agents.extractive import sentences
-from litpipe.citations import marker, markers_in, without_markers
+from litpipe.citations import cited_sentences, marker, markers_in, without_markers
 from litpipe.report.collection import markdown_blocks
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.schemas import Synthesis
@@ -216,14 +215,5 @@ def prose_sentences(markdown: str) -> list[str]:
                 break
             continue
         for text in block.texts:
-            for span in sentences(text):
-                if found and _only_markers(span.text):
-                    found[-1] += " " + span.text
-                else:
-                    found.append(span.text)
+            found += cited_sentences(text)
     return found
-
-
-def _only_markers(sentence: str) -> bool:
-    cited = [marker(paper_id, page) for paper_id, page in markers_in(sentence)]
-    return bool(cited) and not any(char.isalnum() for char in without_markers(sentence, cited))
