@@ -170,3 +170,23 @@ def test_model_analysis_is_checked(tmp_path: Path, stub_llm: StubLLM) -> None:
         ("[p1:4]", ["p1:0"]),
     ]
     assert papers_named(draft.narrative, draft.citations, titles) == {"p0", "p1"}
+
+
+def test_words_every_paper_uses_relate_nothing_and_repeated_insights_relate_once() -> None:
+    # Every paper trains deep neural networks with a proposed method: that relates none of them.
+    # Two share a subject of their own (variational autoencoders), said twice by one of them.
+    common = "We propose a method that trains deep neural networks"
+    insights = [
+        insight("i01", "a", f"{common} for variational autoencoders with posterior collapse"),
+        insight("i02", "b", f"{common} to detect domain names in DNS traffic"),
+        insight("i03", "c", f"{common} for variational autoencoders of musical timbre"),
+        insight("i04", "c", f"{common} for variational autoencoders of musical timbre"),
+        insight("i05", "d", f"{common} on knowledge graphs with relational rotations"),
+    ]
+
+    relationships = offline_relationships(insights, {})
+
+    assert [(r.source, r.target) for r in relationships] == [("i01", "i03")]
+    assert relationships[0].explanation.startswith("Both concern ")
+    shown = relationships[0].explanation.split(";")[0]
+    assert "variational" in shown.lower() and "networks" not in shown and "method" not in shown

@@ -55,10 +55,25 @@ class Links(HTMLParser):
             self.citations += "cite" in (found.get("class") or "")
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        # The other answer mode and the tree of summaries, as a user sets them: through Dagster.
+        {
+            "answer_mode": "multi_view",
+            "synthesis_context_tokens": 1000,
+            "hierarchical_min_papers": 2,
+        },
+    ],
+    ids=["single-stuff", "multi_view-hierarchical"],
+)
 def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passing(
-    tmp_path: Path, tiny_model: Path
+    tmp_path: Path, tiny_model: Path, options: dict[str, object]
 ) -> None:
-    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(
+        home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[], **options
+    )
     instance, run = build(settings, folder_with(tmp_path / "papers", PDFS_BY_SIZE[:3]))
     paper_ids = sorted(outcome.paper_id for outcome in run.outcomes)
     artifacts = ArtifactStore(settings.artifacts_dir)
@@ -66,6 +81,7 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     for paper_id in paper_ids:
         answers = artifacts.read(["paper_answers"], paper_id, PaperAnswers)
         assert answers.engine == "offline" and answers.answers
+        assert answers.mode == settings.answer_mode
         for answer in answers.answers:
             for citation in answer.citations:  # every citation is one of its own passages
                 assert set(citation.chunk_ids) <= {chunk.chunk_id for chunk in answer.evidence}
@@ -82,6 +98,8 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         "improvement",
         "parallel",
     }
+    expected_pattern = "hierarchical" if options else "stuff"
+    assert artifacts.read(["synthesis"], COLLECTION, Synthesis).pattern == expected_pattern
     for asset in ("synthesis", "plain_summary"):
         written = artifacts.read([asset], COLLECTION, Synthesis)
         assert {citation.paper_id for citation in written.citations} == set(paper_ids)

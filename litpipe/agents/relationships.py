@@ -15,6 +15,7 @@ from each paper's best insight, verbatim, in fixed frames.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import Phrase, phrases, sentences, words
+from litpipe.agents.extractive import GENERIC_WORDS, Phrase, phrases, sentences, words
 from litpipe.agents.insights import plain
 from litpipe.citations import marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
@@ -157,9 +158,14 @@ def _typed(first: Insight, second: Insight, similarity: float) -> _Pair:
     return _Pair(first, second, kind, similarity, None)
 
 
-def _explanation(pair: _Pair, titles: dict[str, str]) -> str:
-    shared = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
-    listed = _listed(shared[:SHARED_WORDS_SHOWN])
+def _explanation(
+    pair: _Pair, titles: dict[str, str], weights: _TermWeights, shared_terms: set[str]
+) -> str:
+    written = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
+    shared = [word for word in written if shared_terms.intersection(tokenize(word))]
+    # The rarest shared words first: they say what the two insights are about.
+    ranked = sorted(shared, key=lambda word: -weights.of_word(word))
+    listed = _listed(ranked[:SHARED_WORDS_SHOWN])
     source = _quoted_title(_paper_of(pair.source), titles)
     target = _quoted_title(_paper_of(pair.target), titles)
     relation = _TYPE_PHRASES[pair.type].format(source=source)
@@ -167,15 +173,64 @@ def _explanation(pair: _Pair, titles: dict[str, str]) -> str:
     return f"Both concern {listed}; {target} {relation}{cue}."
 
 
+def content_terms(text: str) -> set[str]:
+    """The stemmed terms of a text's content words: without function words, research verbs
+    ("we propose", "using") and words too general to relate two papers ("method", "results")."""
+    kept = [word for word in words(plain(text)) if word not in GENERIC_WORDS]
+    return set(tokenize(" ".join(kept)))
+
+
+@dataclass(frozen=True)
+class _TermWeights:
+    """Each term's weight, log((papers + 1) / papers using it): a term most papers of the
+    collection use ("neural", "networks" among ICLR abstracts) relates little. The + 1 keeps a
+    term two papers of a two-paper collection share from weighing nothing."""
+
+    papers: int
+    papers_with: Counter[str]
+
+    def of(self, term: str) -> float:
+        return math.log((self.papers + 1) / max(self.papers_with[term], 1))
+
+    def of_word(self, word: str) -> float:
+        return max((self.of(term) for term in tokenize(word)), default=0.0)
+
+    def similarity(self, first: set[str], second: set[str]) -> float:
+        """Weighted Jaccard: the weight of the shared terms over that of all their terms."""
+        union = sum(self.of(term) for term in first | second)
+        return sum(self.of(term) for term in first & second) / union if union else 0.0
+
+
+def _weights(insights: list[Insight], terms: dict[str, set[str]]) -> _TermWeights:
+    by_paper: dict[str, set[str]] = {}
+    for insight in insights:
+        by_paper.setdefault(_paper_of(insight), set()).update(terms[insight.insight_id])
+    return _TermWeights(len(by_paper), Counter(t for held in by_paper.values() for t in held))
+
+
+def _distinct(insights: list[Insight]) -> list[Insight]:
+    """The insights without repeats of an earlier one of the same paper: several questions
+    answered from one sentence give the same insight, which would relate twice to the same."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for insight in insights:
+        key = (_paper_of(insight), " ".join(plain(insight.text).split()))
+        if key not in seen:
+            seen.add(key)
+            kept.append(insight)
+    return kept
+
+
 def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> list[Relationship]:
     """Pairs of insights of different papers similar enough, the strongest few per paper pair."""
-    terms = {insight.insight_id: set(tokenize(plain(insight.text))) for insight in insights}
+    insights = _distinct(insights)
+    terms = {insight.insight_id: content_terms(insight.text) for insight in insights}
+    weights = _weights(insights, terms)
     by_papers: dict[tuple[str, str], list[_Pair]] = {}
     for first, second in combinations(insights, 2):
         if not _different_papers(first, second):
             continue
-        a, b = terms[first.insight_id], terms[second.insight_id]
-        similarity = len(a & b) / len(a | b) if a | b else 0.0
+        similarity = weights.similarity(terms[first.insight_id], terms[second.insight_id])
         if similarity >= RELATED_SIMILARITY:
             key = (_paper_of(first), _paper_of(second))
             by_papers.setdefault(key, []).append(_typed(first, second, similarity))
@@ -191,7 +246,9 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
             source=pair.source.insight_id,
             target=pair.target.insight_id,
             type=pair.type,
-            explanation=_explanation(pair, titles),
+            explanation=_explanation(
+                pair, titles, weights, terms[pair.source.insight_id] & terms[pair.target.insight_id]
+            ),
         )
         for pair in kept
     ]
