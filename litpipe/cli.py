@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from litpipe.schemas import FailedPaper, RunReport, SynthesisReport
+from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings
 
 if TYPE_CHECKING:
@@ -170,7 +170,9 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         questions=sum(o.questions for o in ingested),
         evidence_chunks=sum(o.evidence for o in ingested),
         answers=sum(o.answers for o in ingested),
-        synthesis=synthesis_report(settings, discovery.collection),
+        synthesis=synthesis_report(
+            settings, discovery.collection, papers_run.checks.get(discovery.collection, [])
+        ),
         collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
         engine=settings.llm_model or OFFLINE,
@@ -211,12 +213,20 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
             f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
             file=sys.stderr,
         )
+        for check in written.checks:
+            verdict = "passed" if check.passed else f"FAILED ({check.severity})"
+            print(
+                f"  check {check.asset}/{check.check}: {verdict}: {check.description}",
+                file=sys.stderr,
+            )
     if report.collection_failure:
         print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
     return 0 if report.papers and not report.collection_failure else 1
 
 
-def synthesis_report(settings: Settings, collection: str) -> SynthesisReport | None:
+def synthesis_report(
+    settings: Settings, collection: str, checks: list[CheckReport]
+) -> SynthesisReport | None:
     """The collection stages' figures, read from their outputs; None until they exist."""
     from litpipe.artifacts import ArtifactStore
     from litpipe.schemas import (
@@ -247,6 +257,7 @@ def synthesis_report(settings: Settings, collection: str) -> SynthesisReport | N
         plain_words=len(plain.text.split()),
         cited_papers=len({citation.paper_id for citation in expert.citations}),
         outputs=outputs.files,
+        checks=checks,
     )
 
 

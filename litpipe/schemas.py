@@ -127,6 +127,16 @@ class IngestError(Exception):
     """Bad input for one paper: the message is the one-line reason shown to the user."""
 
 
+class CheckReport(BaseModel):
+    """The latest result of one asset check of a collection."""
+
+    asset: str
+    check: str
+    passed: bool
+    severity: Literal["error", "warn"] = Field(description="`error` checks block what follows.")
+    description: str
+
+
 class SynthesisReport(BaseModel):
     """What the collection stages produced, for `report.json`."""
 
@@ -141,6 +151,9 @@ class SynthesisReport(BaseModel):
     plain_words: int
     cited_papers: int = Field(description="Papers the expert synthesis cites.")
     outputs: dict[str, str] = Field(description="The files written, by name.")
+    checks: list[CheckReport] = Field(
+        default_factory=list, description="The syntheses' checks, as last evaluated."
+    )
 
 
 class RunReport(BaseModel):

@@ -42,6 +42,16 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
     assert first["lancedb_rows"] == first["chunks"]
     assert first["engine"] == "offline"
     assert set(first["timings"]) >= {"discover_s", "pipeline_s", "total_s"}
+    checks = {(c["asset"], c["check"]): c for c in first["synthesis"]["checks"]}
+    assert set(checks) == {
+        (asset, check)
+        for asset in ("synthesis", "plain_summary")
+        for check in ("coverage", "citation_validity", "support")
+    }
+    for asset in ("synthesis", "plain_summary"):
+        assert checks[(asset, "coverage")]["passed"]
+        assert checks[(asset, "citation_validity")]["passed"]
+        assert "cites 2 of 2 papers" in checks[(asset, "coverage")]["description"]
 
     code, again = run(home, tiny_model, str(folder), "--collection", "bio")
     assert code == 0

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
+from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
@@ -27,6 +28,7 @@ from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import (
+    CheckReport,
     EmbeddingResult,
     FailedPaper,
     LLMUsage,
@@ -126,6 +128,9 @@ class PapersRun(BaseModel):
     collection_failure: str | None = Field(
         default=None, description="Why the collection's assets failed, when they did."
     )
+    checks: dict[str, list[CheckReport]] = Field(
+        default_factory=dict, description="Each collection's synthesis checks, as last evaluated."
+    )
 
 
 def register(
@@ -208,6 +213,9 @@ def run_papers(
         llm_usage=ledger.scope_summary(),
         llm_usage_by_agent=ledger.scope_by_agent(),
         collection_failure=collection_failure,
+        checks={
+            collection: latest_check_results(instance, defs, collection) for collection in papers_of
+        },
     )
 
 

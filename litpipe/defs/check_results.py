@@ -1,0 +1,40 @@
+"""The latest result of each check of a collection's syntheses, for `report.json` and the
+command line: what the Dagster UI shows on the assets' Checks tab, without opening it."""
+
+import dagster as dg
+
+from litpipe.schemas import CheckReport
+
+# Check executions of other collections can come between two runs of one collection.
+_HISTORY_SCANNED = 50
+
+
+def latest_check_results(
+    instance: dg.DagsterInstance, defs: dg.Definitions, collection: str
+) -> list[CheckReport]:
+    """Per check of the collection assets, its latest evaluation for `collection` (a check
+    result carries no partition: its run's partition tag says which collection it graded)."""
+    partition_of: dict[str, str | None] = {}
+    found: list[CheckReport] = []
+    for key in sorted(defs.resolve_asset_graph().asset_check_keys, key=str):
+        history = instance.event_log_storage.get_asset_check_execution_history(
+            key, limit=_HISTORY_SCANNED
+        )
+        for record in history:
+            if record.run_id not in partition_of:
+                run = instance.get_run_by_id(record.run_id)
+                partition_of[record.run_id] = run.tags.get("dagster/partition") if run else None
+            if partition_of[record.run_id] != collection or record.event is None:
+                continue
+            evaluation = record.event.dagster_event.event_specific_data
+            found.append(
+                CheckReport(
+                    asset=key.asset_key.to_user_string(),
+                    check=key.name,
+                    passed=evaluation.passed,
+                    severity=evaluation.severity.value.lower(),
+                    description=evaluation.description or "",
+                )
+            )
+            break
+    return found
