@@ -27,6 +27,8 @@ def latest_check_results(
             if partition_of[record.run_id] != collection or record.event is None:
                 continue
             evaluation = record.event.dagster_event.event_specific_data
+            if not isinstance(evaluation, dg.AssetCheckEvaluation):
+                break  # planned, never evaluated: its asset failed, and an older result is stale
             found.append(
                 CheckReport(
                     asset=key.asset_key.to_user_string(),
