@@ -10,7 +10,7 @@ import bisect
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 def sha256_text(text: str) -> str:
@@ -420,3 +420,216 @@ class CollectionOutputs(BaseModel):
 
     collection: str
     files: dict[str, str] = Field(description="Name (`synthesis.md`, ...) to path.")
+
+
+# Query-focused summaries (MAIS)
+#
+# One request is a paper and a query. Diagnostic questions are written once; then each iteration
+# is a summary, the diagnostic questions answered from it alone, and the judge's verdict on those
+# answers against the paper. Every iteration is kept, so convergence can be reported over runs.
+
+SummaryRoute = Literal["evidence", "whole_paper"]
+QuerySummaryStatus = Literal["approved", "max_iterations_reached"]
+
+
+class QuerySummaryRequest(BaseModel):
+    """What a reader asks: a query-focused summary of one paper."""
+
+    paper_id: str
+    query: str
+
+    @field_validator("paper_id")
+    @classmethod
+    def _a_paper_id(cls, paper_id: str) -> str:
+        paper_id = paper_id.strip()
+        if not paper_id:
+            raise ValueError("the paper id is empty: name the paper to summarize")
+        return paper_id
+
+    @field_validator("query")
+    @classmethod
+    def _a_query(cls, query: str) -> str:
+        # Spacing is not meaning: the same words make the same request (and key).
+        query = " ".join(query.split())
+        if not query:
+            raise ValueError("the query is empty: say what the summary should focus on")
+        return query
+
+    @property
+    def key(self) -> str:
+        """Stable, short and URL-safe (a partition key): the same paper and query, spaced
+        alike, always give the same key."""
+        return "q-" + sha256_text(f"{self.paper_id}\n{self.query}")[:16]
+
+
+class DiagnosticQuestion(BaseModel):
+    """A question whose answer a good summary for the query must hold."""
+
+    question_id: str = Field(description="`<paper_id>:d<index>`, in the generator's order.")
+    text: str
+    topic: str = Field(
+        description="What the question checks, in a few words: the topic of mismatch the judge "
+        "names when the summary answers it wrongly."
+    )
+
+
+class QAPair(BaseModel):
+    """A diagnostic question answered from the summary alone, and the judge's view of it."""
+
+    question_id: str
+    question: str
+    answer: str = Field(description="From the summary alone.")
+    accepted: bool = Field(description="The judge finds the answer consistent with the paper.")
+    judgement: str = Field(default="", description="Why, when the judge says.")
+
+
+class JudgeVerdict(BaseModel):
+    approved: bool
+    mismatch_topics: list[str] = Field(
+        description="What the summary gets wrong or leaves out; empty when approved."
+    )
+    accuracy: float = Field(
+        ge=0, le=1, description="Share of the diagnostic answers the judge accepts."
+    )
+
+
+class SummaryIteration(BaseModel):
+    """One pass of the loop: the summary, its diagnostic answers and the verdict."""
+
+    iteration: int = Field(ge=1)
+    revised_from: list[str] = Field(
+        description="The mismatch topics the summarizer was given (empty on the first pass)."
+    )
+    summary: str = Field(description="Citing its source as `[paper_id:page]`.")
+    highlights: list[str] = Field(description="The key points, each cited.")
+    citations: list[Citation]
+    qa: list[QAPair]
+    verdict: JudgeVerdict
+
+
+class QuerySummary(BaseModel):
+    """A query-focused summary of one paper, with the trace of the loop that wrote it."""
+
+    request: QuerySummaryRequest
+    title: str
+    status: QuerySummaryStatus
+    route: SummaryRoute = Field(
+        description="What the summarizer and the judge read: the paper's evidence retrieved "
+        "for the query and the questions, or the whole paper (Self-Route)."
+    )
+    route_reason: str = Field(description="Why that route was taken.")
+    questions: list[DiagnosticQuestion]
+    iterations: list[SummaryIteration]
+    max_iterations: int
+    summary: str = Field(description="The last iteration's summary.")
+    highlights: list[str]
+    citations: list[Citation]
+    source: list[RetrievedChunk] = Field(
+        description="The passages the summarizer and the judge read, in reading order."
+    )
+    engine: str = Field(description="What wrote the summary: `offline` or a model.")
+    engines: dict[str, str] = Field(description="What each agent of the loop ran on.")
+
+
+class IterationAccuracy(BaseModel):
+    iteration: int = Field(ge=1)
+    runs: int = Field(description="Runs that reached this iteration.")
+    mean_accuracy: float
+
+
+class ConvergenceReport(BaseModel):
+    """How the MAIS loop converged over many requests (the table of the MAIS paper)."""
+
+    runs: int
+    approved: int
+    approved_share: float
+    single_iteration: int = Field(description="Runs approved at their first iteration.")
+    single_iteration_share: float = Field(description="Of all runs, as MAIS reports it.")
+    mean_iterations: float | None = Field(description="Over approved runs; None without any.")
+    variance_iterations: float | None = Field(
+        description="Sample variance (n - 1) of the iterations of approved runs; None with "
+        "fewer than two."
+    )
+    max_iterations: list[int] = Field(description="The iteration caps the runs had.")
+    accuracy_by_iteration: list[IterationAccuracy]
+
+
+# Related work (LitLLM)
+#
+# A request is a table of reference abstracts and a research idea. The abstracts are searched
+# (BM25 and dense, fused, diversified by MMR), each candidate is debated against the idea
+# (arguments for and against, quotes, a probability), and the top-k go to a writer whose section
+# cites them as `[id]`, `id` being the table's own id column.
+
+
+class Reference(BaseModel):
+    """One row of a reference table, cited as `[id]`."""
+
+    id: str = Field(description="The table's `id` column, exactly as it is cited: `[id]`.")
+    title: str
+    abstract: str
+
+
+class RelatedWorkRequest(BaseModel):
+    """What a user asks: a related-work section for a research idea."""
+
+    idea: str = Field(min_length=1, description="The research idea the section motivates.")
+    sentences: int = Field(ge=1, description="At most this many sentences (N).")
+    words: int = Field(ge=1, description="At most this many words, citations not counted (W).")
+    top_k: int = Field(ge=1, description="References given to the writer; each is cited.")
+
+
+class DebateVerdict(BaseModel):
+    """The debate agent's judgement of one reference against the idea."""
+
+    arguments_for: list[str]
+    arguments_against: list[str]
+    quotes: list[str] = Field(description="The abstract's own words that support relevance.")
+    probability: int = Field(ge=1, le=100, description="Probability (%) that it is relevant.")
+
+
+class RetrievedReference(BaseModel):
+    """A reference found for the idea, with where each retriever ranked it (1-based)."""
+
+    reference: Reference
+    retrieval_rank: int = Field(ge=1, description="After fusion and MMR.")
+    bm25_rank: int | None = Field(default=None, description="None: no term in common.")
+    dense_rank: int | None = None
+    fused_score: float = Field(description="Reciprocal Rank Fusion score.")
+
+
+class ScoredReference(RetrievedReference):
+    verdict: DebateVerdict
+
+
+class RelatedWork(BaseModel):
+    """A related-work section, every citation one of `references`, each of them cited."""
+
+    request: RelatedWorkRequest
+    engine: str = Field(description="What wrote the section: `offline` or the writer's model.")
+    debate_engine: str = Field(description="What scored the candidates.")
+    text: str = Field(description="Plain paragraphs citing as `[id]`.")
+    cited_ids: list[str] = Field(description="In order of first citation.")
+    references: list[ScoredReference] = Field(
+        description="The top-k given to the writer, most relevant first."
+    )
+    candidates: list[ScoredReference] = Field(
+        description="Every retrieved reference that was debated, in retrieval order."
+    )
+    table_rows: int = Field(description="Usable rows of the reference table.")
+    skipped_rows: list[str] = Field(
+        default_factory=list, description="Rows left out of the table, each with its reason."
+    )
+    sentences: int
+    words: int = Field(description="Citations not counted.")
+    within_length: bool = Field(description="At most the requested sentences and words.")
+    revised: bool = Field(description="The writer was asked once to fix its section.")
+    dropped_citations: list[str] = Field(
+        default_factory=list, description="Ids cited that were not supplied, removed."
+    )
+    added_citations: list[str] = Field(
+        default_factory=list,
+        description="Top-k ids the writer left uncited, each added with a sentence of its own.",
+    )
+    trimmed_sentences: int = Field(default=0, description="Sentences cut to meet the length.")
+    warnings: list[str] = Field(default_factory=list)

@@ -172,6 +172,47 @@ class Settings(BaseSettings):
         le=1,
         description="Least share of a cited sentence's content words its passage must hold.",
     )
+    # Related-work generation (LitLLM).
+    related_work_sentences: int = Field(
+        default=8, ge=1, description="Sentences of a related-work section, at most (N)."
+    )
+    related_work_words: int = Field(
+        default=250,
+        ge=1,
+        description="Words of a related-work section, at most, citations not counted (W).",
+    )
+    related_work_top_k: int = Field(
+        default=5, ge=1, description="Best-scored references the writer gets, each cited."
+    )
+    related_work_candidates: int = Field(
+        default=20,
+        ge=1,
+        description="Abstracts retrieved for the idea (fused, diversified by MMR) that the "
+        "debate agent scores; at least top_k are.",
+    )
+    related_work_context_tokens: int = Field(
+        default=8_000,
+        ge=500,
+        description="The writer's context (estimated tokens): a research idea longer than "
+        "this is refused.",
+    )
+    # Query-focused summaries (MAIS).
+    mais_max_iterations: int = Field(
+        default=15,
+        ge=1,
+        description="Summarize, answer, judge: passes of the loop at most before it stops "
+        "unapproved (status `max_iterations_reached`).",
+    )
+    mais_questions: int = Field(
+        default=7, ge=1, le=7, description="Diagnostic questions written per request, at most."
+    )
+    mais_context_tokens: int = Field(
+        default=12_000,
+        ge=500,
+        description="A paper whose whole text fits this (estimated tokens) is read whole by the "
+        "summarizer and the judge (Self-Route); a longer one, through its evidence for the "
+        "query and the questions.",
+    )
     prompts_dir: Path | None = Field(
         default=None,
         description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",

@@ -24,6 +24,11 @@ PACKAGED_AGENTS = [
     "insights",
     "relationships",
     "followups",
+    "query_questions",
+    "query_summary",
+    "summary_qa",
+    "summary_judge",
+    "related_work",
 ]
 
 SIMPLE = """<!-- a comment with a {{placeholder_in_a_comment}} that must not count -->

@@ -1,0 +1,167 @@
+"""The `query_summary` agent (MAIS's summarizer): a summary of one paper focused on a reader's
+query, with its key highlights, every sentence citing its passage as `[paper_id:page]`; from the
+second pass on, the previous summary revised from the judge's topics of mismatch.
+
+Its first reply also says whether the passages it was given suffice for the query (Self-Route):
+when they are the paper's retrieved evidence and they do not, the workflow gives it the whole
+paper instead.
+
+The offline engine is extractive, over the passages' whole sentences. Its first draft is short
+on purpose: the few sentences, each verbatim with its marker, that maximal marginal relevance
+picks for the query (none at all, and the evidence declared insufficient, when no sentence holds
+a query term). A revision keeps the previous summary and adds, for each topic of mismatch, the
+sentence not yet in it that holds the most of the topic's terms: the loop grows the summary by
+what the judge found missing, and ends when nothing is.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from pydantic import BaseModel, Field, model_validator
+
+from litpipe import citations
+from litpipe.agents.answers import question_terms
+from litpipe.agents.base import Agent
+from litpipe.agents.extractive import sentences
+from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
+from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.text import tokenize
+from litpipe.schemas import RetrievedChunk
+
+# A first draft this short leaves the judge something to find, as MAIS's loop expects.
+FIRST_DRAFT_SENTENCES = 3
+HIGHLIGHTS = 3
+# A whole sentence opens with a capital, a digit or an opening mark and ends with its stop.
+_WHOLE = re.compile(r"[\"'\u201c\u2018(\[]*[A-Z0-9].*[.!?][\"'\u201d\u2019)\]]*", re.S)
+NO_PREVIOUS = "(none: this is the first draft)"
+NO_TOPICS = "(none)"
+
+
+class QuerySummaryInput(BaseModel):
+    paper_id: str
+    title: str
+    query: str
+    passages: list[RetrievedChunk] = Field(
+        description="The paper's evidence for the query and the questions, or the whole paper."
+    )
+    previous: str = Field(default="", description="The summary to revise; empty at first.")
+    mismatch_topics: list[str] = Field(
+        default_factory=list, description="What the judge found wrong or missing in `previous`."
+    )
+
+    @property
+    def revising(self) -> bool:
+        return bool(self.previous or self.mismatch_topics)
+
+
+class QuerySummaryReply(BaseModel):
+    # First: whether to write at all from these passages decides what follows (Self-Route).
+    evidence_sufficient: bool = Field(
+        description="False when the passages do not hold what the query asks about."
+    )
+    summary: str = Field(
+        description="The query-focused summary, every sentence citing [paper_id:page]; empty "
+        "only when the passages are insufficient."
+    )
+    highlights: list[str] = Field(
+        description="The summary's key points for the query, each a short cited sentence."
+    )
+
+    @model_validator(mode="after")
+    def _a_summary_when_sufficient(self) -> QuerySummaryReply:
+        if self.evidence_sufficient and not self.summary.strip():
+            raise ValueError("the summary is empty although the passages were found sufficient")
+        return self
+
+
+def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
+    """The passages' whole sentences, each cited, in order: a chunk's first and last sentences
+    are often cut by its boundaries (the neighbouring chunk holds them whole), and a fragment
+    would run into the next sentence of a summary. All of them if none is whole."""
+    cited = evidence_sentences(passages)
+    whole = [sentence for sentence in cited if _WHOLE.fullmatch(plain(sentence))]
+    return whole or cited
+
+
+def plain(sentence: str) -> str:
+    """A cited sentence without its markers, spaced once: what two copies of it share."""
+    written = [
+        citations.marker(paper_id, page) for paper_id, page in citations.markers_in(sentence)
+    ]
+    return " ".join(citations.without_markers(sentence, written).split())
+
+
+# The judge and the summarizer score the same source sentences against every question and topic
+# of every pass: their terms are worth keeping.
+@functools.lru_cache(maxsize=8192)
+def terms_of(sentence: str) -> frozenset[str]:
+    return frozenset(tokenize(plain(sentence)))
+
+
+def ranked_sentences(text: str, candidates: list[str]) -> list[tuple[float, str]]:
+    """(share, sentence) for the candidates holding any of `text`'s content terms, most first,
+    ties in the candidates' order. `text` is a question, a query or a topic."""
+    wanted = question_terms(text)
+    if not wanted:
+        return []
+    scored = [(len(terms_of(c) & wanted) / len(wanted), c) for c in candidates]
+    return sorted(((share, c) for share, c in scored if share > 0), key=lambda item: -item[0])
+
+
+def summary_sentences(summary: str) -> list[str]:
+    return [span.text for span in sentences(summary)]
+
+
+def highlights_of(chosen: list[str], query: str) -> list[str]:
+    """The summary sentences that hold the most of the query's terms, in summary order."""
+    best = {sentence for _, sentence in ranked_sentences(query, chosen)[:HIGHLIGHTS]}
+    return [sentence for sentence in chosen if sentence in best]
+
+
+def offline_query_summary(inputs: QuerySummaryInput) -> QuerySummaryReply:
+    candidates = source_sentences(inputs.passages)
+    if not inputs.revising:
+        relevant = {sentence for _, sentence in ranked_sentences(inputs.query, candidates)}
+        if not relevant:
+            return QuerySummaryReply(evidence_sufficient=False, summary="", highlights=[])
+        # In passage order, so that MMR's ties go to the earlier sentence.
+        in_order = [c for c in candidates if c in relevant]
+        chosen = mmr_sentences(
+            in_order, about=[inputs.query], chosen=[], count=FIRST_DRAFT_SENTENCES
+        )
+    else:
+        chosen = summary_sentences(inputs.previous)
+        for topic in inputs.mismatch_topics:
+            present = {plain(sentence) for sentence in chosen}
+            fresh = [c for c in candidates if plain(c) not in present]
+            ranked = ranked_sentences(topic, fresh)
+            if ranked:
+                chosen.append(ranked[0][1])
+    return QuerySummaryReply(
+        evidence_sufficient=True,
+        summary=" ".join(chosen),
+        highlights=highlights_of(chosen, inputs.query),
+    )
+
+
+class QuerySummaryAgent(Agent[QuerySummaryInput, QuerySummaryReply]):
+    name = "query_summary"
+    reply_schema = QuerySummaryReply
+
+    def messages(self, inputs: QuerySummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        topics = "\n".join(f"- {topic}" for topic in inputs.mismatch_topics) or NO_TOPICS
+        return prompts.render(
+            self.name,
+            paper_id=inputs.paper_id,
+            query=fence(inputs.query, "query"),
+            title=fence(inputs.title),
+            passages=citations.evidence_block(inputs.passages),
+            # The previous summary and the judge's topics quote the paper: fenced like it.
+            previous=fence(inputs.previous or NO_PREVIOUS, "summary"),
+            mismatch_topics=fence(topics, "feedback"),
+        )
+
+    def offline(self, inputs: QuerySummaryInput) -> QuerySummaryReply:
+        return offline_query_summary(inputs)

@@ -1,0 +1,338 @@
+"""MAIS query-focused summaries: one paper summarized for a reader's query by a loop of agents.
+
+A question generator writes up to `mais_questions` diagnostic questions from the paper and the
+query. Then, until the judge approves or `mais_max_iterations` passes are spent: the summarizer
+writes the summary (revising it from the judge's topics of mismatch after the first pass), a QA
+agent answers the diagnostic questions from the summary alone, and the judge compares those
+answers with the paper. Every pass is kept: summary, highlights, QA pairs, verdict, accuracy.
+
+What the summarizer and the judge read is decided once (Self-Route): the whole paper when it
+fits `mais_context_tokens`, else its evidence (the passages retrieved for the query and for each
+question, in reading order), unless the summarizer's first draft finds that evidence
+insufficient, and then the whole paper after all. The route taken and why are recorded.
+
+Runs without Dagster:
+
+    passages = paper_passages(store, embedder.embedder_id, collection, paper_id)
+    retriever = HybridRetriever(store, embedder, collection, None, papers=[paper_id])
+    search = paper_search(retriever, NoReranker(), paper_id, settings)
+    result = summarize_for_query(request, title, abstract, passages, search, settings, prompts,
+                                 client)
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from litpipe import citations
+from litpipe.agents import answers, paper_summary
+from litpipe.agents.base import StructuredClient, engine_name, run_agent, version
+from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
+from litpipe.agents.query_questions import diagnostic_questions as write_questions
+from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
+from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, verdict_from
+from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
+from litpipe.agents.synthesis import estimate_tokens
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import (
+    Citation,
+    QuerySummary,
+    QuerySummaryRequest,
+    RetrievedChunk,
+    SummaryIteration,
+    SummaryRoute,
+)
+from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.retrieval.hybrid import HybridRetriever
+    from litpipe.retrieval.rerank import Reranker
+    from litpipe.retrieval.store import ChunkStore
+
+logger = logging.getLogger(__name__)
+
+# Every agent of the method: a step running it needs a model client if any is routed to one.
+MAIS_AGENTS = ("query_questions", "query_summary", "summary_qa", "summary_judge")
+# The passages of one paper that best answer a text (a query or a question), best first.
+Search = Callable[[str], list[RetrievedChunk]]
+_STORED_COLUMNS = [
+    "chunk_id",
+    "paper_id",
+    "index",
+    "section",
+    "page_start",
+    "page_end",
+    "char_start",
+    "char_end",
+    "text",
+]
+
+
+class QuerySummaryError(ValueError):
+    """A request that cannot be served (an unknown paper, an empty query): the message says
+    what is wrong, and nothing is written."""
+
+
+def request_for(paper_id: str, query: str) -> QuerySummaryRequest:
+    """The request, or a QuerySummaryError whose message is the validation's own words."""
+    try:
+        return QuerySummaryRequest(paper_id=paper_id, query=query)
+    except ValidationError as error:
+        reasons = "; ".join(
+            problem["msg"].removeprefix("Value error, ") for problem in error.errors()
+        )
+        raise QuerySummaryError(reasons) from None
+
+
+def paper_passages(
+    store: ChunkStore, embedder_id: str, collection: str, paper_id: str
+) -> list[RetrievedChunk]:
+    """The whole paper as passages: its stored chunks in reading order (consecutive chunks
+    overlap a little, as stored, so that every citation resolves to a stored chunk).
+
+    An unknown paper is a QuerySummaryError naming the collection's papers."""
+    rows = store.collection_rows(embedder_id, collection, _STORED_COLUMNS, paper_ids=[paper_id])
+    if rows.num_rows == 0:
+        known = sorted(
+            set(
+                store.collection_rows(embedder_id, collection, ["paper_id"])
+                .column("paper_id")
+                .to_pylist()
+            )
+        )
+        listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "") if known else "none"
+        raise QuerySummaryError(
+            f"unknown paper {paper_id!r}: collection {collection!r} has no chunk of it "
+            f"(embedder {embedder_id}); its papers: {listed}"
+        )
+    ordered = sorted(rows.to_pylist(), key=lambda row: row["index"])
+    return [
+        RetrievedChunk(
+            **{name: row[name] for name in RetrievedChunk.model_fields if name in row},
+            # Not retrieved: ranked by reading order, with no fusion score.
+            fused_rank=position,
+            fused_score=0.0,
+        )
+        for position, row in enumerate(ordered, 1)
+    ]
+
+
+def paper_search(
+    retriever: HybridRetriever, reranker: Reranker, paper_id: str, settings: Settings
+) -> Search:
+    """Search of the paper's own chunks as `question_evidence` does it: hybrid candidates, MMR,
+    the reranker, the best `evidence_per_question` kept."""
+
+    def search(text: str) -> list[RetrievedChunk]:
+        shortlist = retriever.search(
+            text,
+            limit=max(settings.rerank_candidates, settings.evidence_per_question),
+            candidates=settings.retrieval_candidates,
+            scope="own",
+            paper_id=paper_id,
+        )
+        return reranker.rerank(text, shortlist)[: settings.evidence_per_question]
+
+    return search
+
+
+def _in_reading_order(
+    found: list[RetrievedChunk], paper: list[RetrievedChunk]
+) -> list[RetrievedChunk]:
+    """Each passage once, in the paper's order: a reader (and a model) follows the paper."""
+    position = {chunk.chunk_id: index for index, chunk in enumerate(paper)}
+    unique = {chunk.chunk_id: chunk for chunk in found}
+    return sorted(
+        unique.values(),
+        key=lambda chunk: (
+            position.get(chunk.chunk_id, len(paper)),
+            chunk.page_start,
+            chunk.char_start,
+        ),
+    )
+
+
+def _checked(text: str, source: list[RetrievedChunk], writer: str) -> str:
+    """`text` without the markers that resolve to no passage of `source`, after a warning."""
+    _, unresolved = citations.citations(text, source)
+    if unresolved:
+        logger.warning(
+            "%s cited pages it was not given; removed: %s", writer, ", ".join(unresolved)
+        )
+    return citations.without_markers(text, unresolved)
+
+
+def _cited(
+    reply: QuerySummaryReply, source: list[RetrievedChunk], request: QuerySummaryRequest
+) -> tuple[str, list[str], list[Citation]]:
+    """The reply's summary and highlights with invented markers removed, and their citations."""
+    writer = f"the summary of {request.paper_id} for {request.key}"
+    summary = _checked(" ".join(reply.summary.split()), source, writer)
+    highlights = [
+        cleaned
+        for item in reply.highlights
+        if (cleaned := _checked(" ".join(item.split()), source, writer))
+    ]
+    found, _ = citations.citations(" ".join([summary, *highlights]), source)
+    return summary, highlights, found
+
+
+def summarize_for_query(
+    request: QuerySummaryRequest,
+    title: str,
+    abstract: str,
+    paper: list[RetrievedChunk],
+    search: Search,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: StructuredClient | None,
+) -> QuerySummary:
+    """The MAIS loop for one request. `paper` is the whole paper's passages in reading order
+    (`paper_passages`); `search` finds the paper's passages for a text (`paper_search`)."""
+    if not paper:
+        raise QuerySummaryError(f"unknown paper {request.paper_id!r}: no passage of it was given")
+    strangers = sorted({chunk.paper_id for chunk in paper} - {request.paper_id})
+    if strangers:
+        raise QuerySummaryError(
+            f"the passages given for {request.paper_id!r} belong to other papers: "
+            f"{', '.join(strangers)}"
+        )
+    query_evidence = search(request.query)
+    questions, _ = write_questions(
+        QueryQuestionsInput(
+            paper_id=request.paper_id,
+            title=title,
+            abstract=abstract,
+            query=request.query,
+            evidence=query_evidence,
+            most=settings.mais_questions,
+        ),
+        settings,
+        prompts,
+        client,
+    )
+    found = [*query_evidence, *(chunk for q in questions for chunk in search(q.text))]
+    evidence = _in_reading_order(found, paper)
+
+    whole_tokens = estimate_tokens(citations.evidence_block(paper))
+    route: SummaryRoute
+    if whole_tokens <= settings.mais_context_tokens or not evidence:
+        route, source = "whole_paper", paper
+        route_reason = (
+            f"the whole paper (about {whole_tokens} tokens) fits mais_context_tokens "
+            f"({settings.mais_context_tokens})"
+            if evidence
+            else "retrieval found no passage for the query or the questions"
+        )
+    else:
+        route, source = "evidence", evidence
+        route_reason = (
+            f"the paper (about {whole_tokens} tokens) exceeds mais_context_tokens "
+            f"({settings.mais_context_tokens}): its {len(evidence)} passages retrieved for the "
+            f"query and {len(questions)} questions"
+        )
+
+    summarizer, qa_agent, judge = QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent()
+    iterations: list[SummaryIteration] = []
+    previous = ""
+    topics: list[str] = []
+    for iteration in range(1, settings.mais_max_iterations + 1):
+        inputs = QuerySummaryInput(
+            paper_id=request.paper_id,
+            title=title,
+            query=request.query,
+            passages=source,
+            previous=previous,
+            mismatch_topics=topics,
+        )
+        reply = run_agent(summarizer, inputs, settings, prompts, client)
+        if iteration == 1 and not reply.evidence_sufficient and route == "evidence":
+            # Self-Route: the retrieved passages do not hold the answer; the whole paper may.
+            route, source = "whole_paper", paper
+            route_reason = (
+                f"the summarizer found the {len(evidence)} passages retrieved for the query and "
+                f"the questions insufficient (the whole paper is about {whole_tokens} tokens)"
+            )
+            inputs = inputs.model_copy(update={"passages": source})
+            reply = run_agent(summarizer, inputs, settings, prompts, client)
+        if iteration == 1 and not reply.evidence_sufficient:
+            logger.warning(
+                "%s: the summarizer found nothing on the query %r in %s; the judge decides",
+                request.paper_id,
+                request.query,
+                route,
+            )
+        summary, highlights, found_citations = _cited(reply, source, request)
+        qa_inputs = SummaryQAInput(summary=summary, questions=questions)
+        answers = answers_by_question(
+            qa_inputs, run_agent(qa_agent, qa_inputs, settings, prompts, client)
+        )
+        judge_inputs = JudgeInput(
+            query=request.query, questions=questions, answers=answers, passages=source
+        )
+        verdict, pairs = verdict_from(
+            judge_inputs, run_agent(judge, judge_inputs, settings, prompts, client)
+        )
+        iterations.append(
+            SummaryIteration(
+                iteration=iteration,
+                revised_from=topics,
+                summary=summary,
+                highlights=highlights,
+                citations=found_citations,
+                qa=pairs,
+                verdict=verdict,
+            )
+        )
+        logger.info(
+            "%s %s: iteration %d, accuracy %.2f, %s",
+            request.paper_id,
+            request.key,
+            iteration,
+            verdict.accuracy,
+            "approved" if verdict.approved else f"mismatch: {'; '.join(verdict.mismatch_topics)}",
+        )
+        if verdict.approved:
+            break
+        previous, topics = summary, verdict.mismatch_topics
+
+    last = iterations[-1]
+    engines = {agent: engine_name(settings.route(agent)) for agent in MAIS_AGENTS}
+    return QuerySummary(
+        request=request,
+        title=title,
+        status="approved" if last.verdict.approved else "max_iterations_reached",
+        route=route,
+        route_reason=route_reason,
+        questions=questions,
+        iterations=iterations,
+        max_iterations=settings.mais_max_iterations,
+        summary=last.summary,
+        highlights=last.highlights,
+        citations=last.citations,
+        source=source,
+        engine=engines["query_summary"],
+        engines=engines,
+    )
+
+
+def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
+    """Hash of all that decides a query summary: the four agents (prompt, schema, code, route),
+    this workflow's code and the loop's settings. Retrieval's own version is its stage's."""
+    agents = (QueryQuestionsAgent(), QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent())
+    return digest(
+        *(version(agent, settings, prompts) for agent in agents),
+        # The offline engines' shared helpers.
+        *(inspect.getsource(module) for module in (sys.modules[__name__], answers, paper_summary)),
+        str(settings.mais_max_iterations),
+        str(settings.mais_questions),
+        str(settings.mais_context_tokens),
+        str(settings.evidence_per_question),
+    )

@@ -1,0 +1,489 @@
+"""LitLLM related-work generation, one request end to end, without Dagster.
+
+    table = load_references(Path("refs.csv"))
+    request = make_request("We propose ...", settings, top_k=5)
+    related = run_related_work(table, request, settings, PromptLibrary(settings.prompts_dir), None)
+    Path("related_work.md").write_text(render_markdown(related))
+
+1. The reference table (CSV or JSONL with `id`, `title`, `abstract`, read as the ingest reads
+   abstract tables): a bad row is left out with its reason; a table that cannot be read or lacks
+   a column, a top-k larger than the table or an idea longer than the writer's context is
+   refused before anything runs (`RelatedWorkInputError`).
+2. Hybrid retrieval over the abstracts, in memory (a few hundred abstracts need no store): BM25
+   over title and abstract, dense search with the configured embedder (an abstract longer than
+   the embedder's window is split into windows and scored by its best, as the BEIR evaluation
+   scores documents by their best chunk), Reciprocal Rank Fusion, then MMR down to
+   `related_work_candidates`.
+3. Debate scoring of every candidate by the `debate` agent, as one batch through the client, so
+   that `llm_concurrency` bounds the calls in flight (offline: the debate engine's probability
+   from the idea's terms in the abstract). Quotes that are not the abstract's words are dropped.
+4. The top-k by probability (ties: retrieval order) go to the `related_work` writer, whose section
+   is checked and fixed as `litpipe/agents/related_work.py` says.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import ValidationError
+
+from litpipe.agents.base import ModelClient, engine_name, run_batch, version
+from litpipe.agents.debate import DebateAgent, DebateReply, verbatim_quotes
+from litpipe.agents.passages import PassageInput
+from litpipe.agents.related_work import (
+    UNCITABLE_ID_CHARACTERS,
+    RelatedWorkAgent,
+    RelatedWorkInput,
+    write_section,
+)
+from litpipe.agents.synthesis import estimate_tokens
+from litpipe.hashing import digest
+from litpipe.ingest.chunking import TokenCounter, chunk_document
+from litpipe.ingest.tables import read_table
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.bm25 import BM25Index
+from litpipe.retrieval.fusion import reciprocal_rank_fusion
+from litpipe.retrieval.hybrid import bm25_text
+from litpipe.retrieval.mmr import mmr
+from litpipe.schemas import (
+    DebateVerdict,
+    PaperDocument,
+    Reference,
+    RelatedWork,
+    RelatedWorkRequest,
+    RetrievedReference,
+    ScoredReference,
+)
+from litpipe.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# What `read_table` names the rows' papers: only its ids' uniqueness matters here.
+_TABLE_COLLECTION = "related-work"
+MARKDOWN_FILE = "related_work.md"
+JSON_FILE = "related_work.json"
+# Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
+VECTORS_DIR = Path("related_work") / "vectors"
+
+
+class RelatedWorkInputError(ValueError):
+    """A request that cannot be served as given; the message says what to change."""
+
+
+class AbstractEncoder(Protocol):
+    """What the in-memory search needs of an embedder (`Embedder` is one): vectors, and the
+    tokenizer and window that size the text it sees whole."""
+
+    @property
+    def embedder_id(self) -> str: ...
+
+    @property
+    def max_chunk_tokens(self) -> int: ...
+
+    @property
+    def tokenizer(self) -> TokenCounter: ...
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]: ...
+
+
+@dataclass
+class ReferenceTable:
+    """The usable rows of a reference table, and the rows left out with their reasons."""
+
+    path: Path
+    references: list[Reference]
+    skipped: list[str] = field(default_factory=list)
+
+
+def load_references(path: Path) -> ReferenceTable:
+    """The table's references: a bad row is left out (and said why); a table that cannot be
+    read, lacks a required column or has no usable row raises `RelatedWorkInputError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise RelatedWorkInputError(f"{path}: no such file (a reference table is .csv or .jsonl)")
+    try:
+        sources, failed = read_table(path, _TABLE_COLLECTION)
+    except ValueError as error:
+        raise RelatedWorkInputError(str(error)) from error
+    whole_file = [failure for failure in failed if failure.row is None]
+    if whole_file:
+        raise RelatedWorkInputError(
+            f"{path}: {whole_file[0].reason} (a reference table needs the columns id, title, "
+            "abstract)"
+        )
+    skipped = [f"row {failure.row}: {failure.reason}" for failure in failed]
+    references = []
+    for source in sources:
+        reference_id = source.external_id or ""
+        uncitable = sorted({c for c in reference_id if c in UNCITABLE_ID_CHARACTERS})
+        if uncitable:
+            # Cited as [id]: an id holding a bracket, comma or semicolon could not be read back.
+            skipped.append(
+                f"row {source.row_number}: id {reference_id!r} holds {' '.join(uncitable)!r}, "
+                "which a citation [id] cannot hold"
+            )
+            continue
+        references.append(
+            Reference(
+                id=reference_id,
+                title=" ".join(source.fields["title"].split()),
+                abstract=source.fields["abstract"].strip(),
+            )
+        )
+    for reason in skipped:
+        log.warning("%s: left out %s", path, reason)
+    if not references:
+        raise RelatedWorkInputError(f"{path}: no usable reference ({'; '.join(skipped)})")
+    return ReferenceTable(path=path, references=references, skipped=skipped)
+
+
+def make_request(
+    idea: str,
+    settings: Settings,
+    sentences: int | None = None,
+    words: int | None = None,
+    top_k: int | None = None,
+) -> RelatedWorkRequest:
+    """A request for `idea`, each limit given or else the settings' default;
+    `RelatedWorkInputError` for an empty idea or a limit below 1."""
+    if not idea.strip():
+        raise RelatedWorkInputError("the research idea is empty: describe the idea to motivate")
+    try:
+        return RelatedWorkRequest(
+            idea=idea.strip(),
+            sentences=sentences if sentences is not None else settings.related_work_sentences,
+            words=words if words is not None else settings.related_work_words,
+            top_k=top_k if top_k is not None else settings.related_work_top_k,
+        )
+    except ValidationError as error:
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
+        raise RelatedWorkInputError(f"bad request: {'; '.join(problems)}") from None
+
+
+def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: Settings) -> None:
+    """Raise `RelatedWorkInputError` for what no run could serve: a top-k larger than the
+    table, an idea that does not fit the writer's context."""
+    problems = []
+    if request.top_k > len(table.references):
+        problems.append(
+            f"top_k {request.top_k} is larger than the table's {len(table.references)} usable "
+            f"references ({table.path}): ask for at most {len(table.references)}"
+        )
+    idea_tokens = estimate_tokens(request.idea)
+    if idea_tokens > settings.related_work_context_tokens:
+        problems.append(
+            f"the research idea is about {idea_tokens} tokens, longer than the writer's context "
+            f"(related_work_context_tokens = {settings.related_work_context_tokens}): shorten "
+            "the idea to its problem, approach and contribution"
+        )
+    if problems:
+        raise RelatedWorkInputError("; ".join(problems))
+
+
+def check_writer_context(
+    inputs: RelatedWorkInput, settings: Settings, prompts: PromptLibrary
+) -> None:
+    """Raise `RelatedWorkInputError` when a model writer's prompt (the idea and the top-k
+    abstracts) would not fit its context; the offline engine has no context to fit."""
+    agent = RelatedWorkAgent()
+    if settings.route(agent.name).offline:
+        return
+    tokens = sum(estimate_tokens(m["content"]) for m in agent.messages(inputs, prompts))
+    if tokens > settings.related_work_context_tokens:
+        raise RelatedWorkInputError(
+            f"the writer's prompt (the idea and {len(inputs.references)} abstracts) is about "
+            f"{tokens} tokens, more than its context (related_work_context_tokens = "
+            f"{settings.related_work_context_tokens}): lower top_k or raise the setting"
+        )
+
+
+def _encoded(
+    texts: list[str], embedder: AbstractEncoder, vectors_dir: Path | None
+) -> NDArray[np.float32]:
+    """The texts' vectors, kept in `vectors_dir` under a hash of the embedder and the texts: a
+    table asked about again (another idea) is not embedded again (MiniLM on two CPU cores takes
+    some 40 s for 600 abstracts)."""
+    if vectors_dir is None:
+        return np.asarray(embedder.encode(texts), dtype=np.float32)
+    path = Path(vectors_dir) / f"{digest(embedder.embedder_id, *texts)}.npy"
+    if path.is_file():
+        stored = np.load(path)
+        if stored.shape[0] == len(texts):
+            return stored
+    vectors = np.asarray(embedder.encode(texts), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written aside, then renamed: another process never loads half a file.
+    partial = path.with_name(f"{path.stem}.partial.npy")
+    np.save(partial, vectors)
+    partial.replace(path)
+    return vectors
+
+
+class AbstractIndex:
+    """BM25 and dense search over a table's abstracts, fused and diversified, in memory."""
+
+    def __init__(
+        self,
+        references: list[Reference],
+        embedder: AbstractEncoder,
+        settings: Settings,
+        vectors_dir: Path | None = None,
+    ) -> None:
+        self.references = list(references)
+        self.embedder = embedder
+        self.rrf_k = settings.rrf_k
+        self.mmr_lambda = settings.mmr_lambda
+        ids = [reference.id for reference in self.references]
+        self.bm25 = BM25Index(ids, [bm25_text(r.title, r.abstract) for r in self.references])
+        max_tokens = min(
+            settings.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
+        )
+        windows: list[str] = []
+        starts: list[int] = []
+        for position, reference in enumerate(self.references):
+            document = PaperDocument.single_section(
+                heading="Abstract",
+                text=f"{reference.title}\n\n{reference.abstract}",
+                paper_id=f"r{position}",
+                collection=_TABLE_COLLECTION,
+                source_path="",
+                title=reference.title,
+            )
+            chunks = chunk_document(
+                document,
+                embedder.tokenizer,
+                max_tokens,
+                settings.chunk_overlap_tokens,
+                embedder.embedder_id,
+            ).chunks
+            starts.append(len(windows))
+            windows += [chunk.text for chunk in chunks] or [document.text]
+        self._starts = np.asarray(starts, dtype=np.int64)
+        self._windows = _encoded(windows, embedder, vectors_dir)
+        # A reference's vector for MMR's redundancy: the direction of its windows together.
+        sums = np.add.reduceat(self._windows, self._starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        self._vectors = sums / np.where(norms == 0, 1.0, norms)
+        self._position = {reference_id: i for i, reference_id in enumerate(ids)}
+
+    def __len__(self) -> int:
+        return len(self.references)
+
+    def search(self, idea: str, limit: int, candidates: int) -> list[RetrievedReference]:
+        """The `limit` best references for `idea`: `candidates` from each retriever, fused by
+        RRF, the fused top `candidates` diversified by MMR (as `HybridRetriever.search`)."""
+        candidates = max(candidates, limit)
+        query_vector = np.asarray(self.embedder.encode([idea])[0], dtype=np.float32)
+        bm25 = self.bm25.search(idea, candidates)
+        # A reference scores as its best window.
+        scores = np.maximum.reduceat(self._windows @ query_vector, self._starts)
+        dense_order = np.argsort(-scores, kind="stable")[:candidates]
+        dense = [(self.references[i].id, float(scores[i])) for i in dense_order]
+        fused = reciprocal_rank_fusion(
+            {"bm25": [i for i, _ in bm25], "dense": [i for i, _ in dense]}, k=self.rrf_k
+        )[:candidates]
+        order = [reference_id for reference_id, _ in fused]
+        if order:
+            fused_scores = np.array([score for _, score in fused], dtype=np.float64)
+            spread = fused_scores.max() - fused_scores.min()
+            relevance = (
+                (fused_scores - fused_scores.min()) / spread
+                if spread > 0
+                else np.ones_like(fused_scores)
+            )
+            vectors = self._vectors[[self._position[i] for i in order]]
+            order = mmr(query_vector, order, vectors, self.mmr_lambda, limit, relevance=relevance)
+        bm25_at = {reference_id: rank for rank, (reference_id, _) in enumerate(bm25, 1)}
+        dense_at = {reference_id: rank for rank, (reference_id, _) in enumerate(dense, 1)}
+        fused_at = dict(fused)
+        return [
+            RetrievedReference(
+                reference=self.references[self._position[reference_id]],
+                retrieval_rank=rank,
+                bm25_rank=bm25_at.get(reference_id),
+                dense_rank=dense_at.get(reference_id),
+                fused_score=fused_at[reference_id],
+            )
+            for rank, reference_id in enumerate(order[:limit], 1)
+        ]
+
+
+def debate_passage(reference: Reference) -> str:
+    """What the debate agent reads of a reference: its title, then its abstract."""
+    return f"{reference.title}\n\n{reference.abstract}"
+
+
+def score_references(
+    idea: str,
+    candidates: list[RetrievedReference],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> list[ScoredReference]:
+    """Each candidate with the debate agent's verdict on it, in the candidates' order: one
+    batch, so at most `llm_concurrency` calls are in flight."""
+    asked = [
+        PassageInput(
+            query=idea, passage_id=found.reference.id, passage=debate_passage(found.reference)
+        )
+        for found in candidates
+    ]
+    replies: list[DebateReply] = run_batch(DebateAgent(), asked, settings, prompts, client)
+    return [
+        ScoredReference(
+            **found.model_dump(),
+            verdict=DebateVerdict(**verbatim_quotes(reply, one.passage).model_dump()),
+        )
+        for found, one, reply in zip(candidates, asked, replies, strict=True)
+    ]
+
+
+def top_references(scored: list[ScoredReference], k: int) -> list[ScoredReference]:
+    """The `k` most probably relevant, best first; a tie goes to the better retrieved."""
+    return sorted(scored, key=lambda s: (-s.verdict.probability, s.retrieval_rank))[:k]
+
+
+def load_embedder(settings: Settings) -> AbstractEncoder:
+    # Imported here: sentence-transformers costs seconds, and bad input needs no model.
+    from litpipe.retrieval.embedder import Embedder
+
+    return Embedder(
+        settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
+    )
+
+
+def run_related_work(
+    table: ReferenceTable | Path,
+    request: RelatedWorkRequest,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    embedder: AbstractEncoder | None = None,
+) -> RelatedWork:
+    """One request end to end: retrieve, debate, keep the top-k, write, check. `client` may
+    be None when the agents run offline; `embedder` defaults to the settings' embedder."""
+    if not isinstance(table, ReferenceTable):
+        table = load_references(Path(table))
+    check_request(request, table, settings)
+    index = AbstractIndex(
+        table.references,
+        embedder if embedder is not None else load_embedder(settings),
+        settings,
+        vectors_dir=settings.home / VECTORS_DIR,
+    )
+    limit = min(len(index), max(settings.related_work_candidates, request.top_k))
+    found = index.search(request.idea, limit, max(settings.retrieval_candidates, limit))
+    scored = score_references(request.idea, found, settings, prompts, client)
+    best = top_references(scored, request.top_k)
+    inputs = RelatedWorkInput(
+        idea=request.idea, references=best, sentences=request.sentences, words=request.words
+    )
+    check_writer_context(inputs, settings, prompts)
+    section = write_section(inputs, settings, prompts, client)
+    return RelatedWork(
+        request=request,
+        engine=engine_name(settings.route(RelatedWorkAgent.name)),
+        debate_engine=engine_name(settings.route(DebateAgent.name)),
+        text=section.text,
+        cited_ids=section.cited_ids,
+        references=best,
+        candidates=scored,
+        table_rows=len(table.references),
+        skipped_rows=table.skipped,
+        sentences=section.sentences,
+        words=section.words,
+        within_length=section.within_length,
+        revised=section.revised,
+        dropped_citations=section.dropped_citations,
+        added_citations=section.added_citations,
+        trimmed_sentences=section.trimmed_sentences,
+        warnings=section.warnings,
+    )
+
+
+def render_markdown(related: RelatedWork) -> str:
+    """The idea, the section, and the references it cites, in order of first citation."""
+    by_id = {scored.reference.id: scored for scored in related.references}
+    references = [
+        f"- [{reference_id}] {by_id[reference_id].reference.title} "
+        f"(relevance {by_id[reference_id].verdict.probability}/100)"
+        for reference_id in related.cited_ids
+        if reference_id in by_id
+    ]
+    idea = "\n".join(f"> {line}".rstrip() for line in related.request.idea.splitlines())
+    return "\n".join(
+        [
+            "## Research idea",
+            "",
+            idea,
+            "",
+            "## Related work",
+            "",
+            related.text.strip(),
+            "",
+            f"*Written by {related.engine} from the {len(related.references)} most relevant of "
+            f"{related.table_rows} references, scored by {related.debate_engine}.*",
+            "",
+            "## References",
+            "",
+            *(references or ["(no citations)"]),
+            "",
+        ]
+    )
+
+
+def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
+    """`related_work.md` and `related_work.json` in `folder`, each written aside then renamed
+    (a reader never sees half a file)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    contents = {
+        MARKDOWN_FILE: render_markdown(related),
+        JSON_FILE: related.model_dump_json(indent=1),
+    }
+    written = {}
+    for name, text in contents.items():
+        path = folder / name
+        partial = path.with_suffix(path.suffix + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+        written[name] = path
+    return written
+
+
+def generate_related_work(
+    table_path: Path,
+    request: RelatedWorkRequest,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    folder: Path,
+    embedder: AbstractEncoder | None = None,
+) -> tuple[RelatedWork, dict[str, Path]]:
+    """`run_related_work`, then its files: bad input raises before anything is written."""
+    related = run_related_work(table_path, request, settings, prompts, client, embedder)
+    return related, write_related_work(related, folder)
+
+
+def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
+    """Hash of what decides a section besides its inputs: both agents (prompt, schema, code,
+    route), this module, and the retrieval and length settings."""
+    return digest(
+        version(DebateAgent(), settings, prompts),
+        version(RelatedWorkAgent(), settings, prompts),
+        inspect.getsource(sys.modules[__name__]),
+        settings.embedder,
+        str(settings.chunk_tokens),
+        str(settings.chunk_overlap_tokens),
+        str(settings.retrieval_candidates),
+        str(settings.related_work_candidates),
+        str(settings.rrf_k),
+        str(settings.mmr_lambda),
+    )
