@@ -286,6 +286,12 @@ class Settings(BaseSettings):
         return self.home / "catalog.sqlite"
 
     @property
+    def requests_dir(self) -> Path:
+        """A request's inputs (`requests/<asset>/<key>.json`): what a request-partitioned
+        asset reads of the partition it materializes."""
+        return self.home / "requests"
+
+    @property
     def outputs_root(self) -> Path:
         return self.home / "outputs"
 

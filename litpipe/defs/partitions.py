@@ -4,3 +4,7 @@ import dagster as dg
 papers = dg.DynamicPartitionsDefinition(name="papers")
 # A folder of PDFs under a corpus root, or one abstract table.
 collections = dg.DynamicPartitionsDefinition(name="collections")
+# One user request each (a paper and a query; an abstracts table and a research idea): the key
+# is a hash of the request, its inputs are stored under `Settings.requests_dir`.
+query_requests = dg.DynamicPartitionsDefinition(name="query_requests")
+related_work_requests = dg.DynamicPartitionsDefinition(name="related_work_requests")
