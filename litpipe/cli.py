@@ -13,6 +13,8 @@ from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings
 
 if TYPE_CHECKING:
+    import dagster as dg
+
     from litpipe.defs.runner import PaperOutcome
 
 
@@ -73,6 +75,63 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON file (default: HOME/outputs/eval/retrieval-<dataset>-<split>)",
     )
     _add_common(retrieval)
+    mais = evaluations.add_parser(
+        "mais",
+        help="MAIS convergence: ask each question of a JSONL (id, question, pdf_file) of its own "
+        "paper in a folder of PDFs; table, plot and JSON",
+    )
+    mais.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="JSONL, one question per line with id, question and pdf_file (LitQA2's format)",
+    )
+    mais.add_argument(
+        "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
+    )
+    mais.add_argument("--collection", help="collection name (default: the folder's name)")
+    mais.add_argument(
+        "--out",
+        type=Path,
+        help="folder for convergence.md, .svg and .json (default: HOME/outputs/<collection>)",
+    )
+    mais.add_argument(
+        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+    )
+    _add_common(mais)
+
+    ask = commands.add_parser(
+        "ask",
+        help="a summary of one ingested paper focused on a query (MAIS), with the loop's trace",
+    )
+    ask.add_argument("--paper", required=True, help="the paper's id, as `litpipe run` prints it")
+    ask.add_argument("query", nargs="*", help="what the summary should focus on")
+    ask.add_argument(
+        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+    )
+    _add_common(ask)
+
+    related = commands.add_parser(
+        "related-work",
+        help="write a related-work section for a research idea from a table of abstracts",
+    )
+    related.add_argument(
+        "--abstracts", type=Path, required=True, help="table (.csv/.jsonl) with id,title,abstract"
+    )
+    idea = related.add_mutually_exclusive_group(required=True)
+    idea.add_argument("--idea", help="the research idea, as text")
+    idea.add_argument("--idea-file", type=Path, help="a UTF-8 text file holding the idea")
+    related.add_argument(
+        "--sentences", type=int, help="at most N sentences (default: related_work_sentences, 8)"
+    )
+    related.add_argument(
+        "--words", type=int, help="at most W words (default: related_work_words, 250)"
+    )
+    related.add_argument(
+        "--top-k", type=int, help="references given to the writer (default: related_work_top_k, 5)"
+    )
+    related.add_argument("--out", type=Path, help="also copy the Markdown to this file")
+    _add_common(related)
 
     args = parser.parse_args(argv)
     overrides = {
@@ -90,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(settings, args.source, args.collection)
     if args.command == "status":
         return status_command(settings, show_all=args.all)
+    if args.command == "ask":
+        return ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
+    if args.command == "eval" and args.evaluation == "mais":
+        return eval_mais_command(
+            settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
+        )
     if args.command == "eval":
         return eval_retrieval_command(
             settings,
@@ -100,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             cross_encoder=args.cross_encoder,
             rerank_candidates=args.rerank_candidates,
+        )
+    if args.command == "related-work":
+        return related_work_command(
+            settings,
+            args.abstracts,
+            args.idea,
+            args.idea_file,
+            sentences=args.sentences,
+            words=args.words,
+            top_k=args.top_k,
+            out=args.out,
         )
     return ui_command(settings, args.port)
 
@@ -339,6 +415,356 @@ def eval_retrieval_command(
     out.write_text(evaluation.model_dump_json(indent=2) + "\n", encoding="utf-8")
     print(f"written: {out}")
     return 0
+
+
+def related_work_command(
+    settings: Settings,
+    abstracts: Path,
+    idea: str | None,
+    idea_file: Path | None,
+    sentences: int | None = None,
+    words: int | None = None,
+    top_k: int | None = None,
+    out: Path | None = None,
+) -> int:
+    """Checks the request, stores it, materializes its `related_work` partition unless that is
+    fresh already, and prints the Markdown (stdout) and what was done (stderr)."""
+    from litpipe.workflows.related_work import (
+        JSON_FILE,
+        MARKDOWN_FILE,
+        RelatedWorkInputError,
+        check_request,
+        load_references,
+        make_request,
+    )
+
+    def refused(message: str) -> int:
+        print(f"litpipe related-work: {message}", file=sys.stderr)
+        return 2
+
+    # Everything is checked before anything is written: refused input leaves no request, no
+    # partition and no output behind.
+    if idea_file is not None:
+        if not idea_file.is_file():
+            return refused(f"{idea_file}: no such file (the research idea, as UTF-8 text)")
+        try:
+            idea = idea_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return refused(f"{idea_file}: not UTF-8 text (re-save the idea as UTF-8)")
+    try:
+        table = load_references(abstracts)
+        request = make_request(idea or "", settings, sentences, words, top_k)
+        check_request(request, table, settings)
+    except RelatedWorkInputError as error:
+        return refused(str(error))
+    for reason in table.skipped:
+        print(f"{abstracts}: left out {reason}", file=sys.stderr)
+
+    # Imported only now: Dagster costs seconds that refused input need not wait for.
+    import uuid
+
+    import dagster as dg
+
+    from litpipe.artifacts import ArtifactStore
+    from litpipe.defs.assets.related_work import (
+        ASSET,
+        new_request,
+        outputs_folder,
+        request_store,
+    )
+    from litpipe.defs.definitions import build_definitions
+    from litpipe.defs.jobs import related_work_job
+    from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
+    from litpipe.defs.partitions import related_work_requests
+    from litpipe.defs.resources import usage_path
+    from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
+    from litpipe.defs.staleness import State, partition_states
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.schemas import RelatedWork
+
+    started = time.perf_counter()
+    stored = new_request(request, abstracts)
+    key = stored.key
+    requests = request_store(settings)
+    new_record = not requests.exists([ASSET], key)
+    # Rewritten even when known: the same bytes may now lie under another path.
+    requests.write([ASSET], key, stored)
+    instance = open_instance(settings)
+    new_partition = not instance.has_dynamic_partition(related_work_requests.name, key)
+    if new_partition:
+        instance.add_dynamic_partitions(related_work_requests.name, [key])
+
+    defs = build_definitions(settings)
+    asset_key = dg.AssetKey(ASSET)
+    folder = outputs_folder(settings.outputs_root, key)
+    artifacts = ArtifactStore(settings.artifacts_dir)
+    state = partition_states(instance, defs, [asset_key], [key])[asset_key][key]
+    files_kept = artifacts.exists([ASSET], key) and all(
+        (folder / name).is_file() for name in (MARKDOWN_FILE, JSON_FILE)
+    )
+    calls = ""
+    if state is State.FRESH and files_kept:
+        # The same idea, limits and table bytes under the same code version: nothing to redo.
+        done = "up to date"
+    else:
+        scope = f"cli-{uuid.uuid4().hex[:12]}"
+        result = defs.resolve_job_def(related_work_job.name).execute_in_process(
+            partition_key=key,
+            instance=instance,
+            raise_on_error=False,
+            run_config=QUIET_RUN_CONFIG,
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        )
+        if not result.success:
+            reason, bad_input = _related_work_failure(result)
+            if not bad_input:
+                print(f"litpipe related-work: {key} FAILED: {reason}", file=sys.stderr)
+                return 1
+            # Refused by the step itself (e.g. a model writer's context): undo what this
+            # command added, as if it had been refused up front (the failed run stays in the UI).
+            if new_partition:
+                instance.delete_dynamic_partition(related_work_requests.name, key)
+            if new_record:
+                requests.path([ASSET], key).unlink(missing_ok=True)
+            return refused(reason)
+        usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+        done = f"materialized ({state})"
+        if usage.made or usage.cached or usage.failed:  # offline engines call no model
+            calls = (
+                f"; model calls: {usage.made} made, {usage.cached} cached, {usage.failed} "
+                f"failed, ${usage.cost_usd:.4f}"
+            )
+
+    related = artifacts.read([ASSET], key, RelatedWork)
+    markdown = folder / MARKDOWN_FILE
+    text = markdown.read_text(encoding="utf-8")
+    print(text, end="" if text.endswith("\n") else "\n")
+    length = "" if related.within_length else ", over the requested length"
+    print(
+        f"{key}: {done} in {time.perf_counter() - started:.1f} s; "
+        f"{len(related.cited_ids)} of the top {len(related.references)} of "
+        f"{related.table_rows} references cited, {related.sentences} sentences, "
+        f"{related.words} words{length}; written by {related.engine}, scored by "
+        f"{related.debate_engine}{calls}",
+        file=sys.stderr,
+    )
+    for warning in related.warnings:
+        print(f"  warning: {warning}", file=sys.stderr)
+    print(f"Markdown: {markdown}\nJSON: {folder / JSON_FILE}", file=sys.stderr)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"copied to: {out}", file=sys.stderr)
+    return 0
+
+
+def _related_work_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
+    """Why a related-work run failed, and whether the step blamed the request."""
+    from litpipe.defs.assets.related_work import BAD_INPUT
+    from litpipe.defs.runner import _failure_reason
+
+    for event in result.all_events:
+        failure = event.step_failure_data if event.is_step_failure else None
+        data = failure.user_failure_data if failure is not None else None
+        if data is not None and data.description:
+            flag = (data.metadata or {}).get(BAD_INPUT)
+            return data.description, bool(getattr(flag, "value", flag))
+    return _failure_reason(result), False
+
+
+def _with_max_iterations(settings: Settings, max_iterations: int | None) -> Settings:
+    if max_iterations is None:
+        return settings
+    if max_iterations < 1:
+        raise ValueError(f"--max-iterations must be at least 1, not {max_iterations}")
+    return Settings.model_validate(settings.model_dump() | {"mais_max_iterations": max_iterations})
+
+
+def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: int | None) -> int:
+    import uuid
+
+    from litpipe.defs.query_runner import ready_paper, summarize_request
+    from litpipe.defs.resources import usage_path
+    from litpipe.defs.runner import open_instance
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.report.query_summary import outcome_line, render_text
+    from litpipe.workflows.query_summary import request_for
+
+    try:
+        request = request_for(paper_id, query)
+        settings = _with_max_iterations(settings, max_iterations)
+        # Before anything is written: no request file, no partition for a paper we cannot read.
+        ready_paper(settings, request.paper_id)
+    except ValueError as error:
+        print(f"litpipe ask: {error}", file=sys.stderr)
+        return 2
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    print(f"asking {request.paper_id} ({request.key}): {request.query}", file=sys.stderr)
+    outcome = summarize_request(settings, open_instance(settings), request, scope)
+    if outcome.result is None:
+        print(f"litpipe ask: {request.key} FAILED: {outcome.failure}", file=sys.stderr)
+        return 1
+    result = outcome.result
+    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+    served = (
+        f"materialized in {outcome.seconds:.1f} s (model calls: {usage.made} made, "
+        f"{usage.cached} cached, {usage.failed} failed, ${usage.cost_usd:.4f})"
+        if outcome.status == "materialized"
+        else "up to date: served from the materialized asset (no run, no model call)"
+    )
+    print(render_text(result))
+    print()
+    print(f"Status: {result.status}, {outcome_line(result)}")
+    print(f"Route: {result.route} ({result.route_reason})")
+    if outcome.check is not None:
+        verdict = "passed" if outcome.check.passed else "FAILED"
+        print(f"Check {outcome.check.check}: {verdict}: {outcome.check.description}")
+    print(f"Request {request.key}: {served}")
+    print(f"Markdown: {outcome.markdown}")
+    return 0
+
+
+def eval_mais_command(
+    settings: Settings,
+    dataset: Path,
+    corpus: Path,
+    collection: str | None,
+    out: Path | None,
+    max_iterations: int | None,
+) -> int:
+    """Each question of the dataset asked of its own paper through the `query_summaries` asset
+    (so every request is a partition in the instance, and a rerun is served from it), then the
+    convergence report over them."""
+    import json
+    import uuid
+
+    from litpipe.defs.definitions import build_definitions
+    from litpipe.defs.query_runner import AskOutcome, summarize_request
+    from litpipe.defs.resources import usage_path
+    from litpipe.defs.runner import open_instance, register, run_papers
+    from litpipe.evaluation.convergence import convergence_report, render_svg
+    from litpipe.evaluation.litqa import read_questions
+    from litpipe.ingest.sources import discover
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.report.query_summary import (
+        EvaluatedRequest,
+        convergence_markdown,
+        evaluated,
+        outcome_line,
+    )
+    from litpipe.workflows.query_summary import request_for
+
+    started = time.perf_counter()
+    try:
+        settings = _with_max_iterations(settings, max_iterations)
+        questions = read_questions(dataset)
+        if not corpus.is_dir():
+            raise ValueError(f"{corpus}: not a folder of PDFs")
+        discovery = discover(corpus, collection)
+    except ValueError as error:
+        print(f"litpipe eval mais: {error}", file=sys.stderr)
+        return 2
+    paper_of = {Path(source.path).name: source.paper_id for source in discovery.sources}
+    missing = [q for q in questions if q.pdf_file not in paper_of]
+    for question in missing:
+        print(
+            f"  skipped {question.id}: {question.pdf_file} is not a readable PDF of {corpus}",
+            file=sys.stderr,
+        )
+    if len(missing) == len(questions):
+        print(f"litpipe eval mais: no question's PDF is in {corpus}", file=sys.stderr)
+        return 2
+
+    # The papers first, as `litpipe run` builds them (what is fresh is not rebuilt).
+    instance = open_instance(settings)
+    registrations = register(settings, instance, discovery)
+    papers_run = run_papers(
+        settings,
+        instance,
+        registrations,
+        on_progress=lambda done, total, outcome: print(
+            f"[{done}/{total}] {outcome.paper_id}: {outcome.status}", file=sys.stderr
+        ),
+    )
+    failed_papers = {
+        o.paper_id: o.failure.reason if o.failure else "failed"
+        for o in papers_run.outcomes
+        if o.status == "failed"
+    }
+    if papers_run.collection_failure:
+        print(
+            f"  collection assets FAILED (the summaries need only each paper's chunks and "
+            f"abstract): {papers_run.collection_failure}",
+            file=sys.stderr,
+        )
+
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    defs = build_definitions(settings)
+    asked = [q for q in questions if q.pdf_file in paper_of]
+    outcomes: list[tuple[str, AskOutcome]] = []
+    failures: list[str] = []
+    for number, question in enumerate(asked, 1):
+        paper_id = paper_of[question.pdf_file]
+        if paper_id in failed_papers:
+            failures.append(f"{question.id}: paper {paper_id} failed: {failed_papers[paper_id]}")
+            continue
+        try:
+            request = request_for(paper_id, question.question)
+        except ValueError as error:
+            failures.append(f"{question.id}: {error}")
+            continue
+        outcome = summarize_request(settings, instance, request, scope, defs)
+        if outcome.result is None:
+            failures.append(f"{question.id}: {request.key} failed: {outcome.failure}")
+            print(f"[{number}/{len(asked)}] {question.id}: FAILED", file=sys.stderr)
+            continue
+        outcomes.append((question.id, outcome))
+        print(
+            f"[{number}/{len(asked)}] {question.id} ({paper_id}, {request.key}): "
+            f"{outcome_line(outcome.result)} ({outcome.status.replace('_', ' ')})",
+            file=sys.stderr,
+        )
+    for failure in failures:
+        print(f"  failed: {failure}", file=sys.stderr)
+
+    results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
+    report = convergence_report(results)
+    runs: list[EvaluatedRequest] = [
+        evaluated(question_id, outcome.result)
+        for question_id, outcome in outcomes
+        if outcome.result is not None
+    ]
+    table = convergence_markdown(
+        report, runs, f"MAIS convergence: {dataset.name} on {discovery.collection}"
+    )
+    out_dir = out or settings.outputs_dir(discovery.collection)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {
+        "convergence.md": table,
+        "convergence.svg": render_svg(report),
+        "convergence.json": report.model_dump_json(indent=2) + "\n",
+    }
+    for name, text in files.items():
+        (out_dir / name).write_text(text, encoding="utf-8")
+    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+    print(table)
+    print(f"written: {', '.join(str(out_dir / name) for name in files)}", file=sys.stderr)
+    figures = {
+        "dataset": str(dataset),
+        "collection": discovery.collection,
+        "questions": len(questions),
+        "skipped": len(missing),
+        "failed": len(failures),
+        **report.model_dump(),
+        "materialized": sum(o.status == "materialized" for _, o in outcomes),
+        "up_to_date": sum(o.status == "up_to_date" for _, o in outcomes),
+        "llm_calls": {"made": usage.made, "cached": usage.cached, "failed": usage.failed},
+        "engine": settings.route("query_summary").model,
+        "out": str(out_dir),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    print(json.dumps(figures))
+    return 1 if failures else 0
 
 
 def ui_command(settings: Settings, port: int) -> int:

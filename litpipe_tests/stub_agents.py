@@ -141,3 +141,17 @@ def answer_as_agent(body: dict[str, Any]) -> dict[str, Any]:
 def serve_every_agent(stub: StubLLM) -> None:
     """Makes the stub answer every agent routed to it (`openai/stub...`) as `answer_as_agent`."""
     stub.respond("stub", answer_as_agent)
+
+
+def judge_verdict(
+    paper_id: str, approved: bool, accepted: list[bool], topics: list[str]
+) -> dict[str, Any]:
+    """A `summary_judge` reply ruling on the paper's diagnostic questions `<paper_id>:d0`, ..."""
+    return {
+        "judgements": [
+            {"question_id": f"{paper_id}:d{index}", "reason": "compared", "accepted": ok}
+            for index, ok in enumerate(accepted)
+        ],
+        "mismatch_topics": topics,
+        "approved": approved,
+    }

@@ -54,6 +54,7 @@ from litpipe.workflows.query_summary import (
 from litpipe_tests.bundled import CORPUS
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
+from litpipe_tests.stub_agents import judge_verdict
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_store import paper as stored_paper
 
@@ -362,14 +363,7 @@ def scripted_loop(stub: StubLLM) -> None:
 
 
 def verdict(approved: bool, accepted: list[bool], topics: list[str]) -> dict[str, Any]:
-    return {
-        "judgements": [
-            {"question_id": f"{PAPER_ID}:d{index}", "reason": "compared", "accepted": ok}
-            for index, ok in enumerate(accepted)
-        ],
-        "mismatch_topics": topics,
-        "approved": approved,
-    }
+    return judge_verdict(PAPER_ID, approved, accepted, topics)
 
 
 def through_the_stub(tmp_path: Path, stub: StubLLM, **overrides: Any) -> QuerySummary:

@@ -11,11 +11,18 @@ from litpipe.defs.assets.cross_paper_questions import build_cross_paper_question
 from litpipe.defs.assets.embeddings import build_embedding_assets
 from litpipe.defs.assets.evidence import build_evidence_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
+from litpipe.defs.assets.query_summaries import build_query_summary_assets
 from litpipe.defs.assets.questions import build_question_assets
+from litpipe.defs.assets.related_work import build_related_work_assets
 from litpipe.defs.assets.relationships import build_relationship_assets
 from litpipe.defs.assets.synthesis import build_synthesis_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
-from litpipe.defs.jobs import collection_pipeline, paper_pipeline
+from litpipe.defs.jobs import (
+    collection_pipeline,
+    paper_pipeline,
+    query_summary_job,
+    related_work_job,
+)
 from litpipe.defs.resources import (
     ArtifactsResource,
     CatalogResource,
@@ -44,8 +51,10 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *build_cross_paper_question_assets(settings),
             *build_relationship_assets(settings),
             *build_synthesis_assets(settings),
+            *build_related_work_assets(settings),
+            *build_query_summary_assets(settings),
         ],
-        jobs=[paper_pipeline, collection_pipeline],
+        jobs=[paper_pipeline, collection_pipeline, related_work_job, query_summary_job],
         sensors=[build_new_papers_sensor(settings)],
         resources={
             "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),

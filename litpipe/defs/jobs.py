@@ -9,3 +9,11 @@ paper_pipeline = dg.define_asset_job(
 collection_pipeline = dg.define_asset_job(
     "collection_pipeline", selection=dg.AssetSelection.groups("corpus", "synthesis")
 )
+# One related-work request (a partition of `related_work_requests`): `litpipe related-work`.
+related_work_job = dg.define_asset_job(
+    "related_work_job", selection=dg.AssetSelection.groups("related_work")
+)
+# One query-focused summary request (a partition of `query_requests`): `litpipe ask`.
+query_summary_job = dg.define_asset_job(
+    "query_summary_job", selection=dg.AssetSelection.groups("query")
+)

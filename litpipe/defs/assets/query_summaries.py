@@ -1,0 +1,228 @@
+"""Query-focused summaries (MAIS), one partition per request: a paper and a reader's query.
+
+Whoever adds a `query_requests` partition (`litpipe ask`, `litpipe eval mais`) first stores its
+`QuerySummaryRequest` at `LITPIPE_HOME/requests/query_summaries/<key>.json`; the key is a hash of
+the paper id and the query, so a repeated request is the same partition. The step finds the
+paper's collection in the catalog, its title and abstract in the `paper_abstract` artifact and
+its passages in LanceDB (the rows `chunk_embeddings` wrote): the paper must be ingested first.
+It runs the loop (`litpipe.workflows.query_summary`), keeps every iteration in the output, and
+writes `LITPIPE_HOME/outputs/<collection>/query_summaries/<key>.md`.
+
+Lineage: the asset depends on every paper's `chunk_embeddings` and `paper_abstract` (a request's
+paper is known only from its stored request, which no partition mapping can read), so the UI may
+call a summary stale when any paper changes; rematerializing an unchanged one costs no model
+call (the LLM cache). `litpipe ask` applies the exact rule instead: the code version, and the
+data versions of its own paper's chunks, embeddings and abstract, recorded in the metadata.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.artifacts import ArtifactStore
+from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.partitions import query_requests
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.staleness import latest_materialization_tags
+from litpipe.defs.versions import code_version, data_version
+from litpipe.evaluation import checks
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.report import query_summary as report
+from litpipe.schemas import PaperAbstract, PaperSource, QuerySummary, QuerySummaryRequest
+from litpipe.settings import Settings
+from litpipe.workflows.query_summary import (
+    MAIS_AGENTS,
+    QuerySummaryError,
+    paper_passages,
+    paper_search,
+    query_summary_version,
+    summarize_for_query,
+)
+
+ASSET = "query_summaries"
+GROUP = "query"
+CITATION_CHECK = "citation_validity"
+# The per-paper assets a summary is written from; their data versions at materialization time
+# are recorded under this metadata key.
+PAPER_INPUTS = ("paper_chunks", "chunk_embeddings", "paper_abstract")
+PAPER_VERSIONS = "paper_versions"
+
+
+def request_store(settings: Settings) -> ArtifactStore:
+    """Where requests are stored: `requests/query_summaries/<key>.json`."""
+    return ArtifactStore(settings.requests_dir)
+
+
+def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:
+    """The paper's inputs as the instance knows them now: `asset=data version` for each."""
+    versions = []
+    for asset in PAPER_INPUTS:
+        tags = latest_materialization_tags(instance, dg.AssetKey(asset), [paper_id])
+        versions.append(f"{asset}={tags.get(paper_id, {}).get('dagster/data_version', 'missing')}")
+    return ";".join(versions)
+
+
+def not_ingested(source: PaperSource) -> str:
+    """The one-line message for a registered paper whose chunks or abstract are not stored."""
+    # A PDF is run with its folder (`litpipe run` takes a folder or a table).
+    again = source.path if source.kind == "table_row" else str(Path(source.path).parent)
+    return (
+        f"paper {source.paper_id} is not ingested; run `litpipe run {again} --collection "
+        f"{source.collection}` first"
+    )
+
+
+def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    prompts = PromptLibrary(settings.prompts_dir)
+    retrieval = RetrievalResource.from_settings(settings)
+
+    @dg.asset(
+        name=ASSET,
+        partitions_def=query_requests,
+        group_name=GROUP,
+        deps=[
+            dg.AssetDep(asset, partition_mapping=dg.AllPartitionMapping())
+            for asset in ("chunk_embeddings", "paper_abstract")
+        ],
+        check_specs=[
+            dg.AssetCheckSpec(
+                CITATION_CHECK,
+                asset=ASSET,
+                blocking=True,
+                description="Every citation of the summary and its highlights resolves to a "
+                "stored chunk of the paper, on the cited page.",
+            )
+        ],
+        # The loop (its four agents, prompts, routes and settings), the passages it reads
+        # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
+        # apply: a request searches its own paper), the file it writes. The request's paper and
+        # query are its partition key.
+        code_version=code_version(
+            [report],
+            QuerySummary,
+            mais=query_summary_version(settings, prompts),
+            embedder=settings.embedder,
+            retrieval=retrieval.model_dump(exclude={"index_dir", "scope"}),
+            reranker=reranker_version(settings, prompts),
+        ),
+        description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
+        "questions, then summarize, answer the questions from the summary alone, judge the "
+        "answers against the paper, until the judge approves or mais_max_iterations; every "
+        "iteration kept. File: LITPIPE_HOME/outputs/<collection>/query_summaries/<key>.md.",
+    )
+    def query_summaries(
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
+        key = context.partition_key
+        step_settings = llm.settings()
+        requests = request_store(step_settings)
+        if not requests.exists([ASSET], key):
+            raise dg.Failure(
+                f"no stored request for partition {key!r} (expected "
+                f"{requests.path([ASSET], key)}): add requests with `litpipe ask`"
+            )
+        request = requests.read([ASSET], key, QuerySummaryRequest)
+        try:
+            source = catalog.catalog().source(request.paper_id)
+        except KeyError as error:
+            raise dg.Failure(f"unknown paper {request.paper_id!r}: {error.args[0]}") from None
+        store = artifacts.store()
+        if not store.exists(["paper_abstract"], request.paper_id):
+            raise dg.Failure(not_ingested(source))
+        abstract = store.read(["paper_abstract"], request.paper_id, PaperAbstract)
+        versions = paper_versions(context.instance, request.paper_id)
+        chunk_store, model = lancedb.store(), embedder.embedder()
+        try:
+            passages = paper_passages(
+                chunk_store, model.embedder_id, source.collection, request.paper_id
+            )
+        except QuerySummaryError:
+            raise dg.Failure(not_ingested(source)) from None
+
+        ledger = llm.ledger(usage_scope(context))
+        client = llm.client_for_any((*MAIS_AGENTS, *AGENT_RERANKERS), ledger)
+        search = paper_search(
+            retrieval.retriever(chunk_store, model, source.collection, paper_id=request.paper_id),
+            reranker_for(step_settings, llm.prompts(), client),
+            request.paper_id,
+            step_settings,
+        )
+        with model_failures_as_step_failures():
+            try:
+                result = summarize_for_query(
+                    request,
+                    abstract.title,
+                    abstract.abstract,
+                    passages,
+                    search,
+                    step_settings,
+                    llm.prompts(),
+                    client,
+                )
+            except QuerySummaryError as error:
+                raise dg.Failure(str(error)) from None
+        path = report.write_markdown(
+            result, artifacts.outputs_dir(source.collection), source.collection
+        )
+        stored = checks.stored_chunks(
+            chunk_store.collection_rows(
+                model.embedder_id,
+                source.collection,
+                ["chunk_id", "paper_id", "page_start", "page_end"],
+                paper_ids=[request.paper_id],
+            ).to_pylist()
+        )
+        problems = report.citation_problems(result, stored)
+        last = result.iterations[-1]
+        yield dg.Output(
+            result,
+            data_version=data_version(result),
+            metadata={
+                "paper_id": request.paper_id,
+                "collection": source.collection,
+                "query": request.query,
+                "status": result.status,
+                "route": result.route,
+                "iterations": len(result.iterations),
+                "final_accuracy": last.verdict.accuracy,
+                "accuracy_by_iteration": dg.MetadataValue.json(
+                    [it.verdict.accuracy for it in result.iterations]
+                ),
+                "citations": len(result.citations),
+                "engine": result.engine,
+                "markdown": dg.MetadataValue.path(str(path)),
+                "trace": dg.MetadataValue.md(report.trace_table(result)),
+                "preview": dg.MetadataValue.md(path.read_text(encoding="utf-8")),
+                PAPER_VERSIONS: versions,
+                **usage_metadata(ledger.summary()),
+            },
+        )
+        yield dg.AssetCheckResult(
+            asset_key=ASSET,
+            check_name=CITATION_CHECK,
+            passed=not problems,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=(
+                f"all {len(result.citations)} citations resolve to stored chunks"
+                if not problems
+                else f"unresolved citations: {'; '.join(problems)}"
+            ),
+            metadata={"citations": len(result.citations), "problems": len(problems)},
+        )
+
+    return [query_summaries]

@@ -1,0 +1,185 @@
+"""Related work (LitLLM), one partition per request: an abstracts table and a research idea.
+
+Whoever adds a `related_work_requests` partition (`litpipe related-work`) first stores its
+request at `LITPIPE_HOME/requests/related_work/<key>.json`: the idea and limits, the table's
+path and the sha256 of its bytes. The key hashes all of them, so an edited table or another
+idea is another partition, and a repeated request is the same one (served from its last
+materialization while that is fresh). The step reads the table again and refuses one whose
+bytes are no longer those the request was made with, then writes `related_work.md` (the section
+and its reference list) and `related_work.json` to `LITPIPE_HOME/outputs/related_work/<key>/`.
+"""
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+from pydantic import BaseModel, Field
+
+from litpipe.agents.debate import DebateAgent
+from litpipe.agents.related_work import RelatedWorkAgent
+from litpipe.artifacts import ArtifactStore
+from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.partitions import related_work_requests
+from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
+from litpipe.defs.versions import code_version, data_version
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import RelatedWork, RelatedWorkRequest
+from litpipe.settings import Settings
+from litpipe.workflows.related_work import (
+    MARKDOWN_FILE,
+    ReferenceTable,
+    RelatedWorkInputError,
+    load_references,
+    related_work_version,
+    run_related_work,
+    write_related_work,
+)
+
+ASSET = "related_work"
+GROUP = "related_work"
+RELATED_WORK_AGENTS = (DebateAgent.name, RelatedWorkAgent.name)
+# A step failure carrying this metadata was the request's fault (the writer's prompt does not
+# fit its context, the table changed or vanished): the CLI answers it as a usage error.
+BAD_INPUT = "litpipe/bad_input"
+
+
+class StoredRelatedWorkRequest(BaseModel):
+    """A `related_work` partition's inputs, as stored under `Settings.requests_dir`."""
+
+    key: str = Field(description="The partition key: `rw-` and a hash of everything below.")
+    request: RelatedWorkRequest
+    table_path: str = Field(description="The abstracts table, an absolute path.")
+    table_sha256: str = Field(description="sha256 of the table's bytes when the request was made.")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def request_key(request: RelatedWorkRequest, table_sha256: str) -> str:
+    """Short, URL-safe, and the same for the same idea, limits and table content (wherever the
+    table lies: the same bytes under another name are the same references)."""
+    return "rw-" + digest(
+        request.idea, str(request.sentences), str(request.words), str(request.top_k), table_sha256
+    )
+
+
+def new_request(request: RelatedWorkRequest, table_path: Path) -> StoredRelatedWorkRequest:
+    path = Path(table_path).expanduser().resolve()
+    sha256 = file_sha256(path)
+    return StoredRelatedWorkRequest(
+        key=request_key(request, sha256),
+        request=request,
+        table_path=str(path),
+        table_sha256=sha256,
+    )
+
+
+def request_store(settings: Settings) -> ArtifactStore:
+    return ArtifactStore(settings.requests_dir)
+
+
+def outputs_folder(outputs_root: Path, key: str) -> Path:
+    """Where a request's `related_work.md` and `related_work.json` are written."""
+    return Path(outputs_root) / ASSET / key
+
+
+def bad_input(description: str) -> dg.Failure:
+    return dg.Failure(description=description, metadata={BAD_INPUT: True}, allow_retries=False)
+
+
+def _stored(settings: Settings, key: str) -> StoredRelatedWorkRequest:
+    store = request_store(settings)
+    if not store.exists([ASSET], key):
+        raise bad_input(
+            f"no stored request for partition {key!r} (expected {store.path([ASSET], key)}): "
+            "add related-work requests with `litpipe related-work`"
+        )
+    return store.read([ASSET], key, StoredRelatedWorkRequest)
+
+
+def _unchanged_table(stored: StoredRelatedWorkRequest) -> ReferenceTable:
+    """The table the request was made with, or a failure saying why it is gone."""
+    path = Path(stored.table_path)
+    changed = (
+        f"{path}: the abstracts table changed since this request was made; run "
+        "`litpipe related-work` on it again (an edited table is a new request)"
+    )
+    if not path.is_file():
+        raise bad_input(f"{path}: the abstracts table no longer exists (moved or deleted)")
+    if file_sha256(path) != stored.table_sha256:
+        raise bad_input(changed)
+    try:
+        table = load_references(path)
+    except RelatedWorkInputError as error:
+        raise bad_input(str(error)) from error
+    # Read twice around the parse: a table rewritten meanwhile is not taken for the stored one.
+    if file_sha256(path) != stored.table_sha256:
+        raise bad_input(changed)
+    return table
+
+
+def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    prompts = PromptLibrary(settings.prompts_dir)
+
+    @dg.asset(
+        name=ASSET,
+        partitions_def=related_work_requests,
+        group_name=GROUP,
+        # Both agents, the workflow, the embedder and the retrieval settings; the request's own
+        # inputs (idea, limits, table bytes) are in its partition key.
+        code_version=code_version(
+            [], RelatedWork, workflow=related_work_version(settings, prompts)
+        ),
+        description="A related-work section for a research idea from an abstracts table "
+        "(LitLLM): BM25 + dense retrieval fused by RRF and diversified by MMR, debate scoring of "
+        "each candidate, the top-k given to the writer, every one cited as [id] and nothing "
+        "else. Files: LITPIPE_HOME/outputs/related_work/<request>/related_work.md and .json.",
+    )
+    def related_work(
+        context: dg.AssetExecutionContext,
+        artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
+        llm: LLMResource,
+    ) -> dg.Output[RelatedWork]:
+        key = context.partition_key
+        step_settings = llm.settings()
+        stored = _stored(step_settings, key)
+        table = _unchanged_table(stored)
+        ledger = llm.ledger(usage_scope(context))
+        client = llm.client_for_any(RELATED_WORK_AGENTS, ledger)
+        try:
+            with model_failures_as_step_failures():
+                related = run_related_work(
+                    table, stored.request, step_settings, llm.prompts(), client, embedder.embedder()
+                )
+        except RelatedWorkInputError as error:
+            # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
+            raise bad_input(str(error)) from error
+        files = write_related_work(related, outputs_folder(Path(artifacts.outputs_root), key))
+        for warning in related.warnings:
+            context.log.warning(f"{key}: {warning}")
+        return dg.Output(
+            related,
+            data_version=data_version(related),
+            metadata={
+                "engine": related.engine,
+                "debate_engine": related.debate_engine,
+                "table": dg.MetadataValue.path(stored.table_path),
+                "table_rows": related.table_rows,
+                "skipped_rows": len(related.skipped_rows),
+                "top_k": len(related.references),
+                "cited_ids": len(related.cited_ids),
+                "sentences": related.sentences,
+                "words": related.words,
+                "within_length": related.within_length,
+                "revised": related.revised,
+                "warnings": len(related.warnings),
+                **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
+                "preview": dg.MetadataValue.md(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
+                **usage_metadata(ledger.summary()),
+            },
+        )
+
+    return [related_work]

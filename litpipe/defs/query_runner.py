@@ -1,0 +1,159 @@
+"""Runs query-focused summary requests in-process, into the instance the UI serves.
+
+`litpipe ask` and `litpipe eval mais` go through here: a request is checked (a registered and
+ingested paper) before anything is written, then stored under `LITPIPE_HOME/requests/`, added
+as a `query_requests` partition and materialized with `query_summary_job`, unless its latest
+materialization is fresh: same code version (loop, prompts, models, retrieval) and the same data
+versions of its paper's chunks, embeddings and abstract. A fresh request is served from its
+stored output with no run and no model call.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import dagster as dg
+from pydantic import BaseModel, Field
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.catalog import Catalog
+from litpipe.defs.assets.query_summaries import (
+    ASSET,
+    CITATION_CHECK,
+    PAPER_VERSIONS,
+    not_ingested,
+    paper_versions,
+    request_store,
+)
+from litpipe.defs.check_results import latest_check_results
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.jobs import query_summary_job
+from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
+from litpipe.defs.partitions import query_requests
+from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason
+from litpipe.defs.staleness import State, partition_states
+from litpipe.report.query_summary import markdown_path
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import CheckReport, PaperSource, QuerySummary, QuerySummaryRequest
+from litpipe.settings import Settings
+from litpipe.workflows.query_summary import QuerySummaryError
+
+QUERY_SUMMARIES = dg.AssetKey(ASSET)
+# Papers named in an "unknown paper" message, at most.
+_KNOWN_SHOWN = 10
+
+
+class AskOutcome(BaseModel):
+    request: QuerySummaryRequest
+    collection: str
+    status: Literal["materialized", "up_to_date", "failed"]
+    seconds: float = 0.0
+    result: QuerySummary | None = None
+    markdown: str | None = Field(default=None, description="The request's Markdown file.")
+    check: CheckReport | None = Field(
+        default=None, description="The citation check's latest result for this request."
+    )
+    failure: str | None = None
+
+
+def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
+    """The paper's source when it is registered and ingested (its abstract and chunks stored);
+    otherwise a QuerySummaryError saying what to do. Writes nothing."""
+    if not settings.catalog_path.is_file():
+        raise QuerySummaryError(
+            f"unknown paper {paper_id!r}: no paper is registered under {settings.home}; run "
+            "`litpipe run SOURCE` first"
+        )
+    catalog = Catalog(settings.catalog_path)
+    try:
+        source = catalog.source(paper_id)
+    except KeyError:
+        known = sorted({p for c in catalog.collections() for p in catalog.papers(c)})
+        listed = ", ".join(known[:_KNOWN_SHOWN]) + (", ..." if len(known) > _KNOWN_SHOWN else "")
+        raise QuerySummaryError(
+            f"unknown paper {paper_id!r}: it is not registered under {settings.home} (known "
+            f"papers: {listed or 'none'})"
+        ) from None
+    ingested = ArtifactStore(settings.artifacts_dir).exists(["paper_abstract"], paper_id) and (
+        ChunkStore(settings.lancedb_dir).paper_chunk_ids(
+            Embedder(settings.embedder).embedder_id, paper_id
+        )
+    )
+    if not ingested:
+        raise QuerySummaryError(not_ingested(source))
+    return source
+
+
+def request_state(
+    instance: dg.DagsterInstance, defs: dg.Definitions, request: QuerySummaryRequest
+) -> State:
+    """FRESH when the latest materialization has the current code version and was written from
+    the paper's current data versions."""
+    state = partition_states(instance, defs, [QUERY_SUMMARIES], [request.key])[QUERY_SUMMARIES][
+        request.key
+    ]
+    if state is not State.FRESH:
+        return state
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=QUERY_SUMMARIES, asset_partitions=[request.key]), limit=1
+    ).records
+    materialization = records[0].asset_materialization if records else None
+    recorded = materialization.metadata.get(PAPER_VERSIONS) if materialization else None
+    if recorded is None or recorded.value != paper_versions(instance, request.paper_id):
+        return State.UPSTREAM_CHANGED
+    return State.FRESH
+
+
+def summarize_request(
+    settings: Settings,
+    instance: dg.DagsterInstance,
+    request: QuerySummaryRequest,
+    scope: str,
+    defs: dg.Definitions | None = None,
+) -> AskOutcome:
+    """The request's summary: stored, partitioned and materialized when not fresh. The paper
+    must be `ready_paper`."""
+    defs = defs or build_definitions(settings)
+    collection = Catalog(settings.catalog_path).source(request.paper_id).collection
+    outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
+    store = request_store(settings)
+    # The stored request is the partition's input: written before the partition exists.
+    if not store.exists([ASSET], request.key):
+        store.write([ASSET], request.key, request)
+    if not instance.has_dynamic_partition(query_requests.name, request.key):
+        instance.add_dynamic_partitions(query_requests.name, [request.key])
+    artifacts = ArtifactStore(settings.artifacts_dir)
+    fresh = request_state(instance, defs, request) is State.FRESH and artifacts.exists(
+        [ASSET], request.key
+    )
+    if not fresh:
+        started = time.perf_counter()
+        result = defs.resolve_job_def(query_summary_job.name).execute_in_process(
+            partition_key=request.key,
+            asset_selection=[QUERY_SUMMARIES],
+            instance=instance,
+            raise_on_error=False,
+            run_config=QUIET_RUN_CONFIG,
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        )
+        outcome.seconds = round(time.perf_counter() - started, 3)
+        if not result.success:
+            outcome.status = "failed"
+            outcome.failure = _failure_reason(result)
+        else:
+            outcome.status = "materialized"
+    if artifacts.exists([ASSET], request.key) and outcome.status != "failed":
+        summary = artifacts.read([ASSET], request.key, QuerySummary)
+        outcome.result = summary
+        outcome.markdown = str(markdown_path(settings.outputs_dir(collection), request.key))
+    outcome.check = next(
+        (
+            check
+            for check in latest_check_results(instance, defs, request.key)
+            if check.asset == ASSET and check.check == CITATION_CHECK
+        ),
+        None,
+    )
+    return outcome

@@ -1,0 +1,217 @@
+"""What a reader gets of a query-focused summary (MAIS): the Markdown file, the terminal text, the
+check that every citation resolves to a stored chunk, and the convergence report's Markdown.
+
+Pure Python over `QuerySummary`: the `query_summaries` asset writes the file, `litpipe ask` and
+`litpipe eval mais` print the same texts, a notebook can call any of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from litpipe.evaluation.checks import StoredChunk
+from litpipe.evaluation.convergence import render_markdown as convergence_table
+from litpipe.schemas import ConvergenceReport, QuerySummary, RetrievedChunk, SummaryIteration
+
+# Passages quoted under the citations are cut to this many characters.
+_EXCERPT_CHARS = 240
+
+
+def markdown_path(outputs_dir: Path, key: str) -> Path:
+    """Where a request's file lies: `outputs/<collection>/query_summaries/<key>.md`."""
+    return outputs_dir / "query_summaries" / f"{key}.md"
+
+
+def _cell(text: str) -> str:
+    """Text safe in a Markdown table cell: one line, no column separator."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def verdict_text(iteration: SummaryIteration) -> str:
+    return "approved" if iteration.verdict.approved else "not approved"
+
+
+def topics_text(iteration: SummaryIteration) -> str:
+    return "; ".join(iteration.verdict.mismatch_topics) or "-"
+
+
+def _pages(chunk: RetrievedChunk) -> str:
+    if chunk.page_start == chunk.page_end:
+        return f"p. {chunk.page_start}"
+    return f"pp. {chunk.page_start}-{chunk.page_end}"
+
+
+def trace_table(result: QuerySummary) -> str:
+    """One Markdown row per iteration: its accuracy, the verdict, the topics of mismatch."""
+    lines = [
+        "| iteration | accuracy | verdict | mismatch topics |",
+        "|---:|---:|---|---|",
+        *(
+            f"| {it.iteration} | {it.verdict.accuracy:.2f} | {verdict_text(it)} | "
+            f"{_cell(topics_text(it))} |"
+            for it in result.iterations
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def outcome_line(result: QuerySummary) -> str:
+    """`approved after 3 of at most 15 iterations (accuracy 1.00)`, or why it stopped."""
+    last = result.iterations[-1]
+    if result.status == "approved":
+        done = f"approved after {len(result.iterations)}"
+    else:
+        done = f"not approved after {len(result.iterations)}"
+    cap = f"{result.max_iterations} iteration{'' if result.max_iterations == 1 else 's'}"
+    return f"{done} of at most {cap} (final accuracy {last.verdict.accuracy:.2f})"
+
+
+def render_markdown(result: QuerySummary, collection: str) -> str:
+    """The summary, its highlights, its citations with the passages they stand for, then the
+    loop's trace: the diagnostic questions and one row per iteration."""
+    request = result.request
+    by_id = {chunk.chunk_id: chunk for chunk in result.source}
+    lines = [
+        f"# {result.title or request.paper_id}",
+        "",
+        f"**Query:** {request.query}",
+        "",
+        f"Paper `{request.paper_id}` (collection `{collection}`), request `{request.key}`. "
+        f"Status: **{result.status}**, {outcome_line(result)}. Route: {result.route} "
+        f"({result.route_reason}). Written by {result.engine}.",
+        "",
+        "## Summary",
+        "",
+        result.summary or "(empty)",
+        "",
+        "## Highlights",
+        "",
+        *(f"- {item}" for item in result.highlights),
+        *([] if result.highlights else ["(none)"]),
+        "",
+        "## Citations",
+        "",
+    ]
+    for citation in result.citations:
+        chunks = [by_id[chunk_id] for chunk_id in citation.chunk_ids if chunk_id in by_id]
+        lines.append(f"- {citation.marker}: {', '.join(f'`{c}`' for c in citation.chunk_ids)}")
+        for chunk in chunks:
+            excerpt = " ".join(chunk.text.split())
+            if len(excerpt) > _EXCERPT_CHARS:
+                excerpt = excerpt[:_EXCERPT_CHARS].rstrip() + "…"
+            lines.append(f"  - {chunk.section}, {_pages(chunk)}: {excerpt}")
+    if not result.citations:
+        lines.append("(none)")
+    lines += [
+        "",
+        "## Diagnostic questions",
+        "",
+        *(f"- `{q.question_id}` ({q.topic}): {q.text}" for q in result.questions),
+        "",
+        "## Iterations",
+        "",
+        trace_table(result),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
+    path = markdown_path(outputs_dir, result.request.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Write then rename: a reader never sees half a file.
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(render_markdown(result, collection), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def render_text(result: QuerySummary) -> str:
+    """What `litpipe ask` prints: the summary, its highlights, then the trace, one line per
+    iteration (accuracy, then approved or the topics of mismatch)."""
+    lines = [
+        f"{result.title or result.request.paper_id} [{result.request.paper_id}]",
+        f"Query: {result.request.query}",
+        "",
+        result.summary or "(empty summary)",
+        "",
+        "Highlights:",
+        *(f"  - {item}" for item in result.highlights),
+        *([] if result.highlights else ["  (none)"]),
+        "",
+        f"Iterations ({result.status}; route: {result.route}):",
+    ]
+    for it in result.iterations:
+        verdict = "approved" if it.verdict.approved else f"mismatch: {topics_text(it)}"
+        lines.append(f"  {it.iteration:>3}  accuracy {it.verdict.accuracy:.2f}  {verdict}")
+    return "\n".join(lines)
+
+
+def citation_problems(result: QuerySummary, stored: Mapping[str, StoredChunk]) -> list[str]:
+    """Each citation of the summary and highlights that does not resolve to a stored chunk of
+    the cited paper on the cited page, with why; empty when all resolve."""
+    problems = []
+    for citation in result.citations:
+        if not citation.chunk_ids:
+            problems.append(f"{citation.marker}: no chunk")
+        for chunk_id in citation.chunk_ids:
+            chunk = stored.get(chunk_id)
+            if chunk is None:
+                problems.append(f"{citation.marker}: chunk {chunk_id} is not in the store")
+            elif chunk.paper_id != citation.paper_id:
+                problems.append(f"{citation.marker}: chunk {chunk_id} is of {chunk.paper_id}")
+            elif not chunk.page_start <= citation.page <= chunk.page_end:
+                problems.append(
+                    f"{citation.marker}: chunk {chunk_id} lies on pages "
+                    f"{chunk.page_start}-{chunk.page_end}"
+                )
+    return problems
+
+
+class EvaluatedRequest(BaseModel):
+    """One question of an evaluation set asked of its paper, and how the loop ended."""
+
+    question_id: str = Field(description="The dataset's id of the question.")
+    paper_id: str
+    key: str = Field(description="The request's partition key.")
+    status: str
+    route: str
+    iterations: int
+    accuracies: list[float] = Field(description="The judge's accuracy at each iteration.")
+
+
+def evaluated(question_id: str, result: QuerySummary) -> EvaluatedRequest:
+    return EvaluatedRequest(
+        question_id=question_id,
+        paper_id=result.request.paper_id,
+        key=result.request.key,
+        status=result.status,
+        route=result.route,
+        iterations=len(result.iterations),
+        accuracies=[it.verdict.accuracy for it in result.iterations],
+    )
+
+
+def convergence_markdown(
+    report: ConvergenceReport, runs: Sequence[EvaluatedRequest], title: str
+) -> str:
+    """The convergence table and accuracy per iteration, then one row per request."""
+    lines = [
+        f"# {title}",
+        "",
+        convergence_table(report).rstrip("\n"),
+        "",
+        "| question | paper | request | status | iterations | accuracy per iteration | route |",
+        "|---|---|---|---|---:|---|---|",
+        *(
+            f"| {_cell(run.question_id)} | {_cell(run.paper_id)} | {run.key} | {run.status} | "
+            f"{run.iterations} | {' → '.join(f'{a:.2f}' for a in run.accuracies)} | "
+            f"{run.route} |"
+            for run in runs
+        ),
+        "",
+    ]
+    return "\n".join(lines)

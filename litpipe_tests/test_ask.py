@@ -1,0 +1,371 @@
+"""`litpipe ask` and `litpipe eval mais` end to end, as a user runs them: a bundled paper ingested
+by `litpipe run` (the tiny local embedder), then query-focused summaries materialized through
+the `query_summaries` asset, offline and through the stub model."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.catalog import Catalog
+from litpipe.citations import marker, markers_in
+from litpipe.cli import main
+from litpipe.defs.partitions import query_requests
+from litpipe.defs.runner import open_instance
+from litpipe.evaluation.litqa import read_questions
+from litpipe.ingest.sources import pdf_source
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import ConvergenceReport, QuerySummary, RunReport
+from litpipe.settings import Settings
+from litpipe.workflows.query_summary import request_for
+from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.stub_agents import judge_verdict
+from litpipe_tests.stub_llm import StubLLM
+from litpipe_tests.test_query_summary import QUESTIONS, fenced, requests_to
+
+PDF = PDFS_BY_SIZE[0]  # the REV1 paper, the smallest
+PAPER_ID = PDF.stem
+QUERY = "Which Rev1 domain matters most for MMS sensitivity in rev3 mutants?"
+ASSET = dg.AssetKey("query_summaries")
+LITQA2 = Path(__file__).parent / "data" / "litqa2" / "litqa2_subset_with_pdfs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    """A home where `litpipe run` ingested the paper once; each test works on its own copy."""
+    base = tmp_path_factory.mktemp("ingested")
+    folder = base / "papers"
+    folder.mkdir()
+    shutil.copy(PDF, folder)
+    home = base / "home"
+    code = main(["run", str(folder), "--collection", "bio", "--home", str(home), *tiny(tiny_model)])
+    assert code == 0
+    report = RunReport.model_validate_json((home / "outputs" / "bio" / "report.json").read_text())
+    assert report.papers == 1
+    return home
+
+
+def tiny(model: Path) -> list[str]:
+    return ["--embedder", str(model)]
+
+
+@pytest.fixture
+def home(ingested: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(ingested, tmp_path / "home"))
+
+
+def ask(home: Path, model: Path, *args: str) -> int:
+    return main(["ask", "--home", str(home), *tiny(model), *args])
+
+
+def materializations(home: Path, key: str) -> int:
+    instance = open_instance(Settings(home=home))
+    return len(
+        instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=ASSET, asset_partitions=[key]), limit=100
+        ).records
+    )
+
+
+def stored_rows(home: Path, model: Path) -> dict[str, dict[str, Any]]:
+    embedder_id = Embedder(str(model)).embedder_id
+    rows = ChunkStore(home / "lancedb").collection_rows(
+        embedder_id, "bio", ["chunk_id", "paper_id", "page_start", "page_end"], [PAPER_ID]
+    )
+    return {row["chunk_id"]: row for row in rows.to_pylist()}
+
+
+def assert_citations_resolve(result: QuerySummary, rows: dict[str, dict[str, Any]]) -> None:
+    """Every citation names stored chunks of the paper on the cited page, and every marker of
+    the summary and highlights has its citation."""
+    assert result.citations
+    for citation in result.citations:
+        assert citation.paper_id == PAPER_ID and citation.chunk_ids
+        for chunk_id in citation.chunk_ids:
+            row = rows[chunk_id]
+            assert row["paper_id"] == PAPER_ID
+            assert row["page_start"] <= citation.page <= row["page_end"]
+    written = {
+        marker(p, page) for p, page in markers_in(" ".join([result.summary, *result.highlights]))
+    }
+    assert written == {citation.marker for citation in result.citations}
+
+
+def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_asset(
+    home: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY) == 0
+    out = capsys.readouterr().out
+    key = request_for(PAPER_ID, QUERY).key
+    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+
+    # What the user reads: the summary, its highlights, the trace, status, route and the file.
+    assert result.summary in out and result.engine == "offline"
+    assert all(highlight in out for highlight in result.highlights)
+    assert f"Status: {result.status}" in out and f"Route: {result.route}" in out
+    for iteration in result.iterations:
+        verdict = (
+            "approved"
+            if iteration.verdict.approved
+            else f"mismatch: {'; '.join(iteration.verdict.mismatch_topics)}"
+        )
+        assert (
+            f"{iteration.iteration:>3}  accuracy {iteration.verdict.accuracy:.2f}  {verdict}" in out
+        )
+    assert "Check citation_validity: passed" in out
+    markdown = home / "outputs" / "bio" / "query_summaries" / f"{key}.md"
+    assert f"Markdown: {markdown}" in out
+
+    # Every iteration is stored with its accuracy and verdict; the loop converged offline.
+    assert result.status == "approved" and result.request.query == QUERY
+    assert [i.iteration for i in result.iterations] == list(range(1, len(result.iterations) + 1))
+    for iteration in result.iterations:
+        assert 0 <= iteration.verdict.accuracy <= 1 and iteration.qa
+        assert iteration.verdict.approved == (iteration is result.iterations[-1])
+    assert result.iterations[-1].verdict.accuracy == 1.0
+    assert_citations_resolve(result, stored_rows(home, tiny_model))
+
+    text = markdown.read_text("utf-8")
+    assert result.summary in text and "| iteration | accuracy | verdict | mismatch topics |" in text
+    for iteration in result.iterations:
+        assert re.search(
+            rf"^\| {iteration.iteration} \| {iteration.verdict.accuracy:.2f} \|", text, re.M
+        )
+    assert (home / "requests" / "query_summaries" / f"{key}.json").is_file()
+    instance = open_instance(Settings(home=home))
+    assert instance.get_dynamic_partitions(query_requests.name) == [key]
+    (record,) = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=ASSET, asset_partitions=[key]), limit=5
+    ).records
+    metadata = record.asset_materialization.metadata
+    assert metadata["iterations"].value == len(result.iterations)
+    assert metadata["status"].value == "approved"
+
+    # The same request, spaced otherwise: served from the materialized asset, no new run.
+    assert ask(home, tiny_model, "--paper", PAPER_ID, "  " + QUERY.replace(" ", "   ")) == 0
+    again = capsys.readouterr().out
+    assert "up to date: served from the materialized asset" in again and result.summary in again
+    assert materializations(home, key) == 1
+
+    # Another cap is another code version: the request is materialized again.
+    assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, "--max-iterations", "1") == 0
+    capped = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    assert materializations(home, key) == 2
+    assert capped.max_iterations == 1 and len(capped.iterations) == 1
+    assert "of at most 1 iteration " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--paper", "10.9999_nope", QUERY], "unknown paper '10.9999_nope': it is not registered"),
+        (["--paper", PAPER_ID, ""], "the query is empty"),
+        (["--paper", PAPER_ID, " \t "], "the query is empty"),
+        (["--paper", PAPER_ID], "the query is empty"),
+        (["--paper", " ", QUERY], "the paper id is empty"),
+        (
+            ["--paper", PAPER_ID, QUERY, "--max-iterations", "0"],
+            "--max-iterations must be at least 1",
+        ),
+    ],
+)
+def test_bad_requests_exit_2_with_a_clear_message_and_write_nothing(
+    home: Path,
+    tiny_model: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    assert ask(home, tiny_model, *args) == 2
+    assert message in capsys.readouterr().err
+    assert not (home / "requests").exists()
+    assert not (home / "outputs" / "bio" / "query_summaries").exists()
+    assert open_instance(Settings(home=home)).get_dynamic_partitions(query_requests.name) == []
+
+
+def test_a_registered_paper_not_yet_ingested_is_refused_saying_what_to_run(
+    home: Path, tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "later"
+    folder.mkdir()
+    shutil.copy(PDFS_BY_SIZE[1], folder)
+    source = pdf_source(folder / PDFS_BY_SIZE[1].name, "later")
+    Catalog(home / "catalog.sqlite").register(source)
+    assert ask(home, tiny_model, "--paper", source.paper_id, QUERY) == 2
+    err = capsys.readouterr().err
+    assert f"paper {source.paper_id} is not ingested; run `litpipe run {folder}" in err
+    assert not (home / "requests").exists()
+    # Nothing registered at all: the same advice, and no home is created.
+    empty = tmp_path / "empty-home"
+    assert ask(empty, tiny_model, "--paper", PAPER_ID, QUERY) == 2
+    assert "no paper is registered" in capsys.readouterr().err and not empty.exists()
+
+
+# Through a model (the local stub), each MAIS agent on its own model name.
+
+ROUTES = {
+    "query_questions": {"model": "openai/stub-questions"},
+    "query_summary": {"model": "openai/stub-summary"},
+    "summary_qa": {"model": "openai/stub-qa"},
+    "summary_judge": {"model": "openai/stub-judge"},
+}
+
+
+def verdict(approved: bool, accepted: list[bool], topics: list[str]) -> dict[str, Any]:
+    return judge_verdict(PAPER_ID, approved, accepted, topics)
+
+
+def script_the_loop(stub: StubLLM) -> None:
+    """Numbered drafts citing page 1 (and a page that does not exist), a QA agent echoing the
+    summary, a judge disapproving twice, then approving."""
+    drafts = iter(range(1, 100))
+
+    def summarize(body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "evidence_sufficient": True,
+            "summary": f"Draft {next(drafts)}: REV1 protects flies from MMS [{PAPER_ID}:1]. "
+            f"It is conserved in yeast [{PAPER_ID}:999].",
+            "highlights": [f"REV1 matters [{PAPER_ID}:1]."],
+        }
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        ids = re.findall(r"^(\S+:d\d+):", fenced(body, "questions"), re.M)
+        return {"answers": [{"question_id": i, "answer": fenced(body, "summary")} for i in ids]}
+
+    stub.script("stub-questions", QUESTIONS)
+    stub.respond("stub-summary", summarize)
+    stub.respond("stub-qa", answer)
+    stub.script(
+        "stub-judge",
+        verdict(False, [False, True], ["the decisive domain"]),
+        verdict(False, [True, False], ["MMS doses", "survival scoring"]),
+        verdict(True, [True, True], []),
+    )
+
+
+def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_the_trace(
+    home: Path,
+    tiny_model: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script_the_loop(stub_llm)
+    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(ROUTES))
+    model = ["--model", "openai/stub", "--api-base", stub_llm.url]
+    assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, *model) == 0
+    out = capsys.readouterr().out
+    assert "  1  accuracy 0.50  mismatch: the decisive domain" in out
+    assert "  2  accuracy 0.50  mismatch: MMS doses; survival scoring" in out
+    assert "  3  accuracy 1.00  approved" in out
+    assert "Status: approved, approved after 3 of at most 15 iterations" in out
+    assert "model calls: 10 made" in out  # questions once; summary, QA and judge three times
+
+    key = request_for(PAPER_ID, QUERY).key
+    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    assert [i.verdict.accuracy for i in result.iterations] == [0.5, 0.5, 1.0]
+    assert [i.revised_from for i in result.iterations] == [
+        [],
+        ["the decisive domain"],
+        ["MMS doses", "survival scoring"],
+    ]
+    assert result.engine == "openai/stub-summary" and result.summary.startswith("Draft 3:")
+    # The page that does not exist was dropped; what is left resolves to stored chunks.
+    assert f"[{PAPER_ID}:999]" not in result.summary
+    assert_citations_resolve(result, stored_rows(home, tiny_model))
+    assert fenced(requests_to(stub_llm, "stub-summary")[2], "feedback") == (
+        "- MMS doses\n- survival scoring"
+    )
+    table = (home / "outputs" / "bio" / "query_summaries" / f"{key}.md").read_text("utf-8")
+    assert "| 2 | 0.50 | not approved | MMS doses; survival scoring |" in table
+
+    # Asked again with the same models: no run, no model call.
+    calls = stub_llm.request_count
+    assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, *model) == 0
+    assert "up to date" in capsys.readouterr().out
+    assert stub_llm.request_count == calls and materializations(home, key) == 1
+
+
+# The convergence report over a question set.
+
+
+def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and_json(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for pdf in PDFS_BY_SIZE[:2]:
+        shutil.copy(pdf, corpus)
+    records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
+    chosen = [r for r in records if r["pdf_file"] in {pdf.name for pdf in PDFS_BY_SIZE[:2]}]
+    assert len(chosen) == 2
+    elsewhere = {**chosen[0], "id": "not-here", "pdf_file": "10.0000_missing.pdf"}
+    dataset = tmp_path / "questions.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in [*chosen, elsewhere]), "utf-8")
+    home = tmp_path / "home"
+    command = ["eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus)]
+
+    assert main([*command, "--home", str(home), *tiny(tiny_model)]) == 0
+    captured = capsys.readouterr()
+    *table, last = captured.out.strip().splitlines()
+    figures = json.loads(last)
+    assert figures["runs"] == 2 and figures["questions"] == 3 and figures["skipped"] == 1
+    assert figures["failed"] == 0 and figures["materialized"] == 2
+    assert figures["engine"] == "offline"
+    assert "skipped not-here: 10.0000_missing.pdf" in captured.err
+    out_dir = home / "outputs" / "corpus"
+    report = ConvergenceReport.model_validate_json((out_dir / "convergence.json").read_text())
+    assert report.runs == 2 and report.approved == figures["approved"]
+    assert report.accuracy_by_iteration[0].runs == 2
+    assert figures["accuracy_by_iteration"] == [
+        row.model_dump() for row in report.accuracy_by_iteration
+    ]
+
+    # The table: the figures, accuracy per iteration, then one row per question.
+    text = "\n".join(table)
+    assert "| runs | approved | approved share |" in text
+    assert "| iteration | runs reaching it | mean accuracy |" in text
+    for record in chosen:
+        assert re.search(rf"^\| {record['id']} \| {record['pdf_file'][:-4]} \| q-", text, re.M)
+    assert (out_dir / "convergence.md").read_text("utf-8").strip() == text.strip()
+    svg = ET.fromstring((out_dir / "convergence.svg").read_text("utf-8"))
+    points = svg.findall(".//{http://www.w3.org/2000/svg}circle")
+    assert [float(p.get("data-accuracy", "nan")) for p in points] == pytest.approx(
+        [row.mean_accuracy for row in report.accuracy_by_iteration], abs=1e-4
+    )
+    # Each answer is a request of the instance; a rerun is served from them.
+    instance = open_instance(Settings(home=home))
+    assert len(instance.get_dynamic_partitions(query_requests.name)) == 2
+    assert main([*command, "--home", str(home), *tiny(tiny_model)]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["up_to_date"] == 2 and again["materialized"] == 0
+    assert again["accuracy_by_iteration"] == figures["accuracy_by_iteration"]
+
+
+def test_eval_mais_refuses_a_bad_dataset_or_corpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "question": "Why?", "pdf_file": "a.pdf"}\n{"id": "b"}\n', "utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl line 2: question: Field required"):
+        read_questions(bad)
+    command = ["eval", "mais", "--home", str(home), "--dataset"]
+    assert main([*command, str(bad), "--corpus", str(tmp_path)]) == 2
+    assert "line 2" in capsys.readouterr().err
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a", "question": "Why?", "pdf_file": "a.pdf"}\n', "utf-8")
+    assert main([*command, str(good), "--corpus", str(tmp_path / "nowhere")]) == 2
+    assert "not a folder of PDFs" in capsys.readouterr().err
+    assert main([*command, str(good), "--corpus", str(tmp_path)]) == 2
+    assert "no question's PDF is in" in capsys.readouterr().err
+    assert not home.exists()
