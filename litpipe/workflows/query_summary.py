@@ -9,7 +9,8 @@ answers with the paper. Every pass is kept: summary, highlights, QA pairs, verdi
 What the summarizer and the judge read is decided once (Self-Route): the whole paper when it
 fits `mais_context_tokens`, else its evidence (the passages retrieved for the query and for each
 question, in reading order), unless the summarizer's first draft finds that evidence
-insufficient, and then the whole paper after all. The route taken and why are recorded.
+insufficient, and then the whole paper after all (as much of it as fits the context, the
+retrieved passages first). The route taken and why are recorded.
 
 Runs without Dagster:
 
@@ -159,6 +160,23 @@ def _in_reading_order(
     )
 
 
+def within_context(
+    evidence: list[RetrievedChunk], paper: list[RetrievedChunk], settings: Settings
+) -> list[RetrievedChunk]:
+    """As much of the paper as `mais_context_tokens` holds, in reading order: the retrieved
+    passages first, then the others from the start of the paper (a paper too long to read whole
+    is read as far as the model can)."""
+    kept: list[RetrievedChunk] = []
+    budget = settings.mais_context_tokens
+    for chunk in _in_reading_order(evidence, paper) + paper:
+        cost = estimate_tokens(citations.evidence_block([chunk]))
+        if chunk in kept or cost > budget:
+            continue
+        kept.append(chunk)
+        budget -= cost
+    return _in_reading_order(kept, paper)
+
+
 def _checked(text: str, source: list[RetrievedChunk], writer: str) -> str:
     """`text` without the markers that resolve to no passage of `source`, after a warning."""
     _, unresolved = citations.citations(text, source)
@@ -255,10 +273,16 @@ def summarize_for_query(
         reply = run_agent(summarizer, inputs, settings, prompts, client)
         if iteration == 1 and not reply.evidence_sufficient and route == "evidence":
             # Self-Route: the retrieved passages do not hold the answer; the whole paper may.
-            route, source = "whole_paper", paper
+            route, source = "whole_paper", within_context(evidence, paper, settings)
             route_reason = (
                 f"the summarizer found the {len(evidence)} passages retrieved for the query and "
-                f"the questions insufficient (the whole paper is about {whole_tokens} tokens)"
+                f"the questions insufficient (the whole paper is about {whole_tokens} tokens"
+                + (
+                    ")"
+                    if len(source) == len(paper)
+                    else f"; the {len(source)} of its {len(paper)} passages that fit "
+                    f"mais_context_tokens, the retrieved ones first)"
+                )
             )
             inputs = inputs.model_copy(update={"passages": source})
             reply = run_agent(summarizer, inputs, settings, prompts, client)
