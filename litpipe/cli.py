@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     import dagster as dg
 
     from litpipe.defs.runner import PaperOutcome
+    from litpipe.defs.staleness import State
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,7 +355,8 @@ def status_command(settings: Settings, show_all: bool) -> int:
     defs = build_definitions(settings)
     keys = paper_asset_keys(defs)
     collections = catalog.collections()
-    if not collections:
+    requests = _request_states(instance, defs)
+    if not collections and not requests:
         print(f"nothing registered yet under {settings.home}: try `litpipe run SOURCE`")
         return 0
     for collection in collections:
@@ -377,7 +380,33 @@ def status_command(settings: Settings, show_all: bool) -> int:
                 shown = ids if show_all else ids[:5]
                 more = "" if len(shown) == len(ids) else f" (+{len(ids) - len(shown)} more)"
                 print(f"      {state}: {' '.join(shown)}{more}")
+    for asset, states_of_requests in requests.items():
+        counts = Counter(str(state) for state in states_of_requests.values())
+        listed = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        print(f"{asset}: {len(states_of_requests)} requests ({listed})")
     return 0
+
+
+def _request_states(
+    instance: dg.DagsterInstance, defs: dg.Definitions
+) -> dict[str, dict[str, State]]:
+    """Per request-partitioned asset with requests, each request's state (by code version:
+    `litpipe ask` also compares the data versions of the paper it summarizes)."""
+    import dagster as dg
+
+    from litpipe.defs.partitions import query_requests, related_work_requests
+    from litpipe.defs.staleness import partition_states
+
+    found: dict[str, dict[str, State]] = {}
+    for asset, partitions in (
+        ("query_summaries", query_requests),
+        ("related_work", related_work_requests),
+    ):
+        keys = instance.get_dynamic_partitions(partitions.name)
+        if keys:
+            key = dg.AssetKey(asset)
+            found[asset] = partition_states(instance, defs, [key], list(keys))[key]
+    return found
 
 
 def eval_retrieval_command(
