@@ -3,6 +3,11 @@
 A paper's partition key alone cannot tell a Dagster step which file to read, so registration
 (by the CLI or the new-paper sensor) records each paper's `PaperSource` here and the
 `paper_source` asset reads it back. SQLite gives us atomic upserts under concurrent runs.
+
+A paper's `registered_at` is its arrival: when the catalog first registered it (UTC). The
+nightly digest of a day lists the papers that arrived that day. A changed file keeps its first
+arrival: it is re-ingested, but it is not a new paper, and a digest that listed it again each
+time it is edited would bury the papers that are new.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from litpipe.schemas import PaperSource
+from litpipe.schemas import PaperArrival, PaperSource
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -29,6 +34,34 @@ CREATE TABLE IF NOT EXISTS memberships (
     PRIMARY KEY (collection, paper_id)
 );
 """
+# The schema's version, in SQLite's `user_version`; `_MIGRATIONS[n]` takes a catalog from
+# version n to n + 1.
+_VERSION = 1
+
+
+def _stamp(moment: datetime) -> str:
+    """A moment as stored: UTC, ISO 8601 with microseconds, so that every stamp has the same
+    length and text order is time order (what lets SQLite select a day's arrivals)."""
+    if moment.tzinfo is None:
+        raise ValueError(f"a registration time must be timezone-aware, got {moment!r}")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _sortable_arrivals(db: sqlite3.Connection) -> None:
+    """Version 0 -> 1: older catalogs wrote `datetime.now(UTC).isoformat()`, whose text drops
+    the microseconds when they are zero (so it does not sort as time); rewrite every stamp in
+    one form and index them for the digest's day queries."""
+    for paper_id, stamp in db.execute("SELECT paper_id, registered_at FROM papers").fetchall():
+        moment = datetime.fromisoformat(stamp)
+        if moment.tzinfo is None:  # never written so, but a hand-edited catalog might be
+            moment = moment.replace(tzinfo=UTC)
+        db.execute(
+            "UPDATE papers SET registered_at = ? WHERE paper_id = ?", (_stamp(moment), paper_id)
+        )
+    db.execute("CREATE INDEX IF NOT EXISTS papers_registered_at ON papers (registered_at)")
+
+
+_MIGRATIONS = [_sortable_arrivals]
 
 
 class Registration(StrEnum):
@@ -43,6 +76,19 @@ class Catalog:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._connect() as db:
+            if db.execute("PRAGMA user_version").fetchone()[0] >= _VERSION:
+                return
+            # The write lock, then the version again: two processes opening an old catalog at
+            # once migrate it once.
+            db.execute("BEGIN IMMEDIATE")
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            for migration in _MIGRATIONS[version:]:
+                migration(db)
+            db.execute(f"PRAGMA user_version = {max(version, _VERSION)}")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -54,8 +100,12 @@ class Catalog:
         finally:
             db.close()
 
-    def register(self, source: PaperSource) -> Registration:
-        """Record a paper (idempotent); a known id with new content replaces the old source."""
+    def register(self, source: PaperSource, now: datetime | None = None) -> Registration:
+        """Record a paper (idempotent); a known id with new content replaces the old source.
+
+        `now` (timezone-aware, default: the clock) is a new paper's arrival; a known paper
+        keeps its first one.
+        """
         with self._connect() as db:
             row = db.execute(
                 "SELECT content_sha256 FROM papers WHERE paper_id = ?", (source.paper_id,)
@@ -74,7 +124,7 @@ class Catalog:
                         source.paper_id,
                         source.content_sha256,
                         source.model_dump_json(),
-                        datetime.now(UTC).isoformat(),
+                        _stamp(now or datetime.now(UTC)),
                     ),
                 )
             db.execute(
@@ -92,13 +142,59 @@ class Catalog:
             raise KeyError(f"paper {paper_id!r} is not in the catalog {self.path}")
         return PaperSource.model_validate_json(row[0])
 
-    def papers(self, collection: str) -> list[str]:
+    def papers(self, collection: str, arrived_before: datetime | None = None) -> list[str]:
+        """The collection's papers; with `arrived_before`, those that arrived before then."""
+        with self._connect() as db:
+            if arrived_before is None:
+                rows = db.execute(
+                    "SELECT paper_id FROM memberships WHERE collection = ? ORDER BY paper_id",
+                    (collection,),
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT m.paper_id FROM memberships m JOIN papers p USING (paper_id) "
+                    "WHERE m.collection = ? AND p.registered_at < ? ORDER BY m.paper_id",
+                    (collection, _stamp(arrived_before)),
+                ).fetchall()
+        return [paper_id for (paper_id,) in rows]
+
+    def registered_at(self, paper_id: str) -> datetime:
+        """When the paper arrived: its first registration."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT registered_at FROM papers WHERE paper_id = ?", (paper_id,)
+            ).fetchone()
+        if row is None:
+            raise KeyError(f"paper {paper_id!r} is not in the catalog {self.path}")
+        return datetime.fromisoformat(row[0])
+
+    def arrivals(self, start: datetime, end: datetime) -> list[PaperArrival]:
+        """The papers that arrived in [start, end), oldest first, each with its collections."""
         with self._connect() as db:
             rows = db.execute(
-                "SELECT paper_id FROM memberships WHERE collection = ? ORDER BY paper_id",
-                (collection,),
+                "SELECT paper_id, registered_at, source_json FROM papers "
+                "WHERE registered_at >= ? AND registered_at < ? ORDER BY registered_at, paper_id",
+                (_stamp(start), _stamp(end)),
             ).fetchall()
-        return [paper_id for (paper_id,) in rows]
+            memberships = {
+                paper_id: [
+                    collection
+                    for (collection,) in db.execute(
+                        "SELECT collection FROM memberships WHERE paper_id = ? ORDER BY 1",
+                        (paper_id,),
+                    )
+                ]
+                for paper_id, _, _ in rows
+            }
+        return [
+            PaperArrival(
+                paper_id=paper_id,
+                arrived_at=stamp,
+                collections=memberships[paper_id],
+                source=PaperSource.model_validate_json(source_json),
+            )
+            for paper_id, stamp, source_json in rows
+        ]
 
     def collections(self) -> list[str]:
         with self._connect() as db:

@@ -32,6 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--collection", help="collection name (default: the folder or table name)")
     _add_common(run)
 
+    backfill = commands.add_parser(
+        "backfill",
+        help="bring every registered paper up to date in batches, e.g. under another embedder "
+        "(--embedder): its own LanceDB table fills while the old one stays as it is",
+    )
+    backfill.add_argument("--collection", help="only this collection's papers (default: all)")
+    backfill.add_argument(
+        "--batch", type=int, help="papers per run (default: backfill_batch_size, 25)"
+    )
+    _add_common(backfill)
+
     status = commands.add_parser("status", help="what is materialized, stale or missing")
     _add_common(status)
     status.add_argument("--all", action="store_true", help="list every stale or missing paper")
@@ -151,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(settings, args.source, args.collection)
     if args.command == "status":
         return status_command(settings, show_all=args.all)
+    if args.command == "backfill":
+        return backfill_command(settings, args.collection, args.batch)
     if args.command == "ask":
         return ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
     if args.command == "eval" and args.evaluation == "mais":
@@ -342,6 +355,51 @@ def synthesis_report(
 def _describe(failure: FailedPaper) -> str:
     where = failure.file if failure.row is None else f"{failure.file} row {failure.row}"
     return f"{where}: {failure.reason}"
+
+
+def backfill_command(settings: Settings, collection: str | None, batch: int | None) -> int:
+    """Every registered paper (or a collection's) and their collections brought up to date under
+    these settings, in batches, with a line per batch and a summary."""
+    from litpipe.catalog import Catalog
+    from litpipe.defs import backfill as backfilling
+    from litpipe.defs.runner import open_instance
+    from litpipe.retrieval.embedder import Embedder, EmbedderError
+
+    def refused(message: str) -> int:
+        print(f"litpipe backfill: {message}", file=sys.stderr)
+        return 2
+
+    if batch is not None and batch < 1:
+        return refused(f"--batch must be at least 1, not {batch}")
+    try:
+        # Before anything runs: a model that cannot be found fails here, not in every paper.
+        embedder_id = Embedder(settings.embedder).embedder_id
+    except EmbedderError as error:
+        return refused(str(error))
+    if not settings.catalog_path.is_file():
+        return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
+    catalog = Catalog(settings.catalog_path)
+    known = catalog.collections()
+    if collection is not None and collection not in known:
+        return refused(f"no collection {collection!r} under {settings.home} (known: {known})")
+    paper_ids = [p for c in ([collection] if collection else known) for p in catalog.papers(c)]
+    if not paper_ids:
+        return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
+    size = batch or settings.backfill_batch_size
+    print(
+        f"backfill of {len(paper_ids)} papers to {embedder_id}, at most {size} a batch",
+        file=sys.stderr,
+    )
+    report = backfilling.backfill(
+        settings,
+        open_instance(settings),
+        paper_ids,
+        batch_size=size,
+        on_batch=lambda outcome: print(backfilling.batch_line(outcome), file=sys.stderr),
+    )
+    for line in backfilling.summary_lines(report, settings):
+        print(line, file=sys.stderr)
+    return 1 if report.failed_papers or report.collection_failure else 0
 
 
 def status_command(settings: Settings, show_all: bool) -> int:
@@ -797,7 +855,9 @@ def eval_mais_command(
 
 
 def ui_command(settings: Settings, port: int) -> int:
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    from litpipe.defs.instance import write_instance_config
+
+    write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too
     # The code server reads its settings from the environment: hand it this command's.
     env = {
         **os.environ,

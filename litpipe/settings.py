@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     sensor_batch_size: int = Field(
         default=25, ge=1, description="New files the sensor registers per tick."
     )
+    backfill_batch_size: int = Field(
+        default=25,
+        ge=1,
+        description="Papers one run chunks and embeds in a backfill (`litpipe backfill`, or a "
+        "backfill launched from the Dagster UI): the assets' BackfillPolicy.multi_run.",
+    )
 
     # The LLM layer. No model: every agent runs on the offline extractive engine.
     llm_model: str | None = Field(
@@ -217,8 +223,44 @@ class Settings(BaseSettings):
         default=None,
         description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
     )
+    # Scale-out: where the Dagster instance and the chunk tables live, how much runs at once.
+    dagster_home: Path = Field(
+        # After `home` (fields validate in order), so the default follows a `--home` flag.
+        default_factory=lambda fields: fields["home"] / "dagster",
+        description="The Dagster instance's folder (DAGSTER_HOME). Default HOME/dagster, whose "
+        "dagster.yaml litpipe writes (SQLite storage); a folder with a dagster.yaml of your own "
+        "(deploy/dagster.postgres.yaml: PostgreSQL) is used as it is.",
+    )
+    lancedb_uri: str | None = Field(
+        default=None,
+        description="Where the chunk tables live: a folder, or an object-store URI "
+        "(s3://bucket/path, gs://..., az://...); default HOME/lancedb.",
+    )
+    llm_pool_limit: int = Field(
+        default=4,
+        ge=1,
+        description="Steps calling a model that run at once across all runs: the limit of "
+        "Dagster's `llm` pool in the dagster.yaml litpipe writes.",
+    )
+    llm_step_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Dagster retries of a model-calling step that failed on a transient error "
+        "(its client's own retries exhausted).",
+    )
+    llm_step_retry_delay_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Wait before the first step retry; doubled each time, with jitter.",
+    )
+    max_concurrent_steps: int = Field(
+        default=4,
+        ge=1,
+        description="Steps of one run executing at once when Dagster launches it (the "
+        "multiprocess executor's bound); `litpipe run` runs its steps in-process.",
+    )
 
-    @field_validator("home", mode="after")
+    @field_validator("home", "dagster_home", mode="after")
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         # Dagster runs steps in other working directories; an absolute home means one place.
@@ -266,12 +308,10 @@ class Settings(BaseSettings):
         return self.corpus_roots if self.corpus_roots is not None else [self.home / "inbox"]
 
     @property
-    def dagster_home(self) -> Path:
-        return self.home / "dagster"
-
-    @property
-    def lancedb_dir(self) -> Path:
-        return self.home / "lancedb"
+    def lancedb_dir(self) -> Path | str:
+        """The chunk tables' folder, or their object-store URI (kept a string: a Path would
+        fold `s3://` into `s3:/`)."""
+        return self.lancedb_uri or self.home / "lancedb"
 
     @property
     def bm25_dir(self) -> Path:

@@ -1,3 +1,5 @@
+import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,57 @@ def test_unknown_paper_says_which_catalog(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
     with pytest.raises(KeyError, match="nope"):
         catalog.source("nope")
+
+
+def at(day: int, hour: int, tz: timezone = UTC) -> datetime:
+    return datetime(2026, 1, day, hour, tzinfo=tz)
+
+
+def test_a_paper_arrives_when_first_registered_and_keeps_that_arrival(tmp_path: Path) -> None:
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    catalog.register(source("p1", "aaa"), now=at(2, 9))
+    catalog.register(source("p2", "ccc"), now=at(3, 1, timezone(timedelta(hours=2))))  # 23:00Z
+    catalog.register(source("p3", "ddd", "other"), now=at(3, 12))
+    catalog.register(source("p1", "bbb"), now=at(3, 8))  # changed: not a new arrival
+    catalog.register(source("p1", "bbb", "other"), now=at(3, 8))  # joins another collection
+
+    assert catalog.registered_at("p1") == at(2, 9)
+    assert catalog.registered_at("p2") == at(2, 23)
+    day_2 = catalog.arrivals(at(2, 0), at(3, 0))
+    assert [(a.paper_id, a.collections) for a in day_2] == [
+        ("p1", ["bio", "other"]),
+        ("p2", ["bio"]),
+    ]
+    assert day_2[0].source.content_sha256 == "bbb"
+    assert [a.paper_id for a in catalog.arrivals(at(3, 0), at(4, 0))] == ["p3"]
+    assert catalog.papers("other", arrived_before=at(3, 0)) == ["p1"]
+    assert catalog.papers("other") == ["p1", "p3"]
+    with pytest.raises(ValueError, match="timezone-aware"):
+        catalog.register(source("p4", "eee"), now=datetime(2026, 1, 2, 9))
+
+
+def test_an_older_catalog_is_migrated_to_sortable_arrivals(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite"
+    # As the first catalogs were written: `isoformat()` drops zero microseconds.
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE papers (paper_id TEXT PRIMARY KEY, content_sha256 TEXT NOT NULL, "
+            "source_json TEXT NOT NULL, registered_at TEXT NOT NULL);"
+        )
+        for paper_id, stamp in [
+            ("p1", "2026-01-02T10:00:00.500000+00:00"),
+            ("p2", "2026-01-02T10:00:00+00:00"),
+        ]:
+            db.execute(
+                "INSERT INTO papers VALUES (?, ?, ?, ?)",
+                (paper_id, "x", source(paper_id, "x").model_dump_json(), stamp),
+            )
+    db.close()
+
+    catalog = Catalog(path)
+    # Unmigrated, "10:00:00+00:00" sorts before "10:00:00.000000+00:00": p2 would be missed.
+    assert [a.paper_id for a in catalog.arrivals(at(2, 10), at(2, 11))] == ["p2", "p1"]
+    assert catalog.registered_at("p2") == at(2, 10)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+    db.close()

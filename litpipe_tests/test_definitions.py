@@ -13,7 +13,13 @@ from dagster._core.loader import LoadingContextForTest
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.partitions import collections, papers, query_requests, related_work_requests
+from litpipe.defs.partitions import (
+    collections,
+    nightly,
+    papers,
+    query_requests,
+    related_work_requests,
+)
 from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import pdf_source
@@ -51,6 +57,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "collection_outputs",
         "related_work",
         "query_summaries",
+        "nightly_digest",
     }
     per_collection = {
         "corpus_index",
@@ -60,7 +67,11 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "plain_summary",
         "collection_outputs",
     }
-    per_request = {"related_work": related_work_requests, "query_summaries": query_requests}
+    per_request = {
+        "related_work": related_work_requests,
+        "query_summaries": query_requests,
+        "nightly_digest": nightly,
+    }
     for key in graph.get_all_asset_keys():
         assert graph.get(key).code_version, f"{key} has no code_version"
         name = key.to_user_string()

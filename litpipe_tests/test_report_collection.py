@@ -18,6 +18,7 @@ from litpipe.report.collection import (
     synthesis_markdown,
     write_collection_outputs,
 )
+from litpipe.report.graphs import FIGURES, analysis_figures
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -469,11 +470,69 @@ def test_the_outputs_are_written_whole_and_nothing_else_is_left(
 
     assert sorted(path.name for path in out_dir.iterdir()) == [
         "plain.md",
+        "relationship_types.svg",
+        "relationships.svg",
         "synthesis.html",
         "synthesis.md",
     ]
     assert paths["synthesis.html"].read_text(encoding="utf-8") == collection.html()
     assert paths["plain.md"].read_text(encoding="utf-8").startswith("# In plain words")
+    figures = analysis_figures(collection.analysis, TITLES)
+    for name, svg in figures.items():
+        assert paths[name].read_text(encoding="utf-8") == svg
+
+
+def test_the_synthesis_markdown_shows_the_pictures_written_next_to_it(
+    collection: Collection, tmp_path: Path
+) -> None:
+    paths = write_collection_outputs(
+        tmp_path,
+        collection.synthesis,
+        collection.plain,
+        collection.analysis,
+        collection.answers,
+        collection.comparative,
+        TITLES,
+        collection.passages,
+    )
+    markdown = paths["synthesis.md"].read_text(encoding="utf-8")
+    images = re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", markdown)
+
+    assert images == [(alt, name) for name, alt in FIGURES.items()]
+    for _, name in images:
+        assert (paths["synthesis.md"].parent / name).is_file()
+    # After the text, before the references; the plain summary has no pictures.
+    assert markdown.index(collection.synthesis.text.strip()) < markdown.index("![")
+    assert markdown.index("![") < markdown.index("## References")
+    assert "![" not in paths["plain.md"].read_text(encoding="utf-8")
+
+
+def test_the_relationship_map_shows_the_graph_and_the_type_chart_before_the_list(
+    collection: Collection,
+) -> None:
+    page = parsed(collection.html())
+    pictures = [svg for svg in page.find("svg") if "relationships" in svg.inside]
+    table = page.find("table", class_="relationship-table")[0]
+
+    assert len(pictures) == 2 and len(page.find("svg")) == 2
+    assert all(svg.attrs["role"] == "img" and svg.attrs["viewbox"] for svg in pictures)
+    graph, chart = pictures
+    assert graph.attrs["aria-label"].startswith("Relationship graph: 2 papers")
+    assert chart.attrs["aria-label"].startswith("Relationship types")
+    assert page.elements.index(chart) < page.elements.index(table)
+    # One node per paper, titled in full (escaped), one edge for the related pair.
+    nodes = [g for g in page.find("g", class_="node") if "relationships" in g.inside]
+    assert {node.attrs["data-paper"] for node in nodes} == {REPAIR, FEARNET}
+    repair = next(node for node in nodes if node.attrs["data-paper"] == REPAIR)
+    assert TITLES[REPAIR] in repair.text
+    (edge,) = page.find("path", class_="edge")
+    assert edge.attrs["data-count"] == "2"
+    bars = page.find("g", class_="bar")
+    assert [(bar.attrs["data-type"], bar.attrs["data-count"]) for bar in bars] == [
+        ("extension", "0"),
+        ("parallel", "1"),
+        ("complementary", "1"),
+    ]
 
 
 def test_a_collection_without_comparative_questions_or_relationships_still_renders(

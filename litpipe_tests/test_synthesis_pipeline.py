@@ -3,9 +3,12 @@ the stub model to show what each stage's prompt receives and what a rerun costs.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
-from html.parser import HTMLParser
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -18,6 +21,7 @@ from litpipe.ingest.sources import discover
 from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_cli import folder_with
@@ -39,20 +43,28 @@ def check_passed(instance: dg.DagsterInstance, asset: str, check: str) -> bool:
     return record.event.dagster_event.event_specific_data.passed
 
 
-class Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.targets: list[str] = []
-        self.citations = 0
+def materialization_metadata(
+    instance: dg.DagsterInstance, asset: str
+) -> Mapping[str, dg.MetadataValue]:
+    event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+    assert event is not None and event.asset_materialization is not None
+    return event.asset_materialization.metadata
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if found.get("id"):
-            self.ids.add(str(found["id"]))
-        if tag == "a" and (found.get("href") or "").startswith("#"):
-            self.targets.append(str(found["href"])[1:])
-            self.citations += "cite" in (found.get("class") or "")
+
+def shown_picture(entry: dg.MetadataValue) -> ET.Element:
+    """The SVG a Markdown metadata entry shows, embedded as a data URI, parsed."""
+    assert isinstance(entry, dg.MarkdownMetadataValue)
+    found = re.search(r"!\[[^\]]*\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)", entry.value)
+    assert found, "no embedded picture"
+    return ET.fromstring(base64.b64decode(found.group(1)))
+
+
+def svg_groups(root: ET.Element, css_class: str) -> list[ET.Element]:
+    return [
+        element
+        for element in root.iter("{http://www.w3.org/2000/svg}g")
+        if css_class in element.get("class", "").split()
+    ]
 
 
 @pytest.mark.parametrize(
@@ -107,9 +119,35 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         assert check_passed(instance, asset, "citation_validity")
 
     outputs = artifacts.read(["collection_outputs"], COLLECTION, CollectionOutputs)
-    assert set(outputs.files) == {"synthesis.md", "plain.md", "synthesis.html"}
-    page = Links()
-    page.feed(Path(outputs.files["synthesis.html"]).read_text("utf-8"))
+    assert set(outputs.files) == {
+        "synthesis.md",
+        "plain.md",
+        "synthesis.html",
+        "relationships.svg",
+        "relationship_types.svg",
+    }
+    markdown = Path(outputs.files["synthesis.md"]).read_text("utf-8")
+    assert "](relationships.svg)" in markdown and "](relationship_types.svg)" in markdown
+    # Each collection asset's page in the Dagster UI: a Markdown preview and both pictures.
+    for asset in ("relationship_analysis", "synthesis", "collection_outputs"):
+        metadata = materialization_metadata(instance, asset)
+        assert isinstance(metadata["preview"], dg.MarkdownMetadataValue)
+        graph = shown_picture(metadata["relationship_graph"])
+        assert {node.get("data-paper") for node in svg_groups(graph, "node")} == set(paper_ids)
+        chart = shown_picture(metadata["relationship_types_chart"])
+        bars = {
+            bar.get("data-type"): int(bar.get("data-count", "-1"))
+            for bar in svg_groups(chart, "bar")
+        }
+        assert bars == analysis.type_distribution
+    assert (
+        analysis.theme
+        in materialization_metadata(instance, "relationship_analysis")["preview"].value
+    )
+    files = materialization_metadata(instance, "collection_outputs")
+    assert files["relationships.svg"] == dg.MetadataValue.path(outputs.files["relationships.svg"])
+    assert "relationship_graph" not in materialization_metadata(instance, "plain_summary")
+    page = assert_well_formed(Path(outputs.files["synthesis.html"]).read_text("utf-8"))
     expert = artifacts.read(["synthesis"], COLLECTION, Synthesis)
     assert page.citations >= len(markers_in(expert.text)) > 0
     assert set(page.targets) <= page.ids  # every link, citations included, lands on the page

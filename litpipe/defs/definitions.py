@@ -8,6 +8,7 @@ from litpipe.defs.assets.abstract import build_abstract_assets
 from litpipe.defs.assets.answers import build_answer_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.cross_paper_questions import build_cross_paper_question_assets
+from litpipe.defs.assets.digest import build_digest_assets
 from litpipe.defs.assets.embeddings import build_embedding_assets
 from litpipe.defs.assets.evidence import build_evidence_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
@@ -19,6 +20,7 @@ from litpipe.defs.assets.synthesis import build_synthesis_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import (
     collection_pipeline,
+    nightly_digest_job,
     paper_pipeline,
     query_summary_job,
     related_work_job,
@@ -32,14 +34,25 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
+from litpipe.defs.schedules import nightly_digest_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.settings import Settings
 
 
-def build_definitions(settings: Settings) -> dg.Definitions:
+def build_definitions(
+    settings: Settings, executor: dg.ExecutorDefinition | None = None
+) -> dg.Definitions:
     """The graph for these settings: code versions depend on them (embedder, chunk sizes,
-    prompts, models)."""
+    prompts, models).
+
+    `executor` runs the steps of the runs Dagster launches (UI, sensor, schedule, backfill);
+    by default each step in its own process, `max_concurrent_steps` at once. A deployment
+    passes another, e.g. dagster-k8s' `k8s_job_executor` (a pod per step). `litpipe run`
+    executes in-process whatever is set here.
+    """
     return dg.Definitions(
+        executor=executor
+        or dg.multiprocess_executor.configured({"max_concurrent": settings.max_concurrent_steps}),
         assets=[
             *build_ingest_assets(settings),
             *build_embedding_assets(settings),
@@ -53,8 +66,16 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *build_synthesis_assets(settings),
             *build_related_work_assets(settings),
             *build_query_summary_assets(settings),
+            *build_digest_assets(settings),
         ],
-        jobs=[paper_pipeline, collection_pipeline, related_work_job, query_summary_job],
+        jobs=[
+            paper_pipeline,
+            collection_pipeline,
+            related_work_job,
+            query_summary_job,
+            nightly_digest_job,
+        ],
+        schedules=[nightly_digest_schedule],
         sensors=[build_new_papers_sensor(settings)],
         resources={
             "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),

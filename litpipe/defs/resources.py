@@ -88,12 +88,12 @@ class ChunkingResource(dg.ConfigurableResource):
 
 class LanceDBResource(dg.ConfigurableResource):
     """The LanceDB database holding one chunk table per embedder, with vectors and a full-text
-    index."""
+    index: a folder, or an object-store URI (s3://bucket/path) that every step can reach."""
 
     uri: str
 
     def store(self) -> ChunkStore:
-        return ChunkStore(Path(self.uri))
+        return ChunkStore(self.uri)
 
 
 class RetrievalResource(dg.ConfigurableResource):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Literal
 
 import dagster as dg
@@ -20,6 +21,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.instance import write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
@@ -57,16 +59,11 @@ class PaperOutcome(BaseModel):
     failure: FailedPaper | None = None
 
 
-# litpipe never reaches the internet on its own; Dagster's telemetry would.
-INSTANCE_CONFIG = "telemetry:\n  enabled: false\n"
-
-
 def open_instance(settings: Settings) -> dg.DagsterInstance:
-    """The persistent instance under `LITPIPE_HOME/dagster`, the one `litpipe ui` serves."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
-    config = settings.dagster_home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_CONFIG, encoding="utf-8")
+    """The persistent instance in `dagster_home` (default `LITPIPE_HOME/dagster`), the one
+    `litpipe ui` serves: SQLite with litpipe's dagster.yaml, or whatever one of your own says
+    (PostgreSQL: deploy/dagster.postgres.yaml)."""
+    write_instance_config(settings)
     return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
@@ -134,11 +131,15 @@ class PapersRun(BaseModel):
 
 
 def register(
-    settings: Settings, instance: dg.DagsterInstance, discovery: Discovery
+    settings: Settings,
+    instance: dg.DagsterInstance,
+    discovery: Discovery,
+    now: datetime | None = None,
 ) -> dict[str, Registration]:
-    """Records the papers in the catalog and adds their partitions to the instance."""
+    """Records the papers in the catalog and adds their partitions to the instance; a new
+    paper arrives `now` (default: the clock), which puts it in that day's nightly digest."""
     catalog = Catalog(settings.catalog_path)
-    registrations = {source.paper_id: catalog.register(source) for source in discovery.sources}
+    registrations = {source.paper_id: catalog.register(source, now) for source in discovery.sources}
     instance.add_dynamic_partitions(collections.name, [discovery.collection])
     known = set(instance.get_dynamic_partitions(papers.name))
     instance.add_dynamic_partitions(papers.name, [p for p in registrations if p not in known])

@@ -24,7 +24,8 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "
-        f"({', '.join(map(str, settings.watched_roots))}) and requests their ingestion.",
+        f"({', '.join(map(str, settings.watched_roots))}) and requests their ingestion; a new "
+        "paper's registration is its arrival, which puts it in that day's nightly digest.",
     )
     def new_papers_sensor(
         context: dg.SensorEvaluationContext, catalog: CatalogResource

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from enum import StrEnum
+from typing import NamedTuple
 
 import dagster as dg
 
 _CODE_VERSION_TAG = "dagster/code_version"
 _DATA_VERSION_TAG = "dagster/data_version"
 _INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"
+_INPUT_EVENT_POINTER_TAG = "dagster/input_event_pointer/"
 
 
 class State(StrEnum):
@@ -32,20 +34,21 @@ def partition_states(
 ) -> dict[dg.AssetKey, dict[str, State]]:
     """States of same-partitioned assets, `keys` in topological order (upstream first)."""
     graph = defs.resolve_asset_graph()
-    tags = {key: latest_materialization_tags(instance, key, partitions) for key in keys}
+    records = {key: _latest_records(instance, key, partitions) for key in keys}
     states: dict[dg.AssetKey, dict[str, State]] = {}
     for key in keys:
         code = graph.get(key).code_version
         upstream = [parent for parent in graph.get(key).parent_keys if parent in states]
         states[key] = {}
         for partition in partitions:
-            own = tags[key].get(partition)
+            own = records[key].get(partition)
             if own is None:
                 state = State.MISSING
-            elif own.get(_CODE_VERSION_TAG) != code:
+            elif own.tags.get(_CODE_VERSION_TAG) != code:
                 state = State.CODE_CHANGED
             elif any(states[parent][partition] is not State.FRESH for parent in upstream) or any(
-                _input_changed(own, parent, tags[parent].get(partition, {})) for parent in upstream
+                _input_changed(instance, own, parent, partition, records[parent].get(partition))
+                for parent in upstream
             ):
                 state = State.UPSTREAM_CHANGED
             else:
@@ -54,18 +57,55 @@ def partition_states(
     return states
 
 
-def _input_changed(own: dict[str, str], parent: dg.AssetKey, parent_tags: dict[str, str]) -> bool:
-    recorded = own.get(_INPUT_DATA_VERSION_TAG + parent.to_user_string())
-    current = parent_tags.get(_DATA_VERSION_TAG)
-    if recorded is None or current is None:
+class _Record(NamedTuple):
+    storage_id: int
+    tags: dict[str, str]
+
+
+def _input_changed(
+    instance: dg.DagsterInstance,
+    own: _Record,
+    parent: dg.AssetKey,
+    partition: str,
+    parent_record: _Record | None,
+) -> bool:
+    recorded = own.tags.get(_INPUT_DATA_VERSION_TAG + parent.to_user_string())
+    current = parent_record.tags.get(_DATA_VERSION_TAG) if parent_record else None
+    if recorded is None or current is None or parent_record is None:
         return True
     # For a partitioned input Dagster records the sha256 of the partition's data version.
-    return recorded not in (current, hashlib.sha256(current.encode()).hexdigest())
+    if recorded in (current, hashlib.sha256(current.encode()).hexdigest()):
+        return False
+    # A run over several partitions (a backfill's batch) records one hash over all of them:
+    # then, as Dagster's own stale status does, the input counts as changed only when the
+    # upstream partition was materialized after the run read it (the event pointer) and came
+    # back with another data version than it had then.
+    pointer = own.tags.get(_INPUT_EVENT_POINTER_TAG + parent.to_user_string(), "")
+    if not pointer.isdigit():
+        return True
+    if parent_record.storage_id <= int(pointer):
+        return False
+    then = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=parent, asset_partitions=[partition], before_storage_id=int(pointer) + 1
+        ),
+        limit=1,
+    ).records
+    return not then or (then[0].asset_materialization.tags or {}).get(_DATA_VERSION_TAG) != current
 
 
 def latest_materialization_tags(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
 ) -> dict[str, dict[str, str]]:
+    return {
+        partition: record.tags
+        for partition, record in _latest_records(instance, key, partitions).items()
+    }
+
+
+def _latest_records(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
+) -> dict[str, _Record]:
     storage_ids = instance.get_latest_storage_id_by_partition(
         key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(partitions)
     )
@@ -76,7 +116,9 @@ def latest_materialization_tags(
         limit=len(storage_ids),
     ).records
     return {
-        record.partition_key: dict(record.asset_materialization.tags or {})
+        record.partition_key: _Record(
+            record.storage_id, dict(record.asset_materialization.tags or {})
+        )
         for record in records
         if record.partition_key is not None and record.asset_materialization is not None
     }

@@ -32,6 +32,33 @@ def data_version(output: BaseModel) -> dg.DataVersion:
     return dg.DataVersion(digest(output.model_dump_json()))
 
 
+def embedder_version(settings: Settings) -> str:
+    """The configured embedder as its id (a local folder's id carries a fingerprint of its
+    files), so a model retrained in place makes its chunks and vectors stale like a new name
+    does; the setting itself when the model cannot be resolved (the step then says why)."""
+    from litpipe.retrieval.embedder import Embedder, EmbedderError
+
+    try:
+        return Embedder(settings.embedder).embedder_id
+    except (EmbedderError, OSError):
+        return settings.embedder
+
+
+def backfill_policy(settings: Settings) -> dg.BackfillPolicy:
+    """How a backfill runs the per-paper assets that batch well (tokenizing, embedding): up to
+    `backfill_batch_size` papers a run, one model call and one LanceDB commit for all of them."""
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=settings.backfill_batch_size)
+
+
+def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
+    """The one data version Dagster records for every partition of a step run over several
+    (a range, in a backfill); a single partition keeps its own, so a run per paper (`litpipe
+    run`) versions a paper exactly as before."""
+    if len(versions) == 1:
+        return next(iter(versions.values()))
+    return dg.DataVersion(digest(*(f"{key}={versions[key].value}" for key in sorted(versions))))
+
+
 def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""

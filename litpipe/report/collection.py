@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from litpipe.citations import marker, markers_in
+from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -57,6 +58,9 @@ dd { margin: 0.3rem 0 0 1rem; }
 .passage:target { border-left-color: #e8a400; background: #fff6d6; }
 .passage .where { color: #555; font-size: 0.9rem; margin: 0 0 0.3rem; }
 .passage .text { margin: 0; }
+figure { margin: 1.5rem 0; }
+figure svg { display: block; max-width: 100%; height: auto; }
+figcaption { color: #666; font-size: 0.9rem; }
 """
 
 
@@ -97,9 +101,13 @@ def markdown_blocks(markdown: str) -> list[MarkdownBlock]:
     return blocks
 
 
-def synthesis_markdown(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
-    """The synthesis as a Markdown file: title, how it was written, its text, and the references
+def synthesis_markdown(
+    synthesis: Synthesis, titles: Mapping[str, str], figures: Mapping[str, str] | None = None
+) -> str:
+    """The synthesis as a Markdown file: title, how it was written, its text, the pictures in
+    `figures` (file name, next to the Markdown, to its alternative text), and the references
     (each cited paper by title, with the pages cited)."""
+    pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     return "\n".join(
         [
             f"# {synthesis.title}",
@@ -109,17 +117,20 @@ def synthesis_markdown(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
             "",
             synthesis.text.strip(),
             "",
+            *(["## Relationships in pictures", "", *pictures] if pictures else []),
             "## References",
             "",
-            *_reference_lines(synthesis, titles),
+            *reference_lines([synthesis.text], titles),
             "",
         ]
     )
 
 
-def _reference_lines(synthesis: Synthesis, titles: Mapping[str, str]) -> list[str]:
+def reference_lines(texts: Iterable[str], titles: Mapping[str, str]) -> list[str]:
+    """A Markdown reference list: each paper the texts cite, with its cited pages in order of
+    first citation."""
     pages: dict[str, dict[int, None]] = {}
-    for paper_id, page in markers_in(synthesis.text):
+    for paper_id, page in (found for text in texts for found in markers_in(text)):
         pages.setdefault(paper_id, {})[page] = None
     if not pages:
         return ["(no citations)"]
@@ -331,6 +342,7 @@ def _relationship_map(
     )
     return f"""<p><strong>Theme:</strong> {html.escape(analysis.theme)}</p>
 <p>{html.escape(analysis.narrative)}</p>
+{figures_html(analysis_figures(analysis, titles))}
 <h3>Relationships between insights</h3>
 <table class="relationship-table"><thead>
 <tr><th>From</th><th>To</th><th>Type</th><th>Explanation</th></tr></thead>
@@ -338,6 +350,24 @@ def _relationship_map(
 <h3>Relationship types</h3>
 <table class="type-table"><thead><tr><th>Type</th><th>Relationships</th><th>Share</th></tr>
 </thead><tbody>{distribution}</tbody></table>"""
+
+
+def figures_html(figures: Mapping[str, str]) -> str:
+    """The pictures (SVG by file name, as `analysis_figures` gives them), inline: the page
+    stays one file, and their tooltips (full titles, counts by type) work, which they would not
+    through an <img>."""
+    captions = {
+        GRAPH_FILE: "Papers as nodes, each related pair joined by one line: its colour "
+        "and dashes give the pair's most frequent relationship type, its width how many "
+        "relationships join them. Hover a paper or a line for its title or its counts.",
+        TYPES_FILE: "Relationships of each type (a collection where one type "
+        "holds them all is a sign the analysis did not tell the papers apart).",
+    }
+    return "\n".join(
+        f'<figure class="chart">{svg}<figcaption>{html.escape(captions.get(name, FIGURES[name]))}'
+        "</figcaption></figure>"
+        for name, svg in figures.items()
+    )
 
 
 def _paper_names(insight: Insight, titles: Mapping[str, str]) -> str:
@@ -406,14 +436,15 @@ def write_collection_outputs(
     titles: Mapping[str, str],
     passages: Mapping[str, RetrievedChunk],
 ) -> dict[str, Path]:
-    """Writes `synthesis.md`, `plain.md` and `synthesis.html` into `out_dir`; their paths by
-    file name."""
+    """Writes `synthesis.md`, `plain.md`, `synthesis.html` and the pictures the Markdown shows
+    (`relationships.svg`, `relationship_types.svg`) into `out_dir`; their paths by file name."""
     contents = {
-        "synthesis.md": synthesis_markdown(synthesis, titles),
+        "synthesis.md": synthesis_markdown(synthesis, titles, FIGURES),
         "plain.md": synthesis_markdown(plain, titles),
         "synthesis.html": collection_html(
             synthesis, plain, analysis, answers, comparative, titles, passages
         ),
+        **analysis_figures(analysis, titles),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}

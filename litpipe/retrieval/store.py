@@ -129,14 +129,20 @@ def chunk_schema(dimension: int) -> pa.Schema:
 
 
 class ChunkStore:
-    """The chunk tables in `db_dir`; `vector_index_min_rows` is the size from which `embed_papers`
-    maintains a table's vector index (None: never, `ensure_vector_index` builds it on demand)."""
+    """The chunk tables in `db_dir` (a folder, or an object-store URI such as s3://bucket/path);
+    `vector_index_min_rows` is the size from which `embed_papers` maintains a table's vector
+    index (None: never, `ensure_vector_index` builds it on demand)."""
 
     def __init__(
-        self, db_dir: Path, vector_index_min_rows: int | None = VECTOR_INDEX_MIN_ROWS
+        self, db_dir: Path | str, vector_index_min_rows: int | None = VECTOR_INDEX_MIN_ROWS
     ) -> None:
-        self.db_dir = Path(db_dir)
-        self.db_dir.mkdir(parents=True, exist_ok=True)
+        if isinstance(db_dir, str) and "://" in db_dir:
+            # Object storage: no folder to create, and Path() would fold `s3://` into `s3:/`.
+            # LanceDB reads the store's credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+            self.db_dir: Path | str = db_dir
+        else:
+            self.db_dir = Path(db_dir)
+            self.db_dir.mkdir(parents=True, exist_ok=True)
         self.vector_index_min_rows = vector_index_min_rows
         # Several processes write the same tables: every read checks for their commits.
         self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))

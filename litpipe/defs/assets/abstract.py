@@ -5,6 +5,8 @@ import dagster as dg
 from litpipe.agents.abstract import AbstractAgent, paper_abstract_from
 from litpipe.agents.base import version
 from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
     model_failures_as_step_failures,
     usage_metadata,
     usage_scope,
@@ -23,6 +25,8 @@ def build_abstract_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=papers,
         group_name="questions",
+        pool=llm_pool(settings, [agent.name]),
+        retry_policy=llm_retry_policy(settings, [agent.name]),
         code_version=version(agent, settings, PromptLibrary(settings.prompts_dir)),
         description="Title and abstract: parsed from the paper, or written by the `abstract` "
         "agent (offline: whole sentences of the paper) when it has none.",

@@ -3,7 +3,13 @@
 import dagster as dg
 
 from litpipe.agents.answers import ANSWER_AGENTS, answers_version
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import data_version
@@ -17,6 +23,8 @@ def build_answer_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=papers,
         group_name="answers",
+        pool=llm_pool(settings, ANSWER_AGENTS),
+        retry_policy=llm_retry_policy(settings, ANSWER_AGENTS),
         code_version=answers_version(settings, PromptLibrary(settings.prompts_dir)),
         description="Each question of the paper answered only from its reranked evidence, "
         "citing passages as [paper_id:page]; single-view, or multi-view (MASS-RAG: summarizer, "

@@ -7,7 +7,13 @@ from litpipe.agents.base import version
 from litpipe.agents.cross_questions import CrossQuestionsAgent
 from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.defs.assets.answers import qa_preview
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import collections
 from litpipe.defs.resources import (
     ArtifactsResource,
@@ -27,11 +33,14 @@ from litpipe.workflows import relational
 
 def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
+    agents = ["cross_questions", *ANSWER_AGENTS, *AGENT_RERANKERS]
 
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
         deps=[dg.AssetDep("paper_abstract", partition_mapping=dg.AllPartitionMapping())],
+        pool=llm_pool(settings, agents),
+        retry_policy=llm_retry_policy(settings, agents),
         code_version=digest(
             version(CrossQuestionsAgent(), settings, prompts),
             asking_version(settings, prompts),
@@ -57,7 +66,7 @@ def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefin
         )
         step_settings = llm.settings()
         ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any(["cross_questions", *ANSWER_AGENTS, *AGENT_RERANKERS], ledger)
+        client = llm.client_for_any(agents, ledger)
         retriever = retrieval.retriever(lancedb.store(), embedder.embedder(), collection)
         with model_failures_as_step_failures():
             found = relational.cross_paper(

@@ -3,45 +3,72 @@
 import dagster as dg
 
 from litpipe.defs.partitions import papers
-from litpipe.defs.resources import EmbedderResource, LanceDBResource
-from litpipe.defs.versions import code_version, data_version
+from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LanceDBResource
+from litpipe.defs.versions import (
+    backfill_policy,
+    batch_data_version,
+    code_version,
+    data_version,
+    embedder_version,
+)
 from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval import store as store_module
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
 
+ASSET = "chunk_embeddings"
+
 
 def build_embedding_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
+        name=ASSET,
         partitions_def=papers,
         group_name="ingest",
         kinds={"lancedb"},
+        # The chunks are read from their artifacts, not loaded as an input (an IO manager loads
+        # one partition per input): a backfill's run embeds a batch of papers with one encode
+        # and one LanceDB commit.
+        deps=["paper_chunks"],
+        backfill_policy=backfill_policy(settings),
         code_version=code_version(
-            [embedder_module, store_module], EmbeddingResult, embedder=settings.embedder
+            [embedder_module, store_module], EmbeddingResult, embedder=embedder_version(settings)
         ),
-        description="The paper's chunk vectors in the LanceDB table of the configured embedder. "
+        description="The paper's chunk vectors in the LanceDB table of the configured embedder "
+        "(one table per embedder: another embedder fills its own, the old one stays as it is). "
         "A chunk whose (content hash, embedder) is stored already is not embedded again.",
     )
     def chunk_embeddings(
         context: dg.AssetExecutionContext,
-        paper_chunks: PaperChunks,
         embedder: EmbedderResource,
         lancedb: LanceDBResource,
-    ) -> dg.Output[EmbeddingResult]:
-        result = lancedb.store().embed_paper(paper_chunks, embedder.embedder())
+        artifacts: ArtifactsResource,
+    ) -> dg.MaterializeResult:
+        store = artifacts.store()
+        chunks = [store.read(["paper_chunks"], p, PaperChunks) for p in context.partition_keys]
+        results = lancedb.store().embed_papers(chunks, embedder.embedder())
+        versions: dict[str, dg.DataVersion] = {}
+        for result in results:
+            path = store.write([ASSET], result.paper_id, result)
+            # What was stored, not how much of it this run had to encode.
+            versions[result.paper_id] = data_version(
+                result.model_copy(update={"embedded": 0, "reused": 0})
+            )
+            context.add_asset_metadata(
+                {
+                    "path": dg.MetadataValue.path(str(path)),
+                    "table": result.table,
+                    "chunks": result.chunks,
+                    "embedded": result.embedded,
+                    "reused": result.reused,
+                },
+                partition_key=result.paper_id,
+            )
+        table = results[0].table if results else "-"
         context.log.info(
-            f"{result.embedded} chunks embedded, {result.reused} reused, "
-            f"{result.removed} stale rows removed in {result.table}"
+            f"{len(results)} papers: {sum(r.embedded for r in results)} chunks embedded, "
+            f"{sum(r.reused for r in results)} reused, {sum(r.removed for r in results)} stale "
+            f"rows removed in {table}"
         )
-        return dg.Output(
-            result,
-            data_version=data_version(result.model_copy(update={"embedded": 0, "reused": 0})),
-            metadata={
-                "table": result.table,
-                "chunks": result.chunks,
-                "embedded": result.embedded,
-                "reused": result.reused,
-            },
-        )
+        return dg.MaterializeResult(data_version=batch_data_version(versions))
 
     return [chunk_embeddings]

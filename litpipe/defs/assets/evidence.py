@@ -4,6 +4,8 @@ import dagster as dg
 
 from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
 from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
     model_failures_as_step_failures,
     usage_metadata,
     usage_scope,
@@ -16,7 +18,8 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import code_version, data_version
+from litpipe.defs.versions import code_version
+from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
@@ -30,11 +33,15 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     if retrieval.scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
         deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
+    # Only an LLM reranker makes this step call a model.
+    agents = [settings.reranker] if settings.reranker in AGENT_RERANKERS else []
 
     @dg.asset(
         partitions_def=papers,
         group_name="evidence",
         deps=deps,
+        pool=llm_pool(settings, agents),
+        retry_policy=llm_retry_policy(settings, agents),
         code_version=code_version(
             [bm25, evidence, fusion, hybrid, mmr, rerank, text],
             PaperEvidence,
@@ -90,7 +97,7 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             )
         return dg.Output(
             found,
-            data_version=data_version(found),
+            data_version=answered_version(found),
             metadata={
                 "questions": len(found.questions),
                 "chunks": sum(len(item.chunks) for item in found.questions),
@@ -103,6 +110,33 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         )
 
     return [question_evidence]
+
+
+# How each retriever and the reranker scored a passage: answering never reads these.
+_SCORES = {
+    "bm25_rank",
+    "bm25_score",
+    "dense_rank",
+    "dense_score",
+    "fused_rank",
+    "fused_score",
+    "rerank_score",
+    "rerank_reason",
+}
+
+
+def answered_version(found: PaperEvidence) -> dg.DataVersion:
+    """The data version of what the answers are written from: the questions and, in order,
+    their passages (text and place). Scores and ranks are left out, so evidence found again,
+    by another embedder or reranker, in the same order leaves `paper_answers` fresh: it is not
+    rerun, and keeps the scores of the retrieval that found its passages first."""
+    passages = found.model_dump_json(
+        exclude={
+            "reranker": True,
+            "questions": {"__all__": {"reranked": True, "chunks": {"__all__": _SCORES}}},
+        }
+    )
+    return dg.DataVersion(digest(passages))
 
 
 def _preview(found: PaperEvidence) -> str:

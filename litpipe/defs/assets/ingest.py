@@ -6,8 +6,19 @@ from pathlib import Path
 import dagster as dg
 
 from litpipe.defs.partitions import papers
-from litpipe.defs.resources import CatalogResource, ChunkingResource, EmbedderResource
-from litpipe.defs.versions import code_version, data_version
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    ChunkingResource,
+    EmbedderResource,
+)
+from litpipe.defs.versions import (
+    backfill_policy,
+    batch_data_version,
+    code_version,
+    data_version,
+    embedder_version,
+)
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import parse_pdf
@@ -72,10 +83,14 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=papers,
         group_name=GROUP,
+        # The document is read from its artifact, not loaded as an input (an IO manager loads
+        # one partition per input), so that a backfill's run chunks a batch of papers.
+        deps=[paper_document],
+        backfill_policy=backfill_policy(settings),
         code_version=code_version(
             [chunking],
             PaperChunks,
-            embedder=settings.embedder,
+            embedder=embedder_version(settings),
             max_tokens=settings.chunk_tokens,
             overlap_tokens=settings.chunk_overlap_tokens,
         ),
@@ -83,28 +98,35 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "character offsets into the document.",
     )
     def paper_chunks(
-        paper_document: PaperDocument,
+        context: dg.AssetExecutionContext,
         embedder: EmbedderResource,
         chunker: ChunkingResource,
-    ) -> dg.Output[PaperChunks]:
+        artifacts: ArtifactsResource,
+    ) -> dg.MaterializeResult:
         model = embedder.embedder()
-        chunks = chunk_document(
-            paper_document,
-            model.tokenizer,
-            max_tokens=chunker.max_tokens_for(model),
-            overlap_tokens=chunker.overlap_tokens,
-            tokenizer_name=model.embedder_id,
-        )
-        sizes = [chunk.n_tokens for chunk in chunks.chunks]
-        return dg.Output(
-            chunks,
-            data_version=data_version(chunks),
-            metadata={
-                "chunks": len(sizes),
-                "max_chunk_tokens": max(sizes, default=0),
-                "token_limit": chunks.max_tokens,
-            },
-        )
+        store = artifacts.store()
+        versions: dict[str, dg.DataVersion] = {}
+        for paper_id in context.partition_keys:
+            chunks = chunk_document(
+                store.read(["paper_document"], paper_id, PaperDocument),
+                model.tokenizer,
+                max_tokens=chunker.max_tokens_for(model),
+                overlap_tokens=chunker.overlap_tokens,
+                tokenizer_name=model.embedder_id,
+            )
+            path = store.write(["paper_chunks"], paper_id, chunks)
+            versions[paper_id] = data_version(chunks)
+            sizes = [chunk.n_tokens for chunk in chunks.chunks]
+            context.add_asset_metadata(
+                {
+                    "path": dg.MetadataValue.path(str(path)),
+                    "chunks": len(sizes),
+                    "max_chunk_tokens": max(sizes, default=0),
+                    "token_limit": chunks.max_tokens,
+                },
+                partition_key=paper_id,
+            )
+        return dg.MaterializeResult(data_version=batch_data_version(versions))
 
     return [paper_source, paper_document, paper_chunks]
 

@@ -22,7 +22,13 @@ import dagster as dg
 
 from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
 from litpipe.artifacts import ArtifactStore
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.resources import (
     ArtifactsResource,
@@ -84,11 +90,14 @@ def not_ingested(source: PaperSource) -> str:
 def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
     retrieval = RetrievalResource.from_settings(settings)
+    agents = (*MAIS_AGENTS, *AGENT_RERANKERS)
 
     @dg.asset(
         name=ASSET,
         partitions_def=query_requests,
         group_name=GROUP,
+        pool=llm_pool(settings, agents),
+        retry_policy=llm_retry_policy(settings, agents),
         deps=[
             dg.AssetDep(asset, partition_mapping=dg.AllPartitionMapping())
             for asset in ("chunk_embeddings", "paper_abstract")
@@ -134,16 +143,19 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         if not requests.exists([ASSET], key):
             raise dg.Failure(
                 f"no stored request for partition {key!r} (expected "
-                f"{requests.path([ASSET], key)}): add requests with `litpipe ask`"
+                f"{requests.path([ASSET], key)}): add requests with `litpipe ask`",
+                allow_retries=False,
             )
         request = requests.read([ASSET], key, QuerySummaryRequest)
         try:
             source = catalog.catalog().source(request.paper_id)
         except KeyError as error:
-            raise dg.Failure(f"unknown paper {request.paper_id!r}: {error.args[0]}") from None
+            raise dg.Failure(
+                f"unknown paper {request.paper_id!r}: {error.args[0]}", allow_retries=False
+            ) from None
         store = artifacts.store()
         if not store.exists(["paper_abstract"], request.paper_id):
-            raise dg.Failure(not_ingested(source))
+            raise dg.Failure(not_ingested(source), allow_retries=False)
         abstract = store.read(["paper_abstract"], request.paper_id, PaperAbstract)
         versions = paper_versions(context.instance, request.paper_id)
         chunk_store, model = lancedb.store(), embedder.embedder()
@@ -152,10 +164,10 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 chunk_store, model.embedder_id, source.collection, request.paper_id
             )
         except QuerySummaryError:
-            raise dg.Failure(not_ingested(source)) from None
+            raise dg.Failure(not_ingested(source), allow_retries=False) from None
 
         ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any((*MAIS_AGENTS, *AGENT_RERANKERS), ledger)
+        client = llm.client_for_any(agents, ledger)
         search = paper_search(
             retrieval.retriever(chunk_store, model, source.collection, paper_id=request.paper_id),
             reranker_for(step_settings, llm.prompts(), client),
@@ -175,7 +187,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     client,
                 )
             except QuerySummaryError as error:
-                raise dg.Failure(str(error)) from None
+                raise dg.Failure(str(error), allow_retries=False) from None
         path = report.write_markdown(
             result, artifacts.outputs_dir(source.collection), source.collection
         )

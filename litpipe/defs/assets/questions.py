@@ -5,6 +5,8 @@ import dagster as dg
 from litpipe.agents.base import run_agent, version
 from litpipe.agents.questions import QuestionsAgent, QuestionsInput, questions_for
 from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
     model_failures_as_step_failures,
     usage_metadata,
     usage_scope,
@@ -24,6 +26,8 @@ def build_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=papers,
         group_name="questions",
+        pool=llm_pool(settings, [agent.name]),
+        retry_policy=llm_retry_policy(settings, [agent.name]),
         code_version=f"{version(agent, settings, prompts)}-k{settings.questions_per_style}",
         description="Questions of the paper in two styles, `broad` (context, objective, method, "
         "findings) and `inner_workings` (design, steps, mechanisms, rationale).",

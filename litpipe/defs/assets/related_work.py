@@ -18,7 +18,13 @@ from pydantic import BaseModel, Field
 from litpipe.agents.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.artifacts import ArtifactStore
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
 from litpipe.defs.versions import code_version, data_version
@@ -127,6 +133,8 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         name=ASSET,
         partitions_def=related_work_requests,
         group_name=GROUP,
+        pool=llm_pool(settings, RELATED_WORK_AGENTS),
+        retry_policy=llm_retry_policy(settings, RELATED_WORK_AGENTS),
         # Both agents, the workflow, the embedder and the retrieval settings; the request's own
         # inputs (idea, limits, table bytes) are in its partition key.
         code_version=code_version(

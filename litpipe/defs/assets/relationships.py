@@ -8,8 +8,15 @@ from litpipe.agents.followups import FollowUpsAgent
 from litpipe.agents.insights import InsightsAgent
 from litpipe.agents.relationships import RelationshipsAgent
 from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import collections
+from litpipe.defs.report_metadata import analysis_plots, analysis_preview
 from litpipe.defs.resources import (
     ArtifactsResource,
     CatalogResource,
@@ -38,11 +45,14 @@ ANALYSIS_AGENTS = ("insights", "relationships", "followups")
 
 def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
+    agents = [*ANALYSIS_AGENTS, *ANSWER_AGENTS, *AGENT_RERANKERS]
 
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
         deps=[dg.AssetDep("paper_answers", partition_mapping=dg.AllPartitionMapping())],
+        pool=llm_pool(settings, agents),
+        retry_policy=llm_retry_policy(settings, agents),
         code_version=digest(
             *(
                 version(agent, settings, prompts)
@@ -71,11 +81,14 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         members = catalog.catalog().papers(collection)
         answers = artifacts.of_papers("paper_answers", members, PaperAnswers)
         if not answers:
-            raise dg.Failure(f"{collection}: no paper has answers yet; run its papers first")
+            raise dg.Failure(
+                f"{collection}: no paper has answers yet; run its papers first",
+                allow_retries=False,
+            )
         abstracts = artifacts.of_papers("paper_abstract", answers, PaperAbstract)
         step_settings = llm.settings()
         ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any([*ANALYSIS_AGENTS, *ANSWER_AGENTS, *AGENT_RERANKERS], ledger)
+        client = llm.client_for_any(agents, ledger)
         store, model = lancedb.store(), embedder.embedder()
         reranker = reranker_for(step_settings, llm.prompts(), client)
 
@@ -122,6 +135,10 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "follow_up_papers": len(analysis.follow_ups),
                 "theme": analysis.theme,
                 "narrative": dg.MetadataValue.md(analysis.narrative),
+                "preview": analysis_preview(analysis),
+                **analysis_plots(
+                    analysis, {paper: abstract.title for paper, abstract in abstracts.items()}
+                ),
                 **usage_metadata(ledger.summary()),
             },
         )

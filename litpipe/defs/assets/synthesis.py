@@ -6,7 +6,7 @@ leaves a paper out or cites a passage that does not exist is wrong; support, an 
 measure until an LLM judge grades it, warns.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import dagster as dg
@@ -14,8 +14,15 @@ import dagster as dg
 from litpipe.agents.base import ModelClient
 from litpipe.agents.plain import PLAIN_AGENTS, plain_version, write_plain_summary
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_version, write_synthesis
-from litpipe.defs.llm_steps import model_failures_as_step_failures, usage_metadata, usage_scope
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.partitions import collections
+from litpipe.defs.report_metadata import analysis_plots, outputs_preview
 from litpipe.defs.resources import (
     ArtifactsResource,
     EmbedderResource,
@@ -28,6 +35,7 @@ from litpipe.evaluation.checks import CheckOutcome, StoredChunk
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
+from litpipe.report import graphs as report_graphs
 from litpipe.schemas import (
     CollectionOutputs,
     CrossPaperQuestions,
@@ -63,6 +71,8 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("synthesis"),
+        pool=llm_pool(settings, SYNTHESIS_AGENTS),
+        retry_policy=llm_retry_policy(settings, SYNTHESIS_AGENTS),
         code_version=synthesis_version(settings, prompts),
         description="The expert synthesis in three parts (the spine: theme, narrative, every "
         "insight; the evidence grouped by paper; the relationship map), citing every paper; "
@@ -106,6 +116,8 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("plain_summary"),
+        pool=llm_pool(settings, PLAIN_AGENTS),
+        retry_policy=llm_retry_policy(settings, PLAIN_AGENTS),
         code_version=plain_version(settings, prompts),
         description="The same argument as the synthesis for a general audience, from the same "
         "spine, each paper's contribution still distinguishable and cited.",
@@ -147,10 +159,12 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
-        code_version=code_version([collection_report], CollectionOutputs),
-        description="The files a person reads, in LITPIPE_HOME/outputs/<collection>/: "
+        code_version=code_version([collection_report, report_graphs], CollectionOutputs),
+        # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
+        description="The files a person reads, in `LITPIPE_HOME/outputs/<collection>/`: "
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
-        "showing their passages, the relationship map, the per-paper Q&A).",
+        "showing their passages, the relationship map with its graph, the per-paper Q&A), and "
+        "the pictures relationships.svg and relationship_types.svg.",
     )
     def collection_outputs(
         context: dg.AssetExecutionContext,
@@ -162,6 +176,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[CollectionOutputs]:
         collection = context.partition_key
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
+        titles = _titles(artifacts, relationship_analysis.papers)
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection),
             synthesis,
@@ -169,7 +184,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             relationship_analysis,
             answers,
             cross_paper_questions,
-            _titles(artifacts, relationship_analysis.papers),
+            titles,
             _chunks(answers, cross_paper_questions),
         )
         outputs = CollectionOutputs(
@@ -178,7 +193,11 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         return dg.Output(
             outputs,
             data_version=data_version(outputs),
-            metadata={name: dg.MetadataValue.path(path) for name, path in outputs.files.items()},
+            metadata={
+                **{name: dg.MetadataValue.path(path) for name, path in outputs.files.items()},
+                "preview": outputs_preview(synthesis, relationship_analysis, outputs.files),
+                **analysis_plots(relationship_analysis, titles),
+            },
         )
 
     return [synthesis, plain_summary, collection_outputs]
@@ -211,9 +230,12 @@ def _written_and_checked(
     """A writer's step: the text written, then its three checks."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     step = _Step(llm.settings(), llm.prompts(), llm, llm.ledger(usage_scope(context)))
+    titles = _titles(artifacts, analysis.papers)
     with model_failures_as_step_failures():
-        written = write(_titles(artifacts, analysis.papers), answers, step)
-    yield _output(written, usage_metadata(step.ledger.summary()))
+        written = write(titles, answers, step)
+    # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
+    plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
+    yield _output(written, {**usage_metadata(step.ledger.summary()), **plots})
     yield from _checks(
         asset,
         written,
@@ -223,7 +245,7 @@ def _written_and_checked(
     )
 
 
-def _output(written: Synthesis, usage: dict[str, float | int]) -> dg.Output[Synthesis]:
+def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthesis]:
     return dg.Output(
         written,
         data_version=data_version(written),

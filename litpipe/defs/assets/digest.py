@@ -1,0 +1,123 @@
+"""The nightly digest: one partition per UTC day (litpipe/workflows/digest.py builds it)."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import dagster as dg
+
+from litpipe.agents.base import version
+from litpipe.agents.insights import InsightsAgent
+from litpipe.agents.relationships import RelationshipsAgent
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
+from litpipe.defs.partitions import nightly
+from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
+from litpipe.defs.versions import code_version, data_version
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.report import digest as digest_report
+from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
+from litpipe.settings import Settings
+from litpipe.workflows import digest as digest_workflow
+
+
+class ArtifactSources:
+    """The digest's reading of earlier stages: their artifacts, one file per paper read only
+    for the papers it names (not every partition through the IO manager)."""
+
+    def __init__(self, artifacts: ArtifactsResource) -> None:
+        self.artifacts = artifacts
+
+    def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]:
+        return self.artifacts.of_papers("paper_abstract", paper_ids, PaperAbstract)
+
+    def answers(self, paper_ids: Iterable[str]) -> dict[str, PaperAnswers]:
+        return self.artifacts.of_papers("paper_answers", paper_ids, PaperAnswers)
+
+    def analysis(self, collection: str) -> RelationshipAnalysis | None:
+        store = self.artifacts.store()
+        if not store.exists(["relationship_analysis"], collection):
+            return None
+        return store.read(["relationship_analysis"], collection, RelationshipAnalysis)
+
+
+def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    prompts = PromptLibrary(settings.prompts_dir)
+
+    @dg.asset(
+        partitions_def=nightly,
+        group_name="digest",
+        # For lineage: a day reads the abstracts and answers of its new papers and the insights
+        # of their collections' other papers (from the last analysis, else their answers).
+        deps=[
+            dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping())
+            for name in ("paper_abstract", "paper_answers", "relationship_analysis")
+        ],
+        pool=llm_pool(settings, digest_workflow.DIGEST_AGENTS),
+        retry_policy=llm_retry_policy(settings, digest_workflow.DIGEST_AGENTS),
+        code_version=digest(
+            version(InsightsAgent(), settings, prompts),
+            version(RelationshipsAgent(), settings, prompts),
+            code_version([digest_workflow, digest_report], Digest),
+        ),
+        description="The papers that arrived on the day (UTC; first registered in the catalog "
+        "then), each with its abstract and key insights, and how their insights relate to "
+        "those of the papers their collections held before; LITPIPE_HOME/outputs/digests/"
+        "<day>.md and .html. A day without new papers says so.",
+    )
+    def nightly_digest(
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        llm: LLMResource,
+    ) -> dg.Output[Digest]:
+        window = context.partition_time_window
+        papers_catalog = catalog.catalog()
+        arrivals = papers_catalog.arrivals(window.start, window.end)
+        before = {
+            collection: papers_catalog.papers(collection, arrived_before=window.start)
+            for arrival in arrivals
+            for collection in arrival.collections
+        }
+        ledger = llm.ledger(usage_scope(context))
+        with model_failures_as_step_failures():
+            built = digest_workflow.build_digest(
+                window.start.date(),
+                arrivals,
+                before,
+                ArtifactSources(artifacts),
+                llm.settings(),
+                llm.prompts(),
+                llm.client_for_any(digest_workflow.DIGEST_AGENTS, ledger),
+            )
+        files = digest_report.write_digest(
+            Path(artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
+        )
+        pending = [paper.paper_id for paper in built.papers if not paper.analysed]
+        if pending:
+            context.log.warning(
+                f"{built.day}: {len(pending)} new papers not yet analysed ({', '.join(pending)}): "
+                "materialize this partition again once their answers are built"
+            )
+        return dg.Output(
+            built,
+            data_version=data_version(built),
+            metadata={
+                "papers": len(built.papers),
+                "not_yet_analysed": len(pending),
+                "relationships": sum(len(c.relationships) for c in built.collections),
+                **{
+                    path.suffix.lstrip("."): dg.MetadataValue.path(str(path))
+                    for path in files.values()
+                },
+                "preview": dg.MetadataValue.md(digest_report.digest_markdown(built)),
+                **usage_metadata(ledger.summary()),
+            },
+        )
+
+    return [nightly_digest]

@@ -1,0 +1,486 @@
+"""`litpipe backfill`: brings every registered paper (or a collection's) up to date under the
+current settings, in batches, in-process into the instance the UI serves. Made for swapping the
+embedding model; after any other change (a chunk setting, a prompt) it does the same.
+
+Per batch of `batch_size` papers (in the order the papers were registered, so that a batch is a
+range of the `papers` partitions): one run chunks and embeds the whole batch, as a backfill
+launched from the UI does (the two assets' `BackfillPolicy.multi_run`): one encode, one LanceDB
+commit. Then each paper's later stages, one stage at a time, each only while it is still stale:
+a stage whose output came back the same (the same evidence found by the new embedder) leaves
+what follows it fresh, so its answers are not rerun. Then the collections of those papers, the
+same way. The previous embedder's table is never written: it stays queryable throughout.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from pydantic import BaseModel, Field
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.catalog import Catalog
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.jobs import collection_pipeline, paper_pipeline
+from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
+from litpipe.defs.partitions import papers
+from litpipe.defs.resources import LanceDBResource, usage_path
+from litpipe.defs.runner import EMBEDDINGS, QUIET_RUN_CONFIG, Phase, _failure_reason, phases
+from litpipe.defs.staleness import State, partition_states
+from litpipe.llm.usage import UsageLedger
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
+from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
+    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+
+# The tags Dagster's backfill daemon gives a run over a range of partitions.
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+BACKFILL_TAG = "litpipe/backfill"
+
+
+class TableState(BaseModel):
+    """A chunk table as it was before the backfill and after it."""
+
+    table: str
+    rows_before: int
+    rows_after: int
+    version_before: int | None = Field(description="LanceDB table version (None: no table).")
+    version_after: int | None
+
+    @property
+    def untouched(self) -> bool:
+        return (self.rows_before, self.version_before) == (self.rows_after, self.version_after)
+
+
+class BatchOutcome(BaseModel):
+    """One batch of papers: what was rebuilt, for how many papers, in how long."""
+
+    number: int
+    batches: int
+    papers: list[str]
+    seconds: float
+    rebuilt: dict[str, int] = Field(
+        default_factory=dict, description="Per asset, the papers of the batch it was rebuilt for."
+    )
+    chunks: int = Field(default=0, description="Chunks of the papers whose embeddings rebuilt.")
+    embedded: int = Field(default=0, description="Of those, chunks encoded by this batch.")
+    batched_runs: int = Field(default=0, description="Runs over a range of papers.")
+    failed: list[FailedPaper] = Field(default_factory=list)
+
+
+class BackfillReport(BaseModel):
+    """What `litpipe backfill` did: `HOME/outputs/backfill/<embedder id>.json`."""
+
+    backfill_id: str
+    embedder: str = Field(description="The embedder id the papers were brought up to date for.")
+    table: TableState
+    previous_tables: list[TableState] = Field(
+        description="The tables of the embedders the papers had before: never written."
+    )
+    papers: int
+    papers_up_to_date: int = Field(description="Papers none of whose assets was stale.")
+    batch_size: int
+    batches: list[BatchOutcome]
+    rebuilt: dict[str, int] = Field(description="Per per-paper asset, the papers it rebuilt.")
+    chunks: int
+    embedded: int
+    collections: dict[str, list[str]] = Field(
+        description="Per collection, the collection assets rebuilt."
+    )
+    collection_failure: str | None = None
+    failed_papers: list[FailedPaper]
+    llm_calls: LLMUsage
+    llm_calls_by_agent: dict[str, LLMUsage]
+    seconds: float
+
+
+def backfill(
+    settings: Settings,
+    instance: dg.DagsterInstance,
+    paper_ids: Iterable[str],
+    batch_size: int | None = None,
+    on_batch: Callable[[BatchOutcome], None] = lambda outcome: None,
+) -> BackfillReport:
+    """Materializes what is missing or stale of `paper_ids` (registered papers) and of their
+    collections, `batch_size` papers at a time (default: `backfill_batch_size`)."""
+    started = time.perf_counter()
+    size = batch_size or settings.backfill_batch_size
+    if size < 1:
+        raise ValueError(f"the batch size must be at least 1, not {size}")
+    defs = build_definitions(settings)
+    embedder_id = Embedder(settings.embedder).embedder_id
+    store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
+    artifacts = ArtifactStore(settings.artifacts_dir)
+    catalog = Catalog(settings.catalog_path)
+    # Registration order is the partitions' order: a batch of neighbours is one range.
+    order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(papers.name))}
+    wanted = sorted(set(paper_ids), key=lambda p: order.get(p, len(order)))
+    failed = [
+        FailedPaper(paper_id=p, file=catalog.source(p).path, reason="not a `papers` partition")
+        for p in wanted
+        if p not in order
+    ]
+    wanted = [p for p in wanted if p in order]
+    previous = sorted(
+        {
+            artifacts.read(list(EMBEDDINGS.path), p, EmbeddingResult).embedder_id
+            for p in wanted
+            if artifacts.exists(list(EMBEDDINGS.path), p)
+        }
+        - {embedder_id}
+    )
+    before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
+    backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
+    tags = {"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: backfill_id, BACKFILL_TAG: backfill_id}
+    runs = _Runs(defs, instance, tags)
+
+    rebuilt: dict[dg.AssetKey, set[str]] = {}
+    failed_ids = {failure.paper_id for failure in failed}
+    batch_outcomes: list[BatchOutcome] = []
+    collections_of = {p: catalog.source(p).collection for p in wanted}
+    built_collections: dict[str, list[str]] = {c: [] for c in sorted(set(collections_of.values()))}
+    collection_failure = None
+    for phase in phases(defs):
+        if phase.per == "collection":
+            for collection in built_collections:
+                members = [p for p in wanted if collections_of[p] == collection]
+                forced = _forced(defs, phase, rebuilt, {collection, *members})
+                built, failure = runs.settle(
+                    collection_pipeline.name, phase.keys, collection, forced
+                )
+                built_collections[collection].extend(k.to_user_string() for k in built)
+                for key in built:
+                    rebuilt.setdefault(key, set()).add(collection)
+                if failure:
+                    collection_failure = f"{collection}: {failure}"
+                    break
+            if collection_failure:
+                break
+            continue
+        todo = [p for p in wanted if p not in failed_ids]
+        batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+        for number, batch in enumerate(batches, 1):
+            built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
+            outcome = _run_batch(
+                runs, phase, batch, order, rebuilt, collections_of, number, len(batches)
+            )
+            for failure in outcome.failed:
+                source = catalog.source(failure.paper_id or "")
+                failure.file, failure.row = source.path, source.row_number
+                failed_ids.add(failure.paper_id)
+                failed.append(failure)
+            embedded = [
+                artifacts.read(list(EMBEDDINGS.path), p, EmbeddingResult)
+                for p in batch
+                if p in rebuilt.get(EMBEDDINGS, set()) - built_before.get(EMBEDDINGS, set())
+            ]
+            outcome.chunks = sum(result.chunks for result in embedded)
+            outcome.embedded = sum(result.embedded for result in embedded)
+            batch_outcomes.append(outcome)
+            on_batch(outcome)
+
+    ledger = UsageLedger(usage_path(settings, backfill_id))
+    paper_keys = {key for phase in phases(defs) if phase.per == "paper" for key in phase.keys}
+    touched = {p for key in paper_keys for p in rebuilt.get(key, set())}
+    report = BackfillReport(
+        backfill_id=backfill_id,
+        embedder=embedder_id,
+        table=_table_state(before[embedder_id], _table_now(store, embedder_id)),
+        previous_tables=[_table_state(before[e], _table_now(store, e)) for e in previous],
+        papers=len(wanted),
+        papers_up_to_date=sum(p not in touched and p not in failed_ids for p in wanted),
+        batch_size=size,
+        batches=batch_outcomes,
+        rebuilt={
+            key.to_user_string(): len(rebuilt.get(key, set()) & set(wanted))
+            for key in defs.resolve_asset_graph().toposorted_asset_keys
+            if key in paper_keys
+        },
+        chunks=sum(outcome.chunks for outcome in batch_outcomes),
+        embedded=sum(outcome.embedded for outcome in batch_outcomes),
+        collections=built_collections,
+        collection_failure=collection_failure,
+        failed_papers=failed,
+        llm_calls=ledger.scope_summary(),
+        llm_calls_by_agent=ledger.scope_by_agent(),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    out = report_path(settings, embedder_id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    return report
+
+
+def report_path(settings: Settings, embedder_id: str) -> Path:
+    """The report of the latest backfill to an embedder."""
+    return settings.outputs_root / "backfill" / f"{embedder_id}.json"
+
+
+def batch_line(outcome: BatchOutcome) -> str:
+    """`[batch 2/5] 25 papers in 41.3 s: paper_chunks 25, chunk_embeddings 25 (612 chunks,
+    612 embedded), question_evidence 25, paper_answers 7`."""
+    done = []
+    for asset, papers_rebuilt in outcome.rebuilt.items():
+        detail = (
+            f" ({outcome.chunks} chunks, {outcome.embedded} embedded)"
+            if asset == EMBEDDINGS.to_user_string()
+            else ""
+        )
+        done.append(f"{asset} {papers_rebuilt}{detail}")
+    failed = "".join(f"; FAILED {f.paper_id}: {f.reason}" for f in outcome.failed)
+    return (
+        f"[batch {outcome.number}/{outcome.batches}] {_count(len(outcome.papers), 'paper')} in "
+        f"{outcome.seconds:.1f} s: {', '.join(done) or 'up to date'}{failed}"
+    )
+
+
+def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
+    """What `litpipe backfill` prints when it is done."""
+    rebuilt = ", ".join(f"{asset} {n}" for asset, n in report.rebuilt.items() if n)
+    usage = report.llm_calls
+    by_agent = "; ".join(
+        f"{agent} {calls.made} made, {calls.cached} cached"
+        for agent, calls in report.llm_calls_by_agent.items()
+    )
+    table = report.table
+    lines = [
+        f"{_count(report.papers, 'paper')} in {_count(len(report.batches), 'batch')} of at most "
+        f"{report.batch_size} ({report.seconds:.1f} s): rebuilt {rebuilt or 'nothing'}; "
+        f"{report.papers_up_to_date} up to date, {len(report.failed_papers)} failed",
+        f"{table.table}: {report.embedded} of the rebuilt papers' {report.chunks} chunks "
+        f"embedded now; {table.rows_after} rows (before: {table.rows_before})",
+    ]
+    for old in report.previous_tables:
+        state = (
+            "untouched"
+            if old.untouched
+            else f"CHANGED (rows {old.rows_before} -> {old.rows_after}, version "
+            f"{old.version_before} -> {old.version_after})"
+        )
+        lines.append(f"{old.table}: {state}, {old.rows_after} rows, still queryable")
+    for collection, assets in report.collections.items():
+        lines.append(f"collection {collection}: rebuilt {', '.join(assets) or 'nothing'}")
+    if report.collection_failure:
+        lines.append(f"  collection assets FAILED: {report.collection_failure}")
+    lines.append(
+        f"model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
+        f"${usage.cost_usd:.4f}" + (f" ({by_agent})" if by_agent else "")
+    )
+    lines.extend(f"  failed: {f.paper_id}: {f.reason}" for f in report.failed_papers)
+    lines.append(f"Report: {report_path(settings, report.embedder)}")
+    if report.previous_tables:
+        folder = Path(settings.embedder).expanduser()
+        name = str(folder.resolve()) if folder.is_dir() else settings.embedder
+        lines.append(
+            f'To make {report.embedder} the default, set `embedder = "{name}"` in litpipe.toml '
+            f"or export LITPIPE_EMBEDDER={name}; until then `litpipe run`, `litpipe ask` and the "
+            "UI keep the embedder configured there, and its table."
+        )
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('ch') else 's'}"
+
+
+def _run_batch(
+    runs: _Runs,
+    phase: Phase,
+    batch: list[str],
+    order: dict[str, int],
+    rebuilt: dict[dg.AssetKey, set[str]],
+    collections_of: dict[str, str],
+    number: int,
+    batches: int,
+) -> BatchOutcome:
+    started = time.perf_counter()
+    graph = runs.defs.resolve_asset_graph()
+    built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
+    # The assets that run a batch of papers at once (tokenizing, embedding), upstream first,
+    # and the per-paper assets they read from, which must be fresh first.
+    ranged = [key for key in phase.keys if _batched(graph.get(key).backfill_policy)]
+    before_ranged = {a for key in ranged for a in _ancestors(graph, key, phase.keys)} - set(ranged)
+    states = partition_states(runs.instance, runs.defs, phase.keys, batch)
+    needing = [
+        p
+        for p in batch
+        if any(states[key][p] is not State.FRESH for key in ranged)
+        and all(states[key][p] is State.FRESH for key in before_ranged)
+    ]
+    batched_runs = 0
+    for segment in _contiguous(needing, order):
+        stale = [k for k in ranged if any(states[k][p] is not State.FRESH for p in segment)]
+        # Downstream of a stale batched asset is stale too once it is rebuilt.
+        first = ranged.index(stale[0])
+        materialized = runs.execute_range(paper_pipeline.name, ranged[first:], segment)
+        batched_runs += 1
+        for key, partitions in materialized.items():
+            rebuilt.setdefault(key, set()).update(partitions)
+        # A failed range leaves its papers to the per-paper runs below, which name the paper.
+    failures: list[FailedPaper] = []
+    for paper_id in batch:
+        forced = _forced(runs.defs, phase, rebuilt, {paper_id, collections_of[paper_id]})
+        built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id, forced)
+        for key in built:
+            rebuilt.setdefault(key, set()).add(paper_id)
+        if failure:
+            failures.append(FailedPaper(paper_id=paper_id, file="", reason=failure))
+    counts = {
+        key.to_user_string(): len(
+            (rebuilt.get(key, set()) - built_before.get(key, set())) & set(batch)
+        )
+        for key in phase.keys
+    }
+    return BatchOutcome(
+        number=number,
+        batches=batches,
+        papers=batch,
+        seconds=round(time.perf_counter() - started, 3),
+        rebuilt={key: n for key, n in counts.items() if n},
+        batched_runs=batched_runs,
+        failed=failures,
+    )
+
+
+class _Runs:
+    """In-process runs into the instance, all tagged as this backfill's (one usage scope)."""
+
+    def __init__(
+        self, defs: dg.Definitions, instance: dg.DagsterInstance, tags: dict[str, str]
+    ) -> None:
+        self.defs = defs
+        self.instance = instance
+        self.tags = tags
+
+    def execute_range(
+        self, job: str, keys: list[dg.AssetKey], partitions: list[str]
+    ) -> dict[dg.AssetKey, set[str]]:
+        """One run of `keys` over a contiguous range of partitions, as the daemon launches a
+        backfill's batch; the partitions each asset was materialized for (on failure, those of
+        the steps that succeeded)."""
+        result = self.defs.resolve_job_def(job).execute_in_process(
+            asset_selection=keys,
+            instance=self.instance,
+            raise_on_error=False,
+            run_config=QUIET_RUN_CONFIG,
+            tags={**self.tags, RANGE_START_TAG: partitions[0], RANGE_END_TAG: partitions[-1]},
+        )
+        return _materialized(result)
+
+    def settle(
+        self, job: str, keys: list[dg.AssetKey], partition: str, forced: set[dg.AssetKey]
+    ) -> tuple[list[dg.AssetKey], str | None]:
+        """Materializes the partition's stale `keys` (and `forced`, whose inputs from other
+        partitions changed), one level at a time: an asset that is stale only because of what
+        runs before it waits until that has run, and runs only if its input came back
+        changed. Returns what was materialized, and why it failed, if it did."""
+        graph = self.defs.resolve_asset_graph()
+        built: list[dg.AssetKey] = []
+        for _ in keys:
+            states = partition_states(self.instance, self.defs, keys, [partition])
+            pending = {k for k in forced if k not in built}
+            stale = [k for k in keys if states[k][partition] is not State.FRESH or k in pending]
+            if not stale:
+                break
+            todo: list[dg.AssetKey] = []
+            for key in stale:
+                must = (
+                    not todo
+                    or key in pending
+                    or states[key][partition] in (State.CODE_CHANGED, State.MISSING)
+                )
+                waits = [a for a in _ancestors(graph, key, keys) if a in stale and a not in todo]
+                if must and not waits:
+                    todo.append(key)
+            result = self.defs.resolve_job_def(job).execute_in_process(
+                partition_key=partition,
+                asset_selection=todo,
+                instance=self.instance,
+                raise_on_error=False,
+                run_config=QUIET_RUN_CONFIG,
+                tags=self.tags,
+            )
+            if not result.success:
+                return built, _failure_reason(result)
+            built.extend(todo)
+        return built, None
+
+
+def _materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, set[str]]:
+    found: dict[dg.AssetKey, set[str]] = {}
+    for event in result.get_asset_materialization_events():
+        if event.asset_key is not None and event.partition is not None:
+            found.setdefault(event.asset_key, set()).add(event.partition)
+    return found
+
+
+def _forced(
+    defs: dg.Definitions,
+    phase: Phase,
+    rebuilt: dict[dg.AssetKey, set[str]],
+    partitions: set[str],
+) -> set[dg.AssetKey]:
+    """The phase's assets with an input from an earlier phase that this backfill rebuilt for
+    one of `partitions` (a collection's papers, a paper's collection): the partition states
+    compare only the inputs of the phase's own assets."""
+    graph = defs.resolve_asset_graph()
+    return {
+        key
+        for key in phase.keys
+        for parent in graph.get(key).parent_keys
+        if parent not in phase.keys and rebuilt.get(parent, set()) & partitions
+    }
+
+
+def _ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) -> set[dg.AssetKey]:
+    """`key`'s ancestors among `within`."""
+    found: set[dg.AssetKey] = set()
+    frontier = [key]
+    while frontier:
+        for parent in graph.get(frontier.pop()).parent_keys:
+            if parent in within and parent not in found:
+                found.add(parent)
+                frontier.append(parent)
+    return found
+
+
+def _batched(policy: dg.BackfillPolicy | None) -> bool:
+    return policy is not None and policy.max_partitions_per_run != 1
+
+
+def _contiguous(paper_ids: list[str], order: dict[str, int]) -> list[list[str]]:
+    """Runs of papers next to each other in the partitions' order: each is one range."""
+    segments: list[list[str]] = []
+    for paper_id in paper_ids:
+        if segments and order[paper_id] == order[segments[-1][-1]] + 1:
+            segments[-1].append(paper_id)
+        else:
+            segments.append([paper_id])
+    return segments
+
+
+def _table_now(store: ChunkStore, embedder_id: str) -> tuple[str, int, int | None]:
+    table = store.open_table(embedder_id)
+    name = store.table_name(embedder_id)
+    return (name, 0, None) if table is None else (name, table.count_rows(), table.version)
+
+
+def _table_state(
+    before: tuple[str, int, int | None], after: tuple[str, int, int | None]
+) -> TableState:
+    return TableState(
+        table=before[0],
+        rows_before=before[1],
+        rows_after=after[1],
+        version_before=before[2],
+        version_after=after[2],
+    )

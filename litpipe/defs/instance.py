@@ -1,0 +1,55 @@
+"""The Dagster instance's dagster.yaml: written by litpipe, or one of your own.
+
+By default the instance lives in `LITPIPE_HOME/dagster` on SQLite, and litpipe writes its
+dagster.yaml from the settings (rewriting it when they change), so the limit of the `llm` pool
+holds for `litpipe run`, `litpipe ui` and every run the UI launches. A dagster.yaml without
+litpipe's first line is someone's own (PostgreSQL storage, a run launcher, compute logs on S3:
+see deploy/dagster.postgres.yaml) and is used as it is; `dagster_home` (`LITPIPE_DAGSTER_HOME`)
+points litpipe at its folder.
+"""
+
+import os
+from pathlib import Path
+
+from litpipe.settings import Settings
+
+MANAGED = "# Written by litpipe from its settings"
+# What litpipe wrote before the pool: still litpipe's, so it is brought up to date.
+_EARLIER = "telemetry:\n  enabled: false\n"
+
+
+def managed_config(settings: Settings) -> str:
+    # `default_limit` applies to every pool, and the only pool of litpipe's graph is `llm`;
+    # a per-pool limit set with `dagster instance concurrency set llm N` takes precedence.
+    return (
+        f"{MANAGED} (llm_pool_limit); it rewrites this file when they change.\n"
+        "# Delete these lines to keep a dagster.yaml of your own instead.\n"
+        "# litpipe never reaches the internet on its own; Dagster's telemetry would.\n"
+        "telemetry:\n"
+        "  enabled: false\n"
+        "concurrency:\n"
+        "  pools:\n"
+        "    # The `llm` pool: steps that may call a model, across all runs of this instance.\n"
+        f"    default_limit: {settings.llm_pool_limit}\n"
+    )
+
+
+def is_managed(config: Path) -> bool:
+    """Whether litpipe wrote this dagster.yaml (and may rewrite it)."""
+    if not config.exists():
+        return True
+    text = config.read_text(encoding="utf-8")
+    return text.startswith(MANAGED) or text == _EARLIER
+
+
+def write_instance_config(settings: Settings) -> Path:
+    """`dagster_home`'s dagster.yaml, written from the settings unless it is someone's own."""
+    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    config = settings.dagster_home / "dagster.yaml"
+    wanted = managed_config(settings)
+    if is_managed(config) and (not config.exists() or config.read_text("utf-8") != wanted):
+        # Written aside, then renamed: a concurrent reader never sees half a file.
+        partial = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
+        partial.write_text(wanted, encoding="utf-8")
+        partial.replace(config)
+    return config

@@ -1,0 +1,80 @@
+"""What the Dagster UI shows of a collection's relationship analysis: a Markdown preview and the
+two pictures (the relationship graph, the type distribution), as asset metadata.
+
+The pictures are Markdown metadata embedding the SVG as a base64 `data:` URI. The UI renders
+Markdown metadata with react-markdown 8 and rehype-sanitize, configured to allow `data:` image
+sources (dagster-webserver 1.13.27, `ui-core/src/ui/MarkdownWithPlugins.tsx`; react-markdown 8
+leaves image URLs alone unless told otherwise, and the webserver's Content-Security-Policy sets no
+`img-src`), so the picture itself shows under the asset's metadata, behind "[Show Markdown]"
+when longer than 1,000 characters. A `MetadataValue.path` is shown only as a path to copy, so
+the written files' paths stay as they were, next to the pictures. Each chart's Markdown also
+holds the counts as a table: what the chart says stays readable where an image is not shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+
+from litpipe.report.graphs import (
+    FIGURES,
+    GRAPH_FILE,
+    TYPES_FILE,
+    analysis_figures,
+    markdown_image,
+    paper_edges,
+    type_distribution_markdown,
+)
+from litpipe.schemas import RelationshipAnalysis, Synthesis
+
+
+def analysis_plots(
+    analysis: RelationshipAnalysis, titles: Mapping[str, str]
+) -> dict[str, dg.MetadataValue]:
+    """The relationship graph and the type chart, each a Markdown entry showing the picture."""
+    figures = analysis_figures(analysis, titles)
+    return {
+        "relationship_graph": dg.MetadataValue.md(
+            markdown_image(FIGURES[GRAPH_FILE], figures[GRAPH_FILE])
+        ),
+        "relationship_types_chart": dg.MetadataValue.md(
+            markdown_image(FIGURES[TYPES_FILE], figures[TYPES_FILE])
+            + "\n\n"
+            + type_distribution_markdown(analysis.type_distribution)
+        ),
+    }
+
+
+def analysis_preview(analysis: RelationshipAnalysis) -> dg.MetadataValue:
+    """The analysis in brief: theme, narrative, what was found, and the type distribution."""
+    pairs = len(paper_edges(analysis.papers, analysis.insights, analysis.relationships))
+    return dg.MetadataValue.md(
+        "\n\n".join(
+            [
+                f"# {analysis.theme}",
+                analysis.narrative,
+                f"{len(analysis.papers)} papers, {len(analysis.insights)} insights, "
+                f"{len(analysis.relationships)} relationships between {pairs} pairs of papers.",
+                type_distribution_markdown(analysis.type_distribution),
+            ]
+        )
+    )
+
+
+def outputs_preview(
+    synthesis: Synthesis, analysis: RelationshipAnalysis, files: Mapping[str, str]
+) -> dg.MetadataValue:
+    """What the collection's files hold, in brief: the synthesis' title, the theme and narrative
+    of the analysis, and where each file lies."""
+    listed = [f"- `{name}`: `{path}`" for name, path in files.items()]
+    return dg.MetadataValue.md(
+        "\n\n".join(
+            [
+                f"# {synthesis.title}",
+                f"**Theme:** {analysis.theme}",
+                analysis.narrative,
+                "\n".join(["Files:", "", *listed]),
+            ]
+        )
+    )

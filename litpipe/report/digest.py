@@ -1,0 +1,333 @@
+"""A nightly digest's files: `<day>.md` and `<day>.html` in `LITPIPE_HOME/outputs/digests/`.
+
+Both say the same: the day's new papers, each with its abstract and key insights (or why it has
+none yet), then, per collection, how their insights relate to those of the papers it already
+held, and the references. The page is standalone like the synthesis page (inline CSS, no script,
+every text escaped) and links each `[paper_id:page]` marker to its passage, shown at the end.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+
+from litpipe.report.collection import (
+    _CSS,
+    _CitationLinks,
+    _write_atomically,
+    figures_html,
+    reference_lines,
+)
+from litpipe.report.graphs import (
+    FIGURES,
+    GRAPH_FILE,
+    TYPES_FILE,
+    relationship_graph_svg,
+    type_distribution_svg,
+)
+from litpipe.schemas import (
+    RELATIONSHIP_TYPES,
+    Digest,
+    DigestCollection,
+    DigestPaper,
+    Insight,
+    Relationship,
+)
+
+DIGESTS_FOLDER = "digests"
+NOT_ANALYSED = (
+    "Not yet analysed: its answers were not built when this digest was made. Materialize "
+    "this day's nightly_digest partition again once they are."
+)
+_ORIGINS = {
+    "relationship_analysis": "the collection's last relationship analysis",
+    "paper_answers": "their answers",
+}
+_DIGEST_CSS = """
+.new { color: #0a7d32; font-weight: 600; font-size: 0.85rem; }
+.pending { color: #8a5a00; }
+blockquote { margin: 0.5rem 0; padding-left: 0.8rem; border-left: 3px solid #eee; color: #333; }
+"""
+
+
+def nothing_new(day: str) -> str:
+    return f"Nothing new on {day}: no paper arrived that day."
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _arrived(stamp: str) -> str:
+    """`2026-01-04T10:00:00.000000+00:00` as a reader reads it: `10:00 UTC`."""
+    try:
+        return datetime.fromisoformat(stamp).strftime("%H:%M UTC")
+    except ValueError:
+        return stamp
+
+
+def _summary(digest: Digest) -> str:
+    per_collection = "; ".join(
+        f"{len(c.new_papers)} in {c.collection} ({_plural(c.existing_papers, 'paper')} there "
+        "before)"
+        for c in digest.collections
+    )
+    pending = sum(not paper.analysed for paper in digest.papers)
+    waiting = f", {pending} not yet analysed" if pending else ""
+    return (
+        f"{_plural(len(digest.papers), 'new paper')}{waiting}: {per_collection}. "
+        f"Insights and relationships by {digest.engine}."
+    )
+
+
+def _counts(collection: DigestCollection, digest: Digest) -> str:
+    types = Counter(r.type for r in collection.relationships)
+    listed = ", ".join(f"{n} {kind}" for kind, n in sorted(types.items(), key=lambda t: -t[1]))
+    new = sum(len(p.insights) for p in digest.papers if p.paper_id in set(collection.new_papers))
+    count = len(collection.relationships)
+    origins = " and ".join(_ORIGINS.get(o, o) for o in collection.existing_insights_from)
+    return (
+        f"{_plural(count, 'relationship')} ({listed}) {'links' if count == 1 else 'link'} the "
+        f"new papers' {_plural(new, 'insight')} with one another and with those of the "
+        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before"
+        + (f" (their insights from {origins})." if origins else ".")
+    )
+
+
+def _no_relationship(collection: DigestCollection, digest: Digest) -> str:
+    new = [p for p in digest.papers if p.paper_id in set(collection.new_papers)]
+    if not any(p.insights for p in new):
+        return "Nothing to relate yet: the new papers are not analysed."
+    if collection.existing_papers == 0 and len(new) == 1:
+        return f"{collection.collection} held no paper before this day: nothing to relate to yet."
+    return (
+        f"No relationship found between the new papers' insights and those of the "
+        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before."
+    )
+
+
+def _insights_by_id(digest: Digest, collection: DigestCollection) -> dict[str, Insight]:
+    found = {i.insight_id: i for p in digest.papers for i in p.insights}
+    found.update({i.insight_id: i for i in collection.insights})
+    return found
+
+
+def collection_figures(digest: Digest, collection: DigestCollection) -> dict[str, str]:
+    """The relationship graph of a collection's section (its new papers and the papers they
+    relate to) and its type distribution, by base file name; none without relationships."""
+    if not collection.relationships:
+        return {}
+    insights = _insights_by_id(digest, collection)
+    named = [
+        insights[end].paper_id
+        for relation in collection.relationships
+        for end in (relation.source, relation.target)
+        if end in insights
+    ]
+    counts = Counter(relation.type for relation in collection.relationships)
+    return {
+        GRAPH_FILE: relationship_graph_svg(
+            list(dict.fromkeys([*collection.new_papers, *named])),
+            digest.titles,
+            list(insights.values()),
+            collection.relationships,
+        ),
+        TYPES_FILE: type_distribution_svg({kind: counts[kind] for kind in RELATIONSHIP_TYPES}),
+    }
+
+
+def figure_file(digest: Digest, collection: DigestCollection, name: str) -> str:
+    """Where a section's picture is written, next to the digest: one day holds several."""
+    return f"{digest.day}-{collection.collection}-{name}"
+
+
+def _new_ids(digest: Digest) -> set[str]:
+    return {i.insight_id for p in digest.papers for i in p.insights}
+
+
+def digest_markdown(digest: Digest) -> str:
+    """The digest as a Markdown file."""
+    heading = f"# Nightly digest: {digest.day}"
+    if not digest.papers:
+        return f"{heading}\n\n{nothing_new(digest.day)}\n"
+    lines = [heading, "", _summary(digest), "", "## New papers", ""]
+    for paper in digest.papers:
+        lines += _paper_markdown(paper)
+    for collection in digest.collections:
+        lines += [f"## How they relate to the rest of {collection.collection}", ""]
+        lines += _relationships_markdown(collection, digest)
+        lines += [
+            f"![{FIGURES[name]}]({figure_file(digest, collection, name)})\n"
+            for name in collection_figures(digest, collection)
+        ]
+    lines += [
+        "## References",
+        "",
+        *reference_lines((i.text for i in _shown_insights(digest)), digest.titles),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _paper_markdown(paper: DigestPaper) -> list[str]:
+    lines = [
+        f"### {paper.title}",
+        "",
+        f"`{paper.paper_id}` · {', '.join(paper.collections)} · arrived "
+        f"{_arrived(paper.arrived_at)}",
+        "",
+    ]
+    if paper.abstract.strip():
+        lines += [" ".join(paper.abstract.split()), ""]
+    if not paper.analysed:
+        return [*lines, f"*{NOT_ANALYSED}*", ""]
+    if not paper.insights:
+        return [*lines, "*Analysed, but no question was answered.*", ""]
+    return [*lines, "Key insights:", "", *(f"- {i.text}" for i in paper.insights), ""]
+
+
+def _relationships_markdown(collection: DigestCollection, digest: Digest) -> list[str]:
+    if not collection.relationships:
+        return [_no_relationship(collection, digest), ""]
+    insights = _insights_by_id(digest, collection)
+    new = _new_ids(digest)
+    lines = [_counts(collection, digest), ""]
+    for relation in collection.relationships:
+        lines.append(f"- **{relation.type}**: {relation.explanation}")
+        for insight_id in (relation.source, relation.target):
+            insight = insights.get(insight_id)
+            if insight is not None:
+                tag = "new, " if insight_id in new else ""
+                title = digest.titles.get(insight.paper_id, insight.paper_id)
+                lines.append(f"  - ({tag}*{title}*) {insight.text}")
+    return [*lines, ""]
+
+
+def _shown_insights(digest: Digest) -> Iterable[Insight]:
+    for paper in digest.papers:
+        yield from paper.insights
+    for collection in digest.collections:
+        yield from collection.insights
+
+
+def digest_html(digest: Digest) -> str:
+    """The digest's standalone page."""
+    title = f"Nightly digest: {digest.day}"
+    links = _CitationLinks({c.chunk_id: c for c in digest.passages}, digest.titles)
+    if not digest.papers:
+        sections = [("new", "New papers", f"<p>{html.escape(nothing_new(digest.day))}</p>")]
+        meta = html.escape(nothing_new(digest.day))
+    else:
+        sections = [("new", "New papers", _papers_html(digest, links))]
+        sections += [
+            (
+                f"relations-{index}",
+                f"How they relate to the rest of {collection.collection}",
+                _relationships_html(collection, digest, links),
+            )
+            for index, collection in enumerate(digest.collections, start=1)
+        ]
+        # Last, once every text has said which passages it links to.
+        sections.append(("passages", "Passages", links.passages()))
+        meta = html.escape(_summary(digest))
+    nav = "".join(
+        f'<a href="#{anchor}">{html.escape(heading)}</a>' for anchor, heading, _ in sections
+    )
+    body = "\n".join(
+        f'<section id="{anchor}">\n<h2>{html.escape(heading)}</h2>\n{content}\n</section>'
+        for anchor, heading, content in sections
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>{_CSS}{_DIGEST_CSS}</style>
+</head>
+<body>
+<header>
+<h1>{html.escape(title)}</h1>
+<p class="meta">{meta}</p>
+<nav>{nav}</nav>
+</header>
+{body}
+</body>
+</html>
+"""
+
+
+def _papers_html(digest: Digest, links: _CitationLinks) -> str:
+    articles = []
+    for paper in digest.papers:
+        abstract = (
+            f"<blockquote>{html.escape(' '.join(paper.abstract.split()))}</blockquote>"
+            if paper.abstract.strip()
+            else ""
+        )
+        if not paper.analysed:
+            body = f'<p class="pending">{html.escape(NOT_ANALYSED)}</p>'
+        elif not paper.insights:
+            body = "<p>Analysed, but no question was answered.</p>"
+        else:
+            items = "".join(f"<li>{links.inline(i.text, i.citations)}</li>" for i in paper.insights)
+            body = f"<h4>Key insights</h4><ul>{items}</ul>"
+        articles.append(
+            f'<article id="paper-{html.escape(paper.paper_id)}">'
+            f"<h3>{html.escape(paper.title)}</h3>"
+            f'<p class="meta"><code>{html.escape(paper.paper_id)}</code> · '
+            f"{html.escape(', '.join(paper.collections))} · arrived "
+            f"{html.escape(_arrived(paper.arrived_at))}</p>{abstract}{body}</article>"
+        )
+    return "\n".join(articles)
+
+
+def _relationships_html(collection: DigestCollection, digest: Digest, links: _CitationLinks) -> str:
+    if not collection.relationships:
+        return f"<p>{html.escape(_no_relationship(collection, digest))}</p>"
+    insights = _insights_by_id(digest, collection)
+    new = _new_ids(digest)
+
+    def described(insight_id: str) -> str:
+        insight = insights.get(insight_id)
+        if insight is None:
+            return html.escape(insight_id)
+        tag = '<span class="new">new</span> ' if insight_id in new else ""
+        title = digest.titles.get(insight.paper_id, insight.paper_id)
+        return (
+            f"{tag}<strong>{html.escape(title)}</strong><br>"
+            f"{links.inline(insight.text, insight.citations)}"
+        )
+
+    rows = "".join(_row(relation, described) for relation in collection.relationships)
+    return (
+        f"<p>{html.escape(_counts(collection, digest))}</p>"
+        f"{figures_html(collection_figures(digest, collection))}"
+        '<table class="relationship-table"><thead><tr><th>From</th><th>To</th><th>Type</th>'
+        f"<th>Explanation</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _row(relation: Relationship, described: Callable[[str], str]) -> str:
+    return (
+        f"<tr><td>{described(relation.source)}</td><td>{described(relation.target)}</td>"
+        f'<td class="type">{html.escape(relation.type)}</td>'
+        f"<td>{html.escape(relation.explanation)}</td></tr>"
+    )
+
+
+def write_digest(out_dir: Path, digest: Digest) -> dict[str, Path]:
+    """Writes `<day>.md`, `<day>.html` and each section's pictures into `out_dir`; their
+    paths by file name."""
+    contents = {
+        f"{digest.day}.md": digest_markdown(digest),
+        f"{digest.day}.html": digest_html(digest),
+    }
+    for collection in digest.collections:
+        for name, svg in collection_figures(digest, collection).items():
+            contents[figure_file(digest, collection, name)] = svg
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}

@@ -1,0 +1,382 @@
+"""Swapping the embedding model: `litpipe backfill --embedder NAME` fills the new embedder's
+LanceDB table in batches while the old table stays as it was and queryable, and recomputes the
+questions' evidence, and their answers only where the evidence changed."""
+
+# No `from __future__ import annotations`: Dagster reads the toy assets' annotations at runtime.
+import hashlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.citations import markers_in
+from litpipe.cli import main
+from litpipe.defs import backfill as backfilling
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.partitions import papers
+from litpipe.defs.runner import open_instance, paper_asset_keys
+from litpipe.defs.staleness import State, partition_states
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
+from litpipe.settings import Settings
+from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
+from litpipe_tests.stub_agents import serve_every_agent
+from litpipe_tests.stub_llm import StubLLM
+from litpipe_tests.test_cli import folder_with
+from litpipe_tests.variant_models import build_minilm_variant, with_pooling
+
+COLLECTION = "bio"
+BATCHED = [dg.AssetKey("paper_chunks"), dg.AssetKey("chunk_embeddings")]
+
+
+def table_content(store: ChunkStore, embedder_id: str) -> dict[str, Any]:
+    """A chunk table as a test compares it: its LanceDB version, and per chunk id its content
+    hash and a hash of its vector (a list: a chunk stored twice would show)."""
+    table = store.open_table(embedder_id)
+    assert table is not None
+    rows = table.to_arrow().select(["chunk_id", "content_sha256", "vector"]).to_pylist()
+    return {
+        "version": table.version,
+        "rows": sorted(
+            (
+                row["chunk_id"],
+                row["content_sha256"],
+                hashlib.sha256(np.asarray(row["vector"], dtype=np.float32).tobytes()).hexdigest(),
+            )
+            for row in rows
+        ),
+    }
+
+
+def stored_chunks(home: Path, paper_ids: list[str]) -> list[tuple[str, str]]:
+    artifacts = ArtifactStore(home / "artifacts")
+    return sorted(
+        (chunk.chunk_id, chunk.content_sha256)
+        for paper_id in paper_ids
+        for chunk in artifacts.read(["paper_chunks"], paper_id, PaperChunks).chunks
+    )
+
+
+def materializations(instance: dg.DagsterInstance, asset: str) -> Counter[str]:
+    """How many times each partition of the asset was materialized."""
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=10_000).records
+    return Counter(record.partition_key for record in records)
+
+
+def all_fresh(settings: Settings, paper_ids: list[str]) -> bool:
+    instance = open_instance(settings)
+    defs = build_definitions(settings)
+    states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
+    return all(state is State.FRESH for by_paper in states.values() for state in by_paper.values())
+
+
+def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
+    home = tmp_path / "home"
+    run = ["run", str(folder), "--collection", COLLECTION, "--home", str(home)]
+    assert main([*run, "--embedder", str(tiny_model)]) == 0
+    other = with_pooling(tiny_model, tmp_path / "models", "cls")
+    old, new = Embedder(str(tiny_model)).embedder_id, Embedder(str(other)).embedder_id
+    store = ChunkStore(home / "lancedb")
+    old_table = table_content(store, old)
+    capsys.readouterr()
+
+    backfill = ["backfill", "--home", str(home), "--embedder", str(other)]
+    assert main([*backfill, "--batch", "2"]) == 0
+    printed = capsys.readouterr().err
+    batch_line = (
+        r"^\[batch 1/1\] 2 papers in [\d.]+ s: paper_chunks 2, chunk_embeddings 2 "
+        r"\(\d+ chunks, \d+ embedded\), question_evidence 2"
+    )
+    assert re.search(batch_line, printed, re.M), printed
+    assert f"chunks__{old}: untouched" in printed
+    assert f"LITPIPE_EMBEDDER={other.resolve()}" in printed
+
+    settings = Settings(home=home, embedder=str(other))
+    paper_ids = list(open_instance(settings).get_dynamic_partitions(papers.name))
+    chunks = stored_chunks(home, paper_ids)
+    # Every chunk in the new table exactly once; the old table has not moved a version.
+    assert sorted((cid, sha) for cid, sha, _ in table_content(store, new)["rows"]) == chunks
+    assert table_content(store, old) == old_table
+    # The same chunks: the two models share MiniLM's tokenizer and max_seq_length.
+    assert sorted((cid, sha) for cid, sha, _ in old_table["rows"]) == chunks
+    report = json.loads((home / "outputs" / "backfill" / f"{new}.json").read_text())
+    assert report["chunks"] == report["embedded"] == report["table"]["rows_after"] == len(chunks)
+    assert report["rebuilt"]["paper_questions"] == report["rebuilt"]["paper_abstract"] == 0
+    assert report["batches"][0]["batched_runs"] == 1
+    assert [t["table"] for t in report["previous_tables"]] == [f"chunks__{old}"]
+
+    # The batch was one run over the range of both papers, as the UI's backfill launches it.
+    instance = open_instance(settings)
+    (ranged,) = instance.get_run_records(
+        dg.RunsFilter(tags={backfilling.RANGE_START_TAG: paper_ids[0]})
+    )
+    assert ranged.dagster_run.tags[backfilling.RANGE_END_TAG] == paper_ids[1]
+    assert ranged.dagster_run.asset_selection == set(BATCHED)
+    # After that run the papers are fresh by litpipe's rule and by Dagster's own.
+    assert all_fresh(settings, paper_ids)
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._core.loader import LoadingContextForTest
+
+    resolver = CachingStaleStatusResolver(
+        instance, build_definitions(settings).resolve_asset_graph(), LoadingContextForTest(instance)
+    )
+    for key in paper_asset_keys(build_definitions(settings)):
+        for paper_id in paper_ids:
+            assert resolver.get_status(key, paper_id) == StaleStatus.FRESH, (key, paper_id)
+
+    # Nothing left to do: a second backfill and `litpipe run` under the new embedder.
+    assert main(backfill) == 0
+    assert re.search(
+        r"^\[batch 1/1\] 2 papers in [\d.]+ s: up to date$", capsys.readouterr().err, re.M
+    )
+    assert main([*run, "--embedder", str(other)]) == 0
+    rerun = json.loads((home / "outputs" / COLLECTION / "report.json").read_text())
+    assert rerun["papers_up_to_date"] == 2 and rerun["embedded_chunks"] == 0
+    # The old embedder, still configured elsewhere, sees its own table whole.
+    assert table_content(store, old) == old_table
+
+    # Usage errors: nothing runs.
+    assert main([*backfill, "--batch", "0"]) == 2
+    assert main([*backfill, "--collection", "nope"]) == 2
+    assert main(["backfill", "--home", str(tmp_path / "empty"), "--embedder", str(other)]) == 2
+    assert main([*backfill[:3], "--embedder", str(tmp_path / "no-such-model")]) == 2
+
+
+def test_a_backfill_from_the_ui_runs_batches_of_backfill_batch_size(tmp_path: Path) -> None:
+    """What Dagster's backfill daemon launches for "materialize all partitions" of the per-paper
+    assets: tokenizing and embedding by ranges of at most `backfill_batch_size` papers, the
+    model-calling stages one paper per run (each under the `llm` pool)."""
+    from dagster._core.definitions.automation_tick_evaluation_context import (
+        build_run_requests_with_backfill_policies,
+    )
+    from dagster._core.definitions.events import AssetKeyPartitionKey
+    from dagster._core.definitions.partitions.context import partition_loading_context
+
+    settings = Settings(home=tmp_path / "home", backfill_batch_size=2)
+    defs = build_definitions(settings)
+    graph = defs.resolve_asset_graph()
+    for key in BATCHED:
+        assert graph.get(key).backfill_policy == dg.BackfillPolicy.multi_run(2)
+    instance = dg.DagsterInstance.ephemeral()
+    paper_ids = [f"p{number}" for number in range(5)]
+    instance.add_dynamic_partitions(papers.name, paper_ids)
+    keys = paper_asset_keys(defs)
+    with partition_loading_context(dynamic_partitions_store=instance):
+        requests = build_run_requests_with_backfill_policies(
+            [AssetKeyPartitionKey(key, p) for key in keys for p in paper_ids], graph, instance
+        )
+    ranges = sorted(
+        (r.tags[backfilling.RANGE_START_TAG], r.tags[backfilling.RANGE_END_TAG])
+        for r in requests
+        if set(r.asset_selection or []) == set(BATCHED)
+    )
+    assert ranges == [("p0", "p1"), ("p2", "p3"), ("p4", "p4")]
+    singles = [r for r in requests if set(r.asset_selection or []) != set(BATCHED)]
+    assert len(singles) == len(paper_ids)
+    assert all(r.partition_key in paper_ids for r in singles)
+    assert {key for r in singles for key in r.asset_selection or []} == set(keys) - set(BATCHED)
+
+
+def test_a_run_over_a_range_keeps_each_partitions_state_its_own() -> None:
+    """A run over several partitions records one hash of its inputs' versions for all of them:
+    the partition states then follow the input event pointer, as Dagster's stale status does."""
+    versions = {"a": "1", "b": "1", "c": "1"}
+    toy = dg.DynamicPartitionsDefinition(name="toy")
+
+    @dg.asset(partitions_def=toy, code_version="1")
+    def source(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion(versions[context.partition_key]))
+
+    @dg.asset(
+        partitions_def=toy,
+        deps=[source],
+        code_version="1",
+        backfill_policy=dg.BackfillPolicy.multi_run(3),
+    )
+    def batched(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion("-".join(context.partition_keys)))
+
+    defs = dg.Definitions(assets=[source, batched], jobs=[dg.define_asset_job("toy_job")])
+    job = defs.resolve_job_def("toy_job")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(toy.name, list(versions))
+    for key in versions:
+        job.execute_in_process(partition_key=key, instance=instance, asset_selection=[source.key])
+    tags = {backfilling.RANGE_START_TAG: "a", backfilling.RANGE_END_TAG: "c"}
+    assert job.execute_in_process(
+        instance=instance, asset_selection=[batched.key], tags=tags
+    ).success
+
+    def states() -> dict[str, State]:
+        return partition_states(instance, defs, [source.key, batched.key], list(versions))[
+            batched.key
+        ]
+
+    assert states() == {"a": State.FRESH, "b": State.FRESH, "c": State.FRESH}
+    versions["a"] = "2"  # a changed upstream partition, and one materialized again unchanged
+    for key in ("a", "b"):
+        job.execute_in_process(partition_key=key, instance=instance, asset_selection=[source.key])
+    assert states() == {"a": State.UPSTREAM_CHANGED, "b": State.FRESH, "c": State.FRESH}
+
+
+def answer_requests(stub: StubLLM, since: int, comparative: set[str]) -> list[tuple[str, str]]:
+    """(paper id, question) of each answers call the stub got since `since`, the paper read off
+    the passages' markers; the `comparative` questions, which search every paper, as ("*",
+    question)."""
+    asked = []
+    for body in stub.requests[since:]:
+        if '"title": "AnswerReply"' not in json.dumps(body["messages"]).replace('\\"', '"'):
+            continue
+        user = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        question = re.search(r"<question>\n(.*?)\n</question>", user, re.S)
+        given = re.search(r"<paper>\n(.*?)\n</paper>", user, re.S)
+        assert question is not None and given is not None
+        cited = {paper_id for paper_id, _ in markers_in(given.group(1))}
+        text = question.group(1)
+        asked.append(("*" if text in comparative else cited.pop(), text))
+    return asked
+
+
+def passages(evidence: PaperEvidence) -> dict[str, list[str]]:
+    """Each question's passages, in order: what its answer is written from."""
+    return {item.question.text: [c.chunk_id for c in item.chunks] for item in evidence.questions}
+
+
+@pytest.mark.slow
+def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
+    tmp_path: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """MiniLM, then two builds of it at lower precision (a swap a team makes for speed):
+    bfloat16, under which every question finds the same passages, then float8, under which
+    some do not. Real models, the stub as every agent's model, the calls counted."""
+    serve_every_agent(stub_llm)
+    names = ["10.1073_pnas.2322520121", "10.1101_2024.02.13.580051"]
+    folder = folder_with(tmp_path / "papers", [CORPUS / f"{name}.pdf" for name in names])
+    home = tmp_path / "home"
+    model = ["--home", str(home), "--model", "openai/stub", "--api-base", stub_llm.url]
+    assert main(["run", str(folder), "--collection", COLLECTION, *model]) == 0
+    settings = Settings(home=home)
+    instance = open_instance(settings)
+    paper_ids = list(instance.get_dynamic_partitions(papers.name))  # the order of the batches
+    assert sorted(paper_ids) == sorted(names)
+    artifacts = ArtifactStore(home / "artifacts")
+    store = ChunkStore(home / "lancedb")
+    chunks = stored_chunks(home, paper_ids)
+    minilm = table_content(store, "all-MiniLM-L6-v2")
+    questions_built = materializations(instance, "paper_questions")
+
+    # While the new table fills, queries of the old one answer as before.
+    minilm_model = Embedder("all-MiniLM-L6-v2")
+    query = "Which DNA repair pathway do the mutants need to survive?"
+    vector = minilm_model.encode([query])[0]
+
+    def old_answers() -> tuple[list[str], list[str]]:
+        return (
+            [row["chunk_id"] for row in store.dense_search("all-MiniLM-L6-v2", vector, 10)],
+            [row["chunk_id"] for row in store.full_text_search("all-MiniLM-L6-v2", query, 10)],
+        )
+
+    before = old_answers()
+    during: list[tuple[int, tuple[list[str], list[str]]]] = []
+    real_backfill = backfilling.backfill
+
+    def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:
+        def each(outcome: backfilling.BatchOutcome) -> None:
+            on_batch(outcome)
+            during.append((store.count_rows(Embedder(args[0].embedder).embedder_id), old_answers()))
+
+        return real_backfill(*args, on_batch=each, **kwargs)
+
+    monkeypatch.setattr(backfilling, "backfill", watched)
+
+    # 1. bfloat16: one paper per batch; the same evidence everywhere, so no answer is rerun.
+    bf16 = build_minilm_variant(tmp_path / "models", rounded_to="bfloat16")
+    evidence = {p: artifacts.read(["question_evidence"], p, PaperEvidence) for p in paper_ids}
+    answers_built = materializations(instance, "paper_answers")
+    since = stub_llm.request_count
+    capsys.readouterr()
+    assert main(["backfill", "--embedder", str(bf16), "--batch", "1", *model]) == 0
+    printed = capsys.readouterr().err
+    assert "[batch 1/2] 1 paper in" in printed and "[batch 2/2] 1 paper in" in printed
+    bf16_id = Embedder(str(bf16)).embedder_id
+    first = len(artifacts.read(["paper_chunks"], paper_ids[0], PaperChunks).chunks)
+    assert [rows for rows, _ in during] == [first, len(chunks)]
+    assert all(answers == before for _, answers in during)
+    assert sorted((cid, sha) for cid, sha, _ in table_content(store, bf16_id)["rows"]) == chunks
+    assert table_content(store, "all-MiniLM-L6-v2") == minilm
+    for paper_id in paper_ids:
+        again = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
+        assert passages(again) == passages(evidence[paper_id])
+    assert materializations(instance, "paper_answers") == answers_built  # not even rerun
+    assert materializations(instance, "paper_questions") == questions_built
+    assert answer_requests(stub_llm, since, set()) == []
+    report = json.loads((home / "outputs" / "backfill" / f"{bf16_id}.json").read_text())
+    assert report["rebuilt"]["question_evidence"] == 2 and report["rebuilt"]["paper_answers"] == 0
+    assert report["llm_calls"]["made"] == 0  # the collection's calls all come from the cache
+
+    # 2. float8: both papers in one batch (one run over their range); some passages change.
+    float8 = build_minilm_variant(tmp_path / "models", rounded_to="float8_e4m3fn")
+    evidence = {p: artifacts.read(["question_evidence"], p, PaperEvidence) for p in paper_ids}
+    comparative = artifacts.read(["cross_paper_questions"], COLLECTION, CrossPaperQuestions)
+    answers_built = materializations(instance, "paper_answers")
+    since = stub_llm.request_count
+    assert main(["backfill", "--embedder", str(float8), "--batch", "2", *model]) == 0
+    float8_id = Embedder(str(float8)).embedder_id
+    assert sorted((cid, sha) for cid, sha, _ in table_content(store, float8_id)["rows"]) == chunks
+    assert table_content(store, "all-MiniLM-L6-v2") == minilm
+    changed = {
+        (paper_id, question)
+        for paper_id in paper_ids
+        for question, chunk_ids in passages(
+            artifacts.read(["question_evidence"], paper_id, PaperEvidence)
+        ).items()
+        if passages(evidence[paper_id])[question] != chunk_ids
+    }
+    comparative_now = artifacts.read(["cross_paper_questions"], COLLECTION, CrossPaperQuestions)
+    changed |= {
+        ("*", now.question.text)
+        for then, now in zip(comparative.answers, comparative_now.answers, strict=True)
+        if [c.chunk_id for c in then.evidence] != [c.chunk_id for c in now.evidence]
+    }
+    asked = answer_requests(stub_llm, since, {a.question.text for a in comparative.answers})
+    assert sorted(asked) == sorted(changed)  # a model call exactly where the passages changed
+    rerun = {paper_id for paper_id, _ in changed if paper_id != "*"}
+    # The case this test is for (measured: 4 of the 8 questions and the one comparative
+    # question find other passages, in both papers).
+    asked_before = sum(len(e.questions) for e in evidence.values()) + len(comparative.answers)
+    assert rerun and len(changed) < asked_before
+    built = materializations(instance, "paper_answers") - answers_built
+    assert set(built) == rerun and set(built.values()) == {1}
+    assert materializations(instance, "paper_questions") == questions_built
+    report = json.loads((home / "outputs" / "backfill" / f"{float8_id}.json").read_text())
+    calls = report["llm_calls_by_agent"]
+    assert "questions" not in calls and calls["cross_questions"]["made"] == 0
+    assert calls["answers"]["made"] == len(changed)
+    # The unchanged questions of the rerun papers: answered from the cache.
+    assert calls["answers"]["cached"] >= sum(len(evidence[p].questions) for p in rerun) - len(
+        [c for c in changed if c[0] != "*"]
+    )
+    (previous,) = report["previous_tables"]
+    assert previous["table"] == f"chunks__{bf16_id}"
+    assert previous["rows_before"] == previous["rows_after"] == len(chunks)
+    assert previous["version_before"] == previous["version_after"]
+
+    # Under the new embedder nothing is left to do.
+    rerun_command = ["run", str(folder), "--collection", COLLECTION, "--embedder", str(float8)]
+    assert main([*rerun_command, *model]) == 0
+    last = json.loads((home / "outputs" / COLLECTION / "report.json").read_text())
+    assert last["papers_up_to_date"] == 2 and last["embedded_chunks"] == 0
+    assert last["llm_calls"]["made"] == 0

@@ -1,0 +1,383 @@
+"""The nightly digest: its builder and renderer on hand-made papers, the sensor recording arrivals,
+and three nights of the schedule over a Dagster instance with papers added on two days."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from xml.etree import ElementTree
+
+import dagster as dg
+
+from litpipe.catalog import Catalog
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.resources import CatalogResource
+from litpipe.defs.runner import (
+    collection_asset_keys,
+    open_instance,
+    paper_asset_keys,
+    phases,
+    register,
+    run_papers,
+)
+from litpipe.ingest.sources import discover
+from litpipe.llm.client import LLMClient
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.report.collection import chunk_anchor
+from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
+from litpipe.schemas import (
+    Digest,
+    Insight,
+    PaperAbstract,
+    PaperAnswers,
+    PaperArrival,
+    PaperSource,
+    RelationshipAnalysis,
+)
+from litpipe.settings import Settings
+from litpipe.workflows.digest import MappingSources, build_digest
+from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.html_page import assert_well_formed
+from litpipe_tests.passages import retrieved_chunk
+from litpipe_tests.stub_agents import serve_every_agent
+from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_cli import folder_with
+from litpipe_tests.test_insights import answer
+from litpipe_tests.test_synthesis_pipeline import requests_of
+
+COLLECTION = "bio"
+DAY = date(2026, 1, 4)
+
+
+def at(day: date, hour: int = 10) -> datetime:
+    return datetime.combine(day, time(hour), tzinfo=UTC)
+
+
+# Hand-made papers: two that were there before (one covered by the collection's analysis, one
+# not), a new one relating to them, and a new one whose answers are not built yet.
+
+OLD = "old.paper"
+LATE = "late.paper"
+NEW = "new.paper"
+PENDING = "pending.paper"
+TITLES = {
+    OLD: "Base editing of the sickle mutation",
+    LATE: "Delivery of editors by lipid nanoparticles",
+    NEW: "Prime <b>editing</b> & the sickle mutation",
+    PENDING: "A paper still being read",
+}
+CHUNKS = {
+    OLD: retrieved_chunk(OLD, 0, 2, "Base editing corrected the sickle mutation in 80% of cells."),
+    LATE: retrieved_chunk(LATE, 0, 3, "Lipid nanoparticles delivered the editors to the liver."),
+    NEW: retrieved_chunk(
+        NEW, 0, 5, "Prime editing improved correction of the sickle mutation over base editing."
+    ),
+}
+
+
+def answers_of(paper_id: str) -> PaperAnswers:
+    chunk = CHUNKS[paper_id]
+    text = f"{chunk.text} [{paper_id}:{chunk.page_start}]"
+    return PaperAnswers(
+        paper_id=paper_id,
+        collection=COLLECTION,
+        mode="single",
+        engine="offline",
+        answers=[answer(f"{paper_id}:q00", "What does it find?", text, [chunk], paper_id)],
+    )
+
+
+def abstract_of(paper_id: str) -> PaperAbstract:
+    return PaperAbstract(
+        paper_id=paper_id,
+        title=TITLES[paper_id],
+        abstract=f"The abstract of {TITLES[paper_id]}.",
+        source="parsed",
+        engine="parsed",
+    )
+
+
+def arrival(paper_id: str, hour: int) -> PaperArrival:
+    return PaperArrival(
+        paper_id=paper_id,
+        arrived_at=at(DAY, hour).isoformat(timespec="microseconds"),
+        collections=[COLLECTION],
+        source=PaperSource(
+            paper_id=paper_id,
+            collection=COLLECTION,
+            kind="pdf",
+            path=f"/inbox/{COLLECTION}/{paper_id}.pdf",
+            content_sha256="0" * 64,
+        ),
+    )
+
+
+def analysis_of(paper_ids: list[str]) -> RelationshipAnalysis:
+    """The collection's last analysis, numbering insights `i01`... as the real one does (so
+    they clash with the new papers' own numbering unless the digest renumbers them)."""
+    insights = [
+        Insight(
+            insight_id=f"i{index:02d}",
+            paper_id=paper_id,
+            papers=[paper_id],
+            question_ids=[f"{paper_id}:q00"],
+            text=answers_of(paper_id).answers[0].text,
+            citations=answers_of(paper_id).answers[0].citations,
+        )
+        for index, paper_id in enumerate(paper_ids, start=1)
+    ]
+    return RelationshipAnalysis(
+        collection=COLLECTION,
+        engine="offline",
+        papers=paper_ids,
+        theme="",
+        narrative="",
+        insights=insights,
+        relationships=[],
+        type_distribution={},
+    )
+
+
+def hand_made_digest(tmp_path: Path) -> Digest:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    sources = MappingSources(
+        abstract_of={p: abstract_of(p) for p in TITLES},
+        answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
+        analysis_of={COLLECTION: analysis_of([OLD])},
+    )
+    return build_digest(
+        DAY,
+        [arrival(NEW, 9), arrival(PENDING, 23)],
+        {COLLECTION: [OLD, LATE]},
+        sources,
+        settings,
+        PromptLibrary(None),
+        None,
+    )
+
+
+def test_a_new_paper_is_related_to_the_papers_there_before_and_a_pending_one_is_named(
+    tmp_path: Path,
+) -> None:
+    digest = hand_made_digest(tmp_path)
+
+    assert digest.day == "2026-01-04" and digest.engine == "offline"
+    new, pending = digest.papers
+    assert (new.paper_id, new.analysed, pending.paper_id, pending.analysed) == (
+        NEW,
+        True,
+        PENDING,
+        False,
+    )
+    assert [i.insight_id for i in new.insights] == [f"{NEW}/n1"]
+    assert new.abstract == f"The abstract of {TITLES[NEW]}."
+    assert pending.title == TITLES[PENDING] and pending.insights == []
+    (bio,) = digest.collections
+    assert bio.new_papers == [NEW, PENDING] and bio.existing_papers == 2
+    # OLD's insight from the analysis (its `i01` renumbered), LATE's computed from its answers.
+    assert bio.existing_insights_from == ["relationship_analysis", "paper_answers"]
+    assert bio.relationships, "prime and base editing of the sickle mutation relate"
+    for relation in bio.relationships:
+        assert f"{NEW}/n1" in (relation.source, relation.target)
+    named = {i.paper_id for i in bio.insights}
+    assert OLD in named and named <= {OLD, LATE}
+    assert {p.chunk_id for p in digest.passages} >= {CHUNKS[NEW].chunk_id, CHUNKS[OLD].chunk_id}
+
+
+def test_the_digest_renders_as_markdown_and_an_escaped_standalone_page(tmp_path: Path) -> None:
+    digest = hand_made_digest(tmp_path)
+
+    markdown = digest_markdown(digest)
+    assert markdown.startswith("# Nightly digest: 2026-01-04\n")
+    assert "## New papers" in markdown and f"### {TITLES[NEW]}" in markdown
+    assert f"[{NEW}:5]" in markdown and f"[{OLD}:2]" in markdown
+    assert NOT_ANALYSED in markdown
+    assert f"## How they relate to the rest of {COLLECTION}" in markdown
+    assert "## References" in markdown and f"`{OLD}`" in markdown
+
+    page = digest_html(digest)
+    parsed = assert_well_formed(page)
+    assert "Prime &lt;b&gt;editing&lt;/b&gt; &amp; the sickle mutation" in page
+    assert "<b>editing</b>" not in page
+    text = " ".join(parsed.text)
+    assert "Not yet analysed" in text and "arrived 23:00 UTC" in text
+    # Each cited passage is on the page, and the markers link to it.
+    assert {chunk_anchor(p.chunk_id) for p in digest.passages} <= parsed.ids
+    assert len(parsed.targets) >= 2
+
+    # The section's relationship graph and type chart: inline on the page, files beside the
+    # Markdown, which shows them.
+    assert page.count("<svg") == 2
+    graph_file = f"2026-01-04-{COLLECTION}-relationships.svg"
+    types_file = f"2026-01-04-{COLLECTION}-relationship_types.svg"
+    assert f"]({graph_file})" in markdown and f"]({types_file})" in markdown
+    files = write_digest(tmp_path / "digests", digest)
+    assert sorted(files) == sorted(["2026-01-04.html", "2026-01-04.md", types_file, graph_file])
+    assert files["2026-01-04.md"].read_text("utf-8") == markdown
+    graph = ElementTree.fromstring(files[graph_file].read_text("utf-8"))
+    nodes = [t.text or "" for t in graph.iter("{http://www.w3.org/2000/svg}title")]
+    assert any(TITLES[NEW] in node for node in nodes) and any(TITLES[OLD] in n for n in nodes)
+
+
+def test_a_day_without_papers_says_nothing_new(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    empty = build_digest(DAY, [], {}, MappingSources(), settings, PromptLibrary(None), None)
+
+    assert empty.papers == [] and empty.collections == []
+    assert digest_markdown(empty) == (
+        "# Nightly digest: 2026-01-04\n\nNothing new on 2026-01-04: no paper arrived that day.\n"
+    )
+    parsed = assert_well_formed(digest_html(empty))
+    assert "Nothing new on 2026-01-04" in " ".join(parsed.text)
+
+
+def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    folder_with(inbox / COLLECTION, PDFS_BY_SIZE[:1])
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    defs = build_definitions(settings)
+    context = dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        definitions=defs,
+    )
+    before = datetime.now(UTC)
+    (request,) = defs.resolve_sensor_def("new_papers_sensor")(context).run_requests
+    catalog = Catalog(settings.catalog_path)
+
+    assert before <= catalog.registered_at(request.partition_key) <= datetime.now(UTC)
+    today = datetime.combine(before.date(), time(), tzinfo=UTC)
+    arrived = catalog.arrivals(today, today + timedelta(days=1))
+    assert [(a.paper_id, a.collections) for a in arrived] == [(request.partition_key, [COLLECTION])]
+
+
+# Three nights of the schedule, through Dagster.
+
+DAY_1, DAY_2, DAY_3 = date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 4)
+
+
+def ingest(settings: Settings, instance: dg.DagsterInstance, folder: Path, when: datetime) -> None:
+    """Papers registered at `when` (as `litpipe run` or the sensor would), then built."""
+    registrations = register(settings, instance, discover(folder, COLLECTION), now=when)
+    run = run_papers(settings, instance, registrations)
+    assert run.collection_failure is None
+    assert all(outcome.status != "failed" for outcome in run.outcomes)
+
+
+def nightly_run(settings: Settings, instance: dg.DagsterInstance, night: datetime) -> Digest:
+    """What the schedule does at `night`: its run request, executed."""
+    defs = build_definitions(settings)
+    schedule = defs.resolve_schedule_def("nightly_digest_schedule")
+    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=night)
+    (request,) = schedule.evaluate_tick(context).run_requests
+    result = defs.resolve_job_def("nightly_digest_job").execute_in_process(
+        partition_key=request.partition_key, instance=instance
+    )
+    assert result.success
+    return result.output_for_node("nightly_digest")
+
+
+def new_papers_section(markdown: str) -> str:
+    """The digest's `## New papers` section."""
+    found = re.search(r"^## New papers\n(.*?)(?=^## )", markdown, re.M | re.S)
+    return found.group(1) if found else ""
+
+
+def test_three_nights_three_digests_each_paper_in_its_days_only(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    instance = open_instance(settings)
+    first_day = folder_with(tmp_path / "day1", PDFS_BY_SIZE[:1])
+    third_day = folder_with(tmp_path / "day3", PDFS_BY_SIZE[1:3])
+
+    ingest(settings, instance, first_day, at(DAY_1, 14))
+    digests = {DAY_1: nightly_run(settings, instance, at(DAY_2, 2))}
+    digests[DAY_2] = nightly_run(settings, instance, at(DAY_3, 2))  # nothing arrived on day 2
+    ingest(settings, instance, third_day, at(DAY_3, 9))
+    digests[DAY_3] = nightly_run(settings, instance, at(DAY_3 + timedelta(days=1), 2))
+
+    # Each night built the day before: three digests, three pairs of files.
+    assert [d.day for d in digests.values()] == ["2026-01-02", "2026-01-03", "2026-01-04"]
+    out = settings.outputs_root / "digests"
+    markdown = {day: (out / f"{day}.md").read_text("utf-8") for day in digests}
+    for day in digests:
+        assert_well_formed((out / f"{day}.html").read_text("utf-8"))
+
+    catalog = Catalog(settings.catalog_path)
+    first = {a.paper_id for a in catalog.arrivals(at(DAY_1, 0), at(DAY_2, 0))}
+    third = {a.paper_id for a in catalog.arrivals(at(DAY_3, 0), at(DAY_3, 23))}
+    assert len(first) == 1 and len(third) == 2
+    assert {p.paper_id for p in digests[DAY_1].papers} == first
+    assert digests[DAY_2].papers == []
+    assert "Nothing new on 2026-01-03" in markdown[DAY_2]
+    assert {p.paper_id for p in digests[DAY_3].papers} == third
+    # Each paper is among the new papers of its own day's digest only.
+    for day, digest in digests.items():
+        listed = new_papers_section(markdown[day])
+        for paper_id in first | third:
+            assert (paper_id in listed) == any(p.paper_id == paper_id for p in digest.papers)
+    for paper in [*digests[DAY_1].papers, *digests[DAY_3].papers]:
+        assert paper.analysed and paper.insights and paper.abstract
+
+    # Day 3 relates its papers' insights to the one paper there before (from the analysis).
+    (bio,) = digests[DAY_3].collections
+    assert bio.existing_papers == 1
+    assert bio.existing_insights_from == ["relationship_analysis"]
+    assert f"## How they relate to the rest of {COLLECTION}" in markdown[DAY_3]
+    new_insights = {i.insight_id for p in digests[DAY_3].papers for i in p.insights}
+    for relation in bio.relationships:
+        assert relation.source in new_insights or relation.target in new_insights
+    assert {i.paper_id for i in bio.insights} <= first
+
+    # Built again after day 3, day 1's digest still holds day 1's paper only, unchanged.
+    assert nightly_run(settings, instance, at(DAY_2, 2)) == digests[DAY_1]
+
+
+def test_the_digest_stays_out_of_what_litpipe_run_and_status_build(tmp_path: Path) -> None:
+    defs = build_definitions(Settings(home=tmp_path / "home", corpus_roots=[]))
+    digest_key = dg.AssetKey("nightly_digest")
+    assert all(digest_key not in phase.keys for phase in phases(defs))
+    assert digest_key not in [*paper_asset_keys(defs), *collection_asset_keys(defs)]
+    for job in ("paper_pipeline", "collection_pipeline"):
+        assert digest_key not in defs.resolve_job_def(job).asset_layer.selected_asset_keys
+    schedule = defs.resolve_schedule_def("nightly_digest_schedule")
+    assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 2 * * *", "UTC")
+    assert schedule.default_status is dg.DefaultScheduleStatus.RUNNING
+
+
+def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_digests(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    serve_every_agent(stub_llm)
+    settings = stub_settings(tmp_path / "home", stub_llm)
+    sources = MappingSources(
+        abstract_of={p: abstract_of(p) for p in TITLES},
+        answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
+        analysis_of={COLLECTION: analysis_of([OLD])},
+    )
+    client = LLMClient(settings, UsageLedger())
+
+    digest = build_digest(
+        DAY,
+        [arrival(NEW, 9)],
+        {COLLECTION: [OLD, LATE]},
+        sources,
+        settings,
+        PromptLibrary(None),
+        client,
+    )
+
+    assert digest.engine == "openai/stub"
+    # Insights of the new paper and of LATE (which the analysis does not cover): one call each;
+    # OLD's come from the analysis. Then one relationships call for the collection.
+    assert len(requests_of(stub_llm, "InsightsReply")) == 2
+    (relations_prompt,) = requests_of(stub_llm, "RelationsReply")
+    assert "i01 (P1)" in relations_prompt and f"{NEW}/n1" not in relations_prompt
+    (bio,) = digest.collections
+    (relation,) = bio.relationships
+    assert (relation.source, relation.target) == (f"{NEW}/n1", f"{OLD}/e1")
+    assert [i.insight_id for i in bio.insights] == [f"{OLD}/e1"]
