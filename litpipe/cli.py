@@ -112,6 +112,25 @@ def main(argv: list[str] | None = None) -> int:
         "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
     )
     _add_common(mais)
+    related_eval = evaluations.add_parser(
+        "related-work",
+        help="ROUGE of related-work sections against gold paragraphs, next to lead, LexRank and "
+        "TextRank (CiteBench's Multi-XScience JSONL)",
+    )
+    related_eval.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="JSONL (or a folder holding one) with query_abstract, ref_abstracts, "
+        "gold_related_work",
+    )
+    related_eval.add_argument("--limit", type=int, help="score only the first N examples")
+    related_eval.add_argument(
+        "--out",
+        type=Path,
+        help="folder for related_work_eval.md and .json (default: HOME/outputs/eval)",
+    )
+    _add_common(related_eval)
 
     ask = commands.add_parser(
         "ask",
@@ -166,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return backfill_command(settings, args.collection, args.batch)
     if args.command == "ask":
         return ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
+    if args.command == "eval" and args.evaluation == "related-work":
+        return eval_related_work_command(settings, args.dataset, args.limit, args.out)
     if args.command == "eval" and args.evaluation == "mais":
         return eval_mais_command(
             settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
@@ -852,6 +873,51 @@ def eval_mais_command(
     }
     print(json.dumps(figures))
     return 1 if failures else 0
+
+
+def eval_related_work_command(
+    settings: Settings, dataset: Path, limit: int | None, out: Path | None
+) -> int:
+    import json
+
+    from litpipe.evaluation.related_work import (
+        JSON_FILE,
+        MARKDOWN_FILE,
+        evaluate_related_work,
+        format_table,
+    )
+    from litpipe.workflows.related_work import RelatedWorkInputError
+
+    if limit is not None and limit < 1:
+        print("litpipe eval related-work: --limit must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        evaluation = evaluate_related_work(settings, dataset, limit)
+    except (OSError, ValueError, RelatedWorkInputError) as error:
+        print(f"litpipe eval related-work: {error}", file=sys.stderr)
+        return 2
+    table = format_table(evaluation)
+    out_dir = out or settings.outputs_root / "eval"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MARKDOWN_FILE).write_text(table, encoding="utf-8")
+    (out_dir / JSON_FILE).write_text(evaluation.model_dump_json(indent=2) + "\n", "utf-8")
+    print(table)
+    print(f"written: {out_dir / MARKDOWN_FILE}, {out_dir / JSON_FILE}", file=sys.stderr)
+    figures = {
+        "dataset": str(dataset),
+        "examples": evaluation.examples,
+        "engine": evaluation.engine,
+        "embedder": evaluation.embedder,
+        **{
+            f"{name}_{metric}": round(getattr(scores, metric), 4)
+            for name, scores in evaluation.means.items()
+            for metric in ("rouge1", "rouge2", "rougeL")
+        },
+        "out": str(out_dir),
+        "seconds": evaluation.seconds,
+    }
+    print(json.dumps(figures))
+    return 0
 
 
 def ui_command(settings: Settings, port: int) -> int:

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, Field, JsonValue
 
 from litpipe.citations import cited_sentences, marker, markers_in, without_markers
+from litpipe.evaluation.support import Encoder, support_scores
 from litpipe.report.collection import markdown_blocks
-from litpipe.retrieval.rerank import term_coverage
 from litpipe.schemas import Synthesis
 
 _REFERENCES_HEADINGS = frozenset({"references", "sources", "bibliography"})
@@ -42,9 +42,18 @@ class SentenceGrade(BaseModel):
 
     sentence: str
     markers: list[str]
-    score: float = Field(description="Share of the sentence's terms found in its passages.")
+    score: float = Field(
+        description="The support score: the calibrated mix of `lexical` and `semantic`, or "
+        "`lexical` alone when no embedder was given."
+    )
     supported: bool
     missing: list[str] = Field(description="The sentence's words its passages lack.")
+    lexical: float = Field(description="Share of the sentence's terms found in its passages.")
+    semantic: float | None = Field(
+        default=None,
+        description="Cosine of the sentence with its closest cited passage or passage sentence "
+        "(None without an embedder).",
+    )
 
 
 class SupportOutcome(CheckOutcome):
@@ -121,65 +130,85 @@ def _chunk_problem(paper_id: str, page: int, chunk: StoredChunk | None) -> str |
     return None
 
 
-def support(synthesis: Synthesis, passages: Mapping[str, str], threshold: float) -> SupportOutcome:
-    """Grades each cited sentence by the share of its terms that its cited passages contain
-    (`passages`: chunk id to text); passes when every cited sentence reaches `threshold`.
+def support(
+    synthesis: Synthesis,
+    passages: Mapping[str, str],
+    threshold: float,
+    embedder: Encoder | None = None,
+) -> SupportOutcome:
+    """Grades each cited sentence against its cited passages (`passages`: chunk id to text);
+    passes when every cited sentence's score reaches `threshold`.
 
-    The score is lexical, so it catches a citation of an unrelated passage or a claim with words
-    its passage lacks, not a paraphrase that reverses the meaning. Sentences without a marker are
-    listed but not graded: lead-ins and transitions carry no claim of a paper to support.
+    With an embedder the score is `litpipe.evaluation.support`'s calibrated mix of the lexical
+    share and the embedding cosine (`support_threshold`'s default is calibrated for it);
+    without one it is the share of the sentence's terms its passages hold, which catches an
+    unrelated passage or words the passage lacks, not a paraphrase. Neither sees a paraphrase
+    that reverses the meaning. Sentences without a marker are listed but not graded: lead-ins
+    and transitions carry no claim of a paper to support.
     """
     chunks_of = {cited.marker: cited.chunk_ids for cited in synthesis.citations}
-    grades: list[SentenceGrade] = []
+    graded: list[tuple[str, list[str]]] = []
     uncited: list[str] = []
     for sentence in prose_sentences(synthesis.text):
         cited = list(dict.fromkeys(marker(paper, page) for paper, page in markers_in(sentence)))
-        if not cited:
+        if cited:
+            graded.append((sentence, cited))
+        else:
             uncited.append(sentence)
-            continue
-        grades.append(_grade(sentence, cited, chunks_of, passages, threshold))
+    grades = _grades(graded, chunks_of, passages, threshold, embedder)
     unsupported = [grade for grade in grades if not grade.supported]
+    metadata: dict[str, JsonValue] = {
+        "threshold": threshold,
+        "score": "lexical+semantic" if embedder is not None else "lexical",
+        "cited_sentences": len(grades),
+        "unsupported_sentences": len(unsupported),
+        "uncited_sentences": len(uncited),
+        "mean_score": round(sum(g.score for g in grades) / len(grades), 3) if grades else 0.0,
+        "unsupported": [_quoted(grade.sentence) for grade in unsupported],
+    }
     return SupportOutcome(
         passed=bool(grades) and not unsupported,
         description=_support_description(synthesis, grades, unsupported, threshold),
-        metadata={
-            "threshold": threshold,
-            "cited_sentences": len(grades),
-            "unsupported_sentences": len(unsupported),
-            "uncited_sentences": len(uncited),
-            "mean_score": round(sum(g.score for g in grades) / len(grades), 3) if grades else 0.0,
-            "unsupported": [_quoted(grade.sentence) for grade in unsupported],
-        },
+        metadata=metadata,
         grades=grades,
         uncited=uncited,
     )
 
 
-def _grade(
-    sentence: str,
-    cited: list[str],
+def _grades(
+    graded: list[tuple[str, list[str]]],
     chunks_of: Mapping[str, list[str]],
     passages: Mapping[str, str],
     threshold: float,
-) -> SentenceGrade:
-    claim = without_markers(sentence, cited)
-    # The union of the cited passages, not the best single one: a comparative sentence ("A does X
-    # [a:1] while B does Y [b:2]") is rightly supported by its passages together, and neither
+    embedder: Encoder | None,
+) -> list[SentenceGrade]:
+    # Each sentence against its cited passages together: a comparative sentence ("A does X
+    # [a:1] while B does Y [b:2]") is rightly supported by its passages jointly, and neither
     # alone holds all its terms. A marker without a citation or passage contributes nothing.
-    cited_text = "\n".join(
-        passages[chunk_id]
-        for written in cited
-        for chunk_id in chunks_of.get(written, [])
-        if chunk_id in passages
-    )
-    found = term_coverage(claim, cited_text)
-    return SentenceGrade(
-        sentence=sentence,
-        markers=cited,
-        score=round(found.share, 3),
-        supported=found.share >= threshold,
-        missing=found.missing,
-    )
+    claims = [
+        (
+            without_markers(sentence, cited),
+            [
+                passages[chunk_id]
+                for written in cited
+                for chunk_id in chunks_of.get(written, [])
+                if chunk_id in passages
+            ],
+        )
+        for sentence, cited in graded
+    ]
+    return [
+        SentenceGrade(
+            sentence=sentence,
+            markers=cited,
+            score=scored.score,
+            supported=scored.score >= threshold,
+            missing=scored.missing,
+            lexical=scored.lexical,
+            semantic=scored.semantic,
+        )
+        for (sentence, cited), scored in zip(graded, support_scores(claims, embedder), strict=True)
+    ]
 
 
 def _support_description(

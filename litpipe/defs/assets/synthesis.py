@@ -32,6 +32,7 @@ from litpipe.defs.resources import (
 from litpipe.defs.versions import code_version, data_version
 from litpipe.evaluation import checks
 from litpipe.evaluation.checks import CheckOutcome, StoredChunk
+from litpipe.evaluation.support import Encoder
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
@@ -51,8 +52,9 @@ _CHECKS = {
     "coverage": "Every paper of the collection is cited at least once.",
     "citation_validity": "Every citation resolves to a stored chunk of the cited paper, on the "
     "cited page.",
-    "support": "Each cited sentence shares its content with the passage it cites (offline "
-    "measure: the share of its terms the passage holds, against `support_threshold`).",
+    "support": "Each cited sentence says what the passage it cites says (offline measure: the "
+    "embedding cosine with the closest passage sentence, mixed with the share of its terms the "
+    "passage holds, against `support_threshold`).",
 }
 _BLOCKING = {"coverage", "citation_validity"}
 
@@ -242,6 +244,7 @@ def _written_and_checked(
         _passages(answers, comparative),
         _stored(lancedb, embedder, written),
         step.settings,
+        embedder.embedder(),
     )
 
 
@@ -305,11 +308,13 @@ def _checks(
     passages: dict[str, str],
     stored: dict[str, StoredChunk],
     settings: Settings,
+    encoder: Encoder,
 ) -> Iterator[dg.AssetCheckResult]:
     outcomes: dict[str, CheckOutcome] = {
         "coverage": checks.coverage(written),
         "citation_validity": checks.citation_validity(written, stored),
-        "support": checks.support(written, passages, settings.support_threshold),
+        # The collection's embedder scores support: its threshold is calibrated for MiniLM.
+        "support": checks.support(written, passages, settings.support_threshold, encoder),
     }
     for name, outcome in outcomes.items():
         yield dg.AssetCheckResult(

@@ -1,0 +1,202 @@
+"""Related-work generation against gold paragraphs (CiteBench's Multi-XScience sample).
+
+Each example is a citing paper's abstract (the research idea), its cited papers' abstracts (the
+reference table, ids 1..k in the dataset's order, titles empty: the dataset has none) and the
+gold related-work paragraph. Every system writes under the same budget, the gold paragraph's
+word count W (citations not counted), in whole sentences:
+
+- litpipe: `run_related_work` with top_k = every cited paper (the dataset gives the cited set,
+  so there is nothing to leave out), W words and no binding sentence limit (N = W), whatever
+  engine the settings route the writer to;
+- lead, LexRank and TextRank (`litpipe.evaluation.baselines`) over the same abstracts.
+
+Citations (`[1]`, `[a; b]`, and the gold's `@cite` markers) are removed from both sides before
+scoring: they are not words of the prose, and the gold's numbering is not the table's. ROUGE-1,
+ROUGE-2 and ROUGE-L F-measures (Google's `rouge-score`, Porter stemming), means over examples.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from litpipe.agents.related_work import count_words
+from litpipe.evaluation.baselines import BASELINES
+from litpipe.settings import Settings
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+SYSTEMS = ("litpipe", *BASELINES)
+MARKDOWN_FILE = "related_work_eval.md"
+JSON_FILE = "related_work_eval.json"
+_CITATION = re.compile(r"\[[^\[\]\n]{0,200}\]|@cite\w*")
+
+
+class RelatedWorkExample(BaseModel):
+    """One line of the dataset (CiteBench's Multi-XScience JSONL)."""
+
+    idx: int
+    query_abstract: str
+    ref_abstracts: list[str]
+    gold_related_work: str
+
+
+class Scores(BaseModel):
+    rouge1: float
+    rouge2: float
+    # rouge-score's names.
+    rougeL: float
+
+
+class ExampleResult(BaseModel):
+    idx: int
+    budget_words: int
+    references: int
+    outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
+    words: dict[str, int]
+    scores: dict[str, Scores]
+
+
+class RelatedWorkEvaluation(BaseModel):
+    dataset: str
+    examples: int
+    engine: str
+    embedder: str
+    budget: str
+    means: dict[str, Scores]
+    mean_words: dict[str, float]
+    seconds: float
+    per_example: list[ExampleResult]
+
+
+def read_examples(dataset: Path, limit: int | None = None) -> list[RelatedWorkExample]:
+    """The examples of a JSONL file, or of the one `*.jsonl` in a folder."""
+    dataset = Path(dataset)
+    if dataset.is_dir():
+        files = sorted(dataset.glob("*.jsonl"))
+        if len(files) != 1:
+            raise ValueError(f"{dataset}: expected one .jsonl file, found {len(files)}")
+        dataset = files[0]
+    examples = [
+        RelatedWorkExample.model_validate(json.loads(line))
+        for line in dataset.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    usable = [e for e in examples if e.ref_abstracts and e.gold_related_work.strip()]
+    if not usable:
+        raise ValueError(f"{dataset}: no example with cited abstracts and a gold paragraph")
+    return usable[:limit] if limit is not None else usable
+
+
+def plain(text: str) -> str:
+    """`text` without citations, on one line."""
+    return " ".join(_CITATION.sub(" ", text).split())
+
+
+def rouge(candidate: str, reference: str) -> Scores:
+    """ROUGE-1/2/L F-measures with stemming."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    scorer = RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    found = scorer.score(reference, candidate)
+    return Scores(**{name: found[name].fmeasure for name in ROUGE_TYPES})
+
+
+def litpipe_section(
+    example: RelatedWorkExample, words: int, settings: Settings, embedder: object, client: object
+) -> str:
+    """litpipe's section for the example: every cited abstract given to the writer."""
+    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.schemas import Reference
+    from litpipe.workflows.related_work import ReferenceTable, make_request, run_related_work
+
+    references = [
+        Reference(id=str(i), title="", abstract=abstract.strip())
+        for i, abstract in enumerate(example.ref_abstracts, 1)
+        if abstract.strip()
+    ]
+    table = ReferenceTable(path=Path(f"example-{example.idx}"), references=references)
+    request = make_request(
+        example.query_abstract, settings, sentences=words, words=words, top_k=len(references)
+    )
+    related = run_related_work(
+        table, request, settings, PromptLibrary(settings.prompts_dir), client, embedder
+    )
+    return related.text
+
+
+def evaluate_related_work(
+    settings: Settings, dataset: Path, limit: int | None = None
+) -> RelatedWorkEvaluation:
+    from litpipe.agents.base import engine_name
+    from litpipe.agents.related_work import RelatedWorkAgent
+    from litpipe.workflows.related_work import load_embedder
+
+    started = time.perf_counter()
+    examples = read_examples(dataset, limit)
+    client = None
+    route = settings.route(RelatedWorkAgent.name)
+    if not route.offline:
+        from litpipe.llm.client import LLMClient
+        from litpipe.llm.usage import UsageLedger
+
+        client = LLMClient(settings, UsageLedger())
+    embedder = load_embedder(settings)
+    results = []
+    for example in examples:
+        budget = count_words(plain(example.gold_related_work))
+        documents = [a for a in example.ref_abstracts if a.strip()]
+        outputs = {"litpipe": plain(litpipe_section(example, budget, settings, embedder, client))}
+        for name, baseline in BASELINES.items():
+            outputs[name] = " ".join(baseline(documents, budget))
+        gold = plain(example.gold_related_work)
+        results.append(
+            ExampleResult(
+                idx=example.idx,
+                budget_words=budget,
+                references=len(documents),
+                outputs=outputs,
+                words={name: count_words(text) for name, text in outputs.items()},
+                scores={name: rouge(text, gold) for name, text in outputs.items()},
+            )
+        )
+    means = {
+        name: Scores(
+            **{
+                metric: sum(getattr(r.scores[name], metric) for r in results) / len(results)
+                for metric in ROUGE_TYPES
+            }
+        )
+        for name in SYSTEMS
+    }
+    return RelatedWorkEvaluation(
+        dataset=str(dataset),
+        examples=len(results),
+        engine=engine_name(route),
+        embedder=settings.embedder,
+        budget="the gold paragraph's words (citations removed), whole sentences, for every system",
+        means=means,
+        mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},
+        seconds=round(time.perf_counter() - started, 3),
+        per_example=results,
+    )
+
+
+def format_table(evaluation: RelatedWorkEvaluation) -> str:
+    """A Markdown table: one row per system, ROUGE-1/2/L F-measures in percent, mean words."""
+    lines = [
+        f"Related work on {Path(evaluation.dataset).name}: {evaluation.examples} examples, "
+        f"writer {evaluation.engine}, embedder {evaluation.embedder}; budget: {evaluation.budget}",
+        "",
+        "| system | ROUGE-1 | ROUGE-2 | ROUGE-L | words |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, scores in evaluation.means.items():
+        lines.append(
+            f"| {name} | {100 * scores.rouge1:.2f} | {100 * scores.rouge2:.2f} | "
+            f"{100 * scores.rougeL:.2f} | {evaluation.mean_words[name]:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
