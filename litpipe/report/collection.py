@@ -259,9 +259,21 @@ def collection_html(
     ]
     # Last, once every text has said which passages it links to.
     sections.append(("passages", "Passages", links.passages()))
-    nav = "".join(f'<a href="#{anchor}">{heading}</a>' for anchor, heading, _ in sections)
+    meta = (
+        f"Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·\n"
+        f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
+    )
+    return standalone_page(synthesis.title, meta, sections, _CSS)
+
+
+def standalone_page(title: str, meta: str, sections: list[tuple[str, str, str]], css: str) -> str:
+    """A page that needs nothing beside it: the title, a line of `meta` (HTML), a navigation
+    bar, then each (anchor, heading, HTML content) section."""
+    nav = "".join(
+        f'<a href="#{anchor}">{html.escape(heading)}</a>' for anchor, heading, _ in sections
+    )
     body = "\n".join(
-        f'<section id="{anchor}">\n<h2>{heading}</h2>\n{content}\n</section>'
+        f'<section id="{anchor}">\n<h2>{html.escape(heading)}</h2>\n{content}\n</section>'
         for anchor, heading, content in sections
     )
     return f"""<!DOCTYPE html>
@@ -269,14 +281,13 @@ def collection_html(
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(synthesis.title)}</title>
-<style>{_CSS}</style>
+<title>{html.escape(title)}</title>
+<style>{css}</style>
 </head>
 <body>
 <header>
-<h1>{html.escape(synthesis.title)}</h1>
-<p class="meta">Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·
-written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}</p>
+<h1>{html.escape(title)}</h1>
+<p class="meta">{meta}</p>
 <nav>{nav}</nav>
 </header>
 {body}

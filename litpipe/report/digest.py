@@ -20,6 +20,7 @@ from litpipe.report.collection import (
     _write_atomically,
     figures_html,
     reference_lines,
+    standalone_page,
 )
 from litpipe.report.graphs import (
     FIGURES,
@@ -233,31 +234,7 @@ def digest_html(digest: Digest) -> str:
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
-    nav = "".join(
-        f'<a href="#{anchor}">{html.escape(heading)}</a>' for anchor, heading, _ in sections
-    )
-    body = "\n".join(
-        f'<section id="{anchor}">\n<h2>{html.escape(heading)}</h2>\n{content}\n</section>'
-        for anchor, heading, content in sections
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>
-<style>{_CSS}{_DIGEST_CSS}</style>
-</head>
-<body>
-<header>
-<h1>{html.escape(title)}</h1>
-<p class="meta">{meta}</p>
-<nav>{nav}</nav>
-</header>
-{body}
-</body>
-</html>
-"""
+    return standalone_page(title, meta, sections, _CSS + _DIGEST_CSS)
 
 
 def _papers_html(digest: Digest, links: _CitationLinks) -> str:

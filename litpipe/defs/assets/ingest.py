@@ -1,6 +1,5 @@
 """Per-paper ingestion: the source file or row → parsed document → section-aware chunks."""
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
@@ -21,6 +20,7 @@ from litpipe.defs.versions import (
 )
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.chunking import chunk_document
+from litpipe.ingest.ids import file_sha256
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.tables import document_from_row
 from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
@@ -138,7 +138,7 @@ def _check_file_unchanged(source: PaperSource) -> PaperSource:
             description=f"{path}: file not found (moved or deleted since it was registered)",
             allow_retries=False,
         )
-    if hashlib.sha256(path.read_bytes()).hexdigest() != source.content_sha256:
+    if file_sha256(path) != source.content_sha256:
         raise dg.Failure(
             description=f"{path}: file changed since it was registered; "
             "run `litpipe run` on its folder again to register the new version",

@@ -9,7 +9,6 @@ bytes are no longer those the request was made with, then writes `related_work.m
 and its reference list) and `related_work.json` to `LITPIPE_HOME/outputs/related_work/<key>/`.
 """
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
@@ -29,6 +28,7 @@ from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
 from litpipe.defs.versions import code_version, data_version
 from litpipe.hashing import digest
+from litpipe.ingest.ids import file_sha256
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import RelatedWork, RelatedWorkRequest
 from litpipe.settings import Settings
@@ -57,10 +57,6 @@ class StoredRelatedWorkRequest(BaseModel):
     request: RelatedWorkRequest
     table_path: str = Field(description="The abstracts table, an absolute path.")
     table_sha256: str = Field(description="sha256 of the table's bytes when the request was made.")
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def request_key(request: RelatedWorkRequest, table_sha256: str) -> str:
