@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,25 +113,29 @@ def main(argv: list[str] | None = None) -> int:
         "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
     )
     _add_common(mais)
-    related_eval = evaluations.add_parser(
-        "related-work",
-        help="ROUGE of related-work sections against gold paragraphs, next to lead, LexRank and "
-        "TextRank (CiteBench's Multi-XScience JSONL)",
+    litqa = evaluations.add_parser(
+        "litqa",
+        help="LitQA2: ask each question of its own paper (as `eval mais`) and grade whether the "
+        "query-focused summary states the ideal answer or a distractor",
     )
-    related_eval.add_argument(
+    litqa.add_argument(
         "--dataset",
         type=Path,
         required=True,
-        help="JSONL (or a folder holding one) with query_abstract, ref_abstracts, "
-        "gold_related_work",
+        help="JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
     )
-    related_eval.add_argument("--limit", type=int, help="score only the first N examples")
-    related_eval.add_argument(
-        "--out",
-        type=Path,
-        help="folder for related_work_eval.md and .json (default: HOME/outputs/eval)",
+    litqa.add_argument(
+        "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
     )
-    _add_common(related_eval)
+    litqa.add_argument("--collection", help="collection name (default: the folder's name)")
+    litqa.add_argument(
+        "--out", type=Path, help="folder for litqa_eval.md and .json (default: HOME/outputs/eval)"
+    )
+    litqa.add_argument(
+        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+    )
+    _add_common(litqa)
+    _add_registered_evaluations(evaluations)
 
     ask = commands.add_parser(
         "ask",
@@ -185,8 +190,15 @@ def main(argv: list[str] | None = None) -> int:
         return backfill_command(settings, args.collection, args.batch)
     if args.command == "ask":
         return ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
-    if args.command == "eval" and args.evaluation == "related-work":
-        return eval_related_work_command(settings, args.dataset, args.limit, args.out)
+    if args.command == "eval" and args.evaluation == "litqa":
+        return eval_litqa_command(
+            settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
+        )
+    if args.command == "eval" and args.evaluation not in {"retrieval", "mais"}:
+        # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
+        from litpipe.defs.evaluations_runner import eval_command
+
+        return eval_command(settings, args.evaluation, args.dataset, args.limit, args.out)
     if args.command == "eval" and args.evaluation == "mais":
         return eval_mais_command(
             settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
@@ -227,6 +239,25 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--model", help="litellm model for every agent, e.g. gpt-4o-mini (default: offline)"
     )
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+
+
+def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None:
+    """`litpipe eval <name>` for each registered evaluation its asset runs (see
+    `litpipe/evaluation/registry.py`)."""
+    from litpipe.evaluation.registry import EVALUATIONS
+
+    for entry in EVALUATIONS.values():
+        if entry.evaluate is None:
+            continue
+        command = evaluations.add_parser(entry.name, help=entry.description)
+        command.add_argument("--dataset", type=Path, required=True, help=entry.dataset_help)
+        command.add_argument("--limit", type=int, help="score only the first N examples")
+        command.add_argument(
+            "--out",
+            type=Path,
+            help=f"folder for {entry.stem}.md and .json (default: HOME/outputs/eval)",
+        )
+        _add_common(command)
 
 
 def run_command(settings: Settings, source: Path, collection: str | None) -> int:
@@ -537,7 +568,9 @@ def related_work_command(
 ) -> int:
     """Checks the request, stores it, materializes its `related_work` partition unless that is
     fresh already, and prints the Markdown (stdout) and what was done (stderr)."""
+    from litpipe.defs.evaluations_runner import step_failure
     from litpipe.workflows.related_work import (
+        HTML_FILE,
         JSON_FILE,
         MARKDOWN_FILE,
         RelatedWorkInputError,
@@ -576,10 +609,12 @@ def related_work_command(
     from litpipe.artifacts import ArtifactStore
     from litpipe.defs.assets.related_work import (
         ASSET,
+        GRADING_CHECKS,
         new_request,
         outputs_folder,
         request_store,
     )
+    from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.jobs import related_work_job
     from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
@@ -608,7 +643,7 @@ def related_work_command(
     artifacts = ArtifactStore(settings.artifacts_dir)
     state = partition_states(instance, defs, [asset_key], [key])[asset_key][key]
     files_kept = artifacts.exists([ASSET], key) and all(
-        (folder / name).is_file() for name in (MARKDOWN_FILE, JSON_FILE)
+        (folder / name).is_file() for name in (MARKDOWN_FILE, HTML_FILE, JSON_FILE)
     )
     calls = ""
     if state is State.FRESH and files_kept:
@@ -624,9 +659,13 @@ def related_work_command(
             tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
         )
         if not result.success:
-            reason, bad_input = _related_work_failure(result)
+            reason, bad_input = step_failure(result)
             if not bad_input:
                 print(f"litpipe related-work: {key} FAILED: {reason}", file=sys.stderr)
+                # A blocking grading check that failed says why.
+                checks = latest_check_results(instance, defs, key)
+                for line in _grading_lines(checks, ASSET, GRADING_CHECKS):
+                    print(line, file=sys.stderr)
                 return 1
             # Refused by the step itself (e.g. a model writer's context): undo what this
             # command added, as if it had been refused up front (the failed run stays in the UI).
@@ -658,7 +697,12 @@ def related_work_command(
     )
     for warning in related.warnings:
         print(f"  warning: {warning}", file=sys.stderr)
-    print(f"Markdown: {markdown}\nJSON: {folder / JSON_FILE}", file=sys.stderr)
+    for line in _grading_lines(latest_check_results(instance, defs, key), ASSET, GRADING_CHECKS):
+        print(line, file=sys.stderr)
+    print(
+        f"Markdown: {markdown}\nHTML: {folder / HTML_FILE}\nJSON: {folder / JSON_FILE}",
+        file=sys.stderr,
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
@@ -666,18 +710,14 @@ def related_work_command(
     return 0
 
 
-def _related_work_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
-    """Why a related-work run failed, and whether the step blamed the request."""
-    from litpipe.defs.assets.related_work import BAD_INPUT
-    from litpipe.defs.runner import _failure_reason
-
-    for event in result.all_events:
-        failure = event.step_failure_data if event.is_step_failure else None
-        data = failure.user_failure_data if failure is not None else None
-        if data is not None and data.description:
-            flag = (data.metadata or {}).get(BAD_INPUT)
-            return data.description, bool(getattr(flag, "value", flag))
-    return _failure_reason(result), False
+def _grading_lines(checks: list[CheckReport], asset: str, names: Iterable[str]) -> list[str]:
+    """One line per grading check of the asset (in the order of `names`): its latest result."""
+    order = list(names)
+    graded = [c for c in checks if c.asset == asset and c.check in order]
+    return [
+        f"Check {c.check}: {'passed' if c.passed else f'FAILED ({c.severity})'}: {c.description}"
+        for c in sorted(graded, key=lambda c: order.index(c.check))
+    ]
 
 
 def _with_max_iterations(settings: Settings, max_iterations: int | None) -> Settings:
@@ -691,11 +731,14 @@ def _with_max_iterations(settings: Settings, max_iterations: int | None) -> Sett
 def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: int | None) -> int:
     import uuid
 
+    from litpipe.defs.assets.query_summaries import ASSET, GRADING_CHECKS
+    from litpipe.defs.check_results import latest_check_results
+    from litpipe.defs.definitions import build_definitions
     from litpipe.defs.query_runner import ready_paper, summarize_request
     from litpipe.defs.resources import usage_path
     from litpipe.defs.runner import open_instance
     from litpipe.llm.usage import UsageLedger
-    from litpipe.report.query_summary import outcome_line, render_text
+    from litpipe.report.query_summary import html_path, outcome_line, render_text
     from litpipe.workflows.query_summary import request_for
 
     try:
@@ -708,9 +751,16 @@ def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: i
         return 2
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     print(f"asking {request.paper_id} ({request.key}): {request.query}", file=sys.stderr)
-    outcome = summarize_request(settings, open_instance(settings), request, scope)
+    instance, defs = open_instance(settings), build_definitions(settings)
+    outcome = summarize_request(settings, instance, request, scope, defs)
+    grading_lines = _grading_lines(
+        latest_check_results(instance, defs, request.key), ASSET, GRADING_CHECKS
+    )
     if outcome.result is None:
         print(f"litpipe ask: {request.key} FAILED: {outcome.failure}", file=sys.stderr)
+        # A blocking grading check that failed says why.
+        for line in grading_lines:
+            print(line, file=sys.stderr)
         return 1
     result = outcome.result
     usage = UsageLedger(usage_path(settings, scope)).scope_summary()
@@ -727,8 +777,11 @@ def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: i
     if outcome.check is not None:
         verdict = "passed" if outcome.check.passed else "FAILED"
         print(f"Check {outcome.check.check}: {verdict}: {outcome.check.description}")
+    for line in grading_lines:
+        print(line)
     print(f"Request {request.key}: {served}")
     print(f"Markdown: {outcome.markdown}")
+    print(f"HTML: {html_path(settings.outputs_dir(outcome.collection), request.key)}")
     return 0
 
 
@@ -744,108 +797,36 @@ def eval_mais_command(
     (so every request is a partition in the instance, and a rerun is served from it), then the
     convergence report over them."""
     import json
-    import uuid
 
-    from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.query_runner import AskOutcome, summarize_request
+    from litpipe.defs.evaluations_runner import ask_questions
     from litpipe.defs.resources import usage_path
-    from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.evaluation.convergence import convergence_report, render_svg
     from litpipe.evaluation.litqa import read_questions
-    from litpipe.ingest.sources import discover
     from litpipe.llm.usage import UsageLedger
-    from litpipe.report.query_summary import (
-        EvaluatedRequest,
-        convergence_markdown,
-        evaluated,
-        outcome_line,
-    )
-    from litpipe.workflows.query_summary import request_for
+    from litpipe.report.query_summary import EvaluatedRequest, convergence_markdown, evaluated
 
     started = time.perf_counter()
     try:
         settings = _with_max_iterations(settings, max_iterations)
         questions = read_questions(dataset)
-        if not corpus.is_dir():
-            raise ValueError(f"{corpus}: not a folder of PDFs")
-        discovery = discover(corpus, collection)
+        asked = ask_questions(
+            settings, questions, corpus, collection, lambda line: print(line, file=sys.stderr)
+        )
     except ValueError as error:
         print(f"litpipe eval mais: {error}", file=sys.stderr)
         return 2
-    paper_of = {Path(source.path).name: source.paper_id for source in discovery.sources}
-    missing = [q for q in questions if q.pdf_file not in paper_of]
-    for question in missing:
-        print(
-            f"  skipped {question.id}: {question.pdf_file} is not a readable PDF of {corpus}",
-            file=sys.stderr,
-        )
-    if len(missing) == len(questions):
-        print(f"litpipe eval mais: no question's PDF is in {corpus}", file=sys.stderr)
-        return 2
-
-    # The papers first, as `litpipe run` builds them (what is fresh is not rebuilt).
-    instance = open_instance(settings)
-    registrations = register(settings, instance, discovery)
-    papers_run = run_papers(
-        settings,
-        instance,
-        registrations,
-        on_progress=lambda done, total, outcome: print(
-            f"[{done}/{total}] {outcome.paper_id}: {outcome.status}", file=sys.stderr
-        ),
-    )
-    failed_papers = {
-        o.paper_id: o.failure.reason if o.failure else "failed"
-        for o in papers_run.outcomes
-        if o.status == "failed"
-    }
-    if papers_run.collection_failure:
-        print(
-            f"  collection assets FAILED (the summaries need only each paper's chunks and "
-            f"abstract): {papers_run.collection_failure}",
-            file=sys.stderr,
-        )
-
-    scope = f"cli-{uuid.uuid4().hex[:12]}"
-    defs = build_definitions(settings)
-    asked = [q for q in questions if q.pdf_file in paper_of]
-    outcomes: list[tuple[str, AskOutcome]] = []
-    failures: list[str] = []
-    for number, question in enumerate(asked, 1):
-        paper_id = paper_of[question.pdf_file]
-        if paper_id in failed_papers:
-            failures.append(f"{question.id}: paper {paper_id} failed: {failed_papers[paper_id]}")
-            continue
-        try:
-            request = request_for(paper_id, question.question)
-        except ValueError as error:
-            failures.append(f"{question.id}: {error}")
-            continue
-        outcome = summarize_request(settings, instance, request, scope, defs)
-        if outcome.result is None:
-            failures.append(f"{question.id}: {request.key} failed: {outcome.failure}")
-            print(f"[{number}/{len(asked)}] {question.id}: FAILED", file=sys.stderr)
-            continue
-        outcomes.append((question.id, outcome))
-        print(
-            f"[{number}/{len(asked)}] {question.id} ({paper_id}, {request.key}): "
-            f"{outcome_line(outcome.result)} ({outcome.status.replace('_', ' ')})",
-            file=sys.stderr,
-        )
-    for failure in failures:
-        print(f"  failed: {failure}", file=sys.stderr)
-
+    outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
     report = convergence_report(results)
     runs: list[EvaluatedRequest] = [
-        evaluated(question_id, outcome.result)
-        for question_id, outcome in outcomes
+        evaluated(question.id, outcome.result)
+        for question, outcome in outcomes
         if outcome.result is not None
     ]
     table = convergence_markdown(
-        report, runs, f"MAIS convergence: {dataset.name} on {discovery.collection}"
+        report, runs, f"MAIS convergence: {dataset.name} on {asked.collection}"
     )
-    out_dir = out or settings.outputs_dir(discovery.collection)
+    out_dir = out or settings.outputs_dir(asked.collection)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
         "convergence.md": table,
@@ -854,15 +835,15 @@ def eval_mais_command(
     }
     for name, text in files.items():
         (out_dir / name).write_text(text, encoding="utf-8")
-    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+    usage = UsageLedger(usage_path(settings, asked.scope)).scope_summary()
     print(table)
     print(f"written: {', '.join(str(out_dir / name) for name in files)}", file=sys.stderr)
     figures = {
         "dataset": str(dataset),
-        "collection": discovery.collection,
+        "collection": asked.collection,
         "questions": len(questions),
-        "skipped": len(missing),
-        "failed": len(failures),
+        "skipped": len(asked.skipped),
+        "failed": len(asked.failures),
         **report.model_dump(),
         "materialized": sum(o.status == "materialized" for _, o in outcomes),
         "up_to_date": sum(o.status == "up_to_date" for _, o in outcomes),
@@ -872,52 +853,25 @@ def eval_mais_command(
         "seconds": round(time.perf_counter() - started, 3),
     }
     print(json.dumps(figures))
-    return 1 if failures else 0
+    return 1 if asked.failures else 0
 
 
-def eval_related_work_command(
-    settings: Settings, dataset: Path, limit: int | None, out: Path | None
+def eval_litqa_command(
+    settings: Settings,
+    dataset: Path,
+    corpus: Path,
+    collection: str | None,
+    out: Path | None,
+    max_iterations: int | None,
 ) -> int:
-    import json
+    from litpipe.defs.evaluations_runner import eval_litqa_command as run_litqa
 
-    from litpipe.evaluation.related_work import (
-        JSON_FILE,
-        MARKDOWN_FILE,
-        evaluate_related_work,
-        format_table,
-    )
-    from litpipe.workflows.related_work import RelatedWorkInputError
-
-    if limit is not None and limit < 1:
-        print("litpipe eval related-work: --limit must be at least 1", file=sys.stderr)
-        return 2
     try:
-        evaluation = evaluate_related_work(settings, dataset, limit)
-    except (OSError, ValueError, RelatedWorkInputError) as error:
-        print(f"litpipe eval related-work: {error}", file=sys.stderr)
+        settings = _with_max_iterations(settings, max_iterations)
+    except ValueError as error:
+        print(f"litpipe eval litqa: {error}", file=sys.stderr)
         return 2
-    table = format_table(evaluation)
-    out_dir = out or settings.outputs_root / "eval"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MARKDOWN_FILE).write_text(table, encoding="utf-8")
-    (out_dir / JSON_FILE).write_text(evaluation.model_dump_json(indent=2) + "\n", "utf-8")
-    print(table)
-    print(f"written: {out_dir / MARKDOWN_FILE}, {out_dir / JSON_FILE}", file=sys.stderr)
-    figures = {
-        "dataset": str(dataset),
-        "examples": evaluation.examples,
-        "engine": evaluation.engine,
-        "embedder": evaluation.embedder,
-        **{
-            f"{name}_{metric}": round(getattr(scores, metric), 4)
-            for name, scores in evaluation.means.items()
-            for metric in ("rouge1", "rouge2", "rougeL")
-        },
-        "out": str(out_dir),
-        "seconds": evaluation.seconds,
-    }
-    print(json.dumps(figures))
-    return 0
+    return run_litqa(settings, dataset, corpus, collection, out)
 
 
 def ui_command(settings: Settings, port: int) -> int:

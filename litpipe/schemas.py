@@ -397,6 +397,44 @@ class RelationshipAnalysis(BaseModel):
 
 SynthesisPattern = Literal["stuff", "map_reduce", "hierarchical"]
 
+# Grading of a written output (`litpipe.evaluation.grading`): each sentence split into its cited
+# segments, each segment graded against its own markers' passages.
+
+Verdict = Literal["supported", "partially_supported", "unsupported"]
+# A sentence's verdict: its worst segment's, or `uncited` when it has no marker.
+SentenceVerdict = Literal["supported", "partially_supported", "unsupported", "uncited"]
+
+
+class SegmentGrade(BaseModel):
+    """One cited segment of a sentence (its text up to and with one group of markers) against
+    the passages those markers cite."""
+
+    text: str = Field(description="The segment as written, markers included.")
+    markers: list[str] = Field(description="Its markers, as the citation format names them.")
+    verdict: Verdict
+    reason: str = Field(description="Why, in a sentence: the judge's, or the score's.")
+    score: float | None = Field(
+        default=None, description="The offline support score (None when a judge graded it)."
+    )
+    missing: list[str] = Field(
+        default_factory=list, description="Offline: the segment's words its passages lack."
+    )
+
+
+class SentenceGrade(BaseModel):
+    """One sentence of an output: its segments' grades and the worst of them."""
+
+    sentence: str
+    verdict: SentenceVerdict
+    segments: list[SegmentGrade] = Field(description="Empty for an uncited sentence.")
+
+
+class OutputGrades(BaseModel):
+    """Every prose sentence of one output, graded in text order."""
+
+    grader: str = Field(description="`offline` or the judge's model.")
+    sentences: list[SentenceGrade]
+
 
 class Synthesis(BaseModel):
     """A collection's written synthesis, expert or plain-language, every claim cited."""
@@ -413,6 +451,11 @@ class Synthesis(BaseModel):
     text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
     citations: list[Citation]
     papers: list[str] = Field(description="The collection's papers, each to be cited.")
+    grades: OutputGrades | None = Field(
+        default=None,
+        description="The faithfulness check's grade of each sentence, for the page to mark "
+        "the unsupported ones (None until graded).",
+    )
 
 
 class CollectionOutputs(BaseModel):
@@ -529,6 +572,11 @@ class QuerySummary(BaseModel):
     )
     engine: str = Field(description="What wrote the summary: `offline` or a model.")
     engines: dict[str, str] = Field(description="What each agent of the loop ran on.")
+    grades: OutputGrades | None = Field(
+        default=None,
+        description="The support check's grade of each sentence of the summary and its "
+        "highlights, for the page to mark the unsupported ones (None until graded).",
+    )
 
 
 class IterationAccuracy(BaseModel):
@@ -633,6 +681,11 @@ class RelatedWork(BaseModel):
     )
     trimmed_sentences: int = Field(default=0, description="Sentences cut to meet the length.")
     warnings: list[str] = Field(default_factory=list)
+    grades: OutputGrades | None = Field(
+        default=None,
+        description="The support check's grade of each sentence against the abstracts it "
+        "cites, for the page to mark the unsupported ones (None until graded).",
+    )
 
 
 # Nightly digest

@@ -181,6 +181,21 @@ class Settings(BaseSettings):
         description="Least support score of a cited sentence (embedding cosine with its "
         "closest cited passage sentence, mixed with the share of its terms they hold).",
     )
+    partial_support_threshold: float = Field(
+        # Measured on the same labelled pairs (README, "Grading outputs"): below it ~97% of
+        # pairs are mismatched; between it and `support_threshold` one in five is a true pair.
+        default=0.45,
+        ge=0,
+        le=1,
+        description="Offline grading with an embedder: a cited segment scoring at least this "
+        "(and under `support_threshold`) is `partially_supported`, below it `unsupported`.",
+    )
+    evaluation_blocking: bool = Field(
+        default=False,
+        description="Whether a failing grading check (support, completeness, coherence) of a "
+        "written output blocks what follows it, as a synthesis' coverage and citation validity "
+        "always do.",
+    )
     # Related-work generation (LitLLM).
     related_work_sentences: int = Field(
         default=8, ge=1, description="Sentences of a related-work section, at most (N)."

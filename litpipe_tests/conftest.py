@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -69,3 +70,16 @@ def minilm() -> Embedder:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local sentence-transformers folder for end-to-end runs through the real loading code."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(autouse=True)
+def absl_logs_to_the_real_stderr() -> None:
+    """rouge-score imports absl, whose logging handler keeps the sys.stderr of that moment
+    (pytest's capture file). Every Dagster run configures logging (`dictConfig`), which closes
+    all handlers, and absl's then closes its stream unless it is the current sys.stderr: under
+    `capsys` it is not, the capture file is closed and every later test fails with "I/O
+    operation on closed file". Pointed at the real stderr, which absl never closes, it is
+    harmless. (Outside pytest, sys.stderr is the real one.)"""
+    from absl import logging as absl_logging
+
+    absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__

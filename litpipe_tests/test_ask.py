@@ -270,7 +270,9 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     assert "  2  accuracy 0.50  mismatch: MMS doses; survival scoring" in out
     assert "  3  accuracy 1.00  approved" in out
     assert "Status: approved, approved after 3 of at most 15 iterations" in out
-    assert "model calls: 10 made" in out  # questions once; summary, QA and judge three times
+    # Questions once; summary, QA and judge three times; then the grading on the same model:
+    # the claim judge once per cited sentence (the summary's and the highlight's), coherence once.
+    assert "model calls: 13 made" in out
 
     key = request_for(PAPER_ID, QUERY).key
     result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)

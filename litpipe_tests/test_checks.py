@@ -1,5 +1,6 @@
 """The offline checks of a synthesis: every paper cited, every citation real, every cited sentence
-supported by its passages (and how well the support score tells true from mismatched pairs)."""
+supported by its passages (graded offline by `litpipe.evaluation.grading`, and how well the
+support score tells true from mismatched pairs)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,21 @@ from pathlib import Path
 from litpipe.agents.extractive import sentences
 from litpipe.citations import marker
 from litpipe.evaluation.checks import (
+    CheckOutcome,
     citation_validity,
     cited_chunk_ids,
     coverage,
-    prose_sentences,
     stored_chunks,
-    support,
 )
-from litpipe.schemas import Citation, Synthesis
+from litpipe.evaluation.grading import (
+    cited_passages,
+    faithfulness,
+    grade_output,
+    prose_sentences,
+)
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import Citation, SegmentGrade, Synthesis
+from litpipe.settings import Settings
 
 ICLR_TABLE = (
     Path(__file__).resolve().parents[1]
@@ -68,6 +76,31 @@ GOOD = synthesis(
     [citation(REPAIR, 4, f"{REPAIR}:7"), citation(FEARNET, 2, f"{FEARNET}:0")],
     [REPAIR, FEARNET],
 )
+
+
+def support(written: Synthesis, chunk_texts: dict[str, str], threshold: float) -> CheckOutcome:
+    """The support check offline without an embedder (the share of terms), as a step runs it."""
+    settings = Settings(support_threshold=threshold)
+    grades = grade_output(
+        written.text,
+        cited_passages(written.citations, chunk_texts),
+        settings,
+        PromptLibrary(None),
+        None,
+    )
+    return faithfulness(grades, "expert synthesis")
+
+
+def segment_grades(outcome: CheckOutcome) -> list[SegmentGrade]:
+    sentences = outcome.metadata["sentences"]
+    assert isinstance(sentences, list)
+    return [
+        SegmentGrade.model_validate(segment)
+        for sentence in sentences
+        for segment in sentence["segments"]  # type: ignore[index,union-attr]
+    ]
+
+
 # Rows as the chunk store returns them: extra columns are ignored.
 STORE_ROWS = [
     {"chunk_id": f"{REPAIR}:7", "paper_id": REPAIR, "page_start": 4, "page_end": 4, "text": "x"},
@@ -138,8 +171,8 @@ def test_support_passes_a_verbatim_sentence_and_lists_the_uncited_one() -> None:
     outcome = support(verbatim, PASSAGES, THRESHOLD)
 
     assert outcome.passed
-    assert [(grade.score, grade.supported) for grade in outcome.grades] == [(1.0, True)]
-    assert outcome.uncited == ["A sentence with no citation."]
+    assert [(g.score, g.verdict) for g in segment_grades(outcome)] == [(1.0, "supported")]
+    assert outcome.metadata["uncited"] == ["A sentence with no citation."]
 
 
 def test_support_flags_a_sentence_whose_passage_is_unrelated() -> None:
@@ -153,30 +186,19 @@ def test_support_flags_a_sentence_whose_passage_is_unrelated() -> None:
     outcome = support(miscited, PASSAGES, THRESHOLD)
 
     assert not outcome.passed
-    assert [grade.supported for grade in outcome.grades] == [True, False]
-    flagged = outcome.grades[1]
-    assert flagged.score < THRESHOLD and "FearNet" in flagged.missing
-    assert outcome.metadata["unsupported"] == [flagged.sentence]
+    grades = segment_grades(outcome)
+    assert [grade.verdict for grade in grades] == ["supported", "unsupported"]
+    flagged = grades[1]
+    assert flagged.score is not None and flagged.score < THRESHOLD
+    assert "FearNet" in flagged.missing
+    assert outcome.metadata["unsupported"] == [flagged.text]
     assert "1 of 2" in outcome.description and "FearNet consolidates" in outcome.description
-
-
-def test_a_comparative_sentence_is_supported_by_its_passages_together() -> None:
-    comparative = synthesis(
-        "REV1 inserts cytosine opposite abasic sites [10.1093_nar_gkae252:4], whereas FearNet "
-        "consolidates new memories into long-term storage [SJ1Xmf-Rb:2].",
-        GOOD.citations,
-        [REPAIR, FEARNET],
-    )
-
-    grade = support(comparative, PASSAGES, THRESHOLD).grades[0]
-
-    assert grade.supported and grade.markers == [f"[{REPAIR}:4]", f"[{FEARNET}:2]"]
 
 
 def test_a_marker_without_its_passage_gives_no_support() -> None:
     outcome = support(GOOD, {f"{REPAIR}:7": REPAIR_PASSAGE}, THRESHOLD)
 
-    assert [grade.supported for grade in outcome.grades] == [True, False]
+    assert [grade.verdict for grade in segment_grades(outcome)] == ["supported", "unsupported"]
 
 
 def test_headings_and_references_are_not_graded() -> None:
@@ -186,7 +208,7 @@ def test_headings_and_references_are_not_graded() -> None:
         "Both papers are about keeping information.",
     ]
     outcome = support(GOOD, PASSAGES, THRESHOLD)
-    assert outcome.passed and len(outcome.grades) == 2
+    assert outcome.passed and len(segment_grades(outcome)) == 2
 
 
 def support_accuracy(pairs: list[tuple[str, str, bool]]) -> float:

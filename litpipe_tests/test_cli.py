@@ -46,8 +46,8 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
     assert set(checks) == {
         (asset, check)
         for asset in ("synthesis", "plain_summary")
-        for check in ("coverage", "citation_validity", "support")
-    }
+        for check in ("coverage", "citation_validity", "support", "coherence")
+    } | {("synthesis", "completeness")}
     for asset in ("synthesis", "plain_summary"):
         assert checks[(asset, "coverage")]["passed"]
         assert checks[(asset, "citation_validity")]["passed"]

@@ -22,6 +22,7 @@ from litpipe.defs.partitions import (
 )
 from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
+from litpipe.evaluation.registry import EVALUATIONS
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import EmbeddingResult, PaperChunks
@@ -58,6 +59,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "related_work",
         "query_summaries",
         "nightly_digest",
+        *(f"eval_{name.replace('-', '_')}" for name in EVALUATIONS),
     }
     per_collection = {
         "corpus_index",
@@ -76,6 +78,8 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         assert graph.get(key).code_version, f"{key} has no code_version"
         name = key.to_user_string()
         expected = per_request.get(name, collections if name in per_collection else papers)
+        if graph.get(key).group_name == "evaluation":
+            expected = None  # a run per evaluation, its dataset in the run's config
         assert graph.get(key).partitions_def == expected
 
 

@@ -29,6 +29,11 @@ PACKAGED_AGENTS = [
     "summary_qa",
     "summary_judge",
     "related_work",
+    "query_answer",
+    "claim_judge",
+    "coherence_judge",
+    "tldr",
+    "answer_judge",
 ]
 
 SIMPLE = """<!-- a comment with a {{placeholder_in_a_comment}} that must not count -->

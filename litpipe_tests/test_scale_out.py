@@ -32,6 +32,10 @@ MODEL_STEPS = {
     "related_work",
     "query_summaries",
     "nightly_digest",
+    # The evaluations whose step writes with litpipe's agents.
+    "eval_related_work",
+    "eval_tldr",
+    "eval_scholarqa",
 }
 
 
@@ -40,6 +44,8 @@ def pools_and_retries(settings: Settings) -> dict[str, tuple[set[str], dg.RetryP
     found = {}
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
+        if not node.is_executable:  # reported by a command (eval_litqa): no step of its own
+            continue
         found[key.to_user_string()] = (set(node.pools), node.assets_def.op.retry_policy)
     return found
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.citations import marker
-from litpipe.evaluation.checks import support
+from litpipe.evaluation.grading import Segment, grade_claims
 from litpipe.evaluation.support import LEXICAL_WEIGHT, combined, support_scores
+from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.embedder import Embedder
-from litpipe.schemas import Citation, Synthesis
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 
 PAIRS = Path(__file__).parent / "data" / "support_pairs.jsonl"
+PROMPTS = PromptLibrary(None)
 PASSAGE = (
     "FearNet is a generative model that does not store previous examples. It uses a dual-memory "
     "system inspired by the hippocampal complex and the medial prefrontal cortex."
@@ -83,26 +83,19 @@ def test_the_combination_is_a_weighted_mean() -> None:
     assert 0 <= LEXICAL_WEIGHT <= 1
 
 
-def test_the_check_reports_both_parts_with_an_embedder(fake_embedder: FakeEmbedder) -> None:
-    paper = "SJ1Xmf-Rb"
-    written = Synthesis(
-        collection="demo",
-        audience="expert",
-        engine="offline",
-        pattern="stuff",
-        title="Demo",
-        text=f"FearNet does not store previous examples [{paper}:1].",
-        citations=[Citation(marker=marker(paper, 1), paper_id=paper, page=1, chunk_ids=["c"])],
-        papers=[paper],
-    )
+def test_offline_grading_scores_with_the_embedder_or_the_lexical_share(
+    fake_embedder: FakeEmbedder,
+) -> None:
+    written = "FearNet does not store previous examples"
+    claim = Segment(f"{written} [p:1].", f"{written}.", ["[p:1]"])
+    settings = Settings(support_threshold=0.5)
 
-    outcome = support(written, {"c": PASSAGE}, 0.5, fake_embedder)
+    [embedded] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None, fake_embedder)
+    [lexical] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None)
 
-    [grade] = outcome.grades
-    assert grade.semantic is not None and grade.lexical == 1.0
-    assert grade.score == pytest.approx(combined(grade.lexical, grade.semantic), abs=1e-3)
-    assert outcome.metadata["score"] == "lexical+semantic"
-    assert support(written, {"c": PASSAGE}, 0.5).metadata["score"] == "lexical"
+    [expected] = support_scores([(claim.claim, [PASSAGE])], fake_embedder)
+    assert embedded.score == expected.score and embedded.reason.startswith("support score")
+    assert lexical.score == 1.0 and lexical.reason.startswith("share of its terms")
 
 
 @pytest.mark.slow

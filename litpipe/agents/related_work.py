@@ -17,28 +17,55 @@ a section still too long loses whole sentences (never one that is the only citat
 reference, the closing one last, as it usually motivates the idea). Sentences are never cut in
 the middle; a section that still does not fit is kept, with a warning, and is marked as such.
 
-The offline engine is extractive: each reference's abstract sentence closest to the idea (by
-shared terms; a sentence the debate quoted wins a tie), cited, in the order of the debate's
-probabilities. When N is smaller than k, the least relevant references share the last sentence,
-of fixed words listing their titles ("Also related are "A" [a] and "B" [b]."), so each is cited;
-when N is larger, further sentences closest to the idea and unlike those chosen (MMR) fill it.
-Past W words, the longest sentence gives way to a shorter one of its abstract, then to its
-title, then to its bare citation.
+The offline engine is extractive, every sentence an abstract's own (less an opener it drops, see
+below), citing that abstract only.
+1. Scores: query-focused LexRank (Otterbacher et al. 2005) over the sentences of all the given
+   abstracts: PageRank on their TF-IDF cosine graph (`litpipe.retrieval.centrality`, the graph
+   of the LexRank baseline), the walk restarting at each sentence in proportion to its TF-IDF
+   cosine with the idea. A sentence scores high when it says what the other abstracts say (the
+   shared subject of the works cited) and is close to the idea; a peripheral sentence that
+   merely shares a rare word with the idea does not.
+2. Coverage: a sentence for each of as many references as have room for one, the rest named
+   in one closing sentence ("Also related are "A" [a] and [b].", titles dropped when they do
+   not fit). A reference is quoted only when every quoted one has the words of a typical
+   sentence of the abstracts (the median length of all of them; the best-scored reference
+   always has a sentence):
+   shares shorter than that buy only short, peripheral sentences, while naming costs three
+   words for all the named together. The references quoted are those whose best sentence
+   scores highest (the score weighs relevance to the idea too); in the debate's order, each
+   takes its best-scored sentence within an even share of the words left (W less what the
+   quoted before it took, over those still to place), or its shortest when none is that short.
+3. Filling: the words and sentences left go to the best-scored further sentences of the quoted
+   references, each one fitting the words left and sharing less than REDUNDANT_OVERLAP of its
+   terms with every sentence taken.
+Quoted sentences are compressed first (`compressed`): what only says where a claim is made (a
+run-in "Abstract" heading, "In this paper,", "Here,") and a connective pointing at a sentence
+left behind ("However,") are dropped, so "In this paper, we propose X" is quoted "We propose X"
+and the words go to content; the rest is the abstract's, word for word. Each reference's
+sentences stay together, in its abstract's order, the quoted references in the debate's order
+and the named ones after them: the references quoted are first cited most relevant first, then
+those named, most relevant first. One parameter is the engine's own, the redundancy bound
+(0.4); the rest are LexRank's (edges from a cosine of 0.1, damping 0.85: the walk restarts from
+the idea's sentences 15% of the time) and the median, which is the data's. Its ROUGE against
+the extractive baselines: README, "Related work against gold paragraphs".
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient
 from litpipe.agents.extractive import overlap, sentences
-from litpipe.agents.paper_summary import MAX_REDUNDANCY, MIN_SENTENCE_TERMS, MMR_LAMBDA, cite
+from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.centrality import lexrank_similarity, pagerank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
 from litpipe.settings import Settings
@@ -202,11 +229,44 @@ def review(text: str, supplied: list[str], max_sentences: int, max_words: int) -
 
 # The offline engine.
 
+# Two sentences sharing this much of their terms (cosine of the term sets) say the same thing:
+# a filling sentence that close to one already chosen is passed over.
+REDUNDANT_OVERLAP = 0.4
+
 
 def _quotable(sentence: str) -> str:
     """An abstract's sentence on one line, its square brackets made round: in a section, every
     square bracket is a citation ("values in [0, 1]" would cite `0` and `1`)."""
     return " ".join(sentence.split()).replace("[", "(").replace("]", ")")
+
+
+# Openers a quoted sentence does without (`compressed`). In a section about other works, "In
+# this paper, we propose X" says no more than "We propose X"; a connective ("However,", "Finally,")
+# points at a sentence of the abstract that is not quoted.
+_OPENER = re.compile(
+    r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|article|study|letter|note|report"
+    r"|thesis|chapter)\s*,?\s+|here\s*,?\s+(?=we\b))?"
+    r"(?:(?:however|moreover|furthermore|in addition|additionally|finally|also|thus|hence"
+    r"|therefore|consequently|meanwhile|as a result|in particular|to this end|specifically"
+    r"|in contrast|instead|then|first|firstly|second|secondly|third|thirdly|lastly)\s*,\s*)?",
+    re.I,
+)
+# The heading of an abstract run into its first sentence ("Abstract This paper ..."), told from
+# a sentence about abstract things ("Abstract interpretation is ...") by what follows it.
+_RUN_IN_HEADING = re.compile(
+    r"^Abstract(?:\s*[:.\u2014-]\s*|\s+(?=(?:This|These|We|In|The|A|An|Our|Here)\b))"
+)
+
+
+def compressed(sentence: str) -> str:
+    """The sentence without what only says where its claim is made: a run-in "Abstract"
+    heading, an opener ("In this paper,", "Here,") and a connective to a sentence left behind
+    ("However,"); its first letter made upper case. As it is when nothing is dropped or too
+    little would be left (fewer than MIN_SENTENCE_TERMS terms)."""
+    rest = _OPENER.sub("", _RUN_IN_HEADING.sub("", sentence, count=1), count=1)
+    if rest == sentence or len(tokenize(rest)) < MIN_SENTENCE_TERMS:
+        return sentence
+    return rest[:1].upper() + rest[1:]
 
 
 def _ending(sentence: str) -> str:
@@ -231,36 +291,18 @@ def _terms(text: str) -> set[str]:
     return set(tokenize(text))
 
 
-@dataclass
-class _Choice:
-    """One sentence of the offline section: the references it cites and its options, best
-    first; `at` is the option in use."""
-
-    references: list[ScoredReference]
-    options: list[str]
-    at: int = 0
-    extras: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return self.options[self.at]
-
-    def shorter(self) -> bool:
-        """Move to the best option shorter than the current one; False when there is none."""
-        words = count_words(self.text)
-        for index in range(self.at + 1, len(self.options)):
-            if count_words(self.options[index]) < words:
-                self.at = index
-                return True
-        return False
+def abstract_sentences(abstract: str) -> list[str]:
+    """The abstract's sentences, each on one line, fragments (fewer than MIN_SENTENCE_TERMS
+    terms: "Code is available.") left out unless nothing else is left."""
+    spans = [" ".join(span.text.split()) for span in sentences(abstract)]
+    return [s for s in spans if len(tokenize(s)) >= MIN_SENTENCE_TERMS] or spans
 
 
 def ranked_sentences(scored: ScoredReference, idea_terms: set[str]) -> list[str]:
     """The abstract's sentences (fragments left out) closest to the idea first: by shared
     terms, then quoted by the debate, then in the abstract's order."""
     quotes = [" ".join(quote.split()) for quote in scored.verdict.quotes]
-    spans = [" ".join(span.text.split()) for span in sentences(scored.reference.abstract)]
-    usable = [s for s in spans if len(tokenize(s)) >= MIN_SENTENCE_TERMS] or spans
+    usable = abstract_sentences(scored.reference.abstract)
 
     def quoted(sentence: str) -> bool:
         return any(quote and (quote in sentence or sentence in quote) for quote in quotes)
@@ -272,99 +314,150 @@ def ranked_sentences(scored: ScoredReference, idea_terms: set[str]) -> list[str]
     return [usable[i] for i in order]
 
 
-def _groups(count: int, sentences_at_most: int) -> list[list[int]]:
-    """`count` references (most relevant first) in at most `sentences_at_most` groups, in order:
-    one each while there are sentences to spare, the rest together in the last; the most
-    relevant references keep a sentence of their own, the least share one that lists them."""
-    if count <= sentences_at_most:
-        return [[index] for index in range(count)]
-    singles = sentences_at_most - 1
-    return [*([index] for index in range(singles)), list(range(singles, count))]
+def _closest_sentence(scored: ScoredReference, idea_terms: set[str]) -> str:
+    """The reference's abstract sentence closest to the idea, cited; its title when the
+    abstract has no sentence."""
+    ids = [scored.reference.id]
+    ranked = ranked_sentences(scored, idea_terms)
+    if ranked:
+        return cited_sentence(ranked[0], ids)
+    return f"{CLOSELY_RELATED} {_quoted_title(scored.reference.title)} {citation(ids)}."
 
 
-def _choice(group: list[ScoredReference], idea_terms: set[str]) -> _Choice:
-    ids = [scored.reference.id for scored in group]
-    if len(group) == 1:
-        scored = group[0]
-        options = [cited_sentence(s, ids) for s in ranked_sentences(scored, idea_terms)]
-        options.append(
-            f"{CLOSELY_RELATED} {_quoted_title(scored.reference.title)} {citation(ids)}."
-        )
-    else:
-        titled = [f"{_quoted_title(s.reference.title)} {citation([s.reference.id])}" for s in group]
-        options = [
-            f"{ALSO_RELATED} {_listing(titled)}.",
-            f"{ALSO_RELATED} {_listing([citation([i]) for i in ids])}.",
-        ]
-    return _Choice(references=group, options=options)
+@dataclass(frozen=True)
+class _Candidate:
+    """A sentence the offline engine may write: `text` cites the one reference it is quoted
+    from (`reference`, its index among the inputs'), `position` is its place in the abstract."""
+
+    reference: int
+    position: int
+    text: str
+    words: int
+    terms: frozenset[str]
+    score: float
 
 
-def _words(choices: list[_Choice]) -> int:
-    return sum(count_words(c.text) + sum(count_words(e) for e in c.extras) for c in choices)
-
-
-def _fit_words(choices: list[_Choice], max_words: int) -> list[_Choice]:
-    """The longest sentence gives way to a shorter option until the section fits; if none is
-    left, one sentence citing every reference."""
-    while _words(choices) > max_words:
-        for choice in sorted(choices, key=lambda c: -count_words(c.text)):
-            if choice.shorter():
-                break
-        else:
-            everyone = [scored for choice in choices for scored in choice.references]
-            ids = [citation([scored.reference.id]) for scored in everyone]
-            return [_Choice(references=everyone, options=[f"{ALSO_RELATED} {_listing(ids)}."])]
-    return choices
-
-
-def _add_extras(
-    choices: list[_Choice], idea_terms: set[str], max_sentences: int, max_words: int
-) -> None:
-    """Fill the sentences left with the single references' other sentences, by MMR: close to the
-    idea, unlike what is chosen, within the words left; each after its reference's own."""
+def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
+    """Each reference's candidate sentences, scored by query-focused LexRank over the sentences
+    of all the references: PageRank on their TF-IDF cosine graph whose walk restarts at a
+    sentence in proportion to its TF-IDF cosine with the idea. A sentence is scored as the
+    abstract has it and written `compressed`. A reference whose abstract has no sentence has the
+    sentence naming it as its only candidate."""
     pool = [
-        (choice, sentence, _terms(sentence))
-        for choice in choices
-        if len(choice.references) == 1 and choice.at < len(choice.options) - 1
-        for sentence in ranked_sentences(choice.references[0], idea_terms)
-        if cited_sentence(sentence, [choice.references[0].reference.id]) != choice.text
+        (index, position, sentence)
+        for index, scored in enumerate(inputs.references)
+        for position, sentence in enumerate(abstract_sentences(scored.reference.abstract))
     ]
-    chosen_terms = [_terms(choice.text) for choice in choices]
-    sentences_left = max_sentences - len(choices)
-    while sentences_left > 0 and pool:
-        words_left = max_words - _words(choices)
-        best: tuple[float, int] | None = None
-        for index, (_, sentence, terms) in enumerate(pool):
-            relevance = overlap(terms, idea_terms)
-            redundancy = max((overlap(terms, other) for other in chosen_terms), default=0.0)
-            if relevance <= 0 or redundancy >= MAX_REDUNDANCY:
-                continue
-            if count_words(sentence) > words_left:
-                continue
-            score = MMR_LAMBDA * relevance - (1 - MMR_LAMBDA) * redundancy
-            if best is None or score > best[0]:
-                best = (score, index)
-        if best is None:
-            return
-        choice, sentence, terms = pool.pop(best[1])
-        choice.extras.append(cited_sentence(sentence, [choice.references[0].reference.id]))
-        chosen_terms.append(terms)
+    terms = [tokenize(sentence) for _, _, sentence in pool]
+    relevance = tfidf_cosines(terms, [tokenize(inputs.idea)])[0] if pool else np.zeros(0)
+    # An idea sharing no term with any sentence leaves plain LexRank (a uniform restart).
+    restart = relevance / relevance.sum() if relevance.sum() > 0 else None
+    scores = pagerank(lexrank_similarity(terms), restart=restart)
+    by_reference: list[list[_Candidate]] = [[] for _ in inputs.references]
+    for (index, position, sentence), sentence_terms, score in zip(pool, terms, scores, strict=True):
+        text = cited_sentence(compressed(sentence), [inputs.references[index].reference.id])
+        by_reference[index].append(
+            _Candidate(index, position, text, count_words(text), frozenset(sentence_terms), score)
+        )
+    for index, options in enumerate(by_reference):
+        if not options:
+            text = _listed([inputs.references[index]], inputs.words)
+            options.append(_Candidate(index, 0, text, count_words(text), frozenset(), 0.0))
+    return by_reference
+
+
+def _listed(references: list[ScoredReference], words_left: int) -> str:
+    """One sentence naming `references` by title and citation ("Also related are "A" [a] and
+    [b]."), or by citation alone when the titles do not fit in `words_left`."""
+    ids = [scored.reference.id for scored in references]
+    titled = [
+        f"{_quoted_title(s.reference.title)} {citation([s.reference.id])}"
+        if s.reference.title.strip()
+        else citation([s.reference.id])
+        for s in references
+    ]
+    bare = [citation([i]) for i in ids]
+    lead_in = CLOSELY_RELATED if len(ids) == 1 else ALSO_RELATED
+    with_titles = f"{lead_in} {_listing(titled)}."
+    return with_titles if count_words(with_titles) <= words_left else f"{lead_in} {_listing(bare)}."
+
+
+def _coverage(
+    options: list[list[_Candidate]], inputs: RelatedWorkInput
+) -> tuple[list[_Candidate], str]:
+    """A sentence for each of as many references as have room for one, the rest named in one
+    closing listing sentence. The references quoted are those whose best sentence scores
+    highest (the score weighs relevance to the idea too); in the debate's order, each takes the
+    best-scored of its sentences within an even share of the words left, or its shortest when
+    none is that short. A reference is quoted only when every quoted one has the words of a
+    typical sentence of the abstracts (the median length): below that, shares buy only short,
+    peripheral sentences, and naming costs three words for all the named together. The
+    best-scored reference always has a sentence when the sentences allow one."""
+    count = len(inputs.references)
+    best_first = sorted(range(count), key=lambda i: (-max(c.score for c in options[i]), i))
+    typical = statistics.median(c.words for choices in options for c in choices)
+    for own in range(min(count, inputs.sentences), 0, -1):
+        if own < count and own + 1 > inputs.sentences:
+            continue  # the listing needs a sentence of its own
+        named = [inputs.references[i] for i in sorted(best_first[own:])]
+        listing = _listed(named, inputs.words) if named else ""
+        words_left = inputs.words - count_words(listing)
+        if own > 1 and own * typical > words_left:
+            continue
+        picks = []
+        for turn, index in enumerate(sorted(best_first[:own])):
+            share = words_left / (own - turn)
+            fitting = [c for c in options[index] if c.words <= share]
+            pick = (
+                max(fitting, key=lambda c: c.score)
+                if fitting
+                else min(options[index], key=lambda c: c.words)
+            )
+            picks.append(pick)
+            words_left -= pick.words
+        if words_left >= 0:
+            return picks, listing
+    return [], _listed(inputs.references, inputs.words)
+
+
+def _filled(
+    chosen: list[_Candidate], options: list[list[_Candidate]], words_left: int, sentences_left: int
+) -> list[_Candidate]:
+    """`chosen` with the words and sentences left spent on the best-scored further sentences of
+    the references that have one, each fitting the words left and unlike those taken."""
+    taken = list(chosen)
+    covered = {c.reference for c in chosen}
+    rest = [c for i in sorted(covered) for c in options[i] if c not in chosen]
+    for candidate in sorted(rest, key=lambda c: (-c.score, c.reference, c.position)):
+        if sentences_left == 0:
+            break
+        if candidate.words > words_left:
+            continue
+        if max(overlap(candidate.terms, c.terms) for c in taken) >= REDUNDANT_OVERLAP:
+            continue
+        taken.append(candidate)
+        words_left -= candidate.words
         sentences_left -= 1
+    return taken
 
 
 def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
-    """One sentence per reference (or per group of references when N < k), most relevant
-    first, within W words where it can be; then further sentences up to N."""
+    """A section of the references' own sentences, within N sentences and W words where it can
+    be: a sentence each for the references with room for one, best-scored first (the rest
+    named in a closing sentence), then further sentences; each reference's sentences together,
+    in its abstract's order, the quoted references most relevant first."""
     if not inputs.references:
         return RelatedWorkReply(text="")
-    idea_terms = _terms(inputs.idea)
-    choices = [
-        _choice([inputs.references[i] for i in group], idea_terms)
-        for group in _groups(len(inputs.references), inputs.sentences)
-    ]
-    choices = _fit_words(choices, inputs.words)
-    _add_extras(choices, idea_terms, inputs.sentences, inputs.words)
-    return RelatedWorkReply(text=" ".join(s for c in choices for s in (c.text, *c.extras)))
+    options = _candidates(inputs)
+    chosen, listing = _coverage(options, inputs)
+    used = sum(c.words for c in chosen) + count_words(listing)
+    sentences_left = inputs.sentences - len(chosen) - (1 if listing else 0)
+    written = _filled(chosen, options, inputs.words - used, sentences_left) if chosen else []
+    ordered = sorted(written, key=lambda c: (c.reference, c.position))
+    parts = [c.text for c in ordered]
+    if listing:
+        parts.append(listing)
+    return RelatedWorkReply(text=" ".join(parts))
 
 
 # The agent, and the checks and fixes every section goes through.
@@ -431,7 +524,7 @@ def _with_missing(text: str, inputs: RelatedWorkInput, missing: list[str]) -> tu
     placed before the closing sentence when that one cites nothing (it motivates the idea)."""
     idea_terms = _terms(inputs.idea)
     by_id = {scored.reference.id: scored for scored in inputs.references}
-    added = [_choice([by_id[i]], idea_terms).text for i in missing]
+    added = [_closest_sentence(by_id[i], idea_terms) for i in missing]
     parts = paragraphs(text) or [[]]
     last = parts[-1]
     if last and not cited_ids(last[-1]):

@@ -3,6 +3,7 @@ command line: what the Dagster UI shows on the assets' Checks tab, without openi
 
 import dagster as dg
 
+from litpipe.evaluation.checks import CheckOutcome
 from litpipe.schemas import CheckReport
 
 # Check executions of other collections can come between two runs of one collection.
@@ -40,3 +41,24 @@ def latest_check_results(
             )
             break
     return found
+
+
+def check_result(
+    asset: str, name: str, outcome: CheckOutcome, blocking: bool
+) -> dg.AssetCheckResult:
+    """A check's outcome as the step reports it: ERROR when the check blocks (as its
+    spec says), else WARN; lists and mappings as JSON metadata, each Markdown entry rendered."""
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=name,
+        passed=outcome.passed,
+        severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
+        description=outcome.description,
+        metadata={
+            **{
+                key: dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+                for key, value in outcome.metadata.items()
+            },
+            **{key: dg.MetadataValue.md(text) for key, text in outcome.markdown.items()},
+        },
+    )

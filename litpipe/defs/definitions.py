@@ -10,6 +10,7 @@ from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.cross_paper_questions import build_cross_paper_question_assets
 from litpipe.defs.assets.digest import build_digest_assets
 from litpipe.defs.assets.embeddings import build_embedding_assets
+from litpipe.defs.assets.evaluations import build_evaluation_assets, evaluation_job
 from litpipe.defs.assets.evidence import build_evidence_assets
 from litpipe.defs.assets.ingest import build_ingest_assets
 from litpipe.defs.assets.query_summaries import build_query_summary_assets
@@ -67,6 +68,7 @@ def build_definitions(
             *build_related_work_assets(settings),
             *build_query_summary_assets(settings),
             *build_digest_assets(settings),
+            *build_evaluation_assets(settings),
         ],
         jobs=[
             paper_pipeline,
@@ -74,6 +76,7 @@ def build_definitions(
             related_work_job,
             query_summary_job,
             nightly_digest_job,
+            evaluation_job,
         ],
         schedules=[nightly_digest_schedule],
         sensors=[build_new_papers_sensor(settings)],

@@ -72,3 +72,20 @@ def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
         reranker_version(settings, prompts),
         retrieval.model_dump_json(exclude={"index_dir", "scope"}),
     )
+
+
+def grading_version(settings: Settings, prompts: PromptLibrary) -> str:
+    """What decides the grades an output carries besides its text and passages: both judges
+    (prompt, schema, code, route) and the offline bands. For an asset that keeps its grades
+    on its output, so a repeat with the same judge is served as it was and another judge
+    regrades (the text itself then comes from the reply cache)."""
+    from litpipe.agents.base import version
+    from litpipe.agents.claim_judge import ClaimJudgeAgent
+    from litpipe.agents.coherence_judge import CoherenceJudgeAgent
+
+    return digest(
+        version(ClaimJudgeAgent(), settings, prompts),
+        version(CoherenceJudgeAgent(), settings, prompts),
+        str(settings.support_threshold),
+        str(settings.partial_support_threshold),
+    )

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.ingest.chunking import chunk_document
+from litpipe.llm import client_unless_offline
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
 from litpipe.settings import Settings
@@ -253,12 +254,9 @@ def _reranker(kind: str, settings: Settings) -> Reranker:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
-    client = None
-    if kind in AGENT_RERANKERS and not settings.route(kind).offline:
-        from litpipe.llm.client import LLMClient
-        from litpipe.llm.usage import UsageLedger
-
-        client = LLMClient(settings, UsageLedger())
+    client = (
+        client_unless_offline(settings, settings.route(kind)) if kind in AGENT_RERANKERS else None
+    )
     chosen = settings.model_copy(update={"reranker": kind})
     reranker = reranker_for(chosen, PromptLibrary(settings.prompts_dir), client)
     if isinstance(reranker, CrossEncoderReranker):

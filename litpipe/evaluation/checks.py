@@ -1,5 +1,6 @@
-"""Offline checks of a written synthesis: does it cite every paper, does every citation point at a
-real passage of the cited paper and page, and does each cited sentence say what its passages say.
+"""Offline checks of a written synthesis: does it cite every paper, and does every citation point
+at a real passage of the cited paper and page. Whether each cited sentence says what its passages
+say is graded by `litpipe.evaluation.grading`.
 
 Pure Python over the pydantic models, so the Dagster asset checks, the CLI and a notebook share
 them. Each check returns a one-line description a user reads and JSON-able metadata.
@@ -12,20 +13,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
-from litpipe.citations import cited_sentences, marker, markers_in, without_markers
-from litpipe.evaluation.support import Encoder, support_scores
-from litpipe.report.collection import markdown_blocks
+from litpipe.citations import marker, markers_in
 from litpipe.schemas import Synthesis
-
-_REFERENCES_HEADINGS = frozenset({"references", "sources", "bibliography"})
-# Sentences quoted in a check's description and metadata are cut to this length.
-_QUOTE_CHARS = 200
 
 
 class CheckOutcome(BaseModel):
     passed: bool
     description: str = Field(description="One line a user reads.")
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    markdown: dict[str, str] = Field(
+        default_factory=dict, description="More metadata, each entry Markdown to render."
+    )
 
 
 class StoredChunk(BaseModel):
@@ -35,30 +33,6 @@ class StoredChunk(BaseModel):
     paper_id: str
     page_start: int
     page_end: int
-
-
-class SentenceGrade(BaseModel):
-    """How well one cited sentence is supported by the passages it cites."""
-
-    sentence: str
-    markers: list[str]
-    score: float = Field(
-        description="The support score: the calibrated mix of `lexical` and `semantic`, or "
-        "`lexical` alone when no embedder was given."
-    )
-    supported: bool
-    missing: list[str] = Field(description="The sentence's words its passages lack.")
-    lexical: float = Field(description="Share of the sentence's terms found in its passages.")
-    semantic: float | None = Field(
-        default=None,
-        description="Cosine of the sentence with its closest cited passage or passage sentence "
-        "(None without an embedder).",
-    )
-
-
-class SupportOutcome(CheckOutcome):
-    grades: list[SentenceGrade] = Field(description="One per cited sentence, in text order.")
-    uncited: list[str] = Field(description="Sentences without a marker (not graded).")
 
 
 def coverage(synthesis: Synthesis) -> CheckOutcome:
@@ -128,121 +102,3 @@ def _chunk_problem(paper_id: str, page: int, chunk: StoredChunk | None) -> str |
     if not chunk.page_start <= page <= chunk.page_end:
         return f"chunk on pages {chunk.page_start}-{chunk.page_end}, not {page}"
     return None
-
-
-def support(
-    synthesis: Synthesis,
-    passages: Mapping[str, str],
-    threshold: float,
-    embedder: Encoder | None = None,
-) -> SupportOutcome:
-    """Grades each cited sentence against its cited passages (`passages`: chunk id to text);
-    passes when every cited sentence's score reaches `threshold`.
-
-    With an embedder the score is `litpipe.evaluation.support`'s calibrated mix of the lexical
-    share and the embedding cosine (`support_threshold`'s default is calibrated for it);
-    without one it is the share of the sentence's terms its passages hold, which catches an
-    unrelated passage or words the passage lacks, not a paraphrase. Neither sees a paraphrase
-    that reverses the meaning. Sentences without a marker are listed but not graded: lead-ins
-    and transitions carry no claim of a paper to support.
-    """
-    chunks_of = {cited.marker: cited.chunk_ids for cited in synthesis.citations}
-    graded: list[tuple[str, list[str]]] = []
-    uncited: list[str] = []
-    for sentence in prose_sentences(synthesis.text):
-        cited = list(dict.fromkeys(marker(paper, page) for paper, page in markers_in(sentence)))
-        if cited:
-            graded.append((sentence, cited))
-        else:
-            uncited.append(sentence)
-    grades = _grades(graded, chunks_of, passages, threshold, embedder)
-    unsupported = [grade for grade in grades if not grade.supported]
-    metadata: dict[str, JsonValue] = {
-        "threshold": threshold,
-        "score": "lexical+semantic" if embedder is not None else "lexical",
-        "cited_sentences": len(grades),
-        "unsupported_sentences": len(unsupported),
-        "uncited_sentences": len(uncited),
-        "mean_score": round(sum(g.score for g in grades) / len(grades), 3) if grades else 0.0,
-        "unsupported": [_quoted(grade.sentence) for grade in unsupported],
-    }
-    return SupportOutcome(
-        passed=bool(grades) and not unsupported,
-        description=_support_description(synthesis, grades, unsupported, threshold),
-        metadata=metadata,
-        grades=grades,
-        uncited=uncited,
-    )
-
-
-def _grades(
-    graded: list[tuple[str, list[str]]],
-    chunks_of: Mapping[str, list[str]],
-    passages: Mapping[str, str],
-    threshold: float,
-    embedder: Encoder | None,
-) -> list[SentenceGrade]:
-    # Each sentence against its cited passages together: a comparative sentence ("A does X
-    # [a:1] while B does Y [b:2]") is rightly supported by its passages jointly, and neither
-    # alone holds all its terms. A marker without a citation or passage contributes nothing.
-    claims = [
-        (
-            without_markers(sentence, cited),
-            [
-                passages[chunk_id]
-                for written in cited
-                for chunk_id in chunks_of.get(written, [])
-                if chunk_id in passages
-            ],
-        )
-        for sentence, cited in graded
-    ]
-    return [
-        SentenceGrade(
-            sentence=sentence,
-            markers=cited,
-            score=scored.score,
-            supported=scored.score >= threshold,
-            missing=scored.missing,
-            lexical=scored.lexical,
-            semantic=scored.semantic,
-        )
-        for (sentence, cited), scored in zip(graded, support_scores(claims, embedder), strict=True)
-    ]
-
-
-def _support_description(
-    synthesis: Synthesis,
-    grades: list[SentenceGrade],
-    unsupported: list[SentenceGrade],
-    threshold: float,
-) -> str:
-    if not grades:
-        return f"the {synthesis.audience} synthesis has no cited sentence"
-    supported = len(grades) - len(unsupported)
-    description = (
-        f"{supported} of {len(grades)} cited sentences of the {synthesis.audience} synthesis "
-        f"are supported by their passages (score >= {threshold})"
-    )
-    if unsupported:
-        description += f"; first unsupported: {_quoted(unsupported[0].sentence)!r}"
-    return description
-
-
-def _quoted(sentence: str) -> str:
-    return sentence if len(sentence) <= _QUOTE_CHARS else sentence[: _QUOTE_CHARS - 1] + "…"
-
-
-def prose_sentences(markdown: str) -> list[str]:
-    """The sentences of a Markdown text, read as the page shows it: headings left out, each
-    list item on its own, and nothing from a references section on. Markers written after a
-    sentence's full stop ("... storage. [a:3]") stay with that sentence."""
-    found: list[str] = []
-    for block in markdown_blocks(markdown):
-        if block.kind == "heading":
-            if block.texts[0].strip().lower() in _REFERENCES_HEADINGS:
-                break
-            continue
-        for text in block.texts:
-            found += cited_sentences(text)
-    return found

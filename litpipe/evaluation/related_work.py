@@ -12,13 +12,12 @@ word count W (citations not counted), in whole sentences:
 
 Citations (`[1]`, `[a; b]`, and the gold's `@cite` markers) are removed from both sides before
 scoring: they are not words of the prose, and the gold's numbering is not the table's. ROUGE-1,
-ROUGE-2 and ROUGE-L F-measures (Google's `rouge-score`, Porter stemming), means over examples.
+ROUGE-2 and ROUGE-L F-measures (`litpipe.evaluation.rouge`), means over examples.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -26,13 +25,13 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
+from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, plain, rouge, rouge_figures, rouge_table
+from litpipe.llm import client_unless_offline
 from litpipe.settings import Settings
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 SYSTEMS = ("litpipe", *BASELINES)
 MARKDOWN_FILE = "related_work_eval.md"
 JSON_FILE = "related_work_eval.json"
-_CITATION = re.compile(r"\[[^\[\]\n]{0,200}\]|@cite\w*")
 
 
 class RelatedWorkExample(BaseModel):
@@ -42,13 +41,6 @@ class RelatedWorkExample(BaseModel):
     query_abstract: str
     ref_abstracts: list[str]
     gold_related_work: str
-
-
-class Scores(BaseModel):
-    rouge1: float
-    rouge2: float
-    # rouge-score's names.
-    rougeL: float
 
 
 class ExampleResult(BaseModel):
@@ -80,29 +72,21 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[RelatedWorkEx
         if len(files) != 1:
             raise ValueError(f"{dataset}: expected one .jsonl file, found {len(files)}")
         dataset = files[0]
-    examples = [
-        RelatedWorkExample.model_validate(json.loads(line))
-        for line in dataset.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    examples = []
+    for number, line in enumerate(dataset.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            examples.append(RelatedWorkExample.model_validate(json.loads(line)))
+        except ValueError:  # bad JSON, or a line pydantic refuses
+            raise ValueError(
+                f"{dataset} line {number}: not an example (idx, query_abstract, ref_abstracts, "
+                "gold_related_work)"
+            ) from None
     usable = [e for e in examples if e.ref_abstracts and e.gold_related_work.strip()]
     if not usable:
         raise ValueError(f"{dataset}: no example with cited abstracts and a gold paragraph")
     return usable[:limit] if limit is not None else usable
-
-
-def plain(text: str) -> str:
-    """`text` without citations, on one line."""
-    return " ".join(_CITATION.sub(" ", text).split())
-
-
-def rouge(candidate: str, reference: str) -> Scores:
-    """ROUGE-1/2/L F-measures with stemming."""
-    from rouge_score.rouge_scorer import RougeScorer
-
-    scorer = RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
-    found = scorer.score(reference, candidate)
-    return Scores(**{name: found[name].fmeasure for name in ROUGE_TYPES})
 
 
 def litpipe_section(
@@ -137,13 +121,8 @@ def evaluate_related_work(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    client = None
     route = settings.route(RelatedWorkAgent.name)
-    if not route.offline:
-        from litpipe.llm.client import LLMClient
-        from litpipe.llm.usage import UsageLedger
-
-        client = LLMClient(settings, UsageLedger())
+    client = client_unless_offline(settings, route)
     embedder = load_embedder(settings)
     results = []
     for example in examples:
@@ -185,18 +164,16 @@ def evaluate_related_work(
     )
 
 
+def figures(evaluation: RelatedWorkEvaluation) -> dict[str, float]:
+    """Each system's mean ROUGE F-measures, `<system>_<metric>`: what is tracked over time."""
+    return rouge_figures(evaluation.means)
+
+
 def format_table(evaluation: RelatedWorkEvaluation) -> str:
     """A Markdown table: one row per system, ROUGE-1/2/L F-measures in percent, mean words."""
-    lines = [
+    return rouge_table(
         f"Related work on {Path(evaluation.dataset).name}: {evaluation.examples} examples, "
         f"writer {evaluation.engine}, embedder {evaluation.embedder}; budget: {evaluation.budget}",
-        "",
-        "| system | ROUGE-1 | ROUGE-2 | ROUGE-L | words |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, scores in evaluation.means.items():
-        lines.append(
-            f"| {name} | {100 * scores.rouge1:.2f} | {100 * scores.rouge2:.2f} | "
-            f"{100 * scores.rougeL:.2f} | {evaluation.mean_words[name]:.1f} |"
-        )
-    return "\n".join(lines) + "\n"
+        evaluation.means,
+        evaluation.mean_words,
+    )

@@ -4,7 +4,9 @@ references), and `synthesis.html`, one standalone page holding everything a read
 The page needs nothing but a browser on a `file://` URL: inline CSS, no external resource, no
 script. Every `[paper_id:page]` marker becomes a link to the cited passage, shown in the page's
 Passages section (highlighted when targeted); a marker whose passage is not in the page stays
-plain text, so every link of the page leads somewhere. All text is escaped.
+plain text, so every link of the page leads somewhere. A sentence the grading flagged (not
+supported, or partially, by the passages it cites) is marked, with the reason as its tooltip.
+All text is escaped.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,6 +29,7 @@ from litpipe.schemas import (
     PaperAnswers,
     RelationshipAnalysis,
     RetrievedChunk,
+    SentenceGrade,
     Synthesis,
 )
 
@@ -62,6 +65,18 @@ figure { margin: 1.5rem 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { color: #666; font-size: 0.9rem; }
 """
+# The marks of graded sentences, for any page that shows grades (see `SentenceMarks`).
+GRADE_CSS = """
+.graded { border-bottom: 2px dotted; cursor: help; }
+.graded.unsupported { background: #fde8e8; border-bottom-color: #c00; }
+.graded.partially_supported { background: #fff4d6; border-bottom-color: #b07800; }
+.grade-mark { font-size: 0.75em; font-weight: 600; margin-left: 0.15em; }
+.unsupported .grade-mark { color: #c00; }
+.partially_supported .grade-mark { color: #b07800; }
+.legend { font-size: 0.9rem; color: #444; }
+"""
+_GRADE_LABELS = {"unsupported": "unsupported", "partially_supported": "partially supported"}
+_GRADE_MARKS = {"unsupported": "✗", "partially_supported": "≈"}
 
 
 @dataclass
@@ -149,6 +164,63 @@ def chunk_anchor(chunk_id: str) -> str:
     )
 
 
+class SentenceMarks:
+    """Marks the flagged sentences of one graded text as its blocks are rendered.
+
+    `grades` are the text's sentence grades in text order (`OutputGrades.sentences`); those
+    not fully supported are marked. Render the text's blocks in order through `render`: each
+    flagged sentence is found in the block that holds it (spacing aside), rendered by the
+    caller's function like the rest, and wrapped in a `<span class="graded <verdict>">` whose
+    title gives the reason, followed by a visible mark (✗ unsupported, ≈ partially supported).
+    Pages using it add `GRADE_CSS` and `legend()`.
+    """
+
+    def __init__(self, grades: Iterable[SentenceGrade]) -> None:
+        self.pending = [g for g in grades if g.verdict in _GRADE_LABELS]
+        self.count = len(self.pending)
+
+    def render(self, text: str, inline: Callable[[str], str]) -> str:
+        """`text` rendered by `inline`, its flagged sentences marked."""
+        pieces: list[str] = []
+        cursor = 0
+        while self.pending:
+            words = self.pending[0].sentence.split()
+            found = re.compile(r"\s+".join(map(re.escape, words))).search(text, cursor)
+            if not words or found is None:
+                break  # in a later block
+            grade = self.pending.pop(0)
+            pieces.append(inline(text[cursor : found.start()]))
+            pieces.append(graded_span(inline(found.group()), grade))
+            cursor = found.end()
+        pieces.append(inline(text[cursor:]))
+        return "".join(pieces)
+
+    def legend(self) -> str:
+        """A line saying what the marks mean; empty when nothing is flagged."""
+        if not self.count:
+            return ""
+        return (
+            f'<p class="legend">{self.count} sentence(s) marked: <span class="graded '
+            f'unsupported">✗ unsupported</span> or <span class="graded partially_supported">'
+            "≈ partially supported</span> by the passages they cite; hover one for the "
+            "reason.</p>"
+        )
+
+
+def graded_span(inner: str, grade: SentenceGrade) -> str:
+    """A flagged sentence's HTML (`inner`), wrapped and marked with its verdict and reasons."""
+    reasons = "; ".join(
+        f"{segment.verdict.replace('_', ' ')}: {segment.reason}"
+        for segment in grade.segments
+        if segment.verdict != "supported"
+    )
+    title = html.escape(f"{_GRADE_LABELS[grade.verdict]} ({reasons})")
+    return (
+        f'<span class="graded {grade.verdict}" title="{title}">{inner}'
+        f'<sup class="grade-mark">{_GRADE_MARKS[grade.verdict]}</sup></span>'
+    )
+
+
 class _CitationLinks:
     """Renders the page's texts with their markers linked, and remembers which passages were
     linked, in order, so the Passages section shows each of them once."""
@@ -158,19 +230,32 @@ class _CitationLinks:
         self.titles = titles
         self.linked: dict[str, None] = {}
 
-    def markdown(self, text: str, cited: list[Citation], top_level: int) -> str:
+    def markdown(
+        self,
+        text: str,
+        cited: list[Citation],
+        top_level: int,
+        grades: list[SentenceGrade] | None = None,
+    ) -> str:
+        """The Markdown as HTML, its markers linked and, given its sentence `grades`, its
+        flagged sentences marked under a legend."""
+        marks = SentenceMarks(grades or [])
+
+        def prose(part: str) -> str:
+            return marks.render(part, lambda piece: self.inline(piece, cited))
+
         rendered: list[str] = []
         for block in markdown_blocks(text):
             if block.kind == "heading":
                 level = min(block.level + top_level - 1, 6)
                 rendered.append(f"<h{level}>{self.inline(block.texts[0], cited)}</h{level}>")
             elif block.kind == "paragraph":
-                rendered.append(f"<p>{self.inline(block.texts[0], cited)}</p>")
+                rendered.append(f"<p>{prose(block.texts[0])}</p>")
             else:
                 tag = "ol" if block.kind == "numbered" else "ul"
-                items = "".join(f"<li>{self.inline(item, cited)}</li>" for item in block.texts)
+                items = "".join(f"<li>{prose(item)}</li>" for item in block.texts)
                 rendered.append(f"<{tag}>{items}</{tag}>")
-        return "\n".join(rendered)
+        return "\n".join([marks.legend(), *rendered] if marks.count else rendered)
 
     def inline(self, text: str, cited: list[Citation]) -> str:
         by_marker = {citation.marker: citation for citation in cited}
@@ -247,7 +332,11 @@ def collection_html(
     links = _CitationLinks({**pool, **passages}, titles)
     # In page order: the Passages section lists the passages in the order they are first cited.
     sections = [
-        ("synthesis", "Synthesis", links.markdown(synthesis.text, synthesis.citations, 3)),
+        (
+            "synthesis",
+            "Synthesis",
+            links.markdown(synthesis.text, synthesis.citations, 3, _sentence_grades(synthesis)),
+        ),
         ("plain", "Plain-language summary", _plain(plain, links)),
         ("relationships", "Relationship map", _relationship_map(analysis, titles, links)),
         (
@@ -263,7 +352,11 @@ def collection_html(
         f"Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·\n"
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
-    return standalone_page(synthesis.title, meta, sections, _CSS)
+    return standalone_page(synthesis.title, meta, sections, _CSS + GRADE_CSS)
+
+
+def _sentence_grades(written: Synthesis) -> list[SentenceGrade]:
+    return written.grades.sentences if written.grades else []
 
 
 def standalone_page(title: str, meta: str, sections: list[tuple[str, str, str]], css: str) -> str:
@@ -319,7 +412,9 @@ def _all_answers(
 
 
 def _plain(plain: Synthesis, links: _CitationLinks) -> str:
-    return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(plain.text, plain.citations, 4)
+    return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(
+        plain.text, plain.citations, 4, _sentence_grades(plain)
+    )
 
 
 def _relationship_map(

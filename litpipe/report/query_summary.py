@@ -1,5 +1,6 @@
-"""What a reader gets of a query-focused summary (MAIS): the Markdown file, the terminal text, the
-check that every citation resolves to a stored chunk, and the convergence report's Markdown.
+"""What a reader gets of a query-focused summary (MAIS): the Markdown file, the standalone page
+(its unsupported sentences marked), the terminal text, the check that every citation resolves
+to a stored chunk, and the convergence report's Markdown.
 
 Pure Python over `QuerySummary`: the `query_summaries` asset writes the file, `litpipe ask` and
 `litpipe eval mais` print the same texts, a notebook can call any of it.
@@ -7,6 +8,7 @@ Pure Python over `QuerySummary`: the `query_summaries` asset writes the file, `l
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -14,6 +16,13 @@ from pydantic import BaseModel, Field
 
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
+from litpipe.report.collection import (
+    _CSS,
+    GRADE_CSS,
+    _CitationLinks,
+    _write_atomically,
+    standalone_page,
+)
 from litpipe.schemas import ConvergenceReport, QuerySummary, RetrievedChunk, SummaryIteration
 
 # Passages quoted under the citations are cut to this many characters.
@@ -23,6 +32,21 @@ _EXCERPT_CHARS = 240
 def markdown_path(outputs_dir: Path, key: str) -> Path:
     """Where a request's file lies: `outputs/<collection>/query_summaries/<key>.md`."""
     return outputs_dir / "query_summaries" / f"{key}.md"
+
+
+def html_path(outputs_dir: Path, key: str) -> Path:
+    """The request's page, beside its Markdown (`<key>.html`)."""
+    return markdown_path(outputs_dir, key).with_suffix(".html")
+
+
+def graded_text(result: QuerySummary) -> str:
+    """What the support check grades, as Markdown: the summary, then the highlights as a list
+    (each a cited claim of its own). The page renders this same text, so that each graded
+    sentence is found where it is shown."""
+    highlights = [f"- {item}" for item in result.highlights]
+    return "\n".join(
+        [result.summary, *(["", "# Highlights", "", *highlights] if highlights else [])]
+    )
 
 
 def _cell(text: str) -> str:
@@ -127,6 +151,62 @@ def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> 
     tmp.write_text(render_markdown(result, collection), encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def render_html(result: QuerySummary, collection: str) -> str:
+    """The request's standalone page: the summary and its highlights (citations linked to their
+    passages, each sentence the support check flagged marked with its reason), the diagnostic
+    questions, the iterations, and the cited passages."""
+    request = result.request
+    title = result.title or request.paper_id
+    links = _CitationLinks(
+        {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}
+    )
+    grades = result.grades.sentences if result.grades else []
+    summary = (
+        links.markdown(graded_text(result), result.citations, 3, grades)
+        if result.summary
+        else "<p>(empty)</p>"
+    )
+    questions = "".join(
+        f"<li><code>{html.escape(q.question_id)}</code> ({html.escape(q.topic)}): "
+        f"{html.escape(q.text)}</li>"
+        for q in result.questions
+    )
+    rows = "".join(
+        f"<tr><td>{it.iteration}</td><td>{it.verdict.accuracy:.2f}</td>"
+        f"<td>{verdict_text(it)}</td><td>{html.escape(topics_text(it))}</td></tr>"
+        for it in result.iterations
+    )
+    iterations = (
+        "<table><thead><tr><th>Iteration</th><th>Accuracy</th><th>Verdict</th>"
+        f"<th>Mismatch topics</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    graded = f" · graded by {html.escape(result.grades.grader)}" if result.grades else ""
+    meta = (
+        f"<strong>Query:</strong> {html.escape(request.query)}<br>\n"
+        f"Paper <code>{html.escape(request.paper_id)}</code> (collection "
+        f"{html.escape(collection)}) · {html.escape(outcome_line(result))} · route "
+        f"{html.escape(result.route)} · written by {html.escape(result.engine)}{graded}"
+    )
+    sections = [
+        ("summary", "Summary", summary),
+        (
+            "questions",
+            "Diagnostic questions",
+            f"<ul>{questions}</ul>" if questions else "<p>None.</p>",
+        ),
+        ("iterations", "Iterations", iterations),
+        # Last, once the summary has said which passages it links to.
+        ("passages", "Passages", links.passages()),
+    ]
+    return standalone_page(title, meta, sections, _CSS + GRADE_CSS)
+
+
+def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
+    path = html_path(outputs_dir, result.request.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return _write_atomically(path, render_html(result, collection))
 
 
 def render_text(result: QuerySummary) -> str:

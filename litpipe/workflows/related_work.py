@@ -23,8 +23,10 @@
 
 from __future__ import annotations
 
+import html
 import inspect
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ from litpipe.agents.related_work import (
     UNCITABLE_ID_CHARACTERS,
     RelatedWorkAgent,
     RelatedWorkInput,
+    cited_ids,
     write_section,
 )
 from litpipe.agents.synthesis import estimate_tokens
@@ -48,6 +51,13 @@ from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.report.collection import (
+    _CSS,
+    GRADE_CSS,
+    SentenceMarks,
+    markdown_blocks,
+    standalone_page,
+)
 from litpipe.retrieval.bm25 import BM25Index
 from litpipe.retrieval.fusion import reciprocal_rank_fusion
 from litpipe.retrieval.hybrid import bm25_text
@@ -69,6 +79,9 @@ log = logging.getLogger(__name__)
 _TABLE_COLLECTION = "related-work"
 MARKDOWN_FILE = "related_work.md"
 JSON_FILE = "related_work.json"
+HTML_FILE = "related_work.html"
+# A bracketed span of the section; `cited_ids` reads the ids it holds.
+_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 # Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
 VECTORS_DIR = Path("related_work") / "vectors"
 
@@ -439,13 +452,77 @@ def render_markdown(related: RelatedWork) -> str:
     )
 
 
+def render_html(related: RelatedWork) -> str:
+    """The standalone page: the idea, the section with each `[id]` linked to its reference and
+    each sentence its grades flag marked (the reason as its tooltip), then the references given
+    to the writer, with their abstracts (the passages the section is graded against)."""
+    anchors = {
+        scored.reference.id: f"ref-{number}"
+        for number, scored in enumerate(related.references, start=1)
+    }
+    titles = {scored.reference.id: scored.reference.title for scored in related.references}
+
+    def cite(reference_id: str) -> str:
+        label = html.escape(reference_id)
+        if reference_id not in anchors:
+            return f'<span class="unresolved" title="not a given reference">{label}</span>'
+        return (
+            f'<a class="cite" href="#{anchors[reference_id]}" '
+            f'title="{html.escape(titles[reference_id])}">{label}</a>'
+        )
+
+    def inline(text: str) -> str:
+        pieces: list[str] = []
+        cursor = 0
+        for found in _BRACKETED.finditer(text):
+            ids = cited_ids(found.group())
+            if ids:
+                pieces.append(html.escape(text[cursor : found.start()]))
+                pieces.append("[" + "; ".join(cite(reference_id) for reference_id in ids) + "]")
+                cursor = found.end()
+        pieces.append(html.escape(text[cursor:]))
+        return "".join(pieces)
+
+    marks = SentenceMarks(related.grades.sentences if related.grades else [])
+    paragraphs = [
+        f"<p>{marks.render(text, inline)}</p>"
+        for block in markdown_blocks(related.text)
+        for text in block.texts
+    ]
+    section = "\n".join([marks.legend(), *paragraphs] if marks.count else paragraphs)
+    references = "\n".join(
+        f'<div class="passage" id="{anchors[scored.reference.id]}"><p class="where"><strong>'
+        f"[{html.escape(scored.reference.id)}]</strong> {html.escape(scored.reference.title)} · "
+        f"relevance {scored.verdict.probability}/100"
+        f"{'' if scored.reference.id in related.cited_ids else ' · not cited'}</p>"
+        f'<p class="text">{html.escape(" ".join(scored.reference.abstract.split()))}</p></div>'
+        for scored in related.references
+    )
+    idea = "".join(
+        f"<p>{html.escape(line)}</p>" for line in related.request.idea.splitlines() if line.strip()
+    )
+    graded = f" · graded by {html.escape(related.grades.grader)}" if related.grades else ""
+    meta = (
+        f"Written by {html.escape(related.engine)} from the {len(related.references)} most "
+        f"relevant of {related.table_rows} references, scored by "
+        f"{html.escape(related.debate_engine)}{graded}"
+    )
+    sections = [
+        ("idea", "Research idea", f"<blockquote>{idea}</blockquote>"),
+        ("related-work", "Related work", section),
+        ("references", "References", references or "<p>No reference.</p>"),
+    ]
+    return standalone_page("Related work", meta, sections, _CSS + GRADE_CSS)
+
+
 def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
-    """`related_work.md` and `related_work.json` in `folder`, each written aside then renamed
-    (a reader never sees half a file)."""
+    """`related_work.md`, `related_work.html` and `related_work.json` in `folder`, each
+    written aside then renamed (a reader never sees half a file)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     contents = {
         MARKDOWN_FILE: render_markdown(related),
+        HTML_FILE: render_html(related),
         JSON_FILE: related.model_dump_json(indent=1),
     }
     written = {}

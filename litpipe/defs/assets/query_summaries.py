@@ -5,8 +5,16 @@ Whoever adds a `query_requests` partition (`litpipe ask`, `litpipe eval mais`) f
 the paper id and the query, so a repeated request is the same partition. The step finds the
 paper's collection in the catalog, its title and abstract in the `paper_abstract` artifact and
 its passages in LanceDB (the rows `chunk_embeddings` wrote): the paper must be ingested first.
-It runs the loop (`litpipe.workflows.query_summary`), keeps every iteration in the output, and
-writes `LITPIPE_HOME/outputs/<collection>/query_summaries/<key>.md`.
+It runs the loop (`litpipe.workflows.query_summary`), keeps every iteration in the output,
+grades each cited sentence of the summary and its highlights against the chunks it cites (the
+grades kept on the output), and writes `LITPIPE_HOME/outputs/<collection>/query_summaries/`
+`<key>.md` and `<key>.html` (the page marks the sentences the grading flags).
+
+Checks: `citation_validity` blocks; `support` (sentence by sentence, by the `claim_judge`
+agent: the calibrated score offline, a model when one is routed) and `coherence` (a model
+only) warn, or block when `evaluation_blocking` is set. The judges are part of the code
+version: the grades are part of the output, so another judge regrades (the summary itself then
+comes from the reply cache).
 
 Lineage: the asset depends on every paper's `chunk_embeddings` and `paper_abstract` (a request's
 paper is known only from its stored request, which no partition mapping can read), so the UI may
@@ -20,8 +28,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from litpipe.agents.base import ModelClient
 from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import (
     llm_pool,
     llm_retry_policy,
@@ -39,11 +49,20 @@ from litpipe.defs.resources import (
     RetrievalResource,
 )
 from litpipe.defs.staleness import latest_materialization_tags
-from litpipe.defs.versions import code_version, data_version
-from litpipe.evaluation import checks
+from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.evaluation import checks, grading
+from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.evaluation.support import Encoder
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import query_summary as report
-from litpipe.schemas import PaperAbstract, PaperSource, QuerySummary, QuerySummaryRequest
+from litpipe.schemas import (
+    PaperAbstract,
+    PaperSource,
+    QuerySummary,
+    QuerySummaryRequest,
+    RetrievedChunk,
+)
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import (
     MAIS_AGENTS,
@@ -57,6 +76,8 @@ from litpipe.workflows.query_summary import (
 ASSET = "query_summaries"
 GROUP = "query"
 CITATION_CHECK = "citation_validity"
+# The grading checks, each with what it checks; they warn, or block with `evaluation_blocking`.
+GRADING_CHECKS = grading.check_descriptions("summary and its highlights", "the chunks")
 # The per-paper assets a summary is written from; their data versions at materialization time
 # are recorded under this metadata key.
 PAPER_INPUTS = ("paper_chunks", "chunk_embeddings", "paper_abstract")
@@ -90,7 +111,8 @@ def not_ingested(source: PaperSource) -> str:
 def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
     retrieval = RetrievalResource.from_settings(settings)
-    agents = (*MAIS_AGENTS, *AGENT_RERANKERS)
+    agents = (*MAIS_AGENTS, *AGENT_RERANKERS, *GRADING_AGENTS)
+    grading_blocks = settings.evaluation_blocking
 
     @dg.asset(
         name=ASSET,
@@ -109,12 +131,16 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 blocking=True,
                 description="Every citation of the summary and its highlights resolves to a "
                 "stored chunk of the paper, on the cited page.",
-            )
+            ),
+            *(
+                dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
+                for name, text in GRADING_CHECKS.items()
+            ),
         ],
         # The loop (its four agents, prompts, routes and settings), the passages it reads
         # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
-        # apply: a request searches its own paper), the file it writes. The request's paper and
-        # query are its partition key.
+        # apply: a request searches its own paper), the judges that grade it, the files it
+        # writes. The request's paper and query are its partition key.
         code_version=code_version(
             [report],
             QuerySummary,
@@ -122,11 +148,13 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             embedder=settings.embedder,
             retrieval=retrieval.model_dump(exclude={"index_dir", "scope"}),
             reranker=reranker_version(settings, prompts),
+            grading=grading_version(settings, prompts),
         ),
         description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
         "questions, then summarize, answer the questions from the summary alone, judge the "
         "answers against the paper, until the judge approves or mais_max_iterations; every "
-        "iteration kept. File: LITPIPE_HOME/outputs/<collection>/query_summaries/<key>.md.",
+        "iteration kept; each cited sentence graded against its chunks. Files: "
+        "LITPIPE_HOME/outputs/<collection>/query_summaries/<key>.md and <key>.html.",
     )
     def query_summaries(
         context: dg.AssetExecutionContext,
@@ -188,9 +216,12 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 )
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
-        path = report.write_markdown(
-            result, artifacts.outputs_dir(source.collection), source.collection
-        )
+            result, outcomes = _graded(
+                result, passages, step_settings, llm.prompts(), client, model
+            )
+        outputs_dir = artifacts.outputs_dir(source.collection)
+        path = report.write_markdown(result, outputs_dir, source.collection)
+        page = report.write_html(result, outputs_dir, source.collection)
         stored = checks.stored_chunks(
             chunk_store.collection_rows(
                 model.embedder_id,
@@ -218,6 +249,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "citations": len(result.citations),
                 "engine": result.engine,
                 "markdown": dg.MetadataValue.path(str(path)),
+                "html": dg.MetadataValue.path(str(page)),
                 "trace": dg.MetadataValue.md(report.trace_table(result)),
                 "preview": dg.MetadataValue.md(path.read_text(encoding="utf-8")),
                 PAPER_VERSIONS: versions,
@@ -236,5 +268,34 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             ),
             metadata={"citations": len(result.citations), "problems": len(problems)},
         )
+        for name, outcome in outcomes.items():
+            yield check_result(ASSET, name, outcome, grading_blocks)
 
     return [query_summaries]
+
+
+def _graded(
+    result: QuerySummary,
+    passages: list[RetrievedChunk],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    encoder: Encoder,
+) -> tuple[QuerySummary, dict[str, CheckOutcome]]:
+    """The summary with its sentence grades, and the outcomes of its grading checks. Each
+    segment is graded against the chunks its marker cites (any of the paper's chunks)."""
+    grades, outcomes = grading.graded_checks(
+        report.graded_text(result),
+        grading.cited_passages(
+            result.citations, {chunk.chunk_id: chunk.text for chunk in passages}
+        ),
+        "query summary",
+        settings,
+        prompts,
+        client,
+        # The collection's embedder scores support offline: the threshold is calibrated for it.
+        encoder,
+        title=result.title,
+        prose=result.summary,
+    )
+    return result.model_copy(update={"grades": grades}), outcomes

@@ -5,18 +5,29 @@ request at `LITPIPE_HOME/requests/related_work/<key>.json`: the idea and limits,
 path and the sha256 of its bytes. The key hashes all of them, so an edited table or another
 idea is another partition, and a repeated request is the same one (served from its last
 materialization while that is fresh). The step reads the table again and refuses one whose
-bytes are no longer those the request was made with, then writes `related_work.md` (the section
-and its reference list) and `related_work.json` to `LITPIPE_HOME/outputs/related_work/<key>/`.
+bytes are no longer those the request was made with, writes the section, grades each of its
+cited sentences against the abstracts it cites (the grades kept on the output), then writes
+`related_work.md` (the section and its reference list), `related_work.html` (the page marks the
+sentences the grading flags) and `related_work.json` to
+`LITPIPE_HOME/outputs/related_work/<key>/`.
+
+Checks: `support` (sentence by sentence, by the `claim_judge` agent: the calibrated score
+offline, a model when one is routed) and `coherence` (a model only) warn, or block when
+`evaluation_blocking` is set. The judges are part of the code version, as for
+`query_summaries`: another judge regrades, the section itself coming from the reply cache.
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from litpipe.agents.base import ModelClient
 from litpipe.agents.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import (
     llm_pool,
     llm_retry_policy,
@@ -26,7 +37,11 @@ from litpipe.defs.llm_steps import (
 )
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
-from litpipe.defs.versions import code_version, data_version
+from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.evaluation import grading
+from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.evaluation.support import Encoder
 from litpipe.hashing import digest
 from litpipe.ingest.ids import file_sha256
 from litpipe.llm.prompts import PromptLibrary
@@ -45,6 +60,8 @@ from litpipe.workflows.related_work import (
 ASSET = "related_work"
 GROUP = "related_work"
 RELATED_WORK_AGENTS = (DebateAgent.name, RelatedWorkAgent.name)
+# The grading checks, each with what it checks; they warn, or block with `evaluation_blocking`.
+GRADING_CHECKS = grading.check_descriptions("section", "the references (title and abstract)")
 # A step failure carrying this metadata was the request's fault (the writer's prompt does not
 # fit its context, the table changed or vanished): the CLI answers it as a usage error.
 BAD_INPUT = "litpipe/bad_input"
@@ -124,47 +141,61 @@ def _unchanged_table(stored: StoredRelatedWorkRequest) -> ReferenceTable:
 
 def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
+    agents = (*RELATED_WORK_AGENTS, *GRADING_AGENTS)
+    grading_blocks = settings.evaluation_blocking
 
     @dg.asset(
         name=ASSET,
         partitions_def=related_work_requests,
         group_name=GROUP,
-        pool=llm_pool(settings, RELATED_WORK_AGENTS),
-        retry_policy=llm_retry_policy(settings, RELATED_WORK_AGENTS),
-        # Both agents, the workflow, the embedder and the retrieval settings; the request's own
-        # inputs (idea, limits, table bytes) are in its partition key.
+        pool=llm_pool(settings, agents),
+        retry_policy=llm_retry_policy(settings, agents),
+        check_specs=[
+            dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
+            for name, text in GRADING_CHECKS.items()
+        ],
+        # Both agents, the workflow, the embedder and the retrieval settings, the judges that
+        # grade the section; the request's own inputs (idea, limits, table bytes) are in its
+        # partition key.
         code_version=code_version(
-            [], RelatedWork, workflow=related_work_version(settings, prompts)
+            [],
+            RelatedWork,
+            workflow=related_work_version(settings, prompts),
+            grading=grading_version(settings, prompts),
         ),
         description="A related-work section for a research idea from an abstracts table "
         "(LitLLM): BM25 + dense retrieval fused by RRF and diversified by MMR, debate scoring of "
         "each candidate, the top-k given to the writer, every one cited as [id] and nothing "
-        "else. Files: LITPIPE_HOME/outputs/related_work/<request>/related_work.md and .json.",
+        "else; each cited sentence graded against the abstracts it cites. Files: "
+        "LITPIPE_HOME/outputs/related_work/<request>/related_work.md, .html and .json.",
     )
     def related_work(
         context: dg.AssetExecutionContext,
         artifacts: ArtifactsResource,
         embedder: EmbedderResource,
         llm: LLMResource,
-    ) -> dg.Output[RelatedWork]:
+    ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
         key = context.partition_key
         step_settings = llm.settings()
         stored = _stored(step_settings, key)
         table = _unchanged_table(stored)
         ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any(RELATED_WORK_AGENTS, ledger)
+        client = llm.client_for_any(agents, ledger)
+        encoder = embedder.embedder()
         try:
             with model_failures_as_step_failures():
                 related = run_related_work(
-                    table, stored.request, step_settings, llm.prompts(), client, embedder.embedder()
+                    table, stored.request, step_settings, llm.prompts(), client, encoder
                 )
         except RelatedWorkInputError as error:
             # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
             raise bad_input(str(error)) from error
+        with model_failures_as_step_failures():
+            related, outcomes = _graded(related, step_settings, llm.prompts(), client, encoder)
         files = write_related_work(related, outputs_folder(Path(artifacts.outputs_root), key))
         for warning in related.warnings:
             context.log.warning(f"{key}: {warning}")
-        return dg.Output(
+        yield dg.Output(
             related,
             data_version=data_version(related),
             metadata={
@@ -185,5 +216,35 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 **usage_metadata(ledger.summary()),
             },
         )
+        for name, outcome in outcomes.items():
+            yield check_result(ASSET, name, outcome, grading_blocks)
 
     return [related_work]
+
+
+def _graded(
+    related: RelatedWork,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    encoder: Encoder,
+) -> tuple[RelatedWork, dict[str, CheckOutcome]]:
+    """The section with its sentence grades, and the outcomes of its grading checks. An `[id]`
+    cites a whole reference: its passage is the title and abstract the writer was given."""
+    passages = {
+        scored.reference.id: [f"{scored.reference.title}. {scored.reference.abstract}"]
+        for scored in related.references
+    }
+    grades, outcomes = grading.graded_checks(
+        related.text,
+        passages,
+        "related-work section",
+        settings,
+        prompts,
+        client,
+        # The embedder that searched the abstracts scores support offline (calibrated on MiniLM).
+        encoder,
+        keys_in=grading.id_markers,
+        title="Related work",
+    )
+    return related.model_copy(update={"grades": grades}), outcomes

@@ -2,8 +2,13 @@
 
 The checks run inside each writer's step (Dagster's checks on partitioned assets go through
 `check_specs`): coverage and citation validity block what follows, because a synthesis that
-leaves a paper out or cites a passage that does not exist is wrong; support, an offline
-measure until an LLM judge grades it, warns.
+leaves a paper out or cites a passage that does not exist is wrong. The grading checks (support,
+sentence by sentence; completeness of the expert synthesis; coherence, by a judge only) warn,
+or block when `evaluation_blocking` is set. The sentence grades are kept on the output, so the
+page marks the sentences they flag.
+
+The judges are part of a writer's code version, since the grades are kept on its output: another
+judge (prompt, model, offline bands) regrades, and a model's text then comes from the reply cache.
 """
 
 from collections.abc import Callable, Iterator, Mapping
@@ -14,6 +19,7 @@ import dagster as dg
 from litpipe.agents.base import ModelClient
 from litpipe.agents.plain import PLAIN_AGENTS, plain_version, write_plain_summary
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_version, write_synthesis
+from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import (
     llm_pool,
     llm_retry_policy,
@@ -29,10 +35,11 @@ from litpipe.defs.resources import (
     LanceDBResource,
     LLMResource,
 )
-from litpipe.defs.versions import code_version, data_version
-from litpipe.evaluation import checks
+from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, StoredChunk
-from litpipe.evaluation.support import Encoder
+from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
@@ -52,30 +59,41 @@ _CHECKS = {
     "coverage": "Every paper of the collection is cited at least once.",
     "citation_validity": "Every citation resolves to a stored chunk of the cited paper, on the "
     "cited page.",
-    "support": "Each cited sentence says what the passage it cites says (offline measure: the "
-    "embedding cosine with the closest passage sentence, mixed with the share of its terms the "
-    "passage holds, against `support_threshold`).",
+    "completeness": "Every key insight of the relationship analysis (those in a relationship) "
+    "is said by a sentence citing its paper (support score against `support_threshold`).",
+    **grading.check_descriptions("synthesis", "the passages"),
 }
-_BLOCKING = {"coverage", "citation_validity"}
+_ALWAYS_BLOCKING = {"coverage", "citation_validity"}
+# The expert synthesis is built from the analysis' insights; the plain summary retells it.
+_EXPERT_ONLY = {"completeness"}
 
 
-def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
+def _blocking(name: str, settings: Settings) -> bool:
+    return name in _ALWAYS_BLOCKING or settings.evaluation_blocking
+
+
+def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
     return [
-        dg.AssetCheckSpec(name, asset=asset, description=description, blocking=name in _BLOCKING)
+        dg.AssetCheckSpec(
+            name, asset=asset, description=description, blocking=_blocking(name, settings)
+        )
         for name, description in _CHECKS.items()
+        if asset == "synthesis" or name not in _EXPERT_ONLY
     ]
 
 
 def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     prompts = PromptLibrary(settings.prompts_dir)
+    # The grades are kept on the output: another judge regrades (the text from the reply cache).
+    judges = grading_version(settings, prompts)
 
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
-        check_specs=_check_specs("synthesis"),
-        pool=llm_pool(settings, SYNTHESIS_AGENTS),
-        retry_policy=llm_retry_policy(settings, SYNTHESIS_AGENTS),
-        code_version=synthesis_version(settings, prompts),
+        check_specs=_check_specs("synthesis", settings),
+        pool=llm_pool(settings, SYNTHESIS_AGENTS + GRADING_AGENTS),
+        retry_policy=llm_retry_policy(settings, SYNTHESIS_AGENTS + GRADING_AGENTS),
+        code_version=digest(synthesis_version(settings, prompts), judges),
         description="The expert synthesis in three parts (the spine: theme, narrative, every "
         "insight; the evidence grouped by paper; the relationship map), citing every paper; "
         "map-reduce by paper or a tree of cluster summaries when the evidence does not fit.",
@@ -117,10 +135,10 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
-        check_specs=_check_specs("plain_summary"),
-        pool=llm_pool(settings, PLAIN_AGENTS),
-        retry_policy=llm_retry_policy(settings, PLAIN_AGENTS),
-        code_version=plain_version(settings, prompts),
+        check_specs=_check_specs("plain_summary", settings),
+        pool=llm_pool(settings, PLAIN_AGENTS + GRADING_AGENTS),
+        retry_policy=llm_retry_policy(settings, PLAIN_AGENTS + GRADING_AGENTS),
+        code_version=digest(plain_version(settings, prompts), judges),
         description="The same argument as the synthesis for a general audience, from the same "
         "spine, each paper's contribution still distinguishable and cited.",
     )
@@ -229,23 +247,39 @@ def _written_and_checked(
     lancedb: LanceDBResource,
     llm: LLMResource,
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
-    """A writer's step: the text written, then its three checks."""
+    """A writer's step: the text written and graded, then its checks."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     step = _Step(llm.settings(), llm.prompts(), llm, llm.ledger(usage_scope(context)))
     titles = _titles(artifacts, analysis.papers)
+    # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
+    encoder = embedder.embedder()
+    judge = step.client(GRADING_AGENTS)
     with model_failures_as_step_failures():
         written = write(titles, answers, step)
+        grades, graded = grading.graded_checks(
+            written.text,
+            grading.cited_passages(written.citations, _passages(answers, comparative)),
+            f"{written.audience} synthesis",
+            step.settings,
+            step.prompts,
+            judge,
+            encoder,
+            title=written.title,
+        )
+    written = written.model_copy(update={"grades": grades})
+    outcomes = {
+        "coverage": checks.coverage(written),
+        "citation_validity": checks.citation_validity(written, _stored(lancedb, embedder, written)),
+        **graded,
+    }
+    if asset == "synthesis":
+        outcomes["completeness"] = grading.completeness(
+            written.text, analysis, step.settings.support_threshold, encoder
+        )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
     yield _output(written, {**usage_metadata(step.ledger.summary()), **plots})
-    yield from _checks(
-        asset,
-        written,
-        _passages(answers, comparative),
-        _stored(lancedb, embedder, written),
-        step.settings,
-        embedder.embedder(),
-    )
+    yield from _check_results(asset, outcomes, step.settings)
 
 
 def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthesis]:
@@ -302,32 +336,8 @@ def _stored(
     return checks.stored_chunks(rows.to_pylist())
 
 
-def _checks(
-    asset: str,
-    written: Synthesis,
-    passages: dict[str, str],
-    stored: dict[str, StoredChunk],
-    settings: Settings,
-    encoder: Encoder,
+def _check_results(
+    asset: str, outcomes: Mapping[str, CheckOutcome], settings: Settings
 ) -> Iterator[dg.AssetCheckResult]:
-    outcomes: dict[str, CheckOutcome] = {
-        "coverage": checks.coverage(written),
-        "citation_validity": checks.citation_validity(written, stored),
-        # The collection's embedder scores support: its threshold is calibrated for MiniLM.
-        "support": checks.support(written, passages, settings.support_threshold, encoder),
-    }
     for name, outcome in outcomes.items():
-        yield dg.AssetCheckResult(
-            asset_key=asset,
-            check_name=name,
-            passed=outcome.passed,
-            severity=dg.AssetCheckSeverity.ERROR
-            if name in _BLOCKING
-            else dg.AssetCheckSeverity.WARN,
-            description=outcome.description,
-            metadata={key: _metadata_value(value) for key, value in outcome.metadata.items()},
-        )
-
-
-def _metadata_value(value: object) -> object:
-    return dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+        yield check_result(asset, name, outcome, _blocking(name, settings))

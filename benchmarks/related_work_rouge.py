@@ -1,0 +1,114 @@
+"""ROUGE of the offline related-work writer against lead, LexRank and TextRank, split in two.
+
+Runs `litpipe.evaluation.related_work.evaluate_related_work` (what `litpipe eval related-work`
+runs) once, offline, on every example of the dataset, and reports each system's mean ROUGE-1,
+ROUGE-2 and ROUGE-L F (in percent) on three slices of that one run: dev (the first half in the
+dataset's order: examples 0-24 of the 50-example sample, the only ones the writer's offline
+engine was tuned on), held-out (the second half) and all. Every system writes under the same
+budget, the gold paragraph's word count, in whole sentences.
+
+The acceptance point it checks, on all examples: litpipe beats lead and is at least level with
+TextRank on all three metrics (`beats_lead`, `level_with_textrank`); also per slice.
+
+Usage: python benchmarks/related_work_rouge.py [DATASET] [--home DIR]
+DATASET is a JSONL file or a folder holding one (default ../shared/data/citebench-related-work).
+Prints the tables, then one JSON object as the last line. These are figures, not timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from litpipe.evaluation.related_work import SYSTEMS, ExampleResult, evaluate_related_work
+from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, mean_scores
+from litpipe.settings import Settings
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "citebench-related-work"
+
+
+def slice_means(results: list[ExampleResult]) -> dict[str, Scores]:
+    return {name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS}
+
+
+def verdicts(means: dict[str, Scores]) -> dict[str, bool]:
+    """litpipe above lead on every metric, and not below TextRank on any."""
+    ours = means["litpipe"]
+    return {
+        "beats_lead": all(getattr(ours, m) > getattr(means["lead"], m) for m in ROUGE_TYPES),
+        "level_with_textrank": all(
+            getattr(ours, m) >= getattr(means["textrank"], m) for m in ROUGE_TYPES
+        ),
+    }
+
+
+def table(title: str, means: dict[str, Scores]) -> str:
+    lines = [title, "system     ROUGE-1  ROUGE-2  ROUGE-L"]
+    for name, scores in means.items():
+        lines.append(
+            f"{name:<10} {100 * scores.rouge1:7.2f}  {100 * scores.rouge2:7.2f}  "
+            f"{100 * scores.rougeL:7.2f}"
+        )
+    found = verdicts(means)
+    lines.append(
+        f"beats lead: {found['beats_lead']}, level with TextRank: {found['level_with_textrank']}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DATA)
+    parser.add_argument("--home", type=Path, help="litpipe home (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as temporary:
+        # Offline whatever the environment says: this measures the offline engine.
+        settings = Settings(home=args.home or Path(temporary), llm_model="offline", agents={})
+        evaluation = evaluate_related_work(settings, args.dataset)
+    results = evaluation.per_example
+    half = len(results) // 2
+    slices = {
+        f"dev (examples 0-{half - 1})": results[:half],
+        f"held-out (examples {half}-{len(results) - 1})": results[half:],
+        f"all ({len(results)} examples)": results,
+    }
+    means = {label: slice_means(part) for label, part in slices.items()}
+    print(
+        f"Related work on {args.dataset}: writer {evaluation.engine}, embedder "
+        f"{evaluation.embedder}, {evaluation.seconds:.0f} s; budget: {evaluation.budget}"
+    )
+    for label, found in means.items():
+        print(f"\n{table(label, found)}")
+    everything = means[f"all ({len(results)} examples)"]
+    print(
+        json.dumps(
+            {
+                "benchmark": "related_work_rouge",
+                "dataset": str(args.dataset),
+                "examples": len(results),
+                "engine": evaluation.engine,
+                "embedder": evaluation.embedder,
+                "slices": {
+                    label: {
+                        name: {m: round(100 * getattr(s, m), 2) for m in ROUGE_TYPES}
+                        for name, s in found.items()
+                    }
+                    | verdicts(found)
+                    for label, found in means.items()
+                },
+                "means": {
+                    name: {m: round(100 * getattr(s, m), 2) for m in ROUGE_TYPES}
+                    for name, s in everything.items()
+                },
+                **verdicts(everything),
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

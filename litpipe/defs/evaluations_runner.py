@@ -1,0 +1,292 @@
+"""`litpipe eval <name>`: the registered evaluations run from the command line, into the
+instance the UI serves (see `litpipe/defs/assets/evaluations.py`).
+
+`eval_command` materializes the evaluation's asset in-process (a run in the instance, its figures
+as the materialization's metadata) and prints the table, the files written (stderr) and a last
+line of JSON with the figures. `ask_questions` asks each question of a LitQA-style JSONL of its
+own paper through `query_summaries`, as `litpipe eval mais` and `litpipe eval litqa` both do;
+`eval_litqa_command` grades those summaries and reports the `eval_litqa` materialization.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import dagster as dg
+from pydantic import BaseModel
+
+from litpipe.defs.assets.evaluations import (
+    evaluation_job,
+    output_folder,
+    report_evaluation,
+    write_evaluation,
+)
+from litpipe.defs.assets.related_work import BAD_INPUT
+from litpipe.defs.definitions import build_definitions
+from litpipe.defs.query_runner import AskOutcome, summarize_request
+from litpipe.defs.resources import usage_path
+from litpipe.defs.runner import (
+    QUIET_RUN_CONFIG,
+    _failure_reason,
+    open_instance,
+    register,
+    run_papers,
+)
+from litpipe.evaluation.litqa import PaperQuestion
+from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
+from litpipe.settings import Settings
+
+
+def _figures_line(
+    entry: RegisteredEvaluation, evaluation: BaseModel, out: Path, extra: dict | None = None
+) -> str:
+    """The command's last line: the run's facts, the figures (4 decimals), out and seconds."""
+    return json.dumps(
+        {
+            **run_facts(evaluation),
+            **{name: round(value, 4) for name, value in entry.figures(evaluation).items()},
+            **(extra or {}),
+            "out": str(out),
+            "seconds": getattr(evaluation, "seconds", None),
+        }
+    )
+
+
+def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
+    """Why an in-process run failed, and whether its step blamed the input (a `dg.Failure`
+    carrying `BAD_INPUT`: the command answers it as a usage error)."""
+    for event in result.all_events:
+        failure = event.step_failure_data if event.is_step_failure else None
+        data = failure.user_failure_data if failure is not None else None
+        if data is not None and data.description:
+            flag = (data.metadata or {}).get(BAD_INPUT)
+            return data.description, bool(getattr(flag, "value", flag))
+    return _failure_reason(result), False
+
+
+def eval_command(
+    settings: Settings, name: str, dataset: Path, limit: int | None, out: Path | None
+) -> int:
+    """Materialize `eval_<name>` in-process; 2 for a bad dataset or argument (nothing written),
+    1 for another failure."""
+    entry = EVALUATIONS[name]
+    label = f"litpipe eval {name}"
+    if limit is not None and limit < 1:
+        print(f"{label}: --limit must be at least 1", file=sys.stderr)
+        return 2
+    if not dataset.exists():
+        print(f"{label}: {dataset}: no such file", file=sys.stderr)
+        return 2
+    folder = output_folder(settings, out)
+    config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
+    result = (
+        build_definitions(settings)
+        .resolve_job_def(evaluation_job.name)
+        .execute_in_process(
+            asset_selection=[dg.AssetKey(entry.asset_name)],
+            instance=open_instance(settings),
+            run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
+            raise_on_error=False,
+            tags={"litpipe/launched_by": "cli"},
+        )
+    )
+    if not result.success:
+        reason, bad_input = step_failure(result)
+        print(f"{label}: {reason}", file=sys.stderr)
+        return 2 if bad_input else 1
+    json_file = folder / f"{entry.stem}.json"
+    evaluation = entry.result.model_validate_json(json_file.read_text(encoding="utf-8"))
+    print(entry.table(evaluation))
+    print(f"written: {folder / f'{entry.stem}.md'}, {json_file}", file=sys.stderr)
+    print(_figures_line(entry, evaluation, folder))
+    return 0
+
+
+class AskedQuestions(BaseModel):
+    """Each question of a dataset asked of its own paper (`ask_questions`)."""
+
+    collection: str
+    scope: str
+    skipped: list[str]
+    failures: list[str]
+    answered: list[tuple[PaperQuestion, AskOutcome]]
+
+
+def ask_questions(
+    settings: Settings,
+    questions: Sequence[PaperQuestion],
+    corpus: Path,
+    collection: str | None,
+    progress: Callable[[str], None],
+) -> AskedQuestions:
+    """The corpus' papers built as `litpipe run` builds them, then each question asked of its
+    paper (`pdf_file`) through the `query_summaries` asset: every request is a partition in the
+    instance, and a fresh one is served from it. A ValueError when the corpus is not a folder or
+    holds none of the questions' PDFs; lines of progress go to `progress`."""
+    from litpipe.ingest.sources import discover
+    from litpipe.report.query_summary import outcome_line
+    from litpipe.workflows.query_summary import request_for
+
+    if not corpus.is_dir():
+        raise ValueError(f"{corpus}: not a folder of PDFs")
+    discovery = discover(corpus, collection)
+    paper_of = {Path(source.path).name: source.paper_id for source in discovery.sources}
+    missing = [q for q in questions if q.pdf_file not in paper_of]
+    for question in missing:
+        progress(f"  skipped {question.id}: {question.pdf_file} is not a readable PDF of {corpus}")
+    if len(missing) == len(questions):
+        raise ValueError(f"no question's PDF is in {corpus}")
+
+    instance = open_instance(settings)
+    registrations = register(settings, instance, discovery)
+    papers_run = run_papers(
+        settings,
+        instance,
+        registrations,
+        on_progress=lambda done, total, outcome: progress(
+            f"[{done}/{total}] {outcome.paper_id}: {outcome.status}"
+        ),
+    )
+    failed_papers = {
+        o.paper_id: o.failure.reason if o.failure else "failed"
+        for o in papers_run.outcomes
+        if o.status == "failed"
+    }
+    if papers_run.collection_failure:
+        progress(
+            f"  collection assets FAILED (the summaries need only each paper's chunks and "
+            f"abstract): {papers_run.collection_failure}"
+        )
+
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    defs = build_definitions(settings)
+    asked = [q for q in questions if q.pdf_file in paper_of]
+    answered: list[tuple[PaperQuestion, AskOutcome]] = []
+    failures: list[str] = []
+    for number, question in enumerate(asked, 1):
+        paper_id = paper_of[question.pdf_file]
+        if paper_id in failed_papers:
+            failures.append(f"{question.id}: paper {paper_id} failed: {failed_papers[paper_id]}")
+            continue
+        try:
+            request = request_for(paper_id, question.question)
+        except ValueError as error:
+            failures.append(f"{question.id}: {error}")
+            continue
+        outcome = summarize_request(settings, instance, request, scope, defs)
+        if outcome.result is None:
+            failures.append(f"{question.id}: {request.key} failed: {outcome.failure}")
+            progress(f"[{number}/{len(asked)}] {question.id}: FAILED")
+            continue
+        answered.append((question, outcome))
+        progress(
+            f"[{number}/{len(asked)}] {question.id} ({paper_id}, {request.key}): "
+            f"{outcome_line(outcome.result)} ({outcome.status.replace('_', ' ')})"
+        )
+    for failure in failures:
+        progress(f"  failed: {failure}")
+    return AskedQuestions(
+        collection=discovery.collection,
+        scope=scope,
+        skipped=[q.id for q in missing],
+        failures=failures,
+        answered=answered,
+    )
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def eval_litqa_command(
+    settings: Settings,
+    dataset: Path,
+    corpus: Path,
+    collection: str | None,
+    out: Path | None,
+) -> int:
+    """Each question asked of its own paper (`ask_questions`), each final summary graded for
+    whether it states the ideal answer or a distractor; the table and JSON written, and the
+    `eval_litqa` materialization reported to the instance."""
+    from litpipe.agents.answer_judge import (
+        OFFLINE_RULE,
+        AnswerJudgeAgent,
+        AnswerJudgeInput,
+        judge_answers,
+    )
+    from litpipe.agents.base import engine_name
+    from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation, read_questions
+    from litpipe.llm.prompts import PromptLibrary
+
+    entry = EVALUATIONS["litqa"]
+    started = time.perf_counter()
+    try:
+        questions = read_questions(dataset, LitQAQuestion)
+        asked = ask_questions(settings, questions, corpus, collection, _stderr)
+    except ValueError as error:
+        print(f"litpipe eval litqa: {error}", file=sys.stderr)
+        return 2
+    answered = [
+        (question, outcome.result)
+        for question, outcome in asked.answered
+        if isinstance(question, LitQAQuestion) and outcome.result is not None
+    ]
+    judge = settings.route(AnswerJudgeAgent.name)
+    client = None
+    if not judge.offline:
+        from litpipe.llm.client import LLMClient
+        from litpipe.llm.usage import UsageLedger
+
+        client = LLMClient(settings, UsageLedger(usage_path(settings, asked.scope)))
+    verdicts = judge_answers(
+        [
+            AnswerJudgeInput(
+                question=question.question,
+                ideal=question.ideal,
+                distractors=question.distractors,
+                summary=summary.summary,
+            )
+            for question, summary in answered
+        ],
+        settings,
+        PromptLibrary(settings.prompts_dir),
+        client,
+    )
+    graded = [
+        grade(
+            question,
+            summary.request.paper_id,
+            summary.request.key,
+            summary.status,
+            len(summary.iterations),
+            summary.summary,
+            verdict,
+        )
+        for (question, summary), verdict in zip(answered, verdicts, strict=True)
+    ]
+    evaluation = litqa_evaluation(
+        graded,
+        dataset=dataset,
+        corpus=corpus,
+        collection=asked.collection,
+        skipped=len(asked.skipped),
+        failed=len(asked.failures),
+        engine=engine_name(settings.route("query_summary")),
+        embedder=settings.embedder,
+        grading=f"offline rule: {OFFLINE_RULE}"
+        if judge.offline
+        else f"answer_judge on {judge.model}",
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    folder = output_folder(settings, out)
+    files = write_evaluation(entry, evaluation, folder)
+    report_evaluation(open_instance(settings), entry, evaluation, files)
+    print(entry.table(evaluation))
+    print(f"written: {files['markdown']}, {files['json']}", file=sys.stderr)
+    print(_figures_line(entry, evaluation, folder, {"skipped": len(asked.skipped)}))
+    return 1 if asked.failures else 0

@@ -1,0 +1,375 @@
+"""Query-focused multi-document answers against experts' answers (ScholarQABench's multi-paper
+questions): ROUGE, and citation precision and recall of the expert's papers.
+
+Each line of the dataset is a question (`id`, `subject`, `query`), an expert's answer
+(`gold_answer`, citing `papers[n]` as `[n]`, 0-based; also `[n, m]` and `[n-m]`) and `papers`,
+each a title, URL, year and a text snippet. The snippets are the question's collection, in
+memory (nothing is ingested). Several snippets may come from one paper: a paper is its URL (its
+title when it has none), and citations are counted per paper. A paper without a snippet (two in
+the full set) is not in the collection; an expert's `[n]` naming no snippet (an index past the
+list) is recorded per question and left out of the gold set.
+
+- litpipe: the snippets ranked for the question by the in-memory hybrid retrieval of related
+  work (BM25 + dense + Reciprocal Rank Fusion, MMR; `AbstractIndex`), then the `query_answer`
+  agent writes the answer from all of them, in rank order, citing `[p<k>:<j>]` (paper k's j-th
+  snippet); offline or with whatever model the settings route that agent to.
+- lead, LexRank and TextRank (`litpipe.evaluation.baselines`) over the same snippets in the
+  dataset's order (which follows the expert's numbering, mostly the order of citation: lead may
+  gain from it).
+
+Every system writes under the same budget, the expert answer's word count W (citations not
+counted), in whole sentences. ROUGE-1/2/L F-measures (`litpipe.evaluation.rouge`) with citations
+removed from both sides. Citations (`litpipe.evaluation.citation_accuracy`): the papers litpipe's
+answer cites against the papers the expert cites; for the baselines, the papers their sentences
+were taken from, for context (an extractive system "cites" by construction). Means over
+questions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from litpipe.agents.query_answer import QueryAnswerAgent, QueryAnswerInput, answer_queries
+from litpipe.agents.related_work import count_words
+from litpipe.evaluation.baselines import BASELINES, split_documents
+from litpipe.evaluation.citation_accuracy import (
+    CitationAccuracy,
+    MeanCitationAccuracy,
+    citation_accuracy,
+    mean_accuracy,
+)
+from litpipe.evaluation.rouge import Scores, mean_scores, plain, rouge, rouge_figures
+from litpipe.llm import client_unless_offline
+from litpipe.schemas import Question, Reference, RetrievedChunk
+from litpipe.settings import Settings
+
+SYSTEMS = ("litpipe", *BASELINES)
+# `[3]`, `[1, 2]`, `[2-3]`: the expert's citations of `papers` by 0-based index.
+_GOLD_CITATION = re.compile(r"\[(\d+(?:\s*[,;\u2013-]\s*\d+)*)\]")
+_RANGE = re.compile(r"(\d+)\s*[\u2013-]\s*(\d+)|(\d+)")
+
+
+class ScholarQAPaper(BaseModel):
+    title: str = ""
+    url: str = ""
+    year: int | None = None
+    text: str | None = Field(default=None, description="The snippet; None when there is none.")
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _no_snippet(cls, value: Any) -> Any:
+        # The dataset writes a missing snippet as NaN (pandas' empty cell), or it may be empty.
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return None
+        return value.strip() or None if isinstance(value, str) else value
+
+    @property
+    def key(self) -> str:
+        """Who the paper is: its URL, or its title when it has none."""
+        return self.url.strip() or " ".join(self.title.lower().split())
+
+
+class ScholarQAExample(BaseModel):
+    """One line of the dataset."""
+
+    id: str = Field(min_length=1)
+    subject: str = ""
+    query: str = Field(min_length=1)
+    gold_answer: str = Field(min_length=1)
+    papers: list[ScholarQAPaper] = Field(min_length=1)
+
+
+class Snippet(BaseModel):
+    """One snippet of the collection, as litpipe cites it: `[paper_id:number]`."""
+
+    index: int = Field(description="Its place in the dataset's `papers` (the expert's `[n]`).")
+    paper_id: str = Field(description="`p<k>`: the k-th distinct paper of the question.")
+    number: int = Field(description="Its number among its paper's snippets, from 1.")
+    title: str
+    text: str
+
+
+class ScholarQAResult(BaseModel):
+    id: str
+    subject: str
+    papers: int = Field(description="Distinct papers with a snippet.")
+    snippets: int
+    budget_words: int
+    answer: str = Field(description="litpipe's answer, with its markers.")
+    outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
+    words: dict[str, int]
+    scores: dict[str, Scores]
+    gold_papers: list[str] = Field(description="The papers (`p<k>`) the expert cites.")
+    cited_papers: dict[str, list[str]] = Field(description="The papers each system cites.")
+    citations: dict[str, CitationAccuracy]
+    unresolved_gold: list[int] = Field(
+        description="The expert's `[n]` naming no snippet given: left out of the gold papers."
+    )
+
+
+class ScholarQAEvaluation(BaseModel):
+    dataset: str
+    examples: int
+    engine: str
+    model: str | None = Field(description="The writer's model; None offline.")
+    embedder: str
+    budget: str
+    means: dict[str, Scores]
+    mean_words: dict[str, float]
+    citations: dict[str, MeanCitationAccuracy]
+    seconds: float
+    per_example: list[ScholarQAResult]
+
+
+def _error_line(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return str(error)
+
+
+def read_examples(dataset: Path, limit: int | None = None) -> list[ScholarQAExample]:
+    """The first `limit` questions (all when None) of a JSONL file; ValueError naming the file
+    and line of a line that is not a question with a snippet."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be at least 1, not {limit}")
+    dataset = Path(dataset)
+    if dataset.is_dir():
+        raise ValueError(f"{dataset}: a folder; give its .jsonl file")
+    examples: list[ScholarQAExample] = []
+    for number, line in enumerate(dataset.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            example = ScholarQAExample.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as error:
+            raise ValueError(f"{dataset}:{number}: {_error_line(error)}") from None
+        if not any(paper.text for paper in example.papers):
+            raise ValueError(f"{dataset}:{number}: question {example.id!r} has no paper snippet")
+        if not count_words(plain(example.gold_answer)):
+            raise ValueError(
+                f"{dataset}:{number}: question {example.id!r}: no words in gold_answer"
+            )
+        examples.append(example)
+        if limit is not None and len(examples) == limit:
+            break
+    if not examples:
+        raise ValueError(f"{dataset}: no question in the file")
+    return examples
+
+
+def collection(example: ScholarQAExample) -> list[Snippet]:
+    """The question's snippets, in the dataset's order, each named by its paper and number."""
+    paper_ids: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    found: list[Snippet] = []
+    for index, paper in enumerate(example.papers):
+        if not paper.text:
+            continue
+        paper_id = paper_ids.setdefault(paper.key, f"p{len(paper_ids) + 1}")
+        counts[paper_id] = counts.get(paper_id, 0) + 1
+        found.append(
+            Snippet(
+                index=index,
+                paper_id=paper_id,
+                number=counts[paper_id],
+                title=" ".join(paper.title.split()),
+                text=paper.text,
+            )
+        )
+    return found
+
+
+def gold_citations(gold_answer: str) -> list[int]:
+    """The `papers` indices the expert's answer cites, in order of first citation; `[2-3]`
+    stands for 2 and 3."""
+    cited: list[int] = []
+    for bracket in _GOLD_CITATION.finditer(gold_answer):
+        for first, last, single in _RANGE.findall(bracket.group(1)):
+            span = [int(single)] if single else list(range(int(first), int(last) + 1))
+            cited += [index for index in span if index not in cited]
+    return cited
+
+
+def gold_papers(
+    example: ScholarQAExample, snippets: Sequence[Snippet]
+) -> tuple[list[str], list[int]]:
+    """The papers (`p<k>`) the expert cites, and the cited indices naming no snippet given."""
+    by_index = {snippet.index: snippet.paper_id for snippet in snippets}
+    papers: list[str] = []
+    unresolved: list[int] = []
+    for index in gold_citations(example.gold_answer):
+        if index not in by_index:
+            unresolved.append(index)
+        elif by_index[index] not in papers:
+            papers.append(by_index[index])
+    return papers, unresolved
+
+
+def ranked_evidence(
+    query: str, snippets: Sequence[Snippet], embedder: Any, settings: Settings
+) -> list[RetrievedChunk]:
+    """The snippets ranked for the question by hybrid retrieval, as passages to cite."""
+    from litpipe.workflows.related_work import AbstractIndex
+
+    by_id = {f"{s.paper_id}:{s.number}": s for s in snippets}
+    references = [Reference(id=key, title=s.title, abstract=s.text) for key, s in by_id.items()]
+    index = AbstractIndex(references, embedder, settings)
+    found = index.search(query, len(references), len(references))
+    evidence = []
+    for result in found:
+        snippet = by_id[result.reference.id]
+        evidence.append(
+            RetrievedChunk(
+                chunk_id=result.reference.id,
+                paper_id=snippet.paper_id,
+                section=snippet.title,
+                page_start=snippet.number,
+                page_end=snippet.number,
+                char_start=0,
+                char_end=len(snippet.text),
+                text=snippet.text,
+                bm25_rank=result.bm25_rank,
+                dense_rank=result.dense_rank,
+                # The rank after fusion and MMR: the order the writer is given.
+                fused_rank=result.retrieval_rank,
+                fused_score=result.fused_score,
+            )
+        )
+    return evidence
+
+
+def sources_of(sentences: Sequence[str], snippets: Sequence[Snippet]) -> list[str]:
+    """The papers an extractive system's sentences were taken from (every paper holding the
+    sentence, when two snippets share it)."""
+    holders: dict[str, list[str]] = {}
+    for snippet, split in zip(snippets, split_documents([s.text for s in snippets]), strict=True):
+        for sentence in split:
+            holders.setdefault(sentence, []).append(snippet.paper_id)
+    papers: list[str] = []
+    for sentence in sentences:
+        papers += [p for p in holders.get(sentence, []) if p not in papers]
+    return papers
+
+
+def evaluate_scholarqa(
+    settings: Settings, dataset: Path, limit: int | None = None
+) -> ScholarQAEvaluation:
+    """litpipe's answers and the baselines' on the first `limit` questions, scored."""
+    from litpipe.agents.base import engine_name
+    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.workflows.related_work import load_embedder
+
+    started = time.perf_counter()
+    examples = read_examples(dataset, limit)
+    route = settings.route(QueryAnswerAgent.name)
+    client = client_unless_offline(settings, route)
+    embedder = load_embedder(settings)
+    collections = [collection(example) for example in examples]
+    budgets = [count_words(plain(example.gold_answer)) for example in examples]
+    batch = [
+        QueryAnswerInput(
+            question=Question(
+                question_id=example.id, paper_id="", style="broad", text=example.query
+            ),
+            evidence=ranked_evidence(example.query, snippets, embedder, settings),
+            words=budget,
+        )
+        for example, snippets, budget in zip(examples, collections, budgets, strict=True)
+    ]
+    answers = answer_queries(batch, settings, PromptLibrary(settings.prompts_dir), client)
+    results = []
+    for example, snippets, budget, answer in zip(
+        examples, collections, budgets, answers, strict=True
+    ):
+        gold, unresolved = gold_papers(example, snippets)
+        outputs = {"litpipe": plain(answer.text)}
+        cited = {"litpipe": list(dict.fromkeys(c.paper_id for c in answer.citations))}
+        for name, baseline in BASELINES.items():
+            chosen = baseline([s.text for s in snippets], budget)
+            outputs[name] = " ".join(chosen)
+            cited[name] = sources_of(chosen, snippets)
+        reference = plain(example.gold_answer)
+        results.append(
+            ScholarQAResult(
+                id=example.id,
+                subject=example.subject,
+                papers=len({s.paper_id for s in snippets}),
+                snippets=len(snippets),
+                budget_words=budget,
+                answer=answer.text,
+                outputs=outputs,
+                words={name: count_words(text) for name, text in outputs.items()},
+                scores={name: rouge(text, reference) for name, text in outputs.items()},
+                gold_papers=gold,
+                cited_papers=cited,
+                citations={name: citation_accuracy(cited[name], gold) for name in SYSTEMS},
+                unresolved_gold=unresolved,
+            )
+        )
+    return ScholarQAEvaluation(
+        dataset=str(dataset),
+        examples=len(results),
+        engine=engine_name(route),
+        model=None if route.offline else route.model,
+        embedder=settings.embedder,
+        budget="the expert answer's words (citations removed), whole sentences, for every system",
+        means={name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS},
+        mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},
+        citations={name: mean_accuracy([r.citations[name] for r in results]) for name in SYSTEMS},
+        seconds=round(time.perf_counter() - started, 3),
+        per_example=results,
+    )
+
+
+def figures(evaluation: ScholarQAEvaluation) -> dict[str, float]:
+    """Each system's mean ROUGE F-measures and citation precision and recall, `<system>_<metric>`:
+    what is tracked over time."""
+    found = rouge_figures(evaluation.means)
+    for name in SYSTEMS:
+        cited = evaluation.citations[name]
+        found[f"{name}_citation_precision"] = cited.precision
+        if cited.recall is not None:
+            found[f"{name}_citation_recall"] = cited.recall
+    return found
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def format_table(evaluation: ScholarQAEvaluation) -> str:
+    """A Markdown table: one row per system, ROUGE-1/2/L F-measures and citation precision and
+    recall of the expert's papers in percent, mean words."""
+    unresolved = sum(len(r.unresolved_gold) for r in evaluation.per_example)
+    lines = [
+        f"ScholarQA multi-paper answers on {Path(evaluation.dataset).name}: "
+        f"{evaluation.examples} questions, writer {evaluation.engine}, embedder "
+        f"{evaluation.embedder}; budget: {evaluation.budget}",
+        "",
+        "| system | ROUGE-1 | ROUGE-2 | ROUGE-L | words | citation precision | citation recall |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, scores in evaluation.means.items():
+        cited = evaluation.citations[name]
+        lines.append(
+            f"| {name} | {_percent(scores.rouge1)} | {_percent(scores.rouge2)} | "
+            f"{_percent(scores.rougeL)} | {evaluation.mean_words[name]:.1f} | "
+            f"{_percent(cited.precision)} | {_percent(cited.recall)} |"
+        )
+    lines += [
+        "",
+        "Citations: papers cited against the papers the expert cites, per question; the "
+        "baselines' are the papers their sentences come from. "
+        f"{unresolved} expert citation(s) named no snippet and were left out.",
+    ]
+    return "\n".join(lines) + "\n"

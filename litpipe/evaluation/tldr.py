@@ -1,0 +1,181 @@
+"""One-sentence summaries (TL;DRs) of single papers against SciTLDR's gold TL;DRs.
+
+Each example is a paper's title and abstract and its gold TL;DRs (SciTLDR-A: the author's and
+peer reviewers', 2 to 4 per test paper). Every system writes one sentence from the abstract:
+
+- litpipe: the `tldr` agent (`litpipe/agents/tldr.py`): the routed model, or offline the
+  abstract's most central sentence biased to the title;
+- lead-1: the abstract's first sentence;
+- textrank-1: TextRank's top sentence of the abstract (`litpipe.evaluation.baselines`).
+
+ROUGE-1/2/L F-measures (`litpipe.evaluation.rouge`: Google's `rouge-score`, Porter stemming)
+against each gold TL;DR; several golds are combined as SciTLDR's paper does ("multi-target,
+max"): the scores of the gold with the highest ROUGE-1 are the example's (all three from that
+one gold), as in `_get_rouge` of allenai/scitldr's `scripts/cal-rouge.py`. Means over examples.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from litpipe.evaluation.baselines import lead, textrank
+from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
+from litpipe.llm import client_unless_offline
+from litpipe.settings import Settings
+
+SYSTEMS = ("litpipe", "lead-1", "textrank-1")
+# The baselines take a word budget: one large enough for any sentence, so that each keeps its
+# ranking's first sentence whole.
+_ANY_SENTENCE = 10_000
+# The CSV's column `tldrs_all` joins the golds with this separator.
+_GOLD_SEPARATOR = "|||"
+
+
+class TldrExample(BaseModel):
+    paper_id: str
+    title: str
+    abstract: str
+    golds: list[str] = Field(min_length=1)
+
+
+class TldrResult(BaseModel):
+    paper_id: str
+    outputs: dict[str, str]
+    scores: dict[str, Scores] = Field(description="Against the gold with the best ROUGE-1.")
+    best_gold: dict[str, int] = Field(description="Per system, the index of that gold.")
+
+
+class TldrEvaluation(BaseModel):
+    dataset: str
+    examples: int
+    engine: str
+    model: str | None = Field(description="The `tldr` agent's model; None offline.")
+    gold_combination: str
+    means: dict[str, Scores]
+    mean_words: dict[str, float]
+    seconds: float
+    per_example: list[TldrResult]
+
+
+def _from_jsonl(record: dict) -> TldrExample:
+    """A line of SciTLDR-A's JSONL: `source` (the abstract's sentences), `target`, `title`."""
+    return TldrExample(
+        paper_id=str(record["paper_id"]),
+        title=record.get("title", ""),
+        abstract=" ".join(record["source"]),
+        golds=[gold for gold in record["target"] if gold.strip()],
+    )
+
+
+def _from_csv(row: dict[str, str]) -> TldrExample:
+    """A row of `scitldr_a_test_titles_abstracts.csv`: id,title,abstract,tldr_first,tldrs_all."""
+    golds = [gold.strip() for gold in row["tldrs_all"].split(_GOLD_SEPARATOR) if gold.strip()]
+    return TldrExample(
+        paper_id=row["id"], title=row["title"], abstract=row["abstract"], golds=golds
+    )
+
+
+def read_examples(dataset: Path, limit: int | None = None) -> list[TldrExample]:
+    """The papers of a SciTLDR-A JSONL or CSV; a ValueError names the file and the line."""
+    dataset = Path(dataset)
+    if not dataset.is_file():
+        raise ValueError(f"{dataset}: no such file")
+    examples = []
+    text = dataset.read_text(encoding="utf-8")
+    if dataset.suffix == ".csv":
+        rows = enumerate(csv.DictReader(text.splitlines()), 2)
+        parse = _from_csv
+    else:
+        rows = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
+        parse = lambda line: _from_jsonl(json.loads(line))  # noqa: E731
+    for number, row in rows:
+        try:
+            examples.append(parse(row))
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError, ValidationError):
+            raise ValueError(
+                f"{dataset} line {number}: not a SciTLDR-A paper (title, abstract, gold TL;DRs)"
+            ) from None
+        if limit is not None and len(examples) == limit:
+            break
+    if not examples:
+        raise ValueError(f"{dataset}: no paper in it")
+    return examples
+
+
+def best_of_golds(candidate: str, golds: list[str]) -> tuple[Scores, int]:
+    """The scores against the gold with the highest ROUGE-1 F, and that gold's index."""
+    scored = [rouge(candidate, gold) for gold in golds]
+    best = max(range(len(scored)), key=lambda index: scored[index].rouge1)
+    return scored[best], best
+
+
+def first_sentence(ranked: list[str]) -> str:
+    return ranked[0] if ranked else ""
+
+
+def evaluate_tldr(settings: Settings, dataset: Path, limit: int | None = None) -> TldrEvaluation:
+    from litpipe.agents.base import engine_name
+    from litpipe.agents.tldr import TldrAgent, TldrInput, write_tldrs
+    from litpipe.llm.prompts import PromptLibrary
+
+    started = time.perf_counter()
+    examples = read_examples(dataset, limit)
+    route = settings.route(TldrAgent.name)
+    client = client_unless_offline(settings, route)
+    written = write_tldrs(
+        [TldrInput(title=e.title, abstract=e.abstract) for e in examples],
+        settings,
+        PromptLibrary(settings.prompts_dir),
+        client,
+    )
+    results = []
+    for example, tldr in zip(examples, written, strict=True):
+        outputs = {
+            "litpipe": tldr,
+            "lead-1": first_sentence(lead([example.abstract], _ANY_SENTENCE)),
+            "textrank-1": first_sentence(textrank([example.abstract], _ANY_SENTENCE)),
+        }
+        best = {name: best_of_golds(text, example.golds) for name, text in outputs.items()}
+        results.append(
+            TldrResult(
+                paper_id=example.paper_id,
+                outputs=outputs,
+                scores={name: scores for name, (scores, _) in best.items()},
+                best_gold={name: index for name, (_, index) in best.items()},
+            )
+        )
+    means = {name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS}
+    return TldrEvaluation(
+        dataset=str(dataset),
+        examples=len(results),
+        engine=engine_name(route),
+        model=None if route.offline else route.model,
+        gold_combination="max over the gold TL;DRs by ROUGE-1 (SciTLDR's multi-target max)",
+        means=means,
+        mean_words={
+            name: sum(len(r.outputs[name].split()) for r in results) / len(results)
+            for name in SYSTEMS
+        },
+        seconds=round(time.perf_counter() - started, 3),
+        per_example=results,
+    )
+
+
+def figures(evaluation: TldrEvaluation) -> dict[str, float]:
+    """Each system's mean ROUGE F-measures, `<system>_<metric>` (`-` as `_`)."""
+    return rouge_figures(evaluation.means)
+
+
+def format_table(evaluation: TldrEvaluation) -> str:
+    """A Markdown table: one row per system, ROUGE-1/2/L F-measures in percent, mean words."""
+    return rouge_table(
+        f"TL;DR on {Path(evaluation.dataset).name}: {evaluation.examples} papers, "
+        f"writer {evaluation.engine}; golds: {evaluation.gold_combination}",
+        evaluation.means,
+        evaluation.mean_words,
+    )

@@ -1,0 +1,93 @@
+"""Sentence centrality: graphs of sentences weighted by shared terms, scored by PageRank.
+
+Used by the extractive baselines (`litpipe.evaluation.baselines`: LexRank, TextRank) and by the
+related-work writer's offline engine (`litpipe.agents.related_work`), which biases the walk
+towards the research idea (query-focused LexRank, Otterbacher et al. 2005).
+
+- `lexrank_similarity` (Erkan & Radev 2004, continuous): cosine of TF-IDF sentence vectors, IDF
+  over the sentences, edges below 0.1 dropped (weak shared terms are noise, not centrality).
+- `textrank_similarity` (Mihalcea & Tarau 2004): shared words / (log |s1| + log |s2|); lengths
+  are counted plus one so that a one-term sentence does not divide by zero.
+- `pagerank`: power iteration with damping 0.85; the walk restarts uniformly, or from a given
+  distribution (personalised PageRank), which is how a query biases centrality.
+
+Sentences come in as lists of terms (`litpipe.retrieval.text.tokenize`), so every caller counts
+the same stemmed, stop-word-free terms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+from numpy.typing import NDArray
+
+DAMPING = 0.85
+LEXRANK_THRESHOLD = 0.1
+_ITERATIONS = 100
+_TOLERANCE = 1e-8
+
+
+def pagerank(
+    weights: NDArray[np.float64],
+    damping: float = DAMPING,
+    restart: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """Stationary scores of a weighted graph by power iteration. The walk restarts uniformly,
+    or from `restart` (a distribution over the nodes) to bias the scores towards its nodes; a
+    node without edges spreads its score evenly (the usual dangling-node rule)."""
+    n = weights.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    sums = weights.sum(axis=1, keepdims=True)
+    transition = np.where(sums > 0, weights / np.where(sums > 0, sums, 1.0), 1.0 / n)
+    jump = (1 - damping) / n if restart is None else (1 - damping) * restart
+    scores = np.full(n, 1.0 / n)
+    for _ in range(_ITERATIONS):
+        updated = jump + damping * transition.T @ scores
+        if np.abs(updated - scores).sum() < _TOLERANCE:
+            return updated
+        scores = updated
+    return scores
+
+
+def tfidf_cosines(terms: list[list[str]], queries: list[list[str]]) -> NDArray[np.float64]:
+    """Cosine of each query's TF-IDF vector (rows) with each sentence's (columns), IDF over the
+    sentences `terms`; a query's terms that no sentence holds carry no weight."""
+    n = len(terms)
+    frequency = Counter(term for sentence in terms for term in set(sentence))
+    idf = {term: math.log(n / count) + 1.0 for term, count in frequency.items()}
+    vocabulary = {term: i for i, term in enumerate(sorted(idf))}
+
+    def unit_vectors(texts: list[list[str]]) -> NDArray[np.float64]:
+        vectors = np.zeros((len(texts), len(vocabulary)))
+        for row, text in enumerate(texts):
+            for term, count in Counter(text).items():
+                if term in vocabulary:
+                    vectors[row, vocabulary[term]] = count * idf[term]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    return unit_vectors(queries) @ unit_vectors(terms).T
+
+
+def lexrank_similarity(terms: list[list[str]]) -> NDArray[np.float64]:
+    """Cosine of TF-IDF vectors (IDF over the sentences), edges below the threshold dropped."""
+    cosine = tfidf_cosines(terms, terms)
+    np.fill_diagonal(cosine, 0.0)
+    return np.where(cosine >= LEXRANK_THRESHOLD, cosine, 0.0)
+
+
+def textrank_similarity(terms: list[list[str]]) -> NDArray[np.float64]:
+    """Mihalcea & Tarau's overlap: |shared words| / (log |s1| + log |s2|)."""
+    n = len(terms)
+    sets = [set(sentence) for sentence in terms]
+    weights = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            shared = len(sets[i] & sets[j])
+            norm = math.log(len(terms[i]) + 1) + math.log(len(terms[j]) + 1)
+            if shared and norm > 0:
+                weights[i, j] = weights[j, i] = shared / norm
+    return weights
