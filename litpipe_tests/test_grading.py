@@ -318,7 +318,7 @@ def test_the_stub_judge_flags_one_sentence_in_the_check_and_on_the_page(
     assert_well_formed(page)
     synthesis_section = page.split('<section id="plain">')[0]
     marked = re.findall(r'<span class="graded unsupported" title="([^"]*)">', synthesis_section)
-    assert marked == ["unsupported (unsupported: The passage is about another paper.)"]
+    assert marked == ["unsupported: The passage is about another paper."]
     assert 'class="legend"' in synthesis_section
 
 

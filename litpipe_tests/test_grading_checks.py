@@ -38,7 +38,7 @@ JUDGES = {
     "claim_judge": {"model": "openai/stub-judge"},
     "coherence_judge": {"model": "openai/stub-judge"},
 }
-REASON = "unsupported (unsupported: The passage is about another paper.)"
+REASON = "unsupported: The passage is about another paper."
 
 
 class MarkedSentences(HTMLParser):

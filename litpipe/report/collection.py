@@ -75,7 +75,6 @@ GRADE_CSS = """
 .partially_supported .grade-mark { color: #b07800; }
 .legend { font-size: 0.9rem; color: #444; }
 """
-_GRADE_LABELS = {"unsupported": "unsupported", "partially_supported": "partially supported"}
 _GRADE_MARKS = {"unsupported": "✗", "partially_supported": "≈"}
 
 
@@ -176,7 +175,7 @@ class SentenceMarks:
     """
 
     def __init__(self, grades: Iterable[SentenceGrade]) -> None:
-        self.pending = [g for g in grades if g.verdict in _GRADE_LABELS]
+        self.pending = [g for g in grades if g.verdict in _GRADE_MARKS]
         self.count = len(self.pending)
 
     def render(self, text: str, inline: Callable[[str], str]) -> str:
@@ -208,13 +207,15 @@ class SentenceMarks:
 
 
 def graded_span(inner: str, grade: SentenceGrade) -> str:
-    """A flagged sentence's HTML (`inner`), wrapped and marked with its verdict and reasons."""
-    reasons = "; ".join(
-        f"{segment.verdict.replace('_', ' ')}: {segment.reason}"
-        for segment in grade.segments
-        if segment.verdict != "supported"
+    """A flagged sentence's HTML (`inner`), wrapped and marked; its title (the tooltip) gives
+    each flagged segment's verdict and reason."""
+    title = html.escape(
+        "; ".join(
+            f"{segment.verdict.replace('_', ' ')}: {segment.reason}"
+            for segment in grade.segments
+            if segment.verdict != "supported"
+        )
     )
-    title = html.escape(f"{_GRADE_LABELS[grade.verdict]} ({reasons})")
     return (
         f'<span class="graded {grade.verdict}" title="{title}">{inner}'
         f'<sup class="grade-mark">{_GRADE_MARKS[grade.verdict]}</sup></span>'
