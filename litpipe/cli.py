@@ -94,47 +94,21 @@ def main(argv: list[str] | None = None) -> int:
         help="MAIS convergence: ask each question of a JSONL (id, question, pdf_file) of its own "
         "paper in a folder of PDFs; table, plot and JSON",
     )
-    mais.add_argument(
-        "--dataset",
-        type=Path,
-        required=True,
-        help="JSONL, one question per line with id, question and pdf_file (LitQA2's format)",
+    _add_paper_questions(
+        mais,
+        "JSONL, one question per line with id, question and pdf_file (LitQA2's format)",
+        "folder for convergence.md, .svg and .json (default: HOME/outputs/<collection>)",
     )
-    mais.add_argument(
-        "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
-    )
-    mais.add_argument("--collection", help="collection name (default: the folder's name)")
-    mais.add_argument(
-        "--out",
-        type=Path,
-        help="folder for convergence.md, .svg and .json (default: HOME/outputs/<collection>)",
-    )
-    mais.add_argument(
-        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
-    )
-    _add_common(mais)
     litqa = evaluations.add_parser(
         "litqa",
         help="LitQA2: ask each question of its own paper (as `eval mais`) and grade whether the "
         "query-focused summary states the ideal answer or a distractor",
     )
-    litqa.add_argument(
-        "--dataset",
-        type=Path,
-        required=True,
-        help="JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
+    _add_paper_questions(
+        litqa,
+        "JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
+        "folder for litqa_eval.md and .json (default: HOME/outputs/eval)",
     )
-    litqa.add_argument(
-        "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
-    )
-    litqa.add_argument("--collection", help="collection name (default: the folder's name)")
-    litqa.add_argument(
-        "--out", type=Path, help="folder for litqa_eval.md and .json (default: HOME/outputs/eval)"
-    )
-    litqa.add_argument(
-        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
-    )
-    _add_common(litqa)
     _add_registered_evaluations(evaluations)
 
     ask = commands.add_parser(
@@ -239,6 +213,20 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--model", help="litellm model for every agent, e.g. gpt-4o-mini (default: offline)"
     )
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+
+
+def _add_paper_questions(parser: argparse.ArgumentParser, dataset_help: str, out_help: str) -> None:
+    """The arguments of an evaluation asking each question of its own paper in a PDF folder."""
+    parser.add_argument("--dataset", type=Path, required=True, help=dataset_help)
+    parser.add_argument(
+        "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
+    )
+    parser.add_argument("--collection", help="collection name (default: the folder's name)")
+    parser.add_argument("--out", type=Path, help=out_help)
+    parser.add_argument(
+        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+    )
+    _add_common(parser)
 
 
 def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None:

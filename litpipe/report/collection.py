@@ -40,7 +40,7 @@ _BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ID_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
 
-_CSS = """
+PAGE_CSS = """
 body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1f;
   max-width: 52rem; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
 header { border-bottom: 1px solid #ddd; margin-bottom: 1.5rem; }
@@ -222,7 +222,7 @@ def graded_span(inner: str, grade: SentenceGrade) -> str:
     )
 
 
-class _CitationLinks:
+class CitationLinks:
     """Renders the page's texts with their markers linked, and remembers which passages were
     linked, in order, so the Passages section shows each of them once."""
 
@@ -330,7 +330,7 @@ def collection_html(
     A cited chunk is looked up in `passages`, then in the evidence of the answers.
     """
     pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
-    links = _CitationLinks({**pool, **passages}, titles)
+    links = CitationLinks({**pool, **passages}, titles)
     # In page order: the Passages section lists the passages in the order they are first cited.
     sections = [
         (
@@ -353,7 +353,7 @@ def collection_html(
         f"Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·\n"
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
-    return standalone_page(synthesis.title, meta, sections, _CSS + GRADE_CSS)
+    return standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS)
 
 
 def _sentence_grades(written: Synthesis) -> list[SentenceGrade]:
@@ -412,14 +412,14 @@ def _all_answers(
         yield from comparative.answers
 
 
-def _plain(plain: Synthesis, links: _CitationLinks) -> str:
+def _plain(plain: Synthesis, links: CitationLinks) -> str:
     return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(
         plain.text, plain.citations, 4, _sentence_grades(plain)
     )
 
 
 def _relationship_map(
-    analysis: RelationshipAnalysis, titles: Mapping[str, str], links: _CitationLinks
+    analysis: RelationshipAnalysis, titles: Mapping[str, str], links: CitationLinks
 ) -> str:
     insights = {insight.insight_id: insight for insight in analysis.insights}
 
@@ -487,7 +487,7 @@ def _paper_qa(
     answers: Mapping[str, PaperAnswers],
     analysis: RelationshipAnalysis,
     titles: Mapping[str, str],
-    links: _CitationLinks,
+    links: CitationLinks,
 ) -> str:
     follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
     articles: list[str] = []
@@ -506,7 +506,7 @@ def _paper_qa(
     return "\n".join(articles) or "<p>No paper has answers.</p>"
 
 
-def _qa_list(answers: list[Answer], links: _CitationLinks) -> str:
+def _qa_list(answers: list[Answer], links: CitationLinks) -> str:
     if not answers:
         return "<p>No answers.</p>"
     pairs = "".join(
@@ -519,7 +519,7 @@ def _qa_list(answers: list[Answer], links: _CitationLinks) -> str:
 
 
 def _comparative(
-    comparative: CrossPaperQuestions | None, titles: Mapping[str, str], links: _CitationLinks
+    comparative: CrossPaperQuestions | None, titles: Mapping[str, str], links: CitationLinks
 ) -> str:
     if comparative is None or not comparative.answers:
         return "<p>No comparative questions were asked.</p>"

@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 
 from litpipe.report.collection import (
-    _CSS,
-    _CitationLinks,
+    PAGE_CSS,
+    CitationLinks,
     _write_atomically,
     figures_html,
     reference_lines,
@@ -217,7 +217,7 @@ def _shown_insights(digest: Digest) -> Iterable[Insight]:
 def digest_html(digest: Digest) -> str:
     """The digest's standalone page."""
     title = f"Nightly digest: {digest.day}"
-    links = _CitationLinks({c.chunk_id: c for c in digest.passages}, digest.titles)
+    links = CitationLinks({c.chunk_id: c for c in digest.passages}, digest.titles)
     if not digest.papers:
         sections = [("new", "New papers", f"<p>{html.escape(nothing_new(digest.day))}</p>")]
         meta = html.escape(nothing_new(digest.day))
@@ -234,10 +234,10 @@ def digest_html(digest: Digest) -> str:
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
-    return standalone_page(title, meta, sections, _CSS + _DIGEST_CSS)
+    return standalone_page(title, meta, sections, PAGE_CSS + _DIGEST_CSS)
 
 
-def _papers_html(digest: Digest, links: _CitationLinks) -> str:
+def _papers_html(digest: Digest, links: CitationLinks) -> str:
     articles = []
     for paper in digest.papers:
         abstract = (
@@ -262,7 +262,7 @@ def _papers_html(digest: Digest, links: _CitationLinks) -> str:
     return "\n".join(articles)
 
 
-def _relationships_html(collection: DigestCollection, digest: Digest, links: _CitationLinks) -> str:
+def _relationships_html(collection: DigestCollection, digest: Digest, links: CitationLinks) -> str:
     if not collection.relationships:
         return f"<p>{html.escape(_no_relationship(collection, digest))}</p>"
     insights = _insights_by_id(digest, collection)

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
 from litpipe.report.collection import (
-    _CSS,
     GRADE_CSS,
-    _CitationLinks,
+    PAGE_CSS,
+    CitationLinks,
     _write_atomically,
     standalone_page,
 )
@@ -159,7 +159,7 @@ def render_html(result: QuerySummary, collection: str) -> str:
     questions, the iterations, and the cited passages."""
     request = result.request
     title = result.title or request.paper_id
-    links = _CitationLinks(
+    links = CitationLinks(
         {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}
     )
     grades = result.grades.sentences if result.grades else []
@@ -200,7 +200,7 @@ def render_html(result: QuerySummary, collection: str) -> str:
         # Last, once the summary has said which passages it links to.
         ("passages", "Passages", links.passages()),
     ]
-    return standalone_page(title, meta, sections, _CSS + GRADE_CSS)
+    return standalone_page(title, meta, sections, PAGE_CSS + GRADE_CSS)
 
 
 def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:

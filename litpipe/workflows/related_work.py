@@ -52,8 +52,8 @@ from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report.collection import (
-    _CSS,
     GRADE_CSS,
+    PAGE_CSS,
     SentenceMarks,
     markdown_blocks,
     standalone_page,
@@ -512,7 +512,7 @@ def render_html(related: RelatedWork) -> str:
         ("related-work", "Related work", section),
         ("references", "References", references or "<p>No reference.</p>"),
     ]
-    return standalone_page("Related work", meta, sections, _CSS + GRADE_CSS)
+    return standalone_page("Related work", meta, sections, PAGE_CSS + GRADE_CSS)
 
 
 def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
