@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from litpipe.agents.extractive import sentences
 from litpipe.agents.tldr import TldrInput, offline_tldr
 from litpipe.cli import main
+from litpipe.defs.runner import open_instance
 from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr, read_examples
+from litpipe.settings import Settings
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 SAMPLE = Path(__file__).parent / "data" / "scitldr" / "scitldr_a_test_sample.jsonl"
@@ -83,3 +86,24 @@ def test_a_bad_line_is_refused_with_its_number(tmp_path: Path) -> None:
     dataset.write_text(SAMPLE.read_text().splitlines()[0] + "\n{}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.jsonl line 2"):
         read_examples(dataset)
+
+
+def test_through_its_asset_the_model_calls_count_in_the_runs_usage(
+    tmp_path: Path, stub_llm: StubLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `litpipe eval tldr` with a model: the step's client makes the calls, so the
+    # materialization says what they cost, as every other model step does.
+    stub_llm.respond("stub-tldr", lambda body: {"tldr": "A model wrote this one sentence."})
+    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"tldr": {"model": "openai/stub-tldr"}}))
+    home = tmp_path / "home"
+    arguments = ["--dataset", str(SAMPLE), "--limit", "2", "--home", str(home)]
+    assert main(["eval", "tldr", *arguments, "--api-base", stub_llm.url]) == 0
+
+    records = (
+        open_instance(Settings(home=home))
+        .fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("eval_tldr")), limit=1)
+        .records
+    )
+    metadata = records[0].asset_materialization.metadata
+    assert metadata["engine"].value == "openai/stub-tldr"
+    assert metadata["llm_made"].value == stub_llm.request_count == 2

@@ -1,8 +1,9 @@
 """The `litpipe eval` datasets: one entry per evaluation, read by the CLI and the Dagster assets.
 
 Each entry names a pure-Python evaluation (`litpipe/evaluation/<module>.py`): its function
-`evaluate(settings, dataset, limit)` returning a pydantic model, the Markdown table of that model,
-and the flat numeric figures tracked over time (each becomes float metadata of the asset's
+`evaluate(settings, dataset, limit, client)` returning a pydantic model (`client`: the step's,
+so its model calls count in the run's usage), the Markdown table of that model, and the flat
+numeric figures tracked over time (each becomes float metadata of the asset's
 materializations, which the Dagster UI plots). The evaluation model must have the fields
 `dataset`, `examples`, `engine` and `seconds`, and may have `model` and `embedder`: those are the
 run's facts, written beside the figures.
@@ -23,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from litpipe.agents.base import ModelClient
 from litpipe.evaluation import litqa, related_work, scholarqa, tldr
 from litpipe.settings import Settings
 
@@ -50,7 +52,7 @@ class RegisteredEvaluation:
     """The Markdown table; its first line says the dataset, examples, engine and model."""
     figures: Callable[[Any], dict[str, float]]
     """The numbers tracked over time, e.g. `{"litpipe_rouge1": 0.31, ...}`."""
-    evaluate: Callable[[Settings, Path, int | None], BaseModel] | None = None
+    evaluate: Callable[[Settings, Path, int | None, ModelClient | None], BaseModel] | None = None
     """None when the work runs Dagster runs itself: its command reports the materialization."""
     agents: tuple[str, ...] = ()
     """The agents its run asks (their routes put its step in the `llm` pool, with retries)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from litpipe.agents.base import ModelClient
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
 from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, plain, rouge, rouge_figures, rouge_table
@@ -113,8 +114,13 @@ def litpipe_section(
 
 
 def evaluate_related_work(
-    settings: Settings, dataset: Path, limit: int | None = None
+    settings: Settings,
+    dataset: Path,
+    limit: int | None = None,
+    client: ModelClient | None = None,
 ) -> RelatedWorkEvaluation:
+    """litpipe's sections and the baselines' on the first `limit` examples, scored; `client`
+    (a step's, recording its usage) or one of its own when the writer is routed to a model."""
     from litpipe.agents.base import engine_name
     from litpipe.agents.related_work import RelatedWorkAgent
     from litpipe.workflows.related_work import load_embedder
@@ -122,7 +128,7 @@ def evaluate_related_work(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(RelatedWorkAgent.name)
-    client = client_unless_offline(settings, route)
+    client = client or client_unless_offline(settings, route)
     embedder = load_embedder(settings)
     results = []
     for example in examples:

@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from litpipe.agents.base import ModelClient
 from litpipe.agents.query_answer import QueryAnswerAgent, QueryAnswerInput, answer_queries
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES, split_documents
@@ -262,9 +263,13 @@ def sources_of(sentences: Sequence[str], snippets: Sequence[Snippet]) -> list[st
 
 
 def evaluate_scholarqa(
-    settings: Settings, dataset: Path, limit: int | None = None
+    settings: Settings,
+    dataset: Path,
+    limit: int | None = None,
+    client: ModelClient | None = None,
 ) -> ScholarQAEvaluation:
-    """litpipe's answers and the baselines' on the first `limit` questions, scored."""
+    """litpipe's answers and the baselines' on the first `limit` questions, scored; `client`
+    (a step's, recording its usage) or one of its own when the writer is routed to a model."""
     from litpipe.agents.base import engine_name
     from litpipe.llm.prompts import PromptLibrary
     from litpipe.workflows.related_work import load_embedder
@@ -272,7 +277,7 @@ def evaluate_scholarqa(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(QueryAnswerAgent.name)
-    client = client_unless_offline(settings, route)
+    client = client or client_unless_offline(settings, route)
     embedder = load_embedder(settings)
     collections = [collection(example) for example in examples]
     budgets = [count_words(plain(example.gold_answer)) for example in examples]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from litpipe.agents.base import ModelClient
 from litpipe.evaluation.baselines import lead, textrank
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
 from litpipe.llm import client_unless_offline
@@ -118,7 +119,14 @@ def first_sentence(ranked: list[str]) -> str:
     return ranked[0] if ranked else ""
 
 
-def evaluate_tldr(settings: Settings, dataset: Path, limit: int | None = None) -> TldrEvaluation:
+def evaluate_tldr(
+    settings: Settings,
+    dataset: Path,
+    limit: int | None = None,
+    client: ModelClient | None = None,
+) -> TldrEvaluation:
+    """litpipe's TL;DRs and the baselines' on the first `limit` papers, scored; `client` (a
+    step's, recording its usage) or one of its own when the writer is routed to a model."""
     from litpipe.agents.base import engine_name
     from litpipe.agents.tldr import TldrAgent, TldrInput, write_tldrs
     from litpipe.llm.prompts import PromptLibrary
@@ -126,7 +134,7 @@ def evaluate_tldr(settings: Settings, dataset: Path, limit: int | None = None) -
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(TldrAgent.name)
-    client = client_unless_offline(settings, route)
+    client = client or client_unless_offline(settings, route)
     written = write_tldrs(
         [TldrInput(title=e.title, abstract=e.abstract) for e in examples],
         settings,

@@ -23,7 +23,13 @@ from pydantic import BaseModel, Field
 
 from litpipe.defs.assets.related_work import bad_input
 from litpipe.defs.jobs import RUN_TAGS
-from litpipe.defs.llm_steps import llm_pool, llm_retry_policy, model_failures_as_step_failures
+from litpipe.defs.llm_steps import (
+    llm_pool,
+    llm_retry_policy,
+    model_failures_as_step_failures,
+    usage_metadata,
+    usage_scope,
+)
 from litpipe.defs.resources import LLMResource
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.hashing import digest
@@ -104,14 +110,21 @@ def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.Ass
         if config.limit is not None and config.limit < 1:
             raise bad_input(f"--limit must be at least 1, not {config.limit}")
         settings = llm.settings()
+        ledger = llm.ledger(usage_scope(context))
+        client = llm.client_for_any(entry.agents, ledger)
         try:
             with model_failures_as_step_failures():
-                evaluation = evaluate(settings, Path(config.dataset), config.limit)
+                evaluation = evaluate(settings, Path(config.dataset), config.limit, client)
         except entry.input_errors as error:
             raise bad_input(str(error)) from error
         files = write_evaluation(entry, evaluation, output_folder(settings, config.out))
         context.log.info(f"written: {files['markdown']}, {files['json']}")
-        return dg.MaterializeResult(metadata=evaluation_metadata(entry, evaluation, files))
+        return dg.MaterializeResult(
+            metadata={
+                **evaluation_metadata(entry, evaluation, files),
+                **usage_metadata(ledger.summary()),
+            }
+        )
 
     return evaluation_asset
 
