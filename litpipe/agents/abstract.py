@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, field_validator
 
-from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent
+from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
 from litpipe.agents.extractive import Span, overlap, sentences, words
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import PaperAbstract, PaperDocument, Section
@@ -82,13 +82,13 @@ class AbstractInput(BaseModel):
 
 
 class AbstractReply(BaseModel):
-    abstract: str = Field(description="The abstract: one paragraph of plain prose.")
+    abstract: str = Field(
+        description="The abstract: one paragraph of plain prose.", pattern=NON_BLANK
+    )
 
     @field_validator("abstract")
     @classmethod
-    def _not_blank(cls, abstract: str) -> str:
-        if not abstract.strip():
-            raise ValueError("the abstract is empty")
+    def _stripped(cls, abstract: str) -> str:
         return abstract.strip()
 
 

@@ -21,6 +21,9 @@ Reply = TypeVar("Reply", bound=BaseModel)
 Schema = TypeVar("Schema", bound=BaseModel)
 
 OFFLINE_ENGINE = "offline"
+# A reply field the code needs words in: the schema says so, so that a server with structured
+# output never sends a blank one.
+NON_BLANK = r"\S"
 
 
 class StructuredClient(Protocol):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
 from litpipe.agents.extractive import Phrase, overlap, phrases, sentences, word_counts, words
-from litpipe.agents.questions import QuestionDraft
+from litpipe.agents.questions import QuestionText
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import PaperAbstract, Question
 from litpipe.settings import Settings
@@ -36,7 +36,7 @@ class CrossQuestionsInput(BaseModel):
     count: int = Field(ge=1, le=10)
 
 
-class ComparativeDraft(QuestionDraft):
+class ComparativeDraft(QuestionText):
     style: Literal["comparative"] = "comparative"
     papers: list[str] = Field(description="The paper ids the question compares (two or more).")
 

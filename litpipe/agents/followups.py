@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
 from litpipe.agents.extractive import words
-from litpipe.agents.questions import QuestionDraft, QuestionsInput, offline_questions
+from litpipe.agents.questions import QuestionsInput, QuestionText, offline_questions
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Insight, PaperAbstract, Question
 from litpipe.settings import Settings
@@ -33,7 +33,7 @@ class FollowUpsInput(BaseModel):
     count: int = Field(ge=1, le=10)
 
 
-class FollowUpDraft(QuestionDraft):
+class FollowUpDraft(QuestionText):
     style: Literal["follow_up"] = "follow_up"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.answers import question_terms
-from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent
+from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
 from litpipe.agents.extractive import Phrase, Span, phrases, sentences
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import PromptLibrary, fence
@@ -43,10 +43,10 @@ class QueryQuestionsInput(BaseModel):
 
 
 class DiagnosticDraft(BaseModel):
-    question: str = Field(min_length=1, max_length=500, description="One question.")
+    question: str = Field(max_length=500, pattern=NON_BLANK, description="One question.")
     topic: str = Field(
-        min_length=1,
         max_length=200,
+        pattern=NON_BLANK,
         description="What the question checks, in a few words (a noun phrase).",
     )
 
@@ -132,7 +132,7 @@ def questions_from(
         if not text or text.casefold() in seen or len(kept) == inputs.most:
             continue
         seen.add(text.casefold())
-        kept.append(DiagnosticDraft(question=text, topic=" ".join(draft.topic.split()) or text))
+        kept.append(DiagnosticDraft(question=text, topic=" ".join(draft.topic.split())))
     return [
         DiagnosticQuestion(
             question_id=f"{inputs.paper_id}:d{index}", text=draft.question, topic=draft.topic

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
 from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent
 from litpipe.agents.extractive import Phrase, phrases, sentences, word_counts
 from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.schemas import PaperAbstract, PaperQuestions, Question, QuestionStyle
+from litpipe.schemas import PaperAbstract, PaperQuestions, Question
 from litpipe.settings import Settings
 
-STYLES: tuple[QuestionStyle, ...] = ("broad", "inner_workings")
+AskedStyle = Literal["broad", "inner_workings"]
+STYLES: tuple[AskedStyle, ...] = get_args(AskedStyle)
 DEFAULT_PER_STYLE = 3
 
 Role = Literal["context", "objective", "method", "finding"]
@@ -37,17 +38,28 @@ class QuestionsInput(BaseModel):
     per_style: int = Field(default=DEFAULT_PER_STYLE, ge=1, le=10)
 
 
-class QuestionDraft(BaseModel):
-    style: QuestionStyle
-    text: str = Field(description="One question, ending with a question mark.", max_length=500)
+# A question as the reply schema states it (and a server with structured output keeps it):
+# a word, then on the same line a question mark closing the text.
+QUESTION_PATTERN = r"\w.*\?\s*$"
+
+
+class QuestionText(BaseModel):
+    text: str = Field(
+        description="One question, ending with a question mark.",
+        max_length=500,
+        pattern=QUESTION_PATTERN,
+    )
 
     @field_validator("text")
     @classmethod
-    def _a_question(cls, text: str) -> str:
-        text = " ".join(text.split())
-        if not text.endswith("?") or len(text) < 2:
-            raise ValueError(f"not a question (must end with '?'): {text!r}")
-        return text
+    def _one_line(cls, text: str) -> str:
+        return " ".join(text.split())
+
+
+class QuestionDraft(QuestionText):
+    # Only the styles this step asks for: a model answering any other value its schema allowed
+    # would leave a question no style of the paper's could hold.
+    style: AskedStyle
 
 
 class QuestionsReply(BaseModel):
@@ -69,7 +81,7 @@ class Frame:
 # In priority order: with per_style = 3 (the default) the last frame of each style is left out.
 # Context is the broad aspect dropped (the introduction gives it, and the findings matter more to
 # a synthesis); step-by-step operation is the inner one, being the closest to design.
-FRAMES: dict[QuestionStyle, tuple[Frame, ...]] = {
+FRAMES: dict[AskedStyle, tuple[Frame, ...]] = {
     "broad": (
         Frame(
             "objective",
@@ -263,7 +275,7 @@ def questions_for(inputs: QuestionsInput, reply: QuestionsReply, engine: str) ->
     two good questions is not padded with invented ones.
     """
     seen: set[str] = set()
-    kept: dict[QuestionStyle, list[str]] = {style: [] for style in STYLES}
+    kept: dict[AskedStyle, list[str]] = {style: [] for style in STYLES}
     for draft in reply.questions:
         key = draft.text.casefold()
         if key in seen or len(kept[draft.style]) >= inputs.per_style:

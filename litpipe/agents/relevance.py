@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
+from litpipe.agents.base import NON_BLANK
 from litpipe.agents.passages import PassageAgent, PassageInput
 from litpipe.retrieval.rerank import term_coverage
 
@@ -19,16 +20,15 @@ MAX_SCORE = 10
 
 class RelevanceReply(BaseModel):
     # The reason comes first: a model writing its JSON in order judges before it scores.
-    reason: str = Field(description="One sentence saying why the passage deserves its score.")
+    reason: str = Field(
+        description="One sentence saying why the passage deserves its score.", pattern=NON_BLANK
+    )
     score: int = Field(ge=MIN_SCORE, le=MAX_SCORE, description="10: answers the query directly.")
 
     @field_validator("reason")
     @classmethod
     def _one_line(cls, reason: str) -> str:
-        reason = " ".join(reason.split())
-        if not reason:
-            raise ValueError("the reason is empty")
-        return reason
+        return " ".join(reason.split())
 
 
 def offline_relevance(inputs: PassageInput) -> RelevanceReply:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field, field_validator
 
 from litpipe.agents import extractive
-from litpipe.agents.base import Agent, BatchClient, run_batch
+from litpipe.agents.base import NON_BLANK, Agent, BatchClient, run_batch
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.settings import Settings
 
@@ -35,15 +35,14 @@ class TldrInput(BaseModel):
 
 
 class TldrReply(BaseModel):
-    tldr: str = Field(description="One sentence: the paper's main contribution or finding.")
+    tldr: str = Field(
+        description="One sentence: the paper's main contribution or finding.", pattern=NON_BLANK
+    )
 
     @field_validator("tldr")
     @classmethod
     def _one_line(cls, text: str) -> str:
-        text = " ".join(text.split())
-        if not text:
-            raise ValueError("the TL;DR is empty")
-        return text
+        return " ".join(text.split())
 
 
 def sentence_scores(

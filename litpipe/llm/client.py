@@ -248,8 +248,8 @@ class LLMClient:
         request, response_format = _structured_request(messages, schema, facts)
         reply = await self._send(route, request, response_format, facts, record)
         try:
-            return _parse_reply(reply, schema, route.max_tokens)
-        except _UnusableReply as problem:
+            return parse_reply(reply.text, schema, _cut_off_at(reply, route))
+        except UnusableReply as problem:
             record.repaired = True
             logger.warning(
                 "llm %s %s: unusable reply, asking for a repair: %s",
@@ -264,8 +264,8 @@ class LLMClient:
             ]
         reply = await self._send(route, request, response_format, facts, record)
         try:
-            return _parse_reply(reply, schema, route.max_tokens)
-        except _UnusableReply as problem:
+            return parse_reply(reply.text, schema, _cut_off_at(reply, route))
+        except UnusableReply as problem:
             raise ReplyValidationError(
                 f"{route.agent}: {route.model} gave no valid {schema.__name__} even after one "
                 f"repair: {problem}"
@@ -374,8 +374,8 @@ class _Reply:
     finish_reason: str | None
 
 
-class _UnusableReply(Exception):
-    """What is wrong with a reply, in words the model can act on."""
+class UnusableReply(Exception):
+    """What is wrong with a reply, in words the model can act on (asked for a repair)."""
 
 
 @dataclass(frozen=True)
@@ -489,8 +489,11 @@ def _structured_request(
     return [{"role": "system", "content": instruction}, *messages], None
 
 
-def _parse_reply(reply: _Reply, schema: type[T], max_tokens: int) -> T:
-    text = reply.text.strip()
+def parse_reply(text: str, schema: type[T], cut_off_at: int | None = None) -> T:
+    """The reply's JSON object validated against `schema`: fences and prose around the object
+    tolerated; `UnusableReply` says what is wrong (with `cut_off_at`, the max_tokens the reply
+    was cut off at)."""
+    text = text.strip()
     fenced = _FENCED.search(text)
     if fenced:
         text = fenced.group(1).strip()
@@ -508,9 +511,13 @@ def _parse_reply(reply: _Reply, schema: type[T], max_tokens: int) -> T:
                     return schema.model_validate_json(text[start : end + 1])
                 except ValidationError:
                     pass
-    if reply.finish_reason == "length":
-        problem += f" (cut off at max_tokens={max_tokens}: raise the agent's max_tokens)"
-    raise _UnusableReply(problem)
+    if cut_off_at is not None:
+        problem += f" (cut off at max_tokens={cut_off_at}: raise the agent's max_tokens)"
+    raise UnusableReply(problem)
+
+
+def _cut_off_at(reply: _Reply, route: Route) -> int | None:
+    return route.max_tokens if reply.finish_reason == "length" else None
 
 
 def _describe(error: ValidationError, most: int = 8) -> str:

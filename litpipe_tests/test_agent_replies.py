@@ -1,0 +1,468 @@
+"""Every agent survives every reply its schema allows.
+
+A model with structured output may answer anything valid against the JSON schema it is sent,
+not what a scripted test expects. Here each agent's stage runs with only that agent routed to a
+"model" whose replies hypothesis generates from the agent's own JSON schema (unicode, empty and
+blank strings, duplicates, extreme numbers, ids and markers from the prompt and markers that
+resolve to nothing); every other agent runs offline on a small real collection. The reply is
+parsed and validated as the LLM client does (`parse_reply`), with one repair.
+
+The only outcomes allowed: the stage's result, or `ReplyValidationError` with a one-line reason.
+Never a KeyError, IndexError, ZeroDivisionError or any other crash.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from litpipe.agents.abstract import paper_abstract_from
+from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers
+from litpipe.agents.answers import answer_questions
+from litpipe.agents.base import Agent
+from litpipe.agents.cross_questions import comparative_questions
+from litpipe.agents.followups import follow_up_questions
+from litpipe.agents.plain import write_plain_summary
+from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
+from litpipe.agents.related_work import RelatedWorkInput, write_section
+from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker
+from litpipe.agents.synthesis import write_synthesis
+from litpipe.agents.tldr import TldrInput, write_tldrs
+from litpipe.evaluation.grading import grade_coherence, grade_output
+from litpipe.llm.client import UnusableReply, parse_reply
+from litpipe.llm.errors import ReplyValidationError
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import (
+    Answer,
+    DebateVerdict,
+    PaperAbstract,
+    PaperAnswers,
+    PaperDocument,
+    QuerySummaryRequest,
+    Question,
+    QuestionEvidence,
+    Reference,
+    RelationshipAnalysis,
+    RetrievedChunk,
+    RetrievedReference,
+    ScoredReference,
+    Section,
+    Synthesis,
+)
+from litpipe.settings import AgentRoute, Route, Settings
+from litpipe.workflows.query_summary import summarize_for_query
+from litpipe.workflows.related_work import score_references
+from litpipe.workflows.relational import analyse
+from litpipe_tests.passages import retrieved_chunk
+from litpipe_tests.schema_replies import Choices, SeededChoices, drawn, reply, vocabulary
+
+T = TypeVar("T", bound=BaseModel)
+
+MODEL = "openai/generated"
+DEMO = Path(__file__).parents[1] / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
+# Four abstracts: evidence enough to take the synthesis past its smallest context (1,000).
+PAPERS = 4
+# Seeded: the same replies on every run; at least 200 of them for each agent.
+EXAMPLES = 200
+SEED = 20261124
+ALLOWED = (ReplyValidationError,)
+# At least this share of the generated replies must give a result.
+LEAST_VALID = 0.5
+
+
+class GeneratedClient:
+    """Stands in for `LLMClient`: every reply generated from the schema asked for, then parsed
+    and validated as the client does, with one repair (a second reply).
+
+    On the test's thread hypothesis draws every choice (so failures shrink). A stage that asks
+    from worker threads (MASS-RAG's three views) gets replies seeded by a drawn number and the
+    messages, hypothesis allowing no draw off its thread: the same replies whatever the order
+    the threads run in.
+    """
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+        self.thread = threading.get_ident()
+        self.seed = data.draw(st.integers(0, 2**32))
+        self.agents: list[str] = []
+
+    def complete_sync(self, route: Route, messages: list[dict[str, str]], schema: type[T]) -> T:
+        self.agents.append(route.agent)
+        words = vocabulary(messages)
+        problem = ""
+        for attempt in range(2):
+            choices: Choices = (
+                drawn(self.data)
+                if threading.get_ident() == self.thread
+                else SeededChoices(f"{self.seed}:{attempt}:{json.dumps(messages)}")
+            )
+            text = json.dumps(reply(schema.model_json_schema(), choices, words), ensure_ascii=False)
+            try:
+                return parse_reply(text, schema)
+            except UnusableReply as unusable:
+                problem = str(unusable)
+        raise ReplyValidationError(
+            f"{route.agent}: {route.model} gave no valid {schema.__name__} even after one "
+            f"repair: {problem}"
+        )
+
+    def complete_many_sync(
+        self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
+    ) -> list[T]:
+        return [self.complete_sync(route, messages, schema) for messages in list_of_messages]
+
+
+# A small real collection, built once by the offline engine: what the routed agent reads.
+
+
+@dataclass(frozen=True)
+class Collection:
+    abstracts: dict[str, PaperAbstract]
+    chunks: dict[str, list[RetrievedChunk]]
+    evidence: dict[str, list[QuestionEvidence]]
+    answers: dict[str, PaperAnswers]
+    analysis: RelationshipAnalysis
+    synthesis: Synthesis
+
+
+def offline_settings(tmp: Path, **values: Any) -> Settings:
+    return Settings(home=tmp, llm_model=None, corpus_roots=[], **values)
+
+
+def _chunks(paper_id: str, abstract: str) -> list[RetrievedChunk]:
+    """The abstract in two chunks, on pages 1 and 2."""
+    sentences = abstract.split(". ")
+    half = max(1, len(sentences) // 2)
+    parts = [". ".join(sentences[:half]), ". ".join(sentences[half:])]
+    return [
+        retrieved_chunk(paper_id, index, index + 1, part)
+        for index, part in enumerate(parts)
+        if part.strip()
+    ]
+
+
+@cache
+def collection() -> Collection:
+    with DEMO.open(newline="", encoding="utf-8") as table:
+        rows = list(csv.DictReader(table))[:PAPERS]
+    home = Path("/nonexistent-litpipe-home")
+    offline, prompts = offline_settings(home), PromptLibrary()
+    abstracts = {
+        row["id"]: PaperAbstract(
+            paper_id=row["id"],
+            title=row["title"],
+            abstract=row["abstract"],
+            source="parsed",
+            engine="parsed",
+        )
+        for row in rows
+    }
+    chunks = {paper: _chunks(paper, a.abstract) for paper, a in abstracts.items()}
+    from litpipe.agents.questions import paper_questions_from
+
+    evidence = {
+        paper: [
+            QuestionEvidence(question=question, chunks=chunks[paper], reranked=False)
+            for question in paper_questions_from(a, offline, prompts, None).questions
+        ]
+        for paper, a in abstracts.items()
+    }
+    answers = {
+        paper: PaperAnswers(
+            paper_id=paper,
+            collection="demo",
+            mode="single",
+            engine="offline",
+            answers=answer_questions(items, offline, prompts, None),
+        )
+        for paper, items in evidence.items()
+    }
+    analysis = analyse(
+        "demo",
+        answers,
+        None,
+        abstracts,
+        _follow_up_answerer(chunks, offline, prompts),
+        offline,
+        prompts,
+        None,
+    )
+    titles = {paper: a.title for paper, a in abstracts.items()}
+    synthesis = write_synthesis(analysis, answers, None, titles, offline, prompts, None)
+    return Collection(abstracts, chunks, evidence, answers, analysis, synthesis)
+
+
+def _follow_up_answerer(
+    chunks: dict[str, list[RetrievedChunk]], settings: Settings, prompts: PromptLibrary
+) -> Callable[[str, list[Question]], list[Answer]]:
+    def answer(paper: str, questions: list[Question]) -> list[Answer]:
+        items = [
+            QuestionEvidence(question=q, chunks=chunks[paper], reranked=False) for q in questions
+        ]
+        return answer_questions(items, settings, prompts, None)
+
+    return answer
+
+
+# One case per agent: its stage, run with `settings` (the agent routed to the model).
+
+Stage = Callable[[Collection, Settings, PromptLibrary, GeneratedClient], object]
+
+
+def _titles(c: Collection) -> dict[str, str]:
+    return {paper: a.title for paper, a in c.abstracts.items()}
+
+
+def _first(c: Collection) -> str:
+    return next(iter(c.abstracts))
+
+
+def _abstract(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    a = c.abstracts[_first(c)]
+    text = a.abstract
+    document = PaperDocument(
+        paper_id=a.paper_id,
+        collection="demo",
+        source_path="paper.pdf",
+        title=a.title,
+        text=text,
+        sections=[
+            Section(
+                heading="Introduction", char_start=0, char_end=len(text), page_start=1, page_end=1
+            )
+        ],
+    )
+    return paper_abstract_from(document, s, p, client)
+
+
+def _questions(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    from litpipe.agents.questions import paper_questions_from
+
+    return paper_questions_from(c.abstracts[_first(c)], s, p, client)
+
+
+def _answers(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    return answer_questions(c.evidence[_first(c)][:2], s, p, client)
+
+
+def _analysis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    follow_up = _follow_up_answerer(c.chunks, s, p)
+    return analyse("demo", c.answers, None, c.abstracts, follow_up, s, p, client)
+
+
+def _cross_questions(
+    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
+) -> object:
+    return comparative_questions("demo", list(c.abstracts.values()), s, p, client)
+
+
+def _followups(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    paper = _first(c)
+    asked = [item.question for item in c.evidence[paper]]
+    return follow_up_questions(c.abstracts[paper], asked, "thin", s, p, client)
+
+
+def _synthesis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    return write_synthesis(c.analysis, c.answers, None, _titles(c), s, p, client)
+
+
+def _plain(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    return write_plain_summary(c.analysis, c.synthesis, _titles(c), s, p, client)
+
+
+def _query_summary(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    paper = _first(c)
+    a = c.abstracts[paper]
+    chunks = c.chunks[paper]
+    return summarize_for_query(
+        QuerySummaryRequest(paper_id=paper, query="What does the method learn?"),
+        a.title,
+        a.abstract,
+        chunks,
+        lambda text: chunks[:1],
+        s,
+        p,
+        client,
+    )
+
+
+def _query_answer(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    item = c.evidence[_first(c)][0]
+    batch = [QueryAnswerInput(question=item.question, evidence=item.chunks, words=40)]
+    return answer_queries(batch, s, p, client)
+
+
+def _answer_judge(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    batch = [
+        AnswerJudgeInput(
+            question="What does FearNet use?",
+            ideal="a dual-memory system",
+            distractors=["a single memory", "no memory"],
+            summary=c.synthesis.text,
+        )
+    ]
+    return judge_answers(batch, s, p, client)
+
+
+def _claim_judge(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    passages = {
+        f"{chunk.paper_id}:{chunk.page_start}": [chunk.text]
+        for chunks in c.chunks.values()
+        for chunk in chunks
+    }
+    return grade_output(c.synthesis.text, passages, s, p, client)
+
+
+def _coherence(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    return grade_coherence(c.synthesis.title, c.synthesis.text, s, p, client)
+
+
+def _references(c: Collection) -> list[RetrievedReference]:
+    return [
+        RetrievedReference(
+            reference=Reference(id=paper, title=a.title, abstract=a.abstract),
+            retrieval_rank=rank,
+            fused_score=1 / rank,
+        )
+        for rank, (paper, a) in enumerate(c.abstracts.items(), start=1)
+    ]
+
+
+def _debate(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    return score_references("Learning from few examples.", _references(c), s, p, client)
+
+
+def _related_work(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    verdict = DebateVerdict(arguments_for=[], arguments_against=[], quotes=[], probability=50)
+    scored = [ScoredReference(**r.model_dump(), verdict=verdict) for r in _references(c)]
+    inputs = RelatedWorkInput(
+        idea="Learning from few examples.", references=scored, sentences=4, words=120
+    )
+    return write_section(inputs, s, p, client)
+
+
+def _reranker(kind: type[LLMRelevanceReranker] | type[LLMDebateReranker]) -> Stage:
+    def stage(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+        candidates = [chunk for chunks in c.chunks.values() for chunk in chunks]
+        return kind(s, p, client).rerank("How is memory consolidated?", candidates)
+
+    return stage
+
+
+def _tldr(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    batch = [TldrInput(title=a.title, abstract=a.abstract) for a in c.abstracts.values()]
+    return write_tldrs(batch, s, p, client)
+
+
+@dataclass(frozen=True)
+class Case:
+    stage: Stage
+    settings: dict[str, Any]
+
+
+CASES: dict[str, Case] = {
+    "abstract": Case(_abstract, {}),
+    "questions": Case(_questions, {}),
+    "answers": Case(_answers, {}),
+    "massrag_summarizer": Case(_answers, {"answer_mode": "multi_view"}),
+    "massrag_extractor": Case(_answers, {"answer_mode": "multi_view"}),
+    "massrag_reasoner": Case(_answers, {"answer_mode": "multi_view"}),
+    "massrag_reconcile": Case(_answers, {"answer_mode": "multi_view"}),
+    "cross_questions": Case(_cross_questions, {}),
+    "insights": Case(_analysis, {}),
+    "relationships": Case(_analysis, {}),
+    "followups": Case(_followups, {}),
+    "synthesis": Case(_synthesis, {}),
+    # The smallest context forces the map step (paper summaries), and with 2 papers or more
+    # the tree of cluster summaries.
+    "paper_summary": Case(_synthesis, {"synthesis_context_tokens": 1_000}),
+    "cluster_summary": Case(
+        _synthesis, {"synthesis_context_tokens": 1_000, "hierarchical_min_papers": 2}
+    ),
+    "plain": Case(_plain, {}),
+    "query_questions": Case(_query_summary, {"mais_max_iterations": 2}),
+    "query_summary": Case(_query_summary, {"mais_max_iterations": 2}),
+    "summary_qa": Case(_query_summary, {"mais_max_iterations": 2}),
+    "summary_judge": Case(_query_summary, {"mais_max_iterations": 2}),
+    "query_answer": Case(_query_answer, {}),
+    "answer_judge": Case(_answer_judge, {}),
+    "claim_judge": Case(_claim_judge, {}),
+    "coherence_judge": Case(_coherence, {}),
+    "debate": Case(_debate, {}),
+    "related_work": Case(_related_work, {}),
+    "relevance": Case(_reranker(LLMRelevanceReranker), {}),
+    "tldr": Case(_tldr, {}),
+}
+
+
+def every_agent_name() -> set[str]:
+    import importlib
+    import inspect
+    import pkgutil
+
+    import litpipe.agents
+
+    names = set()
+    for module in pkgutil.iter_modules(litpipe.agents.__path__):
+        for value in vars(importlib.import_module(f"litpipe.agents.{module.name}")).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, Agent)
+                and not inspect.isabstract(value)
+            ):
+                names.add(value.name)
+    return names
+
+
+def test_every_agent_has_a_case() -> None:
+    assert set(CASES) == every_agent_name()
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_any_reply_the_schema_allows_gives_a_result_or_a_one_line_reason(
+    agent: str, tmp_path: Path
+) -> None:
+    case = CASES[agent]
+    routed = offline_settings(tmp_path, agents={agent: AgentRoute(model=MODEL)}, **case.settings)
+    prompts = PromptLibrary()
+    built = collection()
+    asked: list[int] = []
+    outcomes: list[str] = []
+
+    @seed(SEED)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        client = GeneratedClient(data)
+        try:
+            case.stage(built, routed, prompts, client)
+            outcome = "result"
+        except ALLOWED as error:
+            assert str(error) and "\n" not in str(error), repr(error)
+            outcome = "reason"
+        asked.append(client.agents.count(agent))
+        outcomes.append(outcome)
+
+    run()
+    assert len(outcomes) >= EXAMPLES
+    # The agent was asked: the case exercises its replies, not only other agents'.
+    assert all(asked)
+    # Replies made from the schema mostly validate: a schema that said less than the code
+    # checks would send nearly every reply down the repair path, and test nothing else.
+    assert outcomes.count("result") >= LEAST_VALID * len(outcomes), outcomes.count("reason")
