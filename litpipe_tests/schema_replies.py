@@ -20,6 +20,7 @@ import json
 import random
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Protocol
 
 from hypothesis import strategies as st
@@ -190,7 +191,13 @@ class drawn:
     def matching(self, pattern: str, fallback: str, low: int, high: int) -> str:
         if re.search(pattern, fallback):
             return fallback
-        return self.data.draw(st.from_regex(pattern).filter(lambda t: low <= len(t) <= high))
+        return self.data.draw(_strings_matching(pattern, low, high))
+
+
+@cache
+def _strings_matching(pattern: str, low: int, high: int) -> st.SearchStrategy[str]:
+    # Built once a pattern: a regex strategy costs milliseconds to build, a draw microseconds.
+    return st.from_regex(pattern).filter(lambda text: low <= len(text) <= high)
 
 
 class SeededChoices:

@@ -6,6 +6,11 @@ valid against the requested schema: `response_format.json_schema.schema` when th
 one, else the last fenced ```json block of the messages that is a JSON schema (how the client
 instructs a model without structured output). Without either, the content is a short text.
 
+Unscripted, a request gets the smallest valid instance of its schema; with `schema_driven=True`
+it gets one generated from the schema alone as a model server with structured output might
+(`schema_replies`: any enum value, empty and unicode strings, ids and markers quoted from the
+prompt or invented, duplicates), seeded by the request, so the same request gets the same reply.
+
 Scripting: `script(marker, *replies)` queues replies (dicts and pydantic objects are sent as
 JSON, strings as they are) for requests that match `marker`; `respond(marker, function)` answers
 every matching request with `function(request_body)`. A request matches a marker when the marker
@@ -24,6 +29,7 @@ The server stops by itself after `lifetime_s`, and `stop()` releases hanging req
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -41,6 +47,7 @@ import pytest
 from pydantic import BaseModel
 
 from litpipe.settings import Settings
+from litpipe_tests.schema_replies import SeededChoices, reply, vocabulary
 
 FaultKind = Literal[
     "rate_limit",  # 429 with Retry-After
@@ -83,8 +90,11 @@ class _Fault:
 class StubLLM:
     """The server, running in a background thread from construction until `stop()`."""
 
-    def __init__(self, latency_s: float = 0.0, lifetime_s: float = 300.0) -> None:
+    def __init__(
+        self, latency_s: float = 0.0, lifetime_s: float = 300.0, schema_driven: bool = False
+    ) -> None:
         self.latency_s = latency_s
+        self.schema_driven = schema_driven
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._requests: list[dict[str, Any]] = []
@@ -241,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, body: dict[str, Any], fault: _Fault | None, scripted: Reply | None) -> None:
         if fault is None:
-            self._send_completion(body, _content(scripted, body))
+            self._send_completion(body, _content(scripted, body, self.server.stub.schema_driven))
         elif fault.kind == "hang":
             self.server.stub._wait(fault.seconds)
             self.close_connection = True
@@ -302,7 +312,7 @@ def _matches(marker: str | None, body: dict[str, Any]) -> bool:
     return any(marker in str(message.get("content", "")) for message in body.get("messages", []))
 
 
-def _content(scripted: Reply | None, body: dict[str, Any]) -> str:
+def _content(scripted: Reply | None, body: dict[str, Any], schema_driven: bool) -> str:
     if isinstance(scripted, BaseModel):
         return scripted.model_dump_json()
     if isinstance(scripted, dict):
@@ -310,7 +320,14 @@ def _content(scripted: Reply | None, body: dict[str, Any]) -> str:
     if isinstance(scripted, str):
         return scripted
     schema = requested_schema(body)
-    return "A stub reply." if schema is None else json.dumps(example_from_schema(schema))
+    if schema is None:
+        return "A stub reply."
+    if not schema_driven:
+        return json.dumps(example_from_schema(schema))
+    messages = body.get("messages", [])
+    seed = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+    generated = reply(schema, SeededChoices(seed), vocabulary(messages))
+    return json.dumps(generated, ensure_ascii=False)
 
 
 def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:

@@ -33,9 +33,11 @@ from litpipe.agents.answers import answer_questions
 from litpipe.agents.base import Agent
 from litpipe.agents.cross_questions import comparative_questions
 from litpipe.agents.followups import follow_up_questions
+from litpipe.agents.insights import insights_for
 from litpipe.agents.plain import write_plain_summary
 from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
 from litpipe.agents.related_work import RelatedWorkInput, write_section
+from litpipe.agents.relationships import relate
 from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker
 from litpipe.agents.synthesis import write_synthesis
 from litpipe.agents.tldr import TldrInput, write_tldrs
@@ -121,6 +123,11 @@ class GeneratedClient:
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
     ) -> list[T]:
         return [self.complete_sync(route, messages, schema) for messages in list_of_messages]
+
+
+@cache
+def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
 
 
 # A small real collection, built once by the offline engine: what the routed agent reads.
@@ -256,9 +263,15 @@ def _answers(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClie
     return answer_questions(c.evidence[_first(c)][:2], s, p, client)
 
 
-def _analysis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    follow_up = _follow_up_answerer(c.chunks, s, p)
-    return analyse("demo", c.answers, None, c.abstracts, follow_up, s, p, client)
+def _insights(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    pairs = [answer for paper in c.answers.values() for answer in paper.answers]
+    return insights_for(pairs, s, p, client)
+
+
+def _relationships(
+    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
+) -> object:
+    return relate("demo", c.analysis.insights, _titles(c), s, p, client)
 
 
 def _cross_questions(
@@ -321,7 +334,8 @@ def _claim_judge(c: Collection, s: Settings, p: PromptLibrary, client: Generated
         for chunks in c.chunks.values()
         for chunk in chunks
     }
-    return grade_output(c.synthesis.text, passages, s, p, client)
+    # The opening paragraph: its sentences cite every kind of marker the page does.
+    return grade_output(c.synthesis.text.split("\n\n")[0], passages, s, p, client)
 
 
 def _coherence(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
@@ -380,8 +394,8 @@ CASES: dict[str, Case] = {
     "massrag_reasoner": Case(_answers, {"answer_mode": "multi_view"}),
     "massrag_reconcile": Case(_answers, {"answer_mode": "multi_view"}),
     "cross_questions": Case(_cross_questions, {}),
-    "insights": Case(_analysis, {}),
-    "relationships": Case(_analysis, {}),
+    "insights": Case(_insights, {}),
+    "relationships": Case(_relationships, {}),
     "followups": Case(_followups, {}),
     "synthesis": Case(_synthesis, {}),
     # The smallest context forces the map step (paper summaries), and with 2 papers or more

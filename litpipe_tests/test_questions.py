@@ -17,11 +17,16 @@ from litpipe.agents.questions import (
     QuestionsInput,
     QuestionsReply,
     offline_questions,
+    paper_questions_from,
     questions_for,
 )
 from litpipe.ingest.pdf import parse_pdf
+from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import PaperAbstract
 from litpipe_tests.bundled import CORPUS, PAPERS
+from litpipe_tests.stub_llm import StubLLM, requested_schema, stub_settings
 
 ICLR = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
 ICLR_ROWS = 6
@@ -174,3 +179,39 @@ def test_an_abstract_cannot_close_its_fence() -> None:
     assert user["content"].count("</paper>") == 2
     assert user["content"].count("<paper>") == 2
     assert f"\n{INJECTION}\n" in user["content"]
+
+
+def test_a_reply_in_a_style_the_step_did_not_ask_for_is_repaired_not_a_crash(
+    stub_llm: StubLLM, tmp_path: Path
+) -> None:
+    """What a user's server did: a reply valid against the schema the prompt carried, with a
+    `follow_up` question, crashed every paper (KeyError: 'follow_up'). The schema now allows
+    only the styles asked for, so such a reply is sent back for a repair, and never reaches the
+    code."""
+    stub_llm.script(
+        "stub",
+        {
+            "questions": [
+                {"style": "follow_up", "text": "What comes next?"},
+                {"style": "broad", "text": "What does FearNet set out to do?"},
+            ]
+        },
+        {"questions": [{"style": "broad", "text": "What does FearNet set out to do?"}]},
+    )
+    settings = stub_settings(tmp_path / "home", stub_llm)
+    abstract = PaperAbstract(
+        paper_id="SJ1Xmf-Rb",
+        title="FearNet: Brain-Inspired Model for Incremental Learning",
+        abstract="FearNet uses a brain-inspired dual-memory system.",
+        source="parsed",
+        engine="parsed",
+    )
+    asked = paper_questions_from(
+        abstract, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())
+    )
+    assert [q.text for q in asked.questions] == ["What does FearNet set out to do?"]
+    first, repair = stub_llm.requests
+    schema = requested_schema(first)
+    assert schema is not None
+    assert schema["$defs"]["QuestionDraft"]["properties"]["style"]["enum"] == list(STYLES)
+    assert "questions.0.style" in repair["messages"][-1]["content"]
