@@ -9,10 +9,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
-from litpipe.settings import OFFLINE, Settings
+from litpipe.settings import OFFLINE, Settings, StructuredOutput
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             "embedder": args.embedder,
             "llm_model": args.model,
             "llm_api_base": args.api_base,
+            "llm_structured_output": args.structured_output,
         }.items()
         if value is not None
     }
@@ -213,6 +214,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--model", help="litellm model for every agent, e.g. gpt-4o-mini (default: offline)"
     )
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+    parser.add_argument(
+        "--structured-output",
+        choices=get_args(StructuredOutput),
+        help="how the reply's JSON schema reaches the model: json_schema suits vLLM, llama.cpp, "
+        "Ollama and LM Studio (default: $LITPIPE_LLM_STRUCTURED_OUTPUT or auto, as litellm "
+        "knows the model)",
+    )
 
 
 def _add_paper_questions(parser: argparse.ArgumentParser, dataset_help: str, out_help: str) -> None:

@@ -22,13 +22,20 @@ from pydantic_settings import (
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 OFFLINE = "offline"
 
+# How a reply's JSON schema reaches the model (`Settings.llm_structured_output`).
+StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+
 
 class AgentRoute(BaseModel):
-    """Per-agent overrides of the default model and sampling (unset fields fall back)."""
+    """Per-agent overrides of the default model, sampling and structured output (unset fields
+    fall back)."""
 
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    # Per agent too: one server (a LiteLLM proxy, OpenRouter) can serve models that differ in
+    # what they take, and an agent can already be given a model of its own.
+    structured_output: StructuredOutput | None = None
 
 
 class Route(BaseModel):
@@ -39,6 +46,10 @@ class Route(BaseModel):
     api_base: str | None
     temperature: float
     max_tokens: int
+    # Not in the agents' code_version (which takes only the model and sampling from the route):
+    # a reply is validated against the same schema whichever way the schema reached the model,
+    # and the reply cache ignores the mode too, so a rerun for it would only replay the cache.
+    structured_output: StructuredOutput
 
     @property
     def offline(self) -> bool:
@@ -94,6 +105,14 @@ class Settings(BaseSettings):
     llm_api_base: str | None = Field(
         default=None, description="Base URL of an OpenAI-compatible server (vLLM, a stub)."
     )
+    llm_structured_output: StructuredOutput = Field(
+        default="auto",
+        description="How a reply's JSON schema reaches the model: `auto` (a json_schema "
+        "response_format where litellm says the model takes one, else the schema in the system "
+        "message), `json_schema` (that response_format whatever litellm knows of the model: "
+        "vLLM, llama.cpp's server, Ollama, LM Studio), `json_object` (JSON mode, and the schema "
+        "in the system message) or `prompt` (the schema in the system message only).",
+    )
     llm_temperature: float = Field(default=0.0, ge=0, le=2)
     llm_max_tokens: int = Field(default=2048, ge=1)
     llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at most.")
@@ -107,7 +126,7 @@ class Settings(BaseSettings):
     )
     agents: dict[str, AgentRoute] = Field(
         default_factory=dict,
-        description="Per-agent model and sampling overrides, e.g. "
+        description="Per-agent model, sampling and structured-output overrides, e.g. "
         '{"questions": {"model": "gpt-4o", "temperature": 0.3}}.',
     )
     questions_per_style: int = Field(
@@ -315,6 +334,7 @@ class Settings(BaseSettings):
                 override.temperature if override.temperature is not None else self.llm_temperature
             ),
             max_tokens=override.max_tokens or self.llm_max_tokens,
+            structured_output=override.structured_output or self.llm_structured_output,
         )
 
     @property

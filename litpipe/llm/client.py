@@ -1,8 +1,10 @@
 """The one way litpipe calls a model: an agent's messages in, a validated pydantic object out.
 
-Calls go through litellm's `acompletion`, so any litellm model string works. A model that
-litellm says takes a JSON-schema response format gets one; any other is told the schema in its
-system message, and its reply is parsed (fences and surrounding prose tolerated). A reply that
+Calls go through litellm's `acompletion`, so any litellm model string works. How the reply's
+schema reaches the model is the route's `structured_output`: by default (`auto`) a model that
+litellm says takes a JSON-schema response format gets one, and any other is told the schema in
+its system message; `json_schema`, `json_object` and `prompt` choose for a server whose model
+litellm does not know. A reply is parsed tolerantly (fences and surrounding prose), and one that
 fails validation gets one repair request quoting the error. Transient failures are retried with
 backoff; permanent ones fail at once with a message saying what to fix. Validated replies are
 cached on disk; every call is recorded in the usage ledger, and a budget stops a run before a
@@ -43,7 +45,7 @@ from litpipe.llm.errors import (
     one_line,
 )
 from litpipe.llm.usage import CallRecord, UsageLedger
-from litpipe.settings import Route, Settings
+from litpipe.settings import Route, Settings, StructuredOutput
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +161,8 @@ class LLMClient:
             return None, None
         started = time.perf_counter()
         params = {"temperature": route.temperature, "max_tokens": route.max_tokens}
+        # Not the route's structured_output: a reply that validated is as good whichever way the
+        # schema reached the model, so the modes share replies and switching costs no call.
         key = self.cache.key(route.model, messages, _schema_json(schema), params)
         cached = self._from_cache(key, schema)
         if cached is not None:
@@ -245,7 +249,7 @@ class LLMClient:
         record: CallRecord,
     ) -> T:
         """Ask, and if the reply does not validate, ask once more quoting the error."""
-        request, response_format = _structured_request(messages, schema, facts)
+        request, response_format = _structured_request(messages, schema, _mode(route, facts))
         reply = await self._send(route, request, response_format, facts, record)
         try:
             return parse_reply(reply.text, schema, _cut_off_at(reply, route))
@@ -317,6 +321,12 @@ class LLMClient:
         }
         if response_format is not None:
             request["response_format"] = response_format
+            if not facts.takes_response_format:
+                # With drop_params, litellm would silently leave out a format it believes the
+                # model lacks (`openai/gpt-4`, whatever the server behind it): the model would
+                # then get no schema at all. Only where it would: elsewhere litellm translates
+                # the format for its provider (Anthropic's tools), which forcing it would undo.
+                request["allowed_openai_params"] = ["response_format"]
         if route.api_base:
             request["api_base"] = route.api_base
             if facts.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
@@ -334,7 +344,7 @@ class LLMClient:
                 return await litellm.acompletion(**request)
             except _PROVIDER_ERRORS as error:
                 if not _is_transient(error):
-                    raise _permanent_error(error, route) from error
+                    raise _permanent_error(error, route, request.get("response_format")) from error
                 if retry >= max_retries:
                     raise TransientLLMError(
                         f"{route.agent}: {route.model} still failing after {retry + 1} tries "
@@ -382,6 +392,7 @@ class UnusableReply(Exception):
 class _ModelFacts:
     provider: str
     structured: bool  # litellm says the model takes a JSON-schema response format
+    takes_response_format: bool  # litellm passes a response_format on to the model at all
     priced: bool  # litellm knows its price per token
 
 
@@ -437,7 +448,7 @@ def _check_route(route: Route) -> None:
 @lru_cache(maxsize=256)
 def _model_facts(model: str) -> _ModelFacts:
     try:
-        _, provider, _, _ = litellm.get_llm_provider(model=model)
+        name, provider, _, _ = litellm.get_llm_provider(model=model)
     except litellm.BadRequestError as error:
         raise PermanentLLMError(
             f"litellm does not know which provider serves {model!r}: name it provider/model "
@@ -455,7 +466,15 @@ def _model_facts(model: str) -> _ModelFacts:
             model,
         )
     structured = litellm.supports_response_schema(model=model, custom_llm_provider=provider)
-    return _ModelFacts(provider=provider, structured=structured, priced=priced)
+    # Asked of the provider's own name for the model (`gpt-4`, not `openai/gpt-4`), as litellm
+    # asks when it sends the request.
+    supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    return _ModelFacts(
+        provider=provider,
+        structured=structured,
+        takes_response_format="response_format" in (supported or []),
+        priced=priced,
+    )
 
 
 @lru_cache(maxsize=256)
@@ -468,11 +487,19 @@ def _schema_instruction(schema: type[BaseModel]) -> str:
     return SCHEMA_INSTRUCTION.format(schema=json.dumps(_schema_json(schema), ensure_ascii=False))
 
 
+def _mode(route: Route, facts: _ModelFacts) -> StructuredOutput:
+    """The route's structured output, `auto` resolved by what litellm knows of the model."""
+    if route.structured_output != "auto":
+        return route.structured_output
+    return "json_schema" if facts.structured else "prompt"
+
+
 def _structured_request(
-    messages: Messages, schema: type[BaseModel], facts: _ModelFacts
+    messages: Messages, schema: type[BaseModel], mode: StructuredOutput
 ) -> tuple[Messages, dict[str, Any] | None]:
-    """The messages to send and the response format, if the model takes one."""
-    if facts.structured:
+    """The messages to send and the response format, if any: the schema goes in one of them
+    (in both for `json_object`, which asks for JSON but cannot say which)."""
+    if mode == "json_schema":
         # Not strict: OpenAI's strict mode takes a subset of JSON schema (every property
         # required, no open dicts) that litpipe's schemas need not fit, and the reply is
         # validated (and repaired once) here anyway.
@@ -485,8 +512,10 @@ def _structured_request(
     instruction = _schema_instruction(schema)
     if messages and messages[0].get("role") == "system":
         system = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
-        return [system, *messages[1:]], None
-    return [{"role": "system", "content": instruction}, *messages], None
+        instructed = [system, *messages[1:]]
+    else:
+        instructed = [{"role": "system", "content": instruction}, *messages]
+    return instructed, {"type": "json_object"} if mode == "json_object" else None
 
 
 def parse_reply(text: str, schema: type[T], cut_off_at: int | None = None) -> T:
@@ -540,7 +569,9 @@ def _is_transient(error: Exception) -> bool:
     return status in _TRANSIENT_STATUS or status >= 500 or status < 400
 
 
-def _permanent_error(error: Exception, route: Route) -> PermanentLLMError:
+def _permanent_error(
+    error: Exception, route: Route, response_format: dict[str, Any] | None
+) -> PermanentLLMError:
     status = getattr(error, "status_code", None)
     said = one_line(getattr(error, "message", None) or str(error), 200)
     where = f"{route.agent}: {route.model}"
@@ -564,9 +595,16 @@ def _permanent_error(error: Exception, route: Route) -> PermanentLLMError:
             f"{where}: the messages do not fit the model's context window: use a model with a "
             f"larger one or shorten the agent's input — {said}"
         )
+    # A server that does not take the response format sent says so only as a bad request.
+    also = (
+        f", and that the server takes response_format {response_format['type']!r} "
+        f"(else set llm_structured_output to one it takes)"
+        if response_format is not None
+        else ""
+    )
     return PermanentLLMError(
         f"{where}: the provider rejected the request ({status}): check the model name and the "
-        f"agent's temperature and max_tokens — {said}"
+        f"agent's temperature and max_tokens{also} — {said}"
     )
 
 
