@@ -38,7 +38,9 @@ class CrossQuestionsInput(BaseModel):
 
 class ComparativeDraft(QuestionText):
     style: Literal["comparative"] = "comparative"
-    papers: list[str] = Field(description="The paper ids the question compares (two or more).")
+    papers: list[str] = Field(
+        description="The paper ids the question compares (two or more).", min_length=2
+    )
 
 
 class CrossQuestionsReply(BaseModel):
