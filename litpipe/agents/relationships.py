@@ -447,8 +447,8 @@ def _named_work(text: str, cue: re.Pattern[str], named: set[str]) -> str | None:
 
 @dataclass(frozen=True)
 class _Grounds:
-    """What the offline typing reads: each insight's claims, each paper's title terms, and how
-    many papers use each term."""
+    """What the offline typing reads: each insight's claims, the names in each paper's title,
+    and how many papers use each term."""
 
     claims: dict[str, list[_Claim]]
     title_names: dict[str, set[str]]
