@@ -1,6 +1,6 @@
-"""The relationship analysis: relationships only between papers, typed by cue words offline, a
-narrative of 3-5 sentences naming every paper, the type distribution; and a model's reply
-checked (through the local stub)."""
+"""The relationship analysis: relationships only between papers, typed offline by opposite
+claims and by cue words naming the other paper's work, a narrative of 3-5 sentences naming
+every paper, the type distribution; and a model's reply checked (through the local stub)."""
 
 from __future__ import annotations
 
@@ -37,14 +37,16 @@ def insight(insight_id: str, paper_id: str, text: str, page: int = 1) -> Insight
 
 
 BASE = "Base editing of the HBB gene corrected the sickle mutation in patient stem cells"
+# An improvement or extension names the work of the other paper (ABE8e, from its title).
 CUE_PAIRS = {
-    "improvement": "Prime editing of the HBB gene outperforms base editing in patient stem cells",
-    "extension": "We extend base editing of the HBB gene to the beta-thalassemia mutation in "
-    "patient stem cells",
+    "improvement": "Prime editing of the HBB gene outperforms ABE8e base editing in patient "
+    "stem cells",
+    "extension": "We extend ABE8e base editing of the HBB gene to the beta-thalassemia mutation "
+    "in patient stem cells",
     "contradiction": "Base editing of the HBB gene did not correct the sickle mutation in "
     "patient stem cells",
 }
-TITLES = {"a": "Base editing for sickle cell", "b": "Editing HBB again"}
+TITLES = {"a": "ABE8e base editing for sickle cell", "b": "Editing HBB again"}
 
 
 def test_cue_words_type_relationships_and_the_cue_holder_is_the_target() -> None:
@@ -59,8 +61,18 @@ def test_cue_words_type_relationships_and_the_cue_holder_is_the_target() -> None
         explanation = relationship.explanation
         assert explanation.startswith("Both concern ") and "HBB" in explanation
         assert (
-            '"Editing HBB again"' in explanation and '"Base editing for sickle cell"' in explanation
+            '"Editing HBB again"' in explanation
+            and '"ABE8e base editing for sickle cell"' in explanation
         )
+
+
+def test_an_improvement_cue_naming_no_work_of_the_other_paper_is_no_improvement() -> None:
+    # "outperforms base editing": base editing is a subject of the other paper, not its work.
+    titles = {"a": "Base editing for sickle cell", "b": "Editing HBB again"}
+    text = "Prime editing of the HBB gene outperforms base editing in patient stem cells"
+    insights = [insight("i01", "a", BASE), insight("i02", "b", text)]
+    (relationship,) = offline_relationships(insights, titles)
+    assert relationship.type == "parallel"
 
 
 def test_without_cues_close_insights_are_parallel_and_unrelated_ones_stay_apart() -> None:

@@ -305,7 +305,7 @@ def _noun_like(run: list[int], tokens: list[_Token]) -> list[int]:
     return run[-MAX_PHRASE_WORDS:]
 
 
-def _named(word: str) -> bool:
+def looks_named(word: str) -> bool:
     """Looks like a name (FearNet, Cas9, REV1, GCK) rather than a common word."""
     return any(char.isupper() or char.isdigit() for char in word[1:])
 
@@ -318,7 +318,7 @@ def phrases(text: str, sentence: Span) -> list[Phrase]:
         for part in _split_at_verbs(whole_run, tokens):
             run = _noun_like(part, tokens)
             # A single common word ("networks", "microcins") is too vague to ask about.
-            if not run or (len(run) == 1 and not _named(tokens[run[0]].core)):
+            if not run or (len(run) == 1 and not looks_named(tokens[run[0]].core)):
                 continue
             start, end = tokens[run[0]].start, tokens[run[-1]].end
             normalised = tuple(normalise(tokens[index].core) for index in run)

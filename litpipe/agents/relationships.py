@@ -7,10 +7,28 @@ an overall theme; and a 3-5 sentence narrative naming every paper. The prompt la
 from that paper's insights (its title may be shortened), which is what `papers_named` checks.
 
 The offline engine relates two insights of different papers when their stemmed terms overlap
-enough (Jaccard), types the relationship from cue words ("outperforms", "extends", "however",
-opposite directions of change), explains it in a fixed frame naming both papers and the words
-they share, takes the theme from the key phrases most papers share, and builds the narrative
-from each paper's best insight, verbatim, in fixed frames.
+enough (weighted Jaccard), keeps the strongest few per pair of papers, and types each with a
+heuristic that reads words, not meaning:
+
+- contradiction, only when the two make opposite claims about the same terms: a clause of each
+  with the same predicate at opposite polarity (one denies what the other states, "did not
+  correct" against "corrected", or they stand at opposite poles of one direction: increases /
+  decreases, improves / worsens, outperforms / underperforms, necessary / unnecessary, ...), the
+  same word next to the predicate on either side (its subject and object, one of them rare in the
+  collection) and mostly the same words around it. The explanation quotes both sentences with
+  their papers' titles. "However", "unlike", "not only" or a failure a sentence reports make no
+  contradiction;
+- improvement or extension, only when a cue ("outperforms", "extends", ...) is followed in its
+  clause by a name from the other paper's title ("outperforms RotatE"): a sentence comparing a
+  paper with its own baselines says nothing about another paper;
+- otherwise parallel (much shared) or complementary: the two share rare terms, nothing more.
+
+It cannot parse, so it misses opposite claims worded differently (a paraphrase, swapped subject
+and object, "X beats Y" against "Y beats X", numbers that disagree) and cannot tell whether two
+claims were made under the same conditions; parallel and complementary do not mean the findings
+agree. It explains each relationship in a fixed frame naming both papers and the words they
+share, takes the theme from the key phrases most papers share, and builds the narrative from
+each paper's best insight, verbatim, in fixed frames.
 """
 
 from __future__ import annotations
@@ -24,7 +42,14 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import GENERIC_WORDS, Phrase, phrases, sentences, words
+from litpipe.agents.extractive import (
+    GENERIC_WORDS,
+    Phrase,
+    looks_named,
+    phrases,
+    sentences,
+    words,
+)
 from litpipe.agents.insights import plain
 from litpipe.citations import marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
@@ -43,30 +68,105 @@ SHARED_WORDS_SHOWN = 3
 MAX_NARRATIVE_SENTENCES = 5
 MIN_NARRATIVE_SENTENCES = 3
 
-_CONTRAST = re.compile(
-    r"\b(however|in contrast|by contrast|contrary to|unlike|not|fail\w*|contradict\w*|"
-    r"whereas|inconsistent with)\b",
-    re.I,
-)
+# An improvement or extension cue types a pair only when the rest of its clause names the other
+# paper's work (`_named_work`): "outperforms Hyperband" is about the paper titled "Hyperband: ...",
+# whereas "improves its accuracy" compares a paper with its own baseline, not with any paper of
+# the collection.
 _IMPROVEMENT = re.compile(
-    r"\b(outperform\w*|improv\w*|better|faster|more accurate\w*|reduc\w* (the )?errors?|"
+    r"\b(outperform\w*|improv\w*|better|faster|more accurate|reduc\w* (the )?errors?|"
     r"superior|surpass\w*|boost\w*)\b",
     re.I,
 )
 _EXTENSION = re.compile(
-    r"\b(extend\w*|extension|build\w* on|built on|generali[sz]\w*|further|additionally|"
-    r"expand\w*|broaden\w*)\b",
+    r"\b(extend\w*|extension|build\w* (up)?on|built (up)?on|generali[sz]\w*|expand\w*|"
+    r"broaden\w*)\b",
     re.I,
 )
-_UP = re.compile(
-    r"\b(increas\w*|higher|elevat\w*|enhanc\w*|promot\w*|activat\w*|up-?regulat\w*)\b", re.I
+# A name in the other paper's title (`_title_names`) names its work only when at most this many
+# papers' insights use it (the two of the pair): "VAE" in one title names no particular paper
+# among ICLR abstracts, "RotatE" does.
+NAMING_PAPERS = 2
+_TITLE_WORD = re.compile(r"[^\W_]+")
+# A term is rare in a collection (`_TermWeights.rare`) when at most two papers, or a third of
+# them, use it.
+RARE_PAPERS = 2
+RARE_SHARE = 1 / 3
+# Where a clause ends: past it, words are no longer the object of a cue or predicate before it.
+# Decimal points and thousands separators do not end one.
+_CLAUSE_BREAK = re.compile(
+    r"[;:!?]|[.,](?!\d)|\b(?:but|whereas|while|although|though|however|yet)\b", re.I
 )
-_DOWN = re.compile(
-    r"\b(decreas\w*|lower|reduc\w*|inhibit\w*|suppress\w*|down-?regulat\w*|impair\w*)\b", re.I
+# The two poles (positive, negative) of each direction a claim can take. Two claims oppose each
+# other only at opposite poles of one axis: poles of different axes are never compared, since
+# "reduces the error" and "improves the accuracy" say the same thing.
+_AXES: dict[str, tuple[str, str]] = {
+    "amount": (
+        r"increas(e|es|ed|ing)|rais(e|es|ed|ing)|higher|more|greater|larger|elevat\w*|"
+        r"up-?regulat\w*|boost\w*|enhanc\w*|amplif\w*",
+        r"decreas(e|es|ed|ing)|reduc(e|es|ed|ing)|lower(s|ed|ing)?|less|fewer|smaller|"
+        r"diminish\w*|down-?regulat\w*|attenuat\w*",
+    ),
+    "activity": (r"activat\w*|promot\w*|stimulat\w*", r"inhibit\w*|suppress\w*|repress\w*"),
+    "quality": (
+        r"improv\w*|better|benefit\w*",
+        r"worsen\w*|worse|degrad\w*|hurt\w*|harm\w*|impair\w*|deteriorat\w*",
+    ),
+    "rank": (r"outperform\w*|surpass\w*|superior", r"underperform\w*|inferior"),
+    "speed": (r"faster|accelerat\w*", r"slower|decelerat\w*"),
+    "necessity": (
+        r"necessary|needed|required|essential|indispensable",
+        r"unnecessary|dispensable|superfluous",
+    ),
+    "efficacy": (
+        r"effective|efficient|successful",
+        r"ineffective|inefficient|unsuccessful",
+    ),
+    "association": (r"associated|correlated|linked", r"unassociated|uncorrelated|unrelated"),
+}
+_POLES: list[tuple[str, int, re.Pattern[str]]] = [
+    (axis, polarity, re.compile(pattern))
+    for axis, poles in _AXES.items()
+    for polarity, pattern in zip((1, -1), poles, strict=True)
+]
+# "lower bound", "higher order": names, not directions.
+_NAME_AFTER_DIRECTION = frozenset(
+    ["bound", "bounds", "order", "level", "levels", "dimension", "dimensions", "dimensional"]
 )
+# "more than 5%", "less than half": a quantity, not a direction.
+_QUANTITY_BEFORE_THAN = frozenset(["more", "less", "fewer"])
+# "not", "never" and "cannot" deny the verb or adjective after them ("did not correct"); "no",
+# "without" and the words for next to nothing deny the whole phrase after them ("without careful
+# hyperparameter tuning", "negligible accuracy loss": "little loss" denies as much as "no loss").
+_WORD_NEGATORS = frozenset(["not", "never", "cannot"])
+_PHRASE_NEGATORS = frozenset(["no", "without", "little", "negligible", "minimal"])
+# "fails to improve", "unable to reach": a negator of two words.
+_NEGATING_WITH_TO = re.compile(r"fail(s|ed|ing)?|unable")
+# "not only X but also Y" asserts X.
+_NOT_NEGATING_BEFORE = frozenset(["only", "just", "merely", "simply", "solely"])
+# Words between a negator and what it negates that are not the predicate: "no longer improves",
+# "no significant difference".
+_NEGATION_QUALIFIERS = frozenset(
+    ["longer", "significant", "statistically", "necessarily", "clear", "consistent", "obvious"]
+)
+# What may stand between "no" or "without" and the phrase it denies, with adverbs: "without any",
+# "no statistically significant".
+_BEFORE_DENIED_PHRASE = frozenset(["a", "an", "the", "any", "such", *_NEGATION_QUALIFIERS])
+# How many words after a negator what it denies may reach: "did not lead to higher", "does not
+# significantly improve".
+NEGATION_REACH = 4
+# A claim's subject and object: the terms of the word nearest its predicate, before and after
+# it. Two claims oppose only when both are the same: two words either side already found, among
+# the 618 ICLR abstracts, "X enhances the model-parameter space" against "higher accuracy with
+# fewer parameters".
+NEAREST_WORDS = 1
+# The words either side of a predicate that say what the claim is about: further off, a long
+# clause's words are about something else.
+CLAIM_REACH = 4
+# The least share of what the lesser of two claims is about that the other must be about too.
+SAME_TERMS = 0.5
+_WORD_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*")
 _TYPE_PHRASES: dict[RelationshipType, str] = {
     "extension": "extends what {source} reports",
-    "contradiction": "reports a finding at odds with that of {source}",
     "improvement": "reports an improvement on the work of {source}",
     "parallel": "reports a parallel finding to that of {source}",
     "complementary": "adds a complementary view to that of {source}",
@@ -118,61 +218,6 @@ def _paper_of(insight: Insight) -> str:
     return insight.paper_id or ", ".join(insight.papers)
 
 
-@dataclass(frozen=True)
-class _Pair:
-    source: Insight
-    target: Insight
-    type: RelationshipType
-    similarity: float
-    cue: str | None
-
-
-def _cue(pattern: re.Pattern[str], text: str) -> str | None:
-    found = pattern.search(text)
-    return found.group(0) if found else None
-
-
-def _direction(text: str) -> str | None:
-    up, down = _UP.search(text) is not None, _DOWN.search(text) is not None
-    return "up" if up and not down else "down" if down and not up else None
-
-
-def _typed(first: Insight, second: Insight, similarity: float) -> _Pair:
-    """The pair's type from cue words, the insight holding the cue as the target."""
-    texts = plain(first.text), plain(second.text)
-    contrasts = [_cue(_CONTRAST, text) for text in texts]
-    if (contrasts[0] is None) != (contrasts[1] is None):
-        holder = 0 if contrasts[0] else 1
-        ordered = (second, first) if holder == 0 else (first, second)
-        return _Pair(*ordered, "contradiction", similarity, contrasts[holder])
-    for kind, pattern in (("improvement", _IMPROVEMENT), ("extension", _EXTENSION)):
-        cues = [_cue(pattern, text) for text in texts]
-        if cues[1] is not None:
-            return _Pair(first, second, kind, similarity, cues[1])
-        if cues[0] is not None:
-            return _Pair(second, first, kind, similarity, cues[0])
-    directions = {_direction(text) for text in texts}
-    if directions == {"up", "down"}:
-        return _Pair(first, second, "contradiction", similarity, None)
-    kind: RelationshipType = "parallel" if similarity >= PARALLEL_SIMILARITY else "complementary"
-    return _Pair(first, second, kind, similarity, None)
-
-
-def _explanation(
-    pair: _Pair, titles: dict[str, str], weights: _TermWeights, shared_terms: set[str]
-) -> str:
-    written = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
-    shared = [word for word in written if shared_terms.intersection(tokenize(word))]
-    # The rarest shared words first: they say what the two insights are about.
-    ranked = sorted(shared, key=lambda word: -weights.of_word(word))
-    listed = _listed(ranked[:SHARED_WORDS_SHOWN])
-    source = _quoted_title(_paper_of(pair.source), titles)
-    target = _quoted_title(_paper_of(pair.target), titles)
-    relation = _TYPE_PHRASES[pair.type].format(source=source)
-    cue = f' (its insight says "{pair.cue}")' if pair.cue else ""
-    return f"Both concern {listed}; {target} {relation}{cue}."
-
-
 def content_terms(text: str) -> set[str]:
     """The stemmed terms of a text's content words: without function words, research verbs
     ("we propose", "using") and words too general to relate two papers ("method", "results")."""
@@ -191,6 +236,12 @@ class _TermWeights:
 
     def of(self, term: str) -> float:
         return math.log((self.papers + 1) / max(self.papers_with[term], 1))
+
+    def rare(self, term: str) -> bool:
+        """Whether at most a third of the papers (or two) use the term: one that more use is the
+        collection's vocabulary ("network" among ICLR abstracts), which says too little of what
+        a claim is about to set two claims against each other."""
+        return self.papers_with[term] <= max(RARE_PAPERS, self.papers * RARE_SHARE)
 
     def of_word(self, word: str) -> float:
         return max((self.of(term) for term in tokenize(word)), default=0.0)
@@ -221,26 +272,283 @@ def _distinct(insights: list[Insight]) -> list[Insight]:
     return kept
 
 
+@dataclass(frozen=True)
+class _Claim:
+    """What one clause of a sentence states: a predicate (an axis of `_AXES`, or the stem of any
+    other word), its polarity (-1 at an axis' negative pole or when denied, else 1), its subject
+    and object (the content terms of the `NEAREST_WORDS` words before and after it) and what it
+    is about (those of the `CLAIM_REACH` words either side)."""
+
+    sentence: str
+    predicate: str
+    polarity: int
+    subject: frozenset[str]
+    object: frozenset[str]
+    about: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Opposition:
+    """Two claims of opposite polarity about the same terms, one from each insight."""
+
+    first: _Claim
+    second: _Claim
+    terms: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Pair:
+    source: Insight
+    target: Insight
+    type: RelationshipType
+    similarity: float
+    cue: str | None = None
+    opposition: _Opposition | None = None
+
+
+def _direction(tokens: list[str], index: int) -> tuple[str, int] | None:
+    """(axis, pole) of the word at `index` when it states a direction of `_AXES`."""
+    token, following = tokens[index], tokens[index + 1 : index + 2]
+    if following and (
+        following[0] in _NAME_AFTER_DIRECTION
+        or (token in _QUANTITY_BEFORE_THAN and following[0] == "than")
+    ):
+        return None
+    return next(((axis, pole) for axis, pole, pattern in _POLES if pattern.fullmatch(token)), None)
+
+
+def _predicate(tokens: list[str], index: int) -> tuple[str, int] | None:
+    """(predicate, polarity) of the word at `index`: its axis and pole, else its stem when it
+    carries content (research verbs such as "requires" do not: "requires labels" is a claim
+    about labels, which "requires no labels" denies)."""
+    direction = _direction(tokens, index)
+    if direction is not None:
+        return direction
+    token = tokens[index]
+    stems = tokenize(token) if token not in _NEGATION_QUALIFIERS and words(token) else []
+    return (stems[0], 1) if stems else None
+
+
+def _denied(tokens: list[str], index: int) -> list[int]:
+    """The words the word at `index` denies: none unless it is a negator."""
+    token, reach = tokens[index], index + 1
+    if _NEGATING_WITH_TO.fullmatch(token) and tokens[reach : reach + 1] == ["to"]:
+        reach += 1
+    elif not (
+        token in _WORD_NEGATORS or token in _PHRASE_NEGATORS or token.endswith(("n't", "n\u2019t"))
+    ):
+        return []
+    if tokens[reach : reach + 1] and tokens[reach] in _NOT_NEGATING_BEFORE:
+        return []
+    if token not in _PHRASE_NEGATORS:
+        scope = range(reach, min(reach + NEGATION_REACH, len(tokens)))
+        return next(([p] for p in scope if _predicate(tokens, p) is not None), [])
+    # The phrase right after: "minimal and involve reconstruction losses" denies nothing.
+    while reach < len(tokens) and (
+        tokens[reach] in _BEFORE_DENIED_PHRASE or tokens[reach].endswith("ly")
+    ):
+        reach += 1
+    phrase = []
+    for position in range(reach, min(reach + NEGATION_REACH, len(tokens))):
+        if _predicate(tokens, position) is None:
+            break
+        phrase.append(position)
+    return phrase
+
+
+def _clause_claims(sentence: str, clause: str) -> list[_Claim]:
+    tokens = [match.group().rstrip("'\u2019").lower() for match in _WORD_TOKEN.finditer(clause)]
+    # A direction word is what a claim says, never what it is about: "larger step sizes" and
+    # "fewer training steps" share no subject.
+    terms = [
+        set() if _direction(tokens, index) else content_terms(token)
+        for index, token in enumerate(tokens)
+    ]
+    denied = {position for index in range(len(tokens)) for position in _denied(tokens, index)}
+    # The nearest words, whatever they are: a generic or direction word nearest the predicate
+    # ("methods with more parameters") leaves it without a subject rather than lending it one
+    # from further off.
+    nearest = [index for index, token in enumerate(tokens) if words(token)]
+
+    def held(positions: list[int]) -> frozenset[str]:
+        return frozenset().union(*(terms[position] for position in positions))
+
+    claims = []
+    for index in range(len(tokens)):
+        stated = _predicate(tokens, index)
+        if stated is None:
+            continue
+        before = [position for position in nearest if position < index][::-1]
+        after = [position for position in nearest if position > index]
+        claims.append(
+            _Claim(
+                sentence,
+                stated[0],
+                -stated[1] if index in denied else stated[1],
+                held(before[:NEAREST_WORDS]),
+                held(after[:NEAREST_WORDS]),
+                held(before[:CLAIM_REACH] + after[:CLAIM_REACH]),
+            )
+        )
+    return claims
+
+
+def _claims(text: str) -> list[_Claim]:
+    """Every claim of every clause of `text`, each with its sentence as written."""
+    found = []
+    for sentence in sentences(text):
+        written = " ".join(sentence.text.split())
+        for clause in _CLAUSE_BREAK.split(sentence.text):
+            found += _clause_claims(written, clause)
+    return found
+
+
+def _same_terms(one: _Claim, other: _Claim, weights: _TermWeights) -> frozenset[str]:
+    """The terms of the subject and object two claims share, when they share both, one of those
+    terms is rare, and most of what each is about is the other's too; else none. A shared
+    subject or object alone is not enough: "X increases training time" and "our method does not
+    increase training time" are about different things. A swapped subject and object ("X raises
+    Y", "Y is lower with X") is missed: without a parse, a swap is as often a claim about other
+    things."""
+    if len(one.about & other.about) < SAME_TERMS * min(len(one.about), len(other.about)):
+        return frozenset()
+    subject, thing = one.subject & other.subject, one.object & other.object
+    shared = subject | thing
+    return shared if subject and thing and any(map(weights.rare, shared)) else frozenset()
+
+
+def _opposition(
+    first: list[_Claim], second: list[_Claim], weights: _TermWeights
+) -> _Opposition | None:
+    """The first claim of `first` that a claim of `second` opposes: same predicate, opposite
+    polarity, same subject and object."""
+    by_predicate: dict[str, list[_Claim]] = {}
+    for claim in second:
+        by_predicate.setdefault(claim.predicate, []).append(claim)
+    for one in first:
+        for other in by_predicate.get(one.predicate, []):
+            if one.polarity != other.polarity and (terms := _same_terms(one, other, weights)):
+                return _Opposition(one, other, terms)
+    return None
+
+
+def _named_work(text: str, cue: re.Pattern[str], named: set[str]) -> str | None:
+    """The cue in `text` with the rest of its clause, when that rest holds one of the `named`
+    terms (what the cue improves on or extends is the other paper's work)."""
+    if not named:
+        return None
+    for match in cue.finditer(text):
+        stop = _CLAUSE_BREAK.search(text, match.end())
+        end = stop.start() if stop else len(text)
+        if content_terms(text[match.end() : end]) & named:
+            return " ".join(text[match.start() : end].split())
+    return None
+
+
+@dataclass(frozen=True)
+class _Grounds:
+    """What the offline typing reads: each insight's claims, the names in each paper's title,
+    and how many papers use each term."""
+
+    claims: dict[str, list[_Claim]]
+    title_names: dict[str, set[str]]
+    weights: _TermWeights
+
+    def work_of(self, paper: str, other: str) -> set[str]:
+        """The terms naming `paper`'s work when `other` speaks of it: names in its title that
+        `other`'s title lacks and that only the pair's papers use."""
+        own = self.title_names.get(paper, set()) - self.title_names.get(other, set())
+        return {term for term in own if self.weights.papers_with[term] <= NAMING_PAPERS}
+
+
+def _title_names(title: str) -> set[str]:
+    """The terms of the names in a title ("RotatE", "CycleGAN", "VAE"): a common word of it
+    ("convolutional") names a subject, not that paper's work. A title in capitals shows no
+    names this way."""
+    if title.upper() == title:
+        return set()
+    return {
+        term for word in _TITLE_WORD.findall(title) if looks_named(word) for term in tokenize(word)
+    }
+
+
+def _typed(first: Insight, second: Insight, similarity: float, grounds: _Grounds) -> _Pair:
+    """A contradiction when the two make opposite claims about the same terms; else an
+    improvement or extension when one's cue names the other's work (that one is the target);
+    else parallel or complementary by how much they share."""
+    claims = grounds.claims
+    opposition = _opposition(claims[first.insight_id], claims[second.insight_id], grounds.weights)
+    if opposition is not None:
+        return _Pair(first, second, "contradiction", similarity, opposition=opposition)
+    for kind, pattern in (("improvement", _IMPROVEMENT), ("extension", _EXTENSION)):
+        for holder, other in ((second, first), (first, second)):
+            named = grounds.work_of(_paper_of(other), _paper_of(holder))
+            cue = _named_work(plain(holder.text), pattern, named)
+            if cue is not None:
+                return _Pair(other, holder, kind, similarity, cue=cue)
+    kind: RelationshipType = "parallel" if similarity >= PARALLEL_SIMILARITY else "complementary"
+    return _Pair(first, second, kind, similarity)
+
+
+def _without_full_stop(sentence: str) -> str:
+    return sentence.rstrip(".!? ")
+
+
+def _explanation(
+    pair: _Pair, titles: dict[str, str], weights: _TermWeights, shared_terms: set[str]
+) -> str:
+    source = _quoted_title(_paper_of(pair.source), titles)
+    target = _quoted_title(_paper_of(pair.target), titles)
+    opposition = pair.opposition
+    if opposition is not None:
+        shared_terms = set(opposition.terms)
+    written = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
+    shared = [word for word in written if shared_terms.intersection(tokenize(word))]
+    # The rarest shared words first: they say what the two insights are about.
+    ranked = sorted(shared, key=lambda word: -weights.of_word(word))
+    listed = _listed(ranked[:SHARED_WORDS_SHOWN])
+    if opposition is not None:
+        # The two claims quoted whole, so a reader judges the contradiction from the papers'
+        # own words rather than from the engine's word.
+        return (
+            f'Both concern {listed}, in opposite claims: {source} says "'
+            f'{_without_full_stop(opposition.first.sentence)}", and {target} says "'
+            f'{_without_full_stop(opposition.second.sentence)}".'
+        )
+    relation = _TYPE_PHRASES[pair.type].format(source=source)
+    cue = f' (its insight says "{pair.cue}")' if pair.cue else ""
+    return f"Both concern {listed}; {target} {relation}{cue}."
+
+
 def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> list[Relationship]:
-    """Pairs of insights of different papers similar enough, the strongest few per paper pair."""
-    insights = _distinct(insights)
+    """Pairs of insights of different papers similar enough, the strongest few per paper pair,
+    each typed by `_typed`. An insight that cites nothing ("the retrieved passages do not answer
+    this question") states nothing of its paper's, so it relates to nothing."""
+    insights = [insight for insight in _distinct(insights) if insight.citations]
     terms = {insight.insight_id: content_terms(insight.text) for insight in insights}
     weights = _weights(insights, terms)
-    by_papers: dict[tuple[str, str], list[_Pair]] = {}
+    by_papers: dict[tuple[str, str], list[tuple[float, Insight, Insight]]] = {}
     for first, second in combinations(insights, 2):
         if not _different_papers(first, second):
             continue
         similarity = weights.similarity(terms[first.insight_id], terms[second.insight_id])
         if similarity >= RELATED_SIMILARITY:
             key = (_paper_of(first), _paper_of(second))
-            by_papers.setdefault(key, []).append(_typed(first, second, similarity))
-    order = {insight.insight_id: index for index, insight in enumerate(insights)}
+            by_papers.setdefault(key, []).append((similarity, first, second))
     kept = [
-        pair
+        related
         for pairs in by_papers.values()
-        for pair in sorted(pairs, key=lambda p: -p.similarity)[:MAX_PER_PAPER_PAIR]
+        for related in sorted(pairs, key=lambda pair: -pair[0])[:MAX_PER_PAPER_PAIR]
     ]
-    kept.sort(key=lambda p: (order[p.source.insight_id], order[p.target.insight_id]))
+    typed = {insight.insight_id: insight for _, *pair in kept for insight in pair}
+    grounds = _Grounds(
+        claims={insight_id: _claims(plain(one.text)) for insight_id, one in typed.items()},
+        title_names={paper: _title_names(title) for paper, title in titles.items()},
+        weights=weights,
+    )
+    pairs = [_typed(first, second, similarity, grounds) for similarity, first, second in kept]
+    order = {insight.insight_id: index for index, insight in enumerate(insights)}
+    pairs.sort(key=lambda p: (order[p.source.insight_id], order[p.target.insight_id]))
     return [
         Relationship(
             source=pair.source.insight_id,
@@ -250,7 +558,7 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
                 pair, titles, weights, terms[pair.source.insight_id] & terms[pair.target.insight_id]
             ),
         )
-        for pair in kept
+        for pair in pairs
     ]
 
 
