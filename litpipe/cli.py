@@ -791,7 +791,12 @@ def eval_mais_command(
     from litpipe.evaluation.convergence import convergence_report, render_svg
     from litpipe.evaluation.litqa import read_questions
     from litpipe.llm.usage import UsageLedger
-    from litpipe.report.query_summary import EvaluatedRequest, convergence_markdown, evaluated
+    from litpipe.report.query_summary import (
+        EvaluatedRequest,
+        convergence_markdown,
+        evaluated,
+        with_offline_notice,
+    )
 
     started = time.perf_counter()
     try:
@@ -805,7 +810,7 @@ def eval_mais_command(
         return 2
     outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
-    report = convergence_report(results)
+    report = with_offline_notice(convergence_report(results))
     runs: list[EvaluatedRequest] = [
         evaluated(question.id, outcome.result)
         for question, outcome in outcomes

@@ -600,6 +600,14 @@ class ConvergenceReport(BaseModel):
     )
     max_iterations: list[int] = Field(description="The iteration caps the runs had.")
     accuracy_by_iteration: list[IterationAccuracy]
+    engines: dict[str, list[str]] = Field(
+        default_factory=dict, description="What each agent of the loop ran on, over the runs."
+    )
+    notice: str | None = Field(
+        default=None,
+        description="Set when the summarizer or the judge ran offline: why the figures then "
+        "measure nothing about MAIS (`litpipe.report.notices`).",
+    )
 
 
 # Related work (LitLLM)
@@ -742,6 +750,11 @@ class DigestCollection(BaseModel):
 class Digest(BaseModel):
     day: str = Field(description="The UTC day, YYYY-MM-DD.")
     engine: str = Field(description="What wrote the insights and relationships.")
+    engines: dict[str, str] = Field(
+        default_factory=dict,
+        description="What each agent ran on (`insights`, `relationships`); empty in a digest "
+        "made before they were recorded.",
+    )
     papers: list[DigestPaper] = Field(description="Oldest arrival first; empty: nothing new.")
     collections: list[DigestCollection]
     titles: dict[str, str] = Field(description="Every paper the digest names, by id.")

@@ -44,6 +44,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
 from litpipe.report import graphs as report_graphs
+from litpipe.report import notices
 from litpipe.schemas import (
     CollectionOutputs,
     CrossPaperQuestions,
@@ -179,7 +180,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
-        code_version=code_version([collection_report, report_graphs], CollectionOutputs),
+        code_version=code_version([collection_report, report_graphs, notices], CollectionOutputs),
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
         description="The files a person reads, in `LITPIPE_HOME/outputs/<collection>/`: "
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
@@ -278,11 +279,14 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(written, {**usage_metadata(step.ledger.summary()), **plots})
+    yield _output(written, analysis, {**usage_metadata(step.ledger.summary()), **plots})
     yield from _check_results(asset, outcomes, step.settings)
 
 
-def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthesis]:
+def _output(
+    written: Synthesis, analysis: RelationshipAnalysis, usage: Mapping[str, object]
+) -> dg.Output[Synthesis]:
+    notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
     return dg.Output(
         written,
         data_version=data_version(written),
@@ -292,7 +296,9 @@ def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthe
             "papers": len(written.papers),
             "citations": len(written.citations),
             "words": len(written.text.split()),
-            "preview": dg.MetadataValue.md(f"# {written.title}\n\n{written.text}"),
+            "preview": dg.MetadataValue.md(
+                "\n".join([f"# {written.title}", "", *notice, written.text])
+            ),
             **usage,
         },
     )
