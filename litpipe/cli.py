@@ -336,11 +336,16 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     if report.synthesis is not None:
         written = report.synthesis
         types = ", ".join(f"{count} {kind}" for kind, count in written.relationship_types.items())
+        appended = (
+            f", {written.appended_papers} of them only by an appended sentence"
+            if written.appended_papers
+            else ""
+        )
         print(
             f"{written.papers} papers analysed: {written.insights} insights, "
             f"{written.relationships} relationships ({types}); synthesis "
             f"({written.synthesis_pattern}, {written.synthesis_words} words, "
-            f"{written.cited_papers}/{written.papers} papers cited) and plain summary "
+            f"{written.cited_papers}/{written.papers} papers cited{appended}) and plain summary "
             f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
             file=sys.stderr,
         )
@@ -387,6 +392,7 @@ def synthesis_report(
         synthesis_words=len(expert.text.split()),
         plain_words=len(plain.text.split()),
         cited_papers=len({citation.paper_id for citation in expert.citations}),
+        appended_papers=len(expert.appended),
         outputs=outputs.files,
         checks=checks,
     )

@@ -150,6 +150,11 @@ class SynthesisReport(BaseModel):
     synthesis_words: int
     plain_words: int
     cited_papers: int = Field(description="Papers the expert synthesis cites.")
+    appended_papers: int = Field(
+        default=0,
+        description='Of those, papers cited only by an appended "Also in this collection" '
+        "sentence: the writer left them uncited.",
+    )
     outputs: dict[str, str] = Field(description="The files written, by name.")
     checks: list[CheckReport] = Field(
         default_factory=list, description="The syntheses' checks, as last evaluated."
@@ -451,6 +456,12 @@ class Synthesis(BaseModel):
     text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
     citations: list[Citation]
     papers: list[str] = Field(description="The collection's papers, each to be cited.")
+    appended: list[str] = Field(
+        default_factory=list,
+        description="Papers the writer left uncited that the text cites only through the "
+        '"Also in this collection" sentences appended after it (the coverage check counts '
+        "them apart from the writer's own).",
+    )
     grades: OutputGrades | None = Field(
         default=None,
         description="The faithfulness check's grade of each sentence, for the page to mark "

@@ -92,6 +92,7 @@ def test_plain_request_holds_the_spine_and_the_reply_is_checked(
     assert plain.text.startswith(f"Scientists test which gene changes matter [{GCK}:3].")
     assert f'{ALSO_IN_COLLECTION}, "{TITLES[BRCA]}": ' in plain.text
     assert {c.paper_id for c in plain.citations} == set(PAPERS)
+    assert plain.appended == [BRCA]
     known = {c.marker for c in expert_synthesis.citations}
     assert {c.marker for c in plain.citations} <= known
 

@@ -3,7 +3,8 @@ spine as the expert synthesis (theme, narrative, every insight) and its citation
 
 Each paper's contribution stays distinguishable and cited. The reply is checked as the expert
 synthesis is: markers that are not among the expert synthesis' or the insights' citations are
-removed, and an uncited paper gets an "Also in this collection" sentence from its best insight.
+removed, and an uncited paper gets an "Also in this collection" sentence from its best insight
+(recorded, and counted apart by the coverage check).
 
 The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
 version instead, the theme and, per paper, its best insight (verbatim, cited) introduced by a
@@ -116,7 +117,7 @@ def write_plain_summary(
     known = {c.marker: c for c in expert.citations}
     for insight in analysis.insights:
         known.update((c.marker, c) for c in insight.citations if c.marker not in known)
-    text, found = covered(
+    checked = covered(
         reply.text, lambda written: known_citations(written, known), analysis, titles, "plain"
     )
     return Synthesis(
@@ -125,9 +126,10 @@ def write_plain_summary(
         engine=engine_name(settings.route(agent.name)),
         pattern=expert.pattern,
         title=" ".join(reply.title.split()),
-        text=text,
-        citations=found,
+        text=checked.text,
+        citations=checked.citations,
         papers=analysis.papers,
+        appended=checked.appended,
     )
 
 
