@@ -524,18 +524,22 @@ def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
     assert "Summary of" not in evidence  # the cluster's summary replaces the papers'
 
 
-def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing() -> None:
-    analysis = make_analysis()
-    # The theme's own words, so that it would be the closest insight if its lack of a
-    # citation were not weighed first.
-    silent = Insight(
+def silent_insight(paper: str) -> Insight:
+    """An insight of `paper` citing nothing, in the theme's own words: it would be the paper's
+    closest insight if its lack of a citation were not weighed first."""
+    return Insight(
         insight_id="i9",
-        paper_id=BRCA,
-        papers=[BRCA],
-        question_ids=[f"{BRCA}:q09"],
+        paper_id=paper,
+        papers=[paper],
+        question_ids=[f"{paper}:q09"],
         text=f'On "How are {THEME.lower()}?": The retrieved passages do not answer this question.',
         citations=[],
     )
+
+
+def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing() -> None:
+    analysis = make_analysis()
+    silent = silent_insight(BRCA)
     analysis.insights.insert(4, silent)
     text = f"Two studies agree [{GCK}:3] and [{PLM}:5]."
 

@@ -7,8 +7,8 @@ removed, and an uncited paper gets an "Also in this collection" sentence from it
 (recorded, and counted apart by the coverage check).
 
 The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
-version instead, the theme and, per paper, its best insight (verbatim, cited) introduced by a
-fixed plain frame ("One study, \\"<title>\\", found: ...").
+version instead, the theme and, per paper, its best insight that cites a passage (verbatim,
+cited) introduced by a fixed plain frame ("One study, \\"<title>\\", found: ...").
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent,
 from litpipe.agents.paper_summary import cited_insight
 from litpipe.agents.synthesis import (
     WrittenReply,
-    best_insight,
+    best_cited_insight,
     covered,
     relationship_map,
     spine_insights,
@@ -43,10 +43,11 @@ class PlainInput(BaseModel):
 
 
 def offline_plain(inputs: PlainInput) -> WrittenReply:
-    """The theme, then per paper its best insight in a fixed plain frame."""
+    """The theme, then per paper its best cited insight in a fixed plain frame."""
     lines = [f"The common theme of these {len(inputs.papers)} studies: {inputs.theme}"]
     for paper in inputs.papers:
-        insight = best_insight([i for i in inputs.insights if i.paper_id == paper], inputs.theme)
+        own = [i for i in inputs.insights if i.paper_id == paper]
+        insight = best_cited_insight(own, inputs.theme)
         if insight is not None:
             frame = "One study" if len(lines) == 1 else "Another study"
             title = " ".join(inputs.titles.get(paper, paper).split())

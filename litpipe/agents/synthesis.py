@@ -314,6 +314,12 @@ def best_insight(insights: list[Insight], theme: str) -> Insight | None:
     return ranked[0][1] if ranked else None
 
 
+def best_cited_insight(insights: list[Insight], theme: str) -> Insight | None:
+    """The insight closest to the theme among those citing a passage (among all when none
+    does): one saying the passages did not answer cites nothing and tells a reader nothing."""
+    return best_insight([i for i in insights if i.citations] or insights, theme)
+
+
 class CoveredText(NamedTuple):
     """A writer's text as checked: the text, its citations, and the papers the writer left
     uncited that it cites only through the sentences appended for them."""
@@ -338,9 +344,8 @@ def covered(
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     for paper in missing:
-        # A cited insight first: one saying the passages did not answer cites nothing.
         own = [i for i in analysis.insights if i.paper_id == paper]
-        insight = best_insight([i for i in own if i.citations] or own, analysis.theme)
+        insight = best_cited_insight(own, analysis.theme)
         if insight is None:
             log.warning("%s: paper %s is uncited and has no insight to cite", writer, paper)
             continue
