@@ -344,11 +344,16 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     if report.synthesis is not None:
         written = report.synthesis
         types = ", ".join(f"{count} {kind}" for kind, count in written.relationship_types.items())
+        appended = (
+            f", {written.appended_papers} of them only by an appended sentence"
+            if written.appended_papers
+            else ""
+        )
         print(
             f"{written.papers} papers analysed: {written.insights} insights, "
             f"{written.relationships} relationships ({types}); synthesis "
             f"({written.synthesis_pattern}, {written.synthesis_words} words, "
-            f"{written.cited_papers}/{written.papers} papers cited) and plain summary "
+            f"{written.cited_papers}/{written.papers} papers cited{appended}) and plain summary "
             f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
             file=sys.stderr,
         )
@@ -395,6 +400,7 @@ def synthesis_report(
         synthesis_words=len(expert.text.split()),
         plain_words=len(plain.text.split()),
         cited_papers=len({citation.paper_id for citation in expert.citations}),
+        appended_papers=len(expert.appended),
         outputs=outputs.files,
         checks=checks,
     )
@@ -799,7 +805,12 @@ def eval_mais_command(
     from litpipe.evaluation.convergence import convergence_report, render_svg
     from litpipe.evaluation.litqa import read_questions
     from litpipe.llm.usage import UsageLedger
-    from litpipe.report.query_summary import EvaluatedRequest, convergence_markdown, evaluated
+    from litpipe.report.query_summary import (
+        EvaluatedRequest,
+        convergence_markdown,
+        evaluated,
+        with_offline_notice,
+    )
 
     started = time.perf_counter()
     try:
@@ -813,7 +824,7 @@ def eval_mais_command(
         return 2
     outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
-    report = convergence_report(results)
+    report = with_offline_notice(convergence_report(results))
     runs: list[EvaluatedRequest] = [
         evaluated(question.id, outcome.result)
         for question, outcome in outcomes

@@ -150,6 +150,11 @@ class SynthesisReport(BaseModel):
     synthesis_words: int
     plain_words: int
     cited_papers: int = Field(description="Papers the expert synthesis cites.")
+    appended_papers: int = Field(
+        default=0,
+        description='Of those, papers cited only by an appended "Also in this collection" '
+        "sentence: the writer left them uncited.",
+    )
     outputs: dict[str, str] = Field(description="The files written, by name.")
     checks: list[CheckReport] = Field(
         default_factory=list, description="The syntheses' checks, as last evaluated."
@@ -451,6 +456,12 @@ class Synthesis(BaseModel):
     text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
     citations: list[Citation]
     papers: list[str] = Field(description="The collection's papers, each to be cited.")
+    appended: list[str] = Field(
+        default_factory=list,
+        description="Papers the writer left uncited that the text cites only through the "
+        '"Also in this collection" sentences appended after it (the coverage check counts '
+        "them apart from the writer's own).",
+    )
     grades: OutputGrades | None = Field(
         default=None,
         description="The faithfulness check's grade of each sentence, for the page to mark "
@@ -600,6 +611,14 @@ class ConvergenceReport(BaseModel):
     )
     max_iterations: list[int] = Field(description="The iteration caps the runs had.")
     accuracy_by_iteration: list[IterationAccuracy]
+    engines: dict[str, list[str]] = Field(
+        default_factory=dict, description="What each agent of the loop ran on, over the runs."
+    )
+    notice: str | None = Field(
+        default=None,
+        description="Set when the summarizer or the judge ran offline: why the figures then "
+        "measure nothing about MAIS (`litpipe.report.notices`).",
+    )
 
 
 # Related work (LitLLM)
@@ -742,6 +761,11 @@ class DigestCollection(BaseModel):
 class Digest(BaseModel):
     day: str = Field(description="The UTC day, YYYY-MM-DD.")
     engine: str = Field(description="What wrote the insights and relationships.")
+    engines: dict[str, str] = Field(
+        default_factory=dict,
+        description="What each agent ran on (`insights`, `relationships`); empty in a digest "
+        "made before they were recorded.",
+    )
     papers: list[DigestPaper] = Field(description="Oldest arrival first; empty: nothing new.")
     collections: list[DigestCollection]
     titles: dict[str, str] = Field(description="Every paper the digest names, by id.")

@@ -338,6 +338,11 @@ def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and
     text = "\n".join(table)
     assert "| runs | approved | approved share |" in text
     assert "| iteration | runs reaching it | mean accuracy |" in text
+    # Offline, above the table: why its figures measure nothing about MAIS (and in the JSON).
+    assert report.notice is not None and "built into the offline engine" in report.notice
+    assert text.index(f"> {report.notice}") < text.index("| runs | approved |")
+    assert figures["notice"] == report.notice
+    assert report.engines["query_summary"] == report.engines["summary_judge"] == ["offline"]
     for record in chosen:
         assert re.search(rf"^\| {record['id']} \| {record['pdf_file'][:-4]} \| q-", text, re.M)
     assert (out_dir / "convergence.md").read_text("utf-8").strip() == text.strip()

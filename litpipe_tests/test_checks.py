@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 
 from litpipe.agents.extractive import sentences
+from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.citations import marker
 from litpipe.evaluation.checks import (
     CheckOutcome,
@@ -113,15 +114,48 @@ def test_coverage_passes_when_every_paper_is_cited() -> None:
     outcome = coverage(GOOD)
 
     assert outcome.passed
-    assert outcome.metadata == {"cited": 2, "total": 2, "missing": []}
+    assert outcome.metadata == {
+        "writer_cited": [REPAIR, FEARNET],
+        "writer_cited_count": 2,
+        "appended": [],
+        "appended_count": 0,
+        "missing": [],
+        "total": 2,
+    }
 
 
 def test_coverage_fails_and_names_the_paper_never_cited() -> None:
     outcome = coverage(GOOD.model_copy(update={"papers": [REPAIR, FEARNET, "2401.00001"]}))
 
-    assert not outcome.passed
+    assert not outcome.passed and not outcome.warn_only  # blocks, as it always did
     assert "2401.00001" in outcome.description and "2 of 3" in outcome.description
     assert outcome.metadata["missing"] == ["2401.00001"]
+
+
+def test_coverage_counts_a_paper_cited_only_by_an_appended_sentence_apart_and_warns() -> None:
+    # The writer cited REPAIR and FEARNET; the third paper only by the sentence appended for it.
+    third = "2401.00001"
+    text = f'{GOOD.text}\n\n{ALSO_IN_COLLECTION}, "A third paper": It holds [{third}:3].'
+    written = GOOD.model_copy(
+        update={
+            "text": text,
+            "citations": [*GOOD.citations, citation(third, 3, f"{third}:0")],
+            "papers": [REPAIR, FEARNET, third],
+            "appended": [third],
+        }
+    )
+
+    outcome = coverage(written)
+
+    assert not outcome.passed and outcome.warn_only
+    assert outcome.metadata["writer_cited"] == [REPAIR, FEARNET]
+    assert outcome.metadata["writer_cited_count"] == 2
+    assert outcome.metadata["appended"] == [third] and outcome.metadata["appended_count"] == 1
+    assert outcome.metadata["missing"] == [] and outcome.metadata["total"] == 3
+    assert outcome.description == (
+        "expert synthesis: the writer cites 2 of 3 papers; 1 more only by an appended "
+        f'"{ALSO_IN_COLLECTION}" sentence: {third}'
+    )
 
 
 def test_valid_citations_pass_against_the_store_rows() -> None:

@@ -5,14 +5,21 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import dagster as dg
 import pytest
 
+from litpipe.citations import marker, markers_in
 from litpipe.cli import main
+from litpipe.defs.runner import open_instance
 from litpipe.retrieval.store import ChunkStore
+from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE, write_bad_pdfs
+from litpipe_tests.stub_llm import StubLLM
 
 PDFS = PDFS_BY_SIZE
+WRITER = "openai/stub-synthesis"
 
 
 def run(home: Path, embedder: Path, *args: str) -> tuple[int, dict]:
@@ -141,3 +148,66 @@ def test_status_lists_fresh_and_stale(
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert "1 fresh" in lines["paper_document"]
     assert "stale" in lines["paper_chunks"] and "stale" in lines["chunk_embeddings"]
+
+
+def test_a_paper_the_writer_left_uncited_makes_coverage_warn_in_the_report_and_the_output(
+    tmp_path: Path,
+    tiny_model: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The synthesis written by a model citing 2 of the 3 papers: the third is cited only by
+    the appended "Also in this collection" sentence, which the coverage check counts apart."""
+    left_out: list[str] = []
+
+    def cites_two_papers(body: dict[str, Any]) -> dict[str, Any]:
+        prompt = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        first_marker: dict[str, str] = {}
+        for paper_id, page in markers_in(prompt):
+            first_marker.setdefault(paper_id, marker(paper_id, page))
+        *cited, uncited = list(first_marker.items())[:3]
+        left_out.append(uncited[0])
+        return {
+            "title": "Two of three",
+            "text": " ".join(f"A finding {written}." for _, written in cited),
+        }
+
+    stub_llm.respond("stub-synthesis", cites_two_papers)
+    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"synthesis": {"model": WRITER}}))
+    folder = folder_with(tmp_path / "papers", PDFS[:3])
+    home = tmp_path / "home"
+
+    code, report = run(
+        home, tiny_model, str(folder), "--collection", "bio", "--api-base", stub_llm.url
+    )
+
+    assert code == 0  # a warning blocks nothing: the pages are written
+    (third,) = set(left_out)
+    assert report["synthesis"]["appended_papers"] == 1
+    assert set(report["synthesis"]["outputs"]) >= {"synthesis.html", "synthesis.md"}
+    checks = {(c["asset"], c["check"]): c for c in report["synthesis"]["checks"]}
+    coverage = checks[("synthesis", "coverage")]
+    assert (coverage["passed"], coverage["severity"]) == (False, "warn")
+    assert coverage["description"] == (
+        "expert synthesis: the writer cites 2 of 3 papers; 1 more only by an appended "
+        f'"Also in this collection" sentence: {third}'
+    )
+    assert checks[("plain_summary", "coverage")]["passed"]  # offline, it cites all three
+    err = capsys.readouterr().err
+    assert f"check synthesis/coverage: FAILED (warn): {coverage['description']}" in err
+    assert "3/3 papers cited, 1 of them only by an appended sentence" in err
+    # What the Dagster UI shows on the check: the writer's papers and the appended one apart.
+    key = dg.AssetCheckKey(dg.AssetKey("synthesis"), "coverage")
+    instance = open_instance(Settings(home=home))
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    evaluation = record.event.dagster_event.event_specific_data
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    metadata = {name: entry.value for name, entry in evaluation.metadata.items()}
+    assert metadata["writer_cited_count"] == 2 and metadata["appended_count"] == 1
+    assert metadata["appended"] == [third] and third not in metadata["writer_cited"]
+    assert metadata["missing"] == []
+    # The page: the prose by the model, the rest offline, and it says which.
+    page = Path(report["synthesis"]["outputs"]["synthesis.html"]).read_text("utf-8")
+    assert "Partly written by litpipe&#x27;s offline extractive engine (the plain-language" in page
+    assert f"the rest by {WRITER})" in page

@@ -29,6 +29,7 @@ from litpipe_tests.test_synthesis import (
     leftover,
     make_analysis,
     offline_sources,
+    silent_insight,
     user_message,
 )
 
@@ -58,11 +59,30 @@ def test_offline_plain_summary_is_the_shortest_faithful_version(tmp_path: Path) 
         assert {p for p, _ in citations.markers_in(line)} == {paper}
     assert {c.paper_id for c in plain.citations} == set(PAPERS)
     assert citations.citations(plain.text, EVIDENCE)[1] == []
+    assert plain.appended == [] and ALSO_IN_COLLECTION not in plain.text
     assert len(plain.text) < len(expert_synthesis.text) / 3
     frames = ["The common theme of these 3 studies", "One study", "Another study", "found"]
     assert re.fullmatch(
         r"[\s\"':,.;]*", leftover(plain.text, [*offline_sources(make_analysis()), *frames])
     )
+
+
+def test_offline_plain_cites_each_paper_itself_by_an_insight_that_cites_a_passage(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(home=tmp_path)
+    analysis = make_analysis()
+    silent = silent_insight(BRCA)
+    analysis.insights.insert(4, silent)
+
+    plain = write_plain_summary(
+        analysis, expert(settings), TITLES, settings, PromptLibrary(None), None
+    )
+
+    (line,) = [line for line in plain.text.split("\n\n") if TITLES[BRCA] in line]
+    assert silent.text not in line and citations.markers_in(line)
+    # The writer cited every paper: nothing appended, nothing for the coverage check to warn of.
+    assert plain.appended == [] and ALSO_IN_COLLECTION not in plain.text
 
 
 def test_plain_request_holds_the_spine_and_the_reply_is_checked(
@@ -92,6 +112,7 @@ def test_plain_request_holds_the_spine_and_the_reply_is_checked(
     assert plain.text.startswith(f"Scientists test which gene changes matter [{GCK}:3].")
     assert f'{ALSO_IN_COLLECTION}, "{TITLES[BRCA]}": ' in plain.text
     assert {c.paper_id for c in plain.citations} == set(PAPERS)
+    assert plain.appended == [BRCA]
     known = {c.marker for c in expert_synthesis.citations}
     assert {c.marker for c in plain.citations} <= known
 

@@ -105,8 +105,8 @@ class Collection:
         )
 
 
-@pytest.fixture
-def collection() -> Collection:
+def demo_collection() -> Collection:
+    """Two papers, every text offline, titles and texts holding markup to escape."""
     repair_4 = cite([REPAIR_4A, REPAIR_4B], 4)
     fearnet_1 = cite([FEARNET_1], 1)
     synthesis = Synthesis(
@@ -236,6 +236,11 @@ def collection() -> Collection:
         comparative=comparative,
         passages={each.chunk_id: each for each in [REPAIR_4A, REPAIR_4B, FEARNET_1]},
     )
+
+
+@pytest.fixture
+def collection() -> Collection:
+    return demo_collection()
 
 
 @dataclass

@@ -38,7 +38,8 @@ def test_the_markdown_holds_the_summary_its_citations_and_a_row_per_iteration(
     result = offline(tmp_path)
     assert len(result.iterations) >= 2
     text = render_markdown(result, "bio")
-    assert text.startswith(f"# {TITLE}\n\n**Query:** {QUERY}\n")
+    assert text.startswith(f"# {TITLE}\n\n> Written by litpipe's offline extractive engine: ")
+    assert f"\n\n**Query:** {QUERY}\n" in text
     assert f"collection `bio`), request `{result.request.key}`" in text
     summary = text.split("## Summary\n\n", 1)[1].split("\n\n## Highlights", 1)[0]
     assert summary == result.summary

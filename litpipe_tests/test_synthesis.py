@@ -351,6 +351,7 @@ def check_cited_and_faithful(synthesis: Synthesis) -> None:
     found, unresolved = citations.citations(synthesis.text, EVIDENCE)
     assert unresolved == [] and found == synthesis.citations
     assert ALSO_IN_COLLECTION not in synthesis.text  # covered by itself, not by the fix
+    assert synthesis.appended == []
     assert re.fullmatch(
         r"[\s#\"':,.;-]*", leftover(synthesis.text, offline_sources(make_analysis()))
     )
@@ -462,6 +463,7 @@ def test_request_has_three_parts_and_an_uncited_paper_gets_the_fix(
     assert fix.startswith(f'{ALSO_IN_COLLECTION}, "{TITLES[BRCA]}": ')
     assert any(i.text in fix for i in make_analysis().insights if i.paper_id == BRCA)
     assert {c.paper_id for c in synthesis.citations} == set(PAPERS)
+    assert synthesis.appended == [BRCA]  # what the coverage check counts apart
     assert citations.citations(synthesis.text, EVIDENCE)[1] == []
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert f"[{GCK}:99]" in warnings and BRCA in warnings
@@ -522,22 +524,26 @@ def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
     assert "Summary of" not in evidence  # the cluster's summary replaces the papers'
 
 
-def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing() -> None:
-    analysis = make_analysis()
-    # The theme's own words, so that it would be the closest insight if its lack of a
-    # citation were not weighed first.
-    silent = Insight(
+def silent_insight(paper: str) -> Insight:
+    """An insight of `paper` citing nothing, in the theme's own words: it would be the paper's
+    closest insight if its lack of a citation were not weighed first."""
+    return Insight(
         insight_id="i9",
-        paper_id=BRCA,
-        papers=[BRCA],
-        question_ids=[f"{BRCA}:q09"],
+        paper_id=paper,
+        papers=[paper],
+        question_ids=[f"{paper}:q09"],
         text=f'On "How are {THEME.lower()}?": The retrieved passages do not answer this question.',
         citations=[],
     )
+
+
+def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing() -> None:
+    analysis = make_analysis()
+    silent = silent_insight(BRCA)
     analysis.insights.insert(4, silent)
     text = f"Two studies agree [{GCK}:3] and [{PLM}:5]."
 
-    fixed, found = covered(
+    fixed, found, appended = covered(
         text, lambda t: citations.citations(t, EVIDENCE), analysis, TITLES, "synthesis"
     )
 
@@ -545,6 +551,7 @@ def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing()
     assert silent.text not in fix
     assert any(i.text in fix for i in analysis.insights if i.paper_id == BRCA and i.citations)
     assert {c.paper_id for c in found} == set(PAPERS)
+    assert appended == [BRCA]  # cited, but not by the writer
 
 
 def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_per_type(

@@ -132,6 +132,10 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     for asset in ("relationship_analysis", "synthesis", "collection_outputs"):
         metadata = materialization_metadata(instance, asset)
         assert isinstance(metadata["preview"], dg.MarkdownMetadataValue)
+        if asset != "relationship_analysis":  # what a reader opens says the offline engine wrote it
+            assert (
+                "\n> Written by litpipe's offline extractive engine: " in metadata["preview"].value
+            )
         graph = shown_picture(metadata["relationship_graph"])
         assert {node.get("data-paper") for node in svg_groups(graph, "node")} == set(paper_ids)
         chart = shown_picture(metadata["relationship_types_chart"])

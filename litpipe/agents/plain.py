@@ -3,11 +3,12 @@ spine as the expert synthesis (theme, narrative, every insight) and its citation
 
 Each paper's contribution stays distinguishable and cited. The reply is checked as the expert
 synthesis is: markers that are not among the expert synthesis' or the insights' citations are
-removed, and an uncited paper gets an "Also in this collection" sentence from its best insight.
+removed, and an uncited paper gets an "Also in this collection" sentence from its best insight
+(recorded, and counted apart by the coverage check).
 
 The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
-version instead, the theme and, per paper, its best insight (verbatim, cited) introduced by a
-fixed plain frame ("One study, \\"<title>\\", found: ...").
+version instead, the theme and, per paper, its best insight that cites a passage (verbatim,
+cited) introduced by a fixed plain frame ("One study, \\"<title>\\", found: ...").
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent,
 from litpipe.agents.paper_summary import cited_insight
 from litpipe.agents.synthesis import (
     WrittenReply,
-    best_insight,
+    best_cited_insight,
     covered,
     relationship_map,
     spine_insights,
@@ -42,10 +43,11 @@ class PlainInput(BaseModel):
 
 
 def offline_plain(inputs: PlainInput) -> WrittenReply:
-    """The theme, then per paper its best insight in a fixed plain frame."""
+    """The theme, then per paper its best cited insight in a fixed plain frame."""
     lines = [f"The common theme of these {len(inputs.papers)} studies: {inputs.theme}"]
     for paper in inputs.papers:
-        insight = best_insight([i for i in inputs.insights if i.paper_id == paper], inputs.theme)
+        own = [i for i in inputs.insights if i.paper_id == paper]
+        insight = best_cited_insight(own, inputs.theme)
         if insight is not None:
             frame = "One study" if len(lines) == 1 else "Another study"
             title = " ".join(inputs.titles.get(paper, paper).split())
@@ -116,7 +118,7 @@ def write_plain_summary(
     known = {c.marker: c for c in expert.citations}
     for insight in analysis.insights:
         known.update((c.marker, c) for c in insight.citations if c.marker not in known)
-    text, found = covered(
+    checked = covered(
         reply.text, lambda written: known_citations(written, known), analysis, titles, "plain"
     )
     return Synthesis(
@@ -125,9 +127,10 @@ def write_plain_summary(
         engine=engine_name(settings.route(agent.name)),
         pattern=expert.pattern,
         title=" ".join(reply.title.split()),
-        text=text,
-        citations=found,
+        text=checked.text,
+        citations=checked.citations,
         papers=analysis.papers,
+        appended=checked.appended,
     )
 
 

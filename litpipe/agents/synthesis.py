@@ -12,7 +12,9 @@ the top level fits, and part 2 holds the top clusters' summaries.
 
 Whatever wrote it, the text is checked the same way: markers that resolve to no evidence passage
 are removed, and a paper left uncited gets an "Also in this collection" sentence from its best
-insight (verbatim, cited), so every paper is cited by construction and the fix shows.
+insight (verbatim, cited), so that every paper is cited and the fix shows. The papers cited only
+that way are recorded (`Synthesis.appended`): the coverage check counts them apart from those
+the writer cited, and warns.
 
 The offline engine writes the narrative, then a paragraph per paper (its insights and the
 evidence sentences MMR picks, or its summary, or a cluster's summary), each introduced by a
@@ -28,7 +30,7 @@ import logging
 import math
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -312,23 +314,38 @@ def best_insight(insights: list[Insight], theme: str) -> Insight | None:
     return ranked[0][1] if ranked else None
 
 
+def best_cited_insight(insights: list[Insight], theme: str) -> Insight | None:
+    """The insight closest to the theme among those citing a passage (among all when none
+    does): one saying the passages did not answer cites nothing and tells a reader nothing."""
+    return best_insight([i for i in insights if i.citations] or insights, theme)
+
+
+class CoveredText(NamedTuple):
+    """A writer's text as checked: the text, its citations, and the papers the writer left
+    uncited that it cites only through the sentences appended for them."""
+
+    text: str
+    citations: list[Citation]
+    appended: list[str]
+
+
 def covered(
     text: str,
     resolver: Resolver,
     analysis: RelationshipAnalysis,
     titles: dict[str, str],
     writer: str,
-) -> tuple[str, list[Citation]]:
+) -> CoveredText:
     """The text with an "Also in this collection" sentence for each paper it leaves uncited,
-    then its unresolvable markers removed; and its citations."""
+    then its unresolvable markers removed; its citations, and the papers cited only by what was
+    appended (the coverage check reports them apart: the writer did not cite them)."""
     found, _ = resolver(text)
     cited = {citation.paper_id for citation in found}
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     for paper in missing:
-        # A cited insight first: one saying the passages did not answer cites nothing.
         own = [i for i in analysis.insights if i.paper_id == paper]
-        insight = best_insight([i for i in own if i.citations] or own, analysis.theme)
+        insight = best_cited_insight(own, analysis.theme)
         if insight is None:
             log.warning("%s: paper %s is uncited and has no insight to cite", writer, paper)
             continue
@@ -348,7 +365,8 @@ def covered(
             "%s: removed markers citing no passage it was given: %s", writer, ", ".join(unresolved)
         )
         text = citations.without_markers(text, unresolved)
-    return text, found
+    now_cited = {citation.paper_id for citation in found}
+    return CoveredText(text, found, [paper for paper in missing if paper in now_cited])
 
 
 def collection_evidence(
@@ -464,7 +482,7 @@ def write_synthesis(
         inputs.groups = summary_tree(members, analysis.theme, evidence, settings, prompts, client)
     agent = SynthesisAgent()
     reply = run_agent(agent, inputs, settings, prompts, client)
-    text, found = covered(
+    checked = covered(
         reply.text,
         lambda written: citations.citations(written, evidence),
         analysis,
@@ -477,9 +495,10 @@ def write_synthesis(
         engine=engine_name(settings.route(agent.name)),
         pattern=pattern,
         title=" ".join(reply.title.split()),
-        text=text,
-        citations=found,
+        text=checked.text,
+        citations=checked.citations,
         papers=analysis.papers,
+        appended=checked.appended,
     )
 
 

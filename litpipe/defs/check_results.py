@@ -47,12 +47,14 @@ def check_result(
     asset: str, name: str, outcome: CheckOutcome, blocking: bool
 ) -> dg.AssetCheckResult:
     """A check's outcome as the step reports it: ERROR when the check blocks (as its
-    spec says), else WARN; lists and mappings as JSON metadata, each Markdown entry rendered."""
+    spec says) and the outcome is not `warn_only`, else WARN (a blocking check failing with WARN
+    blocks nothing); lists and mappings as JSON metadata, each Markdown entry rendered."""
+    error = blocking and not outcome.warn_only
     return dg.AssetCheckResult(
         asset_key=asset,
         check_name=name,
         passed=outcome.passed,
-        severity=dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN,
+        severity=dg.AssetCheckSeverity.ERROR if error else dg.AssetCheckSeverity.WARN,
         description=outcome.description,
         metadata={
             **{

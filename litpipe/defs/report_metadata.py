@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import dagster as dg
 
+from litpipe.report import notices
 from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
@@ -65,13 +66,14 @@ def analysis_preview(analysis: RelationshipAnalysis) -> dg.MetadataValue:
 def outputs_preview(
     synthesis: Synthesis, analysis: RelationshipAnalysis, files: Mapping[str, str]
 ) -> dg.MetadataValue:
-    """What the collection's files hold, in brief: the synthesis' title, the theme and narrative
-    of the analysis, and where each file lies."""
+    """What the collection's files hold, in brief: the synthesis' title, its offline notice if
+    any, the theme and narrative of the analysis, and where each file lies."""
     listed = [f"- `{name}`: `{path}`" for name, path in files.items()]
+    notice = notices.markdown_lines(notices.synthesis_notice(synthesis, analysis))
     return dg.MetadataValue.md(
         "\n\n".join(
             [
-                f"# {synthesis.title}",
+                "\n".join([f"# {synthesis.title}", "", *notice]).rstrip(),
                 f"**Theme:** {analysis.theme}",
                 analysis.narrative,
                 "\n".join(["Files:", "", *listed]),

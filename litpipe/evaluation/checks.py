@@ -1,4 +1,5 @@
-"""Offline checks of a written synthesis: does it cite every paper, and does every citation point
+"""Offline checks of a written synthesis: does its writer cite every paper (papers cited only by
+an appended "Also in this collection" sentence are counted apart), and does every citation point
 at a real passage of the cited paper and page. Whether each cited sentence says what its passages
 say is graded by `litpipe.evaluation.grading`.
 
@@ -13,12 +14,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
+from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.citations import marker, markers_in
 from litpipe.schemas import Synthesis
 
 
 class CheckOutcome(BaseModel):
     passed: bool
+    warn_only: bool = Field(
+        default=False,
+        description="A failure that warns, where the check otherwise blocks: the output is "
+        "usable but not what it should be.",
+    )
     description: str = Field(description="One line a user reads.")
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     markdown: dict[str, str] = Field(
@@ -36,18 +43,40 @@ class StoredChunk(BaseModel):
 
 
 def coverage(synthesis: Synthesis) -> CheckOutcome:
-    """Passes when the text cites every paper of the collection at least once."""
+    """Passes when the writer's own text cites every paper of the collection at least once.
+
+    A paper the writer left uncited gets an appended "Also in this collection" sentence (see
+    `litpipe.agents.synthesis.covered`), which the synthesis records in `appended`: such a
+    paper is counted apart, not as the writer's, and makes the check fail with a warning (the
+    text does cite it, from its best insight). A paper cited nowhere fails the check outright.
+    """
     cited = {paper_id for paper_id, _ in markers_in(synthesis.text)}
+    appended = [paper_id for paper_id in synthesis.papers if paper_id in synthesis.appended]
+    writer_cited = [p for p in synthesis.papers if p in cited and p not in synthesis.appended]
     missing = [paper_id for paper_id in synthesis.papers if paper_id not in cited]
     total = len(synthesis.papers)
-    covered = total - len(missing)
-    description = f"{synthesis.audience} synthesis cites {covered} of {total} papers"
+    description = (
+        f"{synthesis.audience} synthesis: the writer cites {len(writer_cited)} of {total} papers"
+    )
+    if appended:
+        description += (
+            f'; {len(appended)} more only by an appended "{ALSO_IN_COLLECTION}" sentence: '
+            f"{', '.join(appended)}"
+        )
     if missing:
         description += f"; not cited: {', '.join(missing)}"
     return CheckOutcome(
-        passed=not missing,
+        passed=not missing and not appended,
+        warn_only=bool(appended) and not missing,
         description=description,
-        metadata={"cited": covered, "total": total, "missing": missing},
+        metadata={
+            "writer_cited": writer_cited,
+            "writer_cited_count": len(writer_cited),
+            "appended": appended,
+            "appended_count": len(appended),
+            "missing": missing,
+            "total": total,
+        },
     )
 
 

@@ -53,6 +53,10 @@ def convergence_report(results: Sequence[QuerySummary]) -> ConvergenceReport:
         variance_iterations=statistics.variance(counts) if len(counts) > 1 else None,
         max_iterations=sorted({r.max_iterations for r in results}),
         accuracy_by_iteration=by_iteration,
+        engines={
+            agent: sorted({r.engines[agent] for r in results if agent in r.engines})
+            for agent in dict.fromkeys(agent for r in results for agent in r.engines)
+        },
     )
 
 

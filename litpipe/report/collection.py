@@ -6,7 +6,8 @@ script. Every `[paper_id:page]` marker becomes a link to the cited passage, show
 Passages section (highlighted when targeted); a marker whose passage is not in the page stays
 plain text, so every link of the page leads somewhere. A sentence the grading flagged (not
 supported, or partially, by the passages it cites) is marked, with the reason as its tooltip.
-All text is escaped.
+What the offline engine wrote says so under the title (`litpipe.report.notices`). All text is
+escaped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from litpipe.citations import marker, markers_in
+from litpipe.report import notices
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
 from litpipe.schemas import (
     Answer,
@@ -46,6 +48,7 @@ body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; color: 
 header { border-bottom: 1px solid #ddd; margin-bottom: 1.5rem; }
 nav a { margin-right: 1rem; }
 .meta { color: #666; font-size: 0.9rem; }
+.notice { background: #fff4d6; border-left: 4px solid #b07800; padding: 0.5rem 0.8rem; }
 section { margin-top: 2.5rem; }
 a.cite { font-size: 0.85em; text-decoration: none; color: #0b57d0; }
 a.cite.more { vertical-align: super; font-size: 0.7em; margin-left: 0.1em; }
@@ -116,9 +119,13 @@ def markdown_blocks(markdown: str) -> list[MarkdownBlock]:
 
 
 def synthesis_markdown(
-    synthesis: Synthesis, titles: Mapping[str, str], figures: Mapping[str, str] | None = None
+    synthesis: Synthesis,
+    titles: Mapping[str, str],
+    figures: Mapping[str, str] | None = None,
+    analysis: RelationshipAnalysis | None = None,
 ) -> str:
-    """The synthesis as a Markdown file: title, how it was written, its text, the pictures in
+    """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
+    it or the `analysis` it is built from, how it was written, its text, the pictures in
     `figures` (file name, next to the Markdown, to its alternative text), and the references
     (each cited paper by title, with the pages cited)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
@@ -126,6 +133,7 @@ def synthesis_markdown(
         [
             f"# {synthesis.title}",
             "",
+            *notices.markdown_lines(notices.synthesis_notice(synthesis, analysis)),
             f"*{synthesis.audience.capitalize()} synthesis of {synthesis.collection}; written by "
             f"{synthesis.engine}, pattern {synthesis.pattern}.*",
             "",
@@ -353,16 +361,25 @@ def collection_html(
         f"Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·\n"
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
-    return standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS)
+    notice = notices.collection_notice(synthesis, plain, analysis, answers, comparative)
+    return standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
 
 
 def _sentence_grades(written: Synthesis) -> list[SentenceGrade]:
     return written.grades.sentences if written.grades else []
 
 
-def standalone_page(title: str, meta: str, sections: list[tuple[str, str, str]], css: str) -> str:
-    """A page that needs nothing beside it: the title, a line of `meta` (HTML), a navigation
-    bar, then each (anchor, heading, HTML content) section."""
+def standalone_page(
+    title: str,
+    meta: str,
+    sections: list[tuple[str, str, str]],
+    css: str,
+    notice: str | None = None,
+) -> str:
+    """A page that needs nothing beside it: the title, a line of `meta` (HTML), the offline
+    `notice` (text) when there is one, a navigation bar, then each (anchor, heading, HTML
+    content) section."""
+    shown = f'<p class="notice" role="note">{html.escape(notice)}</p>\n' if notice else ""
     nav = "".join(
         f'<a href="#{anchor}">{html.escape(heading)}</a>' for anchor, heading, _ in sections
     )
@@ -382,7 +399,7 @@ def standalone_page(title: str, meta: str, sections: list[tuple[str, str, str]],
 <header>
 <h1>{html.escape(title)}</h1>
 <p class="meta">{meta}</p>
-<nav>{nav}</nav>
+{shown}<nav>{nav}</nav>
 </header>
 {body}
 </body>
@@ -546,8 +563,8 @@ def write_collection_outputs(
     """Writes `synthesis.md`, `plain.md`, `synthesis.html` and the pictures the Markdown shows
     (`relationships.svg`, `relationship_types.svg`) into `out_dir`; their paths by file name."""
     contents = {
-        "synthesis.md": synthesis_markdown(synthesis, titles, FIGURES),
-        "plain.md": synthesis_markdown(plain, titles),
+        "synthesis.md": synthesis_markdown(synthesis, titles, FIGURES, analysis),
+        "plain.md": synthesis_markdown(plain, titles, analysis=analysis),
         "synthesis.html": collection_html(
             synthesis, plain, analysis, answers, comparative, titles, passages
         ),

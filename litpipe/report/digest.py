@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 
+from litpipe.report import notices
 from litpipe.report.collection import (
     PAGE_CSS,
     CitationLinks,
@@ -154,7 +155,15 @@ def digest_markdown(digest: Digest) -> str:
     heading = f"# Nightly digest: {digest.day}"
     if not digest.papers:
         return f"{heading}\n\n{nothing_new(digest.day)}\n"
-    lines = [heading, "", _summary(digest), "", "## New papers", ""]
+    lines = [
+        heading,
+        "",
+        *notices.markdown_lines(notices.digest_notice(digest)),
+        _summary(digest),
+        "",
+        "## New papers",
+        "",
+    ]
     for paper in digest.papers:
         lines += _paper_markdown(paper)
     for collection in digest.collections:
@@ -234,7 +243,9 @@ def digest_html(digest: Digest) -> str:
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
-    return standalone_page(title, meta, sections, PAGE_CSS + _DIGEST_CSS)
+    return standalone_page(
+        title, meta, sections, PAGE_CSS + _DIGEST_CSS, notices.digest_notice(digest)
+    )
 
 
 def _papers_html(digest: Digest, links: CitationLinks) -> str:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
+from litpipe.report import notices
 from litpipe.report.collection import (
     GRADE_CSS,
     PAGE_CSS,
@@ -101,6 +102,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
     lines = [
         f"# {result.title or request.paper_id}",
         "",
+        *notices.markdown_lines(notices.query_summary_notice(result)),
         f"**Query:** {request.query}",
         "",
         f"Paper `{request.paper_id}` (collection `{collection}`), request `{request.key}`. "
@@ -200,7 +202,8 @@ def render_html(result: QuerySummary, collection: str) -> str:
         # Last, once the summary has said which passages it links to.
         ("passages", "Passages", links.passages()),
     ]
-    return standalone_page(title, meta, sections, PAGE_CSS + GRADE_CSS)
+    notice = notices.query_summary_notice(result)
+    return standalone_page(title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
 
 
 def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
@@ -210,10 +213,13 @@ def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path
 
 
 def render_text(result: QuerySummary) -> str:
-    """What `litpipe ask` prints: the summary, its highlights, then the trace, one line per
-    iteration (accuracy, then approved or the topics of mismatch)."""
+    """What `litpipe ask` prints: the offline notice when there is one, the summary, its
+    highlights, then the trace, one line per iteration (accuracy, then approved or the topics of
+    mismatch)."""
+    notice = notices.query_summary_notice(result)
     lines = [
         f"{result.title or result.request.paper_id} [{result.request.paper_id}]",
+        *([notice] if notice else []),
         f"Query: {result.request.query}",
         "",
         result.summary or "(empty summary)",
@@ -275,13 +281,20 @@ def evaluated(question_id: str, result: QuerySummary) -> EvaluatedRequest:
     )
 
 
+def with_offline_notice(report: ConvergenceReport) -> ConvergenceReport:
+    """The report with its `notice` when its runs' summarizer or judge was offline."""
+    return report.model_copy(update={"notice": notices.convergence_notice(report.engines)})
+
+
 def convergence_markdown(
     report: ConvergenceReport, runs: Sequence[EvaluatedRequest], title: str
 ) -> str:
-    """The convergence table and accuracy per iteration, then one row per request."""
+    """The report's notice, if any, above the convergence table and accuracy per iteration,
+    then one row per request."""
     lines = [
         f"# {title}",
         "",
+        *notices.markdown_lines(report.notice),
         convergence_table(report).rstrip("\n"),
         "",
         "| question | paper | request | status | iterations | accuracy per iteration | route |",

@@ -135,6 +135,7 @@ def build_digest(
     return Digest(
         day=day.isoformat(),
         engine=digest_engine(settings),
+        engines={agent: engine_name(settings.route(agent)) for agent in DIGEST_AGENTS},
         papers=papers,
         collections=collections,
         titles=titles,

@@ -51,6 +51,7 @@ from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.report import notices
 from litpipe.report.collection import (
     GRADE_CSS,
     PAGE_CSS,
@@ -422,7 +423,8 @@ def run_related_work(
 
 
 def render_markdown(related: RelatedWork) -> str:
-    """The idea, the section, and the references it cites, in order of first citation."""
+    """The offline notice when the offline engine wrote or scored it, the idea, the section,
+    and the references it cites, in order of first citation."""
     by_id = {scored.reference.id: scored for scored in related.references}
     references = [
         f"- [{reference_id}] {by_id[reference_id].reference.title} "
@@ -433,6 +435,7 @@ def render_markdown(related: RelatedWork) -> str:
     idea = "\n".join(f"> {line}".rstrip() for line in related.request.idea.splitlines())
     return "\n".join(
         [
+            *notices.markdown_lines(notices.related_work_notice(related)),
             "## Research idea",
             "",
             idea,
@@ -512,7 +515,8 @@ def render_html(related: RelatedWork) -> str:
         ("related-work", "Related work", section),
         ("references", "References", references or "<p>No reference.</p>"),
     ]
-    return standalone_page("Related work", meta, sections, PAGE_CSS + GRADE_CSS)
+    notice = notices.related_work_notice(related)
+    return standalone_page("Related work", meta, sections, PAGE_CSS + GRADE_CSS, notice)
 
 
 def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
@@ -551,11 +555,13 @@ def generate_related_work(
 
 def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of what decides a section besides its inputs: both agents (prompt, schema, code,
-    route), this module, and the retrieval and length settings."""
+    route), this module and the notice its files carry, and the retrieval and length
+    settings."""
     return digest(
         version(DebateAgent(), settings, prompts),
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
+        inspect.getsource(notices),
         settings.embedder,
         str(settings.chunk_tokens),
         str(settings.chunk_overlap_tokens),

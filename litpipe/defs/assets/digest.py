@@ -21,6 +21,7 @@ from litpipe.defs.versions import code_version, data_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import digest as digest_report
+from litpipe.report import notices
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
 from litpipe.settings import Settings
 from litpipe.workflows import digest as digest_workflow
@@ -63,7 +64,7 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         code_version=digest(
             version(InsightsAgent(), settings, prompts),
             version(RelationshipsAgent(), settings, prompts),
-            code_version([digest_workflow, digest_report], Digest),
+            code_version([digest_workflow, digest_report, notices], Digest),
         ),
         description="The papers that arrived on the day (UTC; first registered in the catalog "
         "then), each with its abstract and key insights, and how their insights relate to "

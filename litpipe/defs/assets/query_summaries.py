@@ -55,6 +55,7 @@ from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.evaluation.support import Encoder
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.report import notices
 from litpipe.report import query_summary as report
 from litpipe.schemas import (
     PaperAbstract,
@@ -142,7 +143,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         # apply: a request searches its own paper), the judges that grade it, the files it
         # writes. The request's paper and query are its partition key.
         code_version=code_version(
-            [report],
+            [report, notices],
             QuerySummary,
             mais=query_summary_version(settings, prompts),
             embedder=settings.embedder,

@@ -2,10 +2,11 @@
 
 The checks run inside each writer's step (Dagster's checks on partitioned assets go through
 `check_specs`): coverage and citation validity block what follows, because a synthesis that
-leaves a paper out or cites a passage that does not exist is wrong. The grading checks (support,
-sentence by sentence; completeness of the expert synthesis; coherence, by a judge only) warn,
-or block when `evaluation_blocking` is set. The sentence grades are kept on the output, so the
-page marks the sentences they flag.
+leaves a paper out or cites a passage that does not exist is wrong; a paper the writer left out
+that only an appended "Also in this collection" sentence cites makes coverage warn. The grading
+checks (support, sentence by sentence; completeness of the expert synthesis; coherence, by a
+judge only) warn, or block when `evaluation_blocking` is set. The sentence grades are kept on
+the output, so the page marks the sentences they flag.
 
 The judges are part of a writer's code version, since the grades are kept on its output: another
 judge (prompt, model, offline bands) regrades, and a model's text then comes from the reply cache.
@@ -44,6 +45,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
 from litpipe.report import graphs as report_graphs
+from litpipe.report import notices
 from litpipe.schemas import (
     CollectionOutputs,
     CrossPaperQuestions,
@@ -56,7 +58,10 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 
 _CHECKS = {
-    "coverage": "Every paper of the collection is cited at least once.",
+    "coverage": "The writer cites every paper of the collection at least once. A paper it "
+    'left uncited gets an appended "Also in this collection" sentence, counted apart '
+    "(`appended` in the metadata, beside `writer_cited`): the check then fails with a warning. "
+    "A paper cited nowhere fails it with an error, which blocks.",
     "citation_validity": "Every citation resolves to a stored chunk of the cited paper, on the "
     "cited page.",
     "completeness": "Every key insight of the relationship analysis (those in a relationship) "
@@ -179,7 +184,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=collections,
         group_name="synthesis",
-        code_version=code_version([collection_report, report_graphs], CollectionOutputs),
+        code_version=code_version([collection_report, report_graphs, notices], CollectionOutputs),
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
         description="The files a person reads, in `LITPIPE_HOME/outputs/<collection>/`: "
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
@@ -278,11 +283,14 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(written, {**usage_metadata(step.ledger.summary()), **plots})
+    yield _output(written, analysis, {**usage_metadata(step.ledger.summary()), **plots})
     yield from _check_results(asset, outcomes, step.settings)
 
 
-def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthesis]:
+def _output(
+    written: Synthesis, analysis: RelationshipAnalysis, usage: Mapping[str, object]
+) -> dg.Output[Synthesis]:
+    notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
     return dg.Output(
         written,
         data_version=data_version(written),
@@ -292,7 +300,9 @@ def _output(written: Synthesis, usage: Mapping[str, object]) -> dg.Output[Synthe
             "papers": len(written.papers),
             "citations": len(written.citations),
             "words": len(written.text.split()),
-            "preview": dg.MetadataValue.md(f"# {written.title}\n\n{written.text}"),
+            "preview": dg.MetadataValue.md(
+                "\n".join([f"# {written.title}", "", *notice, written.text])
+            ),
             **usage,
         },
     )
