@@ -268,9 +268,7 @@ def _insights(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedCli
     return insights_for(pairs, s, p, client)
 
 
-def _relationships(
-    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
-) -> object:
+def _relationships(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
     return relate("demo", c.analysis.insights, _titles(c), s, p, client)
 
 

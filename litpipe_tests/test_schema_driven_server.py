@@ -82,18 +82,17 @@ def test_every_paper_is_built_and_the_synthesis_written_with_every_check(
     outputs = run_home / "outputs" / "papers"
     assert (outputs / "synthesis.html").is_file() and (outputs / "synthesis.md").is_file()
     # Every check the graph declares on the two syntheses reports a result.
+    graph = build_definitions(Settings(home=run_home)).resolve_asset_graph()
     declared = {
-        (spec.asset_key.to_user_string(), spec.name)
-        for spec in build_definitions(Settings(home=run_home)).resolve_all_asset_check_specs()
-        if spec.asset_key.to_user_string() in ("synthesis", "plain_summary")
+        (key.asset_key.to_user_string(), key.name)
+        for key in graph.asset_check_keys
+        if key.asset_key.to_user_string() in ("synthesis", "plain_summary")
     }
     reported = {(check.asset, check.check) for check in built.synthesis.checks}
     assert declared and reported == declared
 
 
-def test_a_rerun_asks_the_server_nothing(
-    run_home: Path, server: StubLLM, tiny_model: Path
-) -> None:
+def test_a_rerun_asks_the_server_nothing(run_home: Path, server: StubLLM, tiny_model: Path) -> None:
     folder = run_home.parent / "papers"
     before = server.request_count
     assert main(["run", str(folder), *through(server, run_home, tiny_model)]) == 0

@@ -17,9 +17,11 @@ from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
 from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
+from litpipe.agents.plain import write_plain_summary
 from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
     RELATION_VERBS,
+    WrittenReply,
     choose_pattern,
     covered,
     synthesis_version,
@@ -41,6 +43,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_agents import ScriptedClient
 
 GCK = "10.1093_nar_gkae252"
 PLM = "arxiv-2312.01234"
@@ -544,7 +547,7 @@ def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing()
     text = f"Two studies agree [{GCK}:3] and [{PLM}:5]."
 
     fixed, found, appended = covered(
-        text, lambda t: citations.citations(t, EVIDENCE), analysis, TITLES, "synthesis"
+        text, lambda t: citations.citations(t, EVIDENCE), analysis, TITLES, "synthesis", {}
     )
 
     (fix,) = [line for line in fixed.splitlines() if ALSO_IN_COLLECTION in line]
@@ -552,6 +555,35 @@ def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing()
     assert any(i.text in fix for i in analysis.insights if i.paper_id == BRCA and i.citations)
     assert {c.paper_id for c in found} == set(PAPERS)
     assert appended == [BRCA]  # cited, but not by the writer
+
+
+def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_reported(
+    tmp_path: Path,
+) -> None:
+    """A model whose insights cite nothing (they are kept: they are its words) leaves a paper
+    with no cited insight; the synthesis quotes its evidence instead, the plain summary the
+    expert sentence that cites it, and both report the paper as appended, not writer-cited."""
+    analysis = make_analysis()
+    analysis.insights = [
+        i.model_copy(update={"citations": [], "text": "It reports results."})
+        if i.paper_id == BRCA
+        else i
+        for i in analysis.insights
+    ]
+    uncited = WrittenReply(title="T", text=f"Two studies agree [{GCK}:3] and [{PLM}:5].")
+    client = ScriptedClient(uncited)
+    settings = Settings(home=tmp_path, llm_model="openai/x")
+
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), client)
+    (fix,) = [line for line in expert.text.splitlines() if ALSO_IN_COLLECTION in line]
+    brca_chunks = [c for c in EVIDENCE if c.paper_id == BRCA]
+    assert f"[{BRCA}:" in fix and any(c.text.split(".")[0] in fix for c in brca_chunks)
+    assert expert.appended == [BRCA] and {c.paper_id for c in expert.citations} == set(PAPERS)
+
+    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), client)
+    (plain_fix,) = [line for line in plain.text.splitlines() if ALSO_IN_COLLECTION in line]
+    assert f"[{BRCA}:" in plain_fix and plain_fix.count(ALSO_IN_COLLECTION) == 1
+    assert plain.appended == [BRCA]
 
 
 def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_per_type(

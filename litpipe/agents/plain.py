@@ -21,6 +21,7 @@ from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent,
 from litpipe.agents.paper_summary import cited_insight
 from litpipe.agents.synthesis import (
     WrittenReply,
+    also_in_collection,
     best_cited_insight,
     covered,
     relationship_map,
@@ -94,6 +95,17 @@ def known_citations(text: str, known: dict[str, Citation]) -> tuple[list[Citatio
     return list(found.values()), unknown
 
 
+def expert_fallbacks(expert_text: str, titles: dict[str, str]) -> dict[str, str]:
+    """Each paper's first sentence of the expert synthesis that cites it (without the words
+    introducing it, where the expert synthesis appended it itself): what an uncited paper's
+    appended sentence says when none of its insights cites a passage."""
+    found: dict[str, str] = {}
+    for sentence in citations.cited_sentences(expert_text):
+        for paper, _ in citations.markers_in(sentence):
+            found.setdefault(paper, sentence.removeprefix(also_in_collection(paper, titles)))
+    return found
+
+
 def write_plain_summary(
     analysis: RelationshipAnalysis,
     expert: Synthesis,
@@ -119,7 +131,12 @@ def write_plain_summary(
     for insight in analysis.insights:
         known.update((c.marker, c) for c in insight.citations if c.marker not in known)
     checked = covered(
-        reply.text, lambda written: known_citations(written, known), analysis, titles, "plain"
+        reply.text,
+        lambda written: known_citations(written, known),
+        analysis,
+        titles,
+        "plain",
+        expert_fallbacks(expert.text, titles),
     )
     return Synthesis(
         collection=analysis.collection,

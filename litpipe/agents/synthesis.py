@@ -29,12 +29,13 @@ import inspect
 import logging
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field
 
 from litpipe import citations
+from litpipe.agents.answers import best_sentences
 from litpipe.agents.base import Agent, ModelClient, engine_name, run_agent, run_batch, version
 from litpipe.agents.cluster_summary import (
     ClusterSummaryAgent,
@@ -42,11 +43,12 @@ from litpipe.agents.cluster_summary import (
     Member,
     cluster,
 )
-from litpipe.agents.extractive import overlap
+from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import (
     PaperSummaryAgent,
     PaperSummaryInput,
     SummaryReply,
+    cite,
     cited_insight,
     offline_paper_summary,
 )
@@ -329,28 +331,38 @@ class CoveredText(NamedTuple):
     appended: list[str]
 
 
+def also_in_collection(paper: str, titles: dict[str, str]) -> str:
+    """What opens the sentence appended for a paper the writer left uncited."""
+    return f"{ALSO_IN_COLLECTION}, {_quoted(titles.get(paper, paper))}: "
+
+
 def covered(
     text: str,
     resolver: Resolver,
     analysis: RelationshipAnalysis,
     titles: dict[str, str],
     writer: str,
+    fallbacks: Mapping[str, str],
 ) -> CoveredText:
     """The text with an "Also in this collection" sentence for each paper it leaves uncited,
     then its unresolvable markers removed; its citations, and the papers cited only by what was
-    appended (the coverage check reports them apart: the writer did not cite them)."""
+    appended (the coverage check reports them apart: the writer did not cite them).
+
+    A paper's sentence is its insight closest to the theme among those citing a passage, or,
+    where none cites (a model's insights that cited nothing), its cited sentence in
+    `fallbacks`."""
     found, _ = resolver(text)
     cited = {citation.paper_id for citation in found}
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     for paper in missing:
-        own = [i for i in analysis.insights if i.paper_id == paper]
-        insight = best_cited_insight(own, analysis.theme)
-        if insight is None:
-            log.warning("%s: paper %s is uncited and has no insight to cite", writer, paper)
+        own = [i for i in analysis.insights if i.paper_id == paper and i.citations]
+        insight = best_insight(own, analysis.theme)
+        sentence = cited_insight(insight) if insight is not None else fallbacks.get(paper)
+        if sentence is None:
+            log.warning("%s: paper %s is uncited and has nothing cited to say of it", writer, paper)
             continue
-        title = _quoted(titles.get(paper, paper))
-        additions.append(f"{ALSO_IN_COLLECTION}, {title}: {cited_insight(insight)}")
+        additions.append(also_in_collection(paper, titles) + sentence)
     if additions:
         log.warning(
             "%s: papers %s were uncited; added an %r sentence for each",
@@ -367,6 +379,23 @@ def covered(
         text = citations.without_markers(text, unresolved)
     now_cited = {citation.paper_id for citation in found}
     return CoveredText(text, found, [paper for paper in missing if paper in now_cited])
+
+
+def evidence_fallbacks(
+    papers: list[str], evidence: list[RetrievedChunk], theme: str
+) -> dict[str, str]:
+    """Each paper's evidence sentence closest to the theme, verbatim and cited (its first
+    passage's first sentence when none shares a term with it): what an uncited paper's appended
+    sentence says when none of its insights cites a passage."""
+    found = {}
+    for paper in papers:
+        own = [chunk for chunk in evidence if chunk.paper_id == paper]
+        best = best_sentences(theme, own, most=1)
+        if best:
+            found[paper] = best[0].cited
+        elif own and (first := sentences(own[0].text)):
+            found[paper] = cite(" ".join(first[0].text.split()), citations.chunk_marker(own[0]))
+    return found
 
 
 def collection_evidence(
@@ -488,6 +517,7 @@ def write_synthesis(
         analysis,
         titles,
         "synthesis",
+        evidence_fallbacks(analysis.papers, evidence, analysis.theme),
     )
     return Synthesis(
         collection=analysis.collection,
