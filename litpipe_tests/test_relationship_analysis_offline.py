@@ -13,7 +13,8 @@ import pytest
 
 from litpipe.agents.extractive import sentences
 from litpipe.agents.relationships import offline_relationships
-from litpipe.schemas import Citation, Insight, Relationship
+from litpipe.schemas import Insight, Relationship
+from litpipe_tests.test_relationships import insight
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
 
@@ -32,18 +33,6 @@ def demo_sentence(paper: str, opening: str) -> str:
         if span.text.startswith(opening)
     ]
     return sentence
-
-
-def insight(insight_id: str, paper: str, text: str) -> Insight:
-    marker = f"[{paper}:1]"
-    return Insight(
-        insight_id=insight_id,
-        paper_id=paper,
-        papers=[paper],
-        question_ids=[f"{paper}:q00"],
-        text=f"{text} {marker}",
-        citations=[Citation(marker=marker, paper_id=paper, page=1, chunk_ids=[f"{paper}:0"])],
-    )
 
 
 @cache
