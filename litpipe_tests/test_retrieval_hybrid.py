@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from litpipe.retrieval.hybrid import HybridRetriever, bm25_text
 from litpipe.retrieval.store import ChunkStore
 from litpipe_tests.conftest import FakeEmbedder
-from litpipe_tests.test_store import paper
+from litpipe_tests.test_store import paper, store_chunks_twice
 
 PAPERS = {
     "p1": [
@@ -69,6 +70,29 @@ def test_search_fuses_both_retrievers_with_provenance(
     everything = retriever.search("aspirin", limit=10, candidates=10)
     assert all(result.paper_id != "x1" for result in everything)
     assert len({result.chunk_id for result in everything}) == len(everything)
+
+
+def test_every_chunk_keeps_its_own_vector_in_a_table_holding_chunks_twice(
+    tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db_dir = tmp_path / "lancedb"
+    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    ChunkStore(db_dir).embed_papers(papers, fake_embedder)
+    store_chunks_twice(db_dir, fake_embedder.embedder_id, ["p1:0000"], before="p3")
+    # Even a table not repaired yet (another process may hold it) pairs chunks and vectors
+    # by chunk_id.
+    monkeypatch.setattr(ChunkStore, "_remove_duplicates", lambda self, table: 0)
+
+    retriever = HybridRetriever(ChunkStore(db_dir), fake_embedder, "bio", tmp_path / "bm25")
+    chunk_ids = [chunk.chunk_id for p in papers for chunk in p.chunks]
+    assert len(retriever) == len(chunk_ids) == 6
+    np.testing.assert_allclose(
+        retriever.vectors(chunk_ids),
+        fake_embedder.encode([chunk.text for p in papers for chunk in p.chunks]),
+        atol=1e-6,
+    )
+    dense = retriever.dense_ranking(fake_embedder.encode([PAPERS["p1"][0]])[0], limit=10)
+    assert len(dense) == len({chunk_id for chunk_id, _ in dense}) == 6
 
 
 def test_scope_filters(store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path) -> None:

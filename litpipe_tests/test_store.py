@@ -6,6 +6,7 @@ import multiprocessing
 import re
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import pytest
 from lancedb.query import LanceVectorQueryBuilder
@@ -206,6 +207,51 @@ def test_concurrent_writers_to_one_table_all_succeed(tmp_path: Path) -> None:
         done = pool.starmap(_embed_papers_in_a_process, [(str(db_dir), w) for w in range(3)])
     assert sorted(done) == [0, 1, 2]
     assert ChunkStore(db_dir).count_rows("fake-hash-32") == 3 * 4 * 6
+
+
+def store_chunks_twice(db_dir: Path, embedder_id: str, chunk_ids: list[str], before: str) -> None:
+    """Leave the table as racing writers did: `chunk_ids` stored twice, the duplicates written
+    before the rows of paper `before` (so that they sit between other chunks' rows)."""
+    table = lancedb.connect(str(db_dir)).open_table(table_name(embedder_id))
+    ids = ", ".join(f"'{chunk_id}'" for chunk_id in chunk_ids)
+    duplicates = table.search().where(f"chunk_id IN ({ids})").limit(None).to_arrow()
+    later = table.search().where(f"paper_id = '{before}'").limit(None).to_arrow()
+    table.delete(f"paper_id = '{before}'")
+    table.add(duplicates)
+    table.add(later)
+    assert table.count_rows() == len(set(table.to_arrow().column("chunk_id").to_pylist())) + len(
+        chunk_ids
+    )
+
+
+def test_duplicate_rows_are_repaired_when_a_store_opens_the_table(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    db_dir = tmp_path / "lancedb"
+    papers = [
+        paper(f"p{number}", [f"{text} Paper {number}." for text in TEXTS[:3]])
+        for number in range(3)
+    ]
+    ChunkStore(db_dir).embed_papers(papers, fake_embedder)
+    store_chunks_twice(db_dir, "fake-hash-32", ["p0:0000", "p1:0002"], before="p2")
+
+    store = ChunkStore(db_dir)
+    assert store.count_rows("fake-hash-32") == 9
+    table = store.open_table("fake-hash-32")
+    assert table is not None
+    rows = table.to_arrow()
+    assert sorted(rows.column("chunk_id").to_pylist()) == sorted(
+        chunk.chunk_id for p in papers for chunk in p.chunks
+    )
+    text_of = {chunk.chunk_id: chunk.text for p in papers for chunk in p.chunks}
+    np.testing.assert_allclose(
+        np.stack(rows.column("vector").to_numpy(zero_copy_only=False)),
+        fake_embedder.encode(
+            [text_of[chunk_id] for chunk_id in rows.column("chunk_id").to_pylist()]
+        ),
+        atol=1e-6,
+    )
+    assert store.repair("fake-hash-32") == 0
 
 
 def test_a_commit_conflict_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:

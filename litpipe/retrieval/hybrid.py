@@ -79,10 +79,16 @@ class HybridRetriever:
             if vectors is not None
             else np.empty((0, 0), dtype=np.float32)
         )
-        self._chunks: dict[str, dict[str, Any]] = {
-            row["chunk_id"]: row for row in rows.drop_columns(["vector"]).to_pylist()
+        # Each chunk's row and vector are found by its chunk_id, never by position: a table
+        # that holds a chunk twice (written by racing processes before `ChunkStore.repair`)
+        # must not shift every later chunk onto its neighbour's vector. The last row wins.
+        self._row_of = {
+            chunk_id: index for index, chunk_id in enumerate(rows.column("chunk_id").to_pylist())
         }
-        self._row_of = {chunk_id: index for index, chunk_id in enumerate(self._chunks)}
+        fields = rows.drop_columns(["vector"]).to_pylist()
+        self._chunks: dict[str, dict[str, Any]] = {
+            chunk_id: fields[index] for chunk_id, index in self._row_of.items()
+        }
         self._chunk_ids_of_paper: dict[str, set[str]] = {}
         for chunk_id, row in self._chunks.items():
             self._chunk_ids_of_paper.setdefault(row["paper_id"], set()).add(chunk_id)
@@ -102,6 +108,10 @@ class HybridRetriever:
 
     def __len__(self) -> int:
         return len(self._chunks)
+
+    def vectors(self, chunk_ids: list[str]) -> np.ndarray:
+        """The stored vectors of `chunk_ids` (chunks of this retriever), one row each."""
+        return self._vectors[[self._row_of[chunk_id] for chunk_id in chunk_ids]]
 
     @property
     def paper_ids(self) -> list[str]:
@@ -135,7 +145,11 @@ class HybridRetriever:
         elif scope == "others":
             where += f" AND paper_id != {_sql(_required(paper_id, scope))}"
         rows = self.store.dense_search(self.embedder.embedder_id, query_vector, limit, where)
-        return [(row["chunk_id"], row["score"]) for row in rows if row["chunk_id"] in self._chunks]
+        ranking: dict[str, float] = {}  # a chunk stored twice is ranked once, at its best
+        for row in rows:
+            if row["chunk_id"] in self._chunks:
+                ranking.setdefault(row["chunk_id"], row["score"])
+        return list(ranking.items())
 
     def search(
         self,
@@ -169,7 +183,7 @@ class HybridRetriever:
             scores = np.array([score for _, score in fused], dtype=np.float64)
             spread = scores.max() - scores.min()
             relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
-            vectors = self._vectors[[self._row_of[chunk_id] for chunk_id in order]]
+            vectors = self.vectors(order)
             order = mmr(query_vector, order, vectors, self.mmr_lambda, limit, relevance=relevance)
         bm25_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(bm25, 1)}
         dense_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(dense, 1)}

@@ -5,6 +5,14 @@ hashes of a paper's chunks, and only text never embedded by that model is encode
 are replaced in one commit (upsert by chunk_id, delete what the paper no longer has), so readers
 never see half a paper, and a commit that loses a race with another writer is retried.
 
+A table holds one row per chunk_id whatever its writers. Two processes upserting the same new
+chunks at once would both insert them (LanceDB's optimistic commits let two inserts through), so
+in a local store the writers of a table take turns, under an exclusive file lock next to the
+table. Object storage has no such lock: there, commits are retried on conflict and every write is
+followed by `repair`, which deletes the duplicate rows such a race left (a reader may see them in
+between). Every store repairs a table the first time it opens it, so duplicates left by earlier
+versions are removed too.
+
 Dense search is exact (a scan of every vector) until a table has `vector_index_min_rows` rows;
 from then on `embed_papers` keeps an approximate nearest-neighbour index on the vectors (see
 `ensure_vector_index`), with scalar indexes on the columns searches filter by.
@@ -12,11 +20,13 @@ from then on `embed_papers` keeps an approximate nearest-neighbour index on the 
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -146,6 +156,7 @@ class ChunkStore:
         self.vector_index_min_rows = vector_index_min_rows
         # Several processes write the same tables: every read checks for their commits.
         self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
+        self._repaired: set[str] = set()  # the tables this store checked for duplicates
 
     table_name = staticmethod(table_name)
 
@@ -160,9 +171,58 @@ class ChunkStore:
                 return sorted(name for name in names if name.startswith(TABLE_PREFIX))
 
     def open_table(self, embedder_id: str) -> Table | None:
-        """The embedder's table, or None before anything was embedded with it."""
+        """The embedder's table, or None before anything was embedded with it; the first time
+        this store opens it, repaired (see `repair`)."""
         name = table_name(embedder_id)
-        return self._db.open_table(name) if name in self.table_names() else None
+        if name not in self.table_names():
+            return None
+        table = self._db.open_table(name)
+        if name not in self._repaired:
+            self._repaired.add(name)
+            self._remove_duplicates(table)
+        return table
+
+    def repair(self, embedder_id: str) -> int:
+        """Keep one row per chunk_id in the embedder's table (the last written); the number of
+        rows deleted."""
+        name = table_name(embedder_id)
+        if name not in self.table_names():
+            return 0
+        return self._remove_duplicates(self._db.open_table(name))
+
+    def _remove_duplicates(self, table: Table) -> int:
+        # Looked for without the lock (a scan of one column), which is taken only to delete.
+        if not _duplicate_row_ids(table):
+            return 0
+        with self._writing(table.name):
+            duplicates = _duplicate_row_ids(table)
+            if duplicates:
+                _with_commit_retries(
+                    lambda: table.delete(f"_rowid IN ({', '.join(map(str, duplicates))})"),
+                    "deleting duplicate rows",
+                )
+                log.warning(
+                    "%s: deleted %d duplicate rows (one row per chunk_id kept)",
+                    table.name,
+                    len(duplicates),
+                )
+        return len(duplicates)
+
+    @contextmanager
+    def _writing(self, name: str) -> Iterator[None]:
+        """Hold the table's write lock: an exclusive `flock` on a file beside the table, which
+        the system releases when its process dies. Not re-entrant (a second lock file
+        description of the same process would wait for the first): take it once per write."""
+        if not isinstance(self.db_dir, Path):
+            # Object storage has no lock: `_embed_batch_once` repairs after writing instead.
+            yield
+            return
+        with (self.db_dir / f"{name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
         """Store the paper's chunks with their vectors, embedding only text the embedder's table
@@ -339,9 +399,26 @@ class ChunkStore:
         if not all_chunks and table is None:
             return results, None
         rows = _rows(papers, embedder.embedder_id, vectors_by_hash)
-        if table is None:
-            table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
-        elif "title" not in table.schema.names:
+        # What is stored is read and rewritten under the table's lock (encoding stays outside
+        # it): another writer's rows for these chunks are then seen, and updated, not doubled.
+        with self._writing(name):
+            if table is None:  # created by this writer, or by another while it encoded
+                table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
+            self._replace_papers(table, papers, rows, results)
+        if not isinstance(self.db_dir, Path):
+            self._remove_duplicates(table)
+        return results, table
+
+    def _replace_papers(
+        self,
+        table: Table,
+        papers: list[PaperChunks],
+        rows: pa.Table,
+        results: list[EmbeddingResult],
+    ) -> None:
+        """Upsert the papers' `rows` by chunk_id and delete the papers' other rows, in one
+        commit; counts the deleted rows of each paper in `results`."""
+        if "title" not in table.schema.names:
             # Tables written before chunks carried their paper's title: add it, empty; each
             # paper's rows get theirs when next written (no text is embedded again).
             table.add_columns({"title": "''"})
@@ -373,7 +450,23 @@ class ChunkStore:
             upsert.execute(rows.filter(pa.array(changed)))
         elif stale:
             table.delete(stale_filter)
-        return results, table
+
+
+def _duplicate_row_ids(table: Table) -> list[int]:
+    """The row ids of every row but the last written (the highest row id) of each chunk_id."""
+    rows = table.search().with_row_id(True).select(["chunk_id"]).limit(None).to_arrow()
+    chunk_ids = rows.column("chunk_id").to_pylist()
+    if len(set(chunk_ids)) == len(chunk_ids):
+        return []
+    kept: dict[str, int] = {}
+    row_ids = rows.column("_rowid").to_pylist()
+    for chunk_id, row_id in zip(chunk_ids, row_ids, strict=True):
+        kept[chunk_id] = max(row_id, kept.get(chunk_id, row_id))
+    return sorted(
+        row_id
+        for chunk_id, row_id in zip(chunk_ids, row_ids, strict=True)
+        if kept[chunk_id] != row_id
+    )
 
 
 def _stored_vectors(table: Table, hashes: list[str]) -> dict[str, NDArray[np.float32]]:
