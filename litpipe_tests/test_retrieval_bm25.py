@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import pickle
 import re
 from pathlib import Path
 
@@ -58,10 +59,57 @@ def test_index_is_loaded_when_unchanged_and_rebuilt_when_a_chunk_changes(tmp_pat
     assert rebuilt.built and rebuilt.fingerprint != first.fingerprint
     assert rebuilt.search("diet", 5)[0][0] == "p3:0000"
     # Only the current state's index stays on disk.
-    assert [path.name for path in tmp_path.glob("*.bm25.pkl")] == [
-        f"{rebuilt.fingerprint}.bm25.pkl"
+    assert [path.name for path in tmp_path.glob("*.bm25.npz")] == [
+        f"{rebuilt.fingerprint}.bm25.npz"
     ]
     assert not _build(tmp_path, changed).built
+
+
+def _saved_index(directory: Path) -> Path:
+    (path,) = directory.glob("*.bm25.*")
+    return path
+
+
+@pytest.mark.parametrize("damage", ["garbage", "cut short", "empty"])
+def test_an_unreadable_index_file_is_rebuilt_and_search_still_works(
+    tmp_path: Path, damage: str
+) -> None:
+    first = _build(tmp_path, TEXTS)
+    path = _saved_index(tmp_path)
+    saved = path.read_bytes()
+    path.write_bytes(
+        {"garbage": b"not an index" * 40, "cut short": saved[: len(saved) // 2], "empty": b""}[
+            damage
+        ]
+    )
+    rebuilt = _build(tmp_path, TEXTS)
+    assert rebuilt.built
+    assert rebuilt.search("statins cholesterol", 3) == first.search("statins cholesterol", 3)
+    assert not _build(tmp_path, TEXTS).built  # saved whole again
+
+
+class _RunsCodeWhenUnpickled:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))  # unpickling creates the marker
+
+
+def test_the_saved_index_holds_no_pickle_and_a_planted_one_is_never_run(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    index = _build(index_dir, TEXTS)
+    path = _saved_index(index_dir)
+    with np.load(path, allow_pickle=False) as arrays:
+        assert {name: arrays[name].dtype.hasobject for name in arrays.files} == dict.fromkeys(
+            arrays.files, False
+        )
+
+    marker = tmp_path / "code-ran"
+    path.write_bytes(pickle.dumps(_RunsCodeWhenUnpickled(marker)))
+    reloaded = _build(index_dir, TEXTS)
+    assert not marker.exists()
+    assert reloaded.built and reloaded.search("IL6", 2) == index.search("IL6", 2)
 
 
 def test_empty_collection(tmp_path: Path) -> None:

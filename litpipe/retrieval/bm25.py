@@ -11,12 +11,19 @@ model, each term's BM25 contribution to each chunk that contains it, as a sparse
 matrix (CSR: one row of postings per term), so a query adds up the few rows of its terms.
 The scores are rank-bm25's exactly: the same arithmetic per term, summed in the query's order,
 a repeated query term counted as often as it is repeated.
+
+The file is a NumPy `.npz` of plain arrays (the matrix's three, and the chunk ids, vocabulary and
+parameters as UTF-8 JSON bytes), loaded with `allow_pickle=False`: whoever can write the home
+cannot make a reader run code, as a pickle would let them. A file that cannot be read (cut
+short, corrupted, of another format) is rebuilt, with a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
+import json
+import logging
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +31,16 @@ from numpy.typing import NDArray
 from rank_bm25 import BM25Okapi
 from scipy.sparse import csr_array
 
+from litpipe.files import replacing
 from litpipe.retrieval.text import tokenize
+
+log = logging.getLogger(__name__)
 
 # Bump when `tokenize` changes: an index built with other terms must not be loaded.
 TOKENIZER_VERSION = 2
-# Bump when what is pickled changes (2: the weight matrix instead of a BM25Okapi object).
-INDEX_FORMAT = 2
+# Bump when what is saved changes (2: the weight matrix instead of a BM25Okapi object; 3: an
+# .npz of arrays instead of a pickle).
+INDEX_FORMAT = 3
 # Tuned on SciFact's train split (809 queries, chunk-level BM25 with titles, stemmed, nDCG@10):
 # k1 0.9 / b 0.4 gave 0.694; 1.2/0.75 0.697, 1.2/0.5 0.697, 1.5/0.6 0.697, 0.9/0.6 0.695, and
 # 0.9/0.4 fuses best with dense (hybrid 0.726 against 0.725 for 1.2/0.75). SciFact's abstracts vary
@@ -40,7 +51,7 @@ DEFAULT_B = 0.4
 # query terms' postings (a binary search each); above it, scoring every chunk and masking is
 # cheaper.
 _LOOKUP_SHARE = 1 / 8
-_SUFFIX = ".bm25.pkl"
+_SUFFIX = ".bm25.npz"
 
 
 def index_fingerprint(chunk_ids: list[str], content_hashes: list[str], k1: float, b: float) -> str:
@@ -95,21 +106,65 @@ class BM25Index:
         fingerprint = index_fingerprint(chunk_ids, content_hashes, k1, b)
         path = Path(directory) / f"{fingerprint}{_SUFFIX}"
         if path.is_file():
-            with path.open("rb") as handle:
-                index = pickle.load(handle)
-            if isinstance(index, cls) and index.fingerprint == fingerprint:
-                index.built = False
-                return index
+            try:
+                return cls._load(path, fingerprint)
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+                log.warning("BM25 index %s unreadable (%s): rebuilding it", path, error)
         index = cls(chunk_ids, texts, k1=k1, b=b, fingerprint=fingerprint)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Written aside, then renamed: a reader in another process never loads half a file.
-        partial = path.with_suffix(".partial")
-        with partial.open("wb") as handle:
-            pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        partial.replace(path)
-        for old in path.parent.glob(f"*{_SUFFIX}"):
-            if old != path:
+        index._save(path)
+        # Indexes of earlier states of the collection (and pickles of earlier versions), not
+        # the hidden temporary files other writers are still writing.
+        for old in path.parent.glob("*.bm25.*"):
+            if old != path and not old.name.startswith("."):
                 old.unlink(missing_ok=True)
+        return index
+
+    def _save(self, path: Path) -> None:
+        """Written aside, then renamed (`litpipe.files.replacing`): a reader in another process
+        never loads half a file, and concurrent writers never share a temporary file."""
+        header = {
+            "format": INDEX_FORMAT,
+            "fingerprint": self.fingerprint,
+            "k1": self.k1,
+            "b": self.b,
+            "chunk_ids": self.chunk_ids,
+            "terms": list(self._term_row),  # in row order
+        }
+        with replacing(path) as handle:
+            np.savez(
+                handle,
+                header=np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8),
+                data=self._weights.data,
+                indices=self._weights.indices,
+                indptr=self._weights.indptr,
+            )
+
+    @classmethod
+    def _load(cls, path: Path, fingerprint: str) -> BM25Index:
+        """The index saved at `path`; ValueError if it is not the index of `fingerprint`."""
+        with np.load(path, allow_pickle=False) as arrays:
+            header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+            data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
+        if header.get("format") != INDEX_FORMAT or header.get("fingerprint") != fingerprint:
+            raise ValueError("saved for another format or state of the collection")
+        chunk_ids, terms = list(header["chunk_ids"]), list(header["terms"])
+        if not (
+            len(indptr) == len(terms) + 1
+            and len(data) == len(indices) == indptr[-1]
+            and (len(indices) == 0 or 0 <= indices.min() <= indices.max() < len(chunk_ids))
+        ):
+            raise ValueError("inconsistent matrix")
+        index = cls.__new__(cls)
+        index.chunk_ids = chunk_ids
+        index.fingerprint = fingerprint
+        index.k1, index.b = float(header["k1"]), float(header["b"])
+        index.built = False
+        index._position = {chunk_id: position for position, chunk_id in enumerate(chunk_ids)}
+        index._term_row = {term: row for row, term in enumerate(terms)}
+        index._weights = csr_array(
+            (data, indices, indptr), shape=(len(terms), len(chunk_ids)), copy=False
+        )
         return index
 
     def __len__(self) -> int:
@@ -184,15 +239,6 @@ class BM25Index:
             found = chunks[at] == positions
             scores[found] += self._weights.data[start + at[found]]
         return scores
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state.pop("_position")
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._position = {chunk_id: index for index, chunk_id in enumerate(self.chunk_ids)}
 
 
 def _weight_matrix(model: BM25Okapi) -> tuple[dict[str, int], csr_array]:

@@ -1,0 +1,47 @@
+"""Atomic file writes: a reader (another process, a browser refreshing a page) sees the old file
+or the new one, never half of one, and a write that fails or is killed leaves the old file.
+
+Each write goes to its own temporary file in the target's folder (so `os.replace` is a rename on
+one file system), named after the writer's process and a random token: two writers of one path,
+in two processes or two threads, never write into each other's temporary file, and the last
+rename wins whole. The data is flushed to disk before the rename, so a machine that crashes just
+after it does not leave an empty file behind the new name.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+
+def temporary_path(path: Path) -> Path:
+    """Where one writer writes `path` before renaming it: hidden, beside it, its own."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[BinaryIO]:
+    """A binary file to write `path`'s new content into; on leaving the block without an
+    error, synced to disk and renamed onto `path`; on an error, deleted (`path` is left as
+    it was)."""
+    temporary = temporary_path(path)
+    try:
+        with temporary.open("wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(path: Path, content: str | bytes) -> Path:
+    """Write `content` (text as UTF-8) to `path` atomically; `path`."""
+    with replacing(path) as handle:
+        handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+    return path
