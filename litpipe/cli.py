@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
+from litpipe.files import write_atomically
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings, StructuredOutput
 
@@ -330,7 +331,7 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     )
     out_dir = settings.outputs_dir(discovery.collection)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    write_atomically(out_dir / "report.json", report.model_dump_json(indent=2))
     print(
         f"{report.papers} papers ingested ({report.papers_up_to_date} already up to date), "
         f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
@@ -553,7 +554,7 @@ def eval_retrieval_command(
     print(format_table(evaluation))
     out = out or settings.outputs_root / "eval" / f"retrieval-{dataset.name}-{split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(evaluation.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomically(out, evaluation.model_dump_json(indent=2) + "\n")
     print(f"written: {out}")
     return 0
 
@@ -707,7 +708,7 @@ def related_work_command(
     )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        write_atomically(out, text)
         print(f"copied to: {out}", file=sys.stderr)
     return 0
 
@@ -841,7 +842,7 @@ def eval_mais_command(
         "convergence.json": report.model_dump_json(indent=2) + "\n",
     }
     for name, text in files.items():
-        (out_dir / name).write_text(text, encoding="utf-8")
+        write_atomically(out_dir / name, text)
     usage = UsageLedger(usage_path(settings, asked.scope)).scope_summary()
     print(table)
     print(f"written: {', '.join(str(out_dir / name) for name in files)}", file=sys.stderr)

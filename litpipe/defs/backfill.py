@@ -31,6 +31,7 @@ from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LanceDBResource, usage_path
 from litpipe.defs.runner import EMBEDDINGS, QUIET_RUN_CONFIG, Phase, _failure_reason, phases
 from litpipe.defs.staleness import State, partition_states
+from litpipe.files import write_atomically
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
@@ -216,7 +217,7 @@ def backfill(
     )
     out = report_path(settings, embedder_id)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    write_atomically(out, report.model_dump_json(indent=2))
     return report
 
 

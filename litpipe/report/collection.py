@@ -13,7 +13,6 @@ escaped.
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from litpipe.citations import marker, markers_in
+from litpipe.files import write_atomically as _write_atomically
 from litpipe.report import notices
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
 from litpipe.schemas import (
@@ -572,15 +572,3 @@ def write_collection_outputs(
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}
-
-
-def _write_atomically(path: Path, text: str) -> Path:
-    # Write then rename: a reader (a browser refreshing the page) never sees half a file.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path

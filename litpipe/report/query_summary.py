@@ -148,11 +148,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
 def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
     path = markdown_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename: a reader never sees half a file.
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_markdown(result, collection), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return _write_atomically(path, render_markdown(result, collection))
 
 
 def render_html(result: QuerySummary, collection: str) -> str:

@@ -47,6 +47,7 @@ from litpipe.agents.related_work import (
     write_section,
 )
 from litpipe.agents.synthesis import estimate_tokens
+from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
@@ -234,9 +235,8 @@ def _encoded(
     vectors = np.asarray(embedder.encode(texts), dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Written aside, then renamed: another process never loads half a file.
-    partial = path.with_name(f"{path.stem}.partial.npy")
-    np.save(partial, vectors)
-    partial.replace(path)
+    with replacing(path) as handle:
+        np.save(handle, vectors)
     return vectors
 
 
@@ -529,14 +529,7 @@ def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
         HTML_FILE: render_html(related),
         JSON_FILE: related.model_dump_json(indent=1),
     }
-    written = {}
-    for name, text in contents.items():
-        path = folder / name
-        partial = path.with_suffix(path.suffix + ".partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-        written[name] = path
-    return written
+    return {name: write_atomically(folder / name, text) for name, text in contents.items()}
 
 
 def generate_related_work(

@@ -32,6 +32,7 @@ from litpipe.defs.llm_steps import (
 )
 from litpipe.defs.resources import LLMResource
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
+from litpipe.files import write_atomically
 from litpipe.hashing import digest
 from litpipe.settings import Settings
 
@@ -59,8 +60,8 @@ def write_evaluation(
         "markdown": folder / f"{entry.stem}.md",
         "json": folder / f"{entry.stem}.json",
     }
-    files["markdown"].write_text(entry.table(evaluation), encoding="utf-8")
-    files["json"].write_text(evaluation.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomically(files["markdown"], entry.table(evaluation))
+    write_atomically(files["json"], evaluation.model_dump_json(indent=2) + "\n")
     return files
 
 
