@@ -34,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, HnswSq
 from lancedb.query import MatchQuery
 from lancedb.table import Table
@@ -455,9 +456,9 @@ class ChunkStore:
 def _duplicate_row_ids(table: Table) -> list[int]:
     """The row ids of every row but the last written (the highest row id) of each chunk_id."""
     rows = table.search().with_row_id(True).select(["chunk_id"]).limit(None).to_arrow()
-    chunk_ids = rows.column("chunk_id").to_pylist()
-    if len(set(chunk_ids)) == len(chunk_ids):
+    if pc.count_distinct(rows.column("chunk_id")).as_py() == rows.num_rows:
         return []
+    chunk_ids = rows.column("chunk_id").to_pylist()
     kept: dict[str, int] = {}
     row_ids = rows.column("_rowid").to_pylist()
     for chunk_id, row_id in zip(chunk_ids, row_ids, strict=True):
