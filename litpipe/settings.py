@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from litpipe.artifacts import checked_key
+
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 OFFLINE = "offline"
 
@@ -374,4 +376,4 @@ class Settings(BaseSettings):
         return self.home / "outputs"
 
     def outputs_dir(self, collection: str) -> Path:
-        return self.outputs_root / collection
+        return self.outputs_root / checked_key(collection, "collection")

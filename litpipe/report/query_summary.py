@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from litpipe.artifacts import checked_key
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
 from litpipe.report import notices
@@ -32,7 +33,7 @@ _EXCERPT_CHARS = 240
 
 def markdown_path(outputs_dir: Path, key: str) -> Path:
     """Where a request's file lies: `outputs/<collection>/query_summaries/<key>.md`."""
-    return outputs_dir / "query_summaries" / f"{key}.md"
+    return outputs_dir / "query_summaries" / f"{checked_key(key, 'request key')}.md"
 
 
 def html_path(outputs_dir: Path, key: str) -> Path:

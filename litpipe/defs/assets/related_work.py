@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import ModelClient
 from litpipe.agents.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
-from litpipe.artifacts import ArtifactStore
+from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import (
     llm_pool,
@@ -101,7 +101,7 @@ def request_store(settings: Settings) -> ArtifactStore:
 
 def outputs_folder(outputs_root: Path, key: str) -> Path:
     """Where a request's `related_work.md` and `related_work.json` are written."""
-    return Path(outputs_root) / ASSET / key
+    return Path(outputs_root) / ASSET / checked_key(key, "request key")
 
 
 def bad_input(description: str) -> dg.Failure:
