@@ -3,16 +3,29 @@ outside the home, break ids apart, or carry markup into what people open."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore, UnsafeKeyError
 from litpipe.defs.io_manager import PydanticJSONIOManager
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource
+from litpipe.report.collection import synthesis_markdown
+from litpipe.report.digest import digest_markdown
+from litpipe.report.markdown import safe_markdown
+from litpipe.report.query_summary import render_markdown as query_summary_markdown
 from litpipe.settings import Settings
+from litpipe.workflows.related_work import render_markdown as related_work_markdown
+from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.test_digest import hand_made_digest
+from litpipe_tests.test_query_summary import offline
+from litpipe_tests.test_related_work import offline as offline_related_work
+from litpipe_tests.test_report_collection import TITLES, demo_collection
 
 OUTSIDE_KEYS = ["../../x", "/abs/path", "a/b", "..", ".hidden", ""]
 
@@ -79,3 +92,75 @@ def test_a_collection_key_added_from_outside_writes_nothing_outside_the_home(
     failure = result.get_step_failure_events()[0].step_failure_data.error
     assert "'../../x' is not a litpipe id" in failure.to_string()
     assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+# What a paper's text can hold, and a renderer that trusts the file (raw HTML on, as in GitHub's
+# and most editors' renderers, and no link filter of its own: markdown-it's would hide the link).
+PAYLOAD = (
+    "Results hold <script>alert(1)</script> in vivo <img src=x onerror=alert(2)> "
+    "([x](javascript:alert(1)), [y](&#106;avascript:alert(3)), [z](data:text/html,<b>))."
+)
+
+
+def rendered(markdown: str) -> str:
+    renderer = MarkdownIt("commonmark")
+    renderer.validateLink = lambda url: True
+    return renderer.render(markdown)
+
+
+def assert_inert(markdown: str) -> None:
+    """No tag of the rendered page comes from the paper: no script, no handler, no link to a
+    script or a document (the outputs' own pictures and links are ours)."""
+    tags = re.findall(r"<[a-z][^>]*>", rendered(markdown).lower())
+    assert not [t for t in tags if re.search(r"script|onerror|data:text|<b>|src=\"x\"", t)]
+
+
+def test_paper_markup_and_script_links_render_as_text() -> None:
+    safe = safe_markdown(PAYLOAD)
+    assert_inert(safe)
+    # The reader still sees what the paper says, markup as text, link texts without the links.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered(safe)
+    assert "(x, y, z)." in safe
+    assert safe_markdown(safe) == safe
+
+
+def test_markdown_of_our_own_stays_markdown() -> None:
+    ours = (
+        "# Title\n\n> A notice\n\n- **bold** claim [10.1093_nar_gkae252:4]; R&D\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n![chart](data:image/svg+xml;base64,PHN2Zz4=) "
+        "[docs](https://example.org/a_(b)) ![figure](relationships.svg)\n"
+    )
+    assert safe_markdown(ours) == ours
+
+
+def test_every_markdown_output_shows_paper_text_as_text(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    collection = demo_collection()
+    expert = collection.synthesis.model_copy(update={"text": PAYLOAD, "title": PAYLOAD})
+    assert_inert(synthesis_markdown(expert, {**TITLES, "x": PAYLOAD}))
+
+    digest = hand_made_digest(tmp_path)
+    digest.papers[0].abstract = PAYLOAD
+    digest.papers[0].title = PAYLOAD
+    assert_inert(digest_markdown(digest))
+
+    summary = offline(tmp_path / "ask")
+    summary = summary.model_copy(update={"summary": PAYLOAD, "highlights": [PAYLOAD]})
+    assert_inert(query_summary_markdown(summary, "bio"))
+
+    related, _ = offline_related_work(tmp_path / "rw", fake_embedder)
+    related = related.model_copy(update={"text": PAYLOAD})
+    assert_inert(related_work_markdown(related))
+
+
+def test_dagster_markdown_metadata_shows_paper_text_as_text() -> None:
+    assert_inert(markdown_metadata(PAYLOAD).value)
+    # Every Markdown entry of the definitions goes through that one helper.
+    defs = Path(__file__).parents[1] / "litpipe" / "defs"
+    direct = [
+        path.name
+        for path in defs.rglob("*.py")
+        if "MetadataValue.md(" in path.read_text("utf-8") and path.name != "report_metadata.py"
+    ]
+    assert direct == []

@@ -30,6 +30,7 @@ from litpipe.report.graphs import (
     relationship_graph_svg,
     type_distribution_svg,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
     Digest,
@@ -154,7 +155,7 @@ def digest_markdown(digest: Digest) -> str:
     """The digest as a Markdown file."""
     heading = f"# Nightly digest: {digest.day}"
     if not digest.papers:
-        return f"{heading}\n\n{nothing_new(digest.day)}\n"
+        return safe_markdown(f"{heading}\n\n{nothing_new(digest.day)}\n")
     lines = [
         heading,
         "",
@@ -179,7 +180,7 @@ def digest_markdown(digest: Digest) -> str:
         *reference_lines((i.text for i in _shown_insights(digest)), digest.titles),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))
 
 
 def _paper_markdown(paper: DigestPaper) -> list[str]:

@@ -25,6 +25,7 @@ from litpipe.report.collection import (
     _write_atomically,
     standalone_page,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import ConvergenceReport, QuerySummary, RetrievedChunk, SummaryIteration
 
 # Passages quoted under the citations are cut to this many characters.
@@ -143,7 +144,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
         trace_table(result),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))
 
 
 def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
@@ -308,4 +309,4 @@ def convergence_markdown(
         ),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))

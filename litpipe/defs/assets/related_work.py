@@ -36,6 +36,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import related_work_requests
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
 from litpipe.defs.versions import code_version, data_version, grading_version
 from litpipe.evaluation import grading
@@ -212,7 +213,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "revised": related.revised,
                 "warnings": len(related.warnings),
                 **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
-                "preview": dg.MetadataValue.md(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
+                "preview": markdown_metadata(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
                 **usage_metadata(ledger.summary()),
             },
         )
