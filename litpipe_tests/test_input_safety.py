@@ -3,22 +3,27 @@ outside the home, break ids apart, or carry markup into what people open."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import dagster as dg
+import pymupdf
 import pytest
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore, UnsafeKeyError
+from litpipe.cli import main
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource
+from litpipe.ingest.pdf import PdfLimits, parse_pdf
 from litpipe.report.collection import synthesis_markdown
 from litpipe.report.digest import digest_markdown
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.query_summary import render_markdown as query_summary_markdown
+from litpipe.schemas import IngestError
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import render_markdown as related_work_markdown
 from litpipe_tests.conftest import FakeEmbedder
@@ -164,3 +169,73 @@ def test_dagster_markdown_metadata_shows_paper_text_as_text() -> None:
         if "MetadataValue.md(" in path.read_text("utf-8") and path.name != "report_metadata.py"
     ]
     assert direct == []
+
+
+def two_page_pdf(path: Path) -> Path:
+    doc = pymupdf.open()
+    for text in ["First page of a paper about yeast.", "Second page of the same paper."]:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 720), text, fontsize=10)
+    doc.save(path)
+    return path
+
+
+def test_a_pdf_over_the_page_limit_fails_with_one_line_naming_the_setting(tmp_path: Path) -> None:
+    pdf = two_page_pdf(tmp_path / "long.pdf")
+    with pytest.raises(IngestError) as refused:
+        parse_pdf(pdf, "long", "c", PdfLimits(max_pages=1))
+    assert str(refused.value) == "2 pages, over the limit of 1 (setting max_pdf_pages)"
+
+
+def test_a_file_over_the_byte_limit_fails_before_it_is_opened(tmp_path: Path) -> None:
+    # Not even a PDF: refused for its size, so it was never read.
+    big = tmp_path / "big.pdf"
+    big.write_bytes(b"x" * 2_000)
+    with pytest.raises(IngestError) as refused:
+        parse_pdf(big, "big", "c", PdfLimits(max_bytes=1_000))
+    assert str(refused.value) == "2,000 bytes, over the limit of 1,000 (setting max_pdf_bytes)"
+
+
+@pytest.mark.slow  # a whole `litpipe run` (about 6 s)
+def test_run_fails_the_paper_over_the_limit_and_says_which_setting(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "long"
+    folder.mkdir()
+    two_page_pdf(folder / "long.pdf")
+    monkeypatch.setenv("LITPIPE_MAX_PDF_PAGES", "1")
+    home = tmp_path / "home"
+    code = main(["run", str(folder), "--home", str(home), "--embedder", str(tiny_model)])
+    report = json.loads((home / "outputs" / "long" / "report.json").read_text("utf-8"))
+    assert code == 1 and report["papers"] == 0
+    (failure,) = report["failed_papers"]
+    assert failure["reason"].endswith("2 pages, over the limit of 1 (setting max_pdf_pages)")
+
+
+def test_a_folder_without_a_pdf_is_a_usage_error_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "readme.txt").write_text("no paper here")
+    home = tmp_path / "home"
+    assert main(["run", str(folder), "--home", str(home)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"litpipe run: {folder}: no .pdf file in this folder or below it; expected a folder of "
+        "PDFs or a .csv/.jsonl table (columns id, title, abstract)"
+    )
+    assert not home.exists()
+
+
+def test_a_table_without_the_required_columns_is_a_usage_error_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "ids.csv"
+    table.write_text("id\n1\n2\n", encoding="utf-8")
+    home = tmp_path / "home"
+    assert main(["run", str(table), "--home", str(home)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"litpipe run: {table}: missing required columns 'title', 'abstract' (found: id)"
+    )
+    assert not home.exists()

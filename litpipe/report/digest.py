@@ -60,7 +60,8 @@ def nothing_new(day: str) -> str:
     return f"Nothing new on {day}: no paper arrived that day."
 
 
-def _plural(count: int, noun: str) -> str:
+def counted(count: int, noun: str) -> str:
+    """`1 paper`, `3 papers`."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
@@ -74,14 +75,14 @@ def _arrived(stamp: str) -> str:
 
 def _summary(digest: Digest) -> str:
     per_collection = "; ".join(
-        f"{len(c.new_papers)} in {c.collection} ({_plural(c.existing_papers, 'paper')} there "
+        f"{len(c.new_papers)} in {c.collection} ({counted(c.existing_papers, 'paper')} there "
         "before)"
         for c in digest.collections
     )
     pending = sum(not paper.analysed for paper in digest.papers)
     waiting = f", {pending} not yet analysed" if pending else ""
     return (
-        f"{_plural(len(digest.papers), 'new paper')}{waiting}: {per_collection}. "
+        f"{counted(len(digest.papers), 'new paper')}{waiting}: {per_collection}. "
         f"Insights and relationships by {digest.engine}."
     )
 
@@ -93,9 +94,9 @@ def _counts(collection: DigestCollection, digest: Digest) -> str:
     count = len(collection.relationships)
     origins = " and ".join(_ORIGINS.get(o, o) for o in collection.existing_insights_from)
     return (
-        f"{_plural(count, 'relationship')} ({listed}) {'links' if count == 1 else 'link'} the "
-        f"new papers' {_plural(new, 'insight')} with one another and with those of the "
-        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before"
+        f"{counted(count, 'relationship')} ({listed}) {'links' if count == 1 else 'link'} the "
+        f"new papers' {counted(new, 'insight')} with one another and with those of the "
+        f"{counted(collection.existing_papers, 'paper')} {collection.collection} held before"
         + (f" (their insights from {origins})." if origins else ".")
     )
 
@@ -108,7 +109,7 @@ def _no_relationship(collection: DigestCollection, digest: Digest) -> str:
         return f"{collection.collection} held no paper before this day: nothing to relate to yet."
     return (
         f"No relationship found between the new papers' insights and those of the "
-        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before."
+        f"{counted(collection.existing_papers, 'paper')} {collection.collection} held before."
     )
 
 
