@@ -260,7 +260,7 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
-    from litpipe.report.digest import counted
+    from litpipe.report.graphs import counted
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.store import ChunkStore
 

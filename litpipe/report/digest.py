@@ -27,6 +27,7 @@ from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
     TYPES_FILE,
+    counted,
     relationship_graph_svg,
     type_distribution_svg,
 )
@@ -58,11 +59,6 @@ blockquote { margin: 0.5rem 0; padding-left: 0.8rem; border-left: 3px solid #eee
 
 def nothing_new(day: str) -> str:
     return f"Nothing new on {day}: no paper arrived that day."
-
-
-def counted(count: int, noun: str) -> str:
-    """`1 paper`, `3 papers`."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _arrived(stamp: str) -> str:
