@@ -261,6 +261,7 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
+    from litpipe.report.graphs import counted
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.store import ChunkStore
 
@@ -271,7 +272,10 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
     found = len(discovery.sources) + len(discovery.failed)
-    print(f"{source}: {found} papers in collection {discovery.collection!r}", file=sys.stderr)
+    print(
+        f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
+        file=sys.stderr,
+    )
     for failure in discovery.failed:
         print(f"  failed: {_describe(failure)}", file=sys.stderr)
     discovered = time.perf_counter()
@@ -333,7 +337,8 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / "report.json", report.model_dump_json(indent=2))
     print(
-        f"{report.papers} papers ingested ({report.papers_up_to_date} already up to date), "
+        f"{counted(report.papers, 'paper')} ingested ({report.papers_up_to_date} already up to "
+        "date), "
         f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
         f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
         f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "

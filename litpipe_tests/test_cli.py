@@ -113,7 +113,7 @@ def test_table_rows_fail_one_by_one(tmp_path: Path, tiny_model: Path) -> None:
     assert sorted(f["row"] for f in report["failed_papers"]) == [2, 3]
 
 
-def test_exit_codes(tmp_path: Path, tiny_model: Path) -> None:
+def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
     with pytest.raises(SystemExit) as usage:
         main(["run"])
@@ -124,9 +124,12 @@ def test_exit_codes(tmp_path: Path, tiny_model: Path) -> None:
     only_bad = tmp_path / "bad"
     only_bad.mkdir()
     (only_bad / "empty.pdf").write_bytes(b"")
+    capsys.readouterr()
     code, report = run(home, tiny_model, str(only_bad))
     assert code == 1
     assert report["papers"] == 0 and len(report["failed_papers"]) == 1
+    said = capsys.readouterr().err
+    assert f"{only_bad}: 1 paper in collection 'bad'" in said and "0 papers ingested" in said
 
 
 def test_status_lists_fresh_and_stale(

@@ -191,7 +191,9 @@ def test_the_digest_renders_as_markdown_and_an_escaped_standalone_page(tmp_path:
 
     markdown = digest_markdown(digest)
     assert markdown.startswith("# Nightly digest: 2026-01-04\n")
-    assert "## New papers" in markdown and f"### {TITLES[NEW]}" in markdown
+    # The title's markup is text in the Markdown as on the page.
+    assert "## New papers" in markdown
+    assert "### Prime &lt;b>editing&lt;/b> & the sickle mutation" in markdown
     assert f"[{NEW}:5]" in markdown and f"[{OLD}:2]" in markdown
     assert NOT_ANALYSED in markdown
     assert f"## How they relate to the rest of {COLLECTION}" in markdown

@@ -101,3 +101,13 @@ def test_table_paper_id_joins_slugged_collection_and_row() -> None:
     assert table_paper_id("iclr abstracts", "row,1|x") == "iclr-abstracts.row-1-x"
     long_id = table_paper_id("c" * 300, "r" * 300)
     assert SAFE_ID.fullmatch(long_id) and len(long_id) <= 129
+
+
+def test_table_paper_ids_of_different_collections_and_rows_never_collide() -> None:
+    assert table_paper_id("a.b", "c") != table_paper_id("a", "b.c")
+    pairs = [(c, r) for c in ["a", "a.b", "a.b.c", "a..b", "b"] for r in ["c", "b.c", "c.d", "x"]]
+    ids = [table_paper_id(collection, row) for collection, row in pairs]
+    assert len(set(ids)) == len(pairs)
+    assert all(SAFE_ID.fullmatch(paper_id) for paper_id in ids)
+    # A collection without a dot keeps the ids it always had.
+    assert table_paper_id("iclr-2024", "b.c") == "iclr-2024.b.c"

@@ -435,7 +435,10 @@ def test_the_markdown_ends_with_references_naming_each_cited_paper(
     assert collection.synthesis.text.strip() in markdown
     lines = [line for line in references.splitlines() if line.startswith("- ")]
     assert len(lines) == 2
-    assert TITLES[REPAIR] in lines[0] and "p. 4 `[10.1093_nar_gkae252:4]`" in lines[0]
+    # The title's markup is text in the Markdown as on the page.
+    escaped_title = "Translesion synthesis &lt;script>alert('x')&lt;/script> & REV1"
+    assert escaped_title in lines[0] and "p. 4 `[10.1093_nar_gkae252:4]`" in lines[0]
+    assert "<script" not in markdown and "<b>" not in markdown
     assert TITLES[FEARNET] in lines[1] and "p. 1" in lines[1] and "p. 9" in lines[1]
 
 

@@ -107,7 +107,8 @@ def test_an_offline_collection_says_so_in_its_page_and_both_markdown_files(
     assert "no model wrote or checked this" in page and "README, Models" in page
     expert = markdown_notice(files["synthesis.md"])
     assert expert is not None and "copied from the papers" in expert
-    assert files["synthesis.md"].startswith(f"# {collection.synthesis.title}\n\n> {expert}\n")
+    title = "Memory & repair &lt;b>bold&lt;/b>"  # its markup shown as text
+    assert files["synthesis.md"].startswith(f"# {title}\n\n> {expert}\n")
     plain = markdown_notice(files["plain.md"])
     assert plain is not None and "cannot rephrase" in plain
 

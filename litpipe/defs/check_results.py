@@ -3,6 +3,7 @@ command line: what the Dagster UI shows on the assets' Checks tab, without openi
 
 import dagster as dg
 
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.schemas import CheckReport
 
@@ -61,6 +62,6 @@ def check_result(
                 key: dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
                 for key, value in outcome.metadata.items()
             },
-            **{key: dg.MetadataValue.md(text) for key, text in outcome.markdown.items()},
+            **{key: markdown_metadata(text) for key, text in outcome.markdown.items()},
         },
     )

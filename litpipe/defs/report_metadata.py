@@ -9,6 +9,9 @@ leaves image URLs alone unless told otherwise, and the webserver's Content-Secur
 when longer than 1,000 characters. A `MetadataValue.path` is shown only as a path to copy, so
 the written files' paths stay as they were, next to the pictures. Each chart's Markdown also
 holds the counts as a table: what the chart says stays readable where an image is not shown.
+
+Every Markdown entry litpipe adds is made by `markdown_metadata`, which escapes the raw HTML and
+drops the `javascript:` links that paper text could carry into the UI.
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from litpipe.report.graphs import (
     paper_edges,
     type_distribution_markdown,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import RelationshipAnalysis, Synthesis
+
+
+def markdown_metadata(markdown: str) -> dg.MetadataValue:
+    """Markdown metadata that shows paper and model text as text (`safe_markdown`)."""
+    return dg.MetadataValue.md(safe_markdown(markdown))
 
 
 def analysis_plots(
@@ -36,10 +45,10 @@ def analysis_plots(
     """The relationship graph and the type chart, each a Markdown entry showing the picture."""
     figures = analysis_figures(analysis, titles)
     return {
-        "relationship_graph": dg.MetadataValue.md(
+        "relationship_graph": markdown_metadata(
             markdown_image(FIGURES[GRAPH_FILE], figures[GRAPH_FILE])
         ),
-        "relationship_types_chart": dg.MetadataValue.md(
+        "relationship_types_chart": markdown_metadata(
             markdown_image(FIGURES[TYPES_FILE], figures[TYPES_FILE])
             + "\n\n"
             + type_distribution_markdown(analysis.type_distribution)
@@ -50,7 +59,7 @@ def analysis_plots(
 def analysis_preview(analysis: RelationshipAnalysis) -> dg.MetadataValue:
     """The analysis in brief: theme, narrative, what was found, and the type distribution."""
     pairs = len(paper_edges(analysis.papers, analysis.insights, analysis.relationships))
-    return dg.MetadataValue.md(
+    return markdown_metadata(
         "\n\n".join(
             [
                 f"# {analysis.theme}",
@@ -70,7 +79,7 @@ def outputs_preview(
     any, the theme and narrative of the analysis, and where each file lies."""
     listed = [f"- `{name}`: `{path}`" for name, path in files.items()]
     notice = notices.markdown_lines(notices.synthesis_notice(synthesis, analysis))
-    return dg.MetadataValue.md(
+    return markdown_metadata(
         "\n\n".join(
             [
                 "\n".join([f"# {synthesis.title}", "", *notice]).rstrip(),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 import dagster as dg
 
-from litpipe.artifacts import ArtifactStore
+from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.catalog import Catalog
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -49,7 +49,7 @@ class ArtifactsResource(dg.ConfigurableResource):
         return ArtifactStore(Path(self.base_dir))
 
     def outputs_dir(self, collection: str) -> Path:
-        return Path(self.outputs_root) / collection
+        return Path(self.outputs_root) / checked_key(collection, "collection")
 
     def of_papers(
         self, asset: str, paper_ids: Iterable[str], model: type[Model]

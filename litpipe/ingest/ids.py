@@ -57,8 +57,15 @@ def slug(text: str, max_len: int = 64) -> str:
 
 
 def table_paper_id(collection: str, row_id: str) -> str:
-    """Id of one row of an abstract table: `<collection>.<row id>`, both slugged."""
-    return f"{slug(collection)}.{slug(row_id)}"
+    """Id of one row of an abstract table: `<collection>.<row id>`, both slugged, every dot of
+    the collection written twice.
+
+    Slugs hold dots, so joined as they are, collection `a.b` row `c` and collection `a` row `b.c`
+    would be one paper. Doubled, the collection's dots come in runs of even length, and the
+    separator is the first lone dot: a row slug starts with a letter or digit, a collection slug
+    ends with one. The id of a collection without a dot is what it always was.
+    """
+    return f"{slug(collection).replace('.', '..')}.{slug(row_id)}"
 
 
 def file_sha256(path: Path) -> str:

@@ -211,9 +211,14 @@ class _Style:
 # Opening the file
 
 
-def _open_pdf(path: Path) -> pymupdf.Document:
+def _open_pdf(path: Path, limits: PdfLimits) -> pymupdf.Document:
     if not path.is_file():
         raise IngestError(f"file not found: {path}")
+    size = path.stat().st_size
+    if limits.max_bytes is not None and size > limits.max_bytes:
+        raise IngestError(
+            f"{size:,} bytes, over the limit of {limits.max_bytes:,} (setting max_pdf_bytes)"
+        )
     with path.open("rb") as handle:
         head = handle.read(1024)
     if not head:
@@ -230,6 +235,12 @@ def _open_pdf(path: Path) -> pymupdf.Document:
     if doc.page_count == 0:
         doc.close()
         raise IngestError("corrupt PDF: no pages could be read")
+    if limits.max_pages is not None and doc.page_count > limits.max_pages:
+        pages = doc.page_count
+        doc.close()
+        raise IngestError(
+            f"{pages:,} pages, over the limit of {limits.max_pages:,} (setting max_pdf_pages)"
+        )
     return doc
 
 
@@ -1288,10 +1299,23 @@ def _text_layer_missing(pages: list[list[_Line]]) -> bool:
     return characters < _MIN_TEXT_CHARS * max(1, len(pages))
 
 
-def parse_pdf(path: Path, paper_id: str, collection: str) -> PaperDocument:
-    """Parses one PDF; raises `IngestError` with a one-line reason when the file is unusable."""
+@dataclass(frozen=True, slots=True)
+class PdfLimits:
+    """The most bytes and pages a PDF may have (`Settings.max_pdf_bytes`, `max_pdf_pages`);
+    None: no limit."""
+
+    max_bytes: int | None = None
+    max_pages: int | None = None
+
+
+def parse_pdf(
+    path: Path, paper_id: str, collection: str, limits: PdfLimits | None = None
+) -> PaperDocument:
+    """Parses one PDF; raises `IngestError` with a one-line reason when the file is unusable or
+    over the `limits` (its size checked before it is opened, its page count before any page is
+    read)."""
     path = Path(path)
-    with _open_pdf(path) as doc:
+    with _open_pdf(path, limits or PdfLimits()) as doc:
         source = _read(doc)
     pages, rects = source.pages, source.rects
     _remove_furniture(pages, rects)

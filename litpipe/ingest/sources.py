@@ -4,17 +4,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from litpipe.ingest.ids import pdf_paper_id, slug
+from litpipe.ingest.ids import file_sha256, pdf_paper_id, slug
 from litpipe.ingest.tables import read_table
 from litpipe.schemas import FailedPaper, PaperSource
 
 TABLE_SUFFIXES = (".csv", ".jsonl")
+ACCEPTED = "expected a folder of PDFs or a .csv/.jsonl table (columns id, title, abstract)"
 
 
 class Discovery(BaseModel):
@@ -37,30 +37,39 @@ def is_pdf(path: Path) -> bool:
 
 
 def pdf_source(path: Path, collection: str) -> PaperSource:
-    data = path.read_bytes()
+    # Hashed block by block: a PDF over `max_pdf_bytes` is refused when parsed, and its bytes
+    # never all in memory at once.
     return PaperSource(
         paper_id=pdf_paper_id(path),
         collection=collection,
         kind="pdf",
         path=str(path.resolve()),
-        content_sha256=hashlib.sha256(data).hexdigest(),
-        size_bytes=len(data),
+        content_sha256=file_sha256(path),
+        size_bytes=path.stat().st_size,
     )
 
 
 def discover(source: Path, collection: str | None = None) -> Discovery:
     """Every paper of a folder of PDFs (searched recursively) or of an abstract table.
 
-    Raises ValueError for a source that is neither (the CLI's usage error).
+    Raises ValueError, with a one-line reason, for a source there is nothing to run on (the
+    CLI's usage error): neither a folder nor a table, a folder without a PDF, a table that
+    fails as a whole (missing columns, empty, unreadable).
     """
     if not source.exists():
         raise ValueError(f"{source}: no such file or folder")
     name = slug(collection) if collection else collection_name(source)
     if source.is_file():
         if not is_table(source):
-            raise ValueError(f"{source}: expected a folder of PDFs or a .csv/.jsonl table")
-        return discover_file(source, name)
+            raise ValueError(f"{source}: {ACCEPTED}")
+        found = discover_file(source, name)
+        whole_file = [failure for failure in found.failed if failure.row is None]
+        if not found.sources and whole_file:
+            raise ValueError(f"{source}: {whole_file[0].reason}")
+        return found
     pdfs = sorted(p for p in source.rglob("*") if p.is_file() and is_pdf(p))
+    if not pdfs:
+        raise ValueError(f"{source}: no .pdf file in this folder or below it; {ACCEPTED}")
     return Discovery(
         collection=name, sources=unique_papers(pdf_source(p, name) for p in pdfs), failed=[]
     )

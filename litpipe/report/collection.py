@@ -23,6 +23,7 @@ from litpipe.citations import marker, markers_in
 from litpipe.files import write_atomically as _write_atomically
 from litpipe.report import notices
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -129,7 +130,7 @@ def synthesis_markdown(
     `figures` (file name, next to the Markdown, to its alternative text), and the references
     (each cited paper by title, with the pages cited)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
-    return "\n".join(
+    text = "\n".join(
         [
             f"# {synthesis.title}",
             "",
@@ -146,6 +147,7 @@ def synthesis_markdown(
             "",
         ]
     )
+    return safe_markdown(text)
 
 
 def reference_lines(texts: Iterable[str], titles: Mapping[str, str]) -> list[str]:

@@ -27,9 +27,11 @@ from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
     TYPES_FILE,
+    counted,
     relationship_graph_svg,
     type_distribution_svg,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
     Digest,
@@ -59,10 +61,6 @@ def nothing_new(day: str) -> str:
     return f"Nothing new on {day}: no paper arrived that day."
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _arrived(stamp: str) -> str:
     """`2026-01-04T10:00:00.000000+00:00` as a reader reads it: `10:00 UTC`."""
     try:
@@ -73,14 +71,14 @@ def _arrived(stamp: str) -> str:
 
 def _summary(digest: Digest) -> str:
     per_collection = "; ".join(
-        f"{len(c.new_papers)} in {c.collection} ({_plural(c.existing_papers, 'paper')} there "
+        f"{len(c.new_papers)} in {c.collection} ({counted(c.existing_papers, 'paper')} there "
         "before)"
         for c in digest.collections
     )
     pending = sum(not paper.analysed for paper in digest.papers)
     waiting = f", {pending} not yet analysed" if pending else ""
     return (
-        f"{_plural(len(digest.papers), 'new paper')}{waiting}: {per_collection}. "
+        f"{counted(len(digest.papers), 'new paper')}{waiting}: {per_collection}. "
         f"Insights and relationships by {digest.engine}."
     )
 
@@ -92,9 +90,9 @@ def _counts(collection: DigestCollection, digest: Digest) -> str:
     count = len(collection.relationships)
     origins = " and ".join(_ORIGINS.get(o, o) for o in collection.existing_insights_from)
     return (
-        f"{_plural(count, 'relationship')} ({listed}) {'links' if count == 1 else 'link'} the "
-        f"new papers' {_plural(new, 'insight')} with one another and with those of the "
-        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before"
+        f"{counted(count, 'relationship')} ({listed}) {'links' if count == 1 else 'link'} the "
+        f"new papers' {counted(new, 'insight')} with one another and with those of the "
+        f"{counted(collection.existing_papers, 'paper')} {collection.collection} held before"
         + (f" (their insights from {origins})." if origins else ".")
     )
 
@@ -107,7 +105,7 @@ def _no_relationship(collection: DigestCollection, digest: Digest) -> str:
         return f"{collection.collection} held no paper before this day: nothing to relate to yet."
     return (
         f"No relationship found between the new papers' insights and those of the "
-        f"{_plural(collection.existing_papers, 'paper')} {collection.collection} held before."
+        f"{counted(collection.existing_papers, 'paper')} {collection.collection} held before."
     )
 
 
@@ -154,7 +152,7 @@ def digest_markdown(digest: Digest) -> str:
     """The digest as a Markdown file."""
     heading = f"# Nightly digest: {digest.day}"
     if not digest.papers:
-        return f"{heading}\n\n{nothing_new(digest.day)}\n"
+        return safe_markdown(f"{heading}\n\n{nothing_new(digest.day)}\n")
     lines = [
         heading,
         "",
@@ -179,7 +177,7 @@ def digest_markdown(digest: Digest) -> str:
         *reference_lines((i.text for i in _shown_insights(digest)), digest.titles),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))
 
 
 def _paper_markdown(paper: DigestPaper) -> list[str]:

@@ -84,7 +84,8 @@ def _n(value: float) -> str:
     return "0.0" if text == "-0.0" else text
 
 
-def _counted(count: int, noun: str, plural: str | None = None) -> str:
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 paper`, `3 papers` (`plural` for a noun that does not take an `s`)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
@@ -293,8 +294,8 @@ def relationship_graph_svg(
     graph_height = max(box.bottom for box in boxes) - top
     total = sum(edge.count for edge in edges)
     heading = (
-        f"Relationship graph: {_counted(count, 'paper')}, {_counted(total, 'relationship')} "
-        f"between {_counted(len(edges), 'pair')} of papers"
+        f"Relationship graph: {counted(count, 'paper')}, {counted(total, 'relationship')} "
+        f"between {counted(len(edges), 'pair')} of papers"
     )
     legend = _legend_items()
     legend_width = sum(width for _, width in legend)
@@ -390,8 +391,8 @@ def _node(
     title = " ".join((titles.get(node.paper) or node.paper).split())
     related = len(neighbours[node.paper])
     tooltip = (
-        f"{title} ({node.paper}): {_counted(degree, 'relationship')} with "
-        f"{_counted(related, 'paper')}"
+        f"{title} ({node.paper}): {counted(degree, 'relationship')} with "
+        f"{counted(related, 'paper')}"
         if degree
         else f"{title} ({node.paper}): no relationship with another paper"
     )
@@ -471,7 +472,7 @@ def type_distribution_svg(
         f"<title>{escape(label)}</title>",
         f'<rect width="{_BAR_WIDTH}" height="{height}" fill="white"/>',
         f'<text x="{_n(_BAR_WIDTH / 2)}" y="22" text-anchor="middle" font-size="14">'
-        f"{escape(title)} ({_counted(total, 'relationship')})</text>",
+        f"{escape(title)} ({counted(total, 'relationship')})</text>",
     ]
     left = _MARGIN + _BAR_LABELS
     for row, (kind, count) in enumerate(rows):

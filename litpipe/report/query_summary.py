@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from litpipe.artifacts import checked_key
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
 from litpipe.report import notices
@@ -24,6 +25,7 @@ from litpipe.report.collection import (
     _write_atomically,
     standalone_page,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import ConvergenceReport, QuerySummary, RetrievedChunk, SummaryIteration
 
 # Passages quoted under the citations are cut to this many characters.
@@ -32,7 +34,7 @@ _EXCERPT_CHARS = 240
 
 def markdown_path(outputs_dir: Path, key: str) -> Path:
     """Where a request's file lies: `outputs/<collection>/query_summaries/<key>.md`."""
-    return outputs_dir / "query_summaries" / f"{key}.md"
+    return outputs_dir / "query_summaries" / f"{checked_key(key, 'request key')}.md"
 
 
 def html_path(outputs_dir: Path, key: str) -> Path:
@@ -142,7 +144,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
         trace_table(result),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))
 
 
 def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
@@ -303,4 +305,4 @@ def convergence_markdown(
         ),
         "",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))

@@ -60,6 +60,7 @@ from litpipe.report.collection import (
     markdown_blocks,
     standalone_page,
 )
+from litpipe.report.markdown import safe_markdown
 from litpipe.retrieval.bm25 import BM25Index
 from litpipe.retrieval.fusion import reciprocal_rank_fusion
 from litpipe.retrieval.hybrid import bm25_text
@@ -433,7 +434,7 @@ def render_markdown(related: RelatedWork) -> str:
         if reference_id in by_id
     ]
     idea = "\n".join(f"> {line}".rstrip() for line in related.request.idea.splitlines())
-    return "\n".join(
+    text = "\n".join(
         [
             *notices.markdown_lines(notices.related_work_notice(related)),
             "## Research idea",
@@ -453,6 +454,7 @@ def render_markdown(related: RelatedWork) -> str:
             "",
         ]
     )
+    return safe_markdown(text)
 
 
 def render_html(related: RelatedWork) -> str:

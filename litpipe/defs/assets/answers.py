@@ -11,6 +11,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import papers
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import data_version
 from litpipe.llm.prompts import PromptLibrary
@@ -50,7 +51,7 @@ def build_answer_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "mode": answers.mode,
                 "answers": len(answers.answers),
                 "citations": sum(len(answer.citations) for answer in answers.answers),
-                "preview": dg.MetadataValue.md(qa_preview(answers.answers)),
+                "preview": markdown_metadata(qa_preview(answers.answers)),
                 **usage_metadata(ledger.summary()),
             },
         )

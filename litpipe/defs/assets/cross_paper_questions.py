@@ -15,6 +15,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import collections
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
     ArtifactsResource,
     CatalogResource,
@@ -88,7 +89,7 @@ def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefin
             metadata={
                 "questions": len(found.answers),
                 "engine": found.engine,
-                "preview": dg.MetadataValue.md(qa_preview(found.answers)),
+                "preview": markdown_metadata(qa_preview(found.answers)),
                 **usage_metadata(ledger.summary()),
             },
         )

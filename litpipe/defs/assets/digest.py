@@ -16,6 +16,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import nightly
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
 from litpipe.defs.versions import code_version, data_version
 from litpipe.hashing import digest
@@ -116,7 +117,7 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     path.suffix.lstrip("."): dg.MetadataValue.path(str(path))
                     for path in files.values()
                 },
-                "preview": dg.MetadataValue.md(digest_report.digest_markdown(built)),
+                "preview": markdown_metadata(digest_report.digest_markdown(built)),
                 **usage_metadata(ledger.summary()),
             },
         )

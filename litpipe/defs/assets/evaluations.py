@@ -30,6 +30,7 @@ from litpipe.defs.llm_steps import (
     usage_metadata,
     usage_scope,
 )
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import LLMResource
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.files import write_atomically
@@ -81,7 +82,7 @@ def evaluation_metadata(
         "dataset": dg.MetadataValue.path(str(facts["dataset"])),
         "examples": int(facts["examples"]),
         "seconds": dg.MetadataValue.float(float(getattr(evaluation, "seconds", 0.0))),
-        "table": dg.MetadataValue.md(entry.table(evaluation)),
+        "table": markdown_metadata(entry.table(evaluation)),
         **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
     }
 

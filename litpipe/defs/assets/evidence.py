@@ -11,6 +11,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import papers
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
     CatalogResource,
     EmbedderResource,
@@ -104,7 +105,7 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "scope": found.scope,
                 "reranker": reranker.name,
                 "not_reranked": not_reranked,
-                "preview": dg.MetadataValue.md(_preview(found)),
+                "preview": markdown_metadata(_preview(found)),
                 **usage_metadata(ledger.summary()),
             },
         )

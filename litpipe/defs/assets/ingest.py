@@ -21,7 +21,7 @@ from litpipe.defs.versions import (
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.ids import file_sha256
-from litpipe.ingest.pdf import parse_pdf
+from litpipe.ingest.pdf import PdfLimits, parse_pdf
 from litpipe.ingest.tables import document_from_row
 from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
 from litpipe.settings import Settings
@@ -59,7 +59,10 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         try:
             if paper_source.kind == "pdf":
                 document = parse_pdf(
-                    Path(paper_source.path), paper_source.paper_id, paper_source.collection
+                    Path(paper_source.path),
+                    paper_source.paper_id,
+                    paper_source.collection,
+                    PdfLimits(max_bytes=settings.max_pdf_bytes, max_pages=settings.max_pdf_pages),
                 )
             else:
                 document = document_from_row(paper_source)

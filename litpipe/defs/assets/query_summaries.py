@@ -40,6 +40,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import query_requests
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
     ArtifactsResource,
     CatalogResource,
@@ -251,8 +252,8 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "engine": result.engine,
                 "markdown": dg.MetadataValue.path(str(path)),
                 "html": dg.MetadataValue.path(str(page)),
-                "trace": dg.MetadataValue.md(report.trace_table(result)),
-                "preview": dg.MetadataValue.md(path.read_text(encoding="utf-8")),
+                "trace": markdown_metadata(report.trace_table(result)),
+                "preview": markdown_metadata(path.read_text(encoding="utf-8")),
                 PAPER_VERSIONS: versions,
                 **usage_metadata(ledger.summary()),
             },

@@ -12,6 +12,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import papers
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import data_version
 from litpipe.llm.prompts import PromptLibrary
@@ -54,7 +55,7 @@ def build_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             metadata={
                 "engine": questions.engine,
                 "questions": len(questions.questions),
-                "preview": dg.MetadataValue.md(
+                "preview": markdown_metadata(
                     "\n".join(f"- *{q.style}*: {q.text}" for q in questions.questions)
                 ),
                 **usage_metadata(ledger.summary()),

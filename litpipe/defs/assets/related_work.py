@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import ModelClient
 from litpipe.agents.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
-from litpipe.artifacts import ArtifactStore
+from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import (
     llm_pool,
@@ -36,6 +36,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import related_work_requests
+from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
 from litpipe.defs.versions import code_version, data_version, grading_version
 from litpipe.evaluation import grading
@@ -101,7 +102,7 @@ def request_store(settings: Settings) -> ArtifactStore:
 
 def outputs_folder(outputs_root: Path, key: str) -> Path:
     """Where a request's `related_work.md` and `related_work.json` are written."""
-    return Path(outputs_root) / ASSET / key
+    return Path(outputs_root) / ASSET / checked_key(key, "request key")
 
 
 def bad_input(description: str) -> dg.Failure:
@@ -212,7 +213,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "revised": related.revised,
                 "warnings": len(related.warnings),
                 **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
-                "preview": dg.MetadataValue.md(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
+                "preview": markdown_metadata(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
                 **usage_metadata(ledger.summary()),
             },
         )

@@ -16,7 +16,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import collections
-from litpipe.defs.report_metadata import analysis_plots, analysis_preview
+from litpipe.defs.report_metadata import analysis_plots, analysis_preview, markdown_metadata
 from litpipe.defs.resources import (
     ArtifactsResource,
     CatalogResource,
@@ -134,7 +134,7 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "relationship_types": dg.MetadataValue.json(distribution),
                 "follow_up_papers": len(analysis.follow_ups),
                 "theme": analysis.theme,
-                "narrative": dg.MetadataValue.md(analysis.narrative),
+                "narrative": markdown_metadata(analysis.narrative),
                 "preview": analysis_preview(analysis),
                 **analysis_plots(
                     analysis, {paper: abstract.title for paper, abstract in abstracts.items()}

@@ -29,7 +29,7 @@ from litpipe.defs.llm_steps import (
     usage_scope,
 )
 from litpipe.defs.partitions import collections
-from litpipe.defs.report_metadata import analysis_plots, outputs_preview
+from litpipe.defs.report_metadata import analysis_plots, markdown_metadata, outputs_preview
 from litpipe.defs.resources import (
     ArtifactsResource,
     EmbedderResource,
@@ -300,7 +300,7 @@ def _output(
             "papers": len(written.papers),
             "citations": len(written.citations),
             "words": len(written.text.split()),
-            "preview": dg.MetadataValue.md(
+            "preview": markdown_metadata(
                 "\n".join([f"# {written.title}", "", *notice, written.text])
             ),
             **usage,
