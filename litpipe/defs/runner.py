@@ -15,13 +15,14 @@ from datetime import datetime
 from typing import Literal
 
 import dagster as dg
+import sqlalchemy.exc
 from pydantic import BaseModel, Field
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.instance import write_instance_config
+from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
@@ -63,9 +64,14 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent instance in `dagster_home` (default `LITPIPE_HOME/dagster`), the one
     `litpipe ui` serves: SQLite with litpipe's dagster.yaml, or whatever one of your own says
     (PostgreSQL: deploy/dagster.postgres.yaml)."""
-    write_instance_config(settings)
-    return dg.DagsterInstance.from_config(str(settings.dagster_home))
+    # Creating the instance creates (or migrates) its storages: one process at a time.
+    with instance_lock(settings):
+        write_instance_config(settings)
+        return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
+
+# Each failed attempt means another writer added keys meanwhile; a few always suffice.
+ADD_PARTITION_ATTEMPTS = 5
 
 EMBEDDINGS = dg.AssetKey("chunk_embeddings")
 
@@ -140,10 +146,26 @@ def register(
     paper arrives `now` (default: the clock), which puts it in that day's nightly digest."""
     catalog = Catalog(settings.catalog_path)
     registrations = {source.paper_id: catalog.register(source, now) for source in discovery.sources}
-    instance.add_dynamic_partitions(collections.name, [discovery.collection])
-    known = set(instance.get_dynamic_partitions(papers.name))
-    instance.add_dynamic_partitions(papers.name, [p for p in registrations if p not in known])
+    add_partitions(instance, collections.name, [discovery.collection])
+    add_partitions(instance, papers.name, list(registrations))
     return registrations
+
+
+def add_partitions(instance: dg.DagsterInstance, name: str, keys: list[str]) -> None:
+    """Adds the keys not yet among the dynamic partitions `name`, whoever else adds them at once:
+    another process's concurrent insert of one of them fails ours (a unique constraint), so the
+    partitions are read again and what is still missing added."""
+    for attempt in range(ADD_PARTITION_ATTEMPTS):
+        known = set(instance.get_dynamic_partitions(name))
+        missing = [key for key in dict.fromkeys(keys) if key not in known]
+        if not missing:
+            return
+        try:
+            instance.add_dynamic_partitions(name, missing)
+            return
+        except sqlalchemy.exc.IntegrityError:
+            if attempt == ADD_PARTITION_ATTEMPTS - 1:
+                raise
 
 
 def run_papers(

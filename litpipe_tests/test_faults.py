@@ -1,0 +1,72 @@
+"""Process-level faults: real processes sharing one home, killed runs, signals."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from litpipe.defs.partitions import collections, papers
+from litpipe.defs.runner import open_instance
+from litpipe.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_CSV = REPO / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
+
+
+def litpipe_env(home: Path) -> dict[str, str]:
+    """The environment of a child process importing this checkout's litpipe, offline."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "LITPIPE_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime faults: concurrent instance creation, killed runs' pool slots, stopping a run.
+# ---------------------------------------------------------------------------------------------
+
+# Opens the instance and registers the demo table's papers once "go" arrives on stdin, so that
+# every process has paid for its imports and they all start at the same moment.
+REGISTER = """
+import sys
+from litpipe.defs.runner import open_instance, register
+from litpipe.ingest.sources import discover
+from litpipe.settings import Settings
+
+discovery = discover(__import__("pathlib").Path(sys.argv[1]), "demo")
+sys.stdin.readline()
+settings = Settings()
+register(settings, open_instance(settings), discovery)
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", REGISTER, str(DEMO_CSV)],
+            env=litpipe_env(home),
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    errors = [writer.communicate(timeout=120)[1] for writer in writers]
+
+    assert [writer.returncode for writer in writers] == [0] * len(writers), errors
+    instance = open_instance(Settings(home=home))
+    paper_keys = instance.get_dynamic_partitions(papers.name)
+    assert len(paper_keys) == len(set(paper_keys)) > 0
+    assert instance.get_dynamic_partitions(collections.name) == ["demo"]
