@@ -622,6 +622,7 @@ def related_work_command(
     from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
     from litpipe.defs.partitions import related_work_requests
     from litpipe.defs.resources import usage_path
+    from litpipe.defs.run_liveness import process_tags
     from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
     from litpipe.defs.staleness import State, partition_states
     from litpipe.llm.usage import UsageLedger
@@ -658,7 +659,7 @@ def related_work_command(
             instance=instance,
             raise_on_error=False,
             run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
         )
         if not result.success:
             reason, bad_input = step_failure(result)

@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
+from litpipe.defs.run_liveness import PID_TAG, process_tags
 from litpipe.defs.runner import open_instance
 from litpipe.settings import Settings
 
@@ -70,3 +73,34 @@ def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path
     paper_keys = instance.get_dynamic_partitions(papers.name)
     assert len(paper_keys) == len(set(paper_keys)) > 0
     assert instance.get_dynamic_partitions(collections.name) == ["demo"]
+
+
+def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", llm_pool_limit=1)
+    instance = open_instance(settings)
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()  # its pid now names no process (a killed `litpipe run`)
+    killed = dg.DagsterRun(
+        job_name="paper_pipeline",
+        run_id="killed-run",
+        status=dg.DagsterRunStatus.STARTED,
+        tags={**process_tags(), PID_TAG: str(gone.pid)},
+    )
+    alive = dg.DagsterRun(
+        job_name="paper_pipeline",
+        run_id="alive-run",
+        status=dg.DagsterRunStatus.STARTED,
+        tags=process_tags(),
+    )
+    instance.add_run(killed)
+    instance.add_run(alive)
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots(LLM_POOL, 2)
+    for run in (killed, alive):
+        assert storage.claim_concurrency_slot(LLM_POOL, run.run_id, "paper_questions").is_claimed
+
+    reopened = open_instance(settings)  # what the next `litpipe run` does before its runs
+
+    assert reopened.get_run_by_id("killed-run").status == dg.DagsterRunStatus.FAILURE
+    assert reopened.get_run_by_id("alive-run").status == dg.DagsterRunStatus.STARTED
+    assert reopened.event_log_storage.get_concurrency_run_ids() == {"alive-run"}

@@ -38,6 +38,12 @@ def managed_config(settings: Settings) -> str:
         "  pools:\n"
         "    # The `llm` pool: steps that may call a model, across all runs of this instance.\n"
         f"    default_limit: {settings.llm_pool_limit}\n"
+        "# With `dagster-daemon` running: runs stuck starting are failed, and a finished run's\n"
+        "# pool slots freed. litpipe's own runs whose process died are released whenever\n"
+        "# litpipe opens the instance.\n"
+        "run_monitoring:\n"
+        "  enabled: true\n"
+        "  free_slots_after_run_end_seconds: 60\n"
     )
 
 

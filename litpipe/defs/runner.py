@@ -27,6 +27,7 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import usage_path
+from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
@@ -67,7 +68,10 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     # Creating the instance creates (or migrates) its storages: one process at a time.
     with instance_lock(settings):
         write_instance_config(settings)
-        return dg.DagsterInstance.from_config(str(settings.dagster_home))
+        instance = dg.DagsterInstance.from_config(str(settings.dagster_home))
+    # Before any run of ours waits for a pool slot that a killed run still holds.
+    release_dead_runs(instance)
+    return instance
 
 
 # Each failed attempt means another writer added keys meanwhile; a few always suffice.
@@ -279,7 +283,7 @@ def _build_collection(
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     return None if result.success else _failure_reason(result)
 
@@ -299,7 +303,7 @@ def _materialize(
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     seconds = round(time.perf_counter() - started, 3)
     if not result.success:
