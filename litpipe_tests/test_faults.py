@@ -1,6 +1,7 @@
 """Process-level faults: real processes sharing one home, killed runs, signals."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,35 @@ def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path:
     assert reopened.get_run_by_id("killed-run").status == dg.DagsterRunStatus.FAILURE
     assert reopened.get_run_by_id("alive-run").status == dg.DagsterRunStatus.STARTED
     assert reopened.event_log_storage.get_concurrency_run_ids() == {"alive-run"}
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_litpipe_run_after_the_paper_being_built(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
+    table = tmp_path / "thirty.csv"
+    table.write_text("".join(rows[:31]), encoding="utf-8")  # the header and 30 papers
+    command = "import sys; from litpipe.cli import main; sys.exit(main())"
+    litpipe_run = subprocess.Popen(
+        [sys.executable, "-c", command, "run", str(table), "--embedder", str(tiny_model)],
+        env=litpipe_env(tmp_path / "home"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert litpipe_run.stderr is not None
+    printed = []
+    for line in litpipe_run.stderr:
+        printed.append(line)
+        if line.startswith("[1/"):  # the first paper is built
+            litpipe_run.send_signal(signal.SIGINT)
+            break
+    printed.append(litpipe_run.communicate(timeout=60)[1])
+    output = "".join(printed)
+
+    assert litpipe_run.returncode == 130, output
+    assert "stopped on request" in output
+    assert "FAILED" not in output
+    built = [line for line in output.splitlines() if line.startswith("[")]
+    assert 1 <= len(built) < 30
+    assert not (tmp_path / "home" / "outputs" / "thirty" / "synthesis.html").exists()

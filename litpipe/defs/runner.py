@@ -51,7 +51,7 @@ QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}
 
 class PaperOutcome(BaseModel):
     paper_id: str
-    status: Literal["materialized", "up_to_date", "failed"]
+    status: Literal["materialized", "up_to_date", "failed", "interrupted"]
     seconds: float = 0.0
     chunks: int = 0
     embedded: int = 0
@@ -138,6 +138,13 @@ class PapersRun(BaseModel):
     checks: dict[str, list[CheckReport]] = Field(
         default_factory=dict, description="Each collection's synthesis checks, as last evaluated."
     )
+    stopped: bool = Field(
+        default=False, description="Whether it stopped on request before building everything."
+    )
+    not_built: list[str] = Field(
+        default_factory=list,
+        description="When stopped: the papers it did not reach (in the phase it stopped in).",
+    )
 
 
 def register(
@@ -177,9 +184,13 @@ def run_papers(
     instance: dg.DagsterInstance,
     registrations: dict[str, Registration],
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> PapersRun:
     """Materializes what is new, changed or stale, phase by phase: the papers' assets one run
-    per paper, then their collections' assets one run per collection, and so on."""
+    per paper, then their collections' assets one run per collection, and so on. It starts no
+    further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
+    in-process execution takes the signal there): that paper is `interrupted`, not failed, and
+    the papers not reached are returned as `not_built`."""
     defs = build_definitions(settings)
     paper_job = defs.resolve_job_def(paper_pipeline.name)
     plan = phases(defs)
@@ -196,7 +207,12 @@ def run_papers(
 
     outcomes: dict[str, PaperOutcome] = {}
     collection_failure = None
+    not_built: list[str] = []
+    stopped = False
     for phase in plan:
+        if stopped or stop_requested():
+            stopped = True
+            break
         if phase.per == "collection":
             failures = [
                 f"{collection}: {failure}"
@@ -216,9 +232,12 @@ def run_papers(
                 collection_failure = "; ".join(failures)
                 break
             continue
-        for paper_id in paper_ids:
+        for position, paper_id in enumerate(paper_ids):
+            if stopped or stop_requested():
+                not_built, stopped = paper_ids[position:], True
+                break
             earlier = outcomes.get(paper_id)
-            if earlier is not None and earlier.status == "failed":
+            if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
             # A new or changed source rebuilds everything; otherwise only what is missing or
             # stale (stale includes everything downstream of a stale asset).
@@ -234,6 +253,7 @@ def run_papers(
             outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
             progress += 1
             on_progress(progress, total, outcomes[paper_id])
+            stopped = outcome.status == "interrupted"
     ledger = UsageLedger(usage_path(settings, scope))
     return PapersRun(
         outcomes=list(outcomes.values()),
@@ -243,6 +263,8 @@ def run_papers(
         checks={
             collection: latest_check_results(instance, defs, collection) for collection in papers_of
         },
+        stopped=stopped,
+        not_built=not_built,
     )
 
 
@@ -306,6 +328,8 @@ def _materialize(
         tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     seconds = round(time.perf_counter() - started, 3)
+    if _interrupted(result):
+        return PaperOutcome(paper_id=paper_id, status="interrupted", seconds=seconds)
     if not result.success:
         source = Catalog(settings.catalog_path).source(paper_id)
         return PaperOutcome(
@@ -351,6 +375,16 @@ def _outcome(
         answers=len(artifacts.read(["paper_answers"], paper_id, PaperAnswers).answers)
         if artifacts.exists(["paper_answers"], paper_id)
         else 0,
+    )
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether a signal interrupted the run's step (Dagster raises this error in it)."""
+    return any(
+        event.is_step_failure
+        and event.step_failure_data.error is not None
+        and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.all_events
     )
 
 
