@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, get_args
 
 from litpipe.files import write_atomically
@@ -159,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     settings = Settings(**overrides)
     if args.command == "run":
-        return run_command(settings, args.source, args.collection)
+        with stop_on_signals("run") as stop_requested:
+            try:
+                return run_command(settings, args.source, args.collection, stop_requested)
+            except KeyboardInterrupt:  # the second signal, outside a run's step
+                print("litpipe run: stopped at once on request.", file=sys.stderr)
+                return STOPPED_EXIT
     if args.command == "status":
         return status_command(settings, show_all=args.all)
     if args.command == "backfill":
@@ -257,7 +266,42 @@ def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None
         _add_common(command)
 
 
-def run_command(settings: Settings, source: Path, collection: str | None) -> int:
+# Ctrl-C and `kill`: the signals that ask a command to stop.
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+STOPPED_EXIT = 130  # the shell's code for a command stopped by Ctrl-C
+
+
+@contextmanager
+def stop_on_signals(command: str) -> Iterator[Callable[[], bool]]:
+    """While open, SIGINT/SIGTERM ask to stop: nothing more is started, and a second signal
+    stops at once (KeyboardInterrupt). During a run's step Dagster takes the signal itself and
+    interrupts the step; the runner reads that from the run and stops too."""
+    requested = threading.Event()
+
+    def ask_to_stop(number: int, frame: FrameType | None) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        print(
+            f"litpipe {command}: {signal.Signals(number).name}: stopping, nothing more is started "
+            "(send it again to stop now)",
+            file=sys.stderr,
+        )
+
+    previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS}
+    try:
+        yield requested.is_set
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def run_command(
+    settings: Settings,
+    source: Path,
+    collection: str | None,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
@@ -290,14 +334,27 @@ def run_command(settings: Settings, source: Path, collection: str | None) -> int
             f"{outcome.answers} answers",
             "up_to_date": f"up to date ({outcome.chunks} chunks)",
             "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
+            "interrupted": "interrupted (stop requested)",
         }[outcome.status]
         print(
             f"[{done}/{total}] {outcome.paper_id}: {detail} ({outcome.seconds:.1f} s)",
             file=sys.stderr,
         )
 
-    papers_run = run_papers(settings, instance, registrations, on_progress=show)
+    papers_run = run_papers(
+        settings, instance, registrations, on_progress=show, stop_requested=stop_requested
+    )
     outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
+    if papers_run.stopped:
+        statuses = Counter(outcome.status for outcome in outcome_list)
+        print(
+            f"litpipe run: stopped on request: {statuses['materialized']} papers built, "
+            f"{statuses['up_to_date']} up to date, {statuses['failed']} failed, "
+            f"{statuses['interrupted']} interrupted; not built: {len(papers_run.not_built)} "
+            "papers and the collection's synthesis. Run the same command again to finish.",
+            file=sys.stderr,
+        )
+        return STOPPED_EXIT
     finished = time.perf_counter()
 
     embedder = Embedder(settings.embedder)
@@ -628,6 +685,7 @@ def related_work_command(
     from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
     from litpipe.defs.partitions import related_work_requests
     from litpipe.defs.resources import usage_path
+    from litpipe.defs.run_liveness import process_tags
     from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
     from litpipe.defs.staleness import State, partition_states
     from litpipe.llm.usage import UsageLedger
@@ -664,7 +722,7 @@ def related_work_command(
             instance=instance,
             raise_on_error=False,
             run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
         )
         if not result.success:
             reason, bad_input = step_failure(result)

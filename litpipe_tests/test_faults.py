@@ -1,20 +1,149 @@
-"""Process-level faults: real processes sharing one LITPIPE_HOME."""
+"""Process-level faults: real processes sharing one LITPIPE_HOME, killed runs, signals."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import lancedb
 import numpy as np
 import pytest
 
+from litpipe.defs.llm_steps import LLM_POOL
+from litpipe.defs.partitions import collections, papers
+from litpipe.defs.run_liveness import PID_TAG, process_tags
+from litpipe.defs.runner import open_instance
 from litpipe.retrieval.store import table_name
+from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parent.parent
+DEMO_CSV = REPO / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
+
+
+def litpipe_env(home: Path) -> dict[str, str]:
+    """The environment of a child process importing this checkout's litpipe, offline."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "LITPIPE_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime faults: concurrent instance creation, killed runs' pool slots, stopping a run.
+# ---------------------------------------------------------------------------------------------
+
+# Opens the instance and registers the demo table's papers once "go" arrives on stdin, so that
+# every process has paid for its imports and they all start at the same moment.
+REGISTER = """
+import sys
+from litpipe.defs.runner import open_instance, register
+from litpipe.ingest.sources import discover
+from litpipe.settings import Settings
+
+discovery = discover(__import__("pathlib").Path(sys.argv[1]), "demo")
+sys.stdin.readline()
+settings = Settings()
+register(settings, open_instance(settings), discovery)
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", REGISTER, str(DEMO_CSV)],
+            env=litpipe_env(home),
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    errors = [writer.communicate(timeout=120)[1] for writer in writers]
+
+    assert [writer.returncode for writer in writers] == [0] * len(writers), errors
+    instance = open_instance(Settings(home=home))
+    paper_keys = instance.get_dynamic_partitions(papers.name)
+    assert len(paper_keys) == len(set(paper_keys)) > 0
+    assert instance.get_dynamic_partitions(collections.name) == ["demo"]
+
+
+def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", llm_pool_limit=1)
+    instance = open_instance(settings)
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()  # its pid now names no process (a killed `litpipe run`)
+    killed = dg.DagsterRun(
+        job_name="paper_pipeline",
+        run_id="killed-run",
+        status=dg.DagsterRunStatus.STARTED,
+        tags={**process_tags(), PID_TAG: str(gone.pid)},
+    )
+    alive = dg.DagsterRun(
+        job_name="paper_pipeline",
+        run_id="alive-run",
+        status=dg.DagsterRunStatus.STARTED,
+        tags=process_tags(),
+    )
+    instance.add_run(killed)
+    instance.add_run(alive)
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots(LLM_POOL, 2)
+    for run in (killed, alive):
+        assert storage.claim_concurrency_slot(LLM_POOL, run.run_id, "paper_questions").is_claimed
+
+    reopened = open_instance(settings)  # what the next `litpipe run` does before its runs
+
+    assert reopened.get_run_by_id("killed-run").status == dg.DagsterRunStatus.FAILURE
+    assert reopened.get_run_by_id("alive-run").status == dg.DagsterRunStatus.STARTED
+    assert reopened.event_log_storage.get_concurrency_run_ids() == {"alive-run"}
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_litpipe_run_after_the_paper_being_built(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
+    table = tmp_path / "thirty.csv"
+    table.write_text("".join(rows[:31]), encoding="utf-8")  # the header and 30 papers
+    command = "import sys; from litpipe.cli import main; sys.exit(main())"
+    litpipe_run = subprocess.Popen(
+        [sys.executable, "-c", command, "run", str(table), "--embedder", str(tiny_model)],
+        env=litpipe_env(tmp_path / "home"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert litpipe_run.stderr is not None
+    printed = []
+    for line in litpipe_run.stderr:
+        printed.append(line)
+        if line.startswith("[1/"):  # the first paper is built
+            litpipe_run.send_signal(signal.SIGINT)
+            break
+    printed.append(litpipe_run.communicate(timeout=60)[1])
+    output = "".join(printed)
+
+    assert litpipe_run.returncode == 130, output
+    assert "stopped on request" in output
+    assert "FAILED" not in output
+    built = [line for line in output.splitlines() if line.startswith("[")]
+    assert 1 <= len(built) < 30
+    assert not (tmp_path / "home" / "outputs" / "thirty" / "synthesis.html").exists()
+
 
 # ---------------------------------------------------------------------------------------------
 # Two processes embedding the same papers into one chunk table at once (issue 16, point 2).
@@ -58,10 +187,10 @@ def embedder_papers() -> list:
 
 
 def _start_embedding_writer(db_dir: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, "-c", _EMBEDDING_WRITER, str(db_dir)],
-        cwd=REPO_ROOT,
+        cwd=REPO,
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

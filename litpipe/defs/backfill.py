@@ -29,6 +29,7 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LanceDBResource, usage_path
+from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import EMBEDDINGS, QUIET_RUN_CONFIG, Phase, _failure_reason, phases
 from litpipe.defs.staleness import State, partition_states
 from litpipe.files import write_atomically
@@ -141,7 +142,12 @@ def backfill(
     )
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
-    tags = {"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: backfill_id, BACKFILL_TAG: backfill_id}
+    tags = {
+        "litpipe/launched_by": "cli",
+        USAGE_SCOPE_TAG: backfill_id,
+        BACKFILL_TAG: backfill_id,
+        **process_tags(),
+    }
     runs = _Runs(defs, instance, tags)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}

@@ -30,6 +30,7 @@ from litpipe.defs.assets.related_work import BAD_INPUT
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.query_runner import AskOutcome, summarize_request
 from litpipe.defs.resources import usage_path
+from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import (
     QUIET_RUN_CONFIG,
     _failure_reason,
@@ -92,7 +93,7 @@ def eval_command(
             instance=open_instance(settings),
             run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
             raise_on_error=False,
-            tags={"litpipe/launched_by": "cli"},
+            tags={"litpipe/launched_by": "cli", **process_tags()},
         )
     )
     if not result.success:

@@ -8,11 +8,18 @@ see deploy/dagster.postgres.yaml) and is used as it is; `dagster_home` (`LITPIPE
 points litpipe at its folder.
 """
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from litpipe.settings import Settings
 
+# Held while the instance is created or migrated: two processes creating the SQLite storages at
+# once raced on their tables and alembic stamps (one crashed; once the run database ended with
+# two alembic heads).
+LOCK_NAME = ".litpipe-instance.lock"
 MANAGED = "# Written by litpipe from its settings"
 # What litpipe wrote before the pool: still litpipe's, so it is brought up to date.
 _EARLIER = "telemetry:\n  enabled: false\n"
@@ -31,6 +38,12 @@ def managed_config(settings: Settings) -> str:
         "  pools:\n"
         "    # The `llm` pool: steps that may call a model, across all runs of this instance.\n"
         f"    default_limit: {settings.llm_pool_limit}\n"
+        "# With `dagster-daemon` running: runs stuck starting are failed, and a finished run's\n"
+        "# pool slots freed. litpipe's own runs whose process died are released whenever\n"
+        "# litpipe opens the instance.\n"
+        "run_monitoring:\n"
+        "  enabled: true\n"
+        "  free_slots_after_run_end_seconds: 60\n"
     )
 
 
@@ -53,3 +66,12 @@ def write_instance_config(settings: Settings) -> Path:
         partial.write_text(wanted, encoding="utf-8")
         partial.replace(config)
     return config
+
+
+@contextmanager
+def instance_lock(settings: Settings) -> Iterator[None]:
+    """Exclusive across the processes of this machine sharing `dagster_home`, while held."""
+    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    with open(settings.dagster_home / LOCK_NAME, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        yield

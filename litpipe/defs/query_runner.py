@@ -31,6 +31,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import query_summary_job
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import query_requests
+from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason
 from litpipe.defs.staleness import State, partition_states
 from litpipe.report.query_summary import markdown_path
@@ -136,7 +137,7 @@ def summarize_request(
             instance=instance,
             raise_on_error=False,
             run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
         )
         outcome.seconds = round(time.perf_counter() - started, 3)
         if not result.success:

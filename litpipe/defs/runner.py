@@ -15,17 +15,19 @@ from datetime import datetime
 from typing import Literal
 
 import dagster as dg
+import sqlalchemy.exc
 from pydantic import BaseModel, Field
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.instance import write_instance_config
+from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import usage_path
+from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
@@ -49,7 +51,7 @@ QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}
 
 class PaperOutcome(BaseModel):
     paper_id: str
-    status: Literal["materialized", "up_to_date", "failed"]
+    status: Literal["materialized", "up_to_date", "failed", "interrupted"]
     seconds: float = 0.0
     chunks: int = 0
     embedded: int = 0
@@ -63,9 +65,17 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent instance in `dagster_home` (default `LITPIPE_HOME/dagster`), the one
     `litpipe ui` serves: SQLite with litpipe's dagster.yaml, or whatever one of your own says
     (PostgreSQL: deploy/dagster.postgres.yaml)."""
-    write_instance_config(settings)
-    return dg.DagsterInstance.from_config(str(settings.dagster_home))
+    # Creating the instance creates (or migrates) its storages: one process at a time.
+    with instance_lock(settings):
+        write_instance_config(settings)
+        instance = dg.DagsterInstance.from_config(str(settings.dagster_home))
+    # Before any run of ours waits for a pool slot that a killed run still holds.
+    release_dead_runs(instance)
+    return instance
 
+
+# Each failed attempt means another writer added keys meanwhile; a few always suffice.
+ADD_PARTITION_ATTEMPTS = 5
 
 EMBEDDINGS = dg.AssetKey("chunk_embeddings")
 
@@ -128,6 +138,13 @@ class PapersRun(BaseModel):
     checks: dict[str, list[CheckReport]] = Field(
         default_factory=dict, description="Each collection's synthesis checks, as last evaluated."
     )
+    stopped: bool = Field(
+        default=False, description="Whether it stopped on request before building everything."
+    )
+    not_built: list[str] = Field(
+        default_factory=list,
+        description="When stopped: the papers it did not reach (in the phase it stopped in).",
+    )
 
 
 def register(
@@ -140,10 +157,26 @@ def register(
     paper arrives `now` (default: the clock), which puts it in that day's nightly digest."""
     catalog = Catalog(settings.catalog_path)
     registrations = {source.paper_id: catalog.register(source, now) for source in discovery.sources}
-    instance.add_dynamic_partitions(collections.name, [discovery.collection])
-    known = set(instance.get_dynamic_partitions(papers.name))
-    instance.add_dynamic_partitions(papers.name, [p for p in registrations if p not in known])
+    add_partitions(instance, collections.name, [discovery.collection])
+    add_partitions(instance, papers.name, list(registrations))
     return registrations
+
+
+def add_partitions(instance: dg.DagsterInstance, name: str, keys: list[str]) -> None:
+    """Adds the keys not yet among the dynamic partitions `name`, whoever else adds them at once:
+    another process's concurrent insert of one of them fails ours (a unique constraint), so the
+    partitions are read again and what is still missing added."""
+    for attempt in range(ADD_PARTITION_ATTEMPTS):
+        known = set(instance.get_dynamic_partitions(name))
+        missing = [key for key in dict.fromkeys(keys) if key not in known]
+        if not missing:
+            return
+        try:
+            instance.add_dynamic_partitions(name, missing)
+            return
+        except sqlalchemy.exc.IntegrityError:
+            if attempt == ADD_PARTITION_ATTEMPTS - 1:
+                raise
 
 
 def run_papers(
@@ -151,9 +184,13 @@ def run_papers(
     instance: dg.DagsterInstance,
     registrations: dict[str, Registration],
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> PapersRun:
     """Materializes what is new, changed or stale, phase by phase: the papers' assets one run
-    per paper, then their collections' assets one run per collection, and so on."""
+    per paper, then their collections' assets one run per collection, and so on. It starts no
+    further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
+    in-process execution takes the signal there): that paper is `interrupted`, not failed, and
+    the papers not reached are returned as `not_built`."""
     defs = build_definitions(settings)
     paper_job = defs.resolve_job_def(paper_pipeline.name)
     plan = phases(defs)
@@ -170,7 +207,12 @@ def run_papers(
 
     outcomes: dict[str, PaperOutcome] = {}
     collection_failure = None
+    not_built: list[str] = []
+    stopped = False
     for phase in plan:
+        if stopped or stop_requested():
+            stopped = True
+            break
         if phase.per == "collection":
             failures = [
                 f"{collection}: {failure}"
@@ -190,9 +232,12 @@ def run_papers(
                 collection_failure = "; ".join(failures)
                 break
             continue
-        for paper_id in paper_ids:
+        for position, paper_id in enumerate(paper_ids):
+            if stopped or stop_requested():
+                not_built, stopped = paper_ids[position:], True
+                break
             earlier = outcomes.get(paper_id)
-            if earlier is not None and earlier.status == "failed":
+            if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
             # A new or changed source rebuilds everything; otherwise only what is missing or
             # stale (stale includes everything downstream of a stale asset).
@@ -208,6 +253,7 @@ def run_papers(
             outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
             progress += 1
             on_progress(progress, total, outcomes[paper_id])
+            stopped = outcome.status == "interrupted"
     ledger = UsageLedger(usage_path(settings, scope))
     return PapersRun(
         outcomes=list(outcomes.values()),
@@ -217,6 +263,8 @@ def run_papers(
         checks={
             collection: latest_check_results(instance, defs, collection) for collection in papers_of
         },
+        stopped=stopped,
+        not_built=not_built,
     )
 
 
@@ -257,7 +305,7 @@ def _build_collection(
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     return None if result.success else _failure_reason(result)
 
@@ -277,9 +325,11 @@ def _materialize(
         instance=instance,
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope},
+        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     seconds = round(time.perf_counter() - started, 3)
+    if _interrupted(result):
+        return PaperOutcome(paper_id=paper_id, status="interrupted", seconds=seconds)
     if not result.success:
         source = Catalog(settings.catalog_path).source(paper_id)
         return PaperOutcome(
@@ -325,6 +375,16 @@ def _outcome(
         answers=len(artifacts.read(["paper_answers"], paper_id, PaperAnswers).answers)
         if artifacts.exists(["paper_answers"], paper_id)
         else 0,
+    )
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether a signal interrupted the run's step (Dagster raises this error in it)."""
+    return any(
+        event.is_step_failure
+        and event.step_failure_data.error is not None
+        and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.all_events
     )
 
 
