@@ -3,12 +3,13 @@ read back by later stages, the CLI and people."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel
+
+from litpipe.files import write_atomically
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -56,11 +57,7 @@ class ArtifactStore:
     def write(self, asset: list[str], partition: str | None, output: BaseModel) -> Path:
         path = self.path(asset, partition)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename: a reader never sees half a file, a failed write keeps the old one.
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(output.model_dump_json(indent=1), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_atomically(path, output.model_dump_json(indent=1))
 
     def read(self, asset: list[str], partition: str | None, model: type[Model]) -> Model:
         return model.model_validate_json(self.path(asset, partition).read_text(encoding="utf-8"))

@@ -9,11 +9,11 @@ points litpipe at its folder.
 """
 
 import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from litpipe.files import write_atomically
 from litpipe.settings import Settings
 
 # Held while the instance is created or migrated: two processes creating the SQLite storages at
@@ -61,10 +61,7 @@ def write_instance_config(settings: Settings) -> Path:
     config = settings.dagster_home / "dagster.yaml"
     wanted = managed_config(settings)
     if is_managed(config) and (not config.exists() or config.read_text("utf-8") != wanted):
-        # Written aside, then renamed: a concurrent reader never sees half a file.
-        partial = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
-        partial.write_text(wanted, encoding="utf-8")
-        partial.replace(config)
+        write_atomically(config, wanted)
     return config
 
 

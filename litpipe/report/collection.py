@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from litpipe.citations import marker, markers_in
-from litpipe.files import write_atomically as _write_atomically
+from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
 from litpipe.report.markdown import safe_markdown
@@ -573,4 +573,4 @@ def write_collection_outputs(
         **analysis_figures(analysis, titles),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}
+    return {name: write_atomically(out_dir / name, text) for name, text in contents.items()}

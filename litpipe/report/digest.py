@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 
+from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.collection import (
     PAGE_CSS,
     CitationLinks,
-    _write_atomically,
     figures_html,
     reference_lines,
     standalone_page,
@@ -316,4 +316,4 @@ def write_digest(out_dir: Path, digest: Digest) -> dict[str, Path]:
         for name, svg in collection_figures(digest, collection).items():
             contents[figure_file(digest, collection, name)] = svg
     out_dir.mkdir(parents=True, exist_ok=True)
-    return {name: _write_atomically(out_dir / name, text) for name, text in contents.items()}
+    return {name: write_atomically(out_dir / name, text) for name, text in contents.items()}

@@ -17,12 +17,12 @@ from pydantic import BaseModel, Field
 from litpipe.artifacts import checked_key
 from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import render_markdown as convergence_table
+from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.collection import (
     GRADE_CSS,
     PAGE_CSS,
     CitationLinks,
-    _write_atomically,
     standalone_page,
 )
 from litpipe.report.markdown import safe_markdown
@@ -150,7 +150,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
 def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
     path = markdown_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return _write_atomically(path, render_markdown(result, collection))
+    return write_atomically(path, render_markdown(result, collection))
 
 
 def render_html(result: QuerySummary, collection: str) -> str:
@@ -207,7 +207,7 @@ def render_html(result: QuerySummary, collection: str) -> str:
 def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
     path = html_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return _write_atomically(path, render_html(result, collection))
+    return write_atomically(path, render_html(result, collection))
 
 
 def render_text(result: QuerySummary) -> str:
