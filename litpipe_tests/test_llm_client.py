@@ -5,6 +5,7 @@ kept out of everything litpipe writes."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import threading
 import time
@@ -15,7 +16,12 @@ import pytest
 from pydantic import BaseModel, Field
 
 from litpipe.llm.client import PLACEHOLDER_API_KEY, LLMClient, model_call_loop
-from litpipe.llm.errors import PermanentLLMError, ReplyValidationError, TransientLLMError
+from litpipe.llm.errors import (
+    PermanentLLMError,
+    ReplyValidationError,
+    TransientLLMError,
+    one_line,
+)
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import LLMUsage
 from litpipe.settings import Route
@@ -345,6 +351,26 @@ def test_the_api_key_is_never_written_or_logged(
         assert secret not in text
     assert client.usage.summary() == client.usage.scope_summary()
     assert all(secret not in record.model_dump_json() for record in client.usage.records)
+
+
+def test_credentials_in_the_api_base_go_as_basic_auth_and_messages_hide_the_password(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """A server behind basic auth named `http://user:password@host/v1`, as HTTP clients take
+    it (the password percent-encoded); litellm's async calls refuse such a URL as it is."""
+    api_base = stub_llm.url.replace("http://", "http://canaryuser:CANARY%40SECRET@")
+    client = make_client(tmp_path, stub_llm, llm_api_base=api_base)
+
+    client.complete_sync(route(client), MESSAGES, Findings)
+
+    basic_auth = "Basic " + base64.b64encode(b"canaryuser:CANARY@SECRET").decode()
+    assert [h["authorization"] for h in stub_llm.request_headers] == [basic_auth]
+    # A provider's message naming the api base, as an error or a log line passes it on.
+    message = f"Cannot connect to {api_base}/chat/completions; or to https://ghp_t0ken@git.example"
+    shown = stub_llm.url.replace("http://", "http://canaryuser:***@")
+    assert one_line(message) == (
+        f"Cannot connect to {shown}/chat/completions; or to https://***@git.example"
+    )
 
 
 class Nested(BaseModel):

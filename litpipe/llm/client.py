@@ -46,6 +46,7 @@ from litpipe.llm.errors import (
 )
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.settings import Route, Settings, StructuredOutput
+from litpipe.url_credentials import split_basic_auth
 
 logger = logging.getLogger(__name__)
 
@@ -328,7 +329,10 @@ class LLMClient:
                 # the format for its provider (Anthropic's tools), which forcing it would undo.
                 request["allowed_openai_params"] = ["response_format"]
         if route.api_base:
-            request["api_base"] = route.api_base
+            request["api_base"], authorization = split_basic_auth(route.api_base)
+            if authorization is not None:
+                # Replaces the provider's `Bearer` key, as basic auth in the URL would.
+                request["extra_headers"] = {"Authorization": authorization}
             if facts.provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
                 request["api_key"] = PLACEHOLDER_API_KEY
         return request

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from litpipe.url_credentials import hide_credentials
+
 # Environment variables whose values are secrets: provider keys, tokens, passwords.
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Shorter values (flags, region names) would redact ordinary words.
@@ -32,11 +34,12 @@ class BudgetExceededError(LLMError):
 
 
 def redact(text: str) -> str:
-    """`text` with the value of every secret-looking environment variable replaced by ***."""
+    """`text` with the value of every secret-looking environment variable, and the password of
+    every URL (an api base a provider's message names), replaced by ***."""
     for name, value in os.environ.items():
         if len(value) >= _MIN_SECRET_LENGTH and _SECRET_NAME.search(name) and value in text:
             text = text.replace(value, "***")
-    return text
+    return hide_credentials(text)
 
 
 def one_line(text: str, limit: int = 300) -> str:
