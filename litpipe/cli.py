@@ -949,12 +949,19 @@ def ui_command(settings: Settings, port: int) -> int:
     from litpipe.defs.instance import write_instance_config
 
     write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too
-    # The code server reads its settings from the environment: hand it this command's.
+    # The code server reads its settings from the environment: hand it this command's. The
+    # runs it launches inherit them: the api base, its password hidden in their config, too.
+    flags = {
+        "LITPIPE_LLM_MODEL": settings.llm_model,
+        "LITPIPE_LLM_API_BASE": settings.llm_api_base,
+        "LITPIPE_LLM_STRUCTURED_OUTPUT": settings.llm_structured_output,
+    }
     env = {
         **os.environ,
         "DAGSTER_HOME": str(settings.dagster_home),
         "LITPIPE_HOME": str(settings.home),
         "LITPIPE_EMBEDDER": settings.embedder,
+        **{name: value for name, value in flags.items() if value is not None},
     }
     dagster = Path(sys.executable).with_name("dagster")
     command = [str(dagster), "dev", "-m", "litpipe.defs.definitions", "-p", str(port)]

@@ -120,7 +120,10 @@ class Settings(BaseSettings):
         "`openai/<name>` with llm_api_base); unset means the offline engine.",
     )
     llm_api_base: str | None = Field(
-        default=None, description="Base URL of an OpenAI-compatible server (vLLM, a stub)."
+        default=None,
+        description="Base URL of an OpenAI-compatible server (vLLM, a stub). Credentials in it "
+        "(`http://user:password@host/v1`) go as HTTP basic auth; Dagster's run config holds the "
+        "URL as `user:***@`.",
     )
     llm_structured_output: StructuredOutput = Field(
         default="auto",

@@ -4,6 +4,7 @@ where they belong."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.settings import Settings
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_schema_driven_server import files_holding
 
 QUESTIONS = dg.AssetKey("paper_questions")
 EMBEDDINGS = dg.AssetKey("chunk_embeddings")
@@ -166,6 +168,42 @@ def test_an_api_key_in_the_environment_is_written_nowhere(
     assert any(p.suffix == ".db" for p in files)  # Dagster's event logs and run storage
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.slow
+def test_credentials_in_the_api_base_reach_the_server_and_no_file_of_the_home(
+    tmp_path: Path,
+    stub_llm: StubLLM,
+    tiny_model: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server behind basic auth, its user and password in the api base (`--api-base`): every
+    request carries them, and Dagster's instance (job snapshots, run config, event logs) and
+    every other file hold the api base with its password as ***."""
+    serve_every_agent(stub_llm)
+    caplog.set_level("DEBUG")
+    table = write_table(tmp_path / "src", "We profile ale yeast proteins across fermentation.")
+    home = tmp_path / "home"
+    password = "CANARYSECRET-7c41"
+    api_base = stub_llm.url.replace("http://", f"http://canaryuser:{password}@")
+
+    model = ["--model", "openai/stub", "--api-base", api_base]
+    code = main(["run", str(table), "--home", str(home), "--embedder", str(tiny_model), *model])
+
+    assert code == 0
+    report = json.loads((home / "outputs" / "yeast" / "report.json").read_text())
+    assert report["llm_calls"]["made"] > 0 and report["llm_calls"]["failed"] == 0
+    basic_auth = "Basic " + base64.b64encode(f"canaryuser:{password}".encode()).decode()
+    assert stub_llm.request_count == report["llm_calls"]["made"]
+    assert {headers.get("authorization") for headers in stub_llm.request_headers} == {basic_auth}
+    output = capsys.readouterr()
+    assert password not in output.out + output.err + caplog.text
+    assert not files_holding(home, password.encode())
+    assert not files_holding(home, basic_auth.split()[1].encode())
+    # What the Dagster UI shows of the resource's config: the api base, its password hidden.
+    shown = stub_llm.url.replace("http://", "http://canaryuser:***@")
+    assert "dagster/history/runs.db" in files_holding(home, shown.encode())
 
 
 def test_a_run_over_budget_stops_before_calling_and_says_why(

@@ -15,6 +15,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
 from litpipe.settings import Settings
+from litpipe.url_credentials import hide_credentials, holds_credentials
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -145,14 +146,25 @@ class LLMResource(dg.ConfigurableResource):
     """
 
     # The whole settings model, as JSON: Dagster config cannot hold its nested optional fields.
+    # Its llm_api_base has the password of its user info as ***: this config is in every run's
+    # job snapshot, which the instance stores and the UI shows.
     settings_json: str
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMResource:
+        api_base = settings.llm_api_base
+        if api_base is not None and holds_credentials(api_base):
+            shown = hide_credentials(api_base)
+            _API_BASES_GIVEN[shown] = api_base
+            settings = settings.model_copy(update={"llm_api_base": shown})
         return cls(settings_json=settings.model_dump_json())
 
     def settings(self) -> Settings:
-        return Settings(**json.loads(self.settings_json))
+        values = json.loads(self.settings_json)
+        shown = values.get("llm_api_base")
+        if shown is not None and holds_credentials(shown):
+            values["llm_api_base"] = _api_base_with_credentials(shown, values)
+        return Settings(**values)
 
     def prompts(self) -> PromptLibrary:
         return PromptLibrary(self.settings().prompts_dir)
@@ -178,6 +190,29 @@ class LLMResource(dg.ConfigurableResource):
             if client is not None:
                 return client
         return None
+
+
+# The api bases holding credentials that this process built resources from, by their form with
+# the password hidden: a run in this process (every CLI command's) takes the one it was given.
+_API_BASES_GIVEN: dict[str, str] = {}
+
+
+def _api_base_with_credentials(shown: str, values: dict[str, object]) -> str:
+    """The api base whose password `shown` hides: the one given in this process, or else (a
+    run launched from the UI, a step in a process of its own) the one this process's
+    environment (LITPIPE_LLM_API_BASE) or litpipe.toml sets."""
+    if shown in _API_BASES_GIVEN:
+        return _API_BASES_GIVEN[shown]
+    others = {name: value for name, value in values.items() if name != "llm_api_base"}
+    found = Settings(**others).llm_api_base
+    if found is not None and hide_credentials(found) == shown:
+        return found
+    raise dg.Failure(
+        description=f"llm_api_base {shown} holds credentials, which litpipe keeps out of "
+        "Dagster's run storage: set LITPIPE_LLM_API_BASE (or llm_api_base in litpipe.toml) "
+        "for the processes that run the steps",
+        allow_retries=False,
+    )
 
 
 def usage_path(settings: Settings, scope: str) -> Path:
