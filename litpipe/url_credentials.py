@@ -24,6 +24,7 @@ def hide_credentials(text: str) -> str:
 
 
 def holds_credentials(url: str) -> bool:
+    """Whether `url` has user info (a user name, with a password or not)."""
     return _USER_INFO.match(url) is not None
 
 
