@@ -114,3 +114,17 @@ def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, i
         "abstracts.A1",
         "abstracts.A2",
     ]
+
+
+def test_a_paper_already_in_another_collection_stays_there(tmp_path: Path, inbox: Path) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    first = tick(settings, instance, None)
+    (inbox / "reading").mkdir()
+    shutil.copy(PDFS[0], inbox / "reading")
+
+    second = tick(settings, instance, first.cursor)
+    assert second.run_requests == []
+    catalog = Catalog(settings.catalog_path)
+    assert catalog.papers("reading") == []
+    assert catalog.collections_of([pdf_paper_id(PDFS[0])]) == {pdf_paper_id(PDFS[0]): "bio"}

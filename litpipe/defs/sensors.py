@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.catalog import Registration
+from litpipe.catalog import PaperInAnotherCollection, Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
@@ -72,9 +72,11 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
             discovery = discover_file(path, collection)
             for failure in discovery.failed:
                 context.log.warning(f"{failure.file} row {failure.row}: {failure.reason}")
-            registered += [
-                (source, papers_catalog.register(source)) for source in discovery.sources
-            ]
+            for source in discovery.sources:
+                try:
+                    registered.append((source, papers_catalog.register(source)))
+                except PaperInAnotherCollection as error:
+                    context.log.warning(f"{path}: {error}")
         to_build = unbuilt(context.instance, registered)
         run_requests = [
             dg.RunRequest(
