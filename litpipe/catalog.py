@@ -85,8 +85,6 @@ class PaperInAnotherCollection(ValueError):
             f"a paper belongs to one collection (`litpipe run <source> --collection {wanted} "
             "--move` moves it)"
         )
-        self.paper_id = paper_id
-        self.collection = collection
 
 
 class Catalog:
