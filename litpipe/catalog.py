@@ -8,6 +8,11 @@ A paper's `registered_at` is its arrival: when the catalog first registered it (
 nightly digest of a day lists the papers that arrived that day. A changed file keeps its first
 arrival: it is re-ingested, but it is not a new paper, and a digest that listed it again each
 time it is edited would bury the papers that are new.
+
+A paper belongs to one collection: its chunks' rows in LanceDB carry it, and retrieval, the
+collection's index and its syntheses select by it. Registering it into another collection is
+refused (`PaperInAnotherCollection`) unless asked to move it, so that no collection lists a
+paper whose chunks it cannot find.
 """
 
 from __future__ import annotations
@@ -62,12 +67,24 @@ def _sortable_arrivals(db: sqlite3.Connection) -> None:
 
 
 _MIGRATIONS = [_sortable_arrivals]
+# Below SQLite's least limit on a statement's parameters (999 before 3.32).
+_IDS_PER_QUERY = 500
 
 
 class Registration(StrEnum):
     NEW = "new"
     CHANGED = "changed"
     UNCHANGED = "unchanged"
+    MOVED = "moved"  # from another collection: rebuilt, its content changed or not
+
+
+class PaperInAnotherCollection(ValueError):
+    def __init__(self, paper_id: str, collection: str, wanted: str) -> None:
+        super().__init__(
+            f"paper {paper_id!r} is already in collection {collection!r}, not {wanted!r}; "
+            f"a paper belongs to one collection (`litpipe run <source> --collection {wanted} "
+            "--move` moves it)"
+        )
 
 
 class Catalog:
@@ -100,18 +117,29 @@ class Catalog:
         finally:
             db.close()
 
-    def register(self, source: PaperSource, now: datetime | None = None) -> Registration:
+    def register(
+        self, source: PaperSource, now: datetime | None = None, move: bool = False
+    ) -> Registration:
         """Record a paper (idempotent); a known id with new content replaces the old source.
 
         `now` (timezone-aware, default: the clock) is a new paper's arrival; a known paper
-        keeps its first one.
+        keeps its first one. A paper known in another collection raises
+        `PaperInAnotherCollection`, or with `move` leaves that collection for this one.
         """
         with self._connect() as db:
+            # The write lock first: the check and the write see the same catalog.
+            db.execute("BEGIN IMMEDIATE")
             row = db.execute(
-                "SELECT content_sha256 FROM papers WHERE paper_id = ?", (source.paper_id,)
+                "SELECT content_sha256, source_json FROM papers WHERE paper_id = ?",
+                (source.paper_id,),
             ).fetchone()
+            held_by = PaperSource.model_validate_json(row[1]).collection if row else None
+            if held_by is not None and held_by != source.collection and not move:
+                raise PaperInAnotherCollection(source.paper_id, held_by, source.collection)
             if row is None:
                 outcome = Registration.NEW
+            elif held_by != source.collection:
+                outcome = Registration.MOVED
             elif row[0] == source.content_sha256:
                 outcome = Registration.UNCHANGED
             else:
@@ -127,11 +155,30 @@ class Catalog:
                         _stamp(now or datetime.now(UTC)),
                     ),
                 )
+            if outcome is Registration.MOVED:
+                db.execute("DELETE FROM memberships WHERE paper_id = ?", (source.paper_id,))
             db.execute(
                 "INSERT OR IGNORE INTO memberships VALUES (?, ?)",
                 (source.collection, source.paper_id),
             )
         return outcome
+
+    def collections_of(self, paper_ids: list[str]) -> dict[str, str]:
+        """The collection of each of the papers the catalog knows."""
+        held: dict[str, str] = {}
+        with self._connect() as db:
+            for start in range(0, len(paper_ids), _IDS_PER_QUERY):
+                some = paper_ids[start : start + _IDS_PER_QUERY]
+                rows = db.execute(
+                    "SELECT paper_id, source_json FROM papers "
+                    f"WHERE paper_id IN ({', '.join('?' * len(some))})",
+                    some,
+                ).fetchall()
+                held.update(
+                    (paper_id, PaperSource.model_validate_json(source_json).collection)
+                    for paper_id, source_json in rows
+                )
+        return held
 
     def source(self, paper_id: str) -> PaperSource:
         with self._connect() as db:

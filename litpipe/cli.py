@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from litpipe.defs.runner import PaperOutcome
     from litpipe.defs.staleness import State
+    from litpipe.ingest.sources import Discovery
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("source", type=Path, help="folder of PDFs, or a table with id,title,abstract")
     run.add_argument("--collection", help="collection name (default: the folder or table name)")
+    run.add_argument(
+        "--move",
+        action="store_true",
+        help="move papers already in another collection into this one (a paper belongs to one "
+        "collection): their chunks are rebuilt here, and the collections they leave rebuilt "
+        "without them",
+    )
     _add_common(run)
 
     backfill = commands.add_parser(
@@ -165,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         with stop_on_signals("run") as stop_requested:
             try:
-                return run_command(settings, args.source, args.collection, stop_requested)
+                return run_command(
+                    settings, args.source, args.collection, stop_requested, move=args.move
+                )
             except KeyboardInterrupt:  # the second signal, outside a run's step
                 print("litpipe run: stopped at once on request.", file=sys.stderr)
                 return STOPPED_EXIT
@@ -301,8 +311,10 @@ def run_command(
     source: Path,
     collection: str | None,
     stop_requested: Callable[[], bool] = lambda: False,
+    move: bool = False,
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
+    from litpipe.catalog import PaperInAnotherCollection
     from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
     from litpipe.report.graphs import counted
@@ -315,6 +327,13 @@ def run_command(
     except ValueError as error:
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
+    elsewhere = _in_other_collections(settings, discovery)
+    if elsewhere and not move:
+        print(
+            f"litpipe run: {_elsewhere_line(source, discovery.collection, elsewhere)}",
+            file=sys.stderr,
+        )
+        return 2
     found = len(discovery.sources) + len(discovery.failed)
     print(
         f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
@@ -324,8 +343,18 @@ def run_command(
         print(f"  failed: {_describe(failure)}", file=sys.stderr)
     discovered = time.perf_counter()
 
+    if elsewhere:
+        print(
+            f"moving {counted(len(elsewhere), 'paper')} into {discovery.collection!r} from "
+            f"{', '.join(map(repr, sorted(set(elsewhere.values()))))}",
+            file=sys.stderr,
+        )
     instance = open_instance(settings)
-    registrations = register(settings, instance, discovery)
+    try:
+        registrations = register(settings, instance, discovery, move=move)
+    except PaperInAnotherCollection as error:  # registered there since the check, by another
+        print(f"litpipe run: {error}", file=sys.stderr)
+        return 2
 
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
@@ -342,7 +371,12 @@ def run_command(
         )
 
     papers_run = run_papers(
-        settings, instance, registrations, on_progress=show, stop_requested=stop_requested
+        settings,
+        instance,
+        registrations,
+        on_progress=show,
+        stop_requested=stop_requested,
+        left_collections=sorted(set(elsewhere.values())),
     )
     outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
     if papers_run.stopped:
@@ -429,6 +463,45 @@ def run_command(
     if report.collection_failure:
         print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
     return 0 if report.papers and not report.collection_failure else 1
+
+
+def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str, str]:
+    """The source's papers that the catalog holds in another collection, with that collection;
+    read only (a home without a catalog holds none)."""
+    from litpipe.catalog import Catalog
+
+    if not settings.catalog_path.exists():
+        return {}
+    held = Catalog(settings.catalog_path).collections_of([s.paper_id for s in discovery.sources])
+    return {
+        paper_id: collection
+        for paper_id, collection in held.items()
+        if collection != discovery.collection
+    }
+
+
+# Papers named per collection in the line that refuses a run; the rest are counted.
+NAMED_PAPERS = 5
+
+
+def _elsewhere_line(source: Path, collection: str, elsewhere: dict[str, str]) -> str:
+    """Why a run is refused, in one line: which papers are in which other collection, and how
+    to move them."""
+    from litpipe.report.graphs import counted
+
+    by_collection: dict[str, list[str]] = {}
+    for paper_id, other in sorted(elsewhere.items()):
+        by_collection.setdefault(other, []).append(paper_id)
+    held = "; ".join(
+        f"in {other!r}: {', '.join(ids[:NAMED_PAPERS])}"
+        + (f" and {len(ids) - NAMED_PAPERS} more" if len(ids) > NAMED_PAPERS else "")
+        for other, ids in by_collection.items()
+    )
+    return (
+        f"{counted(len(elsewhere), 'paper')} of {source} already in another collection ({held}); "
+        f"a paper belongs to one collection: add --move to move "
+        f"{'it' if len(elsewhere) == 1 else 'them'} into {collection!r} (nothing was run)"
+    )
 
 
 def synthesis_report(

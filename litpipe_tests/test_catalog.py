@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.catalog import Catalog, Registration
+from litpipe.catalog import Catalog, PaperInAnotherCollection, Registration
 from litpipe.schemas import PaperSource
 
 
@@ -27,14 +27,21 @@ def test_registration_is_idempotent_and_notices_new_content(tmp_path: Path) -> N
     assert catalog.papers("bio") == ["p1"]
 
 
-def test_a_paper_can_belong_to_several_collections(tmp_path: Path) -> None:
+def test_a_paper_belongs_to_one_collection_until_it_is_moved(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
     catalog.register(source("p1", "aaa", "bio"))
     catalog.register(source("p2", "ccc", "bio"))
-    assert catalog.register(source("p1", "aaa", "reading-group")) is Registration.UNCHANGED
+    with pytest.raises(PaperInAnotherCollection, match="'p1' is already in collection 'bio'"):
+        catalog.register(source("p1", "aaa", "reading-group"))
+    assert catalog.collections() == ["bio"]
+    assert catalog.collections_of(["p1", "p2", "p9"]) == {"p1": "bio", "p2": "bio"}
+
+    assert catalog.register(source("p1", "aaa", "reading-group"), move=True) is Registration.MOVED
     assert catalog.collections() == ["bio", "reading-group"]
     assert catalog.papers("reading-group") == ["p1"]
-    assert catalog.papers("bio") == ["p1", "p2"]
+    assert catalog.papers("bio") == ["p2"]
+    assert catalog.source("p1").collection == "reading-group"
+    assert catalog.register(source("p1", "aaa", "reading-group")) is Registration.UNCHANGED
 
 
 def test_unknown_paper_says_which_catalog(tmp_path: Path) -> None:
@@ -53,13 +60,13 @@ def test_a_paper_arrives_when_first_registered_and_keeps_that_arrival(tmp_path: 
     catalog.register(source("p2", "ccc"), now=at(3, 1, timezone(timedelta(hours=2))))  # 23:00Z
     catalog.register(source("p3", "ddd", "other"), now=at(3, 12))
     catalog.register(source("p1", "bbb"), now=at(3, 8))  # changed: not a new arrival
-    catalog.register(source("p1", "bbb", "other"), now=at(3, 8))  # joins another collection
+    catalog.register(source("p1", "bbb", "other"), now=at(3, 8), move=True)  # and moves
 
     assert catalog.registered_at("p1") == at(2, 9)
     assert catalog.registered_at("p2") == at(2, 23)
     day_2 = catalog.arrivals(at(2, 0), at(3, 0))
     assert [(a.paper_id, a.collections) for a in day_2] == [
-        ("p1", ["bio", "other"]),
+        ("p1", ["other"]),
         ("p2", ["bio"]),
     ]
     assert day_2[0].source.content_sha256 == "bbb"

@@ -10,11 +10,14 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from litpipe.artifacts import ArtifactStore
 from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.runner import open_instance
+from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE, write_bad_pdfs
 from litpipe_tests.stub_llm import StubLLM
@@ -131,6 +134,44 @@ def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixt
     assert report["papers"] == 0 and len(report["failed_papers"]) == 1
     said = capsys.readouterr().err
     assert f"{only_bad}: 1 paper in collection 'bad'" in said and "0 papers ingested" in said
+
+
+@pytest.mark.slow
+def test_a_paper_of_another_collection_is_refused_at_once_then_moved_with_move(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    assert run(home, tiny_model, str(folder_with(tmp_path / "a", PDFS[:2])))[0] == 0
+    moving = folder_with(tmp_path / "b", PDFS[:1])
+    paper_id = pdf_paper_id(PDFS[0])
+    stays = pdf_paper_id(PDFS[1])
+    runs = len(open_instance(Settings(home=home)).get_run_records())
+    capsys.readouterr()
+
+    code, _ = run(home, tiny_model, str(moving))
+    said = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert said == [
+        f"litpipe run: 1 paper of {moving} already in another collection (in 'a': {paper_id}); "
+        "a paper belongs to one collection: add --move to move it into 'b' (nothing was run)"
+    ]
+    assert len(open_instance(Settings(home=home)).get_run_records()) == runs
+    assert not (home / "outputs" / "b").exists()
+
+    code, report = run(home, tiny_model, str(moving), "--move")
+    assert code == 0
+    assert report["collection"] == "b" and report["papers"] == 1
+    assert report["papers_materialized"] == 1 and report["embedded_chunks"] == 0
+    assert "moving 1 paper into 'b' from 'a'" in capsys.readouterr().err
+    # Its chunks are found in 'b', no longer in 'a', whose synthesis was written again without it.
+    store = ChunkStore(home / "lancedb")
+    rows = store.collection_rows(report["embedder"], "b", ["paper_id"])
+    assert set(rows.column("paper_id").to_pylist()) == {paper_id}
+    rows = store.collection_rows(report["embedder"], "a", ["paper_id"])
+    assert set(rows.column("paper_id").to_pylist()) == {stays}
+    artifacts = ArtifactStore(home / "artifacts")
+    assert artifacts.read(["synthesis"], "a", Synthesis).papers == [stays]
+    assert artifacts.read(["synthesis"], "b", Synthesis).papers == [paper_id]
 
 
 def test_status_lists_fresh_and_stale(

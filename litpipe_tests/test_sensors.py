@@ -87,3 +87,44 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
     # Files in path order, two a tick: the table (two rows) and one PDF, then two PDFs, then none.
     assert [len(keys) for keys in per_tick] == [3, 2, 0]
     assert len({key for keys in per_tick for key in keys}) == 5
+
+
+def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, inbox: Path) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    # The tick registers its papers, then fails before Dagster stores its runs and cursor.
+    lost = tick(settings, instance, None)
+
+    retried = tick(settings, instance, None)
+    assert sorted(r.partition_key for r in retried.run_requests) == sorted(
+        r.partition_key for r in lost.run_requests
+    )
+    # The same run keys: had the first tick's runs been stored after all, each runs once.
+    assert {r.run_key for r in retried.run_requests} == {r.run_key for r in lost.run_requests}
+    assert sorted(added_partitions(retried, "collections")) == ["abstracts", "bio"]
+
+    # A paper whose content was built is not requested again.
+    pdf_id = pdf_paper_id(PDFS[0])
+    instance.add_dynamic_partitions("papers", [pdf_id])
+    build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
+        partition_key=pdf_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
+    )
+    after_build = tick(settings, instance, None)
+    assert sorted(r.partition_key for r in after_build.run_requests) == [
+        "abstracts.A1",
+        "abstracts.A2",
+    ]
+
+
+def test_a_paper_already_in_another_collection_stays_there(tmp_path: Path, inbox: Path) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    first = tick(settings, instance, None)
+    (inbox / "reading").mkdir()
+    shutil.copy(PDFS[0], inbox / "reading")
+
+    second = tick(settings, instance, first.cursor)
+    assert second.run_requests == []
+    catalog = Catalog(settings.catalog_path)
+    assert catalog.papers("reading") == []
+    assert catalog.collections_of([pdf_paper_id(PDFS[0])]) == {pdf_paper_id(PDFS[0]): "bio"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
@@ -152,11 +152,16 @@ def register(
     instance: dg.DagsterInstance,
     discovery: Discovery,
     now: datetime | None = None,
+    move: bool = False,
 ) -> dict[str, Registration]:
     """Records the papers in the catalog and adds their partitions to the instance; a new
-    paper arrives `now` (default: the clock), which puts it in that day's nightly digest."""
+    paper arrives `now` (default: the clock), which puts it in that day's nightly digest. A
+    paper of another collection raises `PaperInAnotherCollection`, or with `move` comes into
+    this one."""
     catalog = Catalog(settings.catalog_path)
-    registrations = {source.paper_id: catalog.register(source, now) for source in discovery.sources}
+    registrations = {
+        source.paper_id: catalog.register(source, now, move) for source in discovery.sources
+    }
     add_partitions(instance, collections.name, [discovery.collection])
     add_partitions(instance, papers.name, list(registrations))
     return registrations
@@ -185,9 +190,12 @@ def run_papers(
     registrations: dict[str, Registration],
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
     stop_requested: Callable[[], bool] = lambda: False,
+    left_collections: Iterable[str] = (),
 ) -> PapersRun:
     """Materializes what is new, changed or stale, phase by phase: the papers' assets one run
-    per paper, then their collections' assets one run per collection, and so on. It starts no
+    per paper, then their collections' assets one run per collection, and so on. The
+    collections that papers were moved out of (`left_collections`) have their assets rebuilt
+    too, when they still hold a paper. It starts no
     further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
     in-process execution takes the signal there): that paper is `interrupted`, not failed, and
     the papers not reached are returned as `not_built`."""
@@ -204,6 +212,11 @@ def run_papers(
     papers_of: dict[str, list[str]] = {}
     for paper_id in paper_ids:
         papers_of.setdefault(catalog.source(paper_id).collection, []).append(paper_id)
+    left = [
+        collection
+        for collection in dict.fromkeys(left_collections)
+        if collection not in papers_of and catalog.papers(collection)
+    ]
 
     outcomes: dict[str, PaperOutcome] = {}
     collection_failure = None
@@ -214,17 +227,21 @@ def run_papers(
             stopped = True
             break
         if phase.per == "collection":
+            # Whether one of its papers changed (then all its assets are rebuilt): a collection
+            # a paper left has changed, though none of its papers did.
+            changed = {
+                **{
+                    collection: any(outcomes[p].status != "up_to_date" for p in members)
+                    for collection, members in papers_of.items()
+                },
+                **dict.fromkeys(left, True),
+            }
             failures = [
                 f"{collection}: {failure}"
-                for collection, members in papers_of.items()
+                for collection, papers_changed in changed.items()
                 if (
                     failure := _build_collection(
-                        defs,
-                        instance,
-                        collection,
-                        phase.keys,
-                        scope,
-                        papers_changed=any(outcomes[p].status != "up_to_date" for p in members),
+                        defs, instance, collection, phase.keys, scope, papers_changed
                     )
                 )
             ]
@@ -261,7 +278,8 @@ def run_papers(
         llm_usage_by_agent=ledger.scope_by_agent(),
         collection_failure=collection_failure,
         checks={
-            collection: latest_check_results(instance, defs, collection) for collection in papers_of
+            collection: latest_check_results(instance, defs, collection)
+            for collection in [*papers_of, *left]
         },
         stopped=stopped,
         not_built=not_built,

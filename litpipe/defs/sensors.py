@@ -5,17 +5,44 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.catalog import Registration
+from litpipe.catalog import PaperInAnotherCollection, Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
+from litpipe.defs.staleness import latest_data_versions
 from litpipe.ingest.sources import corpus_files, discover_file
+from litpipe.schemas import PaperSource
 from litpipe.settings import Settings
+
+# The first per-paper asset: its data version is the hash of the paper's content.
+PAPER_SOURCE = dg.AssetKey("paper_source")
 
 
 def file_fingerprint(path: Path) -> str:
     stat = path.stat()
     return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def unbuilt(
+    instance: dg.DagsterInstance, registered: list[tuple[PaperSource, Registration]]
+) -> list[PaperSource]:
+    """The papers a tick requests: the new and changed ones, and the unchanged ones whose
+    content `paper_source` never built.
+
+    The catalog is written during the tick, but Dagster stores the tick's run requests and
+    cursor only after it returns: a tick that fails in between leaves papers registered and
+    never requested, which its retry finds unchanged. Asking again costs nothing when the first
+    request was stored after all: Dagster starts one run per run key.
+    """
+    latest = {source.paper_id: (source, registration) for source, registration in registered}
+    unchanged = [paper_id for paper_id, (_, how) in latest.items() if how is Registration.UNCHANGED]
+    built = latest_data_versions(instance, PAPER_SOURCE, unchanged) if unchanged else {}
+    return [
+        source
+        for paper_id, (source, registration) in latest.items()
+        if registration is not Registration.UNCHANGED
+        or built.get(paper_id) != source.content_sha256[:16]
+    ]
 
 
 def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
@@ -40,30 +67,32 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         ]
         batch = pending[: settings.sensor_batch_size]
         papers_catalog = catalog.catalog()
-        run_requests: list[dg.RunRequest] = []
-        new_collections: set[str] = set()
-        for path, collection, fingerprint in batch:
+        registered: list[tuple[PaperSource, Registration]] = []
+        for path, collection, _ in batch:
             discovery = discover_file(path, collection)
             for failure in discovery.failed:
                 context.log.warning(f"{failure.file} row {failure.row}: {failure.reason}")
             for source in discovery.sources:
-                if papers_catalog.register(source) is Registration.UNCHANGED:
-                    continue
-                new_collections.add(source.collection)
-                run_requests.append(
-                    dg.RunRequest(
-                        partition_key=source.paper_id,
-                        run_key=f"{source.paper_id}:{source.content_sha256[:16]}",
-                    )
-                )
-            handled[str(path)] = fingerprint
+                try:
+                    registered.append((source, papers_catalog.register(source)))
+                except PaperInAnotherCollection as error:
+                    context.log.warning(f"{path}: {error}")
+        to_build = unbuilt(context.instance, registered)
+        run_requests = [
+            dg.RunRequest(
+                partition_key=source.paper_id,
+                run_key=f"{source.paper_id}:{source.content_sha256[:16]}",
+            )
+            for source in to_build
+        ]
+        handled.update((str(path), fingerprint) for path, _, fingerprint in batch)
         if len(pending) > len(batch):
             context.log.info(f"{len(pending) - len(batch)} more files wait for the next tick")
         return dg.SensorResult(
             run_requests=run_requests,
             dynamic_partitions_requests=[
                 papers.build_add_request(sorted({r.partition_key for r in run_requests})),
-                collections.build_add_request(sorted(new_collections)),
+                collections.build_add_request(sorted({source.collection for source in to_build})),
             ],
             cursor=json.dumps(handled),
         )

@@ -103,6 +103,17 @@ def latest_materialization_tags(
     }
 
 
+def latest_data_versions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
+) -> dict[str, str]:
+    """Each partition's data version as last materialized; one never materialized is absent."""
+    return {
+        partition: tags[_DATA_VERSION_TAG]
+        for partition, tags in latest_materialization_tags(instance, key, partitions).items()
+        if _DATA_VERSION_TAG in tags
+    }
+
+
 def _latest_records(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
 ) -> dict[str, _Record]:
