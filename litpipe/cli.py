@@ -454,12 +454,15 @@ def run_command(
             f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
             file=sys.stderr,
         )
-        for check in written.checks:
-            verdict = "passed" if check.passed else f"FAILED ({check.severity})"
-            print(
-                f"  check {check.asset}/{check.check}: {verdict}: {check.description}",
-                file=sys.stderr,
-            )
+        for paper in written.left_out:
+            print(f"  left out: {paper.paper_id}: {paper.reason}", file=sys.stderr)
+    # Also when a blocking check stopped the collection's assets: it says why.
+    for check in papers_run.checks.get(discovery.collection, []):
+        verdict = "passed" if check.passed else f"FAILED ({check.severity})"
+        print(
+            f"  check {check.asset}/{check.check}: {verdict}: {check.description}",
+            file=sys.stderr,
+        )
     if report.collection_failure:
         print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
     return 0 if report.papers and not report.collection_failure else 1
@@ -537,6 +540,7 @@ def synthesis_report(
         plain_words=len(plain.text.split()),
         cited_papers=len({citation.paper_id for citation in expert.citations}),
         appended_papers=len(expert.appended),
+        left_out=expert.left_out,
         outputs=outputs.files,
         checks=checks,
     )

@@ -127,6 +127,13 @@ class IngestError(Exception):
     """Bad input for one paper: the message is the one-line reason shown to the user."""
 
 
+class LeftOutPaper(BaseModel):
+    """A paper of a collection that its synthesis does not cover, and why."""
+
+    paper_id: str
+    reason: str = Field(description="One line: why it is not in the synthesis.")
+
+
 class CheckReport(BaseModel):
     """The latest result of one asset check of a collection."""
 
@@ -154,6 +161,10 @@ class SynthesisReport(BaseModel):
         default=0,
         description='Of those, papers cited only by an appended "Also in this collection" '
         "sentence: the writer left them uncited.",
+    )
+    left_out: list[LeftOutPaper] = Field(
+        default_factory=list,
+        description="Papers of the collection the expert synthesis does not cover, with why.",
     )
     outputs: dict[str, str] = Field(description="The files written, by name.")
     checks: list[CheckReport] = Field(
@@ -398,6 +409,11 @@ class RelationshipAnalysis(BaseModel):
     follow_ups: list[FollowUp] = Field(
         default_factory=list, description="The refinement pass: papers asked again, and why."
     )
+    left_out: list[LeftOutPaper] = Field(
+        default_factory=list,
+        description="The collection's papers without answers (their own assets failed or are "
+        "not built yet), with why: the analysis and the syntheses are of the others.",
+    )
 
 
 SynthesisPattern = Literal["stuff", "map_reduce", "hierarchical"]
@@ -461,6 +477,12 @@ class Synthesis(BaseModel):
         description="Papers the writer left uncited that the text cites only through the "
         '"Also in this collection" sentences appended after it (the coverage check counts '
         "them apart from the writer's own).",
+    )
+    left_out: list[LeftOutPaper] = Field(
+        default_factory=list,
+        description="The collection's papers the text does not cover, with why: those without "
+        "answers (`RelationshipAnalysis.left_out`) and those of `papers` with nothing to cite "
+        "(the coverage check names them and warns).",
     )
     grades: OutputGrades | None = Field(
         default=None,

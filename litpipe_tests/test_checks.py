@@ -120,6 +120,7 @@ def test_coverage_passes_when_every_paper_is_cited() -> None:
         "appended": [],
         "appended_count": 0,
         "missing": [],
+        "left_out": [],
         "total": 2,
     }
 

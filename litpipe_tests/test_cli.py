@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from pathlib import Path
@@ -24,6 +25,7 @@ from litpipe_tests.stub_llm import StubLLM
 
 PDFS = PDFS_BY_SIZE
 WRITER = "openai/stub-synthesis"
+JUDGE = "openai/stub-judge"
 
 
 def run(home: Path, embedder: Path, *args: str) -> tuple[int, dict]:
@@ -283,3 +285,78 @@ def test_the_ui_hands_its_api_base_to_the_runs_it_launches_which_alone_hold_the_
     monkeypatch.delenv("LITPIPE_LLM_API_BASE")
     with pytest.raises(dg.Failure, match="set LITPIPE_LLM_API_BASE"):
         LLMResource(settings_json=config).settings()
+
+
+@pytest.mark.slow  # a whole `litpipe run` of two PDFs
+def test_a_paper_that_failed_is_left_out_of_the_synthesis_of_the_others_with_its_reason(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One bad paper beside a good one: the good one gets its synthesis and page, which name
+    the bad one with why (its run's failure), and coverage warns instead of blocking."""
+    folder = folder_with(tmp_path / "papers", PDFS[:1])
+    scratch = tmp_path / "bad"
+    scratch.mkdir()
+    drawn, why = write_bad_pdfs(scratch)["drawn"]
+    shutil.copy(drawn, folder)
+
+    code, report = run(tmp_path / "home", tiny_model, str(folder), "--collection", "bio")
+
+    assert code == 0
+    (failed,) = report["failed_papers"]
+    assert failed["reason"].startswith(f"{folder / drawn.name}: {why}")
+    synthesis = report["synthesis"]
+    assert synthesis["papers"] == 1 and synthesis["cited_papers"] == 1
+    (left_out,) = synthesis["left_out"]
+    assert left_out == {
+        "paper_id": failed["paper_id"],
+        "reason": f"its own run failed: {failed['reason']}",
+    }
+    page = Path(synthesis["outputs"]["synthesis.html"]).read_text("utf-8")
+    assert "Papers left out" in page and html.escape(left_out["reason"]) in page
+    assert left_out["reason"] in Path(synthesis["outputs"]["synthesis.md"]).read_text("utf-8")
+    checks = {(c["asset"], c["check"]): c for c in synthesis["checks"]}
+    coverage = checks[("synthesis", "coverage")]
+    assert (coverage["passed"], coverage["severity"]) == (False, "warn")
+    assert coverage["description"] == (
+        "expert synthesis: the writer cites 1 of 1 papers; "
+        f"left out: {failed['paper_id']} ({left_out['reason']})"
+    )
+    err = capsys.readouterr().err
+    assert f"  left out: {failed['paper_id']}: {left_out['reason']}" in err
+
+
+@pytest.mark.slow  # a whole `litpipe run`
+def test_a_blocking_check_that_fails_is_reported_with_its_reason(
+    tmp_path: Path,
+    tiny_model: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With `evaluation_blocking`, a synthesis its judge finds incoherent fails its coherence
+    check with an error, which stops the collection's assets: the command says which check
+    failed and why, not only the check's name."""
+    stub_llm.script("stub-judge", {"issues": ["no argument, only a list"], "score": 1})
+    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"coherence_judge": {"model": JUDGE}}))
+    monkeypatch.setenv("LITPIPE_EVALUATION_BLOCKING", "true")
+    folder = folder_with(tmp_path / "papers", PDFS[:2])
+
+    code, report = run(
+        tmp_path / "home",
+        tiny_model,
+        str(folder),
+        "--collection",
+        "bio",
+        "--api-base",
+        stub_llm.url,
+    )
+
+    assert code == 1
+    reason = (
+        "synthesis check coherence failed: the expert synthesis scores 1 of 5 for coherence "
+        f"(graded by {JUDGE}); no argument, only a list"
+    )
+    assert report["collection_failure"] == f"bio: {reason}"
+    err = capsys.readouterr().err
+    assert f"  collection assets FAILED: bio: {reason}" in err
+    assert f"  check synthesis/coherence: FAILED (error): {reason.split(': ', 1)[1]}" in err

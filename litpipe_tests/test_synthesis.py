@@ -27,6 +27,7 @@ from litpipe.agents.synthesis import (
     synthesis_version,
     write_synthesis,
 )
+from litpipe.evaluation.checks import coverage
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -546,8 +547,14 @@ def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing()
     analysis.insights.insert(4, silent)
     text = f"Two studies agree [{GCK}:3] and [{PLM}:5]."
 
-    fixed, found, appended = covered(
-        text, lambda t: citations.citations(t, EVIDENCE), analysis, TITLES, "synthesis", {}
+    fixed, found, appended, left_out = covered(
+        text,
+        lambda t: citations.citations(t, EVIDENCE),
+        analysis,
+        TITLES,
+        "synthesis",
+        {},
+        "it has no passage",
     )
 
     (fix,) = [line for line in fixed.splitlines() if ALSO_IN_COLLECTION in line]
@@ -555,6 +562,7 @@ def test_an_uncited_paper_is_covered_by_a_cited_insight_not_one_saying_nothing()
     assert any(i.text in fix for i in analysis.insights if i.paper_id == BRCA and i.citations)
     assert {c.paper_id for c in found} == set(PAPERS)
     assert appended == [BRCA]  # cited, but not by the writer
+    assert left_out == []
 
 
 def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_reported(
@@ -584,6 +592,44 @@ def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_repo
     (plain_fix,) = [line for line in plain.text.splitlines() if ALSO_IN_COLLECTION in line]
     assert f"[{BRCA}:" in plain_fix and plain_fix.count(ALSO_IN_COLLECTION) == 1
     assert plain.appended == [BRCA]
+
+
+def test_a_paper_with_nothing_to_cite_is_left_out_with_its_reason_and_coverage_warns(
+    tmp_path: Path,
+) -> None:
+    """A paper none of whose insights cites a passage and none of whose passages the writers
+    were given cannot be cited: both syntheses name it with why, and coverage warns (blocking
+    nothing) instead of failing the collection's syntheses for the others."""
+    analysis = make_analysis()
+    analysis.insights = [
+        i.model_copy(update={"citations": [], "text": "It reports results."})
+        if i.paper_id == BRCA
+        else i
+        for i in analysis.insights
+    ]
+    answers = {
+        **ANSWERS,
+        BRCA: ANSWERS[BRCA].model_copy(
+            update={
+                "answers": [a.model_copy(update={"evidence": []}) for a in ANSWERS[BRCA].answers]
+            }
+        ),
+    }
+    settings = Settings(home=tmp_path)
+
+    expert = write_synthesis(analysis, answers, None, TITLES, settings, PromptLibrary(None), None)
+    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), None)
+
+    for written in (expert, plain):
+        assert f"[{BRCA}:" not in written.text and written.appended == []
+        ((paper, reason),) = [(p.paper_id, p.reason) for p in written.left_out]
+        assert paper == BRCA and reason.startswith("nothing of it can be cited")
+        outcome = coverage(written)
+        assert (outcome.passed, outcome.warn_only) == (False, True)
+        assert outcome.description.endswith(f"; left out: {BRCA} ({reason})")
+        assert outcome.metadata["missing"] == []
+    assert "no passage of it is among the evidence" in expert.left_out[0].reason
+    assert "the expert synthesis has no sentence citing it" in plain.left_out[0].reason
 
 
 def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_per_type(

@@ -137,6 +137,7 @@ def write_plain_summary(
         titles,
         "plain",
         expert_fallbacks(expert.text, titles),
+        "the expert synthesis has no sentence citing it",
     )
     return Synthesis(
         collection=analysis.collection,
@@ -148,6 +149,7 @@ def write_plain_summary(
         citations=checked.citations,
         papers=analysis.papers,
         appended=checked.appended,
+        left_out=[*analysis.left_out, *checked.left_out],
     )
 
 

@@ -14,7 +14,9 @@ Whatever wrote it, the text is checked the same way: markers that resolve to no 
 are removed, and a paper left uncited gets an "Also in this collection" sentence from its best
 insight (verbatim, cited), so that every paper is cited and the fix shows. The papers cited only
 that way are recorded (`Synthesis.appended`): the coverage check counts them apart from those
-the writer cited, and warns.
+the writer cited, and warns. A paper with nothing to cite (no insight of it cites a passage and
+no passage of it was given) is left out with that reason (`Synthesis.left_out`), beside the
+collection's papers without answers: the coverage check names them, and warns.
 
 The offline engine writes the narrative, then a paragraph per paper (its insights and the
 evidence sentences MMR picks, or its summary, or a cluster's summary), each introduced by a
@@ -61,6 +63,7 @@ from litpipe.schemas import (
     Citation,
     CrossPaperQuestions,
     Insight,
+    LeftOutPaper,
     PaperAnswers,
     Relationship,
     RelationshipAnalysis,
@@ -323,12 +326,14 @@ def best_cited_insight(insights: list[Insight], theme: str) -> Insight | None:
 
 
 class CoveredText(NamedTuple):
-    """A writer's text as checked: the text, its citations, and the papers the writer left
-    uncited that it cites only through the sentences appended for them."""
+    """A writer's text as checked: the text, its citations, the papers the writer left uncited
+    that it cites only through the sentences appended for them, and those it could not cite at
+    all, with why."""
 
     text: str
     citations: list[Citation]
     appended: list[str]
+    left_out: list[LeftOutPaper]
 
 
 def also_in_collection(paper: str, titles: dict[str, str]) -> str:
@@ -343,24 +348,33 @@ def covered(
     titles: dict[str, str],
     writer: str,
     fallbacks: Mapping[str, str],
+    without_fallback: str,
 ) -> CoveredText:
     """The text with an "Also in this collection" sentence for each paper it leaves uncited,
-    then its unresolvable markers removed; its citations, and the papers cited only by what was
-    appended (the coverage check reports them apart: the writer did not cite them).
+    then its unresolvable markers removed; its citations, the papers cited only by what was
+    appended (the coverage check reports them apart: the writer did not cite them), and the
+    papers still uncited, each with why (the coverage check names them: one paper with nothing
+    to cite must not cost the collection its synthesis).
 
     A paper's sentence is its insight closest to the theme among those citing a passage, or,
     where none cites (a model's insights that cited nothing), its cited sentence in
-    `fallbacks`."""
+    `fallbacks`; `without_fallback` says why a paper has none there."""
     found, _ = resolver(text)
     cited = {citation.paper_id for citation in found}
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
+    left_out: list[LeftOutPaper] = []
     for paper in missing:
         own = [i for i in analysis.insights if i.paper_id == paper and i.citations]
         insight = best_insight(own, analysis.theme)
         sentence = cited_insight(insight) if insight is not None else fallbacks.get(paper)
         if sentence is None:
-            log.warning("%s: paper %s is uncited and has nothing cited to say of it", writer, paper)
+            reason = (
+                f"nothing of it can be cited: no insight of it cites a passage, and "
+                f"{without_fallback}"
+            )
+            log.warning("%s: paper %s is uncited: %s", writer, paper, reason)
+            left_out.append(LeftOutPaper(paper_id=paper, reason=reason))
             continue
         additions.append(also_in_collection(paper, titles) + sentence)
     if additions:
@@ -378,7 +392,16 @@ def covered(
         )
         text = citations.without_markers(text, unresolved)
     now_cited = {citation.paper_id for citation in found}
-    return CoveredText(text, found, [paper for paper in missing if paper in now_cited])
+    explained = {paper.paper_id for paper in left_out}
+    left_out += [
+        LeftOutPaper(
+            paper_id=paper,
+            reason=f"the sentence appended for it cites no passage the {writer} writer was given",
+        )
+        for paper in missing
+        if paper not in now_cited and paper not in explained
+    ]
+    return CoveredText(text, found, [paper for paper in missing if paper in now_cited], left_out)
 
 
 def evidence_fallbacks(
@@ -518,6 +541,7 @@ def write_synthesis(
         titles,
         "synthesis",
         evidence_fallbacks(analysis.papers, evidence, analysis.theme),
+        "no passage of it is among the evidence the writer was given",
     )
     return Synthesis(
         collection=analysis.collection,
@@ -529,6 +553,7 @@ def write_synthesis(
         citations=checked.citations,
         papers=analysis.papers,
         appended=checked.appended,
+        left_out=[*analysis.left_out, *checked.left_out],
     )
 
 

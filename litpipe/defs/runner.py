@@ -27,6 +27,7 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import usage_path
+from litpipe.defs.run_failures import failure_reason
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import Discovery
@@ -407,15 +408,4 @@ def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
 
 
 def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
-    for event in result.all_events:
-        if not event.is_step_failure:
-            continue
-        failure = event.step_failure_data
-        if failure.user_failure_data is not None and failure.user_failure_data.description:
-            return failure.user_failure_data.description
-        error = failure.error
-        if error is not None:
-            while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
-                error = error.cause
-            return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
-    return "the run failed before any step ran (see the run in the Dagster UI)"
+    return failure_reason(result.all_events)

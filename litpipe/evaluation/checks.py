@@ -48,12 +48,16 @@ def coverage(synthesis: Synthesis) -> CheckOutcome:
     A paper the writer left uncited gets an appended "Also in this collection" sentence (see
     `litpipe.agents.synthesis.covered`), which the synthesis records in `appended`: such a
     paper is counted apart, not as the writer's, and makes the check fail with a warning (the
-    text does cite it, from its best insight). A paper cited nowhere fails the check outright.
+    text does cite it, from its best insight). A paper the synthesis leaves out for a stated
+    reason (`left_out`: no answers, or nothing of it to cite) is named with that reason, and
+    warns too: the others' synthesis stands. A paper cited nowhere, for no stated reason, fails
+    the check outright.
     """
     cited = {paper_id for paper_id, _ in markers_in(synthesis.text)}
     appended = [paper_id for paper_id in synthesis.papers if paper_id in synthesis.appended]
     writer_cited = [p for p in synthesis.papers if p in cited and p not in synthesis.appended]
-    missing = [paper_id for paper_id in synthesis.papers if paper_id not in cited]
+    left_out = {paper.paper_id: paper.reason for paper in synthesis.left_out}
+    missing = [p for p in synthesis.papers if p not in cited and p not in left_out]
     total = len(synthesis.papers)
     description = (
         f"{synthesis.audience} synthesis: the writer cites {len(writer_cited)} of {total} papers"
@@ -65,9 +69,13 @@ def coverage(synthesis: Synthesis) -> CheckOutcome:
         )
     if missing:
         description += f"; not cited: {', '.join(missing)}"
+    if left_out:
+        description += "; left out: " + "; ".join(
+            f"{paper} ({reason})" for paper, reason in left_out.items()
+        )
     return CheckOutcome(
-        passed=not missing and not appended,
-        warn_only=bool(appended) and not missing,
+        passed=not missing and not appended and not left_out,
+        warn_only=bool(appended or left_out) and not missing,
         description=description,
         metadata={
             "writer_cited": writer_cited,
@@ -75,6 +83,7 @@ def coverage(synthesis: Synthesis) -> CheckOutcome:
             "appended": appended,
             "appended_count": len(appended),
             "missing": missing,
+            "left_out": [paper.model_dump() for paper in synthesis.left_out],
             "total": total,
         },
     )

@@ -127,8 +127,8 @@ def synthesis_markdown(
 ) -> str:
     """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
     it or the `analysis` it is built from, how it was written, its text, the pictures in
-    `figures` (file name, next to the Markdown, to its alternative text), and the references
-    (each cited paper by title, with the pages cited)."""
+    `figures` (file name, next to the Markdown, to its alternative text), the papers it leaves
+    out (with why), and the references (each cited paper by title, with the pages cited)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     text = "\n".join(
         [
@@ -141,6 +141,7 @@ def synthesis_markdown(
             synthesis.text.strip(),
             "",
             *(["## Relationships in pictures", "", *pictures] if pictures else []),
+            *_left_out_markdown(synthesis, titles),
             "## References",
             "",
             *reference_lines([synthesis.text], titles),
@@ -148,6 +149,34 @@ def synthesis_markdown(
         ]
     )
     return safe_markdown(text)
+
+
+def _left_out_markdown(synthesis: Synthesis, titles: Mapping[str, str]) -> list[str]:
+    """A section naming the collection's papers the synthesis leaves out, each with why."""
+    if not synthesis.left_out:
+        return []
+    return [
+        "## Left out",
+        "",
+        *(
+            f"- **{titles.get(paper.paper_id, paper.paper_id)}** (`{paper.paper_id}`): "
+            f"{paper.reason}"
+            for paper in synthesis.left_out
+        ),
+        "",
+    ]
+
+
+def _left_out_html(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
+    items = "".join(
+        f"<li><strong>{html.escape(titles.get(paper.paper_id, paper.paper_id))}</strong> "
+        f"(<code>{html.escape(paper.paper_id)}</code>): {html.escape(paper.reason)}</li>"
+        for paper in synthesis.left_out
+    )
+    return (
+        f"<p>This synthesis covers {len(synthesis.papers)} papers of the collection; these "
+        f"{len(synthesis.left_out)} it leaves out:</p><ul>{items}</ul>"
+    )
 
 
 def reference_lines(texts: Iterable[str], titles: Mapping[str, str]) -> list[str]:
@@ -334,8 +363,9 @@ def collection_html(
     titles: Mapping[str, str],
     passages: Mapping[str, RetrievedChunk],
 ) -> str:
-    """The collection's standalone page: the expert synthesis, the plain-language summary, the
-    relationship map, each paper's Q&A, the comparative Q&A, and the cited passages.
+    """The collection's standalone page: the expert synthesis, the papers it leaves out (with
+    why), the plain-language summary, the relationship map, each paper's Q&A, the comparative
+    Q&A, and the cited passages.
 
     A cited chunk is looked up in `passages`, then in the evidence of the answers.
     """
@@ -347,6 +377,11 @@ def collection_html(
             "synthesis",
             "Synthesis",
             links.markdown(synthesis.text, synthesis.citations, 3, _sentence_grades(synthesis)),
+        ),
+        *(
+            [("left-out", "Papers left out", _left_out_html(synthesis, titles))]
+            if synthesis.left_out
+            else []
         ),
         ("plain", "Plain-language summary", _plain(plain, links)),
         ("relationships", "Relationship map", _relationship_map(analysis, titles, links)),

@@ -25,12 +25,14 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
+from litpipe.defs.run_failures import why_not_built
 from litpipe.defs.versions import asking_version, data_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
     Answer,
     CrossPaperQuestions,
+    LeftOutPaper,
     PaperAbstract,
     PaperAnswers,
     PaperQuestions,
@@ -65,7 +67,8 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description="One key insight per question-and-answer pair (none skipped), typed "
         "relationships between insights of different papers (extension, contradiction, "
         "complementary, improvement, parallel), an overall theme and a narrative naming every "
-        "paper; thin papers are asked follow-up questions first.",
+        "paper; thin papers are asked follow-up questions first. Papers without answers (their "
+        "own assets failed) are left out, each named with why.",
     )
     def relationship_analysis(
         context: dg.AssetExecutionContext,
@@ -115,6 +118,14 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 llm.prompts(),
                 client,
             )
+        # A paper whose own assets failed costs the others nothing: it is named, with why.
+        analysis.left_out = [
+            LeftOutPaper(
+                paper_id=paper, reason=why_not_built(context.instance, paper, "paper_answers")
+            )
+            for paper in members
+            if paper not in answers
+        ]
         distribution = analysis.type_distribution
         total = sum(distribution.values())
         if total >= 3 and max(distribution.values()) == total:
@@ -133,6 +144,9 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "relationships": total,
                 "relationship_types": dg.MetadataValue.json(distribution),
                 "follow_up_papers": len(analysis.follow_ups),
+                "left_out": dg.MetadataValue.json(
+                    {paper.paper_id: paper.reason for paper in analysis.left_out}
+                ),
                 "theme": analysis.theme,
                 "narrative": markdown_metadata(analysis.narrative),
                 "preview": analysis_preview(analysis),

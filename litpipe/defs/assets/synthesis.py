@@ -2,11 +2,12 @@
 
 The checks run inside each writer's step (Dagster's checks on partitioned assets go through
 `check_specs`): coverage and citation validity block what follows, because a synthesis that
-leaves a paper out or cites a passage that does not exist is wrong; a paper the writer left out
-that only an appended "Also in this collection" sentence cites makes coverage warn. The grading
-checks (support, sentence by sentence; completeness of the expert synthesis; coherence, by a
-judge only) warn, or block when `evaluation_blocking` is set. The sentence grades are kept on
-the output, so the page marks the sentences they flag.
+leaves a paper out unsaid or cites a passage that does not exist is wrong; a paper the writer
+left out that only an appended "Also in this collection" sentence cites makes coverage warn, as
+does a paper left out for a stated reason, named on the page (one bad paper must not cost the
+others their synthesis). The grading checks (support, sentence by sentence; completeness of
+the expert synthesis; coherence, by a judge only) warn, or block when `evaluation_blocking` is
+set. The sentence grades are kept on the output, so the page marks the sentences they flag.
 
 The judges are part of a writer's code version, since the grades are kept on its output: another
 judge (prompt, model, offline bands) regrades, and a model's text then comes from the reply cache.
@@ -61,7 +62,9 @@ _CHECKS = {
     "coverage": "The writer cites every paper of the collection at least once. A paper it "
     'left uncited gets an appended "Also in this collection" sentence, counted apart '
     "(`appended` in the metadata, beside `writer_cited`): the check then fails with a warning. "
-    "A paper cited nowhere fails it with an error, which blocks.",
+    "So does a paper left out for a stated reason (`left_out`: its own run failed, or nothing "
+    "of it can be cited), named with it. A paper cited nowhere for no stated reason fails it "
+    "with an error, which blocks.",
     "citation_validity": "Every citation resolves to a stored chunk of the cited paper, on the "
     "cited page.",
     "completeness": "Every key insight of the relationship analysis (those in a relationship) "

@@ -1,0 +1,56 @@
+"""Why a run failed, in one line a user reads: from an in-process run's events, or from the log
+of a stored run (a paper whose own assets failed, which its collection then leaves out)."""
+
+from collections.abc import Iterable
+
+import dagster as dg
+
+# Dagster fails a step whose blocking check failed with this error, naming only the checks.
+_BLOCKED = "DagsterAssetCheckFailedError"
+_REASONS = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+
+
+def failure_reason(events: Iterable[dg.DagsterEvent]) -> str:
+    """The first failed step's reason: its `dg.Failure` description, the user code's own
+    exception, or, where a blocking check failed, each such check's own description."""
+    events = list(events)
+    for event in events:
+        if not event.is_step_failure:
+            continue
+        failure = event.step_failure_data
+        if failure.user_failure_data is not None and failure.user_failure_data.description:
+            return failure.user_failure_data.description
+        error = failure.error
+        if error is not None and error.cls_name == _BLOCKED:
+            checks = _failed_blocking_checks(events, event.step_key)
+            if checks:
+                return "; ".join(checks)
+        if error is not None:
+            while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
+                error = error.cause
+            return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
+    return "the run failed before any step ran (see the run in the Dagster UI)"
+
+
+def _failed_blocking_checks(events: list[dg.DagsterEvent], step_key: str | None) -> list[str]:
+    return [
+        f"{evaluation.asset_key.to_user_string()} check {evaluation.check_name} failed: "
+        f"{evaluation.description}"
+        for event in events
+        if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        and event.step_key == step_key
+        and (evaluation := event.asset_check_evaluation_data).blocking
+        and not evaluation.passed
+        and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    ]
+
+
+def why_not_built(instance: dg.DagsterInstance, paper_id: str, asset: str) -> str:
+    """Why a paper has no `asset`: its latest run's failure when that run failed, else that it
+    is not built yet."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": paper_id}), limit=1)
+    if runs and runs[0].status == dg.DagsterRunStatus.FAILURE:
+        logged = instance.all_logs(runs[0].run_id, of_type=_REASONS)
+        events = [entry.dagster_event for entry in logged if entry.dagster_event is not None]
+        return f"its own run failed: {failure_reason(events)}"
+    return f"its {asset} is not built yet (run its papers first)"
