@@ -208,18 +208,9 @@ def _run_stoppable(
         return run_command(settings, args.source, args.collection, stop_requested)
     if args.command == "backfill":
         return backfill_command(settings, args.collection, args.batch, stop_requested)
-    if args.evaluation == "litqa":
-        return eval_litqa_command(
-            settings,
-            args.dataset,
-            args.corpus,
-            args.collection,
-            args.out,
-            args.max_iterations,
-            stop_requested,
-        )
-    if args.evaluation == "mais":
-        return eval_mais_command(
+    if args.evaluation in {"litqa", "mais"}:
+        asking = eval_litqa_command if args.evaluation == "litqa" else eval_mais_command
+        return asking(
             settings,
             args.dataset,
             args.corpus,

@@ -16,7 +16,9 @@ import lancedb
 import numpy as np
 import pytest
 
+from litpipe.cli import stop_on_signals
 from litpipe.defs import backfill as backfilling
+from litpipe.defs.evaluations_runner import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.run_liveness import PID_TAG, process_tags
@@ -28,6 +30,7 @@ from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.stub_llm import StubLLM
+from litpipe_tests.test_eval_tldr import SAMPLE as TLDR_SAMPLE
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CSV = REPO / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
@@ -244,6 +247,13 @@ def test_two_processes_embedding_the_same_papers_leave_one_row_per_chunk(tmp_pat
 LITPIPE = "import sys; from litpipe.cli import main; sys.exit(main())"
 
 
+def demo_table(path: Path, papers: int) -> Path:
+    """The demo table's header and first `papers` rows."""
+    rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(rows[: papers + 1]), encoding="utf-8")
+    return path
+
+
 def stopped_in_its_first_model_call(
     arguments: list[str], env: dict[str, str], stub: StubLLM, stderr_file: Path
 ) -> tuple[int, str]:
@@ -272,9 +282,7 @@ def stopped_in_its_first_model_call(
 def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is_left(
     tmp_path: Path, tiny_model: Path
 ) -> None:
-    rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
-    table = tmp_path / "four.csv"
-    table.write_text("".join(rows[:5]), encoding="utf-8")  # the header and 4 papers
+    table = demo_table(tmp_path / "four.csv", papers=4)
     home = tmp_path / "home"
     settings = Settings(home=home, embedder=str(tiny_model))
     paper_ids = list(register(settings, open_instance(settings), discover(table)))
@@ -349,3 +357,30 @@ def test_sigterm_stops_eval_mais_in_a_question_and_asks_no_more(
     assert model_calls == 1
     runs = open_instance(Settings(home=home)).get_runs()
     assert len([run for run in runs if run.job_name == "query_summary_job"]) == 1
+
+
+def test_a_stop_signal_that_another_handler_took_still_counts_and_a_second_stops_at_once() -> None:
+    with stop_on_signals("test") as stop_requested:
+        assert not stop_requested()
+        # As during a run: Dagster's handler takes the signal (between steps it only notes it).
+        ours = signal.signal(signal.SIGTERM, lambda number, frame: None)
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGTERM, ours)
+
+        assert stop_requested()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_a_registered_evaluation_asked_to_stop_starts_no_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(home=tmp_path / "home")
+
+    code = eval_command(settings, "tldr", TLDR_SAMPLE, None, None, stop_requested=lambda: True)
+
+    assert code == 130
+    assert "litpipe eval tldr: stopped on request: no run started" in capsys.readouterr().err
+    assert open_instance(settings).get_runs() == []
+    assert not (tmp_path / "home" / "outputs" / "eval").exists()

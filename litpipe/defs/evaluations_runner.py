@@ -94,19 +94,20 @@ def eval_command(
     config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
     job = build_definitions(settings).resolve_job_def(evaluation_job.name)
     instance = open_instance(settings)
-    if stop_requested():
-        print(stop_line(f"eval {name}", "nothing run", "not run: the evaluation"), file=sys.stderr)
-        return STOPPED_EXIT
-    result = job.execute_in_process(
-        asset_selection=[dg.AssetKey(entry.asset_name)],
-        instance=instance,
-        run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
-        raise_on_error=False,
-        tags={"litpipe/launched_by": "cli", **process_tags()},
+    result = (
+        None
+        if stop_requested()
+        else job.execute_in_process(
+            asset_selection=[dg.AssetKey(entry.asset_name)],
+            instance=instance,
+            run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
+            raise_on_error=False,
+            tags={"litpipe/launched_by": "cli", **process_tags()},
+        )
     )
-    if interrupted(result):
-        left = "the evaluation's run interrupted, nothing written"
-        print(stop_line(f"eval {name}", "nothing finished", left), file=sys.stderr)
+    if result is None or interrupted(result):
+        done = "no run started" if result is None else "its run interrupted"
+        print(stop_line(f"eval {name}", done, "nothing written"), file=sys.stderr)
         return STOPPED_EXIT
     if not result.success:
         reason, bad_input = step_failure(result)
