@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, get_args
 
 from litpipe.files import write_atomically
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings, StructuredOutput
+from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -170,34 +167,21 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None
     }
     settings = Settings(**overrides)
-    if args.command == "run":
-        with stop_on_signals("run") as stop_requested:
+    if args.command in {"run", "backfill"} or (
+        args.command == "eval" and args.evaluation != "retrieval"
+    ):
+        # The commands that start Dagster runs one after another, and stop between them.
+        command = f"eval {args.evaluation}" if args.command == "eval" else args.command
+        with stop_on_signals(command) as stop_requested:
             try:
-                return run_command(
-                    settings, args.source, args.collection, stop_requested, move=args.move
-                )
+                return _run_stoppable(args, settings, stop_requested)
             except KeyboardInterrupt:  # the second signal, outside a run's step
-                print("litpipe run: stopped at once on request.", file=sys.stderr)
+                print(f"litpipe {command}: stopped at once on request.", file=sys.stderr)
                 return STOPPED_EXIT
     if args.command == "status":
         return status_command(settings, show_all=args.all)
-    if args.command == "backfill":
-        return backfill_command(settings, args.collection, args.batch)
     if args.command == "ask":
         return ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
-    if args.command == "eval" and args.evaluation == "litqa":
-        return eval_litqa_command(
-            settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
-        )
-    if args.command == "eval" and args.evaluation not in {"retrieval", "mais"}:
-        # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
-        from litpipe.defs.evaluations_runner import eval_command
-
-        return eval_command(settings, args.evaluation, args.dataset, args.limit, args.out)
-    if args.command == "eval" and args.evaluation == "mais":
-        return eval_mais_command(
-            settings, args.dataset, args.corpus, args.collection, args.out, args.max_iterations
-        )
     if args.command == "eval":
         return eval_retrieval_command(
             settings,
@@ -221,6 +205,34 @@ def main(argv: list[str] | None = None) -> int:
             out=args.out,
         )
     return ui_command(settings, args.port)
+
+
+def _run_stoppable(
+    args: argparse.Namespace, settings: Settings, stop_requested: Callable[[], bool]
+) -> int:
+    """`run`, `backfill` and the evaluations that run Dagster runs: each starts no further run
+    once `stop_requested`."""
+    if args.command == "run":
+        return run_command(settings, args.source, args.collection, stop_requested, move=args.move)
+    if args.command == "backfill":
+        return backfill_command(settings, args.collection, args.batch, stop_requested)
+    if args.evaluation in {"litqa", "mais"}:
+        asking = eval_litqa_command if args.evaluation == "litqa" else eval_mais_command
+        return asking(
+            settings,
+            args.dataset,
+            args.corpus,
+            args.collection,
+            args.out,
+            args.max_iterations,
+            stop_requested,
+        )
+    # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
+    from litpipe.defs.evaluations_runner import eval_command
+
+    return eval_command(
+        settings, args.evaluation, args.dataset, args.limit, args.out, stop_requested
+    )
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -274,36 +286,6 @@ def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None
             help=f"folder for {entry.stem}.md and .json (default: HOME/outputs/eval)",
         )
         _add_common(command)
-
-
-# Ctrl-C and `kill`: the signals that ask a command to stop.
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-STOPPED_EXIT = 130  # the shell's code for a command stopped by Ctrl-C
-
-
-@contextmanager
-def stop_on_signals(command: str) -> Iterator[Callable[[], bool]]:
-    """While open, SIGINT/SIGTERM ask to stop: nothing more is started, and a second signal
-    stops at once (KeyboardInterrupt). During a run's step Dagster takes the signal itself and
-    interrupts the step; the runner reads that from the run and stops too."""
-    requested = threading.Event()
-
-    def ask_to_stop(number: int, frame: FrameType | None) -> None:
-        if requested.is_set():
-            raise KeyboardInterrupt
-        requested.set()
-        print(
-            f"litpipe {command}: {signal.Signals(number).name}: stopping, nothing more is started "
-            "(send it again to stop now)",
-            file=sys.stderr,
-        )
-
-    previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS}
-    try:
-        yield requested.is_set
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def run_command(
@@ -381,13 +363,12 @@ def run_command(
     outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
     if papers_run.stopped:
         statuses = Counter(outcome.status for outcome in outcome_list)
-        print(
-            f"litpipe run: stopped on request: {statuses['materialized']} papers built, "
-            f"{statuses['up_to_date']} up to date, {statuses['failed']} failed, "
-            f"{statuses['interrupted']} interrupted; not built: {len(papers_run.not_built)} "
-            "papers and the collection's synthesis. Run the same command again to finish.",
-            file=sys.stderr,
+        done = (
+            f"{statuses['materialized']} papers built, {statuses['up_to_date']} up to date, "
+            f"{statuses['failed']} failed, {statuses['interrupted']} interrupted"
         )
+        left = f"not built: {len(papers_run.not_built)} papers and the collection's synthesis"
+        print(stop_line("run", done, left), file=sys.stderr)
         return STOPPED_EXIT
     finished = time.perf_counter()
 
@@ -551,9 +532,15 @@ def _describe(failure: FailedPaper) -> str:
     return f"{where}: {failure.reason}"
 
 
-def backfill_command(settings: Settings, collection: str | None, batch: int | None) -> int:
+def backfill_command(
+    settings: Settings,
+    collection: str | None,
+    batch: int | None,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> int:
     """Every registered paper (or a collection's) and their collections brought up to date under
-    these settings, in batches, with a line per batch and a summary."""
+    these settings, in batches, with a line per batch and a summary (which ends saying what is
+    left when it was stopped on request)."""
     from litpipe.catalog import Catalog
     from litpipe.defs import backfill as backfilling
     from litpipe.defs.runner import open_instance
@@ -590,9 +577,12 @@ def backfill_command(settings: Settings, collection: str | None, batch: int | No
         paper_ids,
         batch_size=size,
         on_batch=lambda outcome: print(backfilling.batch_line(outcome), file=sys.stderr),
+        stop_requested=stop_requested,
     )
     for line in backfilling.summary_lines(report, settings):
         print(line, file=sys.stderr)
+    if report.stopped:
+        return STOPPED_EXIT
     return 1 if report.failed_papers or report.collection_failure else 0
 
 
@@ -935,10 +925,12 @@ def eval_mais_command(
     collection: str | None,
     out: Path | None,
     max_iterations: int | None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Each question of the dataset asked of its own paper through the `query_summaries` asset
     (so every request is a partition in the instance, and a rerun is served from it), then the
-    convergence report over them."""
+    convergence report over them (none when stopped on request before every question was
+    asked)."""
     import json
 
     from litpipe.defs.evaluations_runner import ask_questions
@@ -958,11 +950,19 @@ def eval_mais_command(
         settings = _with_max_iterations(settings, max_iterations)
         questions = read_questions(dataset)
         asked = ask_questions(
-            settings, questions, corpus, collection, lambda line: print(line, file=sys.stderr)
+            settings,
+            questions,
+            corpus,
+            collection,
+            lambda line: print(line, file=sys.stderr),
+            stop_requested,
         )
     except ValueError as error:
         print(f"litpipe eval mais: {error}", file=sys.stderr)
         return 2
+    if asked.stopped:
+        print(asked.stop_line("eval mais"), file=sys.stderr)
+        return STOPPED_EXIT
     outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
     report = with_offline_notice(convergence_report(results))
@@ -1011,6 +1011,7 @@ def eval_litqa_command(
     collection: str | None,
     out: Path | None,
     max_iterations: int | None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     from litpipe.defs.evaluations_runner import eval_litqa_command as run_litqa
 
@@ -1019,7 +1020,7 @@ def eval_litqa_command(
     except ValueError as error:
         print(f"litpipe eval litqa: {error}", file=sys.stderr)
         return 2
-    return run_litqa(settings, dataset, corpus, collection, out)
+    return run_litqa(settings, dataset, corpus, collection, out, stop_requested)
 
 
 def ui_command(settings: Settings, port: int) -> int:

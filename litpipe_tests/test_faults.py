@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -13,13 +16,21 @@ import lancedb
 import numpy as np
 import pytest
 
+from litpipe.cli import stop_on_signals
+from litpipe.defs import backfill as backfilling
+from litpipe.defs.evaluations_runner import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.run_liveness import PID_TAG, process_tags
-from litpipe.defs.runner import open_instance
+from litpipe.defs.runner import open_instance, register
+from litpipe.ingest.sources import discover
+from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import table_name
 from litpipe.settings import Settings
+from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.stub_llm import StubLLM
+from litpipe_tests.test_eval_tldr import SAMPLE as TLDR_SAMPLE
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CSV = REPO / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
@@ -226,3 +237,150 @@ def test_two_processes_embedding_the_same_papers_leave_one_row_per_chunk(tmp_pat
     vectors = np.stack(rows.column("vector").to_numpy(zero_copy_only=False))
     expected = FakeEmbedder().encode([text_of[chunk_id] for chunk_id in chunk_ids])
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stopping `litpipe backfill` and `litpipe eval` (issue 16, point 12): SIGTERM while a run's step
+# waits for a model call.
+# ---------------------------------------------------------------------------------------------
+
+LITPIPE = "import sys; from litpipe.cli import main; sys.exit(main())"
+
+
+def demo_table(path: Path, papers: int) -> Path:
+    """The demo table's header and first `papers` rows."""
+    rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(rows[: papers + 1]), encoding="utf-8")
+    return path
+
+
+def stopped_in_its_first_model_call(
+    arguments: list[str], env: dict[str, str], stub: StubLLM, stderr_file: Path
+) -> tuple[int, str]:
+    """Runs `litpipe ARGUMENTS`, sends it SIGTERM once its first model call reaches the stub
+    (which holds its replies for minutes: the command is then inside a run's step), and returns
+    its exit status and what it printed on stderr."""
+    called = threading.Event()
+    stub.respond("stub", lambda body: called.set())
+    with stderr_file.open("w", encoding="utf-8") as stderr:
+        command = subprocess.Popen(
+            [sys.executable, "-c", LITPIPE, *arguments], env=env, stderr=stderr
+        )
+    try:
+        while not called.wait(0.5):
+            assert command.poll() is None, stderr_file.read_text(encoding="utf-8")
+        command.send_signal(signal.SIGTERM)
+        command.wait(timeout=150)  # the rest of the run; a second model call would outlast it
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    return command.returncode, stderr_file.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is_left(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    table = demo_table(tmp_path / "four.csv", papers=4)
+    home = tmp_path / "home"
+    settings = Settings(home=home, embedder=str(tiny_model))
+    paper_ids = list(register(settings, open_instance(settings), discover(table)))
+
+    with StubLLM(latency_s=300, lifetime_s=600) as stub:
+        arguments = ["backfill", "--batch", "2", "--embedder", str(tiny_model)]
+        arguments += ["--model", "openai/stub", "--api-base", stub.url]
+        code, output = stopped_in_its_first_model_call(
+            arguments, litpipe_env(home), stub, tmp_path / "stderr.txt"
+        )
+        model_calls = stub.request_count
+
+    assert code == 130, output
+    assert "litpipe backfill: stopped on request: 0 batches finished" in output
+    assert "batch 1/2 interrupted (2 papers not finished); 1 batch not started" in output
+    assert "FAILED" not in output
+    report = backfilling.BackfillReport.model_validate_json(
+        backfilling.report_path(settings, Embedder(str(tiny_model)).embedder_id).read_text()
+    )
+    assert report.stopped and report.unfinished_collections == ["four"]
+    assert [(b.status, b.unfinished) for b in report.batches] == [
+        ("interrupted", paper_ids[:2]),
+        ("not_started", paper_ids[2:]),
+    ]
+    assert report.failed_papers == [] and report.papers_up_to_date == 0
+    # Nothing started after the interrupted step: one model call, runs of the first paper only.
+    assert model_calls == 1
+    runs = open_instance(settings).get_runs()
+    assert {run.tags.get("dagster/partition") for run in runs} == {paper_ids[0]}
+
+
+@pytest.mark.slow
+def test_sigterm_stops_eval_mais_in_a_question_and_asks_no_more(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    pdf = Path(shutil.copy(PDFS_BY_SIZE[0], corpus))
+    questions = ["Which Rev1 domain matters most?", "What does rev3 do?", "Which polymerase?"]
+    dataset = tmp_path / "questions.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps({"id": f"q{n}", "question": text, "pdf_file": pdf.name}) + "\n"
+            for n, text in enumerate(questions, 1)
+        ),
+        encoding="utf-8",
+    )
+    home = tmp_path / "home"
+
+    with StubLLM(latency_s=300, lifetime_s=600) as stub:
+        # The papers are built offline; the summaries' writer calls the stub.
+        env = {
+            **litpipe_env(home),
+            "LITPIPE_AGENTS": json.dumps({"query_summary": {"model": "openai/stub"}}),
+            "LITPIPE_LLM_API_BASE": stub.url,
+        }
+        arguments = ["eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus)]
+        code, output = stopped_in_its_first_model_call(
+            [*arguments, "--embedder", str(tiny_model)], env, stub, tmp_path / "stderr.txt"
+        )
+        model_calls = stub.request_count
+
+    assert code == 130, output
+    assert "q1: interrupted (stop requested)" in output
+    assert (
+        "litpipe eval mais: stopped on request: 0 questions answered, 0 failed, 1 interrupted; "
+        "not asked: 2 questions; no report written"
+    ) in output
+    assert "FAILED" not in output
+    assert not (home / "outputs" / "corpus" / "convergence.json").exists()
+    # Nothing started after the interrupted step: one model call, one summary run.
+    assert model_calls == 1
+    runs = open_instance(Settings(home=home)).get_runs()
+    assert len([run for run in runs if run.job_name == "query_summary_job"]) == 1
+
+
+def test_a_stop_signal_that_another_handler_took_still_counts_and_a_second_stops_at_once() -> None:
+    with stop_on_signals("test") as stop_requested:
+        assert not stop_requested()
+        # As during a run: Dagster's handler takes the signal (between steps it only notes it).
+        ours = signal.signal(signal.SIGTERM, lambda number, frame: None)
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGTERM, ours)
+
+        assert stop_requested()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_a_registered_evaluation_asked_to_stop_starts_no_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(home=tmp_path / "home")
+
+    code = eval_command(settings, "tldr", TLDR_SAMPLE, None, None, stop_requested=lambda: True)
+
+    assert code == 130
+    assert "litpipe eval tldr: stopped on request: no run started" in capsys.readouterr().err
+    assert open_instance(settings).get_runs() == []
+    assert not (tmp_path / "home" / "outputs" / "eval").exists()

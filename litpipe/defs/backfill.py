@@ -9,6 +9,10 @@ commit. Then each paper's later stages, one stage at a time, each only while it 
 a stage whose output came back the same (the same evidence found by the new embedder) leaves
 what follows it fresh, so its answers are not rerun. Then the collections of those papers, the
 same way. The previous embedder's table is never written: it stays queryable throughout.
+
+Stopped on request (SIGINT/SIGTERM), it starts no further run: the report names the batches
+finished, the one interrupted with its papers not finished, the batches not started and the
+collections not brought up to date. Run again, it continues: what was built is fresh, and skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 from pydantic import BaseModel, Field
@@ -30,7 +34,14 @@ from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import LanceDBResource, usage_path
 from litpipe.defs.run_liveness import process_tags
-from litpipe.defs.runner import EMBEDDINGS, QUIET_RUN_CONFIG, Phase, _failure_reason, phases
+from litpipe.defs.runner import (
+    EMBEDDINGS,
+    QUIET_RUN_CONFIG,
+    Phase,
+    _failure_reason,
+    interrupted,
+    phases,
+)
 from litpipe.defs.staleness import State, partition_states
 from litpipe.files import write_atomically
 from litpipe.llm.usage import UsageLedger
@@ -38,6 +49,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
+from litpipe.stopping import stop_line
 
 if TYPE_CHECKING:
     # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
@@ -77,6 +89,14 @@ class BatchOutcome(BaseModel):
     embedded: int = Field(default=0, description="Of those, chunks encoded by this batch.")
     batched_runs: int = Field(default=0, description="Runs over a range of papers.")
     failed: list[FailedPaper] = Field(default_factory=list)
+    status: Literal["finished", "interrupted", "not_started"] = Field(
+        default="finished",
+        description="interrupted: stopped on request during the batch; not_started: before it.",
+    )
+    unfinished: list[str] = Field(
+        default_factory=list,
+        description="Papers a stop left not up to date (its run interrupted, or not reached).",
+    )
 
 
 class BackfillReport(BaseModel):
@@ -103,6 +123,14 @@ class BackfillReport(BaseModel):
     llm_calls: LLMUsage
     llm_calls_by_agent: dict[str, LLMUsage]
     seconds: float
+    stopped: bool = Field(
+        default=False,
+        description="Stopped on request (SIGINT/SIGTERM): the batches not finished and the "
+        "unfinished collections are left to a rerun, which skips what is fresh.",
+    )
+    unfinished_collections: list[str] = Field(
+        default_factory=list, description="When stopped: the collections not brought up to date."
+    )
 
 
 def backfill(
@@ -111,9 +139,11 @@ def backfill(
     paper_ids: Iterable[str],
     batch_size: int | None = None,
     on_batch: Callable[[BatchOutcome], None] = lambda outcome: None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> BackfillReport:
     """Materializes what is missing or stale of `paper_ids` (registered papers) and of their
-    collections, `batch_size` papers at a time (default: `backfill_batch_size`)."""
+    collections, `batch_size` papers at a time (default: `backfill_batch_size`). It starts no
+    further run once `stop_requested` or once a signal interrupted a run's step."""
     started = time.perf_counter()
     size = batch_size or settings.backfill_batch_size
     if size < 1:
@@ -148,7 +178,7 @@ def backfill(
         BACKFILL_TAG: backfill_id,
         **process_tags(),
     }
-    runs = _Runs(defs, instance, tags)
+    runs = _Runs(defs, instance, tags, stop_requested)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}
     failed_ids = {failure.paper_id for failure in failed}
@@ -156,9 +186,14 @@ def backfill(
     collections_of = {p: catalog.source(p).collection for p in wanted}
     built_collections: dict[str, list[str]] = {c: [] for c in sorted(set(collections_of.values()))}
     collection_failure = None
+    unfinished_collections: set[str] = set()
+    # Once stopped, the phases left only record what they would have built.
     for phase in phases(defs):
         if phase.per == "collection":
             for collection in built_collections:
+                if runs.stopping():
+                    unfinished_collections.add(collection)
+                    continue
                 members = [p for p in wanted if collections_of[p] == collection]
                 forced = _forced(defs, phase, rebuilt, {collection, *members})
                 built, failure = runs.settle(
@@ -167,6 +202,8 @@ def backfill(
                 built_collections[collection].extend(k.to_user_string() for k in built)
                 for key in built:
                     rebuilt.setdefault(key, set()).add(collection)
+                if runs.stopped:
+                    unfinished_collections.add(collection)
                 if failure:
                     collection_failure = f"{collection}: {failure}"
                     break
@@ -176,6 +213,18 @@ def backfill(
         todo = [p for p in wanted if p not in failed_ids]
         batches = [todo[start : start + size] for start in range(0, len(todo), size)]
         for number, batch in enumerate(batches, 1):
+            if runs.stopping():
+                batch_outcomes.append(
+                    BatchOutcome(
+                        number=number,
+                        batches=len(batches),
+                        papers=batch,
+                        seconds=0.0,
+                        status="not_started",
+                        unfinished=batch,
+                    )
+                )
+                continue
             built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
             outcome = _run_batch(
                 runs, phase, batch, order, rebuilt, collections_of, number, len(batches)
@@ -198,13 +247,16 @@ def backfill(
     ledger = UsageLedger(usage_path(settings, backfill_id))
     paper_keys = {key for phase in phases(defs) if phase.per == "paper" for key in phase.keys}
     touched = {p for key in paper_keys for p in rebuilt.get(key, set())}
+    unfinished = {p for outcome in batch_outcomes for p in outcome.unfinished}
     report = BackfillReport(
         backfill_id=backfill_id,
         embedder=embedder_id,
         table=_table_state(before[embedder_id], _table_now(store, embedder_id)),
         previous_tables=[_table_state(before[e], _table_now(store, e)) for e in previous],
         papers=len(wanted),
-        papers_up_to_date=sum(p not in touched and p not in failed_ids for p in wanted),
+        papers_up_to_date=sum(
+            p not in touched and p not in failed_ids and p not in unfinished for p in wanted
+        ),
         batch_size=size,
         batches=batch_outcomes,
         rebuilt={
@@ -220,6 +272,8 @@ def backfill(
         llm_calls=ledger.scope_summary(),
         llm_calls_by_agent=ledger.scope_by_agent(),
         seconds=round(time.perf_counter() - started, 3),
+        stopped=runs.stopped,
+        unfinished_collections=sorted(unfinished_collections),
     )
     out = report_path(settings, embedder_id)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -244,9 +298,15 @@ def batch_line(outcome: BatchOutcome) -> str:
         )
         done.append(f"{asset} {papers_rebuilt}{detail}")
     failed = "".join(f"; FAILED {f.paper_id}: {f.reason}" for f in outcome.failed)
+    if outcome.unfinished:
+        nothing = "nothing rebuilt"
+        left = _count(len(outcome.unfinished), "paper")
+        stopped = f"; interrupted (stop requested): {left} not finished"
+    else:
+        nothing, stopped = "up to date", ""
     return (
         f"[batch {outcome.number}/{outcome.batches}] {_count(len(outcome.papers), 'paper')} in "
-        f"{outcome.seconds:.1f} s: {', '.join(done) or 'up to date'}{failed}"
+        f"{outcome.seconds:.1f} s: {', '.join(done) or nothing}{failed}{stopped}"
     )
 
 
@@ -292,7 +352,30 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
             f"or export LITPIPE_EMBEDDER={name}; until then `litpipe run`, `litpipe ask` and the "
             "UI keep the embedder configured there, and its table."
         )
+    if report.stopped:
+        lines.append(_stop_line(report))
     return lines
+
+
+def _stop_line(report: BackfillReport) -> str:
+    by_status: dict[str, list[BatchOutcome]] = {}
+    for outcome in report.batches:
+        by_status.setdefault(outcome.status, []).append(outcome)
+    done = (
+        f"{_count(len(by_status.get('finished', [])), 'batch')} finished, "
+        f"{_count(len(report.failed_papers), 'paper')} failed"
+    )
+    left = [
+        f"batch {outcome.number}/{outcome.batches} interrupted "
+        f"({_count(len(outcome.unfinished), 'paper')} not finished)"
+        for outcome in by_status.get("interrupted", [])
+    ]
+    left.append(f"{_count(len(by_status.get('not_started', [])), 'batch')} not started")
+    if report.unfinished_collections:
+        left.append(
+            f"collections not brought up to date: {', '.join(report.unfinished_collections)}"
+        )
+    return stop_line("backfill", done, "; ".join(left))
 
 
 def _count(n: int, noun: str) -> str:
@@ -329,18 +412,25 @@ def _run_batch(
         # Downstream of a stale batched asset is stale too once it is rebuilt.
         first = ranged.index(stale[0])
         materialized = runs.execute_range(paper_pipeline.name, ranged[first:], segment)
+        if materialized is None:  # stopping: nothing more starts
+            break
         batched_runs += 1
         for key, partitions in materialized.items():
             rebuilt.setdefault(key, set()).update(partitions)
         # A failed range leaves its papers to the per-paper runs below, which name the paper.
     failures: list[FailedPaper] = []
-    for paper_id in batch:
-        forced = _forced(runs.defs, phase, rebuilt, {paper_id, collections_of[paper_id]})
-        built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id, forced)
-        for key in built:
-            rebuilt.setdefault(key, set()).add(paper_id)
-        if failure:
-            failures.append(FailedPaper(paper_id=paper_id, file="", reason=failure))
+    unfinished: list[str] = []
+    for position, paper_id in enumerate(batch):
+        if not runs.stopped:
+            forced = _forced(runs.defs, phase, rebuilt, {paper_id, collections_of[paper_id]})
+            built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id, forced)
+            for key in built:
+                rebuilt.setdefault(key, set()).add(paper_id)
+            if failure:
+                failures.append(FailedPaper(paper_id=paper_id, file="", reason=failure))
+        if runs.stopped:  # a stop before this paper was settled: it and the rest are left
+            unfinished = batch[position:]
+            break
     counts = {
         key.to_user_string(): len(
             (rebuilt.get(key, set()) - built_before.get(key, set())) & set(batch)
@@ -355,33 +445,56 @@ def _run_batch(
         rebuilt={key: n for key, n in counts.items() if n},
         batched_runs=batched_runs,
         failed=failures,
+        status="interrupted" if unfinished else "finished",
+        unfinished=unfinished,
     )
 
 
 class _Runs:
-    """In-process runs into the instance, all tagged as this backfill's (one usage scope)."""
+    """In-process runs into the instance, all tagged as this backfill's (one usage scope). Once
+    a stop is requested, or a signal interrupted a run's step, `stopped` holds and no further
+    run starts."""
 
     def __init__(
-        self, defs: dg.Definitions, instance: dg.DagsterInstance, tags: dict[str, str]
+        self,
+        defs: dg.Definitions,
+        instance: dg.DagsterInstance,
+        tags: dict[str, str],
+        stop_requested: Callable[[], bool],
     ) -> None:
         self.defs = defs
         self.instance = instance
         self.tags = tags
+        self.stop_requested = stop_requested
+        self.stopped = False
+
+    def stopping(self) -> bool:
+        """Whether to start nothing more."""
+        self.stopped = self.stopped or self.stop_requested()
+        return self.stopped
+
+    def _execute(self, job: str, **options: Any) -> dg.ExecuteInProcessResult | None:
+        """One run of `job`; None, and no run, once stopping."""
+        if self.stopping():
+            return None
+        result = self.defs.resolve_job_def(job).execute_in_process(
+            instance=self.instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG, **options
+        )
+        self.stopped = interrupted(result)
+        return result
 
     def execute_range(
         self, job: str, keys: list[dg.AssetKey], partitions: list[str]
-    ) -> dict[dg.AssetKey, set[str]]:
+    ) -> dict[dg.AssetKey, set[str]] | None:
         """One run of `keys` over a contiguous range of partitions, as the daemon launches a
         backfill's batch; the partitions each asset was materialized for (on failure, those of
-        the steps that succeeded)."""
-        result = self.defs.resolve_job_def(job).execute_in_process(
+        the steps that succeeded); None when stopping, and no run."""
+        result = self._execute(
+            job,
             asset_selection=keys,
-            instance=self.instance,
-            raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
             tags={**self.tags, RANGE_START_TAG: partitions[0], RANGE_END_TAG: partitions[-1]},
         )
-        return _materialized(result)
+        return None if result is None else _materialized(result)
 
     def settle(
         self, job: str, keys: list[dg.AssetKey], partition: str, forced: set[dg.AssetKey]
@@ -389,7 +502,8 @@ class _Runs:
         """Materializes the partition's stale `keys` (and `forced`, whose inputs from other
         partitions changed), one level at a time: an asset that is stale only because of what
         runs before it waits until that has run, and runs only if its input came back
-        changed. Returns what was materialized, and why it failed, if it did."""
+        changed. Returns what was materialized, and why it failed, if it did; once `stopped`
+        (before or during one of its runs), the partition is left not up to date."""
         graph = self.defs.resolve_asset_graph()
         built: list[dg.AssetKey] = []
         for _ in keys:
@@ -408,14 +522,11 @@ class _Runs:
                 waits = [a for a in _ancestors(graph, key, keys) if a in stale and a not in todo]
                 if must and not waits:
                     todo.append(key)
-            result = self.defs.resolve_job_def(job).execute_in_process(
-                partition_key=partition,
-                asset_selection=todo,
-                instance=self.instance,
-                raise_on_error=False,
-                run_config=QUIET_RUN_CONFIG,
-                tags=self.tags,
+            result = self._execute(
+                job, partition_key=partition, asset_selection=todo, tags=self.tags
             )
+            if result is None or self.stopped:
+                return built, None
             if not result.success:
                 return built, _failure_reason(result)
             built.extend(todo)

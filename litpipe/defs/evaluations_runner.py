@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import dagster as dg
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from litpipe.defs.assets.evaluations import (
     evaluation_job,
@@ -34,6 +34,7 @@ from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import (
     QUIET_RUN_CONFIG,
     _failure_reason,
+    interrupted,
     open_instance,
     register,
     run_papers,
@@ -41,6 +42,7 @@ from litpipe.defs.runner import (
 from litpipe.evaluation.litqa import PaperQuestion
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.settings import Settings
+from litpipe.stopping import STOPPED_EXIT, stop_line
 
 
 def _figures_line(
@@ -71,10 +73,15 @@ def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
 
 
 def eval_command(
-    settings: Settings, name: str, dataset: Path, limit: int | None, out: Path | None
+    settings: Settings,
+    name: str,
+    dataset: Path,
+    limit: int | None,
+    out: Path | None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Materialize `eval_<name>` in-process; 2 for a bad dataset or argument (nothing written),
-    1 for another failure."""
+    1 for another failure, `STOPPED_EXIT` when stopped on request before or during its run."""
     entry = EVALUATIONS[name]
     label = f"litpipe eval {name}"
     if limit is not None and limit < 1:
@@ -85,17 +92,23 @@ def eval_command(
         return 2
     folder = output_folder(settings, out)
     config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
+    job = build_definitions(settings).resolve_job_def(evaluation_job.name)
+    instance = open_instance(settings)
     result = (
-        build_definitions(settings)
-        .resolve_job_def(evaluation_job.name)
-        .execute_in_process(
+        None
+        if stop_requested()
+        else job.execute_in_process(
             asset_selection=[dg.AssetKey(entry.asset_name)],
-            instance=open_instance(settings),
+            instance=instance,
             run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
             raise_on_error=False,
             tags={"litpipe/launched_by": "cli", **process_tags()},
         )
     )
+    if result is None or interrupted(result):
+        done = "no run started" if result is None else "its run interrupted"
+        print(stop_line(f"eval {name}", done, "nothing written"), file=sys.stderr)
+        return STOPPED_EXIT
     if not result.success:
         reason, bad_input = step_failure(result)
         print(f"{label}: {reason}", file=sys.stderr)
@@ -116,6 +129,32 @@ class AskedQuestions(BaseModel):
     skipped: list[str]
     failures: list[str]
     answered: list[tuple[PaperQuestion, AskOutcome]]
+    stopped: bool = Field(
+        default=False, description="Stopped on request before every question was asked."
+    )
+    interrupted: list[str] = Field(
+        default_factory=list, description="Questions whose run a stop request interrupted."
+    )
+    not_asked: list[str] = Field(
+        default_factory=list, description="When stopped: the questions it did not reach."
+    )
+    papers_not_built: list[str] = Field(
+        default_factory=list,
+        description="When stopped while building the papers: those interrupted or not reached.",
+    )
+
+    def stop_line(self, command: str) -> str:
+        """What a stopped evaluation prints last: it writes no report of the questions asked
+        so far (a rerun serves them from the instance and asks the rest)."""
+        done = (
+            f"{len(self.answered)} questions answered, {len(self.failures)} failed, "
+            f"{len(self.interrupted)} interrupted"
+        )
+        unbuilt = (
+            f" (papers not built: {len(self.papers_not_built)})" if self.papers_not_built else ""
+        )
+        left = f"not asked: {len(self.not_asked)} questions{unbuilt}; no report written"
+        return stop_line(command, done, left)
 
 
 def ask_questions(
@@ -124,11 +163,14 @@ def ask_questions(
     corpus: Path,
     collection: str | None,
     progress: Callable[[str], None],
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> AskedQuestions:
     """The corpus' papers built as `litpipe run` builds them, then each question asked of its
     paper (`pdf_file`) through the `query_summaries` asset: every request is a partition in the
     instance, and a fresh one is served from it. A ValueError when the corpus is not a folder or
-    holds none of the questions' PDFs; lines of progress go to `progress`."""
+    holds none of the questions' PDFs; lines of progress go to `progress`. No further run starts
+    once `stop_requested` or once a signal interrupted a run's step: the questions not reached
+    are `not_asked`."""
     from litpipe.ingest.sources import discover
     from litpipe.report.query_summary import outcome_line
     from litpipe.workflows.query_summary import request_for
@@ -152,6 +194,7 @@ def ask_questions(
         on_progress=lambda done, total, outcome: progress(
             f"[{done}/{total}] {outcome.paper_id}: {outcome.status}"
         ),
+        stop_requested=stop_requested,
     )
     failed_papers = {
         o.paper_id: o.failure.reason if o.failure else "failed"
@@ -169,7 +212,14 @@ def ask_questions(
     asked = [q for q in questions if q.pdf_file in paper_of]
     answered: list[tuple[PaperQuestion, AskOutcome]] = []
     failures: list[str] = []
+    interrupted_ids: list[str] = []
+    not_asked: list[str] = []
+    stopped = papers_run.stopped
     for number, question in enumerate(asked, 1):
+        stopped = stopped or stop_requested()
+        if stopped:
+            not_asked = [q.id for q in asked[number - 1 :]]
+            break
         paper_id = paper_of[question.pdf_file]
         if paper_id in failed_papers:
             failures.append(f"{question.id}: paper {paper_id} failed: {failed_papers[paper_id]}")
@@ -180,6 +230,11 @@ def ask_questions(
             failures.append(f"{question.id}: {error}")
             continue
         outcome = summarize_request(settings, instance, request, scope, defs)
+        if outcome.status == "interrupted":
+            interrupted_ids.append(question.id)
+            progress(f"[{number}/{len(asked)}] {question.id}: interrupted (stop requested)")
+            stopped = True
+            continue
         if outcome.result is None:
             failures.append(f"{question.id}: {request.key} failed: {outcome.failure}")
             progress(f"[{number}/{len(asked)}] {question.id}: FAILED")
@@ -197,6 +252,13 @@ def ask_questions(
         skipped=[q.id for q in missing],
         failures=failures,
         answered=answered,
+        stopped=stopped,
+        interrupted=interrupted_ids,
+        not_asked=not_asked,
+        papers_not_built=[
+            *(o.paper_id for o in papers_run.outcomes if o.status == "interrupted"),
+            *papers_run.not_built,
+        ],
     )
 
 
@@ -210,10 +272,12 @@ def eval_litqa_command(
     corpus: Path,
     collection: str | None,
     out: Path | None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Each question asked of its own paper (`ask_questions`), each final summary graded for
     whether it states the ideal answer or a distractor; the table and JSON written, and the
-    `eval_litqa` materialization reported to the instance."""
+    `eval_litqa` materialization reported to the instance (neither when stopped on request
+    before every question was asked)."""
     from litpipe.agents.answer_judge import (
         OFFLINE_RULE,
         AnswerJudgeAgent,
@@ -228,10 +292,13 @@ def eval_litqa_command(
     started = time.perf_counter()
     try:
         questions = read_questions(dataset, LitQAQuestion)
-        asked = ask_questions(settings, questions, corpus, collection, _stderr)
+        asked = ask_questions(settings, questions, corpus, collection, _stderr, stop_requested)
     except ValueError as error:
         print(f"litpipe eval litqa: {error}", file=sys.stderr)
         return 2
+    if asked.stopped:
+        print(asked.stop_line("eval litqa"), file=sys.stderr)
+        return STOPPED_EXIT
     answered = [
         (question, outcome.result)
         for question, outcome in asked.answered

@@ -53,13 +53,25 @@ def usage_metadata(usage: LLMUsage) -> dict[str, float | int]:
     return {f"llm_{name}": value for name, value in usage.model_dump().items()}
 
 
+# The metadata flag of a step failed because a signal interrupted its model calls.
+INTERRUPTED = "litpipe/interrupted"
+
+
 @contextmanager
 def model_failures_as_step_failures() -> Iterator[None]:
     """A model error fails the step with its one-line message (which says what to fix); only a
-    transient one (retries exhausted) may be retried by Dagster's retry policy."""
+    transient one (retries exhausted) may be retried by Dagster's retry policy. A signal that
+    interrupts the model calls fails it too, flagged `INTERRUPTED`: Dagster would retry an
+    interrupted step under its retry policy and the run would go on, but a stop was asked."""
     try:
         yield
     except LLMError as error:
         raise dg.Failure(
             description=str(error), allow_retries=isinstance(error, TransientLLMError)
         ) from error
+    except dg.DagsterExecutionInterruptedError as interruption:
+        raise dg.Failure(
+            description="interrupted (stop requested)",
+            allow_retries=False,
+            metadata={INTERRUPTED: True},
+        ) from interruption

@@ -32,7 +32,7 @@ from litpipe.defs.jobs import query_summary_job
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.run_liveness import process_tags
-from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason
+from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason, interrupted
 from litpipe.defs.staleness import State, partition_states
 from litpipe.report.query_summary import markdown_path
 from litpipe.retrieval.embedder import Embedder
@@ -49,7 +49,7 @@ _KNOWN_SHOWN = 10
 class AskOutcome(BaseModel):
     request: QuerySummaryRequest
     collection: str
-    status: Literal["materialized", "up_to_date", "failed"]
+    status: Literal["materialized", "up_to_date", "failed", "interrupted"]
     seconds: float = 0.0
     result: QuerySummary | None = None
     markdown: str | None = Field(default=None, description="The request's Markdown file.")
@@ -140,12 +140,15 @@ def summarize_request(
             tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
         )
         outcome.seconds = round(time.perf_counter() - started, 3)
-        if not result.success:
+        if interrupted(result):
+            outcome.status = "interrupted"
+            outcome.failure = "interrupted (stop requested)"
+        elif not result.success:
             outcome.status = "failed"
             outcome.failure = _failure_reason(result)
         else:
             outcome.status = "materialized"
-    if artifacts.exists([ASSET], request.key) and outcome.status != "failed":
+    if artifacts.exists([ASSET], request.key) and outcome.status not in {"failed", "interrupted"}:
         summary = artifacts.read([ASSET], request.key, QuerySummary)
         outcome.result = summary
         outcome.markdown = str(markdown_path(settings.outputs_dir(collection), request.key))

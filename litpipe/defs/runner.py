@@ -24,7 +24,7 @@ from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
-from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
+from litpipe.defs.llm_steps import INTERRUPTED, USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import usage_path
 from litpipe.defs.run_failures import failure_reason
@@ -347,7 +347,7 @@ def _materialize(
         tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
     )
     seconds = round(time.perf_counter() - started, 3)
-    if _interrupted(result):
+    if interrupted(result):
         return PaperOutcome(paper_id=paper_id, status="interrupted", seconds=seconds)
     if not result.success:
         source = Catalog(settings.catalog_path).source(paper_id)
@@ -397,14 +397,19 @@ def _outcome(
     )
 
 
-def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
-    """Whether a signal interrupted the run's step (Dagster raises this error in it)."""
-    return any(
-        event.is_step_failure
-        and event.step_failure_data.error is not None
-        and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
-        for event in result.all_events
-    )
+def interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether a signal interrupted the run's step (Dagster raises this error in it; a
+    model-calling step fails flagged `INTERRUPTED`): the run was stopped on request, it did not
+    fail."""
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        error, data = event.step_failure_data.error, event.step_failure_data.user_failure_data
+        if (data is not None and INTERRUPTED in (data.metadata or {})) or (
+            error is not None and error.cls_name == "DagsterExecutionInterruptedError"
+        ):
+            return True
+    return False
 
 
 def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
