@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import dagster as dg
 import sqlalchemy.exc
@@ -26,6 +26,7 @@ from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
+from litpipe.defs.pool_wait import SlotWaitExpired
 from litpipe.defs.resources import usage_path
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import State, partition_states
@@ -42,6 +43,9 @@ from litpipe.schemas import (
     PaperQuestions,
 )
 from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from dagster._utils.error import SerializableErrorInfo
 
 # The progress lines say what happened, and a failed paper's reason is in them and in the
 # report; Dagster's console log would repeat it with a traceback per paper. The run's full log
@@ -379,13 +383,21 @@ def _outcome(
 
 
 def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
-    """Whether a signal interrupted the run's step (Dagster raises this error in it)."""
+    """Whether a signal interrupted the run's step, or its wait for a pool slot (Dagster raises
+    this error in the one, `pool_wait` in the other)."""
     return any(
-        event.is_step_failure
-        and event.step_failure_data.error is not None
-        and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
-        for event in result.all_events
+        error is not None and error.cls_name == "DagsterExecutionInterruptedError"
+        for error in _errors(result)
     )
+
+
+def _errors(result: dg.ExecuteInProcessResult) -> list[SerializableErrorInfo | None]:
+    """The errors of the run's failed steps, and of the run itself when it failed outside them."""
+    return [
+        event.step_failure_data.error if event.is_step_failure else event.job_failure_data.error
+        for event in result.all_events
+        if event.is_step_failure or event.is_run_failure
+    ]
 
 
 def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
@@ -400,4 +412,8 @@ def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
             while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
                 error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
+    for event in result.all_events:
+        error = event.job_failure_data.error if event.is_run_failure else None
+        if error is not None and error.cls_name == SlotWaitExpired.__name__:
+            return error.message.split(": ", 1)[1].strip()  # after the exception's class
     return "the run failed before any step ran (see the run in the Dagster UI)"
