@@ -326,13 +326,13 @@ def test_a_run_waiting_for_an_llm_slot_sleeps_and_stops_on_sigterm(
             started, used = time.monotonic(), cpu_seconds(litpipe_run.pid)
             time.sleep(2)  # the time measured, not a synchronisation
             share = (cpu_seconds(litpipe_run.pid) - used) / (time.monotonic() - started)
+            print(f"waiting for a slot: {share:.0%} of a core")
+            assert share < 0.2, f"the waiting run used {share:.0%} of a core"
             litpipe_run.send_signal(signal.SIGTERM)
             _, printed = litpipe_run.communicate(timeout=30)
         finally:
             if litpipe_run.poll() is None:
                 litpipe_run.kill()
-    print(f"waiting for a slot: {share:.0%} of a core")
-    assert share < 0.2, f"the waiting run used {share:.0%} of a core"
     assert litpipe_run.returncode == 130, printed
     assert "interrupted (stop requested)" in printed
     assert "stopped on request" in printed
@@ -368,3 +368,44 @@ def test_a_step_gives_up_waiting_for_an_llm_slot_after_the_setting_and_says_why(
     assert "raise llm_pool_limit" in failed
     assert stub_llm.request_count == 0
     assert waiting_for_a_slot(instance) == set()
+
+
+@pytest.mark.slow
+def test_after_a_run_killed_in_a_model_call_the_next_run_gets_the_llm_slot_and_completes(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    home = tmp_path / "home"
+    table = one_paper_table(tmp_path)
+    with StubLLM() as stub:
+        serve_every_agent(stub)
+        stub.fail_next("hang", seconds=120)  # the first model call is never answered
+        killed = start_run_with_model(home, table, tiny_model, stub, llm_pool_limit="1")
+        try:
+            wait_until(lambda: stub.request_count > 0, 120, "the run calls a model")
+        finally:
+            killed.kill()  # SIGKILL, in its model-calling step: as the OOM killer would
+            killed.communicate()
+        # Read without open_instance, which would release the killed run already.
+        instance = dg.DagsterInstance.from_config(str(home / "dagster"))
+        (holder,) = instance.event_log_storage.get_concurrency_info(LLM_POOL).claimed_slots
+        (killed_run,) = instance.get_runs(filters=dg.RunsFilter(tags={PID_TAG: str(killed.pid)}))
+        assert killed_run.status == dg.DagsterRunStatus.STARTED
+        assert holder.run_id == killed_run.run_id
+
+        # Were the killed run's slot still held, its paper would fail after this wait, naming it.
+        next_run = start_run_with_model(
+            home, table, tiny_model, stub, llm_pool_limit="1", llm_slot_wait_seconds="30"
+        )
+        try:
+            _, printed = next_run.communicate(timeout=240)
+        finally:
+            if next_run.poll() is None:
+                next_run.kill()
+
+    assert next_run.returncode == 0, printed
+    (paper,) = [line for line in printed.splitlines() if line.startswith("[1/1]")]
+    assert "FAILED" not in paper
+    assert instance.get_run_by_id(killed_run.run_id).status == dg.DagsterRunStatus.FAILURE
+    started = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    assert instance.get_runs(filters=dg.RunsFilter(statuses=started)) == []
+    assert instance.event_log_storage.get_concurrency_info(LLM_POOL).claimed_slots == []
