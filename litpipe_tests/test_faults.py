@@ -285,6 +285,7 @@ def waiting_for_a_slot(instance: dg.DagsterInstance) -> set[str]:
 
 
 def embedded(instance: dg.DagsterInstance) -> bool:
+    """Whether a paper's chunk embeddings are stored: its last step before the model calls."""
     return bool(instance.fetch_materializations(dg.AssetKey("chunk_embeddings"), limit=1).records)
 
 
@@ -340,6 +341,7 @@ def test_a_run_waiting_for_an_llm_slot_sleeps_and_stops_on_sigterm(
     assert waiting_for_a_slot(instance) == set()
 
 
+@pytest.mark.slow
 def test_a_step_gives_up_waiting_for_an_llm_slot_after_the_setting_and_says_why(
     tmp_path: Path,
     tiny_model: Path,
