@@ -8,11 +8,13 @@ core. It also waited for ever, and as no step runs meanwhile, the SIGINT/SIGTERM
 for its steps was never acted on.
 
 `PatientConcurrencyContext` sleeps until the next poll (a second at most, so that a signal is
-acted on within one), stops the run on a captured signal, and gives up after
-`llm_slot_wait_seconds` with a message naming the pool, the wait, the runs holding its slots and
-what to do. Dagster has no hook to choose an executor's concurrency context, and
-`execute_in_process` always uses its own executor, so `install` puts the subclass in the place of
-Dagster's in the executor modules that create one.
+acted on within one) and gives up after `llm_slot_wait_seconds` with a message naming the pool,
+the wait, the runs holding its slots and what to do; in the in-process executor it also stops
+the run on a captured signal. Dagster has no hook to choose an executor's concurrency context,
+and `execute_in_process` always uses its own executor, so `install` puts litpipe's in the place
+of Dagster's in the executor modules that create one. (The multiprocess executor of launched
+runs never sleeps between polls, whatever the context says: it still spins while all of its
+runnable steps wait, as the README says.)
 """
 
 from __future__ import annotations
@@ -50,10 +52,6 @@ class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
         if super().claim(concurrency_key, step_key, step_priority):
             self._waiting_since.pop(step_key, None)
             return True
-        if pop_captured_interrupt():  # nothing else acts on it while no step runs
-            raise dg.DagsterExecutionInterruptedError(
-                f"Stopped while {step_key} waited for a slot of the `{concurrency_key}` pool."
-            )
         since = self._waiting_since.setdefault(step_key, time.monotonic())
         if self._most_seconds_waiting is None:
             self._most_seconds_waiting = Settings().llm_slot_wait_seconds
@@ -89,7 +87,23 @@ class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
         )
 
 
+class InProcessConcurrencyContext(PatientConcurrencyContext):
+    """Also stops the run on a signal Dagster captured while a step waits: the in-process
+    executor acts on one only in a running step (the multiprocess and step-delegating ones check
+    between polls themselves, and stop their running steps first)."""
+
+    def claim(self, concurrency_key: str, step_key: str, step_priority: int = 0) -> bool:
+        if super().claim(concurrency_key, step_key, step_priority):
+            return True
+        if pop_captured_interrupt():
+            raise dg.DagsterExecutionInterruptedError(
+                f"Stopped while {step_key} waited for a slot of the `{concurrency_key}` pool."
+            )
+        return False
+
+
 def install() -> None:
-    """Makes Dagster's executors create `PatientConcurrencyContext` for their runs."""
-    for module in (in_process, multiprocess, step_delegating_executor):
+    """Makes Dagster's executors create litpipe's concurrency contexts for their runs."""
+    in_process.InstanceConcurrencyContext = InProcessConcurrencyContext  # type: ignore[misc]
+    for module in (multiprocess, step_delegating_executor):
         module.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]
