@@ -400,6 +400,10 @@ def _errors(result: dg.ExecuteInProcessResult) -> list[SerializableErrorInfo | N
     ]
 
 
+# What `pool_wait` raises from a run waiting for a slot, outside any step.
+WAIT_ERRORS = {SlotWaitExpired.__name__, dg.DagsterExecutionInterruptedError.__name__}
+
+
 def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if not event.is_step_failure:
@@ -412,8 +416,10 @@ def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
             while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
                 error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
+    # The run's own error (its message after the exception's class), when it gave up waiting
+    # for a pool slot or was stopped waiting.
     for event in result.all_events:
         error = event.job_failure_data.error if event.is_run_failure else None
-        if error is not None and error.cls_name == SlotWaitExpired.__name__:
-            return error.message.split(": ", 1)[1].strip()  # after the exception's class
+        if error is not None and error.cls_name in WAIT_ERRORS:
+            return error.message.partition(": ")[2].strip() or error.message.strip()
     return "the run failed before any step ran (see the run in the Dagster UI)"
