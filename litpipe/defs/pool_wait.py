@@ -20,6 +20,7 @@ runnable steps wait, as the README says.)
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import dagster as dg
 from dagster._core.execution.plan import instance_concurrency_context as dagster_context
@@ -100,6 +101,20 @@ class InProcessConcurrencyContext(PatientConcurrencyContext):
                 f"Stopped while {step_key} waited for a slot of the `{concurrency_key}` pool."
             )
         return False
+
+
+# What a run waiting for a slot raises, outside any step: it gave up, or a signal stopped it.
+_WAITING_ERRORS = {SlotWaitExpired.__name__, dg.DagsterExecutionInterruptedError.__name__}
+
+
+def waiting_failure(events: Iterable[dg.DagsterEvent]) -> str | None:
+    """Why the run failed while a step waited for a slot (its error's message, after the
+    exception's class), if it did."""
+    for event in events:
+        error = event.job_failure_data.error if event.is_run_failure else None
+        if error is not None and error.cls_name in _WAITING_ERRORS:
+            return error.message.partition(": ")[2].strip() or error.message.strip()
+    return None
 
 
 def install() -> None:

@@ -26,7 +26,7 @@ from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
-from litpipe.defs.pool_wait import SlotWaitExpired
+from litpipe.defs.pool_wait import waiting_failure
 from litpipe.defs.resources import usage_path
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import State, partition_states
@@ -400,10 +400,6 @@ def _errors(result: dg.ExecuteInProcessResult) -> list[SerializableErrorInfo | N
     ]
 
 
-# What `pool_wait` raises from a run waiting for a slot, outside any step.
-WAIT_ERRORS = {SlotWaitExpired.__name__, dg.DagsterExecutionInterruptedError.__name__}
-
-
 def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if not event.is_step_failure:
@@ -416,10 +412,7 @@ def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
             while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
                 error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
-    # The run's own error (its message after the exception's class), when it gave up waiting
-    # for a pool slot or was stopped waiting.
-    for event in result.all_events:
-        error = event.job_failure_data.error if event.is_run_failure else None
-        if error is not None and error.cls_name in WAIT_ERRORS:
-            return error.message.partition(": ")[2].strip() or error.message.strip()
-    return "the run failed before any step ran (see the run in the Dagster UI)"
+    return (
+        waiting_failure(result.all_events)
+        or "the run failed before any step ran (see the run in the Dagster UI)"
+    )
