@@ -299,6 +299,12 @@ class Settings(BaseSettings):
         description="Steps calling a model that run at once across all runs: the limit of "
         "Dagster's `llm` pool in the dagster.yaml litpipe writes.",
     )
+    llm_slot_wait_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        description="How long a model-calling step waits for a slot of the `llm` pool before "
+        "its run fails, naming the runs that hold the slots.",
+    )
     llm_step_retries: int = Field(
         default=2,
         ge=0,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +19,7 @@ import lancedb
 import numpy as np
 import pytest
 
-from litpipe.cli import stop_on_signals
+from litpipe.cli import main, stop_on_signals
 from litpipe.defs import backfill as backfilling
 from litpipe.defs.evaluations_runner import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
@@ -29,6 +32,7 @@ from litpipe.retrieval.store import table_name
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_eval_tldr import SAMPLE as TLDR_SAMPLE
 
@@ -170,6 +174,8 @@ import sys
 from pathlib import Path
 from litpipe.retrieval.store import ChunkStore
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.stub_agents import serve_every_agent
+from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_faults import embedder_papers
 
 store = ChunkStore(Path(sys.argv[1]))
@@ -384,3 +390,171 @@ def test_a_registered_evaluation_asked_to_stop_starts_no_run(
     assert "litpipe eval tldr: stopped on request: no run started" in capsys.readouterr().err
     assert open_instance(settings).get_runs() == []
     assert not (tmp_path / "home" / "outputs" / "eval").exists()
+
+
+# Model-calling steps and the `llm` pool: a run killed in one, a step waiting for a slot
+# (issue 16, point 1).
+# ---------------------------------------------------------------------------------------------
+
+
+def start_run_with_model(
+    home: Path, table: Path, tiny_model: Path, stub: StubLLM, **settings: str
+) -> subprocess.Popen[str]:
+    """`litpipe run` of the table with every agent calling the stub; `settings` as LITPIPE_*."""
+    arguments = ["run", str(table), "--embedder", str(tiny_model)]
+    model = ["--model", "openai/stub", "--api-base", stub.url]
+    return subprocess.Popen(
+        [sys.executable, "-c", LITPIPE, *arguments, *model],
+        env={**litpipe_env(home), **{f"LITPIPE_{k.upper()}": v for k, v in settings.items()}},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Polls `condition` until it holds; fails the test after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not after {seconds} s: {what}"
+        time.sleep(0.05)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) a running process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def waiting_for_a_slot(instance: dg.DagsterInstance) -> set[str]:
+    """The runs with a step waiting for a slot of the `llm` pool."""
+    info = instance.event_log_storage.get_concurrency_info(LLM_POOL)
+    return {step.run_id for step in info.pending_steps if step.assigned_timestamp is None}
+
+
+def embedded(instance: dg.DagsterInstance) -> bool:
+    """Whether a paper's chunk embeddings are stored: its last step before the model calls."""
+    return bool(instance.fetch_materializations(dg.AssetKey("chunk_embeddings"), limit=1).records)
+
+
+def hold_the_only_llm_slot(settings: Settings) -> dg.DagsterInstance:
+    """Gives the `llm` pool one slot, held by a run of a live process (this one)."""
+    instance = open_instance(settings)
+    holder = dg.DagsterRun(
+        job_name="paper_pipeline",
+        run_id="holder-run",
+        status=dg.DagsterRunStatus.STARTED,
+        tags=process_tags(),
+    )
+    instance.add_run(holder)
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots(LLM_POOL, 1)
+    assert storage.claim_concurrency_slot(LLM_POOL, holder.run_id, "paper_questions").is_claimed
+    return instance
+
+
+@pytest.mark.slow
+def test_a_run_waiting_for_an_llm_slot_sleeps_and_stops_on_sigterm(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    home = tmp_path / "home"
+    instance = hold_the_only_llm_slot(Settings(home=home, llm_pool_limit=1))
+    with StubLLM() as stub:
+        serve_every_agent(stub)
+        litpipe_run = start_run_with_model(
+            home, demo_table(tmp_path / "one.csv", 1), tiny_model, stub, llm_pool_limit="1"
+        )
+        try:
+            # Its paper's other steps done (the embeddings, the last not downstream of a model
+            # call), all that is left to it is waiting.
+            wait_until(
+                lambda: waiting_for_a_slot(instance) and embedded(instance),
+                120,
+                "the run has nothing to do but wait for a slot",
+            )
+            started, used = time.monotonic(), cpu_seconds(litpipe_run.pid)
+            time.sleep(2)  # the time measured, not a synchronisation
+            share = (cpu_seconds(litpipe_run.pid) - used) / (time.monotonic() - started)
+            print(f"waiting for a slot: {share:.0%} of a core")
+            assert share < 0.2, f"the waiting run used {share:.0%} of a core"
+            litpipe_run.send_signal(signal.SIGTERM)
+            _, printed = litpipe_run.communicate(timeout=30)
+        finally:
+            if litpipe_run.poll() is None:
+                litpipe_run.kill()
+    assert litpipe_run.returncode == 130, printed
+    assert "interrupted (stop requested)" in printed
+    assert "stopped on request" in printed
+    assert stub.request_count == 0  # no model was called without a slot
+    assert waiting_for_a_slot(instance) == set()
+
+
+@pytest.mark.slow
+def test_a_step_gives_up_waiting_for_an_llm_slot_after_the_setting_and_says_why(
+    tmp_path: Path,
+    tiny_model: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = tmp_path / "home"
+    instance = hold_the_only_llm_slot(Settings(home=home, llm_pool_limit=1))
+    serve_every_agent(stub_llm)
+    monkeypatch.setenv("LITPIPE_LLM_POOL_LIMIT", "1")
+    monkeypatch.setenv("LITPIPE_LLM_SLOT_WAIT_SECONDS", "1")
+    table = demo_table(tmp_path / "one.csv", 1)
+    arguments = ["run", str(table), "--home", str(home), "--embedder", str(tiny_model)]
+
+    code = main([*arguments, "--model", "openai/stub", "--api-base", stub_llm.url])
+
+    printed = capsys.readouterr().err
+    failed = next(line for line in printed.splitlines() if line.startswith("[1/1]"))
+    assert code == 1, printed
+    assert re.search(
+        r"FAILED: \w+: waited \d+ s for a slot of the `llm` pool \(limit 1, held by "
+        rf"run holder-run \(pid {os.getpid()} on [^)]+\)\) and gave up \(llm_slot_wait_seconds\)",
+        failed,
+    ), failed
+    assert "raise llm_pool_limit" in failed
+    assert stub_llm.request_count == 0
+    assert waiting_for_a_slot(instance) == set()
+
+
+@pytest.mark.slow
+def test_after_a_run_killed_in_a_model_call_the_next_run_gets_the_llm_slot_and_completes(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    home = tmp_path / "home"
+    table = demo_table(tmp_path / "one.csv", 1)
+    with StubLLM() as stub:
+        serve_every_agent(stub)
+        stub.fail_next("hang", seconds=120)  # the first model call is never answered
+        killed = start_run_with_model(home, table, tiny_model, stub, llm_pool_limit="1")
+        try:
+            wait_until(lambda: stub.request_count > 0, 120, "the run calls a model")
+        finally:
+            killed.kill()  # SIGKILL, in its model-calling step: as the OOM killer would
+            killed.communicate()
+        # Read without open_instance, which would release the killed run already.
+        instance = dg.DagsterInstance.from_config(str(home / "dagster"))
+        (holder,) = instance.event_log_storage.get_concurrency_info(LLM_POOL).claimed_slots
+        (killed_run,) = instance.get_runs(filters=dg.RunsFilter(tags={PID_TAG: str(killed.pid)}))
+        assert killed_run.status == dg.DagsterRunStatus.STARTED
+        assert holder.run_id == killed_run.run_id
+
+        # Were the killed run's slot still held, its paper would fail after this wait, naming it.
+        next_run = start_run_with_model(
+            home, table, tiny_model, stub, llm_pool_limit="1", llm_slot_wait_seconds="30"
+        )
+        try:
+            _, printed = next_run.communicate(timeout=240)
+        finally:
+            if next_run.poll() is None:
+                next_run.kill()
+
+    assert next_run.returncode == 0, printed
+    (paper,) = [line for line in printed.splitlines() if line.startswith("[1/1]")]
+    assert "FAILED" not in paper
+    assert instance.get_run_by_id(killed_run.run_id).status == dg.DagsterRunStatus.FAILURE
+    started = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    assert instance.get_runs(filters=dg.RunsFilter(statuses=started)) == []
+    assert instance.event_log_storage.get_concurrency_info(LLM_POOL).claimed_slots == []

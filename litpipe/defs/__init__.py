@@ -12,3 +12,8 @@ warnings.filterwarnings("ignore", message=r"Parameter `data_version`", category=
 # one paper per run, which is what Dagster's warnings about either would say.
 warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", message=r"Asset job .* with varying BackfillPolicies")
+
+from litpipe.defs import pool_wait  # noqa: E402  (after the filters: it imports Dagster's executors)
+
+# Steps waiting for an `llm` slot sleep between polls and give up after `llm_slot_wait_seconds`.
+pool_wait.install()

@@ -5,9 +5,15 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from litpipe.defs.pool_wait import waiting_failure
+
 # Dagster fails a step whose blocking check failed with this error, naming only the checks.
 _BLOCKED = "DagsterAssetCheckFailedError"
-_REASONS = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+_REASONS = {
+    dg.DagsterEventType.STEP_FAILURE,
+    dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+    dg.DagsterEventType.RUN_FAILURE,
+}
 
 
 def failure_reason(events: Iterable[dg.DagsterEvent]) -> str:
@@ -29,7 +35,10 @@ def failure_reason(events: Iterable[dg.DagsterEvent]) -> str:
             while error.cause is not None:  # the user code's own exception, not Dagster's wrapper
                 error = error.cause
             return f"{event.step_key}: {error.message.strip().splitlines()[-1]}"
-    return "the run failed before any step ran (see the run in the Dagster UI)"
+    return (
+        waiting_failure(events)
+        or "the run failed before any step ran (see the run in the Dagster UI)"
+    )
 
 
 def _failed_blocking_checks(events: list[dg.DagsterEvent], step_key: str | None) -> list[str]:

@@ -399,15 +399,19 @@ def _outcome(
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
     """Whether a signal interrupted the run's step (Dagster raises this error in it; a
-    model-calling step fails flagged `INTERRUPTED`): the run was stopped on request, it did not
-    fail."""
+    model-calling step fails flagged `INTERRUPTED`) or its wait for a pool slot (`pool_wait`
+    fails the run with that error): the run was stopped on request, it did not fail."""
     for event in result.all_events:
-        if not event.is_step_failure:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            data = event.step_failure_data.user_failure_data
+            if data is not None and INTERRUPTED in (data.metadata or {}):
+                return True
+        elif event.is_run_failure:
+            error = event.job_failure_data.error
+        else:
             continue
-        error, data = event.step_failure_data.error, event.step_failure_data.user_failure_data
-        if (data is not None and INTERRUPTED in (data.metadata or {})) or (
-            error is not None and error.cls_name == "DagsterExecutionInterruptedError"
-        ):
+        if error is not None and error.cls_name == "DagsterExecutionInterruptedError":
             return True
     return False
 
