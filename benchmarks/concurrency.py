@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--grace", type=float, default=600.0, help="how long a command may outlive --seconds"
     )
-    parser.add_argument("--start", type=int, default=8, help="shared papers in the first round")
+    parser.add_argument("--start", type=int, default=4, help="shared papers in the first round")
     parser.add_argument("--step", type=int, default=4, help="shared papers added each round")
     parser.add_argument("--papers", type=int, default=60, help="shared papers at most")
     parser.add_argument(
