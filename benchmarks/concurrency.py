@@ -4,14 +4,15 @@ In a fresh temporary LITPIPE_HOME, four loops each run one command again and aga
 time is up (a command running then is let finish, within `--grace` seconds):
 
 - run-a and run-b: `litpipe run TABLE --collection soak`, on overlapping tables of real
-  abstracts (SciFact's corpus by default): each gets 4 papers of its own and a shared tail that
-  grows by `--step` papers each round, so the two build the same new papers at the same time;
+  abstracts (SciFact's corpus by default): shared papers first, `--start` of them and `--step`
+  more each round, so that the two build the same new papers at the same time, then 4 papers of
+  each one's own;
 - backfill: `litpipe backfill --embedder TINY --collection soak --batch 4`, TINY being a one-layer
   sentence-transformers model built offline from the packaged MiniLM's tokenizer
   (litpipe_tests/tiny_model.py): a second embedder, its own LanceDB table, and the per-paper
   assets' code versions flipping between the two embedders (README, "Swapping the embedding
   model": the instance keeps one latest materialization per asset partition, so the runs and
-  the backfill take turns rebuilding them);
+  the backfill take turns rebuilding them); `--backfill-embedder same`: MiniLM, the runs' own;
 - ask: `litpipe ask --paper P QUERY`, over two shared papers and three queries in turn.
 
 Offline (no model) by default; `--stub` routes every agent to the local stub server
@@ -549,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def run_arguments(role: str) -> Callable[[int], list[str]]:
             def arguments(round_number: int) -> list[str]:
-                papers = own[role] + shared[: args.start + args.step * round_number]
+                papers = shared[: args.start + args.step * round_number] + own[role]
                 table = write_table(tables / f"{role}-{round_number:03d}.csv", papers)
                 return ["run", str(table), "--collection", COLLECTION, *model]
 
