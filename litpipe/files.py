@@ -1,4 +1,6 @@
-"""Atomic file writes: a reader (another process, a browser refreshing a page) sees the old file
+"""Atomic file writes and exclusive locks between processes.
+
+Atomic file writes: a reader (another process, a browser refreshing a page) sees the old file
 or the new one, never half of one, and a write that fails or is killed leaves the old file.
 
 Each write goes to its own temporary file in the target's folder (so `os.replace` is a rename on
@@ -10,6 +12,7 @@ after it does not leave an empty file behind the new name.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 from collections.abc import Iterator
@@ -45,3 +48,17 @@ def write_atomically(path: Path, content: str | bytes) -> Path:
     with replacing(path) as handle:
         handle.write(content.encode("utf-8") if isinstance(content, str) else content)
     return path
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Held by one process of this machine at a time (an exclusive `flock` on `path`, created
+    with its folder when missing); the system releases it when its process dies, so a killed
+    holder never blocks the others. Not re-entrant: a process taking it twice waits for itself."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

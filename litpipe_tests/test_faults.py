@@ -558,3 +558,35 @@ def test_after_a_run_killed_in_a_model_call_the_next_run_gets_the_llm_slot_and_c
     started = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
     assert instance.get_runs(filters=dg.RunsFilter(statuses=started)) == []
     assert instance.event_log_storage.get_concurrency_info(LLM_POOL).claimed_slots == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Two `litpipe run` on overlapping sources at once: each partition built once, not twice.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_runs_of_one_table_at_once_build_each_partition_once(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    home = tmp_path / "home"
+    table = demo_table(tmp_path / "three.csv", 3)
+    command = [sys.executable, "-c", LITPIPE, "run", str(table), "--embedder", str(tiny_model)]
+    runs = [
+        subprocess.Popen(command, env=litpipe_env(home), stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    printed = [run.communicate(timeout=300)[1] for run in runs]
+
+    assert [run.returncode for run in runs] == [0, 0], printed
+    instance = dg.DagsterInstance.from_config(str(home / "dagster"))
+    built: dict[tuple[str, str], int] = {}
+    for key in instance.get_asset_keys():
+        for record in instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key), limit=1000
+        ).records:
+            partition = record.asset_materialization.partition
+            where = (key.to_user_string(), partition or "")
+            built[where] = built.get(where, 0) + 1
+    assert len({paper for _, paper in built if "." in paper}) == 3  # every paper was built
+    assert {where: times for where, times in built.items() if times > 1} == {}

@@ -8,12 +8,11 @@ see deploy/dagster.postgres.yaml) and is used as it is; `dagster_home` (`LITPIPE
 points litpipe at its folder.
 """
 
-import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from litpipe.files import write_atomically
+from litpipe.files import exclusive_lock, write_atomically
 from litpipe.settings import Settings
 
 # Held while the instance is created or migrated: two processes creating the SQLite storages at
@@ -68,7 +67,5 @@ def write_instance_config(settings: Settings) -> Path:
 @contextmanager
 def instance_lock(settings: Settings) -> Iterator[None]:
     """Exclusive across the processes of this machine sharing `dagster_home`, while held."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
-    with open(settings.dagster_home / LOCK_NAME, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+    with exclusive_lock(settings.dagster_home / LOCK_NAME):
         yield

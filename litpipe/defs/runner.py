@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 import dagster as dg
@@ -29,7 +30,13 @@ from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import usage_path
 from litpipe.defs.run_failures import failure_reason
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
-from litpipe.defs.staleness import State, partition_states
+from litpipe.defs.staleness import (
+    PAPER_SOURCE,
+    State,
+    latest_data_versions,
+    partition_states,
+)
+from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import (
@@ -205,7 +212,6 @@ def run_papers(
     plan = phases(defs)
     paper_ids = list(registrations)
     paper_keys = [key for phase in plan if phase.per == "paper" for key in phase.keys]
-    states = partition_states(instance, defs, paper_keys, paper_ids)
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
@@ -237,15 +243,21 @@ def run_papers(
                 },
                 **dict.fromkeys(left, True),
             }
-            failures = [
-                f"{collection}: {failure}"
-                for collection, papers_changed in changed.items()
-                if (
-                    failure := _build_collection(
-                        defs, instance, collection, phase.keys, scope, papers_changed
+            papers_built_at = time.time()
+            failures = []
+            for collection, papers_changed in changed.items():
+                with exclusive_lock(build_lock(settings, collections.name, collection)):
+                    failure = _build_collection(
+                        defs,
+                        instance,
+                        collection,
+                        phase.keys,
+                        scope,
+                        papers_changed
+                        and not _built_since(instance, phase.keys, collection, papers_built_at),
                     )
-                )
-            ]
+                if failure:
+                    failures.append(f"{collection}: {failure}")
             if failures:
                 collection_failure = "; ".join(failures)
                 break
@@ -257,17 +269,20 @@ def run_papers(
             earlier = outcomes.get(paper_id)
             if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
-            # A new or changed source rebuilds everything; otherwise only what is missing or
-            # stale (stale includes everything downstream of a stale asset).
-            todo = (
-                phase.keys
-                if registrations[paper_id] is not Registration.UNCHANGED
-                else [key for key in phase.keys if states[key][paper_id] is not State.FRESH]
-            )
-            if todo:
-                outcome = _materialize(settings, paper_job, instance, paper_id, todo, scope)
-            else:
-                outcome = _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
+            with exclusive_lock(build_lock(settings, papers.name, paper_id)):
+                todo = _paper_todo(
+                    instance,
+                    defs,
+                    paper_keys,
+                    phase.keys,
+                    paper_id,
+                    catalog,
+                    registrations[paper_id],
+                )
+                if todo:
+                    outcome = _materialize(settings, paper_job, instance, paper_id, todo, scope)
+                else:
+                    outcome = _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
             outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
             progress += 1
             on_progress(progress, total, outcomes[paper_id])
@@ -285,6 +300,50 @@ def run_papers(
         stopped=stopped,
         not_built=not_built,
     )
+
+
+def build_lock(settings: Settings, partitions: str, key: str) -> Path:
+    """The lock a process holds while it decides what to build of one partition and builds it:
+    two `litpipe run`s on overlapping sources then take turns on a shared paper or collection,
+    and the second finds it built instead of building it again at the same time."""
+    return settings.home / "locks" / partitions / f"{key}.lock"
+
+
+def _paper_todo(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    paper_keys: list[dg.AssetKey],
+    keys: list[dg.AssetKey],
+    paper_id: str,
+    catalog: Catalog,
+    registration: Registration,
+) -> list[dg.AssetKey]:
+    """What to build of a paper, read when its build lock is held: everything when its current
+    content was never built (a new or changed source that no other process built meanwhile),
+    otherwise what is missing or stale (stale includes everything downstream of a stale
+    asset, in any phase: `paper_keys` are all the per-paper assets, `keys` this phase's)."""
+    if registration is not Registration.UNCHANGED:
+        content = catalog.source(paper_id).content_sha256[:16]
+        if latest_data_versions(instance, PAPER_SOURCE, [paper_id]).get(paper_id) != content:
+            return keys
+    states = partition_states(instance, defs, paper_keys, [paper_id])
+    return [key for key in keys if states[key][paper_id] is not State.FRESH]
+
+
+def _built_since(
+    instance: dg.DagsterInstance, keys: list[dg.AssetKey], collection: str, moment: float
+) -> bool:
+    """Whether every one of the collection's `keys` was last materialized by a run that started
+    after `moment` (when this process's papers were built): that run read them, so their
+    changes need no rebuild."""
+    for key in keys:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[collection]), limit=1
+        ).records
+        run = instance.get_run_record_by_id(records[0].run_id) if records else None
+        if run is None or run.start_time is None or run.start_time < moment:
+            return False
+    return True
 
 
 def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:

@@ -9,13 +9,12 @@ from litpipe.catalog import PaperInAnotherCollection, Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
-from litpipe.defs.staleness import latest_data_versions
+from litpipe.defs.staleness import PAPER_SOURCE, latest_data_versions
 from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
 from litpipe.settings import Settings
 
 # The first per-paper asset: its data version is the hash of the paper's content.
-PAPER_SOURCE = dg.AssetKey("paper_source")
 
 
 def file_fingerprint(path: Path) -> str:

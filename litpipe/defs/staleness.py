@@ -13,6 +13,9 @@ from typing import NamedTuple
 
 import dagster as dg
 
+# The root of a paper's assets: its data version is the first 16 hex digits of the content's
+# sha256, so it tells whether a paper's current content was ever built.
+PAPER_SOURCE = dg.AssetKey("paper_source")
 _CODE_VERSION_TAG = "dagster/code_version"
 _DATA_VERSION_TAG = "dagster/data_version"
 _INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"

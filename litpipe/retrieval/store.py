@@ -20,7 +20,6 @@ from then on `embed_papers` keeps an approximate nearest-neighbour index on the 
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import random
 import re
@@ -40,6 +39,7 @@ from lancedb.query import MatchQuery
 from lancedb.table import Table
 from numpy.typing import NDArray
 
+from litpipe.files import exclusive_lock
 from litpipe.schemas import EmbeddingResult, PaperChunks
 
 log = logging.getLogger(__name__)
@@ -218,12 +218,8 @@ class ChunkStore:
             # Object storage has no lock: `_embed_batch_once` repairs after writing instead.
             yield
             return
-        with (self.db_dir / f"{name}.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with exclusive_lock(self.db_dir / f"{name}.lock"):
+            yield
 
     def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
         """Store the paper's chunks with their vectors, embedding only text the embedder's table
