@@ -246,7 +246,7 @@ def run_papers(
             papers_built_at = time.time()
             failures = []
             for collection, papers_changed in changed.items():
-                with exclusive_lock(build_lock(settings, collections.name, collection)):
+                with exclusive_lock(_build_lock(settings, collections.name, collection)):
                     failure = _build_collection(
                         defs,
                         instance,
@@ -269,7 +269,7 @@ def run_papers(
             earlier = outcomes.get(paper_id)
             if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
-            with exclusive_lock(build_lock(settings, papers.name, paper_id)):
+            with exclusive_lock(_build_lock(settings, papers.name, paper_id)):
                 todo = _paper_todo(
                     instance,
                     defs,
@@ -302,7 +302,7 @@ def run_papers(
     )
 
 
-def build_lock(settings: Settings, partitions: str, key: str) -> Path:
+def _build_lock(settings: Settings, partitions: str, key: str) -> Path:
     """The lock a process holds while it decides what to build of one partition and builds it:
     two `litpipe run`s on overlapping sources then take turns on a shared paper or collection,
     and the second finds it built instead of building it again at the same time."""
@@ -318,10 +318,13 @@ def _paper_todo(
     catalog: Catalog,
     registration: Registration,
 ) -> list[dg.AssetKey]:
-    """What to build of a paper, read when its build lock is held: everything when its current
-    content was never built (a new or changed source that no other process built meanwhile),
-    otherwise what is missing or stale (stale includes everything downstream of a stale
-    asset, in any phase: `paper_keys` are all the per-paper assets, `keys` this phase's)."""
+    """What to build of a paper, read when its build lock is held: everything when it moved
+    collection or its current content was never built (a new or changed source that no other
+    process built meanwhile), otherwise what is missing or stale (stale includes everything
+    downstream of a stale asset, in any phase: `paper_keys` are all the per-paper assets, `keys`
+    this phase's)."""
+    if registration is Registration.MOVED:  # the same content, built into another collection
+        return keys
     if registration is not Registration.UNCHANGED:
         content = catalog.source(paper_id).content_sha256[:16]
         if latest_data_versions(instance, PAPER_SOURCE, [paper_id]).get(paper_id) != content:
