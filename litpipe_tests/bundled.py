@@ -14,6 +14,41 @@ PAPERS: list[dict] = TRUTH["papers"]
 PDFS_BY_SIZE = sorted(CORPUS.glob("*.pdf"), key=lambda path: path.stat().st_size)
 
 
+def pdf_with_pages(path: Path, pages: list[str]) -> Path:
+    """A PDF with a text layer, one page per text."""
+    doc = pymupdf.open()
+    for text in pages:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 720), text, fontsize=10)
+    doc.save(path)
+    return path
+
+
+def short_paper(folder: Path, number: int) -> Path:
+    """A one-page paper with its title, its own DOI and findings, `folder/short-<number>.pdf`:
+    a paper in milliseconds, where a bundled one costs seconds of parsing, embedding and
+    synthesis that a test may not be about."""
+    organism, process = [("yeast", "fermentation"), ("fly", "DNA repair"), ("worm", "ageing")][
+        number % 3
+    ]
+    body = (
+        f"Journal of Tests 2024, https://doi.org/10.5555/short.{number}\n\n"
+        f"Abstract. We study how gene {number} shapes {process} in {organism}. "
+        f"Knocking out gene {number} slowed {process} by half in three independent strains. "
+        f"Restoring gene {number} on a plasmid rescued {process} fully.\n\n"
+        f"Results. Across 12 replicate cultures of {organism}, the knockout grew 40 percent "
+        f"slower during {process}, and its protein levels fell by a third. "
+        f"We conclude that gene {number} is required for normal {process} in {organism}."
+    )
+    doc = pymupdf.open()
+    page = doc.new_page()
+    title = f"The role of gene {number} in {organism} {process}"
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 120), title, fontsize=18)
+    page.insert_textbox(pymupdf.Rect(72, 140, 540, 720), body, fontsize=10)
+    path = folder / f"short-{number}.pdf"
+    doc.save(path)
+    return path
+
+
 def write_bad_pdfs(folder: Path) -> dict[str, tuple[Path, str]]:
     """Files named .pdf that cannot be ingested → (path, how the one-line reason starts).
 

@@ -7,11 +7,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from litpipe.ingest.ids import pdf_paper_id, slug, table_paper_id
-from litpipe_tests.bundled import CORPUS, PAPERS, write_bad_pdfs
+from litpipe_tests.bundled import CORPUS, PAPERS, pdf_with_pages, write_bad_pdfs
 
 SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -28,31 +27,23 @@ def test_id_is_stable_and_independent_of_the_file_name(tmp_path: Path) -> None:
     assert pdf_paper_id(original) == pdf_paper_id(original) == pdf_paper_id(renamed)
 
 
-def _pdf_with_pages(path: Path, pages: list[str]) -> Path:
-    doc = pymupdf.open()
-    for text in pages:
-        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 720), text, fontsize=10)
-    doc.save(path)
-    return path
-
-
 def test_own_doi_wins_over_a_cited_one(tmp_path: Path) -> None:
     header = "Journal of Tests 2024 https://doi.org/10.5555/own.2024.1\n"
     pages = [
         header + "Title\nAs shown before (doi:10.9999/cited.7), things hold.",
         header + "More text citing 10.8888/other.3 without a label.",
     ]
-    assert pdf_paper_id(_pdf_with_pages(tmp_path / "a.pdf", pages)) == "10.5555_own.2024.1"
+    assert pdf_paper_id(pdf_with_pages(tmp_path / "a.pdf", pages)) == "10.5555_own.2024.1"
 
 
 def test_arxiv_id_when_there_is_no_doi(tmp_path: Path) -> None:
     pages = ["arXiv:2301.00001v2 [cs.CL] 3 Jan 2023\nA Title\nSome abstract text."]
-    assert pdf_paper_id(_pdf_with_pages(tmp_path / "a.pdf", pages)) == "arxiv-2301.00001"
+    assert pdf_paper_id(pdf_with_pages(tmp_path / "a.pdf", pages)) == "arxiv-2301.00001"
 
 
 def test_unlabelled_doi_on_one_page_only_is_not_taken(tmp_path: Path) -> None:
     pages = ["A Title\nWe build on 10.1234/cited.5 and others.", "Second page."]
-    path = _pdf_with_pages(tmp_path / "a.pdf", pages)
+    path = pdf_with_pages(tmp_path / "a.pdf", pages)
     assert pdf_paper_id(path) == "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
