@@ -32,7 +32,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import papers
-from litpipe.defs.resources import LanceDBResource, usage_path
+from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import (
     EMBEDDINGS,
@@ -151,7 +151,7 @@ def backfill(
     defs = build_definitions(settings)
     embedder_id = Embedder(settings.embedder).embedder_id
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)
     # Registration order is the partitions' order: a batch of neighbours is one range.
     order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(papers.name))}
@@ -162,11 +162,15 @@ def backfill(
         if p not in order
     ]
     wanted = [p for p in wanted if p in order]
+    # Each embedder's embeddings lie in a folder of its own; a home from an older litpipe has
+    # one file for all, naming the embedder that wrote it last.
+    shared = ArtifactStore(settings.artifacts_dir)
     previous = sorted(
-        {
-            artifacts.read(list(EMBEDDINGS.path), p, EmbeddingResult).embedder_id
+        {e for p in wanted for e in artifacts.embedders_with(list(EMBEDDINGS.path), p)}
+        | {
+            shared.read(list(EMBEDDINGS.path), p, EmbeddingResult).embedder_id
             for p in wanted
-            if artifacts.exists(list(EMBEDDINGS.path), p)
+            if shared.exists(list(EMBEDDINGS.path), p)
         }
         - {embedder_id}
     )
