@@ -83,17 +83,27 @@ class ArtifactStore:
         path = self.path(asset, partition)
         if path.is_file() or asset[0] not in self.per_embedder:
             return path
-        folder = self.base_dir.joinpath(*asset)
-        name = path.name
-        copies = [folder / name, *(child / name for child in self._embedder_folders(asset))]
-        written = [copy for copy in copies if copy.is_file()]
-        return max(written, key=lambda copy: copy.stat().st_mtime_ns, default=path)
+        return next(iter(self._other_copies(asset, partition)), path)
 
-    def _embedder_folders(self, asset: list[str]) -> list[Path]:
+    def _other_copies(self, asset: list[str], partition: str | None) -> list[Path]:
+        """A per-embedder asset's outputs for `partition` written for other embedders, or
+        shared by all in a home from an older litpipe: the newest first."""
+        own = self.path(asset, partition)
         folder = self.base_dir.joinpath(*asset)
-        if not folder.is_dir():
-            return []
-        return sorted(child for child in folder.iterdir() if child.is_dir())
+        embedders = (
+            [child for child in folder.iterdir() if child.is_dir()] if folder.is_dir() else []
+        )
+        copies = [folder / own.name, *(embedder / own.name for embedder in embedders)]
+        written = [copy for copy in copies if copy != own and copy.is_file()]
+        return sorted(written, key=lambda copy: copy.stat().st_mtime_ns, reverse=True)
+
+    def latest_of_another_embedder(
+        self, asset: list[str], partition: str | None, model: type[Model]
+    ) -> Model | None:
+        """The newest output of a per-embedder asset written for another embedder (or shared
+        by all, in a home from an older litpipe); None if there is none."""
+        copies = self._other_copies(asset, partition)
+        return model.model_validate_json(copies[0].read_text(encoding="utf-8")) if copies else None
 
     def write(self, asset: list[str], partition: str | None, output: BaseModel) -> Path:
         path = self.path(asset, partition)
@@ -106,8 +116,3 @@ class ArtifactStore:
 
     def exists(self, asset: list[str], partition: str | None) -> bool:
         return self._readable(asset, partition).is_file()
-
-    def embedders_with(self, asset: list[str], partition: str) -> list[str]:
-        """The embedders that wrote a per-embedder asset's output for `partition`."""
-        name = f"{checked_key(partition)}.json"
-        return [child.name for child in self._embedder_folders(asset) if (child / name).is_file()]

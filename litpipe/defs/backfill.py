@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
@@ -162,18 +161,12 @@ def backfill(
         if p not in order
     ]
     wanted = [p for p in wanted if p in order]
-    # Each embedder's embeddings lie in a folder of its own; a home from an older litpipe has
-    # one file for all, naming the embedder that wrote it last.
-    shared = ArtifactStore(settings.artifacts_dir)
-    previous = sorted(
-        {e for p in wanted for e in artifacts.embedders_with(list(EMBEDDINGS.path), p)}
-        | {
-            shared.read(list(EMBEDDINGS.path), p, EmbeddingResult).embedder_id
-            for p in wanted
-            if shared.exists(list(EMBEDDINGS.path), p)
-        }
-        - {embedder_id}
-    )
+    # The embedder each paper had before this one: the latest embeddings of another.
+    latest = [
+        artifacts.latest_of_another_embedder(list(EMBEDDINGS.path), p, EmbeddingResult)
+        for p in wanted
+    ]
+    previous = sorted({result.embedder_id for result in latest if result} - {embedder_id})
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
     tags = {
