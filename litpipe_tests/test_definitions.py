@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
+from pydantic import BaseModel
 
+from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import (
@@ -115,6 +118,34 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
     materialization = instance.get_latest_materialization_event(dg.AssetKey("paper_document"))
     assert materialization.asset_materialization.tags["dagster/data_version"]
     assert materialization.asset_materialization.partition == source.paper_id
+
+
+class Written(BaseModel):
+    by: str
+
+
+def test_an_embedder_reads_its_own_output_else_the_newest_copy(tmp_path: Path) -> None:
+    """Its own once written; before that the output Dagster's records describe, the newest:
+    the one file of a home from an older litpipe, or another embedder's (an asset a backfill
+    left fresh because the new embedder found the same inputs)."""
+    a, b = (ArtifactStore(tmp_path, e, PER_EMBEDDER_ASSETS) for e in ("model-a", "model-b"))
+    asset = ["paper_answers"]
+
+    def write(store: ArtifactStore, by: str, at: int) -> None:
+        os.utime(store.write(asset, "p1", Written(by=by)), (at, at))
+
+    def read(store: ArtifactStore) -> str:
+        return store.read(asset, "p1", Written).by
+
+    assert not a.exists(asset, "p1")
+    write(ArtifactStore(tmp_path), "older litpipe", 1)
+    assert read(a) == read(b) == "older litpipe"
+    write(b, "model-b", 2)
+    assert read(a) == "model-b"
+    write(a, "model-a", 3)
+    write(b, "model-b", 4)
+    assert (read(a), read(b)) == ("model-a", "model-b")
+    assert b.latest_of_another_embedder(asset, "p1", Written) == Written(by="model-a")
 
 
 @pytest.mark.slow
