@@ -492,7 +492,7 @@ def synthesis_report(
     settings: Settings, collection: str, checks: list[CheckReport]
 ) -> SynthesisReport | None:
     """The collection stages' figures, read from their outputs; None until they exist."""
-    from litpipe.artifacts import ArtifactStore
+    from litpipe.defs.resources import artifact_store
     from litpipe.schemas import (
         CollectionOutputs,
         CrossPaperQuestions,
@@ -500,7 +500,7 @@ def synthesis_report(
         Synthesis,
     )
 
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
     if not all(artifacts.exists([asset], collection) for asset in [*needed, "collection_outputs"]):
         return None

@@ -19,6 +19,7 @@ from litpipe.catalog import Catalog
 from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.partitions import query_requests
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.defs.runner import open_instance
 from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
@@ -106,7 +107,9 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY) == 0
     out = capsys.readouterr().out
     key = request_for(PAPER_ID, QUERY).key
-    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    result = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
 
     # What the user reads: the summary, its highlights, the trace, status, route and the file.
     assert result.summary in out and result.engine == "offline"
@@ -160,7 +163,9 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
 
     # Another cap is another code version: the request is materialized again.
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, "--max-iterations", "1") == 0
-    capped = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    capped = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
     assert materializations(home, key) == 2
     assert capped.max_iterations == 1 and len(capped.iterations) == 1
     assert "of at most 1 iteration " in capsys.readouterr().out
@@ -275,7 +280,9 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     assert "model calls: 13 made" in out
 
     key = request_for(PAPER_ID, QUERY).key
-    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    result = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
     assert [i.verdict.accuracy for i in result.iterations] == [0.5, 0.5, 1.0]
     assert [i.revised_from for i in result.iterations] == [
         [],

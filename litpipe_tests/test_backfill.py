@@ -20,6 +20,7 @@ from litpipe.cli import main
 from litpipe.defs import backfill as backfilling
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import papers
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.retrieval.embedder import Embedder
@@ -55,8 +56,8 @@ def table_content(store: ChunkStore, embedder_id: str) -> dict[str, Any]:
     }
 
 
-def stored_chunks(home: Path, paper_ids: list[str]) -> list[tuple[str, str]]:
-    artifacts = ArtifactStore(home / "artifacts")
+def stored_chunks(home: Path, embedder_id: str, paper_ids: list[str]) -> list[tuple[str, str]]:
+    artifacts = ArtifactStore(home / "artifacts", embedder_id, PER_EMBEDDER_ASSETS)
     return sorted(
         (chunk.chunk_id, chunk.content_sha256)
         for paper_id in paper_ids
@@ -103,7 +104,7 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
 
     settings = Settings(home=home, embedder=str(other))
     paper_ids = list(open_instance(settings).get_dynamic_partitions(papers.name))
-    chunks = stored_chunks(home, paper_ids)
+    chunks = stored_chunks(home, new, paper_ids)
     # Every chunk in the new table exactly once; the old table has not moved a version.
     assert sorted((cid, sha) for cid, sha, _ in table_content(store, new)["rows"]) == chunks
     assert table_content(store, old) == old_table
@@ -272,9 +273,12 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     instance = open_instance(settings)
     paper_ids = list(instance.get_dynamic_partitions(papers.name))  # the order of the batches
     assert sorted(paper_ids) == sorted(names)
-    artifacts = ArtifactStore(home / "artifacts")
+
+    def artifacts(embedder_id: str) -> ArtifactStore:
+        return ArtifactStore(home / "artifacts", embedder_id, PER_EMBEDDER_ASSETS)
+
     store = ChunkStore(home / "lancedb")
-    chunks = stored_chunks(home, paper_ids)
+    chunks = stored_chunks(home, "all-MiniLM-L6-v2", paper_ids)
     minilm = table_content(store, "all-MiniLM-L6-v2")
     questions_built = materializations(instance, "paper_questions")
 
@@ -304,7 +308,10 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
 
     # 1. bfloat16: one paper per batch; the same evidence everywhere, so no answer is rerun.
     bf16 = build_minilm_variant(tmp_path / "models", rounded_to="bfloat16")
-    evidence = {p: artifacts.read(["question_evidence"], p, PaperEvidence) for p in paper_ids}
+    evidence = {
+        p: artifacts("all-MiniLM-L6-v2").read(["question_evidence"], p, PaperEvidence)
+        for p in paper_ids
+    }
     answers_built = materializations(instance, "paper_answers")
     since = stub_llm.request_count
     capsys.readouterr()
@@ -312,13 +319,13 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     printed = capsys.readouterr().err
     assert "[batch 1/2] 1 paper in" in printed and "[batch 2/2] 1 paper in" in printed
     bf16_id = Embedder(str(bf16)).embedder_id
-    first = len(artifacts.read(["paper_chunks"], paper_ids[0], PaperChunks).chunks)
+    first = len(artifacts(bf16_id).read(["paper_chunks"], paper_ids[0], PaperChunks).chunks)
     assert [rows for rows, _ in during] == [first, len(chunks)]
     assert all(answers == before for _, answers in during)
     assert sorted((cid, sha) for cid, sha, _ in table_content(store, bf16_id)["rows"]) == chunks
     assert table_content(store, "all-MiniLM-L6-v2") == minilm
     for paper_id in paper_ids:
-        again = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
+        again = artifacts(bf16_id).read(["question_evidence"], paper_id, PaperEvidence)
         assert passages(again) == passages(evidence[paper_id])
     assert materializations(instance, "paper_answers") == answers_built  # not even rerun
     assert materializations(instance, "paper_questions") == questions_built
@@ -329,8 +336,12 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
 
     # 2. float8: both papers in one batch (one run over their range); some passages change.
     float8 = build_minilm_variant(tmp_path / "models", rounded_to="float8_e4m3fn")
-    evidence = {p: artifacts.read(["question_evidence"], p, PaperEvidence) for p in paper_ids}
-    comparative = artifacts.read(["cross_paper_questions"], COLLECTION, CrossPaperQuestions)
+    evidence = {
+        p: artifacts(bf16_id).read(["question_evidence"], p, PaperEvidence) for p in paper_ids
+    }
+    comparative = artifacts(bf16_id).read(
+        ["cross_paper_questions"], COLLECTION, CrossPaperQuestions
+    )
     answers_built = materializations(instance, "paper_answers")
     since = stub_llm.request_count
     assert main(["backfill", "--embedder", str(float8), "--batch", "2", *model]) == 0
@@ -341,11 +352,13 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
         (paper_id, question)
         for paper_id in paper_ids
         for question, chunk_ids in passages(
-            artifacts.read(["question_evidence"], paper_id, PaperEvidence)
+            artifacts(float8_id).read(["question_evidence"], paper_id, PaperEvidence)
         ).items()
         if passages(evidence[paper_id])[question] != chunk_ids
     }
-    comparative_now = artifacts.read(["cross_paper_questions"], COLLECTION, CrossPaperQuestions)
+    comparative_now = artifacts(float8_id).read(
+        ["cross_paper_questions"], COLLECTION, CrossPaperQuestions
+    )
     changed |= {
         ("*", now.question.text)
         for then, now in zip(comparative.answers, comparative_now.answers, strict=True)

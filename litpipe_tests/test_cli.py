@@ -14,7 +14,7 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.citations import marker, markers_in
 from litpipe.cli import main
-from litpipe.defs.resources import LLMResource
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
 from litpipe.defs.runner import open_instance
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
@@ -180,7 +180,7 @@ def test_a_paper_of_another_collection_is_refused_at_once_then_moved_with_move(
     assert set(rows.column("paper_id").to_pylist()) == {paper_id}
     rows = store.collection_rows(report["embedder"], "a", ["paper_id"])
     assert set(rows.column("paper_id").to_pylist()) == {stays}
-    artifacts = ArtifactStore(home / "artifacts")
+    artifacts = ArtifactStore(home / "artifacts", report["embedder"], PER_EMBEDDER_ASSETS)
     assert artifacts.read(["synthesis"], "a", Synthesis).papers == [stays]
     assert artifacts.read(["synthesis"], "b", Synthesis).papers == [paper_id]
 

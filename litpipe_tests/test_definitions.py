@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
+from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
@@ -20,14 +22,17 @@ from litpipe.defs.partitions import (
     query_requests,
     related_work_requests,
 )
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS, artifact_store
 from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.evaluation.registry import EVALUATIONS
 from litpipe.ingest.sources import pdf_source
+from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.tiny_model import build_tiny_model
 
 SMALL_PDF = PDFS_BY_SIZE[0]
 
@@ -81,6 +86,13 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         if graph.get(key).group_name == "evaluation":
             expected = None  # a run per evaluation, its dataset in the run's config
         assert graph.get(key).partitions_def == expected
+    # What is kept per embedder: the chunks and all that is built from them, nothing else.
+    chunks = dg.AssetKey("paper_chunks")
+    built_from_chunks = {chunks, *graph.get(chunks).child_keys}
+    for key in graph.toposorted_asset_keys:
+        if graph.get(key).parent_keys & built_from_chunks:
+            built_from_chunks.add(key)
+    assert {key.to_user_string() for key in built_from_chunks} == PER_EMBEDDER_ASSETS
 
 
 def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: Settings) -> None:
@@ -96,7 +108,7 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
     )
 
     assert result.success
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     chunks = artifacts.read(["paper_chunks"], source.paper_id, PaperChunks)
     embedding = artifacts.read(["chunk_embeddings"], source.paper_id, EmbeddingResult)
     assert len(chunks.chunks) > 20
@@ -106,6 +118,72 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
     materialization = instance.get_latest_materialization_event(dg.AssetKey("paper_document"))
     assert materialization.asset_materialization.tags["dagster/data_version"]
     assert materialization.asset_materialization.partition == source.paper_id
+
+
+class Written(BaseModel):
+    by: str
+
+
+def test_an_embedder_reads_its_own_output_else_the_newest_copy(tmp_path: Path) -> None:
+    """Its own once written; before that the output Dagster's records describe, the newest:
+    the one file of a home from an older litpipe, or another embedder's (an asset a backfill
+    left fresh because the new embedder found the same inputs)."""
+    a, b = (ArtifactStore(tmp_path, e, PER_EMBEDDER_ASSETS) for e in ("model-a", "model-b"))
+    asset = ["paper_answers"]
+
+    def write(store: ArtifactStore, by: str, at: int) -> None:
+        os.utime(store.write(asset, "p1", Written(by=by)), (at, at))
+
+    def read(store: ArtifactStore) -> str:
+        return store.read(asset, "p1", Written).by
+
+    assert not a.exists(asset, "p1")
+    write(ArtifactStore(tmp_path), "older litpipe", 1)
+    assert read(a) == read(b) == "older litpipe"
+    write(b, "model-b", 2)
+    assert read(a) == "model-b"
+    write(a, "model-a", 3)
+    write(b, "model-b", 4)
+    assert (read(a), read(b)) == ("model-a", "model-b")
+    assert b.latest_of_another_embedder(asset, "p1", Written) == Written(by="model-a")
+
+
+@pytest.mark.slow
+def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A backfill to another embedder beside a run: the other model's tokenizer cuts the paper
+    into more chunks, and the run's later steps must still read its own (issue 16)."""
+    shorter = settings.model_copy(
+        update={"embedder": str(build_tiny_model(tmp_path / "short", max_seq_length=64))}
+    )
+    instance = open_instance(settings)
+    source = pdf_source(SMALL_PDF, "bio")
+    Catalog(settings.catalog_path).register(source)
+    instance.add_dynamic_partitions(papers.name, [source.paper_id])
+    ingest = [dg.AssetKey(name) for name in ("paper_source", "paper_document", "paper_chunks")]
+
+    def materialize(run_settings: Settings, keys: list[dg.AssetKey]) -> None:
+        job = build_definitions(run_settings).resolve_job_def("paper_pipeline")
+        result = job.execute_in_process(
+            partition_key=source.paper_id, instance=instance, asset_selection=keys
+        )
+        assert result.success
+
+    def chunk_ids(run_settings: Settings) -> list[str]:
+        chunks = artifact_store(run_settings).read(["paper_chunks"], source.paper_id, PaperChunks)
+        return [chunk.chunk_id for chunk in chunks.chunks]
+
+    materialize(settings, ingest)
+    own = chunk_ids(settings)
+    materialize(shorter, ingest)  # the other embedder, between the run's steps
+    assert len(chunk_ids(shorter)) > len(own)
+    materialize(settings, [dg.AssetKey("chunk_embeddings")])  # the run goes on
+
+    assert chunk_ids(settings) == own
+    embedder_id = Embedder(settings.embedder).embedder_id
+    table = ChunkStore(settings.lancedb_dir).paper_chunk_ids(embedder_id, source.paper_id)
+    assert sorted(table) == sorted(own)
 
 
 def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(

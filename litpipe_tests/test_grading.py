@@ -13,9 +13,9 @@ import dagster as dg
 import pytest
 
 from litpipe.agents.claim_judge import ClaimInput, offline_claim_judge, offline_verdict
-from litpipe.artifacts import ArtifactStore
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline
+from litpipe.defs.resources import artifact_store
 from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
 from litpipe.evaluation import grading
 from litpipe.evaluation.support import SupportScore
@@ -259,7 +259,7 @@ def graded_collection(
     root = tmp_path_factory.mktemp("graded")
     settings = Settings(home=root / "home", embedder=str(tiny_model), corpus_roots=[])
     build(settings, folder_with(root / "papers", PDFS_BY_SIZE[:2]))
-    written = ArtifactStore(settings.artifacts_dir).read(["synthesis"], COLLECTION, Synthesis)
+    written = artifact_store(settings).read(["synthesis"], COLLECTION, Synthesis)
     return root, written
 
 
@@ -311,9 +311,7 @@ def test_the_stub_judge_flags_one_sentence_in_the_check_and_on_the_page(
     assert coherence.passed and coherence.metadata["score"].value == 4
     assert check_evaluation(instance, "synthesis", "completeness").metadata["key_insights"]
     # The page marks the flagged sentence, once, with the judge's reason.
-    outputs = ArtifactStore(settings.artifacts_dir).read(
-        ["collection_outputs"], COLLECTION, CollectionOutputs
-    )
+    outputs = artifact_store(settings).read(["collection_outputs"], COLLECTION, CollectionOutputs)
     page = Path(outputs.files["synthesis.html"]).read_text("utf-8")
     assert_well_formed(page)
     synthesis_section = page.split('<section id="plain">')[0]

@@ -16,8 +16,10 @@ import dagster as dg
 import pytest
 
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.defs.runner import open_instance
 from litpipe.evaluation import grading
+from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import OutputGrades, QuerySummary, RelatedWork, SentenceGrade
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import request_for
@@ -133,7 +135,9 @@ def test_ask_offline_grades_every_cited_sentence_and_writes_the_page(
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY) == 0
     out = capsys.readouterr().out
     key = request_for(PAPER_ID, QUERY).key
-    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    result = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
 
     assert result.grades is not None and result.grades.grader == "offline"
     cited = [s for s in result.grades.sentences if s.segments]
@@ -160,7 +164,9 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
 ) -> None:
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY) == 0
     key = request_for(PAPER_ID, QUERY).key
-    offline = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    offline = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
     target, written = second_cited(offline.grades)
     judge_rejects(stub_llm, target, grading.page_markers)
     monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(JUDGES))
@@ -170,7 +176,9 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
     # Another judge is another code version: graded again, the summary unchanged.
     assert ask(home, tiny_model, *judged) == 0
     out = capsys.readouterr().out
-    result = ArtifactStore(home / "artifacts").read(["query_summaries"], key, QuerySummary)
+    result = ArtifactStore(
+        home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
+    ).read(["query_summaries"], key, QuerySummary)
     assert result.summary == offline.summary and materializations(home, key) == 2
     instance = open_instance(Settings(home=home))
     support = check_evaluation(instance, "query_summaries", "support")

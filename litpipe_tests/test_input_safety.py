@@ -90,7 +90,11 @@ def test_a_collection_key_added_from_outside_writes_nothing_outside_the_home(
         [relationships],
         partition_key="../../x",
         instance=instance,
-        resources={"io_manager": PydanticJSONIOManager(base_dir=str(home / "artifacts"))},
+        resources={
+            "io_manager": PydanticJSONIOManager(
+                base_dir=str(home / "artifacts"), embedder_id="an-embedder"
+            )
+        },
         raise_on_error=False,
     )
     assert not result.success

@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.resources import artifact_store
 from litpipe.defs.runner import open_instance, paper_asset_keys, phases, register, run_papers
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
@@ -41,7 +41,7 @@ def test_every_question_gets_its_own_papers_evidence_with_provenance(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _, paper_ids = build(settings, folder)
 
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     for paper_id in paper_ids:
         questions = artifacts.read(["paper_questions"], paper_id, PaperQuestions)
         evidence = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
@@ -113,7 +113,7 @@ def test_scope_all_searches_the_collection_after_its_index(
 
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     instance, paper_ids = build(settings, folder)
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     found = set()
     for paper_id in paper_ids:
         evidence = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
@@ -138,7 +138,7 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:1])
     plain = Settings(home=tmp_path / "plain", embedder=str(tiny_model), corpus_roots=[])
     _, (paper_id,) = build(plain, folder)
-    fused = ArtifactStore(plain.artifacts_dir).read(["question_evidence"], paper_id, PaperEvidence)
+    fused = artifact_store(plain).read(["question_evidence"], paper_id, PaperEvidence)
 
     # Only the reranker has a model, and its server refuses the key: a permanent failure.
     stub_llm.fail_next("unauthorized", 1000)
@@ -151,9 +151,7 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
         agents={"relevance": {"model": "openai/stub-relevance"}},
     )
     build(reranking, folder)
-    evidence = ArtifactStore(reranking.artifacts_dir).read(
-        ["question_evidence"], paper_id, PaperEvidence
-    )
+    evidence = artifact_store(reranking).read(["question_evidence"], paper_id, PaperEvidence)
     assert stub_llm.request_count >= len(evidence.questions)
     assert evidence.reranker.startswith("relevance")
     assert not any(item.reranked for item in evidence.questions)

@@ -14,8 +14,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.citations import markers_in
+from litpipe.defs.resources import artifact_store
 from litpipe.defs.runner import PapersRun, open_instance, register, run_papers
 from litpipe.ingest.sources import discover
 from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
@@ -88,7 +88,7 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     )
     instance, run = build(settings, folder_with(tmp_path / "papers", PDFS_BY_SIZE[:3]))
     paper_ids = sorted(outcome.paper_id for outcome in run.outcomes)
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
 
     for paper_id in paper_ids:
         answers = artifacts.read(["paper_answers"], paper_id, PaperAnswers)
@@ -194,15 +194,13 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     assert [part[:2] for part in parts[1:]] == ["1:", "2:", "3:"]
     part_2 = parts[2]
     assert all(f"[{paper_id}:" in part_2 for paper_id in paper_ids)
-    analysis = ArtifactStore(settings.artifacts_dir).read(
+    analysis = artifact_store(settings).read(
         ["relationship_analysis"], COLLECTION, RelationshipAnalysis
     )
     (relations_request,) = requests_of(stub_llm, "RelationsReply")
     assert all(f"{insight.insight_id} (" in relations_request for insight in analysis.insights)
     for paper_id in paper_ids:
-        answers = ArtifactStore(settings.artifacts_dir).read(
-            ["paper_answers"], paper_id, PaperAnswers
-        )
+        answers = artifact_store(settings).read(["paper_answers"], paper_id, PaperAnswers)
         asked = [r for r in requests_of(stub_llm, "InsightsReply") if f"{paper_id}:q00" in r]
         assert len(asked) == 1
         assert all(answer.question.question_id in asked[0] for answer in answers.answers)

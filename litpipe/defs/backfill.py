@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import papers
-from litpipe.defs.resources import LanceDBResource, usage_path
+from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import (
     EMBEDDINGS,
@@ -151,7 +150,7 @@ def backfill(
     defs = build_definitions(settings)
     embedder_id = Embedder(settings.embedder).embedder_id
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)
     # Registration order is the partitions' order: a batch of neighbours is one range.
     order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(papers.name))}
@@ -162,14 +161,12 @@ def backfill(
         if p not in order
     ]
     wanted = [p for p in wanted if p in order]
-    previous = sorted(
-        {
-            artifacts.read(list(EMBEDDINGS.path), p, EmbeddingResult).embedder_id
-            for p in wanted
-            if artifacts.exists(list(EMBEDDINGS.path), p)
-        }
-        - {embedder_id}
-    )
+    # The embedder each paper had before this one: the latest embeddings of another.
+    latest = [
+        artifacts.latest_of_another_embedder(list(EMBEDDINGS.path), p, EmbeddingResult)
+        for p in wanted
+    ]
+    previous = sorted({result.embedder_id for result in latest if result} - {embedder_id})
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
     tags = {

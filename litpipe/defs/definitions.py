@@ -37,6 +37,7 @@ from litpipe.defs.resources import (
 )
 from litpipe.defs.schedules import nightly_digest_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
+from litpipe.defs.versions import embedder_version
 from litpipe.settings import Settings
 
 
@@ -81,7 +82,9 @@ def build_definitions(
         schedules=[nightly_digest_schedule],
         sensors=[build_new_papers_sensor(settings)],
         resources={
-            "io_manager": PydanticJSONIOManager(base_dir=str(settings.artifacts_dir)),
+            "io_manager": PydanticJSONIOManager(
+                base_dir=str(settings.artifacts_dir), embedder_id=embedder_version(settings)
+            ),
             "artifacts": ArtifactsResource.from_settings(settings),
             "catalog": CatalogResource(path=str(settings.catalog_path)),
             "embedder": EmbedderResource(

@@ -6,20 +6,22 @@ import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 
 
 class PydanticJSONIOManager(dg.ConfigurableIOManager):
     """Stores each asset partition's pydantic output as JSON under `LITPIPE_HOME/artifacts`.
 
-    Files are `<asset key path>/<partition key>.json`, so a person can open any stage's output
-    and later stages can read single papers through `ArtifactStore` without loading every
-    partition through Dagster.
+    Files are `<asset key path>/<partition key>.json` (`<asset key path>/<embedder id>/...` for
+    an asset kept per embedder), so a person can open any stage's output and later stages can
+    read single papers through `ArtifactStore` without loading every partition through Dagster.
     """
 
     base_dir: str
+    embedder_id: str
 
     def _store(self) -> ArtifactStore:
-        return ArtifactStore(Path(self.base_dir))
+        return ArtifactStore(Path(self.base_dir), self.embedder_id, PER_EMBEDDER_ASSETS)
 
     def handle_output(self, context: dg.OutputContext, obj: BaseModel) -> None:
         if not isinstance(obj, BaseModel):

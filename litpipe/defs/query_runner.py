@@ -16,7 +16,6 @@ from typing import Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.assets.query_summaries import (
     ASSET,
@@ -31,6 +30,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import query_summary_job
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import query_requests
+from litpipe.defs.resources import artifact_store
 from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason, interrupted
 from litpipe.defs.staleness import State, partition_states
@@ -77,7 +77,7 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
             f"unknown paper {paper_id!r}: it is not registered under {settings.home} (known "
             f"papers: {listed or 'none'})"
         ) from None
-    ingested = ArtifactStore(settings.artifacts_dir).exists(["paper_abstract"], paper_id) and (
+    ingested = artifact_store(settings).exists(["paper_abstract"], paper_id) and (
         ChunkStore(settings.lancedb_dir).paper_chunk_ids(
             Embedder(settings.embedder).embedder_id, paper_id
         )
@@ -125,7 +125,7 @@ def summarize_request(
         store.write([ASSET], request.key, request)
     if not instance.has_dynamic_partition(query_requests.name, request.key):
         instance.add_dynamic_partitions(query_requests.name, [request.key])
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     fresh = request_state(instance, defs, request) is State.FRESH and artifacts.exists(
         [ASSET], request.key
     )

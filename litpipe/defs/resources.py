@@ -9,6 +9,7 @@ import dagster as dg
 
 from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.catalog import Catalog
+from litpipe.defs.versions import embedder_version
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
@@ -34,20 +35,52 @@ class CatalogResource(dg.ConfigurableResource):
         return Catalog(Path(self.path))
 
 
+# paper_chunks and every asset built from them: their outputs are sized in the embedder's
+# tokens, retrieved from its table or cite ids of chunks in it. Each embedder's are stored
+# apart, so that a backfill to another embedder beside a `litpipe run` (or two runs) never
+# changes what the other reads. test_definitions checks this is paper_chunks' descendants.
+PER_EMBEDDER_ASSETS = frozenset(
+    {
+        "paper_chunks",
+        "chunk_embeddings",
+        "corpus_index",
+        "question_evidence",
+        "query_summaries",
+        "paper_answers",
+        "cross_paper_questions",
+        "relationship_analysis",
+        "synthesis",
+        "plain_summary",
+        "collection_outputs",
+        "nightly_digest",
+    }
+)
+
+
+def artifact_store(settings: Settings) -> ArtifactStore:
+    """The artifacts of the configured embedder (and those that are the same for all)."""
+    return ArtifactStore(settings.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS)
+
+
 class ArtifactsResource(dg.ConfigurableResource):
     """The per-asset JSON outputs the IO manager writes (collection assets read their papers'
     outputs here, one file each, instead of loading every paper partition through Dagster), and
     the folder of the files people read."""
 
     base_dir: str
+    embedder_id: str
     outputs_root: str
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ArtifactsResource:
-        return cls(base_dir=str(settings.artifacts_dir), outputs_root=str(settings.outputs_root))
+        return cls(
+            base_dir=str(settings.artifacts_dir),
+            embedder_id=embedder_version(settings),
+            outputs_root=str(settings.outputs_root),
+        )
 
     def store(self) -> ArtifactStore:
-        return ArtifactStore(Path(self.base_dir))
+        return ArtifactStore(Path(self.base_dir), self.embedder_id, PER_EMBEDDER_ASSETS)
 
     def outputs_dir(self, collection: str) -> Path:
         return Path(self.outputs_root) / checked_key(collection, "collection")

@@ -19,7 +19,6 @@ import dagster as dg
 import sqlalchemy.exc
 from pydantic import BaseModel, Field
 
-from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
@@ -27,7 +26,7 @@ from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import INTERRUPTED, USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
-from litpipe.defs.resources import usage_path
+from litpipe.defs.resources import artifact_store, usage_path
 from litpipe.defs.run_failures import failure_reason
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import (
@@ -426,7 +425,7 @@ def _materialize(
         )
     embedded = 0
     if EMBEDDINGS in assets:
-        artifacts = ArtifactStore(settings.artifacts_dir)
+        artifacts = artifact_store(settings)
         embedded = artifacts.read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
     return _outcome(settings, paper_id, "materialized", seconds, embedded)
 
@@ -439,7 +438,7 @@ def _outcome(
     embedded: int,
 ) -> PaperOutcome:
     """A built paper's figures, read from its artifacts."""
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = artifact_store(settings)
     return PaperOutcome(
         paper_id=paper_id,
         status=status,
