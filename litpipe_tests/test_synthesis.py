@@ -331,6 +331,18 @@ def leftover(text: str, sources: list[str]) -> str:
     return rest
 
 
+def analysis_where_nothing_is_cited_of(paper_id: str) -> RelationshipAnalysis:
+    """The analysis with the paper's insights citing no passage (a model's, kept as written)."""
+    analysis = make_analysis()
+    analysis.insights = [
+        i.model_copy(update={"citations": [], "text": "It reports results."})
+        if i.paper_id == paper_id
+        else i
+        for i in analysis.insights
+    ]
+    return analysis
+
+
 def offline_sources(analysis: RelationshipAnalysis) -> list[str]:
     passage_sentences = [span.text for c in EVIDENCE for span in sentences(c.text)]
     return [
@@ -571,13 +583,7 @@ def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_repo
     """A model whose insights cite nothing (they are kept: they are its words) leaves a paper
     with no cited insight; the synthesis quotes its evidence instead, the plain summary the
     expert sentence that cites it, and both report the paper as appended, not writer-cited."""
-    analysis = make_analysis()
-    analysis.insights = [
-        i.model_copy(update={"citations": [], "text": "It reports results."})
-        if i.paper_id == BRCA
-        else i
-        for i in analysis.insights
-    ]
+    analysis = analysis_where_nothing_is_cited_of(BRCA)
     uncited = WrittenReply(title="T", text=f"Two studies agree [{GCK}:3] and [{PLM}:5].")
     client = ScriptedClient(uncited)
     settings = Settings(home=tmp_path, llm_model="openai/x")
@@ -600,13 +606,7 @@ def test_a_paper_with_nothing_to_cite_is_left_out_with_its_reason_and_coverage_w
     """A paper none of whose insights cites a passage and none of whose passages the writers
     were given cannot be cited: both syntheses name it with why, and coverage warns (blocking
     nothing) instead of failing the collection's syntheses for the others."""
-    analysis = make_analysis()
-    analysis.insights = [
-        i.model_copy(update={"citations": [], "text": "It reports results."})
-        if i.paper_id == BRCA
-        else i
-        for i in analysis.insights
-    ]
+    analysis = analysis_where_nothing_is_cited_of(BRCA)
     answers = {
         **ANSWERS,
         BRCA: ANSWERS[BRCA].model_copy(
