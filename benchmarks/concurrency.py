@@ -69,7 +69,7 @@ from pydantic import BaseModel, Field
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # litpipe_tests: the tiny embedder and the stub server
-DATA = ROOT.parents[1] / "shared" / "data"
+DATA = ROOT.parent / "shared" / "data"  # ../shared beside the checkout
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
