@@ -7,6 +7,8 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from litpipe.settings import Settings
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM
-from litpipe_tests.test_cli import folder_with
+from litpipe_tests.test_cli import folder_of_short_papers, folder_with
 from litpipe_tests.variant_models import build_minilm_variant, with_pooling
 
 COLLECTION = "bio"
@@ -393,3 +395,55 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     last = json.loads((home / "outputs" / COLLECTION / "report.json").read_text())
     assert last["papers_up_to_date"] == 2 and last["embedded_chunks"] == 0
     assert last["llm_calls"]["made"] == 0
+
+
+@pytest.mark.slow
+def test_a_paper_another_process_built_while_the_backfill_waited_for_it_is_not_built_again(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`litpipe run` holds a paper's build lock while it builds it; a backfill reaching that
+    paper then waits, and finds it built under the new embedder instead of building it again."""
+    folder = folder_of_short_papers(tmp_path / "papers", 3)
+    home = tmp_path / "home"
+    assert main(["run", str(folder), "--home", str(home), "--embedder", str(tiny_model)]) == 0
+    settings = Settings(home=home)  # the packaged MiniLM: every paper's embeddings are stale
+    instance = open_instance(settings)
+    paper_ids = sorted(instance.get_dynamic_partitions(papers.name))
+    taken = paper_ids[1]
+    assets = [key.to_user_string() for key in paper_asset_keys(build_definitions(settings))]
+    before = {asset: materializations(instance, asset) for asset in assets}
+    real_lock = backfilling.exclusive_lock
+    built_meanwhile: list[str] = []
+
+    @contextmanager
+    def another_process_holds(path: Path) -> Iterator[None]:
+        if path.stem == taken and not built_meanwhile:
+            # What a concurrent `litpipe run` does while it holds the lock: build the paper.
+            defs = build_definitions(settings)
+            result = defs.resolve_job_def("paper_pipeline").execute_in_process(
+                partition_key=taken,
+                asset_selection=paper_asset_keys(defs),
+                instance=instance,
+                raise_on_error=False,
+            )
+            assert result.success
+            built_meanwhile.append(result.run_id)
+        with real_lock(path):
+            yield
+
+    monkeypatch.setattr(backfilling, "exclusive_lock", another_process_holds)
+    report = backfilling.backfill(settings, instance, paper_ids, batch_size=3)
+
+    assert built_meanwhile, "the backfill took no build lock of the paper"
+    built = {
+        asset: {p: materializations(instance, asset)[p] - before[asset][p] for p in paper_ids}
+        for asset in assets
+    }
+    assert built["chunk_embeddings"] == dict.fromkeys(paper_ids, 1)
+    assert {asset: n for asset, n in built.items() if max(n.values()) > 1} == {}
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("chunk_embeddings"), asset_partitions=[taken]),
+        limit=1,
+    ).records[0]
+    assert latest.run_id == built_meanwhile[0]
+    assert report.rebuilt["chunk_embeddings"] == 2 and not report.failed_papers

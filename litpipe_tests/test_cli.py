@@ -14,6 +14,7 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.citations import marker, markers_in
 from litpipe.cli import main
+from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
 from litpipe.defs.runner import open_instance
 from litpipe.ingest.ids import pdf_paper_id
@@ -376,3 +377,46 @@ def test_a_blocking_check_that_fails_is_reported_with_its_reason(
     err = capsys.readouterr().err
     assert f"  collection assets FAILED: bio: {reason}" in err
     assert f"  check synthesis/coherence: FAILED (error): {reason.split(': ', 1)[1]}" in err
+
+
+def materialization_counts(home: Path) -> dict[str, int]:
+    """How many times each asset was materialized, over all its partitions."""
+    instance = open_instance(Settings(home=home))
+    return {
+        key.to_user_string(): len(
+            instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key), limit=10_000
+            ).records
+        )
+        for key in instance.get_asset_keys()
+    }
+
+
+def test_a_rerun_rebuilds_what_reads_a_stage_only_when_its_output_changed(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retrieval setting that changes nothing for these papers (fewer candidates than they
+    have chunks is not reached): the stages it feeds are rebuilt under their new code version
+    and come back the same, so nothing that reads them (the answers, the index, the syntheses)
+    is built again."""
+    folder = folder_of_short_papers(tmp_path / "papers", 2)
+    home = tmp_path / "home"
+    assert run(home, tiny_model, str(folder), "--collection", "bio")[0] == 0
+    before = materialization_counts(home)
+    old_graph = build_definitions(Settings(home=home)).resolve_asset_graph()
+
+    monkeypatch.setenv("LITPIPE_RETRIEVAL_CANDIDATES", "99")
+    code, report = run(home, tiny_model, str(folder), "--collection", "bio")
+
+    assert code == 0 and report["papers_materialized"] == 2
+    new_graph = build_definitions(Settings(home=home)).resolve_asset_graph()
+    fed = {
+        key.to_user_string()
+        for key in new_graph.toposorted_asset_keys
+        if key.to_user_string() in before
+        and new_graph.get(key).code_version != old_graph.get(key).code_version
+    }
+    assert {"question_evidence", "relationship_analysis"} <= fed
+    after = materialization_counts(home)
+    assert after["question_evidence"] == before["question_evidence"] + 2
+    assert {asset for asset in after if after[asset] != before[asset]} == fed

@@ -10,6 +10,11 @@ a stage whose output came back the same (the same evidence found by the new embe
 what follows it fresh, so its answers are not rerun. Then the collections of those papers, the
 same way. The previous embedder's table is never written: it stays queryable throughout.
 
+It holds the build locks of what it builds, as `litpipe run` does (`runner.build_lock`): a
+batch's papers, taken in key order so that two backfills never wait on each other, then each
+collection; under them it reads again what is stale, so a paper a concurrent run built meanwhile
+is not built twice.
+
 Stopped on request (SIGINT/SIGTERM), it starts no further run: the report names the batches
 finished, the one interrupted with its papers not finished, the batches not started and the
 collections not brought up to date. Run again, it continues: what was built is fresh, and skipped.
@@ -20,8 +25,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import BaseModel, Field
@@ -30,7 +36,7 @@ from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
-from litpipe.defs.partitions import papers
+from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.run_liveness import process_tags
 from litpipe.defs.runner import (
@@ -38,21 +44,25 @@ from litpipe.defs.runner import (
     QUIET_RUN_CONFIG,
     Phase,
     _failure_reason,
+    build_lock,
     interrupted,
+    partitions_read,
     phases,
 )
-from litpipe.defs.staleness import State, partition_states
-from litpipe.files import write_atomically
+from litpipe.defs.staleness import (
+    State,
+    ancestors,
+    changed_elsewhere,
+    next_to_build,
+    partition_states,
+)
+from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
-
-if TYPE_CHECKING:
-    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
-    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 # The tags Dagster's backfill daemon gives a run over a range of partitions.
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -175,7 +185,7 @@ def backfill(
         BACKFILL_TAG: backfill_id,
         **process_tags(),
     }
-    runs = _Runs(defs, instance, tags, stop_requested)
+    runs = _Runs(defs, instance, catalog, tags, stop_requested)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}
     failed_ids = {failure.paper_id for failure in failed}
@@ -191,11 +201,8 @@ def backfill(
                 if runs.stopping():
                     unfinished_collections.add(collection)
                     continue
-                members = [p for p in wanted if collections_of[p] == collection]
-                forced = _forced(defs, phase, rebuilt, {collection, *members})
-                built, failure = runs.settle(
-                    collection_pipeline.name, phase.keys, collection, forced
-                )
+                with exclusive_lock(build_lock(settings, collections.name, collection)):
+                    built, failure = runs.settle(collection_pipeline.name, phase.keys, collection)
                 built_collections[collection].extend(k.to_user_string() for k in built)
                 for key in built:
                     rebuilt.setdefault(key, set()).add(collection)
@@ -223,9 +230,10 @@ def backfill(
                 )
                 continue
             built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
-            outcome = _run_batch(
-                runs, phase, batch, order, rebuilt, collections_of, number, len(batches)
-            )
+            with ExitStack() as locks:
+                for paper_id in sorted(batch):
+                    locks.enter_context(exclusive_lock(build_lock(settings, papers.name, paper_id)))
+                outcome = _run_batch(runs, phase, batch, order, rebuilt, number, len(batches))
             for failure in outcome.failed:
                 source = catalog.source(failure.paper_id or "")
                 failure.file, failure.row = source.path, source.row_number
@@ -385,17 +393,17 @@ def _run_batch(
     batch: list[str],
     order: dict[str, int],
     rebuilt: dict[dg.AssetKey, set[str]],
-    collections_of: dict[str, str],
     number: int,
     batches: int,
 ) -> BatchOutcome:
+    """Brings a batch of papers up to date, its build locks held."""
     started = time.perf_counter()
     graph = runs.defs.resolve_asset_graph()
     built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
     # The assets that run a batch of papers at once (tokenizing, embedding), upstream first,
     # and the per-paper assets they read from, which must be fresh first.
     ranged = [key for key in phase.keys if _batched(graph.get(key).backfill_policy)]
-    before_ranged = {a for key in ranged for a in _ancestors(graph, key, phase.keys)} - set(ranged)
+    before_ranged = {a for key in ranged for a in ancestors(graph, key, phase.keys)} - set(ranged)
     states = partition_states(runs.instance, runs.defs, phase.keys, batch)
     needing = [
         p
@@ -419,8 +427,7 @@ def _run_batch(
     unfinished: list[str] = []
     for position, paper_id in enumerate(batch):
         if not runs.stopped:
-            forced = _forced(runs.defs, phase, rebuilt, {paper_id, collections_of[paper_id]})
-            built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id, forced)
+            built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id)
             for key in built:
                 rebuilt.setdefault(key, set()).add(paper_id)
             if failure:
@@ -456,11 +463,13 @@ class _Runs:
         self,
         defs: dg.Definitions,
         instance: dg.DagsterInstance,
+        catalog: Catalog,
         tags: dict[str, str],
         stop_requested: Callable[[], bool],
     ) -> None:
         self.defs = defs
         self.instance = instance
+        self.catalog = catalog
         self.tags = tags
         self.stop_requested = stop_requested
         self.stopped = False
@@ -494,31 +503,21 @@ class _Runs:
         return None if result is None else _materialized(result)
 
     def settle(
-        self, job: str, keys: list[dg.AssetKey], partition: str, forced: set[dg.AssetKey]
+        self, job: str, keys: list[dg.AssetKey], partition: str
     ) -> tuple[list[dg.AssetKey], str | None]:
-        """Materializes the partition's stale `keys` (and `forced`, whose inputs from other
-        partitions changed), one level at a time: an asset that is stale only because of what
-        runs before it waits until that has run, and runs only if its input came back
-        changed. Returns what was materialized, and why it failed, if it did; once `stopped`
-        (before or during one of its runs), the partition is left not up to date."""
+        """Materializes the partition's stale `keys`, and those whose input from another
+        partition changed, one level at a time (`staleness.next_to_build`). Returns what was
+        materialized, and why it failed, if it did; once `stopped` (before or during one of its
+        runs), the partition is left not up to date."""
         graph = self.defs.resolve_asset_graph()
+        read = partitions_read(graph, self.catalog, partition)
         built: list[dg.AssetKey] = []
         for _ in keys:
             states = partition_states(self.instance, self.defs, keys, [partition])
-            pending = {k for k in forced if k not in built}
-            stale = [k for k in keys if states[k][partition] is not State.FRESH or k in pending]
-            if not stale:
+            changed = changed_elsewhere(self.instance, self.defs, keys, partition, read)
+            todo = next_to_build(graph, keys, states, partition, changed)
+            if not todo:
                 break
-            todo: list[dg.AssetKey] = []
-            for key in stale:
-                must = (
-                    not todo
-                    or key in pending
-                    or states[key][partition] in (State.CODE_CHANGED, State.MISSING)
-                )
-                waits = [a for a in _ancestors(graph, key, keys) if a in stale and a not in todo]
-                if must and not waits:
-                    todo.append(key)
             result = self._execute(
                 job, partition_key=partition, asset_selection=todo, tags=self.tags
             )
@@ -535,36 +534,6 @@ def _materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, set[st
     for event in result.get_asset_materialization_events():
         if event.asset_key is not None and event.partition is not None:
             found.setdefault(event.asset_key, set()).add(event.partition)
-    return found
-
-
-def _forced(
-    defs: dg.Definitions,
-    phase: Phase,
-    rebuilt: dict[dg.AssetKey, set[str]],
-    partitions: set[str],
-) -> set[dg.AssetKey]:
-    """The phase's assets with an input from an earlier phase that this backfill rebuilt for
-    one of `partitions` (a collection's papers, a paper's collection): the partition states
-    compare only the inputs of the phase's own assets."""
-    graph = defs.resolve_asset_graph()
-    return {
-        key
-        for key in phase.keys
-        for parent in graph.get(key).parent_keys
-        if parent not in phase.keys and rebuilt.get(parent, set()) & partitions
-    }
-
-
-def _ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) -> set[dg.AssetKey]:
-    """`key`'s ancestors among `within`."""
-    found: set[dg.AssetKey] = set()
-    frontier = [key]
-    while frontier:
-        for parent in graph.get(frontier.pop()).parent_keys:
-            if parent in within and parent not in found:
-                found.add(parent)
-                frontier.append(parent)
     return found
 
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import dagster as dg
 import sqlalchemy.exc
@@ -31,8 +31,9 @@ from litpipe.defs.run_failures import failure_reason
 from litpipe.defs.run_liveness import process_tags, release_dead_runs
 from litpipe.defs.staleness import (
     PAPER_SOURCE,
-    State,
+    changed_elsewhere,
     latest_data_versions,
+    next_to_build,
     partition_states,
 )
 from litpipe.files import exclusive_lock
@@ -49,6 +50,10 @@ from litpipe.schemas import (
     PaperQuestions,
 )
 from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
+    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 # The progress lines say what happened, and a failed paper's reason is in them and in the
 # report; Dagster's console log would repeat it with a traceback per paper. The run's full log
@@ -233,27 +238,11 @@ def run_papers(
             stopped = True
             break
         if phase.per == "collection":
-            # Whether one of its papers changed (then all its assets are rebuilt): a collection
-            # a paper left has changed, though none of its papers did.
-            changed = {
-                **{
-                    collection: any(outcomes[p].status != "up_to_date" for p in members)
-                    for collection, members in papers_of.items()
-                },
-                **dict.fromkeys(left, True),
-            }
-            papers_built_at = time.time()
             failures = []
-            for collection, papers_changed in changed.items():
-                with exclusive_lock(_build_lock(settings, collections.name, collection)):
+            for collection in [*papers_of, *left]:
+                with exclusive_lock(build_lock(settings, collections.name, collection)):
                     failure = _build_collection(
-                        defs,
-                        instance,
-                        collection,
-                        phase.keys,
-                        scope,
-                        papers_changed
-                        and not _built_since(instance, phase.keys, collection, papers_built_at),
+                        defs, instance, catalog, collection, phase.keys, scope, collection in left
                     )
                 if failure:
                     failures.append(f"{collection}: {failure}")
@@ -268,20 +257,19 @@ def run_papers(
             earlier = outcomes.get(paper_id)
             if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
-            with exclusive_lock(_build_lock(settings, papers.name, paper_id)):
-                todo = _paper_todo(
-                    instance,
+            with exclusive_lock(build_lock(settings, papers.name, paper_id)):
+                outcome = _build_paper(
+                    settings,
                     defs,
+                    paper_job,
+                    instance,
+                    catalog,
                     paper_keys,
                     phase.keys,
                     paper_id,
-                    catalog,
                     registrations[paper_id],
+                    scope,
                 )
-                if todo:
-                    outcome = _materialize(settings, paper_job, instance, paper_id, todo, scope)
-                else:
-                    outcome = _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
             outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
             progress += 1
             on_progress(progress, total, outcomes[paper_id])
@@ -301,51 +289,81 @@ def run_papers(
     )
 
 
-def _build_lock(settings: Settings, partitions: str, key: str) -> Path:
+def build_lock(settings: Settings, partitions: str, key: str) -> Path:
     """The lock a process holds while it decides what to build of one partition and builds it:
-    two `litpipe run`s on overlapping sources then take turns on a shared paper or collection,
-    and the second finds it built instead of building it again at the same time."""
+    two `litpipe run`s on overlapping sources (or a run and a backfill) then take turns on a
+    shared paper or collection, and the second finds it built instead of building it again at
+    the same time."""
     return settings.home / "locks" / partitions / f"{key}.lock"
 
 
-def _paper_todo(
-    instance: dg.DagsterInstance,
+def partitions_read(
+    graph: AssetGraph, catalog: Catalog, partition: str
+) -> Callable[[dg.AssetKey], list[str]]:
+    """Which partitions of an input from another partitions definition the assets of
+    `partition` read: a collection's assets its papers, a paper's assets its collection."""
+
+    def read(parent: dg.AssetKey) -> list[str]:
+        kind = graph.get(parent).partitions_def
+        if kind == papers:
+            return catalog.papers(partition)
+        if kind == collections:
+            return [catalog.source(partition).collection]
+        return []
+
+    return read
+
+
+def _build_paper(
+    settings: Settings,
     defs: dg.Definitions,
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    catalog: Catalog,
     paper_keys: list[dg.AssetKey],
     keys: list[dg.AssetKey],
     paper_id: str,
-    catalog: Catalog,
     registration: Registration,
-) -> list[dg.AssetKey]:
-    """What to build of a paper, read when its build lock is held: everything when it moved
+    scope: str,
+) -> PaperOutcome:
+    """Builds a paper's `keys` (one phase's), its build lock held: everything when it moved
     collection or its current content was never built (a new or changed source that no other
-    process built meanwhile), otherwise what is missing or stale (stale includes everything
-    downstream of a stale asset, in any phase: `paper_keys` are all the per-paper assets, `keys`
-    this phase's)."""
-    if registration is Registration.MOVED:  # the same content, built into another collection
-        return keys
-    if registration is not Registration.UNCHANGED:
-        content = catalog.source(paper_id).content_sha256[:16]
-        if latest_data_versions(instance, PAPER_SOURCE, [paper_id]).get(paper_id) != content:
-            return keys
-    states = partition_states(instance, defs, paper_keys, [paper_id])
-    return [key for key in keys if states[key][paper_id] is not State.FRESH]
+    process built meanwhile); otherwise what is missing or stale, one level at a time, so that
+    a stage whose output came back the same leaves what reads it fresh (staleness counts
+    everything downstream of a stale asset, in any phase: `paper_keys` are all the per-paper
+    assets)."""
+    graph = defs.resolve_asset_graph()
+    read = partitions_read(graph, catalog, paper_id)
+
+    def stale_now() -> list[dg.AssetKey]:
+        states = partition_states(instance, defs, paper_keys, [paper_id])
+        changed = changed_elsewhere(instance, defs, keys, paper_id, read)
+        return next_to_build(graph, keys, states, paper_id, changed)
+
+    todo = keys if _content_unbuilt(instance, catalog, paper_id, registration) else stale_now()
+    if not todo:
+        return _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
+    outcome: PaperOutcome | None = None
+    for _ in keys:
+        step = _materialize(settings, job, instance, paper_id, todo, scope)
+        outcome = step if outcome is None else _merged(outcome, step)
+        todo = stale_now() if step.status == "materialized" else []
+        if not todo:
+            break
+    assert outcome is not None
+    return outcome
 
 
-def _built_since(
-    instance: dg.DagsterInstance, keys: list[dg.AssetKey], collection: str, moment: float
+def _content_unbuilt(
+    instance: dg.DagsterInstance, catalog: Catalog, paper_id: str, registration: Registration
 ) -> bool:
-    """Whether every one of the collection's `keys` was last materialized by a run that started
-    after `moment` (when this process's papers were built): that run read them, so their
-    changes need no rebuild."""
-    for key in keys:
-        records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[collection]), limit=1
-        ).records
-        run = instance.get_run_record_by_id(records[0].run_id) if records else None
-        if run is None or run.start_time is None or run.start_time < moment:
-            return False
-    return True
+    """Whether the paper's content, as registered now, was never built into its collection."""
+    if registration is Registration.MOVED:  # the same content, built into another collection
+        return True
+    if registration is Registration.UNCHANGED:
+        return False
+    content = catalog.source(paper_id).content_sha256[:16]
+    return latest_data_versions(instance, PAPER_SOURCE, [paper_id]).get(paper_id) != content
 
 
 def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
@@ -364,30 +382,39 @@ def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
 def _build_collection(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
+    catalog: Catalog,
     collection: str,
     keys: list[dg.AssetKey],
     scope: str,
-    papers_changed: bool,
+    shrank: bool,
 ) -> str | None:
-    """Materializes the collection's assets of a phase: all of them when one of its papers
-    changed, else those missing or stale; returns why they failed, or None."""
-    states = partition_states(instance, defs, keys, [collection])
-    todo = (
-        keys
-        if papers_changed
-        else [key for key in keys if states[key][collection] is not State.FRESH]
-    )
-    if not todo:
-        return None
-    result = defs.resolve_job_def(collection_pipeline.name).execute_in_process(
-        partition_key=collection,
-        asset_selection=todo,
-        instance=instance,
-        raise_on_error=False,
-        run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
-    )
-    return None if result.success else _failure_reason(result)
+    """Materializes the collection's assets of a phase, its build lock held, one level at a
+    time: those missing or stale, and those whose papers changed since they read them (a paper
+    added, or rebuilt with another data version; a run that built the collection after this
+    process built its papers leaves nothing to do). All of them when a paper left it (`shrank`):
+    its papers are fewer though none of them changed. Returns why they failed, or None."""
+    graph = defs.resolve_asset_graph()
+    read = partitions_read(graph, catalog, collection)
+    job = defs.resolve_job_def(collection_pipeline.name)
+    left_out = set(keys) if shrank else set()
+    for _ in keys:
+        states = partition_states(instance, defs, keys, [collection])
+        changed = changed_elsewhere(instance, defs, keys, collection, read) | left_out
+        todo = next_to_build(graph, keys, states, collection, changed)
+        if not todo:
+            return None
+        result = job.execute_in_process(
+            partition_key=collection,
+            asset_selection=todo,
+            instance=instance,
+            raise_on_error=False,
+            run_config=QUIET_RUN_CONFIG,
+            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
+        )
+        if not result.success:
+            return _failure_reason(result)
+        left_out -= set(todo)
+    return None
 
 
 def _materialize(

@@ -8,10 +8,15 @@ built from, or when an upstream partition is itself stale or missing.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import dagster as dg
+
+if TYPE_CHECKING:
+    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
+    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 # The root of a paper's assets: its data version is the first 16 hex digits of the content's
 # sha256, so it tells whether a paper's current content was ever built.
@@ -60,6 +65,81 @@ def partition_states(
     return states
 
 
+def changed_elsewhere(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    keys: list[dg.AssetKey],
+    partition: str,
+    read: Callable[[dg.AssetKey], list[str]],
+) -> set[dg.AssetKey]:
+    """Those of `keys` (same-partitioned assets, built for `partition`) whose input from another
+    partitions definition changed since they last read it: one of the partitions `read(parent)`
+    says they read of it (a collection's papers, a paper's collection) was materialized after
+    that read with another data version than it had then. `partition_states` compares only
+    same-partition inputs: an `AllPartitionMapping` input's recorded data version covers every
+    partition, the collection's papers and all others. A partition never materialized was not
+    read and has nothing new: it changes nothing."""
+    graph = defs.resolve_asset_graph()
+    changed: set[dg.AssetKey] = set()
+    for key in keys:
+        partitions_def = graph.get(key).partitions_def
+        parents = [
+            parent
+            for parent in graph.get(key).parent_keys
+            if graph.get(parent).partitions_def not in (None, partitions_def)
+        ]
+        own = _latest_records(instance, key, [partition]).get(partition) if parents else None
+        if own is None:
+            continue  # no such input, or missing: built anyway
+        for parent in parents:
+            latest = _latest_records(instance, parent, read(parent))
+            if any(
+                _input_changed(instance, own, parent, name, record)
+                for name, record in latest.items()
+            ):
+                changed.add(key)
+                break
+    return changed
+
+
+def next_to_build(
+    graph: AssetGraph,
+    keys: list[dg.AssetKey],
+    states: dict[dg.AssetKey, dict[str, State]],
+    partition: str,
+    pending: set[dg.AssetKey],
+) -> list[dg.AssetKey]:
+    """What to materialize now of the partition's `keys` (topological order) so that nothing is
+    built while its inputs are unsettled: the stale or `pending` ones (an input from another
+    partition changed) none of whose stale ancestors is left out. An asset stale only because
+    an ancestor is waits for that ancestor to run, and then runs only if what it reads came
+    back changed. Empty: the partition is up to date."""
+    stale = [key for key in keys if states[key][partition] is not State.FRESH or key in pending]
+    todo: list[dg.AssetKey] = []
+    for key in stale:
+        must = (
+            not todo
+            or key in pending
+            or states[key][partition] in (State.CODE_CHANGED, State.MISSING)
+        )
+        waits = [a for a in ancestors(graph, key, keys) if a in stale and a not in todo]
+        if must and not waits:
+            todo.append(key)
+    return todo
+
+
+def ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) -> set[dg.AssetKey]:
+    """`key`'s ancestors among `within`."""
+    found: set[dg.AssetKey] = set()
+    frontier = [key]
+    while frontier:
+        for parent in graph.get(frontier.pop()).parent_keys:
+            if parent in within and parent not in found:
+                found.add(parent)
+                frontier.append(parent)
+    return found
+
+
 class _Record(NamedTuple):
     storage_id: int
     tags: dict[str, str]
@@ -79,10 +159,10 @@ def _input_changed(
     # For a partitioned input Dagster records the sha256 of the partition's data version.
     if recorded in (current, hashlib.sha256(current.encode()).hexdigest()):
         return False
-    # A run over several partitions (a backfill's batch) records one hash over all of them:
-    # then, as Dagster's own stale status does, the input counts as changed only when the
-    # upstream partition was materialized after the run read it (the event pointer) and came
-    # back with another data version than it had then.
+    # A run over several partitions (a backfill's batch), or an input of all partitions, records
+    # one hash over all of them: then, as Dagster's own stale status does, the input counts as
+    # changed only when the upstream partition was materialized after the run read it (the
+    # event pointer) and came back with another data version than it had then.
     pointer = own.tags.get(_INPUT_EVENT_POINTER_TAG + parent.to_user_string(), "")
     if not pointer.isdigit():
         return True
