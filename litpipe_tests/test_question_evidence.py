@@ -89,8 +89,16 @@ def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model
     (outcome,) = rerun.outcomes
     assert outcome.status == "materialized" and outcome.embedded == 0
     assert outcome.evidence == 2 * outcome.questions
-    # No chunk changed: the collection's index, which reads only the chunks, is not run again.
+    # No chunk changed: the collection's index, which reads only the chunks, is not run again;
+    # run from the UI, it loads its saved BM25 index instead of building it.
     assert len(instance.fetch_materializations(CORPUS_INDEX, 10).records) == index_runs
+    assert (
+        defs.resolve_job_def("collection_pipeline")
+        .execute_in_process(partition_key="bio", asset_selection=[CORPUS_INDEX], instance=instance)
+        .success
+    )
+    (latest,) = instance.fetch_materializations(CORPUS_INDEX, 1).records
+    assert latest.asset_materialization.metadata["bm25_built"].value is False
 
 
 def test_scope_all_searches_the_collection_after_its_index(
