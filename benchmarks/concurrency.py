@@ -27,7 +27,7 @@ Then the check, reading the home directly once every process has exited:
 1. Rows: in every LanceDB table, the row count equals the number of distinct chunk_ids (read
    with LanceDB itself: `ChunkStore.open_table` would repair the table first).
 2. Runs: none left unfinished (STARTED, STARTING, QUEUED, NOT_STARTED, CANCELING), read with a
-   plain `DagsterInstance.from_config`, before `litpipe.defs.runner.open_instance` (which marks
+   plain `DagsterInstance.from_config`, before `litpipe.runtime.runner.open_instance` (which marks
    the runs of dead processes failed and frees their slots); what that then released is reported.
 3. Slots: no pool slot claimed, no step waiting for one, no run holding a slot.
 4. Once per version: a materialization of an asset partition is a duplicate when the previous
@@ -81,9 +81,9 @@ import lancedb  # noqa: E402
 from litpipe.catalog import Catalog  # noqa: E402
 from litpipe.defs.definitions import build_definitions  # noqa: E402
 from litpipe.defs.run_liveness import PID_TAG  # noqa: E402
-from litpipe.defs.runner import open_instance, phases  # noqa: E402
 from litpipe.ingest.ids import table_paper_id  # noqa: E402
 from litpipe.retrieval.store import TABLE_PREFIX  # noqa: E402
+from litpipe.runtime.runner import open_instance, phases  # noqa: E402
 from litpipe.settings import Settings  # noqa: E402
 
 COLLECTION = "soak"

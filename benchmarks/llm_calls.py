@@ -31,8 +31,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from litpipe.defs.runner import PapersRun, open_instance, register, run_papers  # noqa: E402
 from litpipe.ingest.sources import discover  # noqa: E402
+from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers  # noqa: E402
 from litpipe.settings import DEFAULT_EMBEDDER  # noqa: E402
 from litpipe_tests.stub_agents import serve_every_agent  # noqa: E402
 from litpipe_tests.stub_llm import StubLLM, stub_settings  # noqa: E402

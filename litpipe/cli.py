@@ -19,9 +19,9 @@ from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
 if TYPE_CHECKING:
     import dagster as dg
 
-    from litpipe.defs.runner import PaperOutcome
     from litpipe.defs.staleness import State
     from litpipe.ingest.sources import Discovery
+    from litpipe.runtime.runner import PaperOutcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,7 +228,7 @@ def _run_stoppable(
             stop_requested,
         )
     # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
-    from litpipe.defs.evaluations_runner import eval_command
+    from litpipe.runtime.evaluations import eval_command
 
     return eval_command(
         settings, args.evaluation, args.dataset, args.limit, args.out, stop_requested
@@ -297,11 +297,11 @@ def run_command(
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.catalog import PaperInAnotherCollection
-    from litpipe.defs.runner import open_instance, register, run_papers
     from litpipe.ingest.sources import discover
     from litpipe.report.graphs import counted
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.store import ChunkStore
+    from litpipe.runtime.runner import open_instance, register, run_papers
 
     started = time.perf_counter()
     try:
@@ -542,9 +542,9 @@ def backfill_command(
     these settings, in batches, with a line per batch and a summary (which ends saying what is
     left when it was stopped on request)."""
     from litpipe.catalog import Catalog
-    from litpipe.defs import backfill as backfilling
-    from litpipe.defs.runner import open_instance
     from litpipe.retrieval.embedder import Embedder, EmbedderError
+    from litpipe.runtime import backfill as backfilling
+    from litpipe.runtime.runner import open_instance
 
     def refused(message: str) -> int:
         print(f"litpipe backfill: {message}", file=sys.stderr)
@@ -589,8 +589,8 @@ def backfill_command(
 def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.runner import collection_asset_keys, open_instance, paper_asset_keys
     from litpipe.defs.staleness import State, partition_states
+    from litpipe.runtime.runner import collection_asset_keys, open_instance, paper_asset_keys
 
     catalog = Catalog(settings.catalog_path)
     instance = open_instance(settings)
@@ -700,7 +700,7 @@ def related_work_command(
 ) -> int:
     """Checks the request, stores it, materializes its `related_work` partition unless that is
     fresh already, and prints the Markdown (stdout) and what was done (stderr)."""
-    from litpipe.defs.evaluations_runner import step_failure
+    from litpipe.runtime.evaluations import step_failure
     from litpipe.workflows.related_work import (
         HTML_FILE,
         JSON_FILE,
@@ -749,48 +749,53 @@ def related_work_command(
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.jobs import related_work_job
-    from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
     from litpipe.defs.partitions import related_work_requests
     from litpipe.defs.resources import usage_path
-    from litpipe.defs.run_liveness import process_tags
-    from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
     from litpipe.defs.staleness import State, partition_states
     from litpipe.llm.usage import UsageLedger
+    from litpipe.runtime.requests import submit_request
+    from litpipe.runtime.runner import open_instance
     from litpipe.schemas import RelatedWork
 
     started = time.perf_counter()
     stored = new_request(request, abstracts)
     key = stored.key
     requests = request_store(settings)
-    new_record = not requests.exists([ASSET], key)
-    # Rewritten even when known: the same bytes may now lie under another path.
-    requests.write([ASSET], key, stored)
     instance = open_instance(settings)
-    new_partition = not instance.has_dynamic_partition(related_work_requests.name, key)
-    if new_partition:
-        instance.add_dynamic_partitions(related_work_requests.name, [key])
-
     defs = build_definitions(settings)
     asset_key = dg.AssetKey(ASSET)
     folder = outputs_folder(settings.outputs_root, key)
     artifacts = ArtifactStore(settings.artifacts_dir)
-    state = partition_states(instance, defs, [asset_key], [key])[asset_key][key]
-    files_kept = artifacts.exists([ASSET], key) and all(
-        (folder / name).is_file() for name in (MARKDOWN_FILE, HTML_FILE, JSON_FILE)
-    )
-    calls = ""
-    if state is State.FRESH and files_kept:
+    states: list[State] = []
+
+    def fresh() -> bool:
         # The same idea, limits and table bytes under the same code version: nothing to redo.
+        states.append(partition_states(instance, defs, [asset_key], [key])[asset_key][key])
+        files_kept = artifacts.exists([ASSET], key) and all(
+            (folder / name).is_file() for name in (MARKDOWN_FILE, HTML_FILE, JSON_FILE)
+        )
+        return states[-1] is State.FRESH and files_kept
+
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    submission = submit_request(
+        defs,
+        instance,
+        job=related_work_job.name,
+        partitions=related_work_requests.name,
+        asset=ASSET,
+        request=stored,
+        key=key,
+        store=requests,
+        fresh=fresh,
+        scope=scope,
+        # Rewritten even when known: the same bytes may now lie under another path.
+        rewrite=True,
+    )
+    result = submission.result
+    calls = ""
+    if result is None:
         done = "up to date"
     else:
-        scope = f"cli-{uuid.uuid4().hex[:12]}"
-        result = defs.resolve_job_def(related_work_job.name).execute_in_process(
-            partition_key=key,
-            instance=instance,
-            raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
-        )
         if not result.success:
             reason, bad_input = step_failure(result)
             if not bad_input:
@@ -802,13 +807,10 @@ def related_work_command(
                 return 1
             # Refused by the step itself (e.g. a model writer's context): undo what this
             # command added, as if it had been refused up front (the failed run stays in the UI).
-            if new_partition:
-                instance.delete_dynamic_partition(related_work_requests.name, key)
-            if new_record:
-                requests.path([ASSET], key).unlink(missing_ok=True)
+            submission.withdraw(instance, requests)
             return refused(reason)
         usage = UsageLedger(usage_path(settings, scope)).scope_summary()
-        done = f"materialized ({state})"
+        done = f"materialized ({states[-1]})"
         if usage.made or usage.cached or usage.failed:  # offline engines call no model
             calls = (
                 f"; model calls: {usage.made} made, {usage.cached} cached, {usage.failed} "
@@ -867,11 +869,11 @@ def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: i
     from litpipe.defs.assets.query_summaries import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.query_runner import ready_paper, summarize_request
     from litpipe.defs.resources import usage_path
-    from litpipe.defs.runner import open_instance
     from litpipe.llm.usage import UsageLedger
     from litpipe.report.query_summary import html_path, outcome_line, render_text
+    from litpipe.runtime.query_summary import ready_paper, summarize_request
+    from litpipe.runtime.runner import open_instance
     from litpipe.workflows.query_summary import request_for
 
     try:
@@ -933,7 +935,6 @@ def eval_mais_command(
     asked)."""
     import json
 
-    from litpipe.defs.evaluations_runner import ask_questions
     from litpipe.defs.resources import usage_path
     from litpipe.evaluation.convergence import convergence_report, render_svg
     from litpipe.evaluation.litqa import read_questions
@@ -944,6 +945,7 @@ def eval_mais_command(
         evaluated,
         with_offline_notice,
     )
+    from litpipe.runtime.evaluations import ask_questions
 
     started = time.perf_counter()
     try:
@@ -1013,7 +1015,7 @@ def eval_litqa_command(
     max_iterations: int | None,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
-    from litpipe.defs.evaluations_runner import eval_litqa_command as run_litqa
+    from litpipe.runtime.evaluations import eval_litqa_command as run_litqa
 
     try:
         settings = _with_max_iterations(settings, max_iterations)
@@ -1024,7 +1026,7 @@ def eval_litqa_command(
 
 
 def ui_command(settings: Settings, port: int) -> int:
-    from litpipe.defs.instance import write_instance_config
+    from litpipe.runtime.instance import write_instance_config
 
     write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too
     # The code server reads its settings from the environment: hand it this command's. The

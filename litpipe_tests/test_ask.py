@@ -20,11 +20,11 @@ from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
-from litpipe.defs.runner import open_instance
 from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.runner import open_instance
 from litpipe.schemas import ConvergenceReport, QuerySummary, RunReport
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import request_for

@@ -19,14 +19,14 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.citations import markers_in
 from litpipe.cli import main
-from litpipe.defs import backfill as backfilling
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
-from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime import backfill as backfilling
+from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
 from litpipe.settings import Settings
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE

@@ -16,9 +16,9 @@ from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
-from litpipe.defs.runner import open_instance
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.runner import open_instance
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
 from litpipe_tests.bundled import short_paper, write_bad_pdfs

@@ -23,12 +23,12 @@ from litpipe.defs.partitions import (
     related_work_requests,
 )
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS, artifact_store
-from litpipe.defs.runner import open_instance, paper_asset_keys
 from litpipe.defs.staleness import State, partition_states
 from litpipe.evaluation.registry import EVALUATIONS
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE

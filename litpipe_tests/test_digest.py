@@ -13,7 +13,13 @@ import dagster as dg
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import CatalogResource
-from litpipe.defs.runner import (
+from litpipe.ingest.sources import discover
+from litpipe.llm.client import LLMClient
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.report.collection import chunk_anchor
+from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
+from litpipe.runtime.runner import (
     collection_asset_keys,
     open_instance,
     paper_asset_keys,
@@ -21,12 +27,6 @@ from litpipe.defs.runner import (
     register,
     run_papers,
 )
-from litpipe.ingest.sources import discover
-from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
-from litpipe.llm.usage import UsageLedger
-from litpipe.report.collection import chunk_anchor
-from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
 from litpipe.schemas import (
     Digest,
     Insight,

@@ -15,8 +15,8 @@ import pytest
 import litpipe.workflows.related_work as workflow
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.runner import open_instance
 from litpipe.evaluation.registry import EVALUATIONS
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 

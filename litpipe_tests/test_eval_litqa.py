@@ -15,11 +15,11 @@ import pytest
 
 from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers, offline_verdict
 from litpipe.cli import main
-from litpipe.defs.runner import open_instance
 from litpipe.evaluation.litqa import LitQAEvaluation, LitQAQuestion, read_questions
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.stub_llm import StubLLM, stub_settings

@@ -13,8 +13,8 @@ import pytest
 from litpipe.agents.extractive import sentences
 from litpipe.agents.tldr import TldrInput, offline_tldr
 from litpipe.cli import main
-from litpipe.defs.runner import open_instance
 from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr, read_examples
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 

@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 
 from litpipe.cli import main, stop_on_signals
-from litpipe.defs import backfill as backfilling
-from litpipe.defs.evaluations_runner import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.run_liveness import PID_TAG, process_tags
-from litpipe.defs.runner import open_instance, register
 from litpipe.ingest.sources import discover
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import table_name
+from litpipe.runtime import backfill as backfilling
+from litpipe.runtime.evaluations import eval_command
+from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.conftest import FakeEmbedder
@@ -60,7 +60,7 @@ def litpipe_env(home: Path) -> dict[str, str]:
 # every process has paid for its imports and they all start at the same moment.
 REGISTER = """
 import sys
-from litpipe.defs.runner import open_instance, register
+from litpipe.runtime.runner import open_instance, register
 from litpipe.ingest.sources import discover
 from litpipe.settings import Settings
 

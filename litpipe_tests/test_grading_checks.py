@@ -17,9 +17,9 @@ import pytest
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
-from litpipe.defs.runner import open_instance
 from litpipe.evaluation import grading
 from litpipe.retrieval.embedder import Embedder
+from litpipe.runtime.runner import open_instance
 from litpipe.schemas import OutputGrades, QuerySummary, RelatedWork, SentenceGrade
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import request_for

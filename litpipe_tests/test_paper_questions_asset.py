@@ -14,10 +14,10 @@ import pytest
 
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.runner import open_instance, paper_asset_keys, register, run_papers
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.runtime.runner import open_instance, paper_asset_keys, register, run_papers
 from litpipe.settings import Settings
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings

@@ -25,8 +25,9 @@ from dagster._core.execution.plan.instance_concurrency_context import InstanceCo
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.llm_steps import LLM_POOL
-from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance, register
 from litpipe.ingest.sources import discover
+from litpipe.runtime.execution import QUIET_RUN_CONFIG
+from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.postgres_server import PostgresServer, running_postgres, unavailable_reason

@@ -12,9 +12,9 @@ import pytest
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import artifact_store
-from litpipe.defs.runner import open_instance, paper_asset_keys, phases, register, run_papers
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
+from litpipe.runtime.runner import open_instance, paper_asset_keys, phases, register, run_papers
 from litpipe.schemas import CorpusIndex, PaperChunks, PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE

@@ -14,7 +14,8 @@ from litpipe.cli import main
 from litpipe.defs.assets.related_work import StoredRelatedWorkRequest
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import related_work_requests
-from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance, phases
+from litpipe.runtime.execution import QUIET_RUN_CONFIG
+from litpipe.runtime.runner import open_instance, phases
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import JSON_FILE, MARKDOWN_FILE

@@ -11,11 +11,11 @@ import dagster as dg
 import pytest
 
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.instance import MANAGED, write_instance_config
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.resources import LanceDBResource
-from litpipe.defs.runner import open_instance
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.instance import MANAGED, write_instance_config
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_store import TEXTS, paper

@@ -16,8 +16,8 @@ import pytest
 
 from litpipe.citations import markers_in
 from litpipe.defs.resources import artifact_store
-from litpipe.defs.runner import PapersRun, open_instance, register, run_papers
 from litpipe.ingest.sources import discover
+from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers
 from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.defs.runner import open_instance, register, run_papers
 from litpipe.ingest.sources import discover
+from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.test_cli import folder_with

@@ -28,19 +28,12 @@ from litpipe.defs.assets.evaluations import (
 )
 from litpipe.defs.assets.related_work import BAD_INPUT
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.query_runner import AskOutcome, summarize_request
 from litpipe.defs.resources import usage_path
-from litpipe.defs.run_liveness import process_tags
-from litpipe.defs.runner import (
-    QUIET_RUN_CONFIG,
-    _failure_reason,
-    interrupted,
-    open_instance,
-    register,
-    run_papers,
-)
 from litpipe.evaluation.litqa import PaperQuestion
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
+from litpipe.runtime.execution import execute, interrupted, run_failure
+from litpipe.runtime.query_summary import AskOutcome, summarize_request
+from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
 from litpipe.stopping import STOPPED_EXIT, stop_line
 
@@ -69,7 +62,7 @@ def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
         if data is not None and data.description:
             flag = (data.metadata or {}).get(BAD_INPUT)
             return data.description, bool(getattr(flag, "value", flag))
-    return _failure_reason(result), False
+    return run_failure(result), False
 
 
 def eval_command(
@@ -92,17 +85,17 @@ def eval_command(
         return 2
     folder = output_folder(settings, out)
     config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
-    job = build_definitions(settings).resolve_job_def(evaluation_job.name)
+    defs = build_definitions(settings)
     instance = open_instance(settings)
     result = (
         None
         if stop_requested()
-        else job.execute_in_process(
+        else execute(
+            defs,
+            instance,
+            evaluation_job.name,
             asset_selection=[dg.AssetKey(entry.asset_name)],
-            instance=instance,
-            run_config={"ops": {entry.asset_name: {"config": config}}, **QUIET_RUN_CONFIG},
-            raise_on_error=False,
-            tags={"litpipe/launched_by": "cli", **process_tags()},
+            run_config={"ops": {entry.asset_name: {"config": config}}},
         )
     )
     if result is None or interrupted(result):

@@ -22,13 +22,11 @@ from pydantic import BaseModel, Field
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.instance import instance_lock, write_instance_config
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
-from litpipe.defs.llm_steps import INTERRUPTED, USAGE_SCOPE_TAG
+from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
-from litpipe.defs.run_failures import failure_reason
-from litpipe.defs.run_liveness import process_tags, release_dead_runs
+from litpipe.defs.run_liveness import release_dead_runs
 from litpipe.defs.staleness import (
     PAPER_SOURCE,
     changed_elsewhere,
@@ -39,6 +37,8 @@ from litpipe.defs.staleness import (
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
+from litpipe.runtime.execution import execute, interrupted, run_failure
+from litpipe.runtime.instance import instance_lock, write_instance_config
 from litpipe.schemas import (
     CheckReport,
     EmbeddingResult,
@@ -54,11 +54,6 @@ from litpipe.settings import Settings
 if TYPE_CHECKING:
     # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
-
-# The progress lines say what happened, and a failed paper's reason is in them and in the
-# report; Dagster's console log would repeat it with a traceback per paper. The run's full log
-# is still in the instance, for the UI.
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 class PaperOutcome(BaseModel):
@@ -212,7 +207,6 @@ def run_papers(
     in-process execution takes the signal there): that paper is `interrupted`, not failed, and
     the papers not reached are returned as `not_built`."""
     defs = build_definitions(settings)
-    paper_job = defs.resolve_job_def(paper_pipeline.name)
     plan = phases(defs)
     paper_ids = list(registrations)
     paper_keys = [key for phase in plan if phase.per == "paper" for key in phase.keys]
@@ -261,7 +255,6 @@ def run_papers(
                 outcome = _build_paper(
                     settings,
                     defs,
-                    paper_job,
                     instance,
                     catalog,
                     paper_keys,
@@ -317,7 +310,6 @@ def partitions_read(
 def _build_paper(
     settings: Settings,
     defs: dg.Definitions,
-    job: dg.JobDefinition,
     instance: dg.DagsterInstance,
     catalog: Catalog,
     paper_keys: list[dg.AssetKey],
@@ -345,7 +337,7 @@ def _build_paper(
         return _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
     outcome: PaperOutcome | None = None
     for _ in keys:
-        step = _materialize(settings, job, instance, paper_id, todo, scope)
+        step = _materialize(settings, defs, instance, paper_id, todo, scope)
         outcome = step if outcome is None else _merged(outcome, step)
         todo = stale_now() if step.status == "materialized" else []
         if not todo:
@@ -395,7 +387,6 @@ def _build_collection(
     its papers are fewer though none of them changed. Returns why they failed, or None."""
     graph = defs.resolve_asset_graph()
     read = partitions_read(graph, catalog, collection)
-    job = defs.resolve_job_def(collection_pipeline.name)
     left_out = set(keys) if shrank else set()
     for _ in keys:
         states = partition_states(instance, defs, keys, [collection])
@@ -403,36 +394,36 @@ def _build_collection(
         todo = next_to_build(graph, keys, states, collection, changed)
         if not todo:
             return None
-        result = job.execute_in_process(
+        result = execute(
+            defs,
+            instance,
+            collection_pipeline.name,
             partition_key=collection,
             asset_selection=todo,
-            instance=instance,
-            raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
+            tags={USAGE_SCOPE_TAG: scope},
         )
         if not result.success:
-            return _failure_reason(result)
+            return run_failure(result)
         left_out -= set(todo)
     return None
 
 
 def _materialize(
     settings: Settings,
-    job: dg.JobDefinition,
+    defs: dg.Definitions,
     instance: dg.DagsterInstance,
     paper_id: str,
     assets: list[dg.AssetKey],
     scope: str,
 ) -> PaperOutcome:
     started = time.perf_counter()
-    result = job.execute_in_process(
+    result = execute(
+        defs,
+        instance,
+        paper_pipeline.name,
         partition_key=paper_id,
         asset_selection=assets,
-        instance=instance,
-        raise_on_error=False,
-        run_config=QUIET_RUN_CONFIG,
-        tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
+        tags={USAGE_SCOPE_TAG: scope},
     )
     seconds = round(time.perf_counter() - started, 3)
     if interrupted(result):
@@ -447,7 +438,7 @@ def _materialize(
                 paper_id=paper_id,
                 file=source.path,
                 row=source.row_number,
-                reason=_failure_reason(result),
+                reason=run_failure(result),
             ),
         )
     embedded = 0
@@ -483,26 +474,3 @@ def _outcome(
         if artifacts.exists(["paper_answers"], paper_id)
         else 0,
     )
-
-
-def interrupted(result: dg.ExecuteInProcessResult) -> bool:
-    """Whether a signal interrupted the run's step (Dagster raises this error in it; a
-    model-calling step fails flagged `INTERRUPTED`) or its wait for a pool slot (`pool_wait`
-    fails the run with that error): the run was stopped on request, it did not fail."""
-    for event in result.all_events:
-        if event.is_step_failure:
-            error = event.step_failure_data.error
-            data = event.step_failure_data.user_failure_data
-            if data is not None and INTERRUPTED in (data.metadata or {}):
-                return True
-        elif event.is_run_failure:
-            error = event.job_failure_data.error
-        else:
-            continue
-        if error is not None and error.cls_name == "DagsterExecutionInterruptedError":
-            return True
-    return False
-
-
-def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
-    return failure_reason(result.all_events)

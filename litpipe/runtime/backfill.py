@@ -38,17 +38,6 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
-from litpipe.defs.run_liveness import process_tags
-from litpipe.defs.runner import (
-    EMBEDDINGS,
-    QUIET_RUN_CONFIG,
-    Phase,
-    _failure_reason,
-    build_lock,
-    interrupted,
-    partitions_read,
-    phases,
-)
 from litpipe.defs.staleness import (
     State,
     ancestors,
@@ -60,6 +49,8 @@ from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.execution import execute, interrupted, run_failure
+from litpipe.runtime.runner import EMBEDDINGS, Phase, build_lock, partitions_read, phases
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
@@ -179,12 +170,7 @@ def backfill(
     previous = sorted({result.embedder_id for result in latest if result} - {embedder_id})
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
-    tags = {
-        "litpipe/launched_by": "cli",
-        USAGE_SCOPE_TAG: backfill_id,
-        BACKFILL_TAG: backfill_id,
-        **process_tags(),
-    }
+    tags = {USAGE_SCOPE_TAG: backfill_id, BACKFILL_TAG: backfill_id}
     runs = _Runs(defs, instance, catalog, tags, stop_requested)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}
@@ -483,9 +469,7 @@ class _Runs:
         """One run of `job`; None, and no run, once stopping."""
         if self.stopping():
             return None
-        result = self.defs.resolve_job_def(job).execute_in_process(
-            instance=self.instance, raise_on_error=False, run_config=QUIET_RUN_CONFIG, **options
-        )
+        result = execute(self.defs, self.instance, job, **options)
         self.stopped = interrupted(result)
         return result
 
@@ -524,7 +508,7 @@ class _Runs:
             if result is None or self.stopped:
                 return built, None
             if not result.success:
-                return built, _failure_reason(result)
+                return built, run_failure(result)
             built.extend(todo)
         return built, None
 

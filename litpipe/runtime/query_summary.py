@@ -10,7 +10,6 @@ stored output with no run and no model call.
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 import dagster as dg
@@ -28,15 +27,14 @@ from litpipe.defs.assets.query_summaries import (
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import query_summary_job
-from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.resources import artifact_store
-from litpipe.defs.run_liveness import process_tags
-from litpipe.defs.runner import QUIET_RUN_CONFIG, _failure_reason, interrupted
 from litpipe.defs.staleness import State, partition_states
 from litpipe.report.query_summary import markdown_path
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
+from litpipe.runtime.execution import interrupted, run_failure
+from litpipe.runtime.requests import submit_request
 from litpipe.schemas import CheckReport, PaperSource, QuerySummary, QuerySummaryRequest
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import QuerySummaryError
@@ -119,33 +117,32 @@ def summarize_request(
     defs = defs or build_definitions(settings)
     collection = Catalog(settings.catalog_path).source(request.paper_id).collection
     outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
-    store = request_store(settings)
-    # The stored request is the partition's input: written before the partition exists.
-    if not store.exists([ASSET], request.key):
-        store.write([ASSET], request.key, request)
-    if not instance.has_dynamic_partition(query_requests.name, request.key):
-        instance.add_dynamic_partitions(query_requests.name, [request.key])
     artifacts = artifact_store(settings)
-    fresh = request_state(instance, defs, request) is State.FRESH and artifacts.exists(
-        [ASSET], request.key
+    submission = submit_request(
+        defs,
+        instance,
+        job=query_summary_job.name,
+        partitions=query_requests.name,
+        asset=ASSET,
+        request=request,
+        key=request.key,
+        store=request_store(settings),
+        fresh=lambda: (
+            request_state(instance, defs, request) is State.FRESH
+            and artifacts.exists([ASSET], request.key)
+        ),
+        scope=scope,
+        asset_selection=[QUERY_SUMMARIES],
     )
-    if not fresh:
-        started = time.perf_counter()
-        result = defs.resolve_job_def(query_summary_job.name).execute_in_process(
-            partition_key=request.key,
-            asset_selection=[QUERY_SUMMARIES],
-            instance=instance,
-            raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
-            tags={"litpipe/launched_by": "cli", USAGE_SCOPE_TAG: scope, **process_tags()},
-        )
-        outcome.seconds = round(time.perf_counter() - started, 3)
+    result = submission.result
+    if result is not None:
+        outcome.seconds = submission.seconds
         if interrupted(result):
             outcome.status = "interrupted"
             outcome.failure = "interrupted (stop requested)"
         elif not result.success:
             outcome.status = "failed"
-            outcome.failure = _failure_reason(result)
+            outcome.failure = run_failure(result)
         else:
             outcome.status = "materialized"
     if artifacts.exists([ASSET], request.key) and outcome.status not in {"failed", "interrupted"}:
