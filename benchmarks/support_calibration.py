@@ -38,10 +38,10 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from litpipe.agents.extractive import sentences  # noqa: E402
 from litpipe.evaluation.support import combined, support_scores  # noqa: E402
 from litpipe.retrieval.embedder import Embedder  # noqa: E402
 from litpipe.retrieval.rerank import term_coverage  # noqa: E402
+from litpipe.text import sentences  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "scitldr" / "scitldr_a_test_titles_abstracts.csv"
 PAIRS = ROOT / "litpipe_tests" / "data" / "support_pairs.jsonl"

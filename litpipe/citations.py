@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from litpipe.agents.extractive import sentences
 from litpipe.llm.prompts import fence
 from litpipe.schemas import Citation, RetrievedChunk
+from litpipe.text import sentences
 
 # Paper ids are URL-safe (letters, digits, `.`, `_`, `-`): no colon, no bracket, no space.
 _ONE_MARKER = r"[A-Za-z0-9._-]+:\d+"

@@ -15,7 +15,6 @@ import pytest
 from litpipe import citations
 from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
-from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
 from litpipe.agents.plain import write_plain_summary
 from litpipe.agents.synthesis import (
@@ -43,6 +42,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.text import sentences
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
 

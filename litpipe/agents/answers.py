@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents import extractive
+from litpipe import text as text_helpers
 from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch, version
 from litpipe.citations import chunk_marker, evidence_block
 from litpipe.hashing import digest
@@ -95,7 +95,9 @@ class EvidenceSentence:
 def question_terms(question: str) -> frozenset[str]:
     """The question's content terms: the frame words of a question ("what role does ... play
     in the paper's method") are stop words or generic words, and say nothing of its subject."""
-    content = [word for word in extractive.words(question) if word not in extractive.GENERIC_WORDS]
+    content = [
+        word for word in text_helpers.words(question) if word not in text_helpers.GENERIC_WORDS
+    ]
     return frozenset(tokenize(" ".join(content)))
 
 
@@ -104,7 +106,7 @@ def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> lis
     wanted = question_terms(question)
     found: list[EvidenceSentence] = []
     for rank, chunk in enumerate(evidence):
-        for span in extractive.sentences(chunk.text):
+        for span in text_helpers.sentences(chunk.text):
             terms = frozenset(tokenize(span.text))
             coverage = len(terms & wanted) / len(wanted) if wanted else 0.0
             found.append(
@@ -114,9 +116,9 @@ def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> lis
 
 
 def near_duplicate(sentence: str, others: Sequence[str]) -> bool:
-    words = set(extractive.words(sentence))
+    words = set(text_helpers.words(sentence))
     return any(
-        extractive.overlap(words, set(extractive.words(other))) >= NEAR_DUPLICATE
+        text_helpers.overlap(words, set(text_helpers.words(other))) >= NEAR_DUPLICATE
         for other in others
     )
 

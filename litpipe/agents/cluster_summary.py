@@ -18,10 +18,10 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
+from litpipe.text import overlap, sentences
 
 # Members per cluster at most: a branching factor that keeps each call's input small.
 CLUSTER_SIZE = 4

@@ -18,11 +18,11 @@ import logging
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, BatchClient
-from litpipe.agents.extractive import sentences, words
 from litpipe.citations import citations, cited_sentences, marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Answer, Citation, Insight
 from litpipe.settings import Settings
+from litpipe.text import sentences, words
 
 log = logging.getLogger(__name__)
 

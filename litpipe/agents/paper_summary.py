@@ -16,10 +16,10 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import Insight, RetrievedChunk
+from litpipe.text import overlap, sentences
 
 # MMR's trade-off between relevance to the insights and novelty (as the retrieval's default).
 MMR_LAMBDA = 0.7

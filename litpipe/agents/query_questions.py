@@ -16,12 +16,12 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.answers import question_terms
 from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
-from litpipe.agents.extractive import Phrase, Span, phrases, sentences
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import DiagnosticQuestion, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe.text import Phrase, Span, phrases, sentences
 
 MAX_QUESTIONS = 7
 # Frames made only of stop words and generic words, so that a question's content terms are its

@@ -24,11 +24,11 @@ from pydantic import BaseModel, Field
 from litpipe import citations
 from litpipe.agents.answers import question_terms
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import RetrievedChunk
+from litpipe.text import sentences
 
 # A first draft this short leaves the judge something to find, as MAIS's loop expects.
 FIRST_DRAFT_SENTENCES = 3

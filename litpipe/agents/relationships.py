@@ -42,14 +42,6 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import (
-    GENERIC_WORDS,
-    Phrase,
-    looks_named,
-    phrases,
-    sentences,
-    words,
-)
 from litpipe.agents.insights import plain
 from litpipe.citations import marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
@@ -57,6 +49,14 @@ from litpipe.retrieval.rerank import term_coverage
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
 from litpipe.settings import Settings
+from litpipe.text import (
+    GENERIC_WORDS,
+    Phrase,
+    looks_named,
+    phrases,
+    sentences,
+    words,
+)
 
 # Jaccard similarity of two insights' stemmed terms from which they relate, and from which two
 # insights without a cue word say the same kind of thing about the same object (parallel).

@@ -45,7 +45,6 @@ from litpipe.agents.cluster_summary import (
     Member,
     cluster,
 )
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import (
     PaperSummaryAgent,
     PaperSummaryInput,
@@ -73,6 +72,7 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
+from litpipe.text import overlap, sentences
 
 log = logging.getLogger(__name__)
 

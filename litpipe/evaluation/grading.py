@@ -37,7 +37,6 @@ from litpipe.agents.base import (
 )
 from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
-from litpipe.agents.extractive import sentences
 from litpipe.agents.related_work import cited_ids
 from litpipe.citations import marker, markers_in
 from litpipe.evaluation.checks import CheckOutcome
@@ -54,6 +53,7 @@ from litpipe.schemas import (
     SentenceVerdict,
 )
 from litpipe.settings import Settings
+from litpipe.text import sentences
 
 KeysIn = Callable[[str], list[str]]
 """Reads one bracket (`[...]`, brackets included): the markers it holds, none when it is not a

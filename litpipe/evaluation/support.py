@@ -24,8 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from litpipe.agents.extractive import sentences
 from litpipe.retrieval.rerank import term_coverage
+from litpipe.text import sentences
 
 # Weight of the lexical share in the combined score (the semantic cosine has the rest), fitted
 # with the threshold (`Settings.support_threshold`'s default) on the train half of the labelled
