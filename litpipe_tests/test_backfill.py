@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from litpipe.artifacts import ArtifactStore
-from litpipe.citations import markers_in
 from litpipe.cli import main
 from litpipe.defs import backfill as backfilling
 from litpipe.defs.definitions import build_definitions
@@ -27,6 +26,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
 from litpipe.settings import Settings
+from litpipe.text import markers_in
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM

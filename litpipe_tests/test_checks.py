@@ -8,7 +8,6 @@ import csv
 from pathlib import Path
 
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
-from litpipe.citations import marker
 from litpipe.evaluation.checks import (
     CheckOutcome,
     citation_validity,
@@ -25,7 +24,7 @@ from litpipe.evaluation.grading import (
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import Citation, SegmentGrade, Synthesis
 from litpipe.settings import Settings
-from litpipe.text import sentences
+from litpipe.text import marker, sentences
 
 ICLR_TABLE = (
     Path(__file__).resolve().parents[1]

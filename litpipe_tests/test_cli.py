@@ -12,7 +12,6 @@ import dagster as dg
 import pytest
 
 from litpipe.artifacts import ArtifactStore
-from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
 from litpipe.defs.runner import open_instance
@@ -20,6 +19,7 @@ from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
+from litpipe.text import marker, markers_in
 from litpipe_tests.bundled import short_paper, write_bad_pdfs
 from litpipe_tests.stub_llm import StubLLM
 

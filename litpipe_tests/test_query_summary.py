@@ -43,6 +43,7 @@ from litpipe.schemas import (
     RetrievedChunk,
 )
 from litpipe.settings import Settings
+from litpipe.text import markers_in
 from litpipe.workflows.query_summary import (
     QuerySummaryError,
     Search,
@@ -124,7 +125,7 @@ def assert_cited_from_source(text: str, source: list[RetrievedChunk]) -> None:
     assert found and unresolved == []
     whole = source_sentences(source)
     for sentence in summary_sentences(text):
-        assert citations.markers_in(sentence), sentence
+        assert markers_in(sentence), sentence
         assert plain(sentence).rstrip(".") in whole, sentence
 
 

@@ -36,6 +36,7 @@ from litpipe.retrieval import text as retrieval_text
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe.text import without_markers
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ def checked_citations(text: str, inputs: AnswerInput, writer: str) -> str:
         inputs.question.question_id,
         ", ".join(unresolved),
     )
-    return citations.without_markers(text, unresolved)
+    return without_markers(text, unresolved)
 
 
 def answer_from(

@@ -28,7 +28,7 @@ from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import RetrievedChunk
-from litpipe.text import sentences
+from litpipe.text import sentences, strip_markers
 
 # A first draft this short leaves the judge something to find, as MAIS's loop expects.
 FIRST_DRAFT_SENTENCES = 3
@@ -83,10 +83,7 @@ def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
 
 def plain(sentence: str) -> str:
     """A cited sentence without its markers, spaced once: what two copies of it share."""
-    written = [
-        citations.marker(paper_id, page) for paper_id, page in citations.markers_in(sentence)
-    ]
-    return " ".join(citations.without_markers(sentence, written).split())
+    return " ".join(strip_markers(sentence).split())
 
 
 # The judge and the summarizer score the same source sentences against every question and topic

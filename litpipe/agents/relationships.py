@@ -42,8 +42,6 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.insights import plain
-from litpipe.citations import marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.retrieval.text import tokenize
@@ -53,8 +51,12 @@ from litpipe.text import (
     GENERIC_WORDS,
     Phrase,
     looks_named,
+    marker,
+    markers_in,
     phrases,
     sentences,
+    strip_markers,
+    without_markers,
     words,
 )
 
@@ -221,7 +223,7 @@ def _paper_of(insight: Insight) -> str:
 def content_terms(text: str) -> set[str]:
     """The stemmed terms of a text's content words: without function words, research verbs
     ("we propose", "using") and words too general to relate two papers ("method", "results")."""
-    kept = [word for word in words(plain(text)) if word not in GENERIC_WORDS]
+    kept = [word for word in words(strip_markers(text)) if word not in GENERIC_WORDS]
     return set(tokenize(" ".join(kept)))
 
 
@@ -265,7 +267,7 @@ def _distinct(insights: list[Insight]) -> list[Insight]:
     seen: set[tuple[str, str]] = set()
     kept = []
     for insight in insights:
-        key = (_paper_of(insight), " ".join(plain(insight.text).split()))
+        key = (_paper_of(insight), " ".join(strip_markers(insight.text).split()))
         if key not in seen:
             seen.add(key)
             kept.append(insight)
@@ -483,7 +485,7 @@ def _typed(first: Insight, second: Insight, similarity: float, grounds: _Grounds
     for kind, pattern in (("improvement", _IMPROVEMENT), ("extension", _EXTENSION)):
         for holder, other in ((second, first), (first, second)):
             named = grounds.work_of(_paper_of(other), _paper_of(holder))
-            cue = _named_work(plain(holder.text), pattern, named)
+            cue = _named_work(strip_markers(holder.text), pattern, named)
             if cue is not None:
                 return _Pair(other, holder, kind, similarity, cue=cue)
     kind: RelationshipType = "parallel" if similarity >= PARALLEL_SIMILARITY else "complementary"
@@ -502,7 +504,8 @@ def _explanation(
     opposition = pair.opposition
     if opposition is not None:
         shared_terms = set(opposition.terms)
-    written = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
+    source_text, target_text = strip_markers(pair.source.text), strip_markers(pair.target.text)
+    written = term_coverage(source_text, target_text).matched
     shared = [word for word in written if shared_terms.intersection(tokenize(word))]
     # The rarest shared words first: they say what the two insights are about.
     ranked = sorted(shared, key=lambda word: -weights.of_word(word))
@@ -542,7 +545,7 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
     ]
     typed = {insight.insight_id: insight for _, *pair in kept for insight in pair}
     grounds = _Grounds(
-        claims={insight_id: _claims(plain(one.text)) for insight_id, one in typed.items()},
+        claims={insight_id: _claims(strip_markers(one.text)) for insight_id, one in typed.items()},
         title_names={paper: _title_names(title) for paper, title in titles.items()},
         weights=weights,
     )
@@ -570,7 +573,7 @@ def _key_phrases(insights: list[Insight]) -> list[tuple[str, Phrase]]:
     """(paper, phrase) for every key phrase of the insights, in order."""
     found = []
     for insight in insights:
-        text = plain(insight.text)
+        text = strip_markers(insight.text)
         found += [(_paper_of(insight), p) for s in sentences(text) for p in phrases(text, s)]
     return found
 
@@ -621,7 +624,9 @@ def _ranked_insights(
     """The paper's cited insights, the most related first, then the longest."""
     degree = Counter(r.source for r in relationships) + Counter(r.target for r in relationships)
     own = [i for i in insights if i.paper_id == paper and i.citations]
-    return sorted(own, key=lambda i: (-degree[i.insight_id], -len(set(words(plain(i.text))))))
+    return sorted(
+        own, key=lambda i: (-degree[i.insight_id], -len(set(words(strip_markers(i.text)))))
+    )
 
 
 def _relations_of(paper: str, insights: list[Insight], relationships: list[Relationship]) -> int:

@@ -72,7 +72,7 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
-from litpipe.text import overlap, sentences
+from litpipe.text import overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -390,7 +390,7 @@ def covered(
         log.warning(
             "%s: removed markers citing no passage it was given: %s", writer, ", ".join(unresolved)
         )
-        text = citations.without_markers(text, unresolved)
+        text = without_markers(text, unresolved)
     now_cited = {citation.paper_id for citation in found}
     explained = {paper.paper_id for paper in left_out}
     left_out += [
@@ -440,7 +440,7 @@ def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) ->
     _, unresolved = citations.citations(text, evidence)
     if unresolved:
         log.warning("%s: removed markers citing no passage: %s", writer, ", ".join(unresolved))
-    return citations.without_markers(text, unresolved)
+    return without_markers(text, unresolved)
 
 
 def paper_summaries(

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field, JsonValue
 
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
-from litpipe.citations import marker, markers_in
 from litpipe.schemas import Synthesis
+from litpipe.text import marker, markers_in
 
 
 class CheckOutcome(BaseModel):

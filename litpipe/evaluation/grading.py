@@ -38,7 +38,6 @@ from litpipe.agents.base import (
 from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
 from litpipe.agents.related_work import cited_ids
-from litpipe.citations import marker, markers_in
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.support import Encoder, support_scores
 from litpipe.llm.prompts import PromptLibrary
@@ -53,7 +52,7 @@ from litpipe.schemas import (
     SentenceVerdict,
 )
 from litpipe.settings import Settings
-from litpipe.text import sentences
+from litpipe.text import marker, markers_in, sentences
 
 KeysIn = Callable[[str], list[str]]
 """Reads one bracket (`[...]`, brackets included): the markers it holds, none when it is not a

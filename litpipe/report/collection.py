@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from litpipe.citations import marker, markers_in
 from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE, analysis_figures
@@ -35,6 +34,7 @@ from litpipe.schemas import (
     SentenceGrade,
     Synthesis,
 )
+from litpipe.text import marker, markers_in
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")

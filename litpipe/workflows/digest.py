@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from litpipe.agents.base import engine_name
-from litpipe.agents.insights import insights_for, plain
+from litpipe.agents.insights import insights_for
 from litpipe.agents.relationships import content_terms, relate
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
@@ -38,6 +38,7 @@ from litpipe.schemas import (
     RetrievedChunk,
 )
 from litpipe.settings import Settings
+from litpipe.text import strip_markers
 
 if TYPE_CHECKING:
     from litpipe.agents.base import ModelClient
@@ -243,7 +244,7 @@ def _distinct(insights: list[Insight]) -> list[Insight]:
     seen: set[tuple[str, str]] = set()
     kept = []
     for insight in insights:
-        key = (insight.paper_id, " ".join(plain(insight.text).split()).casefold())
+        key = (insight.paper_id, " ".join(strip_markers(insight.text).split()).casefold())
         if key not in seen:
             seen.add(key)
             kept.append(insight)

@@ -51,6 +51,7 @@ from litpipe.schemas import (
     SummaryRoute,
 )
 from litpipe.settings import Settings
+from litpipe.text import without_markers
 
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever
@@ -184,7 +185,7 @@ def _checked(text: str, source: list[RetrievedChunk], writer: str) -> str:
         logger.warning(
             "%s cited pages it was not given; removed: %s", writer, ", ".join(unresolved)
         )
-    return citations.without_markers(text, unresolved)
+    return without_markers(text, unresolved)
 
 
 def _cited(
