@@ -22,7 +22,7 @@ from litpipe.evaluation.support import SupportScore
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
-from litpipe.report.collection import GRADE_CSS, SentenceMarks
+from litpipe.report.page import GRADE_CSS, SentenceMarks
 from litpipe.schemas import (
     CollectionOutputs,
     Insight,

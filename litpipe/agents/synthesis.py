@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, TypeVar
@@ -72,7 +71,7 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
-from litpipe.text import overlap, sentences, without_markers
+from litpipe.text import estimate_tokens, overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +92,6 @@ RELATION_VERBS: dict[RelationshipType, str] = {
 ALSO_IN_COLLECTION = "Also in this collection"
 # Relationships the offline text lists per type.
 LISTED_PER_TYPE = 5
-
-
-def estimate_tokens(text: str) -> int:
-    """Model tokens of `text`, estimated as characters / 4 (English prose averages about four
-    characters a token): cheap, and near enough to choose a pattern."""
-    return math.ceil(len(text) / 4)
 
 
 def choose_pattern(evidence_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:

@@ -41,7 +41,6 @@ from litpipe.agents.related_work import cited_ids
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.support import Encoder, support_scores
 from litpipe.llm.prompts import PromptLibrary
-from litpipe.report.collection import markdown_blocks
 from litpipe.schemas import (
     Citation,
     Insight,
@@ -52,7 +51,7 @@ from litpipe.schemas import (
     SentenceVerdict,
 )
 from litpipe.settings import Settings
-from litpipe.text import marker, markers_in, sentences
+from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in, sentences
 
 KeysIn = Callable[[str], list[str]]
 """Reads one bracket (`[...]`, brackets included): the markers it holds, none when it is not a
@@ -66,7 +65,6 @@ COHERENCE_CHECK = "coherence"
 LEAST_COHERENCE = 3
 
 # Any bracketed span; `keys_in` decides whether it is a citation.
-_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 # A segment of fewer words (markers removed) names a subject, not a claim ("A [a:1] and B [b:2]
 # both use X"): it joins the next segment, or the one before when it is the last.
 _LEAST_CLAIM_WORDS = 4
@@ -136,7 +134,7 @@ def segments(sentence: str, keys_in: KeysIn = page_markers) -> list[Segment]:
     fewer than 4 words (a subject: "A [a:1] and B [b:2] both ...") joins its neighbour."""
     groups = [
         (found.start(), found.end(), keys)
-        for found in _BRACKETED.finditer(sentence)
+        for found in BRACKETED.finditer(sentence)
         if (keys := keys_in(found.group()))
     ]
     pieces: list[tuple[str, list[str]]] = []
@@ -425,12 +423,12 @@ def _worst(grades: Sequence[SegmentGrade]) -> SentenceVerdict:
 
 
 def _only_markers(text: str, keys_in: KeysIn) -> bool:
-    cited = any(keys_in(found.group()) for found in _BRACKETED.finditer(text))
+    cited = any(keys_in(found.group()) for found in BRACKETED.finditer(text))
     return cited and not any(char.isalnum() for char in _without_brackets(text, keys_in))
 
 
 def _without_brackets(text: str, keys_in: KeysIn) -> str:
-    return _BRACKETED.sub(lambda found: "" if keys_in(found.group()) else found.group(), text)
+    return BRACKETED.sub(lambda found: "" if keys_in(found.group()) else found.group(), text)
 
 
 def _claim(text: str, keys_in: KeysIn) -> str:

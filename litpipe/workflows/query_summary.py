@@ -39,7 +39,6 @@ from litpipe.agents.query_questions import diagnostic_questions as write_questio
 from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
 from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, verdict_from
 from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
-from litpipe.agents.synthesis import estimate_tokens
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
@@ -51,7 +50,7 @@ from litpipe.schemas import (
     SummaryRoute,
 )
 from litpipe.settings import Settings
-from litpipe.text import without_markers
+from litpipe.text import estimate_tokens, without_markers
 
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever

@@ -26,7 +26,6 @@ from __future__ import annotations
 import html
 import inspect
 import logging
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,21 +45,14 @@ from litpipe.agents.related_work import (
     cited_ids,
     write_section,
 )
-from litpipe.agents.synthesis import estimate_tokens
 from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
-from litpipe.report.collection import (
-    GRADE_CSS,
-    PAGE_CSS,
-    SentenceMarks,
-    markdown_blocks,
-    standalone_page,
-)
 from litpipe.report.markdown import safe_markdown
+from litpipe.report.page import GRADE_CSS, PAGE_CSS, SentenceMarks, standalone_page
 from litpipe.retrieval.bm25 import BM25Index
 from litpipe.retrieval.fusion import reciprocal_rank_fusion
 from litpipe.retrieval.hybrid import bm25_text
@@ -75,6 +67,7 @@ from litpipe.schemas import (
     ScoredReference,
 )
 from litpipe.settings import Settings
+from litpipe.text import BRACKETED, estimate_tokens, markdown_blocks
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +76,6 @@ _TABLE_COLLECTION = "related-work"
 MARKDOWN_FILE = "related_work.md"
 JSON_FILE = "related_work.json"
 HTML_FILE = "related_work.html"
-# A bracketed span of the section; `cited_ids` reads the ids it holds.
-_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 # Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
 VECTORS_DIR = Path("related_work") / "vectors"
 
@@ -479,7 +470,7 @@ def render_html(related: RelatedWork) -> str:
     def inline(text: str) -> str:
         pieces: list[str] = []
         cursor = 0
-        for found in _BRACKETED.finditer(text):
+        for found in BRACKETED.finditer(text):
             ids = cited_ids(found.group())
             if ids:
                 pieces.append(html.escape(text[cursor : found.start()]))
