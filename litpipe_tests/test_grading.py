@@ -18,11 +18,11 @@ from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.resources import artifact_store
 from litpipe.defs.runner import QUIET_RUN_CONFIG, open_instance
 from litpipe.evaluation import grading
-from litpipe.evaluation.support import SupportScore
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report.page import GRADE_CSS, SentenceMarks
+from litpipe.retrieval.support import SupportScore
 from litpipe.schemas import (
     CollectionOutputs,
     Insight,

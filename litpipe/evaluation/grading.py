@@ -8,7 +8,7 @@ Y [b:2]." against b's, so a comparative sentence whose second half no passage ho
 at that half. A sentence's verdict is its worst segment's.
 
 Grading goes through the `claim_judge` agent: offline its engine maps the calibrated support
-score (`litpipe.evaluation.support`, every segment scored in one embedding batch here) to a
+score (`litpipe.retrieval.support`, every segment scored in one embedding batch here) to a
 verdict; with a model, one concurrent batch through the client, so its cache, usage ledger,
 routing and `llm_concurrency` apply. Coherence has no offline grade.
 
@@ -39,8 +39,8 @@ from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
 from litpipe.agents.related_work import cited_ids
 from litpipe.evaluation.checks import CheckOutcome
-from litpipe.evaluation.support import Encoder, support_scores
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.support import Encoder, support_scores
 from litpipe.schemas import (
     Citation,
     Insight,

@@ -15,10 +15,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from litpipe.artifacts import checked_key
-from litpipe.evaluation.checks import StoredChunk
-from litpipe.evaluation.convergence import render_markdown as convergence_table
 from litpipe.files import write_atomically
 from litpipe.report import notices
+from litpipe.report.convergence import render_markdown as convergence_table
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
@@ -27,7 +26,7 @@ from litpipe.report.page import (
     pages_label,
     standalone_page,
 )
-from litpipe.schemas import ConvergenceReport, QuerySummary, SummaryIteration
+from litpipe.schemas import ConvergenceReport, QuerySummary, StoredChunk, SummaryIteration
 
 # Passages quoted under the citations are cut to this many characters.
 _EXCERPT_CHARS = 240
