@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from litpipe.agents.answers import (
+from litpipe.agents.answering import (
     NO_ANSWER,
     AnswerInput,
     AnswerReply,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.answers import question_terms
+from litpipe.agents.answering import question_terms
 from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import PromptLibrary, fence

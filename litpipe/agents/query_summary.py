@@ -22,7 +22,7 @@ import re
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents.answers import question_terms
+from litpipe.agents.answering import question_terms
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence

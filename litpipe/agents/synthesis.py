@@ -36,7 +36,7 @@ from typing import NamedTuple, TypeVar
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents.answers import best_sentences
+from litpipe.agents.answering import best_sentences
 from litpipe.agents.base import Agent, ModelClient, engine_name, run_agent, run_batch, version
 from litpipe.agents.cluster_summary import (
     ClusterSummaryAgent,

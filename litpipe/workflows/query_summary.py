@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from litpipe import citations
-from litpipe.agents import answers, paper_summary
+from litpipe.agents import answering, paper_summary
 from litpipe.agents.base import StructuredClient, engine_name, run_agent, version
 from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
 from litpipe.agents.query_questions import diagnostic_questions as write_questions
@@ -354,7 +354,10 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
     return digest(
         *(version(agent, settings, prompts) for agent in agents),
         # The offline engines' shared helpers.
-        *(inspect.getsource(module) for module in (sys.modules[__name__], answers, paper_summary)),
+        *(
+            inspect.getsource(module)
+            for module in (sys.modules[__name__], answering, paper_summary)
+        ),
         str(settings.mais_max_iterations),
         str(settings.mais_questions),
         str(settings.mais_context_tokens),
