@@ -287,14 +287,11 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     query = "Which DNA repair pathway do the mutants need to survive?"
     vector = minilm_model.encode([query])[0]
 
-    def old_answers() -> tuple[list[str], list[str]]:
-        return (
-            [row["chunk_id"] for row in store.dense_search("all-MiniLM-L6-v2", vector, 10)],
-            [row["chunk_id"] for row in store.full_text_search("all-MiniLM-L6-v2", query, 10)],
-        )
+    def old_answers() -> list[str]:
+        return [row["chunk_id"] for row in store.dense_search("all-MiniLM-L6-v2", vector, 10)]
 
     before = old_answers()
-    during: list[tuple[int, tuple[list[str], list[str]]]] = []
+    during: list[tuple[int, list[str]]] = []
     real_backfill = backfilling.backfill
 
     def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:
