@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from litpipe import citations
 from litpipe import text as text_helpers
 from litpipe.citations import chunk_marker
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
 from litpipe.text import without_markers
 
@@ -69,18 +69,9 @@ class EvidenceSentence:
         return f"{self.text} {chunk_marker(self.chunk)}"
 
 
-def question_terms(question: str) -> frozenset[str]:
-    """The question's content terms: the frame words of a question ("what role does ... play
-    in the paper's method") are stop words or generic words, and say nothing of its subject."""
-    content = [
-        word for word in text_helpers.words(question) if word not in text_helpers.GENERIC_WORDS
-    ]
-    return frozenset(tokenize(" ".join(content)))
-
-
 def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> list[EvidenceSentence]:
     """Every sentence of the evidence, in evidence order, scored against the question."""
-    wanted = question_terms(question)
+    wanted = content_terms(question)
     found: list[EvidenceSentence] = []
     for rank, chunk in enumerate(evidence):
         for span in text_helpers.sentences(chunk.text):

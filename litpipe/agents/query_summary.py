@@ -22,11 +22,10 @@ import re
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents.answering import question_terms
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RetrievedChunk
 from litpipe.text import sentences, strip_markers
 
@@ -96,7 +95,7 @@ def terms_of(sentence: str) -> frozenset[str]:
 def ranked_sentences(text: str, candidates: list[str]) -> list[tuple[float, str]]:
     """(share, sentence) for the candidates holding any of `text`'s content terms, most first,
     ties in the candidates' order. `text` is a question, a query or a topic."""
-    wanted = question_terms(text)
+    wanted = content_terms(text)
     if not wanted:
         return []
     scored = [(len(terms_of(c) & wanted) / len(wanted), c) for c in candidates]

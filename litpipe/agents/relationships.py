@@ -44,11 +44,10 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import Agent, StructuredClient, run_agent
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.rerank import term_coverage
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
 from litpipe.settings import Settings
 from litpipe.text import (
-    GENERIC_WORDS,
     Phrase,
     looks_named,
     marker,
@@ -220,13 +219,6 @@ def _paper_of(insight: Insight) -> str:
     return insight.paper_id or ", ".join(insight.papers)
 
 
-def content_terms(text: str) -> set[str]:
-    """The stemmed terms of a text's content words: without function words, research verbs
-    ("we propose", "using") and words too general to relate two papers ("method", "results")."""
-    kept = [word for word in words(strip_markers(text)) if word not in GENERIC_WORDS]
-    return set(tokenize(" ".join(kept)))
-
-
 @dataclass(frozen=True)
 class _TermWeights:
     """Each term's weight, log((papers + 1) / papers using it): a term most papers of the
@@ -248,13 +240,13 @@ class _TermWeights:
     def of_word(self, word: str) -> float:
         return max((self.of(term) for term in tokenize(word)), default=0.0)
 
-    def similarity(self, first: set[str], second: set[str]) -> float:
+    def similarity(self, first: frozenset[str], second: frozenset[str]) -> float:
         """Weighted Jaccard: the weight of the shared terms over that of all their terms."""
         union = sum(self.of(term) for term in first | second)
         return sum(self.of(term) for term in first & second) / union if union else 0.0
 
 
-def _weights(insights: list[Insight], terms: dict[str, set[str]]) -> _TermWeights:
+def _weights(insights: list[Insight], terms: dict[str, frozenset[str]]) -> _TermWeights:
     by_paper: dict[str, set[str]] = {}
     for insight in insights:
         by_paper.setdefault(_paper_of(insight), set()).update(terms[insight.insight_id])
@@ -363,7 +355,7 @@ def _clause_claims(sentence: str, clause: str) -> list[_Claim]:
     # A direction word is what a claim says, never what it is about: "larger step sizes" and
     # "fewer training steps" share no subject.
     terms = [
-        set() if _direction(tokens, index) else content_terms(token)
+        frozenset() if _direction(tokens, index) else content_terms(token)
         for index, token in enumerate(tokens)
     ]
     denied = {position for index in range(len(tokens)) for position in _denied(tokens, index)}
@@ -528,7 +520,7 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
     each typed by `_typed`. An insight that cites nothing ("the retrieved passages do not answer
     this question") states nothing of its paper's, so it relates to nothing."""
     insights = [insight for insight in _distinct(insights) if insight.citations]
-    terms = {insight.insight_id: content_terms(insight.text) for insight in insights}
+    terms = {insight.insight_id: content_terms(strip_markers(insight.text)) for insight in insights}
     weights = _weights(insights, terms)
     by_papers: dict[tuple[str, str], list[tuple[float, Insight, Insight]]] = {}
     for first, second in combinations(insights, 2):
