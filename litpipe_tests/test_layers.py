@@ -8,6 +8,7 @@ break a cycle at import time) counts like any other import."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,7 +95,9 @@ def _imported_names(node: ast.Import | ast.ImportFrom, package: str) -> Iterator
         yield candidate if candidate in MODULES else source
 
 
-def litpipe_imports() -> list[Import]:
+@functools.cache
+def litpipe_imports() -> tuple[Import, ...]:
+    """Every import of a litpipe module by another, read once for all the tests."""
     found: dict[tuple[str, str, int], Import] = {}
     for module, path in sorted(MODULES.items()):
         package = _package_of(module, path)
@@ -108,7 +111,7 @@ def litpipe_imports() -> list[Import]:
                         found[module, imported, node.lineno] = Import(
                             module, imported, path, node.lineno
                         )
-    return list(found.values())
+    return tuple(found.values())
 
 
 def _top(module: str) -> str:
