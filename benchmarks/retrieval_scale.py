@@ -16,7 +16,7 @@ Latencies are p50 and p95 in milliseconds over `--queries` queries, after a warm
 the query is not timed (the encoder looks its vector up; MiniLM would add ~10 ms on a CPU).
 Recall@k is the share of the exact search's top k that the indexed search returns, averaged over
 the queries (k = 10 with limit 10, and k = 100 for the candidates hybrid takes). Also timed: the
-store fill (`embed_papers`: rows and full-text index), the retriever's construction (rows read,
+store fill (`embed_papers`: rows), the retriever's construction (rows read,
 BM25 index built and saved), loading it again, and the vector index build.
 
 The synthetic chunks (why they look like this):

@@ -15,7 +15,7 @@ weight) is the one with the best accuracy; the test half reports accuracy and RO
 
 - lexical: today's term-coverage share;
 - semantic: the MiniLM cosine of the sentence with the passage;
-- combined: their weighted mean (`litpipe.evaluation.support.combined`).
+- combined: their weighted mean (`litpipe.retrieval.support.combined`).
 
 Usage: python benchmarks/support_calibration.py [--data DIR] [--papers N] [--write]
 `--write` rewrites litpipe_tests/data/support_pairs.jsonl (the tests' copy of the set).
@@ -38,10 +38,10 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from litpipe.agents.extractive import sentences  # noqa: E402
-from litpipe.evaluation.support import combined, support_scores  # noqa: E402
 from litpipe.retrieval.embedder import Embedder  # noqa: E402
 from litpipe.retrieval.rerank import term_coverage  # noqa: E402
+from litpipe.retrieval.support import combined, support_scores  # noqa: E402
+from litpipe.text import sentences  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "scitldr" / "scitldr_a_test_titles_abstracts.csv"
 PAIRS = ROOT / "litpipe_tests" / "data" / "support_pairs.jsonl"

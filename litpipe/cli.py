@@ -936,9 +936,10 @@ def eval_mais_command(
     import json
 
     from litpipe.defs.resources import usage_path
-    from litpipe.evaluation.convergence import convergence_report, render_svg
+    from litpipe.evaluation.convergence import convergence_report
     from litpipe.evaluation.litqa import read_questions
     from litpipe.llm.usage import UsageLedger
+    from litpipe.report.convergence import render_svg
     from litpipe.report.query_summary import (
         EvaluatedRequest,
         convergence_markdown,

@@ -312,6 +312,15 @@ class CorpusIndex(BaseModel):
     bm25_built: bool = Field(description="False when the saved index was up to date and loaded.")
 
 
+class StoredChunk(BaseModel):
+    """Where a chunk lies, as the chunk store (a LanceDB row) records it."""
+
+    chunk_id: str
+    paper_id: str
+    page_start: int
+    page_end: int
+
+
 class Citation(BaseModel):
     """A citation in written text: its marker `[paper_id:page]` and the chunks it stands for,
     those of that paper's page among the evidence the writer was given."""

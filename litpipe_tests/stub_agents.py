@@ -14,7 +14,7 @@ import itertools
 import re
 from typing import Any
 
-from litpipe.citations import markers_in
+from litpipe.text import markers_in
 from litpipe_tests.stub_llm import StubLLM, example_from_schema, requested_schema
 
 _PASSAGE = re.compile(r"(\[[A-Za-z0-9._-]+:\d+\]) \([^)\n]*\)\n([^\n]+)")

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
+from litpipe.agents.answering import NO_ANSWER, AnswerInput
 from litpipe.agents.answers import (
-    NO_ANSWER,
-    AnswerInput,
     AnswersAgent,
     answer_questions,
     answers_version,

@@ -16,7 +16,6 @@ import pytest
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
-from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
@@ -27,6 +26,7 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.runner import open_instance
 from litpipe.schemas import ConvergenceReport, QuerySummary, RunReport
 from litpipe.settings import Settings
+from litpipe.text import marker, markers_in
 from litpipe.workflows.query_summary import request_for
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.stub_agents import judge_verdict

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from litpipe.artifacts import ArtifactStore
-from litpipe.citations import markers_in
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import papers
@@ -29,6 +28,7 @@ from litpipe.runtime import backfill as backfilling
 from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
 from litpipe.settings import Settings
+from litpipe.text import markers_in
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM
@@ -289,14 +289,11 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     query = "Which DNA repair pathway do the mutants need to survive?"
     vector = minilm_model.encode([query])[0]
 
-    def old_answers() -> tuple[list[str], list[str]]:
-        return (
-            [row["chunk_id"] for row in store.dense_search("all-MiniLM-L6-v2", vector, 10)],
-            [row["chunk_id"] for row in store.full_text_search("all-MiniLM-L6-v2", query, 10)],
-        )
+    def old_answers() -> list[str]:
+        return [row["chunk_id"] for row in store.dense_search("all-MiniLM-L6-v2", vector, 10)]
 
     before = old_answers()
-    during: list[tuple[int, tuple[list[str], list[str]]]] = []
+    during: list[tuple[int, list[str]]] = []
     real_backfill = backfilling.backfill
 
     def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
-from litpipe.citations import marker
 from litpipe.evaluation.checks import (
     CheckOutcome,
     citation_validity,
@@ -26,6 +24,7 @@ from litpipe.evaluation.grading import (
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import Citation, SegmentGrade, Synthesis
 from litpipe.settings import Settings
+from litpipe.text import marker, sentences
 
 ICLR_TABLE = (
     Path(__file__).resolve().parents[1]

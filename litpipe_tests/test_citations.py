@@ -3,17 +3,9 @@ by page range, reporting those that do not resolve, and removing them from text.
 
 from __future__ import annotations
 
-from litpipe.citations import (
-    chunk_marker,
-    citations,
-    cited_sentences,
-    evidence_block,
-    marker,
-    markers_in,
-    resolve,
-    without_markers,
-)
+from litpipe.citations import chunk_marker, citations, evidence_block, resolve
 from litpipe.schemas import RetrievedChunk
+from litpipe.text import cited_sentences, marker, markers_in, without_markers
 
 PAPER = "10.1093_nar_gkae252"
 

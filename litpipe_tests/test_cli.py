@@ -12,7 +12,6 @@ import dagster as dg
 import pytest
 
 from litpipe.artifacts import ArtifactStore
-from litpipe.citations import marker, markers_in
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
@@ -21,6 +20,7 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.runner import open_instance
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
+from litpipe.text import marker, markers_in
 from litpipe_tests.bundled import short_paper, write_bad_pdfs
 from litpipe_tests.stub_llm import StubLLM
 

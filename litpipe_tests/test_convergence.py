@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from litpipe.evaluation.convergence import convergence_report, render_markdown, render_svg
+from litpipe.evaluation.convergence import convergence_report
+from litpipe.report.convergence import render_markdown, render_svg
 from litpipe.schemas import (
     JudgeVerdict,
     QuerySummary,

@@ -17,8 +17,8 @@ from litpipe.ingest.sources import discover
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
-from litpipe.report.collection import chunk_anchor
 from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
+from litpipe.report.page import chunk_anchor
 from litpipe.runtime.runner import (
     collection_asset_keys,
     open_instance,

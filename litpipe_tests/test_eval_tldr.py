@@ -10,12 +10,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.tldr import TldrInput, offline_tldr
 from litpipe.cli import main
 from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr, read_examples
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
+from litpipe.text import sentences
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 SAMPLE = Path(__file__).parent / "data" / "scitldr" / "scitldr_a_test_sample.jsonl"

@@ -17,11 +17,11 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.resources import artifact_store
 from litpipe.evaluation import grading
-from litpipe.evaluation.support import SupportScore
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
-from litpipe.report.collection import GRADE_CSS, SentenceMarks
+from litpipe.report.page import GRADE_CSS, SentenceMarks
+from litpipe.retrieval.support import SupportScore
 from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance
 from litpipe.schemas import (

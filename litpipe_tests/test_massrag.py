@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.answers import NO_ANSWER, AnswerInput, answer_questions
+from litpipe.agents.answering import NO_ANSWER, AnswerInput
+from litpipe.agents.answers import answer_questions
 from litpipe.agents.massrag import (
     NO_INFERENCE,
     VIEW_AGENTS,

@@ -15,6 +15,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
+from litpipe.text import markers_in
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_synthesis import (
     ANSWERS,
@@ -56,7 +57,7 @@ def test_offline_plain_summary_is_the_shortest_faithful_version(tmp_path: Path) 
     assert len(lines) == len(PAPERS)
     for line, paper in zip(lines, PAPERS, strict=True):
         assert re.match(rf'(One|Another) study, "{re.escape(TITLES[paper])}", found: ', line)
-        assert {p for p, _ in citations.markers_in(line)} == {paper}
+        assert {p for p, _ in markers_in(line)} == {paper}
     assert {c.paper_id for c in plain.citations} == set(PAPERS)
     assert citations.citations(plain.text, EVIDENCE)[1] == []
     assert plain.appended == [] and ALSO_IN_COLLECTION not in plain.text
@@ -80,7 +81,7 @@ def test_offline_plain_cites_each_paper_itself_by_an_insight_that_cites_a_passag
     )
 
     (line,) = [line for line in plain.text.split("\n\n") if TITLES[BRCA] in line]
-    assert silent.text not in line and citations.markers_in(line)
+    assert silent.text not in line and markers_in(line)
     # The writer cited every paper: nothing appended, nothing for the coverage check to warn of.
     assert plain.appended == [] and ALSO_IN_COLLECTION not in plain.text
 

@@ -26,7 +26,6 @@ from litpipe.agents.query_summary import (
 )
 from litpipe.agents.summary_judge import JudgeInput, offline_judge
 from litpipe.agents.summary_qa import NOT_IN_SUMMARY, SummaryQAInput, offline_summary_qa
-from litpipe.agents.synthesis import estimate_tokens
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.llm.client import LLMClient
@@ -43,6 +42,7 @@ from litpipe.schemas import (
     RetrievedChunk,
 )
 from litpipe.settings import Settings
+from litpipe.text import estimate_tokens, markers_in
 from litpipe.workflows.query_summary import (
     QuerySummaryError,
     Search,
@@ -124,7 +124,7 @@ def assert_cited_from_source(text: str, source: list[RetrievedChunk]) -> None:
     assert found and unresolved == []
     whole = source_sentences(source)
     for sentence in summary_sentences(text):
-        assert citations.markers_in(sentence), sentence
+        assert markers_in(sentence), sentence
         assert plain(sentence).rstrip(".") in whole, sentence
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.relationships import offline_relationships
 from litpipe.schemas import Insight, Relationship
+from litpipe.text import sentences
 from litpipe_tests.test_relationships import insight
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.relationships import (
     offline_relationships,
     papers_named,
@@ -19,6 +18,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship
 from litpipe.settings import Settings
+from litpipe.text import sentences
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 

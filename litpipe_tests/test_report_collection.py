@@ -11,14 +11,9 @@ from typing import Any
 
 import pytest
 
-from litpipe.report.collection import (
-    chunk_anchor,
-    collection_html,
-    markdown_blocks,
-    synthesis_markdown,
-    write_collection_outputs,
-)
+from litpipe.report.collection import collection_html, synthesis_markdown, write_collection_outputs
 from litpipe.report.graphs import FIGURES, analysis_figures
+from litpipe.report.page import chunk_anchor
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -33,6 +28,7 @@ from litpipe.schemas import (
     RetrievedChunk,
     Synthesis,
 )
+from litpipe.text import markdown_blocks
 from litpipe_tests.passages import retrieved_chunk
 
 REPAIR = "10.1093_nar_gkae252"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from litpipe.evaluation.checks import StoredChunk
 from litpipe.evaluation.convergence import convergence_report
 from litpipe.report.query_summary import (
     citation_problems,
@@ -17,6 +16,7 @@ from litpipe.report.query_summary import (
     render_text,
     write_markdown,
 )
+from litpipe.schemas import StoredChunk
 from litpipe_tests.test_query_summary import PAPER, PAPER_ID, QUERY, TITLE, offline
 
 

@@ -109,8 +109,10 @@ def test_a_changed_chunk_is_the_only_one_embedded(
     assert (result.embedded, result.reused, result.removed) == (1, 7, 0)
     assert fake_embedder.encode_calls[-1] == ["A rewritten third chunk about kinase inhibitors."]
     assert store.count_rows("fake-hash-32") == 8
-    hits = store.full_text_search("fake-hash-32", "kinase", 5)
-    assert [hit["chunk_id"] for hit in hits] == ["p1:0003"]
+    table = store.open_table("fake-hash-32")
+    assert table is not None
+    third = table.search().where("chunk_id = 'p1:0003'").select(["text"]).to_list()
+    assert [row["text"] for row in third] == ["A rewritten third chunk about kinase inhibitors."]
 
 
 def test_chunks_a_paper_no_longer_has_are_deleted(
@@ -156,41 +158,6 @@ def test_each_embedder_has_its_own_table(store: ChunkStore, fake_embedder: FakeE
     assert re.fullmatch(r"chunks__[A-Za-z0-9_.-]+", result.table)
     assert store.table_names() == sorted(["chunks__fake-hash-32", result.table])
     assert store.count_rows("no-such-embedder") == 0
-    assert store.full_text_search("no-such-embedder", "protein", 3) == []
-
-
-def test_full_text_search_finds_a_chunk_by_a_rare_word(
-    store: ChunkStore, fake_embedder: FakeEmbedder
-) -> None:
-    store.embed_paper(paper("p1", TEXTS), fake_embedder)
-    store.embed_paper(
-        paper("p2", ["Zymography revealed gelatinase activity.", *TEXTS[:2]]), fake_embedder
-    )
-    hits = store.full_text_search("fake-hash-32", "zymography", 3)
-    assert [hit["chunk_id"] for hit in hits] == ["p2:0000"]
-    assert hits[0]["text"] == "Zymography revealed gelatinase activity." and hits[0]["score"] > 0
-    assert len(store.full_text_search("fake-hash-32", "protein receptor", 20)) == 10
-    # What a user types is words, not query syntax.
-    quoted = store.full_text_search("fake-hash-32", '"Zymography" AND title:(gelatinase)', 3)
-    assert quoted[0]["chunk_id"] == "p2:0000"
-
-
-def test_the_text_index_catches_up_after_many_new_rows(
-    store: ChunkStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(store_module, "FTS_UNINDEXED_ROWS", 10)
-    store.embed_paper(paper("p1", TEXTS), fake_embedder)
-    table = store.open_table("fake-hash-32")
-    assert table is not None
-    assert table.index_stats("text_idx").num_unindexed_rows == 0
-    store.embed_paper(
-        paper("p2", [f"New row {i} on tardigrades." for i in range(6)]), fake_embedder
-    )
-    assert table.index_stats("text_idx").num_unindexed_rows == 6  # searched by a scan meanwhile
-    assert len(store.full_text_search("fake-hash-32", "tardigrades", 10)) == 6
-    store.embed_paper(paper("p3", [f"Row {i} on rotifers." for i in range(6)]), fake_embedder)
-    assert table.index_stats("text_idx").num_unindexed_rows == 0
-    assert len(store.full_text_search("fake-hash-32", "rotifers", 10)) == 6
 
 
 def _embed_papers_in_a_process(db_dir: str, worker: int) -> int:

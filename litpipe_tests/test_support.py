@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from litpipe.evaluation.grading import Segment, grade_claims
-from litpipe.evaluation.support import LEXICAL_WEIGHT, combined, support_scores
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.support import LEXICAL_WEIGHT, combined, support_scores
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 

@@ -15,7 +15,6 @@ import pytest
 from litpipe import citations
 from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
-from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
 from litpipe.agents.plain import write_plain_summary
 from litpipe.agents.synthesis import (
@@ -43,6 +42,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.text import marker, markers_in, sentences, strip_markers
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
 
@@ -238,7 +238,7 @@ def first_sentence(paper: str, answer: int, passage: int) -> tuple[str, Citation
     page, _, text = PASSAGES[paper][answer][passage]
     sentence = sentences(text)[0].text
     return sentence, Citation(
-        marker=citations.marker(paper, page),
+        marker=marker(paper, page),
         paper_id=paper,
         page=page,
         chunk_ids=[f"{paper}:{answer * 2 + passage}"],
@@ -317,8 +317,7 @@ TEMPLATE_WORDS = [
 
 
 def unmarked(text: str) -> str:
-    every = [citations.marker(paper, page) for paper, page in citations.markers_in(text)]
-    return " ".join(citations.without_markers(text, every).split())
+    return " ".join(strip_markers(text).split())
 
 
 def leftover(text: str, sources: list[str]) -> str:
@@ -388,9 +387,7 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
         assert insight.text in text
     # Each section: its two insights, then the evidence sentences MMR picks to ground them.
     sections = text.split("\n## ")[1:4]
-    assert [len(citations.markers_in(s.split("\n\n")[-1])) for s in sections] == [
-        2 + EVIDENCE_SENTENCES
-    ] * 3
+    assert [len(markers_in(s.split("\n\n")[-1])) for s in sections] == [2 + EVIDENCE_SENTENCES] * 3
     # Transitions from the relationship map, and the map by type at the end.
     assert f'"{TITLES[PLM]}" extends "{TITLES[GCK]}": {RELATIONSHIPS[0].explanation}' in text
     assert "## Relationships" in text and "### Contradiction" in text
@@ -467,7 +464,7 @@ def test_request_has_three_parts_and_an_uncited_paper_gets_the_fix(
     assert all(insight.text in spine for insight in make_analysis().insights)
     for paper in PAPERS:
         assert f"### Paper {paper}" in evidence
-        assert citations.marker(paper, PASSAGES[paper][0][0][0]) in evidence
+        assert marker(paper, PASSAGES[paper][0][0][0]) in evidence
     assert RELATIONSHIPS[2].explanation in relationship_map
 
     assert synthesis.engine == "openai/stub" and synthesis.pattern == "stuff"

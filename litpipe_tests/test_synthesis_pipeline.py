@@ -14,12 +14,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.citations import markers_in
 from litpipe.defs.resources import artifact_store
 from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers
 from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
+from litpipe.text import markers_in
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_agents import serve_every_agent

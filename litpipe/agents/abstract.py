@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field, field_validator
 
 from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
-from litpipe.agents.extractive import Span, overlap, sentences, words
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import PaperAbstract, PaperDocument, Section
 from litpipe.settings import Settings
+from litpipe.text import Span, overlap, sentences, words
 
 MIN_WORDS = 150
 MAX_WORDS = 250

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, BatchClient, run_batch
-from litpipe.agents.extractive import STOPWORDS, normalise
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.settings import Settings
+from litpipe.text import STOPWORDS, normalise
 
 _TERM = re.compile(r"[a-z0-9]+")
 OFFLINE_RULE = "every content term of the answer among the summary's terms"

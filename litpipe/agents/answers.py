@@ -2,12 +2,8 @@
 
 A question is answered only from its evidence (typically its three best chunks, possibly from
 several papers), every sentence citing its passage with a `[paper_id:page]` marker. When the
-passages do not answer it, the answer says so in a fixed sentence rather than guess.
-
-The offline engine answers with cited evidence sentences: it scores every sentence of every
-passage by the share of the question's content terms it holds, weighted by its passage's rank,
-and keeps the best few (one of any near-duplicates), each verbatim and followed by its
-passage's marker. A question none of whose terms occur in the passages gets the fixed sentence.
+passages do not answer it, the answer says so in a fixed sentence rather than guess. The
+offline engine's evidence sentences and the reply's checks are in `litpipe.agents.answering`.
 
 `answer_questions` is the entry point of the asset and the workflows: with a model, all the
 questions' calls go in one concurrent batch; in multi-view mode it hands over to MASS-RAG
@@ -18,28 +14,28 @@ silently written by another engine would misreport what wrote it.
 from __future__ import annotations
 
 import inspect
-import logging
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from litpipe import citations
-from litpipe.agents import extractive
+from litpipe.agents import answering, massrag
+from litpipe.agents.answering import (
+    NO_ANSWER,
+    AnswerInput,
+    AnswerReply,
+    answer_from,
+    answer_inputs,
+    best_sentences,
+    cited_text,
+)
 from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch, version
-from litpipe.citations import chunk_marker, evidence_block
+from litpipe.citations import evidence_block
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval import text as retrieval_text
-from litpipe.retrieval.text import tokenize
-from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
+from litpipe.schemas import Answer, QuestionEvidence
 from litpipe.settings import Settings
 
-logger = logging.getLogger(__name__)
-
-NO_ANSWER = "The retrieved passages do not answer this question."
 # Every agent that may answer a question (single-view, or the MASS-RAG views and reconciler):
 # a step answering questions needs a model client if any of them is routed to one.
 ANSWER_AGENTS = (
@@ -49,106 +45,6 @@ ANSWER_AGENTS = (
     "massrag_reasoner",
     "massrag_reconcile",
 )
-MAX_ANSWER_SENTENCES = 3
-# A passage's sentences count for less the lower the reranker put it: 1, 0.8, 0.67, ...
-RANK_DECAY = 0.25
-# Sentences scoring under this share of the best one would pad the answer, not answer.
-MIN_SHARE_OF_BEST = 0.5
-# Sentences whose content words overlap this much (cosine) say the same thing: keep one.
-NEAR_DUPLICATE = 0.7
-
-
-class AnswerInput(BaseModel):
-    question: Question
-    evidence: list[RetrievedChunk]
-
-
-class AnswerReply(BaseModel):
-    answer: str = Field(
-        min_length=1,
-        description="The answer, every sentence citing its passage(s) as [paper_id:page].",
-    )
-
-
-@dataclass(frozen=True)
-class EvidenceSentence:
-    """One sentence of a passage (whitespace collapsed, words verbatim) and how well it bears on
-    the question."""
-
-    text: str
-    chunk: RetrievedChunk
-    rank: int
-    coverage: float
-    """Share of the question's content terms the sentence holds."""
-    terms: frozenset[str]
-    """Its stemmed terms, as BM25 reads them."""
-
-    @property
-    def score(self) -> float:
-        return self.coverage / (1 + RANK_DECAY * self.rank)
-
-    @property
-    def cited(self) -> str:
-        return f"{self.text} {chunk_marker(self.chunk)}"
-
-
-def question_terms(question: str) -> frozenset[str]:
-    """The question's content terms: the frame words of a question ("what role does ... play
-    in the paper's method") are stop words or generic words, and say nothing of its subject."""
-    content = [word for word in extractive.words(question) if word not in extractive.GENERIC_WORDS]
-    return frozenset(tokenize(" ".join(content)))
-
-
-def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> list[EvidenceSentence]:
-    """Every sentence of the evidence, in evidence order, scored against the question."""
-    wanted = question_terms(question)
-    found: list[EvidenceSentence] = []
-    for rank, chunk in enumerate(evidence):
-        for span in extractive.sentences(chunk.text):
-            terms = frozenset(tokenize(span.text))
-            coverage = len(terms & wanted) / len(wanted) if wanted else 0.0
-            found.append(
-                EvidenceSentence(" ".join(span.text.split()), chunk, rank, coverage, terms)
-            )
-    return found
-
-
-def near_duplicate(sentence: str, others: Sequence[str]) -> bool:
-    words = set(extractive.words(sentence))
-    return any(
-        extractive.overlap(words, set(extractive.words(other))) >= NEAR_DUPLICATE
-        for other in others
-    )
-
-
-def distinct(sentences: Sequence[EvidenceSentence], most: int) -> list[EvidenceSentence]:
-    """The first `most` sentences that are no near-duplicate of one kept before them."""
-    kept: list[EvidenceSentence] = []
-    for sentence in sentences:
-        if len(kept) == most:
-            break
-        if not near_duplicate(sentence.text, [other.text for other in kept]):
-            kept.append(sentence)
-    return kept
-
-
-def best_sentences(
-    question: str, evidence: Sequence[RetrievedChunk], most: int = MAX_ANSWER_SENTENCES
-) -> list[EvidenceSentence]:
-    """The sentences that best answer the question, best first; none when no sentence holds any
-    of its terms."""
-    relevant = [s for s in evidence_sentences(question, evidence) if s.coverage > 0]
-    if not relevant:
-        return []
-    floor = MIN_SHARE_OF_BEST * max(s.score for s in relevant)
-    # sorted is stable: equal scores keep the evidence order.
-    ranked = sorted((s for s in relevant if s.score >= floor), key=lambda s: -s.score)
-    return distinct(ranked, most)
-
-
-def cited_text(sentences: Sequence[EvidenceSentence], nothing: str = NO_ANSWER) -> str:
-    """The sentences, each followed by its passage's marker; `nothing` when there are none."""
-    return " ".join(s.cited for s in sentences) if sentences else nothing
 
 
 def offline_answer(inputs: AnswerInput) -> AnswerReply:
@@ -172,41 +68,6 @@ class AnswersAgent(Agent[AnswerInput, AnswerReply]):
         return offline_answer(inputs)
 
 
-def checked_citations(text: str, inputs: AnswerInput, writer: str) -> str:
-    """`text` without the markers that resolve to no passage it was given (a model citing a page
-    it was not shown), after a warning naming them."""
-    _, unresolved = citations.citations(text, inputs.evidence)
-    if not unresolved:
-        return text
-    logger.warning(
-        "%s cited pages it was not given for question %s; removed: %s",
-        writer,
-        inputs.question.question_id,
-        ", ".join(unresolved),
-    )
-    return citations.without_markers(text, unresolved)
-
-
-def answer_from(
-    inputs: AnswerInput, text: str, engine: str, views: dict[str, str] | None = None
-) -> Answer:
-    """The reply's text as an `Answer`: unresolvable markers removed, the rest resolved."""
-    cleaned = checked_citations(text, inputs, "the answer")
-    resolved, _ = citations.citations(cleaned, inputs.evidence)
-    return Answer(
-        question=inputs.question,
-        text=cleaned,
-        citations=resolved,
-        evidence=inputs.evidence,
-        views=views or {},
-        engine=engine,
-    )
-
-
-def answer_inputs(items: Sequence[QuestionEvidence]) -> list[AnswerInput]:
-    return [AnswerInput(question=item.question, evidence=item.chunks) for item in items]
-
-
 def answer_questions(
     items: list[QuestionEvidence],
     settings: Settings,
@@ -215,9 +76,6 @@ def answer_questions(
 ) -> list[Answer]:
     """Every question answered from its evidence, in order, as `settings.answer_mode` says."""
     if settings.answer_mode == "multi_view":
-        # massrag builds on this module (its sentences, `answer_from`): imported here, not above.
-        from litpipe.agents import massrag
-
         return massrag.answer_multi_view(items, settings, prompts, client)
     agent = AnswersAgent()
     batch = answer_inputs(items)
@@ -238,8 +96,6 @@ def answers_engine(settings: Settings) -> str:
 def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of all that decides the answers (the mode, its agents' prompts, schemas and routes,
     and the code turning replies into answers): the code_version of the answers asset."""
-    from litpipe.agents import massrag  # see answer_questions
-
     agents: list[Agent[Any, Any]] = (
         [*massrag.VIEW_AGENTS.values(), massrag.ReconcileAgent()]
         if settings.answer_mode == "multi_view"
@@ -247,7 +103,7 @@ def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
     )
     code = (
         inspect.getsource(module)
-        for module in (sys.modules[__name__], massrag, citations, retrieval_text)
+        for module in (sys.modules[__name__], answering, massrag, citations, retrieval_text)
     )
     return digest(
         settings.answer_mode, *(version(agent, settings, prompts) for agent in agents), *code

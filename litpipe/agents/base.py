@@ -11,7 +11,7 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from litpipe.agents import extractive
+from litpipe import text as text_helpers
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import Route, Settings
@@ -81,7 +81,7 @@ def version(agent: Agent[In, Reply], settings: Settings, prompts: PromptLibrary)
         prompts.digest(agent.name),
         json.dumps(agent.reply_schema.model_json_schema(), sort_keys=True),
         inspect.getsource(sys.modules[type(agent).__module__]),
-        inspect.getsource(extractive),
+        inspect.getsource(text_helpers),
         route.model_dump_json(include={"model", "temperature", "max_tokens"}),
     ]
     return digest(*parts)

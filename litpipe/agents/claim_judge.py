@@ -5,7 +5,7 @@ markers, the markers removed); its passages are those its markers cite. The judg
 supported, partially supported (part of the claim is in the passages, part is not) or
 unsupported, with a reason.
 
-The offline engine grades by the calibrated support score (`litpipe.evaluation.support`). The
+The offline engine grades by the calibrated support score (`litpipe.retrieval.support`). The
 score needs an encoder, which an agent's input cannot carry: the grading step scores every
 claim in one embedding batch and hands each claim its score (`ClaimInput.offline_score`, never
 shown to a model). Without a score (no encoder) it falls back to the lexical share, as
@@ -19,8 +19,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.evaluation.support import SupportScore, support_scores
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.support import SupportScore, support_scores
 from litpipe.schemas import Verdict
 
 

@@ -16,12 +16,11 @@ import math
 
 from pydantic import BaseModel, Field
 
-from litpipe import citations
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
+from litpipe.text import markers_in, overlap, sentences
 
 # Members per cluster at most: a branching factor that keeps each call's input small.
 CLUSTER_SIZE = 4
@@ -84,7 +83,7 @@ def offline_cluster_summary(inputs: ClusterSummaryInput) -> SummaryReply:
     candidates = [sentence for member in inputs.members for sentence in _member_sentences(member)]
     covering: list[str] = []
     for paper in inputs.papers:
-        citing = (s for s in candidates if paper in {p for p, _ in citations.markers_in(s)})
+        citing = (s for s in candidates if paper in {p for p, _ in markers_in(s)})
         first = next(citing, None)
         if first is not None and first not in covering:
             covering.append(first)

@@ -17,11 +17,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import Phrase, overlap, phrases, sentences, word_counts, words
 from litpipe.agents.questions import QuestionText
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import PaperAbstract, Question
 from litpipe.settings import Settings
+from litpipe.text import Phrase, overlap, phrases, sentences, word_counts, words
 
 
 class ComparedPaper(BaseModel):

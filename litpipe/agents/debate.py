@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.passages import PassageAgent, PassageInput
 from litpipe.retrieval.rerank import term_coverage
+from litpipe.text import sentences
 
 MIN_PROBABILITY = 1
 MAX_PROBABILITY = 100

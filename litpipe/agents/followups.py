@@ -14,11 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import words
 from litpipe.agents.questions import QuestionsInput, QuestionText, offline_questions
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Insight, PaperAbstract, Question
 from litpipe.settings import Settings
+from litpipe.text import words
 
 # Asking the questions agent for this many of each style spans all its frames more than twice.
 _OFFLINE_PER_STYLE = 10

@@ -18,11 +18,19 @@ import logging
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, BatchClient
-from litpipe.agents.extractive import sentences, words
-from litpipe.citations import citations, cited_sentences, marker, markers_in, without_markers
+from litpipe.citations import citations
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Answer, Citation, Insight
 from litpipe.settings import Settings
+from litpipe.text import (
+    cited_sentences,
+    marker,
+    markers_in,
+    sentences,
+    strip_markers,
+    without_markers,
+    words,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +53,6 @@ class InsightsReply(BaseModel):
     insights: list[InsightDraft]
 
 
-def plain(text: str) -> str:
-    """`text` without its citation markers."""
-    return without_markers(text, [marker(paper, page) for paper, page in markers_in(text)])
-
-
 def offline_insight(answer: Answer) -> str:
     question = " ".join(answer.question.text.split())
     text = " ".join(answer.text.split())
@@ -64,7 +67,7 @@ def offline_insight(answer: Answer) -> str:
     asked = set(words(question))
 
     def informativeness(sentence: str) -> int:
-        content = set(words(plain(sentence)))
+        content = set(words(strip_markers(sentence)))
         return len(content) + _QUESTION_WORD_WEIGHT * len(content & asked)
 
     if cited:
@@ -115,7 +118,7 @@ def checked(inputs: InsightsInput, reply: InsightsReply) -> list[tuple[str, list
         question_id = answer.question.question_id
         resolved, unresolved = citations(drafts.get(question_id, ""), answer.evidence)
         text = without_markers(drafts.get(question_id, ""), unresolved)
-        if not words(plain(text)):
+        if not words(strip_markers(text)):
             log.warning(
                 "insights: no insight about %s in the reply; the offline one used", question_id
             )

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.answers import (
+from litpipe.agents.answering import (
     NO_ANSWER,
     AnswerInput,
     AnswerReply,

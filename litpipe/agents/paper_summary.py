@@ -16,10 +16,15 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import Insight, RetrievedChunk
+from litpipe.text import (
+    markers_in,
+    overlap,
+    sentences,
+    strip_markers,
+)
 
 # MMR's trade-off between relevance to the insights and novelty (as the retrieval's default).
 MMR_LAMBDA = 0.7
@@ -47,7 +52,7 @@ def cite(sentence: str, written_marker: str) -> str:
 def cited_insight(insight: Insight) -> str:
     """The insight's text, verbatim, with its first citation's marker if it holds none."""
     text = " ".join(insight.text.split())
-    if citations.markers_in(text) or not insight.citations:
+    if markers_in(text) or not insight.citations:
         return text
     return cite(text, insight.citations[0].marker)
 
@@ -64,11 +69,7 @@ def evidence_sentences(evidence: list[RetrievedChunk]) -> list[str]:
 
 
 def _terms(text: str) -> set[str]:
-    return set(tokenize(citations.without_markers(text, _all_markers(text))))
-
-
-def _all_markers(text: str) -> list[str]:
-    return [citations.marker(paper_id, page) for paper_id, page in citations.markers_in(text)]
+    return set(tokenize(strip_markers(text)))
 
 
 def mmr_sentences(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from litpipe import citations
 from litpipe.agents import synthesis
 from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent, version
 from litpipe.agents.paper_summary import cited_insight
@@ -31,6 +30,7 @@ from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Citation, Insight, Relationship, RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
+from litpipe.text import cited_sentences, marker, markers_in
 
 
 class PlainInput(BaseModel):
@@ -86,8 +86,8 @@ def known_citations(text: str, known: dict[str, Citation]) -> tuple[list[Citatio
     the markers that are not."""
     found: dict[str, Citation] = {}
     unknown: list[str] = []
-    for paper_id, page in citations.markers_in(text):
-        written = citations.marker(paper_id, page)
+    for paper_id, page in markers_in(text):
+        written = marker(paper_id, page)
         if written in known:
             found.setdefault(written, known[written])
         elif written not in unknown:
@@ -100,8 +100,8 @@ def expert_fallbacks(expert_text: str, titles: dict[str, str]) -> dict[str, str]
     introducing it, where the expert synthesis appended it itself): what an uncited paper's
     appended sentence says when none of its insights cites a passage."""
     found: dict[str, str] = {}
-    for sentence in citations.cited_sentences(expert_text):
-        for paper, _ in citations.markers_in(sentence):
+    for sentence in cited_sentences(expert_text):
+        for paper, _ in markers_in(sentence):
             found.setdefault(paper, sentence.removeprefix(also_in_collection(paper, titles)))
     return found
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from litpipe.agents.answers import (
+from litpipe.agents.answering import (
     NO_ANSWER,
     AnswerInput,
     AnswerReply,
@@ -41,10 +41,11 @@ from litpipe.agents.answers import (
 )
 from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch
 from litpipe.agents.related_work import count_words
-from litpipe.citations import cited_sentences, evidence_block
+from litpipe.citations import evidence_block
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Answer
 from litpipe.settings import Settings
+from litpipe.text import cited_sentences
 
 
 class QueryAnswerInput(AnswerInput):

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.answers import question_terms
 from litpipe.agents.base import NON_BLANK, Agent, StructuredClient, engine_name, run_agent
-from litpipe.agents.extractive import Phrase, Span, phrases, sentences
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import DiagnosticQuestion, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe.text import Phrase, Span, phrases, sentences
 
 MAX_QUESTIONS = 7
 # Frames made only of stop words and generic words, so that a question's content terms are its
@@ -58,7 +57,7 @@ class QueryQuestionsReply(BaseModel):
 def _ranked_sentences(inputs: QueryQuestionsInput) -> list[tuple[str, Span]]:
     """(text, sentence span) of the passages, those holding the most query terms first (ties in
     passage order); the abstract's sentences when no passage sentence holds a query term."""
-    wanted = question_terms(inputs.query)
+    wanted = content_terms(inputs.query)
     scored: list[tuple[float, int, str, Span]] = []
     for chunk in inputs.evidence:
         for span in sentences(chunk.text):

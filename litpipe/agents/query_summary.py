@@ -22,13 +22,12 @@ import re
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents.answers import question_terms
 from litpipe.agents.base import Agent
-from litpipe.agents.extractive import sentences
 from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RetrievedChunk
+from litpipe.text import sentences, strip_markers
 
 # A first draft this short leaves the judge something to find, as MAIS's loop expects.
 FIRST_DRAFT_SENTENCES = 3
@@ -83,10 +82,7 @@ def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
 
 def plain(sentence: str) -> str:
     """A cited sentence without its markers, spaced once: what two copies of it share."""
-    written = [
-        citations.marker(paper_id, page) for paper_id, page in citations.markers_in(sentence)
-    ]
-    return " ".join(citations.without_markers(sentence, written).split())
+    return " ".join(strip_markers(sentence).split())
 
 
 # The judge and the summarizer score the same source sentences against every question and topic
@@ -99,7 +95,7 @@ def terms_of(sentence: str) -> frozenset[str]:
 def ranked_sentences(text: str, candidates: list[str]) -> list[tuple[float, str]]:
     """(share, sentence) for the candidates holding any of `text`'s content terms, most first,
     ties in the candidates' order. `text` is a question, a query or a topic."""
-    wanted = question_terms(text)
+    wanted = content_terms(text)
     if not wanted:
         return []
     scored = [(len(terms_of(c) & wanted) / len(wanted), c) for c in candidates]

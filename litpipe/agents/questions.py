@@ -19,10 +19,10 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field, field_validator
 
 from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent
-from litpipe.agents.extractive import Phrase, phrases, sentences, word_counts
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import PaperAbstract, PaperQuestions, Question
 from litpipe.settings import Settings
+from litpipe.text import Phrase, phrases, sentences, word_counts
 
 AskedStyle = Literal["broad", "inner_workings"]
 STYLES: tuple[AskedStyle, ...] = get_args(AskedStyle)

@@ -62,13 +62,13 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.centrality import lexrank_similarity, pagerank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
 from litpipe.settings import Settings
+from litpipe.text import overlap, sentences
 
 log = logging.getLogger(__name__)
 

@@ -42,21 +42,22 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.extractive import (
-    GENERIC_WORDS,
-    Phrase,
-    looks_named,
-    phrases,
-    sentences,
-    words,
-)
-from litpipe.agents.insights import plain
-from litpipe.citations import marker, markers_in, without_markers
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.rerank import term_coverage
-from litpipe.retrieval.text import tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
 from litpipe.settings import Settings
+from litpipe.text import (
+    Phrase,
+    looks_named,
+    marker,
+    markers_in,
+    phrases,
+    sentences,
+    strip_markers,
+    without_markers,
+    words,
+)
 
 # Jaccard similarity of two insights' stemmed terms from which they relate, and from which two
 # insights without a cue word say the same kind of thing about the same object (parallel).
@@ -218,13 +219,6 @@ def _paper_of(insight: Insight) -> str:
     return insight.paper_id or ", ".join(insight.papers)
 
 
-def content_terms(text: str) -> set[str]:
-    """The stemmed terms of a text's content words: without function words, research verbs
-    ("we propose", "using") and words too general to relate two papers ("method", "results")."""
-    kept = [word for word in words(plain(text)) if word not in GENERIC_WORDS]
-    return set(tokenize(" ".join(kept)))
-
-
 @dataclass(frozen=True)
 class _TermWeights:
     """Each term's weight, log((papers + 1) / papers using it): a term most papers of the
@@ -246,13 +240,13 @@ class _TermWeights:
     def of_word(self, word: str) -> float:
         return max((self.of(term) for term in tokenize(word)), default=0.0)
 
-    def similarity(self, first: set[str], second: set[str]) -> float:
+    def similarity(self, first: frozenset[str], second: frozenset[str]) -> float:
         """Weighted Jaccard: the weight of the shared terms over that of all their terms."""
         union = sum(self.of(term) for term in first | second)
         return sum(self.of(term) for term in first & second) / union if union else 0.0
 
 
-def _weights(insights: list[Insight], terms: dict[str, set[str]]) -> _TermWeights:
+def _weights(insights: list[Insight], terms: dict[str, frozenset[str]]) -> _TermWeights:
     by_paper: dict[str, set[str]] = {}
     for insight in insights:
         by_paper.setdefault(_paper_of(insight), set()).update(terms[insight.insight_id])
@@ -265,7 +259,7 @@ def _distinct(insights: list[Insight]) -> list[Insight]:
     seen: set[tuple[str, str]] = set()
     kept = []
     for insight in insights:
-        key = (_paper_of(insight), " ".join(plain(insight.text).split()))
+        key = (_paper_of(insight), " ".join(strip_markers(insight.text).split()))
         if key not in seen:
             seen.add(key)
             kept.append(insight)
@@ -361,7 +355,7 @@ def _clause_claims(sentence: str, clause: str) -> list[_Claim]:
     # A direction word is what a claim says, never what it is about: "larger step sizes" and
     # "fewer training steps" share no subject.
     terms = [
-        set() if _direction(tokens, index) else content_terms(token)
+        frozenset() if _direction(tokens, index) else content_terms(token)
         for index, token in enumerate(tokens)
     ]
     denied = {position for index in range(len(tokens)) for position in _denied(tokens, index)}
@@ -483,7 +477,7 @@ def _typed(first: Insight, second: Insight, similarity: float, grounds: _Grounds
     for kind, pattern in (("improvement", _IMPROVEMENT), ("extension", _EXTENSION)):
         for holder, other in ((second, first), (first, second)):
             named = grounds.work_of(_paper_of(other), _paper_of(holder))
-            cue = _named_work(plain(holder.text), pattern, named)
+            cue = _named_work(strip_markers(holder.text), pattern, named)
             if cue is not None:
                 return _Pair(other, holder, kind, similarity, cue=cue)
     kind: RelationshipType = "parallel" if similarity >= PARALLEL_SIMILARITY else "complementary"
@@ -502,7 +496,8 @@ def _explanation(
     opposition = pair.opposition
     if opposition is not None:
         shared_terms = set(opposition.terms)
-    written = term_coverage(plain(pair.source.text), plain(pair.target.text)).matched
+    source_text, target_text = strip_markers(pair.source.text), strip_markers(pair.target.text)
+    written = term_coverage(source_text, target_text).matched
     shared = [word for word in written if shared_terms.intersection(tokenize(word))]
     # The rarest shared words first: they say what the two insights are about.
     ranked = sorted(shared, key=lambda word: -weights.of_word(word))
@@ -525,7 +520,7 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
     each typed by `_typed`. An insight that cites nothing ("the retrieved passages do not answer
     this question") states nothing of its paper's, so it relates to nothing."""
     insights = [insight for insight in _distinct(insights) if insight.citations]
-    terms = {insight.insight_id: content_terms(insight.text) for insight in insights}
+    terms = {insight.insight_id: content_terms(strip_markers(insight.text)) for insight in insights}
     weights = _weights(insights, terms)
     by_papers: dict[tuple[str, str], list[tuple[float, Insight, Insight]]] = {}
     for first, second in combinations(insights, 2):
@@ -542,7 +537,7 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
     ]
     typed = {insight.insight_id: insight for _, *pair in kept for insight in pair}
     grounds = _Grounds(
-        claims={insight_id: _claims(plain(one.text)) for insight_id, one in typed.items()},
+        claims={insight_id: _claims(strip_markers(one.text)) for insight_id, one in typed.items()},
         title_names={paper: _title_names(title) for paper, title in titles.items()},
         weights=weights,
     )
@@ -570,7 +565,7 @@ def _key_phrases(insights: list[Insight]) -> list[tuple[str, Phrase]]:
     """(paper, phrase) for every key phrase of the insights, in order."""
     found = []
     for insight in insights:
-        text = plain(insight.text)
+        text = strip_markers(insight.text)
         found += [(_paper_of(insight), p) for s in sentences(text) for p in phrases(text, s)]
     return found
 
@@ -621,7 +616,9 @@ def _ranked_insights(
     """The paper's cited insights, the most related first, then the longest."""
     degree = Counter(r.source for r in relationships) + Counter(r.target for r in relationships)
     own = [i for i in insights if i.paper_id == paper and i.citations]
-    return sorted(own, key=lambda i: (-degree[i.insight_id], -len(set(words(plain(i.text))))))
+    return sorted(
+        own, key=lambda i: (-degree[i.insight_id], -len(set(words(strip_markers(i.text)))))
+    )
 
 
 def _relations_of(paper: str, insights: list[Insight], relationships: list[Relationship]) -> int:

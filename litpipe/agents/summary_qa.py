@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.answers import MAX_ANSWER_SENTENCES, MIN_SHARE_OF_BEST, near_duplicate
+from litpipe.agents.answering import MAX_ANSWER_SENTENCES, MIN_SHARE_OF_BEST, near_duplicate
 from litpipe.agents.base import Agent
 from litpipe.agents.query_summary import ranked_sentences, summary_sentences
 from litpipe.llm.prompts import PromptLibrary, fence

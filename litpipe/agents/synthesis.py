@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, TypeVar
@@ -37,7 +36,7 @@ from typing import NamedTuple, TypeVar
 from pydantic import BaseModel, Field
 
 from litpipe import citations
-from litpipe.agents.answers import best_sentences
+from litpipe.agents.answering import best_sentences
 from litpipe.agents.base import Agent, ModelClient, engine_name, run_agent, run_batch, version
 from litpipe.agents.cluster_summary import (
     ClusterSummaryAgent,
@@ -45,7 +44,6 @@ from litpipe.agents.cluster_summary import (
     Member,
     cluster,
 )
-from litpipe.agents.extractive import overlap, sentences
 from litpipe.agents.paper_summary import (
     PaperSummaryAgent,
     PaperSummaryInput,
@@ -73,6 +71,7 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
+from litpipe.text import estimate_tokens, overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +92,6 @@ RELATION_VERBS: dict[RelationshipType, str] = {
 ALSO_IN_COLLECTION = "Also in this collection"
 # Relationships the offline text lists per type.
 LISTED_PER_TYPE = 5
-
-
-def estimate_tokens(text: str) -> int:
-    """Model tokens of `text`, estimated as characters / 4 (English prose averages about four
-    characters a token): cheap, and near enough to choose a pattern."""
-    return math.ceil(len(text) / 4)
 
 
 def choose_pattern(evidence_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:
@@ -390,7 +383,7 @@ def covered(
         log.warning(
             "%s: removed markers citing no passage it was given: %s", writer, ", ".join(unresolved)
         )
-        text = citations.without_markers(text, unresolved)
+        text = without_markers(text, unresolved)
     now_cited = {citation.paper_id for citation in found}
     explained = {paper.paper_id for paper in left_out}
     left_out += [
@@ -440,7 +433,7 @@ def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) ->
     _, unresolved = citations.citations(text, evidence)
     if unresolved:
         log.warning("%s: removed markers citing no passage: %s", writer, ", ".join(unresolved))
-    return citations.without_markers(text, unresolved)
+    return without_markers(text, unresolved)
 
 
 def paper_summaries(

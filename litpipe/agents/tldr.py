@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
-from litpipe.agents import extractive
+from litpipe import text as text_helpers
 from litpipe.agents.base import NON_BLANK, Agent, BatchClient, run_batch
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.settings import Settings
@@ -50,20 +50,20 @@ def sentence_scores(
 ) -> list[float]:
     """Each candidate sentence's score: centrality among the candidates plus the weighted
     overlap with the title."""
-    terms = [set(extractive.words(sentence)) for sentence in candidates]
-    title_terms = set(extractive.words(title))
+    terms = [set(text_helpers.words(sentence)) for sentence in candidates]
+    title_terms = set(text_helpers.words(title))
     scores = []
     for index, own in enumerate(terms):
-        others = [extractive.overlap(own, other) for j, other in enumerate(terms) if j != index]
+        others = [text_helpers.overlap(own, other) for j, other in enumerate(terms) if j != index]
         centrality = sum(others) / len(others) if others else 0.0
-        scores.append(centrality + title_weight * extractive.overlap(own, title_terms))
+        scores.append(centrality + title_weight * text_helpers.overlap(own, title_terms))
     return scores
 
 
 def offline_tldr(inputs: TldrInput, title_weight: float = TITLE_WEIGHT) -> TldrReply:
     """The abstract's best sentence by `sentence_scores` (the title itself when the abstract has
     no sentence)."""
-    candidates = [" ".join(span.text.split()) for span in extractive.sentences(inputs.abstract)]
+    candidates = [" ".join(span.text.split()) for span in text_helpers.sentences(inputs.abstract)]
     if not candidates:
         return TldrReply(tldr=inputs.title)
     scores = sentence_scores(inputs.title, candidates, title_weight)

@@ -121,8 +121,8 @@ class ChunkingResource(dg.ConfigurableResource):
 
 
 class LanceDBResource(dg.ConfigurableResource):
-    """The LanceDB database holding one chunk table per embedder, with vectors and a full-text
-    index: a folder, or an object-store URI (s3://bucket/path) that every step can reach."""
+    """The LanceDB database holding one chunk table per embedder, with its vectors: a folder,
+    or an object-store URI (s3://bucket/path) that every step can reach."""
 
     uri: str
 

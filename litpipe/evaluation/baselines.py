@@ -15,7 +15,7 @@ under the same budget gets the same number of words.
   PageRank with damping 0.85; lengths are counted plus one so a one-term sentence does not
   divide by zero.
 The graphs and PageRank are `litpipe.retrieval.centrality`'s, shared with the related-work
-writer. Sentences are split with `litpipe.agents.extractive.sentences`; terms are the stemmed,
+writer. Sentences are split with `litpipe.text.sentences`; terms are the stemmed,
 stop-word-free terms of `litpipe.retrieval.text.tokenize`. The chosen sentences are returned in
 rank order (lead: reading order).
 """
@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from litpipe.agents.extractive import sentences
 from litpipe.agents.related_work import count_words
 from litpipe.retrieval.centrality import lexrank_similarity, pagerank, textrank_similarity
 from litpipe.retrieval.text import tokenize
+from litpipe.text import sentences
 
 
 def split_documents(documents: Sequence[str]) -> list[list[str]]:

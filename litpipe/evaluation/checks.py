@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field, JsonValue
 
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
-from litpipe.citations import marker, markers_in
-from litpipe.schemas import Synthesis
+from litpipe.schemas import StoredChunk, Synthesis
+from litpipe.text import marker, markers_in
 
 
 class CheckOutcome(BaseModel):
@@ -31,15 +31,6 @@ class CheckOutcome(BaseModel):
     markdown: dict[str, str] = Field(
         default_factory=dict, description="More metadata, each entry Markdown to render."
     )
-
-
-class StoredChunk(BaseModel):
-    """Where a chunk lies, as the chunk store (a LanceDB row) records it."""
-
-    chunk_id: str
-    paper_id: str
-    page_start: int
-    page_end: int
 
 
 def coverage(synthesis: Synthesis) -> CheckOutcome:

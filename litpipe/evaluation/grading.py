@@ -8,7 +8,7 @@ Y [b:2]." against b's, so a comparative sentence whose second half no passage ho
 at that half. A sentence's verdict is its worst segment's.
 
 Grading goes through the `claim_judge` agent: offline its engine maps the calibrated support
-score (`litpipe.evaluation.support`, every segment scored in one embedding batch here) to a
+score (`litpipe.retrieval.support`, every segment scored in one embedding batch here) to a
 verdict; with a model, one concurrent batch through the client, so its cache, usage ledger,
 routing and `llm_concurrency` apply. Coherence has no offline grade.
 
@@ -37,13 +37,10 @@ from litpipe.agents.base import (
 )
 from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
-from litpipe.agents.extractive import sentences
 from litpipe.agents.related_work import cited_ids
-from litpipe.citations import marker, markers_in
 from litpipe.evaluation.checks import CheckOutcome
-from litpipe.evaluation.support import Encoder, support_scores
 from litpipe.llm.prompts import PromptLibrary
-from litpipe.report.collection import markdown_blocks
+from litpipe.retrieval.support import Encoder, support_scores
 from litpipe.schemas import (
     Citation,
     Insight,
@@ -54,6 +51,7 @@ from litpipe.schemas import (
     SentenceVerdict,
 )
 from litpipe.settings import Settings
+from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in, sentences
 
 KeysIn = Callable[[str], list[str]]
 """Reads one bracket (`[...]`, brackets included): the markers it holds, none when it is not a
@@ -67,7 +65,6 @@ COHERENCE_CHECK = "coherence"
 LEAST_COHERENCE = 3
 
 # Any bracketed span; `keys_in` decides whether it is a citation.
-_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 # A segment of fewer words (markers removed) names a subject, not a claim ("A [a:1] and B [b:2]
 # both use X"): it joins the next segment, or the one before when it is the last.
 _LEAST_CLAIM_WORDS = 4
@@ -137,7 +134,7 @@ def segments(sentence: str, keys_in: KeysIn = page_markers) -> list[Segment]:
     fewer than 4 words (a subject: "A [a:1] and B [b:2] both ...") joins its neighbour."""
     groups = [
         (found.start(), found.end(), keys)
-        for found in _BRACKETED.finditer(sentence)
+        for found in BRACKETED.finditer(sentence)
         if (keys := keys_in(found.group()))
     ]
     pieces: list[tuple[str, list[str]]] = []
@@ -426,12 +423,12 @@ def _worst(grades: Sequence[SegmentGrade]) -> SentenceVerdict:
 
 
 def _only_markers(text: str, keys_in: KeysIn) -> bool:
-    cited = any(keys_in(found.group()) for found in _BRACKETED.finditer(text))
+    cited = any(keys_in(found.group()) for found in BRACKETED.finditer(text))
     return cited and not any(char.isalnum() for char in _without_brackets(text, keys_in))
 
 
 def _without_brackets(text: str, keys_in: KeysIn) -> str:
-    return _BRACKETED.sub(lambda found: "" if keys_in(found.group()) else found.group(), text)
+    return BRACKETED.sub(lambda found: "" if keys_in(found.group()) else found.group(), text)
 
 
 def _claim(text: str, keys_in: KeysIn) -> str:

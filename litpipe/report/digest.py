@@ -16,13 +16,6 @@ from pathlib import Path
 
 from litpipe.files import write_atomically
 from litpipe.report import notices
-from litpipe.report.collection import (
-    PAGE_CSS,
-    CitationLinks,
-    figures_html,
-    reference_lines,
-    standalone_page,
-)
 from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
@@ -32,6 +25,13 @@ from litpipe.report.graphs import (
     type_distribution_svg,
 )
 from litpipe.report.markdown import safe_markdown
+from litpipe.report.page import (
+    PAGE_CSS,
+    CitationLinks,
+    figures_html,
+    reference_lines,
+    standalone_page,
+)
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
     Digest,

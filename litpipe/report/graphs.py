@@ -2,7 +2,7 @@
 (papers as nodes; the typed relationships between their insights gathered into one edge per pair
 of papers) and the distribution of relationship types as a bar chart.
 
-Written by hand, like `evaluation.convergence.render_svg`: no plotting dependency, and the same
+Written by hand, like `report.convergence.render_svg`: no plotting dependency, and the same
 analysis always gives the same bytes (a rerun leaves the files and their hashes alone). Every text
 is escaped; each picture carries `role="img"`, an `aria-label` and a `<title>`, and each node, edge
 and bar a `<title>` a browser shows as a tooltip. No element has an `id`: the pictures are inlined

@@ -15,18 +15,18 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from litpipe.artifacts import checked_key
-from litpipe.evaluation.checks import StoredChunk
-from litpipe.evaluation.convergence import render_markdown as convergence_table
 from litpipe.files import write_atomically
 from litpipe.report import notices
-from litpipe.report.collection import (
+from litpipe.report.convergence import render_markdown as convergence_table
+from litpipe.report.markdown import safe_markdown
+from litpipe.report.page import (
     GRADE_CSS,
     PAGE_CSS,
     CitationLinks,
+    pages_label,
     standalone_page,
 )
-from litpipe.report.markdown import safe_markdown
-from litpipe.schemas import ConvergenceReport, QuerySummary, RetrievedChunk, SummaryIteration
+from litpipe.schemas import ConvergenceReport, QuerySummary, StoredChunk, SummaryIteration
 
 # Passages quoted under the citations are cut to this many characters.
 _EXCERPT_CHARS = 240
@@ -63,12 +63,6 @@ def verdict_text(iteration: SummaryIteration) -> str:
 
 def topics_text(iteration: SummaryIteration) -> str:
     return "; ".join(iteration.verdict.mismatch_topics) or "-"
-
-
-def _pages(chunk: RetrievedChunk) -> str:
-    if chunk.page_start == chunk.page_end:
-        return f"p. {chunk.page_start}"
-    return f"pp. {chunk.page_start}-{chunk.page_end}"
 
 
 def trace_table(result: QuerySummary) -> str:
@@ -130,7 +124,7 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
             excerpt = " ".join(chunk.text.split())
             if len(excerpt) > _EXCERPT_CHARS:
                 excerpt = excerpt[:_EXCERPT_CHARS].rstrip() + "…"
-            lines.append(f"  - {chunk.section}, {_pages(chunk)}: {excerpt}")
+            lines.append(f"  - {chunk.section}, {pages_label(chunk)}: {excerpt}")
     if not result.citations:
         lines.append("(none)")
     lines += [

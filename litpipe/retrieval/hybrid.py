@@ -10,7 +10,7 @@ near-duplicate chunks waste the context; the evaluation reports hybrid with and 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -170,21 +170,10 @@ class HybridRetriever:
         query_vector = np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
         bm25 = self.bm25_ranking(query, candidates, scope, paper_id)
         dense = self.dense_ranking(query_vector, candidates, scope, paper_id)
-        fused = reciprocal_rank_fusion(
-            {
-                "bm25": [chunk_id for chunk_id, _ in bm25],
-                "dense": [chunk_id for chunk_id, _ in dense],
-            },
-            k=self.rrf_k,
-            weights=self.weights,
-        )[:candidates]
+        fused = fuse(bm25, dense, candidates, self.rrf_k, self.weights)
         order = [chunk_id for chunk_id, _ in fused]
-        if diversify and order:
-            scores = np.array([score for _, score in fused], dtype=np.float64)
-            spread = scores.max() - scores.min()
-            relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
-            vectors = self.vectors(order)
-            order = mmr(query_vector, order, vectors, self.mmr_lambda, limit, relevance=relevance)
+        if diversify:
+            order = diversify_fused(query_vector, fused, self.vectors, self.mmr_lambda, limit)
         bm25_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(bm25, 1)}
         dense_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(dense, 1)}
         fused_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(fused, 1)}
@@ -206,6 +195,40 @@ class HybridRetriever:
                 )
             )
         return results
+
+
+def fuse(
+    bm25: list[tuple[str, float]],
+    dense: list[tuple[str, float]],
+    candidates: int,
+    rrf_k: int = DEFAULT_RRF_K,
+    weights: dict[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """The two rankings ((id, score) pairs, best first) fused by RRF: the top `candidates`
+    (id, fused score) pairs, best first."""
+    return reciprocal_rank_fusion(
+        {"bm25": [item for item, _ in bm25], "dense": [item for item, _ in dense]},
+        k=rrf_k,
+        weights=weights,
+    )[:candidates]
+
+
+def diversify_fused(
+    query_vector: np.ndarray,
+    fused: list[tuple[str, float]],
+    vectors_of: Callable[[list[str]], np.ndarray],
+    mmr_lambda: float,
+    limit: int,
+) -> list[str]:
+    """The fused ids reordered by MMR, the fused scores (min-max normalised: all equal count as
+    1) as their relevance; `vectors_of` gives the ids' vectors, one row each."""
+    order = [item for item, _ in fused]
+    if not order:
+        return order
+    scores = np.array([score for _, score in fused], dtype=np.float64)
+    spread = scores.max() - scores.min()
+    relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+    return mmr(query_vector, order, vectors_of(order), mmr_lambda, limit, relevance=relevance)
 
 
 def bm25_text(title: str, text: str) -> str:

@@ -34,8 +34,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import FTS, Bitmap, BTree, HnswSq
-from lancedb.query import MatchQuery
+from lancedb.index import Bitmap, BTree, HnswSq
 from lancedb.table import Table
 from numpy.typing import NDArray
 
@@ -45,11 +44,6 @@ from litpipe.schemas import EmbeddingResult, PaperChunks
 log = logging.getLogger(__name__)
 
 TABLE_PREFIX = "chunks__"
-FTS_INDEX = "text_idx"
-# Rows written since the full-text index was last brought up to date are still searched, by a
-# scan; the index is updated (a compaction of the table) once they are this many, or this share.
-FTS_UNINDEXED_ROWS = 2000
-FTS_UNINDEXED_SHARE = 0.2
 COMMIT_ATTEMPTS = 6
 # The vector index: IVF_HNSW_SQ (per IVF partition, an HNSW graph over 8-bit scalar-quantized
 # vectors), chosen on benchmarks/retrieval_scale.py's 200k synthetic chunks (384-d, cosine, 2
@@ -238,30 +232,12 @@ class ChunkStore:
         rows = _select(table, f"paper_id = {_sql(paper_id)}", ["chunk_id"])
         return sorted(rows.column("chunk_id").to_pylist())
 
-    def full_text_search(self, embedder_id: str, query: str, limit: int) -> list[dict[str, Any]]:
-        """Chunks matching `query` by BM25 on their text, best first, with a `score`."""
-        table = self.open_table(embedder_id)
-        if table is None or not query.strip():
-            return []
-        columns = [name for name in _ROW_FIELDS if name != "embedder_id"]
-        # A match query takes the user's words as words: quotes, colons or AND in them are not
-        # query syntax (a quoted phrase would need positions the index does not keep).
-        rows = (
-            table.search(MatchQuery(query, "text"), query_type="fts")
-            .select([*columns, "_score"])
-            .limit(limit)
-            .to_list()
-        )
-        return [
-            {**{name: row[name] for name in columns}, "score": float(row["_score"])} for row in rows
-        ]
-
     def embed_papers(
         self, papers: list[PaperChunks], embedder: TextEncoder, batch_papers: int = 512
     ) -> list[EmbeddingResult]:
         """`embed_paper` for many papers at once: one `encode` call and one commit per batch of
-        papers (a 5,000-document corpus in a dozen commits, not 5,000), the full-text and vector
-        indexes brought up to date once at the end. A batch that was committed stays stored if a
+        papers (a 5,000-document corpus in a dozen commits, not 5,000), the vector index brought
+        up to date once at the end. A batch that was committed stays stored if a
         later one fails, so an interrupted run resumes where it stopped."""
         results: list[EmbeddingResult] = []
         table = None
@@ -276,12 +252,8 @@ class ChunkStore:
             )
             results.extend(outcome[0])
             table = outcome[1] or table
-        if table is not None:
-            _refresh_full_text_index(table)
-            if self.vector_index_min_rows is not None:
-                # After the text index: a compaction for it adds the new rows to the vector index
-                # as a separate part, which this step then folds into one trained index.
-                _refresh_vector_index(table, self.vector_index_min_rows)
+        if table is not None and self.vector_index_min_rows is not None:
+            _refresh_vector_index(table, self.vector_index_min_rows)
         return results
 
     def ensure_vector_index(self, embedder_id: str, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
@@ -506,33 +478,13 @@ def _select(table: Table, where: str, columns: list[str]) -> pa.Table:
     return table.search().where(where).select(columns).limit(None).to_arrow()
 
 
-def _refresh_full_text_index(table: Table) -> None:
-    try:
-        _with_commit_retries(lambda: _full_text_index_step(table), "updating the full-text index")
-    except (OSError, RuntimeError, ValueError) as error:
-        # An index behind the data costs search speed, never results: the next write retries.
-        log.warning("full-text index of %s not updated: %s", table.name, error)
-
-
-def _full_text_index_step(table: Table) -> None:
-    """Create the text index on the first write; later, fold new rows into it once enough of
-    them wait (until then searches scan them, so results are complete either way)."""
-    stats = table.index_stats(FTS_INDEX)
-    if stats is None:
-        table.create_index("text", config=FTS(), name=FTS_INDEX, replace=True)
-    elif stats.num_unindexed_rows >= max(
-        FTS_UNINDEXED_ROWS, FTS_UNINDEXED_SHARE * stats.num_indexed_rows
-    ):
-        table.optimize()
-
-
 def _refresh_vector_index(table: Table, min_rows: int) -> None:
     try:
         _with_commit_retries(
             lambda: _vector_index_step(table, min_rows), "updating the vector index"
         )
     except (OSError, RuntimeError, ValueError) as error:
-        # As for the text index: rows outside the index are scanned, so results stay complete.
+        # Rows outside the index are scanned, so results stay complete.
         log.warning("vector index of %s not updated: %s", table.name, error)
 
 

@@ -2,7 +2,10 @@
 a hyphenated compound kept whole (`il6`) as well as by its parts (`il`, `6`), so a query that
 writes "IL-6", "IL6" or "IL 6" matches all three spellings; every term reduced by the Porter
 stemmer, as Lucene's English analyzer does, so "inhibits" meets "inhibition" (SciFact train BM25
-nDCG@10: 0.660 unstemmed, 0.694 stemmed; Snowball's newer English stemmer 0.692)."""
+nDCG@10: 0.660 unstemmed, 0.694 stemmed; Snowball's newer English stemmer 0.692).
+
+`content_terms` keeps the terms of a text's content words only: what the offline engine compares
+to say whether two texts are about the same thing."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import re
 import threading
 
 import Stemmer
+
+from litpipe.text import GENERIC_WORDS, words
 
 # Letters and digits (any script); a compound is such runs joined by hyphens.
 _COMPOUND = re.compile(r"[^\W_]+(?:[-\u2010\u2011\u2013][^\W_]+)*")
@@ -166,3 +171,9 @@ def _stemmer() -> Stemmer.Stemmer:
     if stemmer is None:
         stemmer = _STEMMERS.porter = Stemmer.Stemmer("porter")
     return stemmer
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """The terms of a text's content words: without function words, research verbs ("we
+    propose", "using") and words too general to say what it is about ("method", "results")."""
+    return frozenset(tokenize(" ".join(word for word in words(text) if word not in GENERIC_WORDS)))

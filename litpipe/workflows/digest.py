@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from litpipe.agents.base import engine_name
-from litpipe.agents.insights import insights_for, plain
-from litpipe.agents.relationships import content_terms, relate
+from litpipe.agents.insights import insights_for
+from litpipe.agents.relationships import relate
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.text import content_terms
 from litpipe.schemas import (
     Answer,
     Digest,
@@ -38,6 +39,7 @@ from litpipe.schemas import (
     RetrievedChunk,
 )
 from litpipe.settings import Settings
+from litpipe.text import strip_markers
 
 if TYPE_CHECKING:
     from litpipe.agents.base import ModelClient
@@ -243,7 +245,7 @@ def _distinct(insights: list[Insight]) -> list[Insight]:
     seen: set[tuple[str, str]] = set()
     kept = []
     for insight in insights:
-        key = (insight.paper_id, " ".join(plain(insight.text).split()).casefold())
+        key = (insight.paper_id, " ".join(strip_markers(insight.text).split()).casefold())
         if key not in seen:
             seen.add(key)
             kept.append(insight)
@@ -262,10 +264,10 @@ def _nearest(new: list[Insight], existing: list[Insight], limit: int) -> list[In
     their own order."""
     if len(existing) <= limit:
         return existing
-    new_terms = [content_terms(insight.text) for insight in new]
+    new_terms = [content_terms(strip_markers(insight.text)) for insight in new]
 
     def closeness(insight: Insight) -> float:
-        terms = content_terms(insight.text)
+        terms = content_terms(strip_markers(insight.text))
         return max((len(terms & t) / (len(terms | t) or 1) for t in new_terms), default=0.0)
 
     nearest = set(sorted(range(len(existing)), key=lambda i: -closeness(existing[i]))[:limit])

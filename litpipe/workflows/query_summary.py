@@ -32,14 +32,13 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from litpipe import citations
-from litpipe.agents import answers, paper_summary
+from litpipe.agents import answering, paper_summary
 from litpipe.agents.base import StructuredClient, engine_name, run_agent, version
 from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
 from litpipe.agents.query_questions import diagnostic_questions as write_questions
 from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
 from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, verdict_from
 from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
-from litpipe.agents.synthesis import estimate_tokens
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
@@ -51,6 +50,7 @@ from litpipe.schemas import (
     SummaryRoute,
 )
 from litpipe.settings import Settings
+from litpipe.text import estimate_tokens, without_markers
 
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever
@@ -184,7 +184,7 @@ def _checked(text: str, source: list[RetrievedChunk], writer: str) -> str:
         logger.warning(
             "%s cited pages it was not given; removed: %s", writer, ", ".join(unresolved)
         )
-    return citations.without_markers(text, unresolved)
+    return without_markers(text, unresolved)
 
 
 def _cited(
@@ -354,7 +354,10 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
     return digest(
         *(version(agent, settings, prompts) for agent in agents),
         # The offline engines' shared helpers.
-        *(inspect.getsource(module) for module in (sys.modules[__name__], answers, paper_summary)),
+        *(
+            inspect.getsource(module)
+            for module in (sys.modules[__name__], answering, paper_summary)
+        ),
         str(settings.mais_max_iterations),
         str(settings.mais_questions),
         str(settings.mais_context_tokens),

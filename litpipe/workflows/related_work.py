@@ -26,7 +26,6 @@ from __future__ import annotations
 import html
 import inspect
 import logging
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,25 +45,16 @@ from litpipe.agents.related_work import (
     cited_ids,
     write_section,
 )
-from litpipe.agents.synthesis import estimate_tokens
 from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
-from litpipe.report.collection import (
-    GRADE_CSS,
-    PAGE_CSS,
-    SentenceMarks,
-    markdown_blocks,
-    standalone_page,
-)
 from litpipe.report.markdown import safe_markdown
+from litpipe.report.page import GRADE_CSS, PAGE_CSS, SentenceMarks, standalone_page
 from litpipe.retrieval.bm25 import BM25Index
-from litpipe.retrieval.fusion import reciprocal_rank_fusion
-from litpipe.retrieval.hybrid import bm25_text
-from litpipe.retrieval.mmr import mmr
+from litpipe.retrieval.hybrid import bm25_text, diversify_fused, fuse
 from litpipe.schemas import (
     DebateVerdict,
     PaperDocument,
@@ -75,6 +65,7 @@ from litpipe.schemas import (
     ScoredReference,
 )
 from litpipe.settings import Settings
+from litpipe.text import BRACKETED, estimate_tokens, markdown_blocks
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +74,6 @@ _TABLE_COLLECTION = "related-work"
 MARKDOWN_FILE = "related_work.md"
 JSON_FILE = "related_work.json"
 HTML_FILE = "related_work.html"
-# A bracketed span of the section; `cited_ids` reads the ids it holds.
-_BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 # Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
 VECTORS_DIR = Path("related_work") / "vectors"
 
@@ -291,6 +280,9 @@ class AbstractIndex:
     def __len__(self) -> int:
         return len(self.references)
 
+    def _reference_vectors(self, reference_ids: list[str]) -> np.ndarray:
+        return self._vectors[[self._position[i] for i in reference_ids]]
+
     def search(self, idea: str, limit: int, candidates: int) -> list[RetrievedReference]:
         """The `limit` best references for `idea`: `candidates` from each retriever, fused by
         RRF, the fused top `candidates` diversified by MMR (as `HybridRetriever.search`)."""
@@ -301,20 +293,10 @@ class AbstractIndex:
         scores = np.maximum.reduceat(self._windows @ query_vector, self._starts)
         dense_order = np.argsort(-scores, kind="stable")[:candidates]
         dense = [(self.references[i].id, float(scores[i])) for i in dense_order]
-        fused = reciprocal_rank_fusion(
-            {"bm25": [i for i, _ in bm25], "dense": [i for i, _ in dense]}, k=self.rrf_k
-        )[:candidates]
-        order = [reference_id for reference_id, _ in fused]
-        if order:
-            fused_scores = np.array([score for _, score in fused], dtype=np.float64)
-            spread = fused_scores.max() - fused_scores.min()
-            relevance = (
-                (fused_scores - fused_scores.min()) / spread
-                if spread > 0
-                else np.ones_like(fused_scores)
-            )
-            vectors = self._vectors[[self._position[i] for i in order]]
-            order = mmr(query_vector, order, vectors, self.mmr_lambda, limit, relevance=relevance)
+        fused = fuse(bm25, dense, candidates, self.rrf_k)
+        order = diversify_fused(
+            query_vector, fused, self._reference_vectors, self.mmr_lambda, limit
+        )
         bm25_at = {reference_id: rank for rank, (reference_id, _) in enumerate(bm25, 1)}
         dense_at = {reference_id: rank for rank, (reference_id, _) in enumerate(dense, 1)}
         fused_at = dict(fused)
@@ -479,7 +461,7 @@ def render_html(related: RelatedWork) -> str:
     def inline(text: str) -> str:
         pieces: list[str] = []
         cursor = 0
-        for found in _BRACKETED.finditer(text):
+        for found in BRACKETED.finditer(text):
             ids = cited_ids(found.group())
             if ids:
                 pieces.append(html.escape(text[cursor : found.start()]))

@@ -1,4 +1,5 @@
-"""Text utilities of the offline engine: sentences and key phrases, each with its offsets.
+"""Shared text helpers, below everything that uses them: sentences and key phrases (each with
+its offsets), citation markers and their removal, Markdown blocks, token estimates.
 
 Everything here returns spans of the text it was given, never rewritten text, so whatever the
 offline engine writes from them is the paper's own wording and can be traced back to it.
@@ -6,9 +7,12 @@ offline engine writes from them is the paper's own wording and can be traced bac
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -348,3 +352,113 @@ def overlap(first: set[str], second: set[str]) -> float:
     if not first or not second:
         return 0.0
     return len(first & second) / (len(first) * len(second)) ** 0.5
+
+
+# Citation markers: `[paper_id:page]`, several to a bracket (`[a:3; b:7]`, `[a:3, b:7]`).
+# Any bracketed span: `markers_in` (or a related-work id reader) decides whether it cites.
+BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
+# Paper ids are URL-safe (letters, digits, `.`, `_`, `-`): no colon, no bracket, no space.
+_ONE_MARKER = r"[A-Za-z0-9._-]+:\d+"
+_BRACKET = re.compile(rf"\[\s*({_ONE_MARKER}(?:\s*[;,]\s*{_ONE_MARKER})*)\s*\]")
+_PARTS = re.compile(r"([A-Za-z0-9._-]+):(\d+)")
+
+
+def marker(paper_id: str, page: int) -> str:
+    return f"[{paper_id}:{page}]"
+
+
+def markers_in(text: str) -> list[tuple[str, int]]:
+    """Every (paper id, page) cited in `text`, in order, repeats included."""
+    return [
+        (paper_id, int(page))
+        for bracket in _BRACKET.finditer(text)
+        for paper_id, page in _PARTS.findall(bracket.group(1))
+    ]
+
+
+def without_markers(text: str, dropped: Iterable[str]) -> str:
+    """`text` with the `dropped` markers removed (an emptied bracket goes too)."""
+    drop = set(dropped)
+    if not drop:
+        return text
+
+    def kept(bracket: re.Match[str]) -> str:
+        parts = [
+            f"{paper_id}:{page}"
+            for paper_id, page in _PARTS.findall(bracket.group(1))
+            if marker(paper_id, int(page)) not in drop
+        ]
+        return f"[{'; '.join(parts)}]" if parts else ""
+
+    cleaned = _BRACKET.sub(kept, text)
+    return re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+
+
+def strip_markers(text: str) -> str:
+    """`text` with every citation marker removed."""
+    return without_markers(text, [marker(paper_id, page) for paper_id, page in markers_in(text)])
+
+
+def cited_sentences(text: str) -> list[str]:
+    """The sentences of `text`, with a bracket of markers that stands alone after a full stop
+    ("... sites. [a:3].") joined to the sentence it cites."""
+    found: list[str] = []
+    for span in sentences(text):
+        if found and _only_markers(span.text):
+            found[-1] += " " + span.text
+        else:
+            found.append(span.text)
+    return found
+
+
+def _only_markers(sentence: str) -> bool:
+    written = [marker(paper_id, page) for paper_id, page in markers_in(sentence)]
+    return bool(written) and not any(char.isalnum() for char in without_markers(sentence, written))
+
+
+# Markdown blocks: the Markdown the writers use (ATX headings, paragraphs, flat lists).
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+
+
+@dataclass
+class MarkdownBlock:
+    """One block of a Markdown text: a heading (its text), a paragraph (its lines joined), or a
+    list (one text per item)."""
+
+    kind: Literal["heading", "paragraph", "bullets", "numbered"]
+    texts: list[str] = field(default_factory=list)
+    level: int = 0
+
+
+def markdown_blocks(markdown: str) -> list[MarkdownBlock]:
+    """The blocks of the Markdown the writers use: ATX headings, paragraphs and flat lists."""
+    blocks: list[MarkdownBlock] = []
+    current: MarkdownBlock | None = None
+    for line in markdown.splitlines():
+        heading = _HEADING.match(line)
+        item = _LIST_ITEM.match(line)
+        if heading:
+            blocks.append(MarkdownBlock("heading", [heading.group(2)], len(heading.group(1))))
+            current = None
+        elif item:
+            kind = "numbered" if item.group(1)[0].isdigit() else "bullets"
+            if current is None or current.kind != kind:
+                current = MarkdownBlock(kind)
+                blocks.append(current)
+            current.texts.append(line[item.end() :].strip())
+        elif not line.strip():
+            current = None
+        elif current is None or current.kind == "heading":
+            current = MarkdownBlock("paragraph", [line.strip()])
+            blocks.append(current)
+        else:
+            # A wrapped line continues the paragraph or the list item above it.
+            current.texts[-1] += " " + line.strip()
+    return blocks
+
+
+def estimate_tokens(text: str) -> int:
+    """Model tokens of `text`, estimated as characters / 4 (English prose averages about four
+    characters a token): cheap, and near enough to choose a pattern."""
+    return math.ceil(len(text) / 4)
