@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import dagster as dg
 from pydantic import BaseModel
 
+from litpipe.agents.answers import ANSWER_AGENTS
+from litpipe.agents.rerankers import AGENT_RERANKERS
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
 from litpipe.llm.errors import LLMError, TransientLLMError
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
     from litpipe.llm.client import LLMClient
 
 Output = TypeVar("Output", bound=BaseModel)
+
+# The agents of a collection stage that asks questions of its own (comparative, follow-up):
+# reranked retrieval and answers, whose version is `versions.ASKING`.
+ASKING_AGENTS = (*ANSWER_AGENTS, *AGENT_RERANKERS)
 
 # The Dagster pool of the steps that may call a model: its limit (instance-wide, across runs)
 # bounds how many such steps run at once, each with up to `llm_concurrency` calls in flight.

@@ -165,6 +165,15 @@ def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     )
 
 
+# The settings a search reads (`RetrievalResource`'s, its scope apart): candidates, reranked
+# candidates, passages kept, RRF's k and MMR's lambda.
+RETRIEVAL_SETTINGS = (
+    "retrieval_candidates",
+    "rerank_candidates",
+    "evidence_per_question",
+    "rrf_k",
+    "mmr_lambda",
+)
 ANSWERS = NamedVersion("answers", answers_version)
 RERANKER = NamedVersion("reranker", reranker_version)
 ASKING = NamedVersion("asking", asking_version)

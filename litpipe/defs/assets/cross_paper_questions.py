@@ -2,11 +2,10 @@
 
 import dagster as dg
 
-from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.cross_questions import CrossQuestionsAgent
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.agents.rerankers import reranker_for
 from litpipe.defs.assets.answers import qa_preview
-from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
@@ -23,7 +22,7 @@ from litpipe.settings import Settings
 from litpipe.workflows import relational
 
 STEP = ModelStep(
-    agents=(CrossQuestionsAgent.name, *ANSWER_AGENTS, *AGENT_RERANKERS),
+    agents=(CrossQuestionsAgent.name, *ASKING_AGENTS),
     code=CodeVersion(
         agents=(CrossQuestionsAgent(),), versions=(ASKING,), settings=("cross_paper_questions",)
     ),

@@ -13,7 +13,7 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import RERANKER, CodeVersion
+from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion
 from litpipe.hashing import digest
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
@@ -26,14 +26,7 @@ CODE = CodeVersion(
     versions=(RERANKER,),
     modules=(bm25, evidence, fusion, hybrid, mmr, rerank, text),
     output=PaperEvidence,
-    settings=(
-        "evidence_scope",
-        "retrieval_candidates",
-        "rerank_candidates",
-        "evidence_per_question",
-        "rrf_k",
-        "mmr_lambda",
-    ),
+    settings=("evidence_scope", *RETRIEVAL_SETTINGS),
     embedder=True,
 )
 

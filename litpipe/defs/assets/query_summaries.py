@@ -44,7 +44,13 @@ from litpipe.defs.resources import (
     RetrievalResource,
 )
 from litpipe.defs.staleness import latest_materialization_tags
-from litpipe.defs.versions import GRADING, RERANKER, CodeVersion, NamedVersion
+from litpipe.defs.versions import (
+    GRADING,
+    RERANKER,
+    RETRIEVAL_SETTINGS,
+    CodeVersion,
+    NamedVersion,
+)
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
@@ -114,13 +120,7 @@ STEP = ModelStep(
         versions=(NamedVersion("mais", query_summary_version), RERANKER, GRADING),
         modules=(report, notices),
         output=QuerySummary,
-        settings=(
-            "retrieval_candidates",
-            "rerank_candidates",
-            "evidence_per_question",
-            "rrf_k",
-            "mmr_lambda",
-        ),
+        settings=RETRIEVAL_SETTINGS,
         embedder=True,
     ),
 )

@@ -2,12 +2,11 @@
 
 import dagster as dg
 
-from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.followups import FollowUpsAgent
 from litpipe.agents.insights import InsightsAgent
 from litpipe.agents.relationships import RelationshipsAgent
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
-from litpipe.defs.llm_steps import ModelStep
+from litpipe.agents.rerankers import reranker_for
+from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, analysis_preview, markdown_metadata
 from litpipe.defs.resources import (
@@ -37,7 +36,7 @@ ANALYSIS_AGENTS = ("insights", "relationships", "followups")
 
 
 STEP = ModelStep(
-    agents=(*ANALYSIS_AGENTS, *ANSWER_AGENTS, *AGENT_RERANKERS),
+    agents=(*ANALYSIS_AGENTS, *ASKING_AGENTS),
     code=CodeVersion(
         agents=(InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
         # Follow-up questions are retrieved and answered like a paper's own.
