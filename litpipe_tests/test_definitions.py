@@ -186,6 +186,34 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
     assert sorted(table) == sorted(own)
 
 
+def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decides(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """The same folder name with other model files: every asset whose output the embedder
+    decides (its tokens, vectors, retrieval or support scores) must be recomputed, not only
+    the chunks and their vectors."""
+    folder = shutil.copytree(tiny_model, tmp_path / "model")
+    settings = Settings(home=tmp_path / "home", embedder=str(folder), corpus_roots=[])
+
+    def code_versions() -> dict[str, str | None]:
+        graph = build_definitions(settings).resolve_asset_graph()
+        return {
+            key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()
+        }
+
+    before = code_versions()
+    (folder / "README.md").write_text("Retrained in place.\n")
+    after = code_versions()
+    assert {name for name in before if before[name] != after[name]} == {
+        "paper_chunks",
+        "chunk_embeddings",
+        "corpus_index",
+        "question_evidence",
+        "query_summaries",
+        "related_work",
+    }
+
+
 def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -1,14 +1,35 @@
 """What every model-calling step shares: its usage scope and the usage it reports, its pool
-and its retry policy."""
+and its retry policy, how a model error fails it. A step declares its agents and its code
+version once (`ModelStep`); the rest is derived from them."""
 
-from collections.abc import Iterable, Iterator
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import dagster as dg
+from pydantic import BaseModel
 
+from litpipe.agents.answers import ANSWER_AGENTS
+from litpipe.agents.rerankers import AGENT_RERANKERS
+from litpipe.defs.resources import LLMResource
+from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
 from litpipe.llm.errors import LLMError, TransientLLMError
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import LLMUsage
 from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.llm.client import LLMClient
+
+Output = TypeVar("Output", bound=BaseModel)
+
+# The agents of a collection stage that asks questions of its own (comparative, follow-up):
+# reranked retrieval and answers, whose version is `versions.ASKING`.
+ASKING_AGENTS = (*ANSWER_AGENTS, *AGENT_RERANKERS)
 
 # The Dagster pool of the steps that may call a model: its limit (instance-wide, across runs)
 # bounds how many such steps run at once, each with up to `llm_concurrency` calls in flight.
@@ -75,3 +96,73 @@ def model_failures_as_step_failures() -> Iterator[None]:
             allow_retries=False,
             metadata={INTERRUPTED: True},
         ) from interruption
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """A step that may call a model, declared once: the agents it may run (their routes put it
+    in the `llm` pool with its retry policy, and give it a client) and its code version's
+    inputs. `asset` builds its definition; `run` opens its model calls."""
+
+    agents: tuple[str, ...]
+    code: CodeVersion
+
+    def asset(
+        self, settings: Settings, **asset_args: Any
+    ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+        """`dg.asset` with the step's pool, retry policy and code version under `settings`."""
+        return versioned_asset(
+            self.code,
+            settings,
+            pool=llm_pool(settings, self.agents),
+            retry_policy=llm_retry_policy(settings, self.agents),
+            **asset_args,
+        )
+
+    @contextmanager
+    def run(self, context: dg.AssetExecutionContext, llm: LLMResource) -> Iterator[StepRun]:
+        """The step's model calls: their usage counted towards the run's scope, a model error
+        failing the step (`model_failures_as_step_failures`). The `StepRun` stays usable after
+        the block, for the output and its usage metadata."""
+        step_settings = llm.settings()
+        step = StepRun(
+            settings=step_settings,
+            prompts=PromptLibrary(step_settings.prompts_dir),
+            llm=llm,
+            ledger=llm.ledger(usage_scope(context)),
+            agents=self.agents,
+        )
+        with model_failures_as_step_failures():
+            yield step
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One execution of a `ModelStep`: its settings, prompts, usage ledger and clients."""
+
+    settings: Settings
+    prompts: PromptLibrary
+    llm: LLMResource
+    ledger: UsageLedger
+    agents: tuple[str, ...]
+
+    def client(self, agents: Iterable[str] | None = None) -> LLMClient | None:
+        """One client for these agents (by default the step's), or None when all run offline."""
+        return self.llm.client_for_any(self.agents if agents is None else agents, self.ledger)
+
+    def usage(self) -> dict[str, float | int]:
+        return usage_metadata(self.ledger.summary())
+
+    def output(
+        self,
+        value: Output,
+        metadata: Mapping[str, Any],
+        version: dg.DataVersion | None = None,
+    ) -> dg.Output[Output]:
+        """The step's output, versioned by its content unless `version` says otherwise, its
+        metadata followed by the step's model usage."""
+        return dg.Output(
+            value,
+            data_version=version or data_version(value),
+            metadata={**metadata, **self.usage()},
+        )

@@ -4,27 +4,120 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import dagster as dg
 from pydantic import BaseModel
 
+from litpipe.agents.answers import answers_version
+from litpipe.agents.base import Agent, version
+from litpipe.agents.claim_judge import ClaimJudgeAgent
+from litpipe.agents.coherence_judge import CoherenceJudgeAgent
+from litpipe.agents.rerankers import reranker_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import Settings
 
 
-def code_version(modules: list[ModuleType], output: type[BaseModel], **parameters: object) -> str:
+def code_version(
+    modules: list[ModuleType], output: type[BaseModel] | None, **parameters: object
+) -> str:
     """Hash of the code that computes an asset, the schema it returns and its parameters.
 
     Editing the implementing module, changing the output schema or a parameter (chunk size,
     embedder) marks the asset stale; nothing else does.
     """
+    schema = [] if output is None else [json.dumps(output.model_json_schema(), sort_keys=True)]
     return digest(
         *(inspect.getsource(module) for module in modules),
-        json.dumps(output.model_json_schema(), sort_keys=True),
+        *schema,
         json.dumps(parameters, sort_keys=True, default=str),
     )
+
+
+@dataclass(frozen=True)
+class NamedVersion:
+    """A version a stage computes itself (its agents, code and settings together), named so
+    that a reader of the graph snapshot sees what an asset's code version takes in."""
+
+    name: str
+    of: Callable[[Settings, PromptLibrary], str]
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """What an asset's code version hashes, declared by name: the agents it runs (prompt,
+    reply schema, code, route), the versions of the stages it calls, its own modules and
+    output schema, the settings fields it reads, and the embedder's version (its model files,
+    not its name) where the embedder decides the output.
+
+    The one rule: the digest of the agents' versions, then the named versions, then
+    `code_version` of the modules, output and parameters (the settings fields, and `embedder`),
+    in that order; a declaration of a single part takes that part's version as it is."""
+
+    agents: tuple[Agent[Any, Any], ...] = ()
+    versions: tuple[NamedVersion, ...] = ()
+    modules: tuple[ModuleType, ...] = ()
+    output: type[BaseModel] | None = None
+    # The settings fields hashed, by parameter name; a tuple names each by its field.
+    settings: tuple[str, ...] | Mapping[str, str] = ()
+    embedder: bool = False
+
+    def parameters(self) -> dict[str, str]:
+        """Each hashed settings field, by the parameter name it is hashed under."""
+        if isinstance(self.settings, Mapping):
+            return dict(self.settings)
+        return {field: field for field in self.settings}
+
+    def of(self, settings: Settings, prompts: PromptLibrary) -> str:
+        parts = [version(agent, settings, prompts) for agent in self.agents]
+        parts += [named.of(settings, prompts) for named in self.versions]
+        if self.modules or self.output is not None or self.settings or self.embedder:
+            parameters: dict[str, object] = {
+                name: getattr(settings, field) for name, field in self.parameters().items()
+            }
+            if self.embedder:
+                parameters["embedder"] = embedder_version(settings)
+            parts.append(code_version(list(self.modules), self.output, **parameters))
+        return parts[0] if len(parts) == 1 else digest(*parts)
+
+    def inputs(self) -> dict[str, object]:
+        """The declared inputs by name (no hashes): what the graph snapshot records."""
+        return {
+            "agents": [agent.name for agent in self.agents],
+            "versions": [named.name for named in self.versions],
+            "modules": [module.__name__ for module in self.modules],
+            "output": None if self.output is None else self.output.__name__,
+            "settings": sorted(self.parameters().values()),
+            "embedder": self.embedder,
+        }
+
+
+# Each asset's declared code-version inputs, by asset name, as its definition was last built:
+# the graph snapshot test reads them here (Dagster keeps only the hash).
+DECLARED_CODE_VERSIONS: dict[str, CodeVersion] = {}
+
+
+def declared_code_version(name: str, code: CodeVersion, settings: Settings) -> str:
+    """The asset `name`'s code version under these settings, its inputs recorded."""
+    DECLARED_CODE_VERSIONS[name] = code
+    return code.of(settings, PromptLibrary(settings.prompts_dir))
+
+
+def versioned_asset(
+    code: CodeVersion, settings: Settings, **asset_args: Any
+) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """`dg.asset` with the code version `code` declares."""
+
+    def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
+        name = asset_args.get("name") or compute.__name__
+        version_of = declared_code_version(name, code, settings)
+        return dg.asset(code_version=version_of, **asset_args)(compute)
+
+    return decorate
 
 
 def data_version(output: BaseModel) -> dg.DataVersion:
@@ -62,9 +155,7 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
 def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
-    from litpipe.agents.answers import answers_version
-    from litpipe.agents.rerankers import reranker_version
-    from litpipe.defs.resources import RetrievalResource
+    from litpipe.defs.resources import RetrievalResource  # which imports this module
 
     retrieval = RetrievalResource.from_settings(settings)
     return digest(
@@ -74,18 +165,31 @@ def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     )
 
 
+# The settings a search reads (`RetrievalResource`'s, its scope apart): candidates, reranked
+# candidates, passages kept, RRF's k and MMR's lambda.
+RETRIEVAL_SETTINGS = (
+    "retrieval_candidates",
+    "rerank_candidates",
+    "evidence_per_question",
+    "rrf_k",
+    "mmr_lambda",
+)
+ANSWERS = NamedVersion("answers", answers_version)
+RERANKER = NamedVersion("reranker", reranker_version)
+ASKING = NamedVersion("asking", asking_version)
+
+
 def grading_version(settings: Settings, prompts: PromptLibrary) -> str:
     """What decides the grades an output carries besides its text and passages: both judges
     (prompt, schema, code, route) and the offline bands. For an asset that keeps its grades
     on its output, so a repeat with the same judge is served as it was and another judge
     regrades (the text itself then comes from the reply cache)."""
-    from litpipe.agents.base import version
-    from litpipe.agents.claim_judge import ClaimJudgeAgent
-    from litpipe.agents.coherence_judge import CoherenceJudgeAgent
-
     return digest(
         version(ClaimJudgeAgent(), settings, prompts),
         version(CoherenceJudgeAgent(), settings, prompts),
         str(settings.support_threshold),
         str(settings.partial_support_threshold),
     )
+
+
+GRADING = NamedVersion("grading", grading_version)

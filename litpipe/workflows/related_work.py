@@ -533,13 +533,13 @@ def generate_related_work(
 def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of what decides a section besides its inputs: both agents (prompt, schema, code,
     route), this module and the notice its files carry, and the retrieval and length
-    settings."""
+    settings. Not the embedder, whose version (its model files) its asset's code version
+    takes."""
     return digest(
         version(DebateAgent(), settings, prompts),
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
         inspect.getsource(notices),
-        settings.embedder,
         str(settings.chunk_tokens),
         str(settings.chunk_overlap_tokens),
         str(settings.retrieval_candidates),

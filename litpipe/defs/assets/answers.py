@@ -2,31 +2,24 @@
 
 import dagster as dg
 
-from litpipe.agents.answers import ANSWER_AGENTS, answers_version
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.agents.answers import ANSWER_AGENTS
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import LLMResource
-from litpipe.defs.versions import data_version
-from litpipe.llm.prompts import PromptLibrary
+from litpipe.defs.versions import ANSWERS, CodeVersion
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence
 from litpipe.settings import Settings
 from litpipe.workflows import relational
 
+STEP = ModelStep(agents=ANSWER_AGENTS, code=CodeVersion(versions=(ANSWERS,)))
+
 
 def build_answer_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @dg.asset(
+    @STEP.asset(
+        settings,
         partitions_def=papers,
         group_name="answers",
-        pool=llm_pool(settings, ANSWER_AGENTS),
-        retry_policy=llm_retry_policy(settings, ANSWER_AGENTS),
-        code_version=answers_version(settings, PromptLibrary(settings.prompts_dir)),
         description="Each question of the paper answered only from its reranked evidence, "
         "citing passages as [paper_id:page]; single-view, or multi-view (MASS-RAG: summarizer, "
         "extractor and reasoner reconciled) as `answer_mode` says.",
@@ -34,25 +27,18 @@ def build_answer_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def paper_answers(
         context: dg.AssetExecutionContext, question_evidence: PaperEvidence, llm: LLMResource
     ) -> dg.Output[PaperAnswers]:
-        step_settings = llm.settings()
-        ledger = llm.ledger(usage_scope(context))
-        with model_failures_as_step_failures():
+        with STEP.run(context, llm) as step:
             answers = relational.answer_paper(
-                question_evidence,
-                step_settings,
-                llm.prompts(),
-                llm.client_for_any(ANSWER_AGENTS, ledger),
+                question_evidence, step.settings, step.prompts, step.client()
             )
-        return dg.Output(
+        return step.output(
             answers,
-            data_version=data_version(answers),
-            metadata={
+            {
                 "engine": answers.engine,
                 "mode": answers.mode,
                 "answers": len(answers.answers),
                 "citations": sum(len(answer.citations) for answer in answers.answers),
                 "preview": markdown_metadata(qa_preview(answers.answers)),
-                **usage_metadata(ledger.summary()),
             },
         )
 

@@ -4,21 +4,22 @@ import dagster as dg
 
 from litpipe.defs.partitions import collections
 from litpipe.defs.resources import EmbedderResource, LanceDBResource, RetrievalResource
-from litpipe.defs.versions import code_version, data_version
+from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
 from litpipe.settings import Settings
 
 
 def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(modules=(bm25, hybrid, text), output=CorpusIndex, embedder=True),
+        settings,
         partitions_def=collections,
         group_name="corpus",
         kinds={"lancedb"},
         # Lineage only: the index reads the collection's rows from LanceDB, not through an IO
         # manager that would load every paper partition.
         deps=[dg.AssetDep("chunk_embeddings", partition_mapping=dg.AllPartitionMapping())],
-        code_version=code_version([bm25, hybrid, text], CorpusIndex, embedder=settings.embedder),
         description="The collection's BM25 index over its chunks in the embedder's LanceDB table, "
         "saved and rebuilt only when a chunk of the collection changed; questions that search "
         "other papers or the whole collection use it.",

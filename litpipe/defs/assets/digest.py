@@ -5,24 +5,18 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.agents.base import version
+from litpipe import text
 from litpipe.agents.insights import InsightsAgent
 from litpipe.agents.relationships import RelationshipsAgent
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import nightly
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
-from litpipe.defs.versions import code_version, data_version
-from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
+from litpipe.defs.versions import CodeVersion
 from litpipe.report import digest as digest_report
+from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
+from litpipe.report import page as report_page
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
 from litpipe.settings import Settings
 from litpipe.workflows import digest as digest_workflow
@@ -48,10 +42,19 @@ class ArtifactSources:
         return store.read(["relationship_analysis"], collection, RelationshipAnalysis)
 
 
-def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    prompts = PromptLibrary(settings.prompts_dir)
+STEP = ModelStep(
+    agents=digest_workflow.DIGEST_AGENTS,
+    code=CodeVersion(
+        agents=(InsightsAgent(), RelationshipsAgent()),
+        modules=(digest_workflow, digest_report, report_page, report_markdown, notices, text),
+        output=Digest,
+    ),
+)
 
-    @dg.asset(
+
+def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @STEP.asset(
+        settings,
         partitions_def=nightly,
         group_name="digest",
         # For lineage: a day reads the abstracts and answers of its new papers and the insights
@@ -60,13 +63,6 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping())
             for name in ("paper_abstract", "paper_answers", "relationship_analysis")
         ],
-        pool=llm_pool(settings, digest_workflow.DIGEST_AGENTS),
-        retry_policy=llm_retry_policy(settings, digest_workflow.DIGEST_AGENTS),
-        code_version=digest(
-            version(InsightsAgent(), settings, prompts),
-            version(RelationshipsAgent(), settings, prompts),
-            code_version([digest_workflow, digest_report, notices], Digest),
-        ),
         description="The papers that arrived on the day (UTC; first registered in the catalog "
         "then), each with its abstract and key insights, and how their insights relate to "
         "those of the papers their collections held before; LITPIPE_HOME/outputs/digests/"
@@ -86,16 +82,15 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             for arrival in arrivals
             for collection in arrival.collections
         }
-        ledger = llm.ledger(usage_scope(context))
-        with model_failures_as_step_failures():
+        with STEP.run(context, llm) as step:
             built = digest_workflow.build_digest(
                 window.start.date(),
                 arrivals,
                 before,
                 ArtifactSources(artifacts),
-                llm.settings(),
-                llm.prompts(),
-                llm.client_for_any(digest_workflow.DIGEST_AGENTS, ledger),
+                step.settings,
+                step.prompts,
+                step.client(),
             )
         files = digest_report.write_digest(
             Path(artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
@@ -106,10 +101,9 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 f"{built.day}: {len(pending)} new papers not yet analysed ({', '.join(pending)}): "
                 "materialize this partition again once their answers are built"
             )
-        return dg.Output(
+        return step.output(
             built,
-            data_version=data_version(built),
-            metadata={
+            {
                 "papers": len(built.papers),
                 "not_yet_analysed": len(pending),
                 "relationships": sum(len(c.relationships) for c in built.collections),
@@ -118,7 +112,6 @@ def build_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     for path in files.values()
                 },
                 "preview": markdown_metadata(digest_report.digest_markdown(built)),
-                **usage_metadata(ledger.summary()),
             },
         )
 

@@ -5,11 +5,11 @@ import dagster as dg
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LanceDBResource
 from litpipe.defs.versions import (
+    CodeVersion,
     backfill_policy,
     batch_data_version,
-    code_version,
     data_version,
-    embedder_version,
+    versioned_asset,
 )
 from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval import store as store_module
@@ -20,7 +20,9 @@ ASSET = "chunk_embeddings"
 
 
 def build_embedding_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(modules=(embedder_module, store_module), output=EmbeddingResult, embedder=True),
+        settings,
         name=ASSET,
         partitions_def=papers,
         group_name="ingest",
@@ -30,9 +32,6 @@ def build_embedding_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         # and one LanceDB commit.
         deps=["paper_chunks"],
         backfill_policy=backfill_policy(settings),
-        code_version=code_version(
-            [embedder_module, store_module], EmbeddingResult, embedder=embedder_version(settings)
-        ),
         description="The paper's chunk vectors in the LanceDB table of the configured embedder "
         "(one table per embedder: another embedder fills its own, the old one stays as it is). "
         "A chunk whose (content hash, embedder) is stored already is not embedded again.",

@@ -23,15 +23,10 @@ from pydantic import BaseModel, Field
 
 from litpipe.defs.assets.related_work import bad_input
 from litpipe.defs.jobs import RUN_TAGS
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import LLMResource
+from litpipe.defs.versions import CodeVersion, NamedVersion, declared_code_version
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.files import write_atomically
 from litpipe.hashing import digest
@@ -87,22 +82,24 @@ def evaluation_metadata(
     }
 
 
-def evaluation_version(entry: RegisteredEvaluation) -> str:
+def evaluation_version(entry: RegisteredEvaluation) -> CodeVersion:
     """The evaluation module's source: a changed metric or baseline shows its figures stale.
     (The dataset and the models are the run's config and settings, recorded as metadata.)"""
-    return digest(inspect.getsource(sys.modules[entry.result.__module__]))
+    module = sys.modules[entry.result.__module__]
+    return CodeVersion(
+        versions=(NamedVersion(module.__name__, lambda *_: digest(inspect.getsource(module))),)
+    )
 
 
 def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.AssetsDefinition:
     evaluate = entry.evaluate
     assert evaluate is not None
+    step = ModelStep(agents=entry.agents, code=evaluation_version(entry))
 
-    @dg.asset(
+    @step.asset(
+        settings,
         name=entry.asset_name,
         group_name=GROUP,
-        pool=llm_pool(settings, entry.agents),
-        retry_policy=llm_retry_policy(settings, entry.agents),
-        code_version=evaluation_version(entry),
         description=f"`litpipe eval {entry.name}`: {entry.description}. Dataset: "
         f"{entry.dataset_help} (full set: ../shared/data/{entry.default_dataset}).",
     )
@@ -111,21 +108,16 @@ def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.Ass
     ) -> dg.MaterializeResult:
         if config.limit is not None and config.limit < 1:
             raise bad_input(f"--limit must be at least 1, not {config.limit}")
-        settings = llm.settings()
-        ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any(entry.agents, ledger)
-        try:
-            with model_failures_as_step_failures():
-                evaluation = evaluate(settings, Path(config.dataset), config.limit, client)
-        except entry.input_errors as error:
-            raise bad_input(str(error)) from error
-        files = write_evaluation(entry, evaluation, output_folder(settings, config.out))
+        with step.run(context, llm) as run:
+            client = run.client()
+            try:
+                evaluation = evaluate(run.settings, Path(config.dataset), config.limit, client)
+            except entry.input_errors as error:
+                raise bad_input(str(error)) from error
+        files = write_evaluation(entry, evaluation, output_folder(run.settings, config.out))
         context.log.info(f"written: {files['markdown']}, {files['json']}")
         return dg.MaterializeResult(
-            metadata={
-                **evaluation_metadata(entry, evaluation, files),
-                **usage_metadata(ledger.summary()),
-            }
+            metadata={**evaluation_metadata(entry, evaluation, files), **run.usage()}
         )
 
     return evaluation_asset
@@ -167,7 +159,9 @@ def build_evaluation_assets(settings: Settings) -> list[dg.AssetsDefinition | dg
         else dg.AssetSpec(
             entry.asset_name,
             group_name=GROUP,
-            code_version=evaluation_version(entry),
+            code_version=declared_code_version(
+                entry.asset_name, evaluation_version(entry), settings
+            ),
             description=f"`litpipe eval {entry.name}` (reported by the command, which runs "
             f"`query_summaries` itself): {entry.description}. Dataset: {entry.dataset_help} "
             f"(full set: ../shared/data/{entry.default_dataset}).",

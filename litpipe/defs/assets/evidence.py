@@ -2,14 +2,8 @@
 
 import dagster as dg
 
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
@@ -19,37 +13,41 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import code_version
+from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.schemas import PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 
+# The passages found: the retrieval code, the embedder, the retrieval settings (those of
+# `RetrievalResource`) and the reranker.
+CODE = CodeVersion(
+    versions=(RERANKER,),
+    modules=(bm25, evidence, fusion, hybrid, mmr, rerank, text),
+    output=PaperEvidence,
+    settings=("evidence_scope", *RETRIEVAL_SETTINGS),
+    embedder=True,
+)
+
+
+def evidence_step(settings: Settings) -> ModelStep:
+    """Only an LLM reranker makes this step call a model."""
+    agents = (settings.reranker,) if settings.reranker in AGENT_RERANKERS else ()
+    return ModelStep(agents=agents, code=CODE)
+
 
 def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    retrieval = RetrievalResource.from_settings(settings)
     deps: list[dg.AssetDep] = [dg.AssetDep("chunk_embeddings")]
-    if retrieval.scope != "own":
+    if settings.evidence_scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
         deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
-    # Only an LLM reranker makes this step call a model.
-    agents = [settings.reranker] if settings.reranker in AGENT_RERANKERS else []
 
-    @dg.asset(
+    @evidence_step(settings).asset(
+        settings,
         partitions_def=papers,
         group_name="evidence",
         deps=deps,
-        pool=llm_pool(settings, agents),
-        retry_policy=llm_retry_policy(settings, agents),
-        code_version=code_version(
-            [bm25, evidence, fusion, hybrid, mmr, rerank, text],
-            PaperEvidence,
-            embedder=settings.embedder,
-            retrieval=retrieval.model_dump(exclude={"index_dir"}),
-            reranker=reranker_version(settings, PromptLibrary(settings.prompts_dir)),
-        ),
         description="For each question of the paper: candidates from BM25 and dense search, "
         "fused by Reciprocal Rank Fusion, diversified by MMR, reranked; the best few kept with "
         "each retriever's rank and score and their place in the paper (section, pages, offsets).",
@@ -71,15 +69,8 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             collection,
             paper_id=paper_id if retrieval.scope == "own" else None,
         )
-        step_settings = llm.settings()
-        ledger = llm.ledger(usage_scope(context))
-        client = (
-            llm.client_for(step_settings.reranker, ledger)
-            if step_settings.reranker in AGENT_RERANKERS
-            else None
-        )
-        reranker = reranker_for(step_settings, llm.prompts(), client)
-        with model_failures_as_step_failures():
+        with evidence_step(llm.settings()).run(context, llm) as step:
+            reranker = reranker_for(step.settings, step.prompts, step.client())
             found = gather_evidence(
                 paper_questions,
                 collection,
@@ -96,18 +87,17 @@ def build_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 f"{not_reranked} of {len(found.questions)} questions kept the fused order: "
                 f"the {reranker.name} reranker failed on them (see the warnings above)"
             )
-        return dg.Output(
+        return step.output(
             found,
-            data_version=answered_version(found),
-            metadata={
+            {
                 "questions": len(found.questions),
                 "chunks": sum(len(item.chunks) for item in found.questions),
                 "scope": found.scope,
                 "reranker": reranker.name,
                 "not_reranked": not_reranked,
                 "preview": markdown_metadata(_preview(found)),
-                **usage_metadata(ledger.summary()),
             },
+            answered_version(found),
         )
 
     return [question_evidence]

@@ -12,11 +12,11 @@ from litpipe.defs.resources import (
     EmbedderResource,
 )
 from litpipe.defs.versions import (
+    CodeVersion,
     backfill_policy,
     batch_data_version,
-    code_version,
     data_version,
-    embedder_version,
+    versioned_asset,
 )
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.chunking import chunk_document
@@ -30,11 +30,12 @@ GROUP = "ingest"
 
 
 def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(output=PaperSource),
+        settings,
         partitions_def=papers,
         group_name=GROUP,
         kinds={"pdf"},
-        code_version=code_version([], PaperSource),
         description="Where the paper comes from, and the hash of its bytes (or of its table row).",
     )
     def paper_source(
@@ -49,10 +50,11 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             metadata={"file": source.path, "collection": source.collection, "kind": source.kind},
         )
 
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(modules=(pdf, tables), output=PaperDocument),
+        settings,
         partitions_def=papers,
         group_name=GROUP,
-        code_version=code_version([pdf, tables], PaperDocument),
         description="Title, authors, abstract, sections with pages; references kept apart.",
     )
     def paper_document(paper_source: PaperSource) -> dg.Output[PaperDocument]:
@@ -83,20 +85,21 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             },
         )
 
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(
+            modules=(chunking,),
+            output=PaperChunks,
+            # Hashed under these names since before the settings were declared by field.
+            settings={"max_tokens": "chunk_tokens", "overlap_tokens": "chunk_overlap_tokens"},
+            embedder=True,
+        ),
+        settings,
         partitions_def=papers,
         group_name=GROUP,
         # The document is read from its artifact, not loaded as an input (an IO manager loads
         # one partition per input), so that a backfill's run chunks a batch of papers.
         deps=[paper_document],
         backfill_policy=backfill_policy(settings),
-        code_version=code_version(
-            [chunking],
-            PaperChunks,
-            embedder=embedder_version(settings),
-            max_tokens=settings.chunk_tokens,
-            overlap_tokens=settings.chunk_overlap_tokens,
-        ),
         description="Section-aware chunks sized in the embedder's tokens, with page spans and "
         "character offsets into the document.",
     )

@@ -29,16 +29,10 @@ from pathlib import Path
 import dagster as dg
 
 from litpipe.agents.base import ModelClient
-from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for, reranker_version
+from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.check_results import check_result
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
@@ -50,7 +44,13 @@ from litpipe.defs.resources import (
     RetrievalResource,
 )
 from litpipe.defs.staleness import latest_materialization_tags
-from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.defs.versions import (
+    GRADING,
+    RERANKER,
+    RETRIEVAL_SETTINGS,
+    CodeVersion,
+    NamedVersion,
+)
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
@@ -110,18 +110,30 @@ def not_ingested(source: PaperSource) -> str:
     )
 
 
+STEP = ModelStep(
+    agents=(*MAIS_AGENTS, *AGENT_RERANKERS, *GRADING_AGENTS),
+    # The loop (its four agents, prompts, routes and settings), the passages it reads
+    # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
+    # apply: a request searches its own paper), the judges that grade it, the files it
+    # writes. The request's paper and query are its partition key.
+    code=CodeVersion(
+        versions=(NamedVersion("mais", query_summary_version), RERANKER, GRADING),
+        modules=(report, notices),
+        output=QuerySummary,
+        settings=RETRIEVAL_SETTINGS,
+        embedder=True,
+    ),
+)
+
+
 def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    prompts = PromptLibrary(settings.prompts_dir)
-    retrieval = RetrievalResource.from_settings(settings)
-    agents = (*MAIS_AGENTS, *AGENT_RERANKERS, *GRADING_AGENTS)
     grading_blocks = settings.evaluation_blocking
 
-    @dg.asset(
+    @STEP.asset(
+        settings,
         name=ASSET,
         partitions_def=query_requests,
         group_name=GROUP,
-        pool=llm_pool(settings, agents),
-        retry_policy=llm_retry_policy(settings, agents),
         deps=[
             dg.AssetDep(asset, partition_mapping=dg.AllPartitionMapping())
             for asset in ("chunk_embeddings", "paper_abstract")
@@ -139,19 +151,6 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 for name, text in GRADING_CHECKS.items()
             ),
         ],
-        # The loop (its four agents, prompts, routes and settings), the passages it reads
-        # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
-        # apply: a request searches its own paper), the judges that grade it, the files it
-        # writes. The request's paper and query are its partition key.
-        code_version=code_version(
-            [report, notices],
-            QuerySummary,
-            mais=query_summary_version(settings, prompts),
-            embedder=settings.embedder,
-            retrieval=retrieval.model_dump(exclude={"index_dir", "scope"}),
-            reranker=reranker_version(settings, prompts),
-            grading=grading_version(settings, prompts),
-        ),
         description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
         "questions, then summarize, answer the questions from the summary alone, judge the "
         "answers against the paper, until the judge approves or mais_max_iterations; every "
@@ -196,15 +195,16 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         except QuerySummaryError:
             raise dg.Failure(not_ingested(source), allow_retries=False) from None
 
-        ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any(agents, ledger)
-        search = paper_search(
-            retrieval.retriever(chunk_store, model, source.collection, paper_id=request.paper_id),
-            reranker_for(step_settings, llm.prompts(), client),
-            request.paper_id,
-            step_settings,
-        )
-        with model_failures_as_step_failures():
+        with STEP.run(context, llm) as step:
+            client = step.client()
+            search = paper_search(
+                retrieval.retriever(
+                    chunk_store, model, source.collection, paper_id=request.paper_id
+                ),
+                reranker_for(step.settings, step.prompts, client),
+                request.paper_id,
+                step.settings,
+            )
             try:
                 result = summarize_for_query(
                     request,
@@ -212,15 +212,13 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     abstract.abstract,
                     passages,
                     search,
-                    step_settings,
-                    llm.prompts(),
+                    step.settings,
+                    step.prompts,
                     client,
                 )
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
-            result, outcomes = _graded(
-                result, passages, step_settings, llm.prompts(), client, model
-            )
+            result, outcomes = _graded(result, passages, step.settings, step.prompts, client, model)
         outputs_dir = artifacts.outputs_dir(source.collection)
         path = report.write_markdown(result, outputs_dir, source.collection)
         page = report.write_html(result, outputs_dir, source.collection)
@@ -234,10 +232,9 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         )
         problems = report.citation_problems(result, stored)
         last = result.iterations[-1]
-        yield dg.Output(
+        yield step.output(
             result,
-            data_version=data_version(result),
-            metadata={
+            {
                 "paper_id": request.paper_id,
                 "collection": source.collection,
                 "query": request.query,
@@ -255,7 +252,6 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "trace": markdown_metadata(report.trace_table(result)),
                 "preview": markdown_metadata(path.read_text(encoding="utf-8")),
                 PAPER_VERSIONS: versions,
-                **usage_metadata(ledger.summary()),
             },
         )
         yield dg.AssetCheckResult(

@@ -28,17 +28,11 @@ from litpipe.agents.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.defs.check_results import check_result
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
-from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
@@ -140,30 +134,31 @@ def _unchanged_table(stored: StoredRelatedWorkRequest) -> ReferenceTable:
     return table
 
 
+STEP = ModelStep(
+    agents=(*RELATED_WORK_AGENTS, *GRADING_AGENTS),
+    # Both agents, the workflow and the retrieval settings, the judges that grade the section,
+    # the embedder that searches the abstracts and scores support offline; the request's own
+    # inputs (idea, limits, table bytes) are in its partition key.
+    code=CodeVersion(
+        versions=(NamedVersion("workflow", related_work_version), GRADING),
+        output=RelatedWork,
+        embedder=True,
+    ),
+)
+
+
 def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    prompts = PromptLibrary(settings.prompts_dir)
-    agents = (*RELATED_WORK_AGENTS, *GRADING_AGENTS)
     grading_blocks = settings.evaluation_blocking
 
-    @dg.asset(
+    @STEP.asset(
+        settings,
         name=ASSET,
         partitions_def=related_work_requests,
         group_name=GROUP,
-        pool=llm_pool(settings, agents),
-        retry_policy=llm_retry_policy(settings, agents),
         check_specs=[
             dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
             for name, text in GRADING_CHECKS.items()
         ],
-        # Both agents, the workflow, the embedder and the retrieval settings, the judges that
-        # grade the section; the request's own inputs (idea, limits, table bytes) are in its
-        # partition key.
-        code_version=code_version(
-            [],
-            RelatedWork,
-            workflow=related_work_version(settings, prompts),
-            grading=grading_version(settings, prompts),
-        ),
         description="A related-work section for a research idea from an abstracts table "
         "(LitLLM): BM25 + dense retrieval fused by RRF and diversified by MMR, debate scoring of "
         "each candidate, the top-k given to the writer, every one cited as [id] and nothing "
@@ -177,29 +172,25 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         llm: LLMResource,
     ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
         key = context.partition_key
-        step_settings = llm.settings()
-        stored = _stored(step_settings, key)
-        table = _unchanged_table(stored)
-        ledger = llm.ledger(usage_scope(context))
-        client = llm.client_for_any(agents, ledger)
-        encoder = embedder.embedder()
-        try:
-            with model_failures_as_step_failures():
+        with STEP.run(context, llm) as step:
+            stored = _stored(step.settings, key)
+            table = _unchanged_table(stored)
+            client = step.client()
+            encoder = embedder.embedder()
+            try:
                 related = run_related_work(
-                    table, stored.request, step_settings, llm.prompts(), client, encoder
+                    table, stored.request, step.settings, step.prompts, client, encoder
                 )
-        except RelatedWorkInputError as error:
-            # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
-            raise bad_input(str(error)) from error
-        with model_failures_as_step_failures():
-            related, outcomes = _graded(related, step_settings, llm.prompts(), client, encoder)
+            except RelatedWorkInputError as error:
+                # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
+                raise bad_input(str(error)) from error
+            related, outcomes = _graded(related, step.settings, step.prompts, client, encoder)
         files = write_related_work(related, outputs_folder(Path(artifacts.outputs_root), key))
         for warning in related.warnings:
             context.log.warning(f"{key}: {warning}")
-        yield dg.Output(
+        yield step.output(
             related,
-            data_version=data_version(related),
-            metadata={
+            {
                 "engine": related.engine,
                 "debate_engine": related.debate_engine,
                 "table": dg.MetadataValue.path(stored.table_path),
@@ -214,7 +205,6 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "warnings": len(related.warnings),
                 **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
                 "preview": markdown_metadata(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
-                **usage_metadata(ledger.summary()),
             },
         )
         for name, outcome in outcomes.items():

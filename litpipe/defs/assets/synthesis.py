@@ -14,21 +14,14 @@ judge (prompt, model, offline bands) regrades, and a model's text then comes fro
 """
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 import dagster as dg
 
-from litpipe.agents.base import ModelClient
+from litpipe import text
 from litpipe.agents.plain import PLAIN_AGENTS, plain_version, write_plain_summary
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_version, write_synthesis
 from litpipe.defs.check_results import check_result
-from litpipe.defs.llm_steps import (
-    llm_pool,
-    llm_retry_policy,
-    model_failures_as_step_failures,
-    usage_metadata,
-    usage_scope,
-)
+from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, markdown_metadata, outputs_preview
 from litpipe.defs.resources import (
@@ -37,16 +30,21 @@ from litpipe.defs.resources import (
     LanceDBResource,
     LLMResource,
 )
-from litpipe.defs.versions import code_version, data_version, grading_version
+from litpipe.defs.versions import (
+    GRADING,
+    CodeVersion,
+    NamedVersion,
+    data_version,
+    versioned_asset,
+)
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, StoredChunk
 from litpipe.evaluation.grading import GRADING_AGENTS
-from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
-from litpipe.llm.usage import UsageLedger
 from litpipe.report import collection as collection_report
 from litpipe.report import graphs as report_graphs
+from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
+from litpipe.report import page as report_page
 from litpipe.schemas import (
     CollectionOutputs,
     CrossPaperQuestions,
@@ -90,18 +88,23 @@ def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
     ]
 
 
-def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    prompts = PromptLibrary(settings.prompts_dir)
-    # The grades are kept on the output: another judge regrades (the text from the reply cache).
-    judges = grading_version(settings, prompts)
+# The grades are kept on the output: another judge regrades (the text from the reply cache).
+SYNTHESIS_STEP = ModelStep(
+    agents=SYNTHESIS_AGENTS + GRADING_AGENTS,
+    code=CodeVersion(versions=(NamedVersion("synthesis", synthesis_version), GRADING)),
+)
+PLAIN_STEP = ModelStep(
+    agents=PLAIN_AGENTS + GRADING_AGENTS,
+    code=CodeVersion(versions=(NamedVersion("plain", plain_version), GRADING)),
+)
 
-    @dg.asset(
+
+def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @SYNTHESIS_STEP.asset(
+        settings,
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("synthesis", settings),
-        pool=llm_pool(settings, SYNTHESIS_AGENTS + GRADING_AGENTS),
-        retry_policy=llm_retry_policy(settings, SYNTHESIS_AGENTS + GRADING_AGENTS),
-        code_version=digest(synthesis_version(settings, prompts), judges),
         description="The expert synthesis in three parts (the spine: theme, narrative, every "
         "insight; the evidence grouped by paper; the relationship map), citing every paper; "
         "map-reduce by paper or a tree of cluster summaries when the evidence does not fit.",
@@ -116,7 +119,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         llm: LLMResource,
     ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
         def write(
-            titles: dict[str, str], answers: dict[str, PaperAnswers], step: _Step
+            titles: dict[str, str], answers: dict[str, PaperAnswers], step: StepRun
         ) -> Synthesis:
             return write_synthesis(
                 relationship_analysis,
@@ -130,6 +133,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
         yield from _written_and_checked(
             "synthesis",
+            SYNTHESIS_STEP,
             write,
             context,
             relationship_analysis,
@@ -140,13 +144,11 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             llm,
         )
 
-    @dg.asset(
+    @PLAIN_STEP.asset(
+        settings,
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("plain_summary", settings),
-        pool=llm_pool(settings, PLAIN_AGENTS + GRADING_AGENTS),
-        retry_policy=llm_retry_policy(settings, PLAIN_AGENTS + GRADING_AGENTS),
-        code_version=digest(plain_version(settings, prompts), judges),
         description="The same argument as the synthesis for a general audience, from the same "
         "spine, each paper's contribution still distinguishable and cited.",
     )
@@ -161,7 +163,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         llm: LLMResource,
     ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
         def write(
-            titles: dict[str, str], answers: dict[str, PaperAnswers], step: _Step
+            titles: dict[str, str], answers: dict[str, PaperAnswers], step: StepRun
         ) -> Synthesis:
             return write_plain_summary(
                 relationship_analysis,
@@ -174,6 +176,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
         yield from _written_and_checked(
             "plain_summary",
+            PLAIN_STEP,
             write,
             context,
             relationship_analysis,
@@ -184,10 +187,14 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             llm,
         )
 
-    @dg.asset(
+    @versioned_asset(
+        CodeVersion(
+            modules=(collection_report, report_graphs, report_page, report_markdown, notices, text),
+            output=CollectionOutputs,
+        ),
+        settings,
         partitions_def=collections,
         group_name="synthesis",
-        code_version=code_version([collection_report, report_graphs, notices], CollectionOutputs),
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
         description="The files a person reads, in `LITPIPE_HOME/outputs/<collection>/`: "
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
@@ -231,22 +238,10 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     return [synthesis, plain_summary, collection_outputs]
 
 
-@dataclass(frozen=True)
-class _Step:
-    """What a writer needs of its step: the settings, the prompts and a model client."""
-
-    settings: Settings
-    prompts: PromptLibrary
-    llm: LLMResource
-    ledger: UsageLedger
-
-    def client(self, agents: tuple[str, ...]) -> ModelClient | None:
-        return self.llm.client_for_any(agents, self.ledger)
-
-
 def _written_and_checked(
     asset: str,
-    write: Callable[[dict[str, str], dict[str, PaperAnswers], _Step], Synthesis],
+    model_step: ModelStep,
+    write: Callable[[dict[str, str], dict[str, PaperAnswers], StepRun], Synthesis],
     context: dg.AssetExecutionContext,
     analysis: RelationshipAnalysis,
     comparative: CrossPaperQuestions,
@@ -257,12 +252,11 @@ def _written_and_checked(
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
     """A writer's step: the text written and graded, then its checks."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
-    step = _Step(llm.settings(), llm.prompts(), llm, llm.ledger(usage_scope(context)))
     titles = _titles(artifacts, analysis.papers)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
     encoder = embedder.embedder()
-    judge = step.client(GRADING_AGENTS)
-    with model_failures_as_step_failures():
+    with model_step.run(context, llm) as step:
+        judge = step.client(GRADING_AGENTS)
         written = write(titles, answers, step)
         grades, graded = grading.graded_checks(
             written.text,
@@ -286,7 +280,7 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(written, analysis, {**usage_metadata(step.ledger.summary()), **plots})
+    yield _output(written, analysis, {**step.usage(), **plots})
     yield from _check_results(asset, outcomes, step.settings)
 
 
