@@ -24,7 +24,9 @@ demo: $(BIN)/litpipe
 	$(BIN)/litpipe status
 
 test: $(BIN)/litpipe
-	$(BIN)/python -m pytest
+	# Two workers: the slow tests mostly wait (on child processes, servers, polls), so they
+	# overlap even on two cores; a module's shared fixtures stay on one worker (xdist_group).
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(BIN)/litpipe
 	$(BIN)/ruff check litpipe litpipe_tests benchmarks

@@ -33,6 +33,9 @@ from litpipe_tests.stub_agents import judge_verdict
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_query_summary import QUESTIONS, fenced, requests_to
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_ask")
+
 PDF = PDFS_BY_SIZE[0]  # the REV1 paper, the smallest
 PAPER_ID = PDF.stem
 QUERY = "Which Rev1 domain matters most for MMS sensitivity in rev3 mutants?"

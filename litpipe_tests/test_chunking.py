@@ -13,6 +13,9 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import Chunk, PaperChunks, PaperDocument, Section
 from litpipe_tests.conftest import FakeTokenizer
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_chunking")
+
 WORDS = [
     *("the", "protein", "binds", "a", "receptor", "in", "cells", "while", "expression", "of"),
     *("genes", "changes", "under", "stress", "heterogeneous", "unbelievably", "knockout"),

@@ -16,6 +16,9 @@ from litpipe.schemas import PaperChunks
 from litpipe_tests.bundled import CORPUS, PAPERS
 from litpipe_tests.test_ingest_pdf import FURNITURE, REFERENCE_ENTRY
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_corpus_chunks")
+
 
 @pytest.fixture(scope="module")
 def corpus_chunks(minilm: Embedder) -> list[tuple[dict, PaperChunks]]:

@@ -30,6 +30,9 @@ from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_eval_scholarqa")
+
 DATA = Path(__file__).parent / "data" / "scholarqa" / "scholarqa_multi_first20.jsonl"
 SYSTEMS = ("litpipe", "lead", "lexrank", "textrank")
 _MARKER = re.compile(r"\[(p\d+):(\d+)\]")

@@ -40,6 +40,9 @@ from litpipe_tests.test_checks import FEARNET, FEARNET_PASSAGE, REPAIR, REPAIR_P
 from litpipe_tests.test_cli import folder_with
 from litpipe_tests.test_synthesis_pipeline import COLLECTION, build
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_grading")
+
 REV1 = f"REV1 inserts cytosine opposite abasic sites [{REPAIR}:4]"
 FEARNET_CLAIM = f"whereas FearNet consolidates new memories into long-term storage [{FEARNET}:2]."
 COMPARATIVE = f"{REV1}, {FEARNET_CLAIM}"

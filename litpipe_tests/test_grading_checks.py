@@ -33,6 +33,9 @@ from litpipe_tests.test_related_work import DEMO, IDEA
 from litpipe_tests.test_related_work_cli import materializations as related_materializations
 from litpipe_tests.test_related_work_cli import related_work, request_keys
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_grading_checks")
+
 # The paper `litpipe run` ingested once for `litpipe ask`, and a copy of its home per test.
 ingested = test_ask.ingested
 home = test_ask.home

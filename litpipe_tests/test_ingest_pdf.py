@@ -19,6 +19,9 @@ from litpipe.ingest.pdf import parse_pdf
 from litpipe.schemas import IngestError, PaperDocument
 from litpipe_tests.bundled import CORPUS, PAPERS, write_bad_pdfs
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_ingest_pdf")
+
 IDS = [paper["file"] for paper in PAPERS]
 
 # A reference entry that leaked into the text would show one of these (one per citation style).

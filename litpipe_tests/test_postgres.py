@@ -34,6 +34,9 @@ from litpipe_tests.postgres_server import PostgresServer, running_postgres, unav
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_postgres")
+
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "dagster.postgres.yaml"
 COLLECTION = "bio"
 # The runs below are threads of one process, and compute-log capture redirects the process's

@@ -23,6 +23,9 @@ from litpipe.schemas import RetrievedChunk
 from litpipe.settings import Settings
 from litpipe_tests.tiny_model import copy_tokenizer, tiny_bert_config
 
+# One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
+pytestmark = pytest.mark.xdist_group("test_rerank")
+
 PASSAGES = [
     "Aspirin lowers the risk of myocardial infarction in adults.",
     "IL-6 signalling drives inflammation in rheumatoid arthritis.",

@@ -25,7 +25,7 @@ from litpipe_tests.bundled import CORPUS
 LITQA2 = Path(__file__).parent / "data" / "litqa2" / "litqa2_subset_with_pdfs.jsonl"
 COLLECTION = "biology-cc-by"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_retrieval_bundled")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.stub_llm import StubLLM
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_schema_driven_server")]
 
 CANARY_KEY = "sk-canary-5f1d2c9e7b3a"
 MODEL = "openai/served-model"

@@ -39,6 +39,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 pytestmark = [
+    pytest.mark.xdist_group("test_ui_browser"),
     pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(
