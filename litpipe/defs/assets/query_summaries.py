@@ -54,10 +54,10 @@ from litpipe.defs.versions import (
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
-from litpipe.evaluation.support import Encoder
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
 from litpipe.report import query_summary as report
+from litpipe.retrieval.support import Encoder
 from litpipe.schemas import (
     PaperAbstract,
     PaperSource,

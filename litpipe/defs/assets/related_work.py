@@ -36,10 +36,10 @@ from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.evaluation.grading import GRADING_AGENTS
-from litpipe.evaluation.support import Encoder
 from litpipe.hashing import digest
 from litpipe.ingest.ids import file_sha256
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelatedWork, RelatedWorkRequest
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import (
