@@ -41,11 +41,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli",),
 ]
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
-# Module cycles left for later work, each with why. `defs/versions.py` is being rewritten by the
-# model-step consolidation (issue 17, point 5): `asking_version` reads `RetrievalResource` while
-# `resources` takes `embedder_version` from it. `test_known_cycles_still_exist` fails once the
-# cycle is gone, so that its exemption goes with it.
-KNOWN_MODULE_CYCLES = [frozenset({"litpipe.defs.resources", "litpipe.defs.versions"})]
 # Where `import dagster` is allowed: the graph, the runtime that runs it in-process, the CLI.
 DAGSTER_IMPORTERS = ("defs", "runtime", "cli")
 
@@ -232,16 +227,8 @@ def test_no_import_cycle(level: str) -> None:
         + ", ".join(where[step] for step in itertools.pairwise(cycle))
         + ")"
         for cycle in _cycles(edges)
-        if frozenset(cycle) not in KNOWN_MODULE_CYCLES
     ]
     assert not cycles, f"{level} import cycles:\n" + "\n".join(cycles)
-
-
-def test_known_cycles_still_exist() -> None:
-    edges, _ = _graph("module")
-    found = {frozenset(cycle) for cycle in _cycles(edges)}
-    gone = [sorted(cycle) for cycle in KNOWN_MODULE_CYCLES if cycle not in found]
-    assert not gone, f"no longer a cycle: remove from KNOWN_MODULE_CYCLES: {gone}"
 
 
 def test_only_the_graph_imports_dagster() -> None:

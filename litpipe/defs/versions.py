@@ -155,13 +155,11 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
 def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
-    from litpipe.defs.resources import RetrievalResource  # which imports this module
-
-    retrieval = RetrievalResource.from_settings(settings)
+    retrieval = {name: getattr(settings, name) for name in RETRIEVAL_SETTINGS}
     return digest(
         answers_version(settings, prompts),
         reranker_version(settings, prompts),
-        retrieval.model_dump_json(exclude={"index_dir", "scope"}),
+        json.dumps(retrieval, sort_keys=True),
     )
 
 
