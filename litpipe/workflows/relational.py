@@ -2,7 +2,7 @@
 evidence; comparative questions across the collection; a relationship analysis (one insight per
 question-and-answer pair, typed relationships between papers, theme, narrative) refined by
 follow-up questions for thin papers. The expert synthesis and its plain-language version are
-written from the analysis by `litpipe/agents/synthesis.py` and `litpipe/agents/plain.py`.
+written from the analysis by `litpipe/workflows/synthesis.py` and `litpipe/agents/plain.py`.
 
 Each function is one stage of the asset graph, so a notebook can run the method without Dagster:
 
