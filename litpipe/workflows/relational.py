@@ -90,6 +90,32 @@ def ask(
     return answer_questions(evidence.questions, settings, prompts, client)
 
 
+def follow_up_answerer(
+    collection: str,
+    retriever_of: Callable[[str], HybridRetriever],
+    reranker: Reranker,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> FollowUpAnswerer:
+    """What `analyse` asks a thin paper's follow-up questions with: each searched in that paper's
+    own chunks (`retriever_of(paper_id)`) and answered like its own questions."""
+
+    def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
+        return ask(
+            PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
+            collection,
+            retriever_of(paper_id),
+            reranker,
+            "own",
+            settings,
+            prompts,
+            client,
+        )
+
+    return follow_up
+
+
 def cross_paper(
     collection: str,
     abstracts: list[PaperAbstract],
