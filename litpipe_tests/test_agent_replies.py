@@ -36,10 +36,9 @@ from litpipe.agents.followups import follow_up_questions
 from litpipe.agents.insights import insights_for
 from litpipe.agents.plain import write_plain_summary
 from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
-from litpipe.agents.related_work import RelatedWorkInput, write_section
+from litpipe.agents.related_work import RelatedWorkInput
 from litpipe.agents.relationships import relate
 from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker
-from litpipe.agents.synthesis import write_synthesis
 from litpipe.agents.tldr import TldrInput, write_tldrs
 from litpipe.evaluation.grading import grade_coherence, grade_output
 from litpipe.llm.client import UnusableReply, parse_reply
@@ -64,8 +63,9 @@ from litpipe.schemas import (
 )
 from litpipe.settings import AgentRoute, Route, Settings
 from litpipe.workflows.query_summary import summarize_for_query
-from litpipe.workflows.related_work import score_references
+from litpipe.workflows.related_work import score_references, write_section
 from litpipe.workflows.relational import analyse
+from litpipe.workflows.synthesis import write_synthesis
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.schema_replies import Choices, SeededChoices, drawn, reply, vocabulary
 

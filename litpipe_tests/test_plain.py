@@ -9,13 +9,14 @@ from pathlib import Path
 
 from litpipe import citations
 from litpipe.agents.plain import plain_version, write_plain_summary
-from litpipe.agents.synthesis import ALSO_IN_COLLECTION, write_synthesis
+from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
 from litpipe.text import markers_in
+from litpipe.workflows.synthesis import write_synthesis
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_synthesis import (
     ANSWERS,

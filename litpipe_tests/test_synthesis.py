@@ -23,8 +23,6 @@ from litpipe.agents.synthesis import (
     WrittenReply,
     choose_pattern,
     covered,
-    synthesis_version,
-    write_synthesis,
 )
 from litpipe.evaluation.checks import coverage
 from litpipe.llm.client import LLMClient
@@ -43,6 +41,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import marker, markers_in, sentences, strip_markers
+from litpipe.workflows.synthesis import synthesis_version, write_synthesis
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
 

@@ -10,8 +10,9 @@ Whatever wrote it, a section is held to three rules, checked by `review`:
 - it cites only the references it was given;
 - it cites every one of them;
 - it has at most N sentences and W words (citations are not words).
-A model's section that breaks any gets one revision request naming each problem. What remains
-is then fixed without a model, each fix logged and recorded: invented citations are removed; a
+The writer's step (`litpipe.workflows.related_work.write_section`) sends a model's section that
+breaks any back with one revision request naming each problem; what remains is then fixed
+without a model (`settle` there), each fix logged and recorded: invented citations are removed; a
 reference still uncited gets a sentence of its own, its abstract's sentence closest to the idea;
 a section still too long loses whole sentences (never one that is the only citation of a
 reference, the closing one last, as it usually motivates the idea). Sentences are never cut in
@@ -61,13 +62,12 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent, StructuredClient
+from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.centrality import lexrank_similarity, pagerank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
-from litpipe.settings import Settings
 from litpipe.text import overlap, sentences
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,7 @@ _ID_SEPARATOR = re.compile(r"\s*[;,]\s*")
 # Characters an id cannot hold and still be cited and parsed back.
 UNCITABLE_ID_CHARACTERS = "[];,\n\r"
 _WORD = re.compile(r"[^\W_]")
-_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _TERMINAL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
 
 # The fixed words of the offline engine's sentences that are not an abstract's own.
@@ -153,7 +152,7 @@ def paragraphs(text: str) -> list[list[str]]:
     """The sentences of each paragraph; a bracket left alone after a full stop ("... works.
     [a]") joins the sentence before it."""
     found: list[list[str]] = []
-    for paragraph in _PARAGRAPH_BREAK.split(text.strip()):
+    for paragraph in PARAGRAPH_BREAK.split(text.strip()):
         split: list[str] = []
         for span in sentences(paragraph):
             line = " ".join(span.text.split())
@@ -287,7 +286,7 @@ def _listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def _terms(text: str) -> set[str]:
+def terms_of(text: str) -> set[str]:
     return set(tokenize(text))
 
 
@@ -309,12 +308,12 @@ def ranked_sentences(scored: ScoredReference, idea_terms: set[str]) -> list[str]
 
     order = sorted(
         range(len(usable)),
-        key=lambda i: (-overlap(_terms(usable[i]), idea_terms), not quoted(usable[i]), i),
+        key=lambda i: (-overlap(terms_of(usable[i]), idea_terms), not quoted(usable[i]), i),
     )
     return [usable[i] for i in order]
 
 
-def _closest_sentence(scored: ScoredReference, idea_terms: set[str]) -> str:
+def closest_sentence(scored: ScoredReference, idea_terms: set[str]) -> str:
     """The reference's abstract sentence closest to the idea, cited; its title when the
     abstract has no sentence."""
     ids = [scored.reference.id]
@@ -497,146 +496,3 @@ class RelatedWorkAgent(Agent[RelatedWorkInput, RelatedWorkReply]):
 
     def offline(self, inputs: RelatedWorkInput) -> RelatedWorkReply:
         return offline_related_work(inputs)
-
-
-class WrittenSection(BaseModel):
-    """The section as kept, and what was done to it to keep the rules."""
-
-    text: str
-    cited_ids: list[str]
-    sentences: int
-    words: int
-    within_length: bool
-    revised: bool = False
-    dropped_citations: list[str] = Field(default_factory=list)
-    added_citations: list[str] = Field(default_factory=list)
-    trimmed_sentences: int = 0
-    warnings: list[str] = Field(default_factory=list)
-
-
-def _plain(text: str) -> str:
-    """The section without Markdown heading lines: the document around it has its own."""
-    return _PARAGRAPH_BREAK.sub("\n\n", _HEADING.sub("", text)).strip()
-
-
-def _with_missing(text: str, inputs: RelatedWorkInput, missing: list[str]) -> tuple[str, list[str]]:
-    """A sentence for each reference left uncited, its abstract's sentence closest to the idea,
-    placed before the closing sentence when that one cites nothing (it motivates the idea)."""
-    idea_terms = _terms(inputs.idea)
-    by_id = {scored.reference.id: scored for scored in inputs.references}
-    added = [_closest_sentence(by_id[i], idea_terms) for i in missing]
-    parts = paragraphs(text) or [[]]
-    last = parts[-1]
-    if last and not cited_ids(last[-1]):
-        last[-1:-1] = added
-    else:
-        last.extend(added)
-    return joined(parts), added
-
-
-def _trimmed(text: str, inputs: RelatedWorkInput) -> tuple[str, int]:
-    """Whole sentences removed until the section fits: from the end, the closing sentence
-    last, never one holding the only citation of a reference."""
-    parts = paragraphs(text)
-    places = [(p, s) for p, paragraph in enumerate(parts) for s in range(len(paragraph))]
-    order = [*reversed(places[:-1]), *places[-1:]]
-    removed: set[tuple[int, int]] = set()
-
-    def kept_text() -> str:
-        return joined(
-            [
-                [s for i, s in enumerate(paragraph) if (p, i) not in removed]
-                for p, paragraph in enumerate(parts)
-            ]
-        )
-
-    for place in order:
-        current = kept_text()
-        if review(current, inputs.ids, inputs.sentences, inputs.words).within_length:
-            break
-        removed.add(place)
-        if review(kept_text(), inputs.ids, inputs.sentences, inputs.words).missing:
-            removed.discard(place)
-    return kept_text(), len(removed)
-
-
-def settle(
-    text: str, inputs: RelatedWorkInput, writer: str, revised: bool = False
-) -> WrittenSection:
-    """The section made to keep the rules without a model: invented citations removed, missing
-    references added, whole sentences trimmed to the length; each fix logged and recorded."""
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        log.warning("%s: %s", writer, message)
-        warnings.append(message)
-
-    text = _plain(text)
-    found = review(text, inputs.ids, inputs.sentences, inputs.words)
-    if found.unknown:
-        warn(f"removed citations of ids not supplied: {', '.join(found.unknown)}")
-        text = without_citations(text, found.unknown)
-    added: list[str] = []
-    if found.missing:
-        text, sentences_added = _with_missing(text, inputs, found.missing)
-        added = found.missing
-        warn(
-            f"references {', '.join(added)} were uncited; added a sentence from each abstract "
-            f"({' '.join(sentences_added)})"
-        )
-    trimmed = 0
-    if not review(text, inputs.ids, inputs.sentences, inputs.words).within_length:
-        text, trimmed = _trimmed(text, inputs)
-        if trimmed:
-            warn(f"removed {trimmed} sentence(s) to meet the length")
-    final = review(text, inputs.ids, inputs.sentences, inputs.words)
-    if not final.within_length:
-        warn(
-            f"the section has {final.sentences} sentences and {final.words} words, more than "
-            f"the {inputs.sentences} sentences and {inputs.words} words asked: every reference "
-            "must be cited, and sentences are not cut in the middle"
-        )
-    return WrittenSection(
-        text=text,
-        cited_ids=cited_ids(text),
-        sentences=final.sentences,
-        words=final.words,
-        within_length=final.within_length,
-        revised=revised,
-        dropped_citations=found.unknown,
-        added_citations=added,
-        trimmed_sentences=trimmed,
-        warnings=warnings,
-    )
-
-
-def write_section(
-    inputs: RelatedWorkInput,
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
-) -> WrittenSection:
-    """The section for `inputs`: from the offline engine, or from the model with one revision
-    request when its first reply breaks a rule; then `settle`d either way."""
-    agent = RelatedWorkAgent()
-    route = settings.route(agent.name)
-    if route.offline:
-        return settle(agent.offline(inputs).text, inputs, "related_work (offline)")
-    if client is None:
-        raise ValueError(
-            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
-        )
-    messages = agent.messages(inputs, prompts)
-    reply = client.complete_sync(route, messages, RelatedWorkReply)
-    first = review(_plain(reply.text), inputs.ids, inputs.sentences, inputs.words)
-    if first.ok:
-        return settle(reply.text, inputs, f"related_work ({route.model})")
-    problems = "; ".join(first.problems(inputs.ids))
-    log.warning("related_work (%s): asking for one revision: %s", route.model, problems)
-    revision = [
-        *messages,
-        {"role": "assistant", "content": reply.model_dump_json()},
-        {"role": "user", "content": REVISION_REQUEST.format(problems=problems)},
-    ]
-    revised = client.complete_sync(route, revision, RelatedWorkReply)
-    return settle(revised.text, inputs, f"related_work ({route.model})", revised=True)

@@ -8,7 +8,8 @@ When the evidence does not fit `synthesis_context_tokens`, part 2 changes (`choo
 map-reduce writes one summary per paper (the `paper_summary` agent, all papers concurrently) and
 gives those instead of the passages; for collections of `hierarchical_min_papers` or more, the
 paper summaries are clustered and summarized (the `cluster_summary` agent) level by level until
-the top level fits, and part 2 holds the top clusters' summaries.
+the top level fits, and part 2 holds the top clusters' summaries. That chain is
+`litpipe.workflows.synthesis.write_synthesis`; this module is the writer and its checks.
 
 Whatever wrote it, the text is checked the same way: markers that resolve to no evidence passage
 are removed, and a paper left uncited gets an "Also in this collection" sentence from its best
@@ -37,22 +38,16 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations
 from litpipe.agents.answering import best_sentences
-from litpipe.agents.base import Agent, ModelClient, engine_name, run_agent, run_batch, version
+from litpipe.agents.base import Agent
 from litpipe.agents.cluster_summary import (
-    ClusterSummaryAgent,
-    ClusterSummaryInput,
     Member,
-    cluster,
 )
 from litpipe.agents.paper_summary import (
-    PaperSummaryAgent,
     PaperSummaryInput,
-    SummaryReply,
     cite,
     cited_insight,
     offline_paper_summary,
 )
-from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
@@ -67,11 +62,10 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     RelationshipType,
     RetrievedChunk,
-    Synthesis,
     SynthesisPattern,
 )
 from litpipe.settings import Settings
-from litpipe.text import estimate_tokens, overlap, sentences, without_markers
+from litpipe.text import overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -427,137 +421,6 @@ def collection_evidence(
     every_answer += [a for follow_up in analysis.follow_ups for a in follow_up.answers]
     chunks = {chunk.chunk_id: chunk for answer in every_answer for chunk in answer.evidence}
     return list(chunks.values())
-
-
-def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) -> str:
-    _, unresolved = citations.citations(text, evidence)
-    if unresolved:
-        log.warning("%s: removed markers citing no passage: %s", writer, ", ".join(unresolved))
-    return without_markers(text, unresolved)
-
-
-def paper_summaries(
-    inputs: SynthesisInput,
-    evidence: list[RetrievedChunk],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
-) -> list[str]:
-    """The map step: one summary per paper, in order, its invented markers removed."""
-    batch = [paper_summary_input(inputs, paper) for paper in inputs.papers]
-    replies: list[SummaryReply] = run_batch(PaperSummaryAgent(), batch, settings, prompts, client)
-    return [
-        _without_invented(reply.summary, evidence, f"summary of {paper.paper_id}")
-        for paper, reply in zip(inputs.papers, replies, strict=True)
-    ]
-
-
-def summary_tree(
-    members: list[Member],
-    theme: str,
-    evidence: list[RetrievedChunk],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
-) -> list[Member]:
-    """The top of the tree: members clustered and summarized, level by level, until the level
-    fits the writer's context, is one cluster, or clustering merges nothing more."""
-    level = members
-    while len(level) > 1:
-        groups = cluster(level)
-        if len(groups) == len(level):
-            break
-        batch = [ClusterSummaryInput(theme=theme, members=[level[i] for i in g]) for g in groups]
-        replies = run_batch(ClusterSummaryAgent(), batch, settings, prompts, client)
-        level = [
-            Member(
-                label="; ".join(member.label for member in inputs.members),
-                papers=inputs.papers,
-                summary=_without_invented(reply.summary, evidence, "cluster summary"),
-            )
-            for inputs, reply in zip(batch, replies, strict=True)
-        ]
-        text = "\n\n".join(member.summary for member in level)
-        if estimate_tokens(text) <= settings.synthesis_context_tokens:
-            break
-    return level
-
-
-def write_synthesis(
-    analysis: RelationshipAnalysis,
-    answers: dict[str, PaperAnswers],
-    comparative: CrossPaperQuestions | None,
-    titles: dict[str, str],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
-) -> Synthesis:
-    """The `synthesis` asset's work: the collection's expert synthesis, every paper cited."""
-    evidence = collection_evidence(analysis, answers, comparative)
-    evidence_tokens = estimate_tokens(citations.evidence_block(evidence))
-    pattern = choose_pattern(evidence_tokens, len(analysis.papers), settings)
-    inputs = SynthesisInput(
-        collection=analysis.collection,
-        pattern=pattern,
-        theme=analysis.theme,
-        narrative=analysis.narrative,
-        insights=analysis.insights,
-        relationships=analysis.relationships,
-        type_distribution=analysis.type_distribution,
-        papers=[
-            PaperMaterial(
-                paper_id=paper,
-                title=titles.get(paper, paper),
-                evidence=[chunk for chunk in evidence if chunk.paper_id == paper],
-            )
-            for paper in analysis.papers
-        ],
-        comparative=comparative.answers if comparative else [],
-    )
-    if pattern != "stuff":
-        summaries = paper_summaries(inputs, evidence, settings, prompts, client)
-        inputs.papers = [
-            paper.model_copy(update={"evidence": [], "summary": summary})
-            for paper, summary in zip(inputs.papers, summaries, strict=True)
-        ]
-    if pattern == "hierarchical":
-        members = [
-            Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
-        ]
-        inputs.groups = summary_tree(members, analysis.theme, evidence, settings, prompts, client)
-    agent = SynthesisAgent()
-    reply = run_agent(agent, inputs, settings, prompts, client)
-    checked = covered(
-        reply.text,
-        lambda written: citations.citations(written, evidence),
-        analysis,
-        titles,
-        "synthesis",
-        evidence_fallbacks(analysis.papers, evidence, analysis.theme),
-        "no passage of it is among the evidence the writer was given",
-    )
-    return Synthesis(
-        collection=analysis.collection,
-        audience="expert",
-        engine=engine_name(settings.route(agent.name)),
-        pattern=pattern,
-        title=" ".join(reply.title.split()),
-        text=checked.text,
-        citations=checked.citations,
-        papers=analysis.papers,
-        appended=checked.appended,
-        left_out=[*analysis.left_out, *checked.left_out],
-    )
-
-
-def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """Hash of the three writers (prompt, schema, code, route) and the pattern thresholds."""
-    writers = (SynthesisAgent(), PaperSummaryAgent(), ClusterSummaryAgent())
-    return digest(
-        *(version(writer, settings, prompts) for writer in writers),
-        str(settings.synthesis_context_tokens),
-        str(settings.hierarchical_min_papers),
-    )
 
 
 def module_source() -> str:

@@ -115,10 +115,6 @@ class ChunkingResource(dg.ConfigurableResource):
     max_tokens: int | None = None
     overlap_tokens: int = 32
 
-    def max_tokens_for(self, embedder: Embedder) -> int:
-        limit = embedder.max_chunk_tokens
-        return limit if self.max_tokens is None else min(self.max_tokens, limit)
-
 
 class LanceDBResource(dg.ConfigurableResource):
     """The LanceDB database holding one chunk table per embedder, with its vectors: a folder,

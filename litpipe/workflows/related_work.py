@@ -17,8 +17,9 @@
 3. Debate scoring of every candidate by the `debate` agent, as one batch through the client, so
    that `llm_concurrency` bounds the calls in flight (offline: the debate engine's probability
    from the idea's terms in the abstract). Quotes that are not the abstract's words are dropped.
-4. The top-k by probability (ties: retrieval order) go to the `related_work` writer, whose section
-   is checked and fixed as `litpipe/agents/related_work.py` says.
+4. The top-k by probability (ties: retrieval order) go to the `related_work` writer
+   (`write_section`), whose section is checked by the agent's rules (`review`, as
+   `litpipe/agents/related_work.py` says) and fixed here (`settle`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import html
 import inspect
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,17 +35,25 @@ from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from litpipe.agents.base import ModelClient, engine_name, run_batch, version
+from litpipe.agents.base import ModelClient, StructuredClient, engine_name, run_batch, version
 from litpipe.agents.debate import DebateAgent, DebateReply, verbatim_quotes
 from litpipe.agents.passages import PassageInput
 from litpipe.agents.related_work import (
+    PARAGRAPH_BREAK,
+    REVISION_REQUEST,
     UNCITABLE_ID_CHARACTERS,
     RelatedWorkAgent,
     RelatedWorkInput,
+    RelatedWorkReply,
     cited_ids,
-    write_section,
+    closest_sentence,
+    joined,
+    paragraphs,
+    review,
+    terms_of,
+    without_citations,
 )
 from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
@@ -76,6 +86,8 @@ JSON_FILE = "related_work.json"
 HTML_FILE = "related_work.html"
 # Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
 VECTORS_DIR = Path("related_work") / "vectors"
+# A Markdown heading line: a section has none (the document around it has its own).
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
 
 
 class RelatedWorkInputError(ValueError):
@@ -354,6 +366,153 @@ def load_embedder(settings: Settings) -> AbstractEncoder:
     return Embedder(
         settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
     )
+
+
+# The writer's step: the section from the offline engine or the model (one revision request
+# when its reply breaks a rule), then fixed without a model to keep the rules.
+
+
+class WrittenSection(BaseModel):
+    """The section as kept, and what was done to it to keep the rules."""
+
+    text: str
+    cited_ids: list[str]
+    sentences: int
+    words: int
+    within_length: bool
+    revised: bool = False
+    dropped_citations: list[str] = Field(default_factory=list)
+    added_citations: list[str] = Field(default_factory=list)
+    trimmed_sentences: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _plain(text: str) -> str:
+    """The section without Markdown heading lines: the document around it has its own."""
+    return PARAGRAPH_BREAK.sub("\n\n", _HEADING.sub("", text)).strip()
+
+
+def _with_missing(text: str, inputs: RelatedWorkInput, missing: list[str]) -> tuple[str, list[str]]:
+    """A sentence for each reference left uncited, its abstract's sentence closest to the idea,
+    placed before the closing sentence when that one cites nothing (it motivates the idea)."""
+    idea_terms = terms_of(inputs.idea)
+    by_id = {scored.reference.id: scored for scored in inputs.references}
+    added = [closest_sentence(by_id[i], idea_terms) for i in missing]
+    parts = paragraphs(text) or [[]]
+    last = parts[-1]
+    if last and not cited_ids(last[-1]):
+        last[-1:-1] = added
+    else:
+        last.extend(added)
+    return joined(parts), added
+
+
+def _trimmed(text: str, inputs: RelatedWorkInput) -> tuple[str, int]:
+    """Whole sentences removed until the section fits: from the end, the closing sentence
+    last, never one holding the only citation of a reference."""
+    parts = paragraphs(text)
+    places = [(p, s) for p, paragraph in enumerate(parts) for s in range(len(paragraph))]
+    order = [*reversed(places[:-1]), *places[-1:]]
+    removed: set[tuple[int, int]] = set()
+
+    def kept_text() -> str:
+        return joined(
+            [
+                [s for i, s in enumerate(paragraph) if (p, i) not in removed]
+                for p, paragraph in enumerate(parts)
+            ]
+        )
+
+    for place in order:
+        current = kept_text()
+        if review(current, inputs.ids, inputs.sentences, inputs.words).within_length:
+            break
+        removed.add(place)
+        if review(kept_text(), inputs.ids, inputs.sentences, inputs.words).missing:
+            removed.discard(place)
+    return kept_text(), len(removed)
+
+
+def settle(
+    text: str, inputs: RelatedWorkInput, writer: str, revised: bool = False
+) -> WrittenSection:
+    """The section made to keep the rules without a model: invented citations removed, missing
+    references added, whole sentences trimmed to the length; each fix logged and recorded."""
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        log.warning("%s: %s", writer, message)
+        warnings.append(message)
+
+    text = _plain(text)
+    found = review(text, inputs.ids, inputs.sentences, inputs.words)
+    if found.unknown:
+        warn(f"removed citations of ids not supplied: {', '.join(found.unknown)}")
+        text = without_citations(text, found.unknown)
+    added: list[str] = []
+    if found.missing:
+        text, sentences_added = _with_missing(text, inputs, found.missing)
+        added = found.missing
+        warn(
+            f"references {', '.join(added)} were uncited; added a sentence from each abstract "
+            f"({' '.join(sentences_added)})"
+        )
+    trimmed = 0
+    if not review(text, inputs.ids, inputs.sentences, inputs.words).within_length:
+        text, trimmed = _trimmed(text, inputs)
+        if trimmed:
+            warn(f"removed {trimmed} sentence(s) to meet the length")
+    final = review(text, inputs.ids, inputs.sentences, inputs.words)
+    if not final.within_length:
+        warn(
+            f"the section has {final.sentences} sentences and {final.words} words, more than "
+            f"the {inputs.sentences} sentences and {inputs.words} words asked: every reference "
+            "must be cited, and sentences are not cut in the middle"
+        )
+    return WrittenSection(
+        text=text,
+        cited_ids=cited_ids(text),
+        sentences=final.sentences,
+        words=final.words,
+        within_length=final.within_length,
+        revised=revised,
+        dropped_citations=found.unknown,
+        added_citations=added,
+        trimmed_sentences=trimmed,
+        warnings=warnings,
+    )
+
+
+def write_section(
+    inputs: RelatedWorkInput,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: StructuredClient | None,
+) -> WrittenSection:
+    """The section for `inputs`: from the offline engine, or from the model with one revision
+    request when its first reply breaks a rule; then `settle`d either way."""
+    agent = RelatedWorkAgent()
+    route = settings.route(agent.name)
+    if route.offline:
+        return settle(agent.offline(inputs).text, inputs, "related_work (offline)")
+    if client is None:
+        raise ValueError(
+            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
+        )
+    messages = agent.messages(inputs, prompts)
+    reply = client.complete_sync(route, messages, RelatedWorkReply)
+    first = review(_plain(reply.text), inputs.ids, inputs.sentences, inputs.words)
+    if first.ok:
+        return settle(reply.text, inputs, f"related_work ({route.model})")
+    problems = "; ".join(first.problems(inputs.ids))
+    log.warning("related_work (%s): asking for one revision: %s", route.model, problems)
+    revision = [
+        *messages,
+        {"role": "assistant", "content": reply.model_dump_json()},
+        {"role": "user", "content": REVISION_REQUEST.format(problems=problems)},
+    ]
+    revised = client.complete_sync(route, revision, RelatedWorkReply)
+    return settle(revised.text, inputs, f"related_work ({route.model})", revised=True)
 
 
 def run_related_work(

@@ -2,7 +2,7 @@
 evidence; comparative questions across the collection; a relationship analysis (one insight per
 question-and-answer pair, typed relationships between papers, theme, narrative) refined by
 follow-up questions for thin papers. The expert synthesis and its plain-language version are
-written from the analysis by `litpipe/agents/synthesis.py` and `litpipe/agents/plain.py`.
+written from the analysis by `litpipe/workflows/synthesis.py` and `litpipe/agents/plain.py`.
 
 Each function is one stage of the asset graph, so a notebook can run the method without Dagster:
 
@@ -88,6 +88,32 @@ def ask(
         keep=settings.evidence_per_question,
     )
     return answer_questions(evidence.questions, settings, prompts, client)
+
+
+def follow_up_answerer(
+    collection: str,
+    retriever_of: Callable[[str], HybridRetriever],
+    reranker: Reranker,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> FollowUpAnswerer:
+    """What `analyse` asks a thin paper's follow-up questions with: each searched in that paper's
+    own chunks (`retriever_of(paper_id)`) and answered like its own questions."""
+
+    def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
+        return ask(
+            PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
+            collection,
+            retriever_of(paper_id),
+            reranker,
+            "own",
+            settings,
+            prompts,
+            client,
+        )
+
+    return follow_up
 
 
 def cross_paper(

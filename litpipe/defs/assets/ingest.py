@@ -19,12 +19,10 @@ from litpipe.defs.versions import (
     versioned_asset,
 )
 from litpipe.ingest import chunking, pdf, tables
-from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.ids import file_sha256
-from litpipe.ingest.pdf import PdfLimits, parse_pdf
-from litpipe.ingest.tables import document_from_row
 from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
 from litpipe.settings import Settings
+from litpipe.workflows.ingest import chunk_paper, read_document
 
 GROUP = "ingest"
 
@@ -59,15 +57,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def paper_document(paper_source: PaperSource) -> dg.Output[PaperDocument]:
         try:
-            if paper_source.kind == "pdf":
-                document = parse_pdf(
-                    Path(paper_source.path),
-                    paper_source.paper_id,
-                    paper_source.collection,
-                    PdfLimits(max_bytes=settings.max_pdf_bytes, max_pages=settings.max_pdf_pages),
-                )
-            else:
-                document = document_from_row(paper_source)
+            document = read_document(paper_source, settings)
         except IngestError as error:
             # A bad paper is the user's input, not a transient fault: no retry, one clear line.
             raise dg.Failure(
@@ -113,12 +103,11 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         store = artifacts.store()
         versions: dict[str, dg.DataVersion] = {}
         for paper_id in context.partition_keys:
-            chunks = chunk_document(
+            chunks = chunk_paper(
                 store.read(["paper_document"], paper_id, PaperDocument),
-                model.tokenizer,
-                max_tokens=chunker.max_tokens_for(model),
-                overlap_tokens=chunker.overlap_tokens,
-                tokenizer_name=model.embedder_id,
+                model,
+                chunker.max_tokens,
+                chunker.overlap_tokens,
             )
             path = store.write(["paper_chunks"], paper_id, chunks)
             versions[paper_id] = data_version(chunks)

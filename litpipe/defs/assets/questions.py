@@ -2,8 +2,7 @@
 
 import dagster as dg
 
-from litpipe.agents.base import run_agent
-from litpipe.agents.questions import QuestionsAgent, QuestionsInput, questions_for
+from litpipe.agents.questions import QuestionsAgent, paper_questions_from
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
@@ -31,14 +30,13 @@ def build_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, paper_abstract: PaperAbstract, llm: LLMResource
     ) -> dg.Output[PaperQuestions]:
         with STEP.run(context, llm) as step:
-            inputs = QuestionsInput(
-                paper_id=paper_abstract.paper_id,
-                title=paper_abstract.title,
-                abstract=paper_abstract.abstract,
+            questions = paper_questions_from(
+                paper_abstract,
+                step.settings,
+                step.prompts,
+                step.client(),
                 per_style=step.settings.questions_per_style,
             )
-            reply = run_agent(AGENT, inputs, step.settings, step.prompts, step.client())
-        questions = questions_for(inputs, reply, engine=step.settings.route(AGENT.name).model)
         return step.output(
             questions,
             {

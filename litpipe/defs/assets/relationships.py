@@ -20,13 +20,10 @@ from litpipe.defs.resources import (
 from litpipe.defs.run_failures import why_not_built
 from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.schemas import (
-    Answer,
     CrossPaperQuestions,
     LeftOutPaper,
     PaperAbstract,
     PaperAnswers,
-    PaperQuestions,
-    Question,
     RelationshipAnalysis,
 )
 from litpipe.settings import Settings
@@ -80,20 +77,14 @@ def build_relationship_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         store, model = lancedb.store(), embedder.embedder()
         with STEP.run(context, llm) as step:
             client = step.client()
-            reranker = reranker_for(step.settings, step.prompts, client)
-
-            def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
-                return relational.ask(
-                    PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
-                    collection,
-                    retrieval.retriever(store, model, collection, paper_id=paper_id),
-                    reranker,
-                    "own",
-                    step.settings,
-                    step.prompts,
-                    client,
-                )
-
+            follow_up = relational.follow_up_answerer(
+                collection,
+                lambda paper_id: retrieval.retriever(store, model, collection, paper_id=paper_id),
+                reranker_for(step.settings, step.prompts, client),
+                step.settings,
+                step.prompts,
+                client,
+            )
             analysis = relational.analyse(
                 collection,
                 answers,

@@ -19,7 +19,7 @@ import dagster as dg
 
 from litpipe import text
 from litpipe.agents.plain import PLAIN_AGENTS, plain_version, write_plain_summary
-from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_version, write_synthesis
+from litpipe.agents.synthesis import SYNTHESIS_AGENTS
 from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.partitions import collections
@@ -55,6 +55,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.workflows.synthesis import synthesis_version, write_synthesis
 
 _CHECKS = {
     "coverage": "The writer cites every paper of the collection at least once. A paper it "

@@ -1,0 +1,42 @@
+"""A paper's ingestion: its source (a PDF or an abstract table's row) parsed into a document,
+then cut into section-aware chunks sized in the embedder's tokens. The `paper_document` and
+`paper_chunks` assets run these, and so does `litpipe.workflows.pipeline`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from litpipe.ingest.chunking import chunk_document
+from litpipe.ingest.pdf import PdfLimits, parse_pdf
+from litpipe.ingest.tables import document_from_row
+from litpipe.retrieval.embedder import Embedder
+from litpipe.schemas import PaperChunks, PaperDocument, PaperSource
+from litpipe.settings import Settings
+
+
+def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
+    """`paper_document`: title, authors, abstract and sections of the PDF, or of the table's
+    row. Raises `IngestError` for a paper that cannot be read: the user's input, not a fault."""
+    if source.kind == "pdf":
+        return parse_pdf(
+            Path(source.path),
+            source.paper_id,
+            source.collection,
+            PdfLimits(max_bytes=settings.max_pdf_bytes, max_pages=settings.max_pdf_pages),
+        )
+    return document_from_row(source)
+
+
+def chunk_paper(
+    document: PaperDocument, embedder: Embedder, max_tokens: int | None, overlap_tokens: int
+) -> PaperChunks:
+    """`paper_chunks`: chunks of at most `max_tokens` of the embedder's tokens, and never more
+    than the embedder takes (its whole window when `max_tokens` is None)."""
+    limit = embedder.max_chunk_tokens
+    return chunk_document(
+        document,
+        embedder.tokenizer,
+        max_tokens=limit if max_tokens is None else min(max_tokens, limit),
+        overlap_tokens=overlap_tokens,
+        tokenizer_name=embedder.embedder_id,
+    )

@@ -1,0 +1,225 @@
+"""The main chain without Dagster: a collection's papers to its expert synthesis and its plain
+summary, in one process, by the same functions the assets call, stage by stage in the graph's
+order.
+
+    from litpipe.ingest.sources import discover
+    from litpipe.settings import Settings
+    from litpipe.workflows import pipeline
+
+    settings = Settings(home=Path("lit-home"))  # offline; set llm_model for a model
+    result = pipeline.run(discover(Path("papers/")).sources, settings)
+    print(result.synthesis.text)
+
+Per paper: its document (`paper_document`: a PDF parsed, or an abstract table's row), chunks
+(`paper_chunks`), vectors in the embedder's LanceDB table under `settings.home`
+(`chunk_embeddings`), abstract, questions, evidence and answers. Then for the collection:
+comparative questions (`cross_paper_questions`, over the collection's BM25 index, which
+`corpus_index` builds), the relationship analysis with its follow-up questions, the expert
+synthesis and the plain summary. A paper that cannot be read is left out, named with why, as
+the graph leaves out a paper whose run failed.
+
+What the graph adds and this does not: the catalog and its partitions, artifacts and data
+versions (every call here runs again), the grades and checks of the syntheses (the evaluation
+layer sits above the workflows) and the files of `collection_outputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from litpipe.agents.abstract import paper_abstract_from
+from litpipe.agents.plain import write_plain_summary
+from litpipe.agents.questions import paper_questions_from
+from litpipe.agents.rerankers import reranker_for
+from litpipe.ingest.sources import unique_papers
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.evidence import gather_evidence
+from litpipe.retrieval.hybrid import HybridRetriever
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import (
+    CrossPaperQuestions,
+    EmbeddingResult,
+    IngestError,
+    LeftOutPaper,
+    PaperAbstract,
+    PaperAnswers,
+    PaperChunks,
+    PaperDocument,
+    PaperEvidence,
+    PaperQuestions,
+    PaperSource,
+    RelationshipAnalysis,
+    Synthesis,
+)
+from litpipe.settings import Settings
+from litpipe.workflows import relational
+from litpipe.workflows.ingest import chunk_paper, read_document
+from litpipe.workflows.synthesis import write_synthesis
+
+if TYPE_CHECKING:
+    from litpipe.llm.client import LLMClient
+
+# The usage ledger of a run without Dagster, under `settings.home`/usage/.
+USAGE_SCOPE = "pipeline"
+
+
+class PaperResult(BaseModel):
+    """One paper's outputs, stage by stage."""
+
+    document: PaperDocument
+    chunks: PaperChunks
+    embeddings: EmbeddingResult
+    abstract: PaperAbstract
+    questions: PaperQuestions
+    evidence: PaperEvidence
+    answers: PaperAnswers
+
+
+class PipelineResult(BaseModel):
+    """The collection's outputs: each paper's (in the collection's order, by paper id), the
+    papers left out with why, and the collection stages'."""
+
+    collection: str
+    papers: list[PaperResult]
+    left_out: list[LeftOutPaper] = Field(default_factory=list)
+    cross_paper_questions: CrossPaperQuestions
+    relationship_analysis: RelationshipAnalysis
+    synthesis: Synthesis
+    plain_summary: Synthesis
+
+
+def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
+    """The main chain over `papers` (one collection's), offline or with the model `settings`
+    routes each agent to."""
+    sources = sorted(unique_papers(iter(papers)), key=lambda source: source.paper_id)
+    collection = _collection(sources)
+    prompts = PromptLibrary(settings.prompts_dir)
+    client = model_client(settings)
+    embedder = Embedder(
+        settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
+    )
+    store = ChunkStore(settings.lancedb_dir)
+
+    documents: dict[str, PaperDocument] = {}
+    left_out: list[LeftOutPaper] = []
+    for source in sources:
+        try:
+            documents[source.paper_id] = read_document(source, settings)
+        except IngestError as error:
+            left_out.append(
+                LeftOutPaper(paper_id=source.paper_id, reason=f"{source.path}: {error}")
+            )
+    chunks = {
+        paper_id: chunk_paper(
+            document, embedder, settings.chunk_tokens, settings.chunk_overlap_tokens
+        )
+        for paper_id, document in documents.items()
+    }
+    embedded = {
+        result.paper_id: result for result in store.embed_papers(list(chunks.values()), embedder)
+    }
+    abstracts = {
+        paper_id: paper_abstract_from(document, settings, prompts, client)
+        for paper_id, document in documents.items()
+    }
+    questions = {
+        paper_id: paper_questions_from(
+            abstract, settings, prompts, client, per_style=settings.questions_per_style
+        )
+        for paper_id, abstract in abstracts.items()
+    }
+
+    def retriever(paper_id: str | None = None) -> HybridRetriever:
+        """Over one paper (its BM25 index in memory), or over the collection (its index saved
+        under `settings.bm25_dir`, as `corpus_index` saves it)."""
+        return HybridRetriever(
+            store,
+            embedder,
+            collection,
+            None if paper_id else settings.bm25_dir,
+            rrf_k=settings.rrf_k,
+            mmr_lambda=settings.mmr_lambda,
+            papers=[paper_id] if paper_id else None,
+        )
+
+    reranker = reranker_for(settings, prompts, client)
+    evidence = {
+        paper_id: gather_evidence(
+            asked,
+            collection,
+            retriever(paper_id if settings.evidence_scope == "own" else None),
+            reranker,
+            scope=settings.evidence_scope,
+            candidates=settings.retrieval_candidates,
+            rerank_candidates=settings.rerank_candidates,
+            keep=settings.evidence_per_question,
+        )
+        for paper_id, asked in questions.items()
+    }
+    answers = {
+        paper_id: relational.answer_paper(found, settings, prompts, client)
+        for paper_id, found in evidence.items()
+    }
+
+    comparative = relational.cross_paper(
+        collection, list(abstracts.values()), retriever(), reranker, settings, prompts, client
+    )
+    analysis = relational.analyse(
+        collection,
+        answers,
+        comparative,
+        abstracts,
+        relational.follow_up_answerer(collection, retriever, reranker, settings, prompts, client),
+        settings,
+        prompts,
+        client,
+    )
+    analysis.left_out = left_out
+    titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}
+    synthesis = write_synthesis(analysis, answers, comparative, titles, settings, prompts, client)
+    plain = write_plain_summary(analysis, synthesis, titles, settings, prompts, client)
+    return PipelineResult(
+        collection=collection,
+        papers=[
+            PaperResult(
+                document=documents[paper_id],
+                chunks=chunks[paper_id],
+                embeddings=embedded[paper_id],
+                abstract=abstracts[paper_id],
+                questions=questions[paper_id],
+                evidence=evidence[paper_id],
+                answers=answers[paper_id],
+            )
+            for paper_id in documents
+        ],
+        left_out=left_out,
+        cross_paper_questions=comparative,
+        relationship_analysis=analysis,
+        synthesis=synthesis,
+        plain_summary=plain,
+    )
+
+
+def model_client(settings: Settings) -> LLMClient | None:
+    """The client for the agents routed to a model, or None when all run offline (litellm,
+    slow to import, is then never loaded)."""
+    if settings.llm_model is None and not any(route.model for route in settings.agents.values()):
+        return None
+    from litpipe.llm.client import LLMClient
+
+    return LLMClient(settings, UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"))
+
+
+def _collection(sources: list[PaperSource]) -> str:
+    collections = sorted({source.collection for source in sources})
+    if len(collections) != 1:
+        raise ValueError(
+            f"expected the papers of one collection, got {len(collections)}: "
+            f"{', '.join(collections) or 'no papers'}"
+        )
+    return collections[0]
