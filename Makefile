@@ -31,6 +31,8 @@ test: $(BIN)/litpipe
 lint: $(BIN)/litpipe
 	$(BIN)/ruff check litpipe litpipe_tests benchmarks
 	$(BIN)/ruff format --check litpipe litpipe_tests benchmarks
+	# Types of litpipe/ with the pydantic plugin (pyproject.toml [tool.mypy]).
+	$(BIN)/python -m mypy
 
 ui: $(BIN)/litpipe
 	$(BIN)/litpipe ui

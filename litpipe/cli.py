@@ -623,8 +623,8 @@ def status_command(settings: Settings, show_all: bool) -> int:
                 more = "" if len(shown) == len(ids) else f" (+{len(ids) - len(shown)} more)"
                 print(f"      {state}: {' '.join(shown)}{more}")
     for asset, states_of_requests in requests.items():
-        counts = Counter(str(state) for state in states_of_requests.values())
-        listed = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        request_counts = Counter(str(state) for state in states_of_requests.values())
+        listed = ", ".join(f"{n} {state}" for state, n in sorted(request_counts.items()))
         print(f"{asset}: {len(states_of_requests)} requests ({listed})")
     return 0
 
@@ -636,15 +636,15 @@ def _request_states(
     `litpipe ask` also compares the data versions of the paper it summarizes)."""
     import dagster as dg
 
-    from litpipe.defs.partitions import query_requests, related_work_requests
+    from litpipe.defs.partitions import QUERY_REQUESTS, RELATED_WORK_REQUESTS
     from litpipe.defs.staleness import partition_states
 
     found: dict[str, dict[str, State]] = {}
     for asset, partitions in (
-        ("query_summaries", query_requests),
-        ("related_work", related_work_requests),
+        ("query_summaries", QUERY_REQUESTS),
+        ("related_work", RELATED_WORK_REQUESTS),
     ):
-        keys = instance.get_dynamic_partitions(partitions.name)
+        keys = instance.get_dynamic_partitions(partitions)
         if keys:
             key = dg.AssetKey(asset)
             found[asset] = partition_states(instance, defs, [key], list(keys))[key]
@@ -749,7 +749,7 @@ def related_work_command(
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.jobs import related_work_job
-    from litpipe.defs.partitions import related_work_requests
+    from litpipe.defs.partitions import RELATED_WORK_REQUESTS
     from litpipe.defs.resources import usage_path
     from litpipe.defs.staleness import State, partition_states
     from litpipe.llm.usage import UsageLedger
@@ -781,7 +781,7 @@ def related_work_command(
         defs,
         instance,
         job=related_work_job.name,
-        partitions=related_work_requests.name,
+        partitions=RELATED_WORK_REQUESTS,
         asset=ASSET,
         request=stored,
         key=key,

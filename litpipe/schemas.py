@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -63,7 +63,7 @@ class PaperDocument(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
-    def single_section(cls, *, heading: str, text: str, **fields: object) -> PaperDocument:
+    def single_section(cls, *, heading: str, text: str, **fields: Any) -> PaperDocument:
         """A one-page document whose whole text is one section (an abstract-only paper)."""
         section = Section(
             heading=heading, char_start=0, char_end=len(text), page_start=1, page_end=1

@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -347,7 +348,7 @@ def word_counts(*texts: str) -> Counter[str]:
     return counts
 
 
-def overlap(first: set[str], second: set[str]) -> float:
+def overlap(first: AbstractSet[str], second: AbstractSet[str]) -> float:
     """Cosine similarity of two sets of words (0 when either is empty)."""
     if not first or not second:
         return 0.0
@@ -442,7 +443,9 @@ def markdown_blocks(markdown: str) -> list[MarkdownBlock]:
             blocks.append(MarkdownBlock("heading", [heading.group(2)], len(heading.group(1))))
             current = None
         elif item:
-            kind = "numbered" if item.group(1)[0].isdigit() else "bullets"
+            kind: Literal["bullets", "numbered"] = (
+                "numbered" if item.group(1)[0].isdigit() else "bullets"
+            )
             if current is None or current.kind != kind:
                 current = MarkdownBlock(kind)
                 blocks.append(current)

@@ -7,7 +7,7 @@ import json
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -69,7 +69,8 @@ def engine_name(route: Route) -> str:
     return OFFLINE_ENGINE if route.offline else route.model
 
 
-def version(agent: Agent[In, Reply], settings: Settings, prompts: PromptLibrary) -> str:
+# Any agent, whatever it reads and replies: callers hash several kinds of agent together.
+def version(agent: Agent[Any, Any], settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of all that decides the agent's replies: for the code_version of its asset.
 
     The effective prompt text, the reply schema, the agent's module and the shared extractive

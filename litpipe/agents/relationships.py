@@ -83,6 +83,11 @@ _EXTENSION = re.compile(
     r"broaden\w*)\b",
     re.I,
 )
+# Tried in this order: an improvement is the stronger claim.
+_CUED_KINDS: tuple[tuple[RelationshipType, re.Pattern[str]], ...] = (
+    ("improvement", _IMPROVEMENT),
+    ("extension", _EXTENSION),
+)
 # A name in the other paper's title (`_title_names`) names its work only when at most this many
 # papers' insights use it (the two of the pair): "VAE" in one title names no particular paper
 # among ICLR abstracts, "RotatE" does.
@@ -474,12 +479,12 @@ def _typed(first: Insight, second: Insight, similarity: float, grounds: _Grounds
     opposition = _opposition(claims[first.insight_id], claims[second.insight_id], grounds.weights)
     if opposition is not None:
         return _Pair(first, second, "contradiction", similarity, opposition=opposition)
-    for kind, pattern in (("improvement", _IMPROVEMENT), ("extension", _EXTENSION)):
+    for cued_kind, pattern in _CUED_KINDS:
         for holder, other in ((second, first), (first, second)):
             named = grounds.work_of(_paper_of(other), _paper_of(holder))
             cue = _named_work(strip_markers(holder.text), pattern, named)
             if cue is not None:
-                return _Pair(other, holder, kind, similarity, cue=cue)
+                return _Pair(other, holder, cued_kind, similarity, cue=cue)
     kind: RelationshipType = "parallel" if similarity >= PARALLEL_SIMILARITY else "complementary"
     return _Pair(first, second, kind, similarity)
 
@@ -489,13 +494,13 @@ def _without_full_stop(sentence: str) -> str:
 
 
 def _explanation(
-    pair: _Pair, titles: dict[str, str], weights: _TermWeights, shared_terms: set[str]
+    pair: _Pair, titles: dict[str, str], weights: _TermWeights, shared_terms: frozenset[str]
 ) -> str:
     source = _quoted_title(_paper_of(pair.source), titles)
     target = _quoted_title(_paper_of(pair.target), titles)
     opposition = pair.opposition
     if opposition is not None:
-        shared_terms = set(opposition.terms)
+        shared_terms = opposition.terms
     source_text, target_text = strip_markers(pair.source.text), strip_markers(pair.target.text)
     written = term_coverage(source_text, target_text).matched
     shared = [word for word in written if shared_terms.intersection(tokenize(word))]

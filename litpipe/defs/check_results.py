@@ -1,6 +1,8 @@
 """The latest result of each check of a collection's syntheses, for `report.json` and the
 command line: what the Dagster UI shows on the assets' Checks tab, without opening it."""
 
+from typing import Literal
+
 import dagster as dg
 
 from litpipe.defs.report_metadata import markdown_metadata
@@ -9,6 +11,10 @@ from litpipe.schemas import CheckReport
 
 # Check executions of other collections can come between two runs of one collection.
 _HISTORY_SCANNED = 50
+_SEVERITIES: dict[dg.AssetCheckSeverity, Literal["error", "warn"]] = {
+    dg.AssetCheckSeverity.ERROR: "error",
+    dg.AssetCheckSeverity.WARN: "warn",
+}
 
 
 def latest_check_results(
@@ -28,6 +34,8 @@ def latest_check_results(
                 partition_of[record.run_id] = run.tags.get("dagster/partition") if run else None
             if partition_of[record.run_id] != collection or record.event is None:
                 continue
+            if record.event.dagster_event is None:
+                continue
             evaluation = record.event.dagster_event.event_specific_data
             if not isinstance(evaluation, dg.AssetCheckEvaluation):
                 break  # planned, never evaluated: its asset failed, and an older result is stale
@@ -36,7 +44,7 @@ def latest_check_results(
                     asset=key.asset_key.to_user_string(),
                     check=key.name,
                     passed=evaluation.passed,
-                    severity=evaluation.severity.value.lower(),
+                    severity=_SEVERITIES[evaluation.severity],
                     description=evaluation.description or "",
                 )
             )

@@ -119,6 +119,8 @@ def waiting_failure(events: Iterable[dg.DagsterEvent]) -> str | None:
 
 def install() -> None:
     """Makes Dagster's executors create litpipe's concurrency contexts for their runs."""
+    # Replacing the class each executor module names is the point: mypy forbids assigning to a
+    # class, hence the ignores.
     in_process.InstanceConcurrencyContext = InProcessConcurrencyContext  # type: ignore[misc]
-    for module in (multiprocess, step_delegating_executor):
-        module.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]
+    multiprocess.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]
+    step_delegating_executor.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]

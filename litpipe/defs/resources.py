@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import dagster as dg
 
@@ -226,7 +226,7 @@ class LLMResource(dg.ConfigurableResource):
 _API_BASES_GIVEN: dict[str, str] = {}
 
 
-def _api_base_with_credentials(shown: str, values: dict[str, object]) -> str:
+def _api_base_with_credentials(shown: str, values: dict[str, Any]) -> str:
     """The api base whose password `shown` hides: the one given in this process, or else (a
     run launched from the UI, a step in a process of its own) the one this process's
     environment (LITPIPE_LLM_API_BASE) or litpipe.toml sets."""

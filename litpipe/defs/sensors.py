@@ -90,7 +90,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         return dg.SensorResult(
             run_requests=run_requests,
             dynamic_partitions_requests=[
-                papers.build_add_request(sorted({r.partition_key for r in run_requests})),
+                papers.build_add_request(sorted({source.paper_id for source in to_build})),
                 collections.build_add_request(sorted({source.collection for source in to_build})),
             ],
             cursor=json.dumps(handled),

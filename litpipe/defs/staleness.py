@@ -174,7 +174,8 @@ def _input_changed(
         ),
         limit=1,
     ).records
-    return not then or (then[0].asset_materialization.tags or {}).get(_DATA_VERSION_TAG) != current
+    materialization = then[0].asset_materialization if then else None
+    return materialization is None or (materialization.tags or {}).get(_DATA_VERSION_TAG) != current
 
 
 def latest_materialization_tags(

@@ -68,12 +68,14 @@ def coverage(synthesis: Synthesis) -> CheckOutcome:
         passed=not missing and not appended and not left_out,
         warn_only=bool(appended or left_out) and not missing,
         description=description,
+        # list(...) copies each list[str] as a list of JSON values: lists are invariant, so a
+        # list[str] is not a list[JsonValue] to the type checker.
         metadata={
-            "writer_cited": writer_cited,
+            "writer_cited": list(writer_cited),
             "writer_cited_count": len(writer_cited),
-            "appended": appended,
+            "appended": list(appended),
             "appended_count": len(appended),
-            "missing": missing,
+            "missing": list(missing),
             "left_out": [paper.model_dump() for paper in synthesis.left_out],
             "total": total,
         },
@@ -119,7 +121,7 @@ def citation_validity(synthesis: Synthesis, stored: Mapping[str, StoredChunk]) -
     return CheckOutcome(
         passed=not invalid,
         description=description,
-        metadata={"citations": checked, "invalid": invalid},
+        metadata={"citations": checked, "invalid": list(invalid)},
     )
 
 

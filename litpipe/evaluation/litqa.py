@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -33,12 +33,18 @@ class LitQAQuestion(PaperQuestion):
 Question = TypeVar("Question", bound=PaperQuestion)
 
 
-def read_questions(path: Path, model: type[Question] = PaperQuestion) -> list[Question]:
+@overload
+def read_questions(path: Path) -> list[PaperQuestion]: ...
+@overload
+def read_questions(path: Path, model: type[Question]) -> list[Question]: ...
+def read_questions(
+    path: Path, model: type[PaperQuestion] = PaperQuestion
+) -> Sequence[PaperQuestion]:
     """Every line's question as `model`; a ValueError names the file, the line and what is
     wrong."""
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    questions = []
+    questions: list[PaperQuestion] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue

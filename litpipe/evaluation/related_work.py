@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +30,9 @@ from litpipe.evaluation.baselines import BASELINES
 from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, plain, rouge, rouge_figures, rouge_table
 from litpipe.llm import client_unless_offline
 from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.workflows.related_work import AbstractEncoder
 
 SYSTEMS = ("litpipe", *BASELINES)
 MARKDOWN_FILE = "related_work_eval.md"
@@ -91,7 +95,11 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[RelatedWorkEx
 
 
 def litpipe_section(
-    example: RelatedWorkExample, words: int, settings: Settings, embedder: object, client: object
+    example: RelatedWorkExample,
+    words: int,
+    settings: Settings,
+    embedder: AbstractEncoder,
+    client: ModelClient | None,
 ) -> str:
     """litpipe's section for the example: every cited abstract given to the writer."""
     from litpipe.llm.prompts import PromptLibrary

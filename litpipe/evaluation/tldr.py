@@ -19,6 +19,8 @@ from __future__ import annotations
 import csv
 import json
 import time
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
@@ -73,6 +75,10 @@ def _from_jsonl(record: dict) -> TldrExample:
     )
 
 
+def _from_json_line(line: str) -> TldrExample:
+    return _from_jsonl(json.loads(line))
+
+
 def _from_csv(row: dict[str, str]) -> TldrExample:
     """A row of `scitldr_a_test_titles_abstracts.csv`: id,title,abstract,tldr_first,tldrs_all."""
     golds = [gold.strip() for gold in row["tldrs_all"].split(_GOLD_SEPARATOR) if gold.strip()]
@@ -88,15 +94,22 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[TldrExample]:
         raise ValueError(f"{dataset}: no such file")
     examples = []
     text = dataset.read_text(encoding="utf-8")
+    # Each line's number and how to read it; read one by one, up to `limit`.
+    readers: Iterator[tuple[int, Callable[[], TldrExample]]]
     if dataset.suffix == ".csv":
-        rows = enumerate(csv.DictReader(text.splitlines()), 2)
-        parse = _from_csv
+        readers = (
+            (number, partial(_from_csv, row))
+            for number, row in enumerate(csv.DictReader(text.splitlines()), 2)
+        )
     else:
-        rows = ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
-        parse = lambda line: _from_jsonl(json.loads(line))  # noqa: E731
-    for number, row in rows:
+        readers = (
+            (number, partial(_from_json_line, line))
+            for number, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        )
+    for number, read in readers:
         try:
-            examples.append(parse(row))
+            examples.append(read())
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError, ValidationError):
             raise ValueError(
                 f"{dataset} line {number}: not a SciTLDR-A paper (title, abstract, gold TL;DRs)"

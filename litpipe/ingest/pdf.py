@@ -58,6 +58,9 @@ _PAGE_NUMBER = re.compile(
     re.I,
 )
 _LINE_NUMBER = re.compile(r"\d{1,4}")
+# The punctuation around a word split by a font's spacing ("(dif ferent)," -> "(", "),").
+_LEADING_NON_WORD = re.compile(r"\W*")
+_TRAILING_NON_LETTERS = re.compile(r"[^A-Za-z]*(?:-.*)?$")
 _LINE_NUMBER_MIN = 10
 _MARGIN_TOLERANCE = 2.0
 
@@ -262,7 +265,9 @@ def _bold_font(name: str) -> bool:
     return bool(_BOLD_FONT.search(name))
 
 
-def _line_from_spans(page: int, bbox: tuple[float, ...], spans: list[dict]) -> _Line | None:
+def _line_from_spans(
+    page: int, bbox: tuple[float, float, float, float], spans: list[dict]
+) -> _Line | None:
     text = _clean("".join(span["text"] for span in spans)).strip()
     if not text:
         return None
@@ -307,7 +312,7 @@ class _Source:
 def _read(doc: pymupdf.Document) -> _Source:
     try:
         pages, rects = [], []
-        for number, page in enumerate(doc):
+        for number, page in enumerate(doc.pages()):
             rects.append(page.rect)
             pages.append(_page_lines(page, number))
         doi, arxiv_id = paper_identifiers(doc)
@@ -840,8 +845,11 @@ class _Vocabulary:
     def _joined(self, pieces: list[str]) -> str | None:
         if len(pieces) < 2:
             return None
-        opening = re.match(r"\W*", pieces[0]).group(0)
-        closing = re.search(r"[^A-Za-z]*(?:-.*)?$", pieces[-1]).group(0)
+        leading = _LEADING_NON_WORD.match(pieces[0])
+        trailing = _TRAILING_NON_LETTERS.search(pieces[-1])
+        # Both patterns match every string, if only with the empty string.
+        assert leading is not None and trailing is not None
+        opening, closing = leading.group(0), trailing.group(0)
         letters = [pieces[0][len(opening) :], *pieces[1:-1], pieces[-1][: -len(closing) or None]]
         if not all(piece.isalpha() for piece in letters):
             return None
@@ -1057,7 +1065,7 @@ def _reference_paragraphs(paragraphs: list[_Paragraph]) -> tuple[int | None, lis
 def _opens_entry(paragraph: _Paragraph, expected: int) -> bool:
     """Whether the paragraph starts with the next entry's number (a few may be missing)."""
     number = _REFERENCE_NUMBER.match(paragraph.text)
-    return bool(number) and expected <= int(number.group(1)) <= expected + 2
+    return number is not None and expected <= int(number.group(1)) <= expected + 2
 
 
 def _next_expected(paragraph: _Paragraph, expected: int) -> int:

@@ -204,8 +204,8 @@ def _normalised_columns(header: list[str]) -> list[str]:
 
 
 def _jsonl_rows(text: str) -> Iterator[_Row]:
-    rows = [(number, _json_object(line)) for number, line in enumerate(text.splitlines(), 1)]
-    rows = [(number, values) for number, values in rows if values is not None]
+    parsed = [(number, _json_object(line)) for number, line in enumerate(text.splitlines(), 1)]
+    rows: list[_Row] = [(number, values) for number, values in parsed if values is not None]
     objects = [values for _, values in rows if isinstance(values, dict)]
     if not objects:
         raise _FileError(f"no line is a JSON object (line {rows[0][0]}: {rows[0][1]})")

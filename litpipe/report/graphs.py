@@ -273,7 +273,7 @@ def relationship_graph_svg(
     ring = _ring_order(papers, edges)
     count = len(ring)
     radial = count > _HORIZONTAL_LABELS_UP_TO
-    radius = _MIN_RING
+    radius: float = _MIN_RING
     if count > 1:
         # Neighbours on the ring are a chord 2·R·sin(π/n) apart: at least two radii and a gap.
         radius = max(radius, (2 * _NODE_R + _NODE_GAP) / (2 * math.sin(math.pi / count)))
@@ -316,9 +316,11 @@ def relationship_graph_svg(
         f"{escape(heading)}</text>",
     ]
     centre = (dx, dy)
-    position = {paper: i for i, paper in enumerate(ring)}
+    ring_index = {paper: i for i, paper in enumerate(ring)}
     # The widest edges last, on top; then in ring order, for the same bytes every time.
-    drawn = sorted(edges, key=lambda e: (e.count, sorted((position[e.first], position[e.second]))))
+    drawn = sorted(
+        edges, key=lambda e: (e.count, sorted((ring_index[e.first], ring_index[e.second])))
+    )
     parts.append('<g class="edges" fill="none" stroke-linecap="round">')
     for edge in drawn:
         parts.append(_edge(edge, where, centre, titles))

@@ -226,7 +226,10 @@ class BM25Index:
         postings = [slice(self._weights.indptr[row], self._weights.indptr[row + 1]) for row in rows]
         chunks = np.concatenate([self._weights.indices[span] for span in postings])
         contributions = np.concatenate([self._weights.data[span] for span in postings])
-        return np.bincount(chunks, weights=contributions, minlength=len(self.chunk_ids))
+        # numpy's stubs type bincount as integer counts even when `weights` makes them floats.
+        return np.bincount(  # type: ignore[return-value]
+            chunks, weights=contributions, minlength=len(self.chunk_ids)
+        )
 
     def _scores_at(self, rows: list[int], positions: NDArray[np.int64]) -> NDArray[np.float64]:
         """The scores of the chunks at `positions` (sorted, distinct), each looked up in every

