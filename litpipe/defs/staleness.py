@@ -102,6 +102,24 @@ def changed_elsewhere(
     return changed
 
 
+def build_next(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    keys: list[dg.AssetKey],
+    partition: str,
+    read: Callable[[dg.AssetKey], list[str]],
+    pending: set[dg.AssetKey] | None = None,
+    within: list[dg.AssetKey] | None = None,
+) -> list[dg.AssetKey]:
+    """The next level to materialize of the partition's `keys` (`next_to_build`), read from the
+    instance now: their states (among `within`, default `keys`), the ones whose input from
+    another partition changed (`changed_elsewhere`, `read` naming what they read of it) and
+    `pending`, the ones the caller wants built anyway."""
+    states = partition_states(instance, defs, within or keys, [partition])
+    changed = changed_elsewhere(instance, defs, keys, partition, read) | (pending or set())
+    return next_to_build(defs.resolve_asset_graph(), keys, states, partition, changed)
+
+
 def next_to_build(
     graph: AssetGraph,
     keys: list[dg.AssetKey],

@@ -38,13 +38,7 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
-from litpipe.defs.staleness import (
-    State,
-    ancestors,
-    changed_elsewhere,
-    next_to_build,
-    partition_states,
-)
+from litpipe.defs.staleness import State, ancestors, build_next, partition_states
 from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
@@ -490,16 +484,13 @@ class _Runs:
         self, job: str, keys: list[dg.AssetKey], partition: str
     ) -> tuple[list[dg.AssetKey], str | None]:
         """Materializes the partition's stale `keys`, and those whose input from another
-        partition changed, one level at a time (`staleness.next_to_build`). Returns what was
+        partition changed, one level at a time (`staleness.build_next`). Returns what was
         materialized, and why it failed, if it did; once `stopped` (before or during one of its
         runs), the partition is left not up to date."""
-        graph = self.defs.resolve_asset_graph()
-        read = partitions_read(graph, self.catalog, partition)
+        read = partitions_read(self.defs.resolve_asset_graph(), self.catalog, partition)
         built: list[dg.AssetKey] = []
         for _ in keys:
-            states = partition_states(self.instance, self.defs, keys, [partition])
-            changed = changed_elsewhere(self.instance, self.defs, keys, partition, read)
-            todo = next_to_build(graph, keys, states, partition, changed)
+            todo = build_next(self.instance, self.defs, keys, partition, read)
             if not todo:
                 break
             result = self._execute(

@@ -27,13 +27,7 @@ from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
 from litpipe.defs.run_liveness import release_dead_runs
-from litpipe.defs.staleness import (
-    PAPER_SOURCE,
-    changed_elsewhere,
-    latest_data_versions,
-    next_to_build,
-    partition_states,
-)
+from litpipe.defs.staleness import PAPER_SOURCE, build_next, latest_data_versions
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
@@ -325,13 +319,10 @@ def _build_paper(
     a stage whose output came back the same leaves what reads it fresh (staleness counts
     everything downstream of a stale asset, in any phase: `paper_keys` are all the per-paper
     assets)."""
-    graph = defs.resolve_asset_graph()
-    read = partitions_read(graph, catalog, paper_id)
+    read = partitions_read(defs.resolve_asset_graph(), catalog, paper_id)
 
     def stale_now() -> list[dg.AssetKey]:
-        states = partition_states(instance, defs, paper_keys, [paper_id])
-        changed = changed_elsewhere(instance, defs, keys, paper_id, read)
-        return next_to_build(graph, keys, states, paper_id, changed)
+        return build_next(instance, defs, keys, paper_id, read, within=paper_keys)
 
     todo = keys if _content_unbuilt(instance, catalog, paper_id, registration) else stale_now()
     if not todo:
@@ -386,13 +377,10 @@ def _build_collection(
     added, or rebuilt with another data version; a run that built the collection after this
     process built its papers leaves nothing to do). All of them when a paper left it (`shrank`):
     its papers are fewer though none of them changed. Returns why they failed, or None."""
-    graph = defs.resolve_asset_graph()
-    read = partitions_read(graph, catalog, collection)
+    read = partitions_read(defs.resolve_asset_graph(), catalog, collection)
     left_out = set(keys) if shrank else set()
     for _ in keys:
-        states = partition_states(instance, defs, keys, [collection])
-        changed = changed_elsewhere(instance, defs, keys, collection, read) | left_out
-        todo = next_to_build(graph, keys, states, collection, changed)
+        todo = build_next(instance, defs, keys, collection, read, pending=left_out)
         if not todo:
             return None
         result = execute(
