@@ -2,7 +2,7 @@
 answer (or a distractor)?
 
 Runs `litpipe eval litqa` (the command itself: the papers ingested, each question asked through
-the `query_summaries` asset, each final summary graded by the offline rule of
+the `query_summary` asset, each final summary graded by the offline rule of
 `litpipe.evaluation.litqa`) in a fresh temporary litpipe home, offline unless `--model` is given.
 
 Usage: python benchmarks/eval_litqa.py [--dataset JSONL] [--corpus PDF_FOLDER] [--model M]

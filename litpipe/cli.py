@@ -641,7 +641,7 @@ def _request_states(
 
     found: dict[str, dict[str, State]] = {}
     for asset, partitions in (
-        ("query_summaries", QUERY_REQUESTS),
+        ("query_summary", QUERY_REQUESTS),
         ("related_work", RELATED_WORK_REQUESTS),
     ):
         keys = instance.get_dynamic_partitions(partitions)
@@ -866,7 +866,7 @@ def _with_max_iterations(settings: Settings, max_iterations: int | None) -> Sett
 def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: int | None) -> int:
     import uuid
 
-    from litpipe.defs.assets.query_summaries import ASSET, GRADING_CHECKS
+    from litpipe.defs.assets.query_summary import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.resources import usage_path
@@ -929,7 +929,7 @@ def eval_mais_command(
     max_iterations: int | None,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
-    """Each question of the dataset asked of its own paper through the `query_summaries` asset
+    """Each question of the dataset asked of its own paper through the `query_summary` asset
     (so every request is a partition in the instance, and a rerun is served from it), then the
     convergence report over them (none when stopped on request before every question was
     asked)."""

@@ -147,7 +147,7 @@ class Settings(BaseSettings):
     agents: dict[str, AgentRoute] = Field(
         default_factory=dict,
         description="Per-agent model, sampling and structured-output overrides, e.g. "
-        '{"questions": {"model": "gpt-4o", "temperature": 0.3}}.',
+        '{"paper_questions": {"model": "gpt-4o", "temperature": 0.3}}.',
     )
     questions_per_style: int = Field(
         default=3,

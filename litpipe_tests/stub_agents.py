@@ -116,7 +116,7 @@ def answer_as_agent(body: dict[str, Any]) -> dict[str, Any]:
     if title == "ExtractorReply":
         passages = _PASSAGE.findall(text)
         return {"spans": [{"marker": m, "quote": _first_sentence(p)} for m, p in passages[:1]]}
-    if title == "CrossQuestionsReply":
+    if title == "CrossPaperQuestionsReply":
         ids = _PAPER_ID.findall(text)
         pairs = list(itertools.pairwise(ids))[: _count(text, 3)]
         return {

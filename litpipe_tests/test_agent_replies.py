@@ -27,18 +27,18 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from litpipe.agents.abstract import paper_abstract_from
 from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers
 from litpipe.agents.answers import answer_questions
 from litpipe.agents.base import Agent
-from litpipe.agents.cross_questions import comparative_questions
-from litpipe.agents.followups import follow_up_questions
-from litpipe.agents.insights import insights_for
-from litpipe.agents.plain import write_plain_summary
+from litpipe.agents.cross_paper_questions import comparative_questions
+from litpipe.agents.paper_abstract import paper_abstract_from
+from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
+from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, LLMRelevanceReranker
 from litpipe.agents.related_work import RelatedWorkInput
-from litpipe.agents.relationships import relate
-from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker
+from litpipe.agents.relationship_analysis.followups import follow_up_questions
+from litpipe.agents.relationship_analysis.insights import insights_for
+from litpipe.agents.relationship_analysis.relationships import relate
 from litpipe.agents.tldr import TldrInput, write_tldrs
 from litpipe.evaluation.grading import grade_coherence, grade_output
 from litpipe.llm.client import UnusableReply, parse_reply
@@ -64,7 +64,7 @@ from litpipe.schemas import (
 from litpipe.settings import AgentRoute, Route, Settings
 from litpipe.workflows.query_summary import summarize_for_query
 from litpipe.workflows.related_work import score_references, write_section
-from litpipe.workflows.relational import analyse
+from litpipe.workflows.relationship_analysis import analyse
 from litpipe.workflows.synthesis import write_synthesis
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.schema_replies import Choices, SeededChoices, drawn, reply, vocabulary
@@ -176,7 +176,7 @@ def collection() -> Collection:
         for row in rows
     }
     chunks = {paper: _chunks(paper, a.abstract) for paper, a in abstracts.items()}
-    from litpipe.agents.questions import paper_questions_from
+    from litpipe.agents.paper_questions import paper_questions_from
 
     evidence = {
         paper: [
@@ -254,7 +254,7 @@ def _abstract(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedCli
 
 
 def _questions(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    from litpipe.agents.questions import paper_questions_from
+    from litpipe.agents.paper_questions import paper_questions_from
 
     return paper_questions_from(c.abstracts[_first(c)], s, p, client)
 
@@ -384,14 +384,14 @@ class Case:
 
 
 CASES: dict[str, Case] = {
-    "abstract": Case(_abstract, {}),
-    "questions": Case(_questions, {}),
+    "paper_abstract": Case(_abstract, {}),
+    "paper_questions": Case(_questions, {}),
     "answers": Case(_answers, {}),
     "massrag_summarizer": Case(_answers, {"answer_mode": "multi_view"}),
     "massrag_extractor": Case(_answers, {"answer_mode": "multi_view"}),
     "massrag_reasoner": Case(_answers, {"answer_mode": "multi_view"}),
     "massrag_reconcile": Case(_answers, {"answer_mode": "multi_view"}),
-    "cross_questions": Case(_cross_questions, {}),
+    "cross_paper_questions": Case(_cross_questions, {}),
     "insights": Case(_insights, {}),
     "relationships": Case(_relationships, {}),
     "followups": Case(_followups, {}),
@@ -402,7 +402,7 @@ CASES: dict[str, Case] = {
     "cluster_summary": Case(
         _synthesis, {"synthesis_context_tokens": 1_000, "hierarchical_min_papers": 2}
     ),
-    "plain": Case(_plain, {}),
+    "plain_summary": Case(_plain, {}),
     "query_questions": Case(_query_summary, {"mais_max_iterations": 2}),
     "query_summary": Case(_query_summary, {"mais_max_iterations": 2}),
     "summary_qa": Case(_query_summary, {"mais_max_iterations": 2}),
@@ -426,8 +426,9 @@ def every_agent_name() -> set[str]:
     import litpipe.agents
 
     names = set()
-    for module in pkgutil.iter_modules(litpipe.agents.__path__):
-        for value in vars(importlib.import_module(f"litpipe.agents.{module.name}")).values():
+    # A stage with several agents keeps them in a subpackage: walk those too.
+    for module in pkgutil.walk_packages(litpipe.agents.__path__, "litpipe.agents."):
+        for value in vars(importlib.import_module(module.name)).values():
             if (
                 inspect.isclass(value)
                 and issubclass(value, Agent)

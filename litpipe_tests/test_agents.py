@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from litpipe.agents.base import Agent, run_agent, version
-from litpipe.agents.questions import (
-    QuestionsAgent,
+from litpipe.agents.paper_questions import (
+    PaperQuestionsAgent,
     QuestionsInput,
     QuestionsReply,
     paper_questions_from,
@@ -61,7 +61,7 @@ def settings(tmp_path: Path, **values: Any) -> Settings:
 
 def test_offline_route_never_touches_the_client(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
-    agent = QuestionsAgent()
+    agent = PaperQuestionsAgent()
     offline = run_agent(agent, INPUTS, settings(tmp_path), prompts, UntouchableClient())
     assert offline == agent.offline(INPUTS)
     assert run_agent(agent, INPUTS, settings(tmp_path), prompts, None) == offline
@@ -69,13 +69,13 @@ def test_offline_route_never_touches_the_client(tmp_path: Path) -> None:
 
 def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
-    agent = QuestionsAgent()
+    agent = PaperQuestionsAgent()
     client = ScriptedClient(SCRIPTED)
     configured = settings(tmp_path, llm_model="gpt-4o-mini", llm_api_base="http://localhost:9")
     reply = run_agent(agent, INPUTS, configured, prompts, client)
     assert reply is SCRIPTED
     [(route, messages, schema)] = client.calls
-    assert route == configured.route("questions")
+    assert route == configured.route("paper_questions")
     assert route.model == "gpt-4o-mini"
     assert messages == agent.messages(INPUTS, prompts)
     assert schema is QuestionsReply
@@ -84,7 +84,7 @@ def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Pa
 def test_a_model_route_without_a_client_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="routed to model 'gpt-4o-mini' but no LLM client"):
         run_agent(
-            QuestionsAgent(),
+            PaperQuestionsAgent(),
             INPUTS,
             settings(tmp_path, llm_model="gpt-4o-mini"),
             PromptLibrary(None),
@@ -103,7 +103,7 @@ def test_paper_questions_from_records_the_engine(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
     offline = paper_questions_from(abstract, settings(tmp_path), prompts, None, per_style=2)
     assert offline.engine == "offline" and len(offline.questions) == 4
-    per_agent = settings(tmp_path, agents={"questions": AgentRoute(model="ollama/llama3.1")})
+    per_agent = settings(tmp_path, agents={"paper_questions": AgentRoute(model="ollama/llama3.1")})
     client = ScriptedClient(SCRIPTED)
     modelled = paper_questions_from(abstract, per_agent, prompts, client)
     assert modelled.engine == "ollama/llama3.1"
@@ -115,11 +115,11 @@ class OtherReply(BaseModel):
     questions: list[str]
 
 
-class QuestionsWithAnotherSchema(QuestionsAgent):
+class QuestionsWithAnotherSchema(PaperQuestionsAgent):
     reply_schema = OtherReply  # type: ignore[assignment]
 
 
-class QuestionsWithSameSchema(QuestionsAgent):
+class QuestionsWithSameSchema(PaperQuestionsAgent):
     pass
 
 
@@ -127,9 +127,9 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
     folder = tmp_path / "prompts"
     folder.mkdir()
     prompts = PromptLibrary(folder)
-    agent: Agent = QuestionsAgent()
+    agent: Agent = PaperQuestionsAgent()
     base = version(agent, settings(tmp_path), prompts)
-    assert base == version(QuestionsAgent(), settings(tmp_path), PromptLibrary(None))
+    assert base == version(PaperQuestionsAgent(), settings(tmp_path), PromptLibrary(None))
     # Both subclasses live in this module: they differ in their reply schema only.
     same_schema = version(QuestionsWithSameSchema(), settings(tmp_path), prompts)
     assert version(QuestionsWithAnotherSchema(), settings(tmp_path), prompts) != same_schema
@@ -138,18 +138,22 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
     assert version(agent, unchanged_model, prompts) == base
     changed = [
         settings(tmp_path, llm_model="gpt-4o-mini"),
-        settings(tmp_path, agents={"questions": AgentRoute(model="gpt-4o")}),
-        settings(tmp_path, agents={"questions": AgentRoute(temperature=0.7)}),
+        settings(tmp_path, agents={"paper_questions": AgentRoute(model="gpt-4o")}),
+        settings(tmp_path, agents={"paper_questions": AgentRoute(temperature=0.7)}),
         settings(tmp_path, llm_max_tokens=512),
     ]
     versions = {version(agent, each, prompts) for each in changed}
     assert len(versions) == len(changed) and base not in versions
     # Another agent's route is not this agent's business.
-    other_agent = settings(tmp_path, agents={"abstract": AgentRoute(model="gpt-4o")})
+    other_agent = settings(tmp_path, agents={"paper_abstract": AgentRoute(model="gpt-4o")})
     assert version(agent, other_agent, prompts) == base
 
-    (folder / "questions.md").write_text(PromptLibrary(None).text("questions") + "\nBe brief.\n")
+    (folder / "paper_questions.md").write_text(
+        PromptLibrary(None).text("paper_questions") + "\nBe brief.\n"
+    )
     edited = version(agent, settings(tmp_path), prompts)
     assert edited != base
-    (folder / "abstract.md").write_text(PromptLibrary(None).text("abstract") + "\nBe brief.\n")
+    (folder / "paper_abstract.md").write_text(
+        PromptLibrary(None).text("paper_abstract") + "\nBe brief.\n"
+    )
     assert version(agent, settings(tmp_path), prompts) == edited

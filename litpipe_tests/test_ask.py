@@ -1,6 +1,6 @@
 """`litpipe ask` and `litpipe eval mais` end to end, as a user runs them: a bundled paper ingested
 by `litpipe run` (the tiny local embedder), then query-focused summaries materialized through
-the `query_summaries` asset, offline and through the stub model."""
+the `query_summary` asset, offline and through the stub model."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.xdist_group("test_ask")
 PDF = PDFS_BY_SIZE[0]  # the REV1 paper, the smallest
 PAPER_ID = PDF.stem
 QUERY = "Which Rev1 domain matters most for MMS sensitivity in rev3 mutants?"
-ASSET = dg.AssetKey("query_summaries")
+ASSET = dg.AssetKey("query_summary")
 LITQA2 = Path(__file__).parent / "data" / "litqa2" / "litqa2_subset_with_pdfs.jsonl"
 
 
@@ -112,7 +112,7 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     key = request_for(PAPER_ID, QUERY).key
     result = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
 
     # What the user reads: the summary, its highlights, the trace, status, route and the file.
     assert result.summary in out and result.engine == "offline"
@@ -128,7 +128,7 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
             f"{iteration.iteration:>3}  accuracy {iteration.verdict.accuracy:.2f}  {verdict}" in out
         )
     assert "Check citation_validity: passed" in out
-    markdown = home / "outputs" / "bio" / "query_summaries" / f"{key}.md"
+    markdown = home / "outputs" / "bio" / "query_summary" / f"{key}.md"
     assert f"Markdown: {markdown}" in out
 
     # Every iteration is stored with its accuracy and verdict; the loop converged offline.
@@ -146,7 +146,7 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
         assert re.search(
             rf"^\| {iteration.iteration} \| {iteration.verdict.accuracy:.2f} \|", text, re.M
         )
-    assert (home / "requests" / "query_summaries" / f"{key}.json").is_file()
+    assert (home / "requests" / "query_summary" / f"{key}.json").is_file()
     instance = open_instance(Settings(home=home))
     assert instance.get_dynamic_partitions(query_requests.name) == [key]
     (record,) = instance.fetch_materializations(
@@ -162,13 +162,13 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     assert "up to date: served from the materialized asset" in again and result.summary in again
     assert materializations(home, key) == 1
     assert main(["status", "--home", str(home), *tiny(tiny_model)]) == 0
-    assert "query_summaries: 1 requests (1 fresh)" in capsys.readouterr().out
+    assert "query_summary: 1 requests (1 fresh)" in capsys.readouterr().out
 
     # Another cap is another code version: the request is materialized again.
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, "--max-iterations", "1") == 0
     capped = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
     assert materializations(home, key) == 2
     assert capped.max_iterations == 1 and len(capped.iterations) == 1
     assert "of at most 1 iteration " in capsys.readouterr().out
@@ -198,7 +198,7 @@ def test_bad_requests_exit_2_with_a_clear_message_and_write_nothing(
     assert ask(home, tiny_model, *args) == 2
     assert message in capsys.readouterr().err
     assert not (home / "requests").exists()
-    assert not (home / "outputs" / "bio" / "query_summaries").exists()
+    assert not (home / "outputs" / "bio" / "query_summary").exists()
     assert open_instance(Settings(home=home)).get_dynamic_partitions(query_requests.name) == []
 
 
@@ -285,7 +285,7 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     key = request_for(PAPER_ID, QUERY).key
     result = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
     assert [i.verdict.accuracy for i in result.iterations] == [0.5, 0.5, 1.0]
     assert [i.revised_from for i in result.iterations] == [
         [],
@@ -299,7 +299,7 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     assert fenced(requests_to(stub_llm, "stub-summary")[2], "feedback") == (
         "- MMS doses\n- survival scoring"
     )
-    table = (home / "outputs" / "bio" / "query_summaries" / f"{key}.md").read_text("utf-8")
+    table = (home / "outputs" / "bio" / "query_summary" / f"{key}.md").read_text("utf-8")
     assert "| 2 | 0.50 | not approved | MMS doses; survival scoring |" in table
 
     # Asked again with the same models: no run, no model call.

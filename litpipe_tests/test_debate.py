@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.debate import (
+from litpipe.agents.question_evidence.debate import (
     DebateAgent,
     DebateReply,
     offline_debate,
     verbatim_quotes,
 )
-from litpipe.agents.passages import PassageInput
-from litpipe.agents.rerankers import LLMDebateReranker, reranker_for
+from litpipe.agents.question_evidence.passages import PassageInput
+from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, reranker_for
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger

@@ -62,7 +62,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "plain_summary",
         "collection_outputs",
         "related_work",
-        "query_summaries",
+        "query_summary",
         "nightly_digest",
         *(f"eval_{name.replace('-', '_')}" for name in EVALUATIONS),
     }
@@ -76,7 +76,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
     }
     per_request = {
         "related_work": related_work_requests,
-        "query_summaries": query_requests,
+        "query_summary": query_requests,
         "nightly_digest": nightly,
     }
     for key in graph.get_all_asset_keys():
@@ -209,7 +209,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
         "chunk_embeddings",
         "corpus_index",
         "question_evidence",
-        "query_summaries",
+        "query_summary",
         "related_work",
     }
 

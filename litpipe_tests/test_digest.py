@@ -37,7 +37,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
 )
 from litpipe.settings import Settings
-from litpipe.workflows.digest import MappingSources, build_digest
+from litpipe.workflows.nightly_digest import MappingSources, build_digest
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.passages import retrieved_chunk

@@ -17,9 +17,9 @@ from litpipe.evaluation.related_work import (
     JSON_FILE,
     MARKDOWN_FILE,
     RelatedWorkEvaluation,
-    plain,
     read_examples,
     rouge,
+    without_citations,
 )
 from litpipe_tests.conftest import FakeEmbedder
 
@@ -74,9 +74,9 @@ def test_pagerank_is_a_distribution_and_favours_the_hub() -> None:
 
 def test_rouge_of_identical_text_is_one_and_citations_are_removed() -> None:
     text = "Graph neural networks pass messages [1; 2] over edges @cite_3."
-    scores = rouge(plain(text), plain(text))
+    scores = rouge(without_citations(text), without_citations(text))
     assert (scores.rouge1, scores.rouge2, scores.rougeL) == (1.0, 1.0, 1.0)
-    assert plain(text) == "Graph neural networks pass messages over edges ."
+    assert without_citations(text) == "Graph neural networks pass messages over edges ."
     assert rouge("completely different words", "graph networks").rouge1 == 0.0
 
 

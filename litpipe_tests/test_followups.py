@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from litpipe.agents.followups import follow_up_questions, thin_papers
-from litpipe.agents.questions import QuestionsInput, offline_questions
+from litpipe.agents.paper_questions import QuestionsInput, offline_questions
+from litpipe.agents.relationship_analysis.followups import follow_up_questions, thin_papers
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Insight, PaperAbstract, Question
 from litpipe.settings import Settings
 from litpipe_tests.stub_llm import StubLLM, stub_settings
-from litpipe_tests.test_relationships import insight
+from litpipe_tests.test_relationship_analysis import insight
 
 ABSTRACT = PaperAbstract(
     paper_id="rev1",

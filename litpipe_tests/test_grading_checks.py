@@ -1,4 +1,4 @@
-"""The grading checks on `query_summaries` (`litpipe ask`) and `related_work` (`litpipe
+"""The grading checks on `query_summary` (`litpipe ask`) and `related_work` (`litpipe
 related-work`), as a user runs them: offline every cited sentence is graded by the calibrated
 score and the check passes on the bundled corpora; with the stub as judge, the sentence it
 calls unsupported is flagged in the check's metadata and marked on the HTML page; a repeated
@@ -140,7 +140,7 @@ def test_ask_offline_grades_every_cited_sentence_and_writes_the_page(
     key = request_for(PAPER_ID, QUERY).key
     result = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
 
     assert result.grades is not None and result.grades.grader == "offline"
     cited = [s for s in result.grades.sentences if s.segments]
@@ -149,12 +149,12 @@ def test_ask_offline_grades_every_cited_sentence_and_writes_the_page(
     assert all(s.verdict == "supported" for s in cited)
     assert f"Check support: passed: {len(cited)} of {len(cited)} cited sentences" in out
     assert "Check coherence: passed: skipped: coherence of the query summary needs a model" in out
-    page_path = home / "outputs" / "bio" / "query_summaries" / f"{key}.html"
+    page_path = home / "outputs" / "bio" / "query_summary" / f"{key}.html"
     assert f"HTML: {page_path}" in out
     page = page_path.read_text("utf-8")
     parsed = assert_well_formed(page)
     assert parsed.citations >= len(result.citations) and 'class="graded' not in page
-    support = check_evaluation(open_instance(Settings(home=home)), "query_summaries", "support")
+    support = check_evaluation(open_instance(Settings(home=home)), "query_summary", "support")
     assert support.passed and support.metadata["cited_sentences"].value == len(cited)
 
 
@@ -169,7 +169,7 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
     key = request_for(PAPER_ID, QUERY).key
     offline = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
     target, written = second_cited(offline.grades)
     judge_rejects(stub_llm, target, grading.page_markers)
     monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(JUDGES))
@@ -181,14 +181,14 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
     out = capsys.readouterr().out
     result = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
-    ).read(["query_summaries"], key, QuerySummary)
+    ).read(["query_summary"], key, QuerySummary)
     assert result.summary == offline.summary and materializations(home, key) == 2
     instance = open_instance(Settings(home=home))
-    support = check_evaluation(instance, "query_summaries", "support")
+    support = check_evaluation(instance, "query_summary", "support")
     assert_only_flagged(support, target.sentence, written)
     assert "Check support: FAILED (warn): " in out and "Check coherence: passed: " in out
     assert "Check citation_validity: passed" in out
-    page = (home / "outputs" / "bio" / "query_summaries" / f"{key}.html").read_text("utf-8")
+    page = (home / "outputs" / "bio" / "query_summary" / f"{key}.html").read_text("utf-8")
     assert_page_marks(page, target.sentence, written)
 
     # The same request with the same judge: served from the asset, not one model call.

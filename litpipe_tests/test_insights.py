@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from litpipe.agents.insights import insights_for
+from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.citations import citations
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary

@@ -62,7 +62,7 @@ def model_settings(tmp_path: Path, stub_llm: StubLLM, tiny_model: Path) -> Setti
         tmp_path / "home",
         stub_llm,
         llm_model=None,
-        agents={"questions": {"model": "openai/stub"}},
+        agents={"paper_questions": {"model": "openai/stub"}},
         embedder=str(tiny_model),
         corpus_roots=[],
         prompts_dir=tmp_path / "prompts",
@@ -94,9 +94,9 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
 
     # Edit the prompt (a user override of the packaged file): paper_questions is stale, and
     # what is built from it; nothing upstream.
-    prompt = PromptLibrary(None).text("questions")
+    prompt = PromptLibrary(None).text("paper_questions")
     model_settings.prompts_dir.mkdir()
-    (model_settings.prompts_dir / "questions.md").write_text(
+    (model_settings.prompts_dir / "paper_questions.md").write_text(
         prompt.replace("\n## user\n", "\n## user\nAsk about the organisms studied, too.\n", 1)
     )
     edited = build_definitions(model_settings)
@@ -157,9 +157,14 @@ def test_an_api_key_in_the_environment_is_written_nowhere(
     report = json.loads((home / "outputs" / "yeast" / "report.json").read_text())
     assert report["engine"] == "openai/stub" and report["llm_calls"]["failed"] == 0
     # Every stage asked the model: the key went out with each of their requests.
-    assert {"questions", "answers", "insights", "relationships", "synthesis", "plain"} <= set(
-        report["llm_calls_by_agent"]
-    )
+    assert {
+        "paper_questions",
+        "answers",
+        "insights",
+        "relationships",
+        "synthesis",
+        "plain_summary",
+    } <= set(report["llm_calls_by_agent"])
     # The key did reach the model server, as a header, and nothing else kept it.
     assert any(SECRET in " ".join(h.values()) for h in stub_llm.request_headers)
     output = capsys.readouterr()
@@ -222,6 +227,6 @@ def test_a_run_over_budget_stops_before_calling_and_says_why(
     report = json.loads((home / "outputs" / "yeast" / "report.json").read_text())
     (failure,) = report["failed_papers"]
     assert failure["row"] == 1
-    assert failure["reason"].startswith("questions: the next call to openai/gpt-4o-mini")
+    assert failure["reason"].startswith("paper_questions: the next call to openai/gpt-4o-mini")
     assert "llm_budget_usd" in failure["reason"] and "\n" not in failure["reason"]
     assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1}

@@ -7,12 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.llm.prompts import PromptError, PromptLibrary, PromptNotFoundError, fence
+from litpipe.llm.prompts import (
+    PromptError,
+    PromptLibrary,
+    PromptNotFoundError,
+    fence,
+    packaged_path,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGED_AGENTS = [
-    "questions",
-    "abstract",
+    "paper_questions",
+    "paper_abstract",
     "relevance",
     "debate",
     "answers",
@@ -20,7 +26,7 @@ PACKAGED_AGENTS = [
     "massrag_extractor",
     "massrag_reasoner",
     "massrag_reconcile",
-    "cross_questions",
+    "cross_paper_questions",
     "insights",
     "relationships",
     "followups",
@@ -57,39 +63,59 @@ def write(folder: Path, agent: str, text: str) -> Path:
 def test_packaged_prompt_is_found_and_renders_as_system_then_user(agent: str) -> None:
     library = PromptLibrary(None)
     text = library.text(agent)
-    assert text == (ROOT / "litpipe" / "prompts" / f"{agent}.md").read_text("utf-8")
+    assert text == (ROOT / "litpipe" / "prompts" / packaged_path(agent)).read_text("utf-8")
     assert library.source(agent) == "package"
     assert "## system" in text and "## user" in text
 
 
 def test_packaged_prompts_are_shipped_as_package_data() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
-    assert "prompts/*.md" in pyproject["tool"]["setuptools"]["package-data"]["litpipe"]
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["litpipe"]
+    assert {"prompts/*.md", "prompts/*/*.md"} <= set(shipped)
+
+
+def test_a_stage_with_several_agents_keeps_their_prompts_in_its_folder_each_name_once() -> None:
+    packaged = sorted((ROOT / "litpipe" / "prompts").rglob("*.md"))
+    names = [path.stem for path in packaged]
+    assert len(names) == len(set(names)), "an agent name stands in two prompt folders"
+    assert packaged_path("insights") == "relationship_analysis/insights.md"
+    assert packaged_path("relevance") == "question_evidence/relevance.md"
+    assert packaged_path("paper_questions") == "paper_questions.md"
+
+
+@pytest.mark.parametrize("layout", ["relationship_analysis/insights.md", "insights.md"])
+def test_an_override_is_found_in_its_stage_folder_or_flat(tmp_path: Path, layout: str) -> None:
+    override = tmp_path / layout
+    override.parent.mkdir(parents=True, exist_ok=True)
+    override.write_text(SIMPLE, "utf-8")
+    library = PromptLibrary(tmp_path)
+    assert library.text("insights") == SIMPLE
+    assert library.source("insights") == str(override)
 
 
 def test_override_wins_for_its_agent_only(tmp_path: Path) -> None:
-    override = write(tmp_path / "prompts", "questions", SIMPLE)
+    override = write(tmp_path / "prompts", "paper_questions", SIMPLE)
     library = PromptLibrary(tmp_path / "prompts")
-    assert library.text("questions") == SIMPLE
-    assert library.source("questions") == str(override)
-    assert library.text("abstract") == PromptLibrary(None).text("abstract")
-    assert library.source("abstract") == "package"
+    assert library.text("paper_questions") == SIMPLE
+    assert library.source("paper_questions") == str(override)
+    assert library.text("paper_abstract") == PromptLibrary(None).text("paper_abstract")
+    assert library.source("paper_abstract") == "package"
 
 
 def test_digest_follows_the_effective_text(tmp_path: Path) -> None:
     folder = tmp_path / "prompts"
     folder.mkdir()
     library = PromptLibrary(folder)
-    packaged = library.digest("questions")
-    assert packaged == PromptLibrary(None).digest("questions")
+    packaged = library.digest("paper_questions")
+    assert packaged == PromptLibrary(None).digest("paper_questions")
     assert len(packaged) == 64
-    write(folder, "questions", SIMPLE)
-    overridden = library.digest("questions")
+    write(folder, "paper_questions", SIMPLE)
+    overridden = library.digest("paper_questions")
     assert overridden != packaged
-    assert library.digest("questions") == overridden
-    write(folder, "questions", SIMPLE.replace("careful", "very careful"))
-    assert library.digest("questions") not in {packaged, overridden}
-    assert library.digest("abstract") == PromptLibrary(None).digest("abstract")
+    assert library.digest("paper_questions") == overridden
+    write(folder, "paper_questions", SIMPLE.replace("careful", "very careful"))
+    assert library.digest("paper_questions") not in {packaged, overridden}
+    assert library.digest("paper_abstract") == PromptLibrary(None).digest("paper_abstract")
 
 
 def test_render_fills_placeholders_strips_comments_and_keeps_single_braces(

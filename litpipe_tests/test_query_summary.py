@@ -21,8 +21,8 @@ from litpipe.agents.query_questions import (
 from litpipe.agents.query_summary import (
     QuerySummaryAgent,
     QuerySummaryInput,
-    plain,
     summary_sentences,
+    unmarked,
 )
 from litpipe.agents.summary_judge import JudgeInput, offline_judge
 from litpipe.agents.summary_qa import NOT_IN_SUMMARY, SummaryQAInput, offline_summary_qa
@@ -125,7 +125,7 @@ def assert_cited_from_source(text: str, source: list[RetrievedChunk]) -> None:
     whole = source_sentences(source)
     for sentence in summary_sentences(text):
         assert markers_in(sentence), sentence
-        assert plain(sentence).rstrip(".") in whole, sentence
+        assert unmarked(sentence).rstrip(".") in whole, sentence
 
 
 # The offline engine, agent by agent.
@@ -208,7 +208,7 @@ def test_offline_revision_adds_the_best_sentence_of_each_mismatch_topic() -> Non
         )
     )
     assert reply.summary.startswith(draft + " ")
-    assert plain(DTD_SENTENCE) in plain(reply.summary)
+    assert unmarked(DTD_SENTENCE) in unmarked(reply.summary)
 
 
 # The loop, offline.

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.relationships import offline_relationships
+from litpipe.agents.relationship_analysis.relationships import offline_relationships
 from litpipe.schemas import Insight, Relationship
 from litpipe.text import sentences
-from litpipe_tests.test_relationships import insight
+from litpipe_tests.test_relationship_analysis import insight
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
 

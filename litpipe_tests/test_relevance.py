@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.passages import PassageInput
-from litpipe.agents.relevance import (
+from litpipe.agents.question_evidence.passages import PassageInput
+from litpipe.agents.question_evidence.relevance import (
     RelevanceAgent,
     RelevanceReply,
     offline_relevance,
 )
-from litpipe.agents.rerankers import LLMRelevanceReranker, reranker_for
+from litpipe.agents.question_evidence.rerankers import LLMRelevanceReranker, reranker_for
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger

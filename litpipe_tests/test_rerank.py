@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.rerankers import LLMDebateReranker, LLMRelevanceReranker, reranker_for
+from litpipe.agents.question_evidence.rerankers import (
+    LLMDebateReranker,
+    LLMRelevanceReranker,
+    reranker_for,
+)
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.rerank import (
     CrossEncoderReranker,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.abstract import paper_abstract_from
-from litpipe.agents.questions import paper_questions_from
+from litpipe.agents.paper_abstract import paper_abstract_from
+from litpipe.agents.paper_questions import paper_questions_from
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.llm.prompts import PromptLibrary

@@ -30,7 +30,7 @@ MODEL_STEPS = {
     "synthesis",
     "plain_summary",
     "related_work",
-    "query_summaries",
+    "query_summary",
     "nightly_digest",
     # The evaluations whose step writes with litpipe's agents.
     "eval_related_work",
@@ -76,7 +76,9 @@ def test_offline_steps_claim_no_slot_and_an_llm_reranker_puts_evidence_in_the_po
 
     # One agent with a model: only its steps are in the pool.
     questions_only = pools_and_retries(
-        Settings(home=tmp_path, agents={"questions": {"model": "openai/any"}}, corpus_roots=[])
+        Settings(
+            home=tmp_path, agents={"paper_questions": {"model": "openai/any"}}, corpus_roots=[]
+        )
     )
     assert {name for name, (pools, _) in questions_only.items() if pools} == {"paper_questions"}
 

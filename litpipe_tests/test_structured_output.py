@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from litpipe.agents.base import version
-from litpipe.agents.questions import QuestionsAgent
+from litpipe.agents.paper_questions import PaperQuestionsAgent
 from litpipe.cli import main
 from litpipe.llm.errors import PermanentLLMError
 from litpipe.llm.prompts import PromptLibrary
@@ -113,7 +113,7 @@ def test_the_modes_share_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> No
 
 
 def test_the_mode_is_not_in_the_agents_code_version(tmp_path: Path) -> None:
-    agent, prompts = QuestionsAgent(), PromptLibrary(None)
+    agent, prompts = PaperQuestionsAgent(), PromptLibrary(None)
     model = {"home": tmp_path, "llm_model": "openai/stub"}
     versions = {
         version(agent, Settings(**model, llm_structured_output=mode), prompts)

@@ -16,7 +16,7 @@ from litpipe import citations
 from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
-from litpipe.agents.plain import write_plain_summary
+from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
     RELATION_VERBS,

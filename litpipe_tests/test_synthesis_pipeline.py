@@ -184,8 +184,15 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _instance, first = build(settings, folder)
     paper_ids = [outcome.paper_id for outcome in first.outcomes]
-    stages = {"questions", "answers", "cross_questions", "insights", "relationships", "synthesis"}
-    assert stages | {"plain"} <= set(made(first))
+    stages = {
+        "paper_questions",
+        "answers",
+        "cross_paper_questions",
+        "insights",
+        "relationships",
+        "synthesis",
+    }
+    assert stages | {"plain_summary"} <= set(made(first))
 
     # What the method prescribes reaches each prompt: every paper's evidence in the synthesis'
     # part 2, every insight in the relationship analysis, each paper's pairs in its insights call.
@@ -220,7 +227,7 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
         "synthesis",
         "paper_summary",
         "cluster_summary",
-        "plain",
+        "plain_summary",
     }
     assert sum(o.embedded for o in after_edit.outcomes) == 0
 
@@ -230,7 +237,7 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     _, grown = build(settings, folder)
     (new,) = [o for o in grown.outcomes if o.paper_id not in paper_ids]
     calls = made(grown)
-    assert calls["questions"] == 1 and calls["answers"] >= new.questions
+    assert calls["paper_questions"] == 1 and calls["answers"] >= new.questions
     # Answers asked again: the new paper's, and the new comparative questions (they compare it).
     for request in requests_of(stub_llm, "AnswerReply", before):
         assert new.paper_id in request or "What distinguishes" in request

@@ -1,9 +1,12 @@
-"""Agents: each is a prompt file (litpipe/prompts/<name>.md), a reply schema and an offline engine.
+"""Agents: each is a prompt file, a reply schema and an offline engine.
 
 `base` says what an agent is and runs one, or many at once (offline, or through the LLM client);
-`extractive` holds the offline engine's text utilities; one module per agent: `questions`,
-`abstract`, `relevance`, `debate`, `answers`, `massrag` (the multi-view answer's three views
-and their reconciler), `cross_questions`, `insights`, `relationships`, `followups`,
-`synthesis` (with `paper_summary` and `cluster_summary`, its map and tree steps) and `plain`;
-`rerankers` makes rerankers of the relevance and debate agents.
+`answering` holds what the answering agents share. A stage with one agent has one module named
+as the stage (`paper_abstract`, `paper_questions`, `cross_paper_questions`, `synthesis` with its
+map and tree steps `paper_summary` and `cluster_summary`, `plain_summary`, `related_work`,
+`query_summary`), its prompt `litpipe/prompts/<stage>.md`; a stage with several has a package
+named as the stage (`question_evidence`: the relevance and debate rerankers;
+`relationship_analysis`: insights, relationships, follow-ups), its prompts in
+`litpipe/prompts/<stage>/`. `answers` and `massrag` (the multi-view answer's three views and
+their reconciler) write `paper_answers`.
 """

@@ -76,11 +76,11 @@ def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
     are often cut by its boundaries (the neighbouring chunk holds them whole), and a fragment
     would run into the next sentence of a summary. All of them if none is whole."""
     cited = evidence_sentences(passages)
-    whole = [sentence for sentence in cited if _WHOLE.fullmatch(plain(sentence))]
+    whole = [sentence for sentence in cited if _WHOLE.fullmatch(unmarked(sentence))]
     return whole or cited
 
 
-def plain(sentence: str) -> str:
+def unmarked(sentence: str) -> str:
     """A cited sentence without its markers, spaced once: what two copies of it share."""
     return " ".join(strip_markers(sentence).split())
 
@@ -89,7 +89,7 @@ def plain(sentence: str) -> str:
 # of every pass: their terms are worth keeping.
 @functools.lru_cache(maxsize=8192)
 def terms_of(sentence: str) -> frozenset[str]:
-    return frozenset(tokenize(plain(sentence)))
+    return frozenset(tokenize(unmarked(sentence)))
 
 
 def ranked_sentences(text: str, candidates: list[str]) -> list[tuple[float, str]]:
@@ -126,8 +126,8 @@ def offline_query_summary(inputs: QuerySummaryInput) -> QuerySummaryReply:
     else:
         chosen = summary_sentences(inputs.previous)
         for topic in inputs.mismatch_topics:
-            present = {plain(sentence) for sentence in chosen}
-            fresh = [c for c in candidates if plain(c) not in present]
+            present = {unmarked(sentence) for sentence in chosen}
+            fresh = [c for c in candidates if unmarked(c) not in present]
             ranked = ranked_sentences(topic, fresh)
             if ranked:
                 chosen.append(ranked[0][1])

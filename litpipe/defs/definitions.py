@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import dagster as dg
 
-from litpipe.defs.assets.abstract import build_abstract_assets
-from litpipe.defs.assets.answers import build_answer_assets
+from litpipe.defs.assets.chunk_embeddings import build_chunk_embeddings_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
-from litpipe.defs.assets.cross_paper_questions import build_cross_paper_question_assets
-from litpipe.defs.assets.digest import build_digest_assets
-from litpipe.defs.assets.embeddings import build_embedding_assets
-from litpipe.defs.assets.evaluations import build_evaluation_assets, evaluation_job
-from litpipe.defs.assets.evidence import build_evidence_assets
+from litpipe.defs.assets.cross_paper_questions import build_cross_paper_questions_assets
+from litpipe.defs.assets.evaluation import build_evaluation_assets, evaluation_job
 from litpipe.defs.assets.ingest import build_ingest_assets
-from litpipe.defs.assets.query_summaries import build_query_summary_assets
-from litpipe.defs.assets.questions import build_question_assets
+from litpipe.defs.assets.nightly_digest import build_nightly_digest_assets
+from litpipe.defs.assets.paper_abstract import build_paper_abstract_assets
+from litpipe.defs.assets.paper_answers import build_paper_answers_assets
+from litpipe.defs.assets.paper_questions import build_paper_questions_assets
+from litpipe.defs.assets.query_summary import build_query_summary_assets
+from litpipe.defs.assets.question_evidence import build_question_evidence_assets
 from litpipe.defs.assets.related_work import build_related_work_assets
-from litpipe.defs.assets.relationships import build_relationship_assets
+from litpipe.defs.assets.relationship_analysis import build_relationship_analysis_assets
 from litpipe.defs.assets.synthesis import build_synthesis_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import (
@@ -57,18 +57,18 @@ def build_definitions(
         or dg.multiprocess_executor.configured({"max_concurrent": settings.max_concurrent_steps}),
         assets=[
             *build_ingest_assets(settings),
-            *build_embedding_assets(settings),
-            *build_abstract_assets(settings),
-            *build_question_assets(settings),
-            *build_evidence_assets(settings),
-            *build_answer_assets(settings),
+            *build_chunk_embeddings_assets(settings),
+            *build_paper_abstract_assets(settings),
+            *build_paper_questions_assets(settings),
+            *build_question_evidence_assets(settings),
+            *build_paper_answers_assets(settings),
             *build_corpus_index_assets(settings),
-            *build_cross_paper_question_assets(settings),
-            *build_relationship_assets(settings),
+            *build_cross_paper_questions_assets(settings),
+            *build_relationship_analysis_assets(settings),
             *build_synthesis_assets(settings),
             *build_related_work_assets(settings),
             *build_query_summary_assets(settings),
-            *build_digest_assets(settings),
+            *build_nightly_digest_assets(settings),
             *build_evaluation_assets(settings),
         ],
         jobs=[

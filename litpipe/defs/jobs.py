@@ -8,12 +8,18 @@ RUN_TAGS = {"dagster/retry_on_asset_or_op_failure": "false"}
 # Every per-paper stage, source to answers: what the sensor and `litpipe run` request per paper.
 paper_pipeline = dg.define_asset_job(
     "paper_pipeline",
-    selection=dg.AssetSelection.groups("ingest", "questions", "evidence", "answers"),
+    selection=dg.AssetSelection.groups(
+        "ingest", "paper_questions", "question_evidence", "paper_answers"
+    ),
     tags=RUN_TAGS,
 )
 # Every per-collection stage, index to syntheses: run once the collection's papers are built.
 collection_pipeline = dg.define_asset_job(
-    "collection_pipeline", selection=dg.AssetSelection.groups("corpus", "synthesis"), tags=RUN_TAGS
+    "collection_pipeline",
+    selection=dg.AssetSelection.groups(
+        "corpus_index", "cross_paper_questions", "relationship_analysis", "synthesis"
+    ),
+    tags=RUN_TAGS,
 )
 # One related-work request (a partition of `related_work_requests`): `litpipe related-work`.
 related_work_job = dg.define_asset_job(
@@ -21,10 +27,10 @@ related_work_job = dg.define_asset_job(
 )
 # One query-focused summary request (a partition of `query_requests`): `litpipe ask`.
 query_summary_job = dg.define_asset_job(
-    "query_summary_job", selection=dg.AssetSelection.groups("query"), tags=RUN_TAGS
+    "query_summary_job", selection=dg.AssetSelection.groups("query_summary"), tags=RUN_TAGS
 )
 # One day's digest (a partition of `partitions.nightly`): what the nightly schedule runs. Kept
 # out of the paper and collection pipelines, which `litpipe run` and the sensor request.
 nightly_digest_job = dg.define_asset_job(
-    "nightly_digest_job", selection=dg.AssetSelection.groups("digest"), tags=RUN_TAGS
+    "nightly_digest_job", selection=dg.AssetSelection.groups("nightly_digest"), tags=RUN_TAGS
 )

@@ -13,7 +13,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.agents.answers import ANSWER_AGENTS
-from litpipe.agents.rerankers import AGENT_RERANKERS
+from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
 from litpipe.llm.errors import LLMError, TransientLLMError

@@ -45,7 +45,7 @@ PER_EMBEDDER_ASSETS = frozenset(
         "chunk_embeddings",
         "corpus_index",
         "question_evidence",
-        "query_summaries",
+        "query_summary",
         "paper_answers",
         "cross_paper_questions",
         "relationship_analysis",

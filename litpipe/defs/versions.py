@@ -16,7 +16,7 @@ from litpipe.agents.answers import answers_version
 from litpipe.agents.base import Agent, version
 from litpipe.agents.claim_judge import ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceJudgeAgent
-from litpipe.agents.rerankers import reranker_version
+from litpipe.agents.question_evidence.rerankers import reranker_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import Settings

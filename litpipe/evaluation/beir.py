@@ -246,7 +246,7 @@ def format_table(evaluation: RetrievalEvaluation) -> str:
 
 def _reranker(kind: str, settings: Settings) -> Reranker:
     """The reranker a reranked method evaluates, its model loaded (a load is not a query's)."""
-    from litpipe.agents.rerankers import AGENT_RERANKERS, reranker_for
+    from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
     from litpipe.llm.prompts import PromptLibrary
     from litpipe.retrieval.rerank import CrossEncoderReranker
 

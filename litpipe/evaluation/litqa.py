@@ -73,7 +73,7 @@ def read_questions(
 class GradedQuestion(BaseModel):
     question_id: str
     paper_id: str
-    key: str = Field(description="The `query_summaries` partition (request) it was asked as.")
+    key: str = Field(description="The `query_summary` partition (request) it was asked as.")
     status: str = Field(description="How the loop ended: approved or not.")
     iterations: int
     ideal: str

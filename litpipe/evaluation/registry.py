@@ -10,9 +10,9 @@ run's facts, written beside the figures.
 
 `litpipe eval <name> --dataset PATH [--limit N] [--out DIR]` materializes the asset
 `eval_<name>` (group "evaluation") in-process, which writes `<stem>.md` and `<stem>.json`.
-An evaluation whose work runs other Dagster runs (`litqa` asks `query_summaries` partitions) has
+An evaluation whose work runs other Dagster runs (`litqa` asks `query_summary` partitions) has
 no `evaluate`: a run must not launch runs, so its own command does the work and reports the
-materialization of an external asset of the same key (see `litpipe/defs/assets/evaluations.py`).
+materialization of an external asset of the same key (see `litpipe/defs/assets/evaluation.py`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,14 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import ModelClient
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
-from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, plain, rouge, rouge_figures, rouge_table
+from litpipe.evaluation.rouge import (
+    ROUGE_TYPES,
+    Scores,
+    rouge,
+    rouge_figures,
+    rouge_table,
+    without_citations,
+)
 from litpipe.llm import client_unless_offline
 from litpipe.settings import Settings
 
@@ -140,12 +147,16 @@ def evaluate_related_work(
     embedder = load_embedder(settings)
     results = []
     for example in examples:
-        budget = count_words(plain(example.gold_related_work))
+        budget = count_words(without_citations(example.gold_related_work))
         documents = [a for a in example.ref_abstracts if a.strip()]
-        outputs = {"litpipe": plain(litpipe_section(example, budget, settings, embedder, client))}
+        outputs = {
+            "litpipe": without_citations(
+                litpipe_section(example, budget, settings, embedder, client)
+            )
+        }
         for name, baseline in BASELINES.items():
             outputs[name] = " ".join(baseline(documents, budget))
-        gold = plain(example.gold_related_work)
+        gold = without_citations(example.gold_related_work)
         results.append(
             ExampleResult(
                 idx=example.idx,

@@ -24,7 +24,7 @@ class Scores(BaseModel):
     rougeL: float
 
 
-def plain(text: str) -> str:
+def without_citations(text: str) -> str:
     """`text` without citations, on one line."""
     return " ".join(_CITATION.sub(" ", text).split())
 

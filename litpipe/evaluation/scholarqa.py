@@ -47,7 +47,7 @@ from litpipe.evaluation.citation_accuracy import (
     citation_accuracy,
     mean_accuracy,
 )
-from litpipe.evaluation.rouge import Scores, mean_scores, plain, rouge, rouge_figures
+from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
 from litpipe.llm import client_unless_offline
 from litpipe.schemas import Question, Reference, RetrievedChunk
 from litpipe.settings import Settings
@@ -156,7 +156,7 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[ScholarQAExam
             raise ValueError(f"{dataset}:{number}: {_error_line(error)}") from None
         if not any(paper.text for paper in example.papers):
             raise ValueError(f"{dataset}:{number}: question {example.id!r} has no paper snippet")
-        if not count_words(plain(example.gold_answer)):
+        if not count_words(without_citations(example.gold_answer)):
             raise ValueError(
                 f"{dataset}:{number}: question {example.id!r}: no words in gold_answer"
             )
@@ -280,7 +280,7 @@ def evaluate_scholarqa(
     client = client or client_unless_offline(settings, route)
     embedder = load_embedder(settings)
     collections = [collection(example) for example in examples]
-    budgets = [count_words(plain(example.gold_answer)) for example in examples]
+    budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
     batch = [
         QueryAnswerInput(
             question=Question(
@@ -297,13 +297,13 @@ def evaluate_scholarqa(
         examples, collections, budgets, answers, strict=True
     ):
         gold, unresolved = gold_papers(example, snippets)
-        outputs = {"litpipe": plain(answer.text)}
+        outputs = {"litpipe": without_citations(answer.text)}
         cited = {"litpipe": list(dict.fromkeys(c.paper_id for c in answer.citations))}
         for name, baseline in BASELINES.items():
             chosen = baseline([s.text for s in snippets], budget)
             outputs[name] = " ".join(chosen)
             cited[name] = sources_of(chosen, snippets)
-        reference = plain(example.gold_answer)
+        reference = without_citations(example.gold_answer)
         results.append(
             ScholarQAResult(
                 id=example.id,

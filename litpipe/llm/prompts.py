@@ -1,5 +1,8 @@
 """The prompt library: one Markdown file per agent, overridable per file from a folder.
 
+A stage with one agent has its prompt at `litpipe/prompts/<stage>.md`; a stage with several
+keeps theirs together in `litpipe/prompts/<stage>/<agent>.md`.
+
 A prompt file is a list of chat messages. A line `## system`, `## user` or `## assistant` (alone
 on its line) starts a message with that role; the message is every line up to the next such
 line. HTML comments (`<!-- ... -->`) are stripped first, so each file documents itself in one.
@@ -11,6 +14,7 @@ from a paper, never instructions to follow.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -44,8 +48,20 @@ def fence(text: str, label: str = "paper") -> str:
     return f"<{label}>\n{defused}\n</{label}>"
 
 
+@functools.cache
+def packaged_path(agent: str) -> str:
+    """The packaged prompt's path below `litpipe/prompts`: `<agent>.md`, or
+    `<stage>/<agent>.md` for an agent of a stage that has several (its folder groups them)."""
+    root = resources.files("litpipe").joinpath("prompts")
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.joinpath(f"{agent}.md").is_file():
+            return f"{folder.name}/{agent}.md"
+    return f"{agent}.md"
+
+
 class PromptLibrary:
-    """The effective prompt of each agent: `override_dir/<agent>.md` if present, else packaged."""
+    """The effective prompt of each agent: its file in `override_dir` if present (laid out as
+    the packaged ones, or flat as `<agent>.md`), else the packaged one."""
 
     def __init__(self, override_dir: Path | None = None) -> None:
         self.override_dir = override_dir
@@ -53,7 +69,9 @@ class PromptLibrary:
     def _override(self, agent: str) -> Path | None:
         if self.override_dir is None:
             return None
-        return Path(self.override_dir) / f"{agent}.md"
+        candidates = [Path(self.override_dir) / packaged_path(agent)]
+        candidates.append(Path(self.override_dir) / f"{agent}.md")
+        return next((path for path in candidates if path.is_file()), candidates[0])
 
     def text(self, agent: str) -> str:
         """The effective prompt file's text, read afresh (an edited override counts at once)."""
@@ -62,11 +80,11 @@ class PromptLibrary:
         override = self._override(agent)
         if override is not None and override.is_file():
             return override.read_text("utf-8")
-        packaged = resources.files("litpipe").joinpath("prompts", f"{agent}.md")
+        packaged = resources.files("litpipe").joinpath("prompts", *packaged_path(agent).split("/"))
         if packaged.is_file():
             return packaged.read_text("utf-8")
         looked = [f"{override} (prompts_dir)"] if override is not None else []
-        looked.append(f"{PACKAGED_PROMPTS}/{agent}.md (packaged)")
+        looked.append(f"{PACKAGED_PROMPTS}/{packaged_path(agent)} (packaged)")
         raise PromptNotFoundError(f"no prompt for agent {agent!r}: looked in {', '.join(looked)}")
 
     def source(self, agent: str) -> str:

@@ -130,7 +130,7 @@ def collection_html(
             if synthesis.left_out
             else []
         ),
-        ("plain", "Plain-language summary", _plain(plain, links)),
+        ("plain", "Plain-language summary", _plain_summary_section(plain, links)),
         ("relationships", "Relationship map", _relationship_map(analysis, titles, links)),
         (
             "papers",
@@ -175,7 +175,7 @@ def _all_answers(
         yield from comparative.answers
 
 
-def _plain(plain: Synthesis, links: CitationLinks) -> str:
+def _plain_summary_section(plain: Synthesis, links: CitationLinks) -> str:
     return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(
         plain.text, plain.citations, 4, _sentence_grades(plain)
     )

@@ -2,7 +2,7 @@
 (its unsupported sentences marked), the terminal text, the check that every citation resolves
 to a stored chunk, and the convergence report's Markdown.
 
-Pure Python over `QuerySummary`: the `query_summaries` asset writes the file, `litpipe ask` and
+Pure Python over `QuerySummary`: the `query_summary` asset writes the file, `litpipe ask` and
 `litpipe eval mais` print the same texts, a notebook can call any of it.
 """
 
@@ -33,8 +33,8 @@ _EXCERPT_CHARS = 240
 
 
 def markdown_path(outputs_dir: Path, key: str) -> Path:
-    """Where a request's file lies: `outputs/<collection>/query_summaries/<key>.md`."""
-    return outputs_dir / "query_summaries" / f"{checked_key(key, 'request key')}.md"
+    """Where a request's file lies: `outputs/<collection>/query_summary/<key>.md`."""
+    return outputs_dir / "query_summary" / f"{checked_key(key, 'request key')}.md"
 
 
 def html_path(outputs_dir: Path, key: str) -> Path:

@@ -2,7 +2,8 @@
 
 `NoReranker` keeps the fused (or MMR) order; `CrossEncoderReranker` scores (query, passage) pairs
 with a sentence-transformers CrossEncoder. The LLM rerankers (relevance and debate scoring) are
-agents and live in `litpipe.agents.rerankers`, which also chooses one from the settings.
+agents and live in `litpipe.agents.question_evidence.rerankers`, which also chooses one from
+the settings.
 
 A reranker never fails a query for its model's sake: when the model cannot be loaded or called it
 logs a warning naming itself and the reason, and returns the candidates in the order they came.

@@ -1,10 +1,10 @@
 """`litpipe eval <name>`: the registered evaluations run from the command line, into the
-instance the UI serves (see `litpipe/defs/assets/evaluations.py`).
+instance the UI serves (see `litpipe/defs/assets/evaluation.py`).
 
 `eval_command` materializes the evaluation's asset in-process (a run in the instance, its figures
 as the materialization's metadata) and prints the table, the files written (stderr) and a last
 line of JSON with the figures. `ask_questions` asks each question of a LitQA-style JSONL of its
-own paper through `query_summaries`, as `litpipe eval mais` and `litpipe eval litqa` both do;
+own paper through `query_summary`, as `litpipe eval mais` and `litpipe eval litqa` both do;
 `eval_litqa_command` grades those summaries and reports the `eval_litqa` materialization.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.defs.assets.evaluations import (
+from litpipe.defs.assets.evaluation import (
     evaluation_job,
     output_folder,
     report_evaluation,
@@ -159,7 +159,7 @@ def ask_questions(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> AskedQuestions:
     """The corpus' papers built as `litpipe run` builds them, then each question asked of its
-    paper (`pdf_file`) through the `query_summaries` asset: every request is a partition in the
+    paper (`pdf_file`) through the `query_summary` asset: every request is a partition in the
     instance, and a fresh one is served from it. A ValueError when the corpus is not a folder or
     holds none of the questions' PDFs; lines of progress go to `progress`. No further run starts
     once `stop_requested` or once a signal interrupted a run's step: the questions not reached

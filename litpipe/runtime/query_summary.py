@@ -16,7 +16,7 @@ import dagster as dg
 from pydantic import BaseModel, Field
 
 from litpipe.catalog import Catalog
-from litpipe.defs.assets.query_summaries import (
+from litpipe.defs.assets.query_summary import (
     ASSET,
     CITATION_CHECK,
     PAPER_VERSIONS,

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.abstract import paper_abstract_from
-from litpipe.agents.plain import write_plain_summary
-from litpipe.agents.questions import paper_questions_from
-from litpipe.agents.rerankers import reranker_for
+from litpipe.agents.paper_abstract import paper_abstract_from
+from litpipe.agents.paper_questions import paper_questions_from
+from litpipe.agents.plain_summary import write_plain_summary
+from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.ingest.sources import unique_papers
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -57,8 +57,10 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
-from litpipe.workflows import relational
+from litpipe.workflows.cross_paper_questions import cross_paper
 from litpipe.workflows.ingest import chunk_paper, read_document
+from litpipe.workflows.paper_answers import answer_paper
+from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 from litpipe.workflows.synthesis import write_synthesis
 
 if TYPE_CHECKING:
@@ -162,19 +164,19 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
         for paper_id, asked in questions.items()
     }
     answers = {
-        paper_id: relational.answer_paper(found, settings, prompts, client)
+        paper_id: answer_paper(found, settings, prompts, client)
         for paper_id, found in evidence.items()
     }
 
-    comparative = relational.cross_paper(
+    comparative = cross_paper(
         collection, list(abstracts.values()), retriever(), reranker, settings, prompts, client
     )
-    analysis = relational.analyse(
+    analysis = analyse(
         collection,
         answers,
         comparative,
         abstracts,
-        relational.follow_up_answerer(collection, retriever, reranker, settings, prompts, client),
+        follow_up_answerer(collection, retriever, reranker, settings, prompts, client),
         settings,
         prompts,
         client,

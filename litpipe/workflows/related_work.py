@@ -38,8 +38,8 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, Field, ValidationError
 
 from litpipe.agents.base import ModelClient, StructuredClient, engine_name, run_batch, version
-from litpipe.agents.debate import DebateAgent, DebateReply, verbatim_quotes
-from litpipe.agents.passages import PassageInput
+from litpipe.agents.question_evidence.debate import DebateAgent, DebateReply, verbatim_quotes
+from litpipe.agents.question_evidence.passages import PassageInput
 from litpipe.agents.related_work import (
     PARAGRAPH_BREAK,
     REVISION_REQUEST,
@@ -387,7 +387,7 @@ class WrittenSection(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def _plain(text: str) -> str:
+def _without_headings(text: str) -> str:
     """The section without Markdown heading lines: the document around it has its own."""
     return PARAGRAPH_BREAK.sub("\n\n", _HEADING.sub("", text)).strip()
 
@@ -444,7 +444,7 @@ def settle(
         log.warning("%s: %s", writer, message)
         warnings.append(message)
 
-    text = _plain(text)
+    text = _without_headings(text)
     found = review(text, inputs.ids, inputs.sentences, inputs.words)
     if found.unknown:
         warn(f"removed citations of ids not supplied: {', '.join(found.unknown)}")
@@ -501,7 +501,7 @@ def write_section(
         )
     messages = agent.messages(inputs, prompts)
     reply = client.complete_sync(route, messages, RelatedWorkReply)
-    first = review(_plain(reply.text), inputs.ids, inputs.sentences, inputs.words)
+    first = review(_without_headings(reply.text), inputs.ids, inputs.sentences, inputs.words)
     if first.ok:
         return settle(reply.text, inputs, f"related_work ({route.model})")
     problems = "; ".join(first.problems(inputs.ids))

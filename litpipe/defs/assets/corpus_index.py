@@ -15,7 +15,7 @@ def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         CodeVersion(modules=(bm25, hybrid, text), output=CorpusIndex, embedder=True),
         settings,
         partitions_def=collections,
-        group_name="corpus",
+        group_name="corpus_index",
         kinds={"lancedb"},
         # Lineage only: the index reads the collection's rows from LanceDB, not through an IO
         # manager that would load every paper partition.

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from litpipe.agents.cross_questions import CrossQuestionsAgent
-from litpipe.agents.rerankers import reranker_for
-from litpipe.defs.assets.answers import qa_preview
+from litpipe.agents.cross_paper_questions import CrossPaperQuestionsAgent
+from litpipe.agents.question_evidence.rerankers import reranker_for
+from litpipe.defs.assets.paper_answers import qa_preview
 from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import markdown_metadata
@@ -19,21 +19,25 @@ from litpipe.defs.resources import (
 from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.schemas import CorpusIndex, CrossPaperQuestions, PaperAbstract
 from litpipe.settings import Settings
-from litpipe.workflows import relational
+from litpipe.workflows import cross_paper_questions as workflow
+from litpipe.workflows.cross_paper_questions import cross_paper
 
 STEP = ModelStep(
-    agents=(CrossQuestionsAgent.name, *ASKING_AGENTS),
+    agents=(CrossPaperQuestionsAgent.name, *ASKING_AGENTS),
     code=CodeVersion(
-        agents=(CrossQuestionsAgent(),), versions=(ASKING,), settings=("cross_paper_questions",)
+        agents=(CrossPaperQuestionsAgent(),),
+        versions=(ASKING,),
+        modules=(workflow,),
+        settings=("cross_paper_questions",),
     ),
 )
 
 
-def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @STEP.asset(
         settings,
         partitions_def=collections,
-        group_name="synthesis",
+        group_name="cross_paper_questions",
         deps=[dg.AssetDep("paper_abstract", partition_mapping=dg.AllPartitionMapping())],
         description="3-5 comparative questions written from all the collection's abstracts "
         "together (\"what distinguishes X's approach from Y's?\"), each searched across every "
@@ -56,7 +60,7 @@ def build_cross_paper_question_assets(settings: Settings) -> list[dg.AssetsDefin
         retriever = retrieval.retriever(lancedb.store(), embedder.embedder(), collection)
         with STEP.run(context, llm) as step:
             client = step.client()
-            found = relational.cross_paper(
+            found = cross_paper(
                 collection,
                 list(abstracts.values()),
                 retriever,

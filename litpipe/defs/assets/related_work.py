@@ -14,7 +14,7 @@ sentences the grading flags) and `related_work.json` to
 Checks: `support` (sentence by sentence, by the `claim_judge` agent: the calibrated score
 offline, a model when one is routed) and `coherence` (a model only) warn, or block when
 `evaluation_blocking` is set. The judges are part of the code version, as for
-`query_summaries`: another judge regrades, the section itself coming from the reply cache.
+`query_summary`: another judge regrades, the section itself coming from the reply cache.
 """
 
 from collections.abc import Iterator
@@ -24,7 +24,7 @@ import dagster as dg
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import ModelClient
-from litpipe.agents.debate import DebateAgent
+from litpipe.agents.question_evidence.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.defs.check_results import check_result

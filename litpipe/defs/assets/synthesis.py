@@ -18,7 +18,11 @@ from collections.abc import Callable, Iterator, Mapping
 import dagster as dg
 
 from litpipe import text
-from litpipe.agents.plain import PLAIN_AGENTS, plain_version, write_plain_summary
+from litpipe.agents.plain_summary import (
+    PLAIN_SUMMARY_AGENTS,
+    plain_summary_version,
+    write_plain_summary,
+)
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS
 from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import ModelStep, StepRun
@@ -95,8 +99,8 @@ SYNTHESIS_STEP = ModelStep(
     code=CodeVersion(versions=(NamedVersion("synthesis", synthesis_version), GRADING)),
 )
 PLAIN_STEP = ModelStep(
-    agents=PLAIN_AGENTS + GRADING_AGENTS,
-    code=CodeVersion(versions=(NamedVersion("plain", plain_version), GRADING)),
+    agents=PLAIN_SUMMARY_AGENTS + GRADING_AGENTS,
+    code=CodeVersion(versions=(NamedVersion("plain", plain_summary_version), GRADING)),
 )
 
 
@@ -172,7 +176,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 titles,
                 step.settings,
                 step.prompts,
-                step.client(PLAIN_AGENTS),
+                step.client(PLAIN_SUMMARY_AGENTS),
             )
 
         yield from _written_and_checked(

@@ -1,0 +1,159 @@
+"""The `plain_summary` agent: a collection's plain-language summary for a general audience, from
+the same spine as the expert synthesis (theme, narrative, every insight) and its citations.
+
+Each paper's contribution stays distinguishable and cited. The reply is checked as the expert
+synthesis is: markers that are not among the expert synthesis' or the insights' citations are
+removed, and an uncited paper gets an "Also in this collection" sentence from its best insight
+(recorded, and counted apart by the coverage check).
+
+The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
+version instead, the theme and, per paper, its best insight that cites a passage (verbatim,
+cited) introduced by a fixed plain frame ("One study, \\"<title>\\", found: ...").
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from litpipe.agents import synthesis
+from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent, version
+from litpipe.agents.paper_summary import cited_insight
+from litpipe.agents.synthesis import (
+    WrittenReply,
+    also_in_collection,
+    best_cited_insight,
+    covered,
+    relationship_map,
+    spine_insights,
+)
+from litpipe.hashing import digest
+from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.schemas import Citation, Insight, Relationship, RelationshipAnalysis, Synthesis
+from litpipe.settings import Settings
+from litpipe.text import cited_sentences, marker, markers_in
+
+
+class PlainSummaryInput(BaseModel):
+    theme: str
+    narrative: str
+    papers: list[str]
+    titles: dict[str, str]
+    insights: list[Insight]
+    relationships: list[Relationship]
+    expert_text: str
+
+
+def offline_plain_summary(inputs: PlainSummaryInput) -> WrittenReply:
+    """The theme, then per paper its best cited insight in a fixed plain frame."""
+    lines = [f"The common theme of these {len(inputs.papers)} studies: {inputs.theme}"]
+    for paper in inputs.papers:
+        own = [i for i in inputs.insights if i.paper_id == paper]
+        insight = best_cited_insight(own, inputs.theme)
+        if insight is not None:
+            frame = "One study" if len(lines) == 1 else "Another study"
+            title = " ".join(inputs.titles.get(paper, paper).split())
+            lines.append(f'{frame}, "{title}", found: {cited_insight(insight)}')
+    return WrittenReply(title=f"In plain words: {inputs.theme}", text="\n\n".join(lines))
+
+
+# The agents a plain summary may call: a step writing one needs a client if any is routed.
+PLAIN_SUMMARY_AGENTS = ("plain_summary",)
+
+
+class PlainSummaryAgent(Agent[PlainSummaryInput, WrittenReply]):
+    name = "plain_summary"
+    reply_schema = WrittenReply
+
+    def messages(self, inputs: PlainSummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+        titles = "\n".join(f"{p}: {inputs.titles.get(p, p)}" for p in inputs.papers)
+        return prompts.render(
+            self.name,
+            papers=", ".join(inputs.papers),
+            titles=fence(titles),
+            theme=fence(inputs.theme),
+            narrative=fence(inputs.narrative),
+            insights=spine_insights(inputs.insights),
+            relationships=relationship_map(inputs.insights, inputs.relationships),
+            expert=fence(inputs.expert_text),
+        )
+
+    def offline(self, inputs: PlainSummaryInput) -> WrittenReply:
+        return offline_plain_summary(inputs)
+
+
+def known_citations(text: str, known: dict[str, Citation]) -> tuple[list[Citation], list[str]]:
+    """The distinct citations of `text` among `known` (by marker), in order of first use, and
+    the markers that are not."""
+    found: dict[str, Citation] = {}
+    unknown: list[str] = []
+    for paper_id, page in markers_in(text):
+        written = marker(paper_id, page)
+        if written in known:
+            found.setdefault(written, known[written])
+        elif written not in unknown:
+            unknown.append(written)
+    return list(found.values()), unknown
+
+
+def expert_fallbacks(expert_text: str, titles: dict[str, str]) -> dict[str, str]:
+    """Each paper's first sentence of the expert synthesis that cites it (without the words
+    introducing it, where the expert synthesis appended it itself): what an uncited paper's
+    appended sentence says when none of its insights cites a passage."""
+    found: dict[str, str] = {}
+    for sentence in cited_sentences(expert_text):
+        for paper, _ in markers_in(sentence):
+            found.setdefault(paper, sentence.removeprefix(also_in_collection(paper, titles)))
+    return found
+
+
+def write_plain_summary(
+    analysis: RelationshipAnalysis,
+    expert: Synthesis,
+    titles: dict[str, str],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: StructuredClient | None,
+) -> Synthesis:
+    """The `plain_summary` asset's work: the plain-language summary, every paper cited with a
+    citation of the expert synthesis or of an insight."""
+    inputs = PlainSummaryInput(
+        theme=analysis.theme,
+        narrative=analysis.narrative,
+        papers=analysis.papers,
+        titles={paper: titles.get(paper, paper) for paper in analysis.papers},
+        insights=analysis.insights,
+        relationships=analysis.relationships,
+        expert_text=expert.text,
+    )
+    agent = PlainSummaryAgent()
+    reply = run_agent(agent, inputs, settings, prompts, client)
+    known = {c.marker: c for c in expert.citations}
+    for insight in analysis.insights:
+        known.update((c.marker, c) for c in insight.citations if c.marker not in known)
+    checked = covered(
+        reply.text,
+        lambda written: known_citations(written, known),
+        analysis,
+        titles,
+        "plain",
+        expert_fallbacks(expert.text, titles),
+        "the expert synthesis has no sentence citing it",
+    )
+    return Synthesis(
+        collection=analysis.collection,
+        audience="plain",
+        engine=engine_name(settings.route(agent.name)),
+        pattern=expert.pattern,
+        title=" ".join(reply.title.split()),
+        text=checked.text,
+        citations=checked.citations,
+        papers=analysis.papers,
+        appended=checked.appended,
+        left_out=[*analysis.left_out, *checked.left_out],
+    )
+
+
+def plain_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
+    """Hash of the plain writer (prompt, schema, code, route) and the checks it shares with the
+    expert writer."""
+    return digest(version(PlainSummaryAgent(), settings, prompts), synthesis.module_source())

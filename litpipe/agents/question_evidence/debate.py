@@ -1,0 +1,96 @@
+"""The `debate` agent (LitLLM's debate-style relevance scoring): arguments for and against a
+passage's relevance to a query, verbatim quotes that support it, then a probability, 1 to 100.
+
+The query is a question or a research idea and the passage a chunk or a reference's abstract,
+so the same agent reranks evidence and scores references for a related-work section.
+
+Quotes must be the passage's own words: `verbatim_quotes` drops any a reply holds that are not
+(after whitespace normalisation) rather than failing the reply. The offline engine quotes the
+passage sentences that share the most query terms, argues from the query terms the passage has and
+lacks, and gives a probability from how many of the query's terms the passage holds and how many
+of them meet in one sentence (terms that meet in a sentence speak of the same thing).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from litpipe.agents.question_evidence.passages import PassageAgent, PassageInput
+from litpipe.retrieval.rerank import term_coverage
+from litpipe.text import sentences
+
+MIN_PROBABILITY = 1
+MAX_PROBABILITY = 100
+OFFLINE_QUOTES = 2
+# The offline probability: how much the passage as a whole covers the query, and how much its
+# best sentence does.
+_PASSAGE_WEIGHT = 0.5
+_SENTENCE_WEIGHT = 0.5
+# Quotation marks a model may put around a quote that are not part of the passage.
+_QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019"
+
+
+class DebateReply(BaseModel):
+    # Arguments first, the probability last: a model writing its JSON in order weighs the case
+    # before it decides.
+    arguments_for: list[str] = Field(description="Why the passage is relevant to the query.")
+    arguments_against: list[str] = Field(description="Why it may not be.")
+    quotes: list[str] = Field(
+        description="Spans copied word for word from the passage that support its relevance."
+    )
+    probability: int = Field(
+        ge=MIN_PROBABILITY,
+        le=MAX_PROBABILITY,
+        description="Probability, in percent, that the passage is relevant to the query.",
+    )
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+def verbatim_quotes(reply: DebateReply, passage: str) -> DebateReply:
+    """The reply without the quotes that are not in the passage word for word (whitespace and
+    enclosing quotation marks aside)."""
+    text = _normalised(passage)
+    kept = [
+        quote
+        for quote in reply.quotes
+        if (core := _normalised(quote).strip(_QUOTE_MARKS).strip()) and core in text
+    ]
+    return reply if kept == reply.quotes else reply.model_copy(update={"quotes": kept})
+
+
+def offline_debate(inputs: PassageInput) -> DebateReply:
+    coverage = term_coverage(inputs.query, inputs.passage)
+    passage_sentences = [sentence.text for sentence in sentences(inputs.passage)]
+    by_sentence = [term_coverage(inputs.query, sentence) for sentence in passage_sentences]
+    quoted = sorted(
+        (index for index, found in enumerate(by_sentence) if found.matched),
+        key=lambda index: -by_sentence[index].share,
+    )[:OFFLINE_QUOTES]
+    best = by_sentence[quoted[0]] if quoted else None
+    arguments_for = []
+    if coverage.matched:
+        arguments_for.append(f"The passage mentions {', '.join(coverage.matched)}.")
+    if best is not None and len(best.matched) > 1:
+        arguments_for.append(f"One of its sentences brings together {', '.join(best.matched)}.")
+    arguments_against = []
+    if coverage.missing:
+        arguments_against.append(f"The passage does not mention {', '.join(coverage.missing)}.")
+    share = _PASSAGE_WEIGHT * coverage.share + _SENTENCE_WEIGHT * (best.share if best else 0.0)
+    return DebateReply(
+        arguments_for=arguments_for,
+        arguments_against=arguments_against,
+        # In passage order, as a reader meets them.
+        quotes=[passage_sentences[index] for index in sorted(quoted)],
+        probability=MIN_PROBABILITY + round((MAX_PROBABILITY - MIN_PROBABILITY) * share),
+    )
+
+
+class DebateAgent(PassageAgent[DebateReply]):
+    name = "debate"
+    reply_schema = DebateReply
+
+    def offline(self, inputs: PassageInput) -> DebateReply:
+        return offline_debate(inputs)

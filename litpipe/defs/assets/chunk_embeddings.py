@@ -1,0 +1,73 @@
+"""Per-paper embeddings: the paper's chunks upserted into its embedder's LanceDB table."""
+
+import dagster as dg
+
+from litpipe.defs.partitions import papers
+from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LanceDBResource
+from litpipe.defs.versions import (
+    CodeVersion,
+    backfill_policy,
+    batch_data_version,
+    data_version,
+    versioned_asset,
+)
+from litpipe.retrieval import embedder as embedder_module
+from litpipe.retrieval import store as store_module
+from litpipe.schemas import EmbeddingResult, PaperChunks
+from litpipe.settings import Settings
+
+ASSET = "chunk_embeddings"
+
+
+def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @versioned_asset(
+        CodeVersion(modules=(embedder_module, store_module), output=EmbeddingResult, embedder=True),
+        settings,
+        name=ASSET,
+        partitions_def=papers,
+        group_name="ingest",
+        kinds={"lancedb"},
+        # The chunks are read from their artifacts, not loaded as an input (an IO manager loads
+        # one partition per input): a backfill's run embeds a batch of papers with one encode
+        # and one LanceDB commit.
+        deps=["paper_chunks"],
+        backfill_policy=backfill_policy(settings),
+        description="The paper's chunk vectors in the LanceDB table of the configured embedder "
+        "(one table per embedder: another embedder fills its own, the old one stays as it is). "
+        "A chunk whose (content hash, embedder) is stored already is not embedded again.",
+    )
+    def chunk_embeddings(
+        context: dg.AssetExecutionContext,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        artifacts: ArtifactsResource,
+    ) -> dg.MaterializeResult:
+        store = artifacts.store()
+        chunks = [store.read(["paper_chunks"], p, PaperChunks) for p in context.partition_keys]
+        results = lancedb.store().embed_papers(chunks, embedder.embedder())
+        versions: dict[str, dg.DataVersion] = {}
+        for result in results:
+            path = store.write([ASSET], result.paper_id, result)
+            # What was stored, not how much of it this run had to encode.
+            versions[result.paper_id] = data_version(
+                result.model_copy(update={"embedded": 0, "reused": 0})
+            )
+            context.add_asset_metadata(
+                {
+                    "path": dg.MetadataValue.path(str(path)),
+                    "table": result.table,
+                    "chunks": result.chunks,
+                    "embedded": result.embedded,
+                    "reused": result.reused,
+                },
+                partition_key=result.paper_id,
+            )
+        table = results[0].table if results else "-"
+        context.log.info(
+            f"{len(results)} papers: {sum(r.embedded for r in results)} chunks embedded, "
+            f"{sum(r.reused for r in results)} reused, {sum(r.removed for r in results)} stale "
+            f"rows removed in {table}"
+        )
+        return dg.MaterializeResult(data_version=batch_data_version(versions))
+
+    return [chunk_embeddings]

@@ -1,0 +1,118 @@
+"""The nightly digest: one partition per UTC day (litpipe/workflows/nightly_digest.py builds it)."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import dagster as dg
+
+from litpipe import text
+from litpipe.agents.relationship_analysis.insights import InsightsAgent
+from litpipe.agents.relationship_analysis.relationships import RelationshipsAgent
+from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.partitions import nightly
+from litpipe.defs.report_metadata import markdown_metadata
+from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
+from litpipe.defs.versions import CodeVersion
+from litpipe.report import digest as digest_report
+from litpipe.report import markdown as report_markdown
+from litpipe.report import notices
+from litpipe.report import page as report_page
+from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
+from litpipe.settings import Settings
+from litpipe.workflows import nightly_digest as digest_workflow
+
+
+class ArtifactSources:
+    """The digest's reading of earlier stages: their artifacts, one file per paper read only
+    for the papers it names (not every partition through the IO manager)."""
+
+    def __init__(self, artifacts: ArtifactsResource) -> None:
+        self.artifacts = artifacts
+
+    def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]:
+        return self.artifacts.of_papers("paper_abstract", paper_ids, PaperAbstract)
+
+    def answers(self, paper_ids: Iterable[str]) -> dict[str, PaperAnswers]:
+        return self.artifacts.of_papers("paper_answers", paper_ids, PaperAnswers)
+
+    def analysis(self, collection: str) -> RelationshipAnalysis | None:
+        store = self.artifacts.store()
+        if not store.exists(["relationship_analysis"], collection):
+            return None
+        return store.read(["relationship_analysis"], collection, RelationshipAnalysis)
+
+
+STEP = ModelStep(
+    agents=digest_workflow.DIGEST_AGENTS,
+    code=CodeVersion(
+        agents=(InsightsAgent(), RelationshipsAgent()),
+        modules=(digest_workflow, digest_report, report_page, report_markdown, notices, text),
+        output=Digest,
+    ),
+)
+
+
+def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @STEP.asset(
+        settings,
+        partitions_def=nightly,
+        group_name="nightly_digest",
+        # For lineage: a day reads the abstracts and answers of its new papers and the insights
+        # of their collections' other papers (from the last analysis, else their answers).
+        deps=[
+            dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping())
+            for name in ("paper_abstract", "paper_answers", "relationship_analysis")
+        ],
+        description="The papers that arrived on the day (UTC; first registered in the catalog "
+        "then), each with its abstract and key insights, and how their insights relate to "
+        "those of the papers their collections held before; LITPIPE_HOME/outputs/digests/"
+        "<day>.md and .html. A day without new papers says so.",
+    )
+    def nightly_digest(
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        llm: LLMResource,
+    ) -> dg.Output[Digest]:
+        window = context.partition_time_window
+        papers_catalog = catalog.catalog()
+        arrivals = papers_catalog.arrivals(window.start, window.end)
+        before = {
+            collection: papers_catalog.papers(collection, arrived_before=window.start)
+            for arrival in arrivals
+            for collection in arrival.collections
+        }
+        with STEP.run(context, llm) as step:
+            built = digest_workflow.build_digest(
+                window.start.date(),
+                arrivals,
+                before,
+                ArtifactSources(artifacts),
+                step.settings,
+                step.prompts,
+                step.client(),
+            )
+        files = digest_report.write_digest(
+            Path(artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
+        )
+        pending = [paper.paper_id for paper in built.papers if not paper.analysed]
+        if pending:
+            context.log.warning(
+                f"{built.day}: {len(pending)} new papers not yet analysed ({', '.join(pending)}): "
+                "materialize this partition again once their answers are built"
+            )
+        return step.output(
+            built,
+            {
+                "papers": len(built.papers),
+                "not_yet_analysed": len(pending),
+                "relationships": sum(len(c.relationships) for c in built.collections),
+                **{
+                    path.suffix.lstrip("."): dg.MetadataValue.path(str(path))
+                    for path in files.values()
+                },
+                "preview": markdown_metadata(digest_report.digest_markdown(built)),
+            },
+        )
+
+    return [nightly_digest]

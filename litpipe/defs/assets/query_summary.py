@@ -1,0 +1,299 @@
+"""Query-focused summaries (MAIS), one partition per request: a paper and a reader's query.
+
+Whoever adds a `query_requests` partition (`litpipe ask`, `litpipe eval mais`) first stores its
+`QuerySummaryRequest` at `LITPIPE_HOME/requests/query_summary/<key>.json`; the key is a hash of
+the paper id and the query, so a repeated request is the same partition. The step finds the
+paper's collection in the catalog, its title and abstract in the `paper_abstract` artifact and
+its passages in LanceDB (the rows `chunk_embeddings` wrote): the paper must be ingested first.
+It runs the loop (`litpipe.workflows.query_summary`), keeps every iteration in the output,
+grades each cited sentence of the summary and its highlights against the chunks it cites (the
+grades kept on the output), and writes `LITPIPE_HOME/outputs/<collection>/query_summary/`
+`<key>.md` and `<key>.html` (the page marks the sentences the grading flags).
+
+Checks: `citation_validity` blocks; `support` (sentence by sentence, by the `claim_judge`
+agent: the calibrated score offline, a model when one is routed) and `coherence` (a model
+only) warn, or block when `evaluation_blocking` is set. The judges are part of the code
+version: the grades are part of the output, so another judge regrades (the summary itself then
+comes from the reply cache).
+
+Lineage: the asset depends on every paper's `chunk_embeddings` and `paper_abstract` (a request's
+paper is known only from its stored request, which no partition mapping can read), so the UI may
+call a summary stale when any paper changes; rematerializing an unchanged one costs no model
+call (the LLM cache). `litpipe ask` applies the exact rule instead: the code version, and the
+data versions of its own paper's chunks, embeddings and abstract, recorded in the metadata.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+
+from litpipe.agents.base import ModelClient
+from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.artifacts import ArtifactStore
+from litpipe.defs.check_results import check_result
+from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.partitions import query_requests
+from litpipe.defs.report_metadata import markdown_metadata
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.staleness import latest_materialization_tags
+from litpipe.defs.versions import (
+    GRADING,
+    RERANKER,
+    RETRIEVAL_SETTINGS,
+    CodeVersion,
+    NamedVersion,
+)
+from litpipe.evaluation import checks, grading
+from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.report import notices
+from litpipe.report import query_summary as report
+from litpipe.retrieval.support import Encoder
+from litpipe.schemas import (
+    PaperAbstract,
+    PaperSource,
+    QuerySummary,
+    QuerySummaryRequest,
+    RetrievedChunk,
+)
+from litpipe.settings import Settings
+from litpipe.workflows.query_summary import (
+    MAIS_AGENTS,
+    QuerySummaryError,
+    paper_passages,
+    paper_search,
+    query_summary_version,
+    summarize_for_query,
+)
+
+ASSET = "query_summary"
+GROUP = "query_summary"
+CITATION_CHECK = "citation_validity"
+# The grading checks, each with what it checks; they warn, or block with `evaluation_blocking`.
+GRADING_CHECKS = grading.check_descriptions("summary and its highlights", "the chunks")
+# The per-paper assets a summary is written from; their data versions at materialization time
+# are recorded under this metadata key.
+PAPER_INPUTS = ("paper_chunks", "chunk_embeddings", "paper_abstract")
+PAPER_VERSIONS = "paper_versions"
+
+
+def request_store(settings: Settings) -> ArtifactStore:
+    """Where requests are stored: `requests/query_summary/<key>.json`."""
+    return ArtifactStore(settings.requests_dir)
+
+
+def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:
+    """The paper's inputs as the instance knows them now: `asset=data version` for each."""
+    versions = []
+    for asset in PAPER_INPUTS:
+        tags = latest_materialization_tags(instance, dg.AssetKey(asset), [paper_id])
+        versions.append(f"{asset}={tags.get(paper_id, {}).get('dagster/data_version', 'missing')}")
+    return ";".join(versions)
+
+
+def not_ingested(source: PaperSource) -> str:
+    """The one-line message for a registered paper whose chunks or abstract are not stored."""
+    # A PDF is run with its folder (`litpipe run` takes a folder or a table).
+    again = source.path if source.kind == "table_row" else str(Path(source.path).parent)
+    return (
+        f"paper {source.paper_id} is not ingested; run `litpipe run {again} --collection "
+        f"{source.collection}` first"
+    )
+
+
+STEP = ModelStep(
+    agents=(*MAIS_AGENTS, *AGENT_RERANKERS, *GRADING_AGENTS),
+    # The loop (its four agents, prompts, routes and settings), the passages it reads
+    # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
+    # apply: a request searches its own paper), the judges that grade it, the files it
+    # writes. The request's paper and query are its partition key.
+    code=CodeVersion(
+        versions=(NamedVersion("query_summary", query_summary_version), RERANKER, GRADING),
+        modules=(report, notices),
+        output=QuerySummary,
+        settings=RETRIEVAL_SETTINGS,
+        embedder=True,
+    ),
+)
+
+
+def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    grading_blocks = settings.evaluation_blocking
+
+    @STEP.asset(
+        settings,
+        name=ASSET,
+        partitions_def=query_requests,
+        group_name=GROUP,
+        deps=[
+            dg.AssetDep(asset, partition_mapping=dg.AllPartitionMapping())
+            for asset in ("chunk_embeddings", "paper_abstract")
+        ],
+        check_specs=[
+            dg.AssetCheckSpec(
+                CITATION_CHECK,
+                asset=ASSET,
+                blocking=True,
+                description="Every citation of the summary and its highlights resolves to a "
+                "stored chunk of the paper, on the cited page.",
+            ),
+            *(
+                dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
+                for name, text in GRADING_CHECKS.items()
+            ),
+        ],
+        description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
+        "questions, then summarize, answer the questions from the summary alone, judge the "
+        "answers against the paper, until the judge approves or mais_max_iterations; every "
+        "iteration kept; each cited sentence graded against its chunks. Files: "
+        "LITPIPE_HOME/outputs/<collection>/query_summary/<key>.md and <key>.html.",
+    )
+    def query_summary(
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
+        key = context.partition_key
+        step_settings = llm.settings()
+        requests = request_store(step_settings)
+        if not requests.exists([ASSET], key):
+            raise dg.Failure(
+                f"no stored request for partition {key!r} (expected "
+                f"{requests.path([ASSET], key)}): add requests with `litpipe ask`",
+                allow_retries=False,
+            )
+        request = requests.read([ASSET], key, QuerySummaryRequest)
+        try:
+            source = catalog.catalog().source(request.paper_id)
+        except KeyError as error:
+            raise dg.Failure(
+                f"unknown paper {request.paper_id!r}: {error.args[0]}", allow_retries=False
+            ) from None
+        store = artifacts.store()
+        if not store.exists(["paper_abstract"], request.paper_id):
+            raise dg.Failure(not_ingested(source), allow_retries=False)
+        abstract = store.read(["paper_abstract"], request.paper_id, PaperAbstract)
+        versions = paper_versions(context.instance, request.paper_id)
+        chunk_store, model = lancedb.store(), embedder.embedder()
+        try:
+            passages = paper_passages(
+                chunk_store, model.embedder_id, source.collection, request.paper_id
+            )
+        except QuerySummaryError:
+            raise dg.Failure(not_ingested(source), allow_retries=False) from None
+
+        with STEP.run(context, llm) as step:
+            client = step.client()
+            search = paper_search(
+                retrieval.retriever(
+                    chunk_store, model, source.collection, paper_id=request.paper_id
+                ),
+                reranker_for(step.settings, step.prompts, client),
+                request.paper_id,
+                step.settings,
+            )
+            try:
+                result = summarize_for_query(
+                    request,
+                    abstract.title,
+                    abstract.abstract,
+                    passages,
+                    search,
+                    step.settings,
+                    step.prompts,
+                    client,
+                )
+            except QuerySummaryError as error:
+                raise dg.Failure(str(error), allow_retries=False) from None
+            result, outcomes = _graded(result, passages, step.settings, step.prompts, client, model)
+        outputs_dir = artifacts.outputs_dir(source.collection)
+        path = report.write_markdown(result, outputs_dir, source.collection)
+        page = report.write_html(result, outputs_dir, source.collection)
+        stored = checks.stored_chunks(
+            chunk_store.collection_rows(
+                model.embedder_id,
+                source.collection,
+                ["chunk_id", "paper_id", "page_start", "page_end"],
+                paper_ids=[request.paper_id],
+            ).to_pylist()
+        )
+        problems = report.citation_problems(result, stored)
+        last = result.iterations[-1]
+        yield step.output(
+            result,
+            {
+                "paper_id": request.paper_id,
+                "collection": source.collection,
+                "query": request.query,
+                "status": result.status,
+                "route": result.route,
+                "iterations": len(result.iterations),
+                "final_accuracy": last.verdict.accuracy,
+                "accuracy_by_iteration": dg.MetadataValue.json(
+                    [it.verdict.accuracy for it in result.iterations]
+                ),
+                "citations": len(result.citations),
+                "engine": result.engine,
+                "markdown": dg.MetadataValue.path(str(path)),
+                "html": dg.MetadataValue.path(str(page)),
+                "trace": markdown_metadata(report.trace_table(result)),
+                "preview": markdown_metadata(path.read_text(encoding="utf-8")),
+                PAPER_VERSIONS: versions,
+            },
+        )
+        yield dg.AssetCheckResult(
+            asset_key=ASSET,
+            check_name=CITATION_CHECK,
+            passed=not problems,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=(
+                f"all {len(result.citations)} citations resolve to stored chunks"
+                if not problems
+                else f"unresolved citations: {'; '.join(problems)}"
+            ),
+            metadata={"citations": len(result.citations), "problems": len(problems)},
+        )
+        for name, outcome in outcomes.items():
+            yield check_result(ASSET, name, outcome, grading_blocks)
+
+    return [query_summary]
+
+
+def _graded(
+    result: QuerySummary,
+    passages: list[RetrievedChunk],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    encoder: Encoder,
+) -> tuple[QuerySummary, dict[str, CheckOutcome]]:
+    """The summary with its sentence grades, and the outcomes of its grading checks. Each
+    segment is graded against the chunks its marker cites (any of the paper's chunks)."""
+    grades, outcomes = grading.graded_checks(
+        report.graded_text(result),
+        grading.cited_passages(
+            result.citations, {chunk.chunk_id: chunk.text for chunk in passages}
+        ),
+        "query summary",
+        settings,
+        prompts,
+        client,
+        # The collection's embedder scores support offline: the threshold is calibrated for it.
+        encoder,
+        title=result.title,
+        prose=result.summary,
+    )
+    return result.model_copy(update={"grades": grades}), outcomes

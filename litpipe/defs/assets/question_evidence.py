@@ -1,0 +1,145 @@
+"""Per-paper evidence: for each of the paper's questions, its best chunks with provenance."""
+
+import dagster as dg
+
+from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.partitions import papers
+from litpipe.defs.report_metadata import markdown_metadata
+from litpipe.defs.resources import (
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion
+from litpipe.hashing import digest
+from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
+from litpipe.retrieval.evidence import gather_evidence
+from litpipe.schemas import PaperEvidence, PaperQuestions
+from litpipe.settings import Settings
+
+# The passages found: the retrieval code, the embedder, the retrieval settings (those of
+# `RetrievalResource`) and the reranker.
+CODE = CodeVersion(
+    versions=(RERANKER,),
+    modules=(bm25, evidence, fusion, hybrid, mmr, rerank, text),
+    output=PaperEvidence,
+    settings=("evidence_scope", *RETRIEVAL_SETTINGS),
+    embedder=True,
+)
+
+
+def question_evidence_step(settings: Settings) -> ModelStep:
+    """Only an LLM reranker makes this step call a model."""
+    agents = (settings.reranker,) if settings.reranker in AGENT_RERANKERS else ()
+    return ModelStep(agents=agents, code=CODE)
+
+
+def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    deps: list[dg.AssetDep] = [dg.AssetDep("chunk_embeddings")]
+    if settings.evidence_scope != "own":
+        # Evidence from other papers changes with the collection, whose index this reads.
+        deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
+
+    @question_evidence_step(settings).asset(
+        settings,
+        partitions_def=papers,
+        group_name="question_evidence",
+        deps=deps,
+        description="For each question of the paper: candidates from BM25 and dense search, "
+        "fused by Reciprocal Rank Fusion, diversified by MMR, reranked; the best few kept with "
+        "each retriever's rank and score and their place in the paper (section, pages, offsets).",
+    )
+    def question_evidence(
+        context: dg.AssetExecutionContext,
+        paper_questions: PaperQuestions,
+        catalog: CatalogResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> dg.Output[PaperEvidence]:
+        paper_id = context.partition_key
+        collection = catalog.catalog().source(paper_id).collection
+        retriever = retrieval.retriever(
+            lancedb.store(),
+            embedder.embedder(),
+            collection,
+            paper_id=paper_id if retrieval.scope == "own" else None,
+        )
+        with question_evidence_step(llm.settings()).run(context, llm) as step:
+            reranker = reranker_for(step.settings, step.prompts, step.client())
+            found = gather_evidence(
+                paper_questions,
+                collection,
+                retriever,
+                reranker,
+                scope=retrieval.scope,
+                candidates=retrieval.candidates,
+                rerank_candidates=retrieval.rerank_candidates,
+                keep=retrieval.keep,
+            )
+        not_reranked = sum(not item.reranked for item in found.questions)
+        if reranker.name != "none" and not_reranked:
+            context.log.warning(
+                f"{not_reranked} of {len(found.questions)} questions kept the fused order: "
+                f"the {reranker.name} reranker failed on them (see the warnings above)"
+            )
+        return step.output(
+            found,
+            {
+                "questions": len(found.questions),
+                "chunks": sum(len(item.chunks) for item in found.questions),
+                "scope": found.scope,
+                "reranker": reranker.name,
+                "not_reranked": not_reranked,
+                "preview": markdown_metadata(_preview(found)),
+            },
+            answered_version(found),
+        )
+
+    return [question_evidence]
+
+
+# How each retriever and the reranker scored a passage: answering never reads these.
+_SCORES = {
+    "bm25_rank",
+    "bm25_score",
+    "dense_rank",
+    "dense_score",
+    "fused_rank",
+    "fused_score",
+    "rerank_score",
+    "rerank_reason",
+}
+
+
+def answered_version(found: PaperEvidence) -> dg.DataVersion:
+    """The data version of what the answers are written from: the questions and, in order,
+    their passages (text and place). Scores and ranks are left out, so evidence found again,
+    by another embedder or reranker, in the same order leaves `paper_answers` fresh: it is not
+    rerun, and keeps the scores of the retrieval that found its passages first."""
+    passages = found.model_dump_json(
+        exclude={
+            "reranker": True,
+            "questions": {"__all__": {"reranked": True, "chunks": {"__all__": _SCORES}}},
+        }
+    )
+    return dg.DataVersion(digest(passages))
+
+
+def _preview(found: PaperEvidence) -> str:
+    lines = []
+    for item in found.questions:
+        lines.append(f"- **{item.question.text}**")
+        for chunk in item.chunks:
+            pages = (
+                f"p. {chunk.page_start}"
+                if chunk.page_start == chunk.page_end
+                else f"pp. {chunk.page_start}-{chunk.page_end}"
+            )
+            excerpt = " ".join(chunk.text.split())[:160]
+            lines.append(f"  - `{chunk.chunk_id}` ({chunk.section}, {pages}): {excerpt}…")
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Per-collection relationship analysis: insights, typed relationships, theme and narrative."""
+
+import dagster as dg
+
+from litpipe.agents.question_evidence.rerankers import reranker_for
+from litpipe.agents.relationship_analysis.followups import FollowUpsAgent
+from litpipe.agents.relationship_analysis.insights import InsightsAgent
+from litpipe.agents.relationship_analysis.relationships import RelationshipsAgent
+from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
+from litpipe.defs.partitions import collections
+from litpipe.defs.report_metadata import analysis_plots, analysis_preview, markdown_metadata
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    LLMResource,
+    RetrievalResource,
+)
+from litpipe.defs.run_failures import why_not_built
+from litpipe.defs.versions import ASKING, CodeVersion
+from litpipe.schemas import (
+    CrossPaperQuestions,
+    LeftOutPaper,
+    PaperAbstract,
+    PaperAnswers,
+    RelationshipAnalysis,
+)
+from litpipe.settings import Settings
+from litpipe.workflows import relationship_analysis as workflow
+from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
+
+ANALYSIS_AGENTS = ("insights", "relationships", "followups")
+
+
+STEP = ModelStep(
+    agents=(*ANALYSIS_AGENTS, *ASKING_AGENTS),
+    code=CodeVersion(
+        agents=(InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
+        # Follow-up questions are retrieved and answered like a paper's own.
+        versions=(ASKING,),
+        modules=(workflow,),
+        settings=("min_insights_per_paper", "follow_up_questions"),
+    ),
+)
+
+
+def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+    @STEP.asset(
+        settings,
+        partitions_def=collections,
+        group_name="relationship_analysis",
+        deps=[dg.AssetDep("paper_answers", partition_mapping=dg.AllPartitionMapping())],
+        description="One key insight per question-and-answer pair (none skipped), typed "
+        "relationships between insights of different papers (extension, contradiction, "
+        "complementary, improvement, parallel), an overall theme and a narrative naming every "
+        "paper; thin papers are asked follow-up questions first. Papers without answers (their "
+        "own assets failed) are left out, each named with why.",
+    )
+    def relationship_analysis(
+        context: dg.AssetExecutionContext,
+        cross_paper_questions: CrossPaperQuestions,
+        catalog: CatalogResource,
+        artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
+        lancedb: LanceDBResource,
+        retrieval: RetrievalResource,
+        llm: LLMResource,
+    ) -> dg.Output[RelationshipAnalysis]:
+        collection = context.partition_key
+        members = catalog.catalog().papers(collection)
+        answers = artifacts.of_papers("paper_answers", members, PaperAnswers)
+        if not answers:
+            raise dg.Failure(
+                f"{collection}: no paper has answers yet; run its papers first",
+                allow_retries=False,
+            )
+        abstracts = artifacts.of_papers("paper_abstract", answers, PaperAbstract)
+        store, model = lancedb.store(), embedder.embedder()
+        with STEP.run(context, llm) as step:
+            client = step.client()
+            follow_up = follow_up_answerer(
+                collection,
+                lambda paper_id: retrieval.retriever(store, model, collection, paper_id=paper_id),
+                reranker_for(step.settings, step.prompts, client),
+                step.settings,
+                step.prompts,
+                client,
+            )
+            analysis = analyse(
+                collection,
+                answers,
+                cross_paper_questions,
+                abstracts,
+                follow_up,
+                step.settings,
+                step.prompts,
+                client,
+            )
+        # A paper whose own assets failed costs the others nothing: it is named, with why.
+        analysis.left_out = [
+            LeftOutPaper(
+                paper_id=paper, reason=why_not_built(context.instance, paper, "paper_answers")
+            )
+            for paper in members
+            if paper not in answers
+        ]
+        distribution = analysis.type_distribution
+        total = sum(distribution.values())
+        if total >= 3 and max(distribution.values()) == total:
+            context.log.warning(
+                f"{collection}: all {total} relationships are of one type "
+                f"({max(distribution, key=distribution.__getitem__)}): a sign the analysis "
+                "did not tell the papers apart"
+            )
+        return step.output(
+            analysis,
+            {
+                "engine": analysis.engine,
+                "papers": len(analysis.papers),
+                "insights": len(analysis.insights),
+                "relationships": total,
+                "relationship_types": dg.MetadataValue.json(distribution),
+                "follow_up_papers": len(analysis.follow_ups),
+                "left_out": dg.MetadataValue.json(
+                    {paper.paper_id: paper.reason for paper in analysis.left_out}
+                ),
+                "theme": analysis.theme,
+                "narrative": markdown_metadata(analysis.narrative),
+                "preview": analysis_preview(analysis),
+                **analysis_plots(
+                    analysis, {paper: abstract.title for paper, abstract in abstracts.items()}
+                ),
+            },
+        )
+
+    return [relationship_analysis]

@@ -1,0 +1,55 @@
+"""`cross_paper_questions`: comparative questions written from all the abstracts together, each
+searched across every paper of the collection and answered."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from litpipe.agents.base import engine_name
+from litpipe.agents.cross_paper_questions import comparative_questions
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import CrossPaperQuestions, PaperAbstract, PaperQuestions
+from litpipe.settings import Settings
+from litpipe.workflows.paper_answers import ask
+
+if TYPE_CHECKING:
+    from litpipe.agents.base import ModelClient
+    from litpipe.retrieval.hybrid import HybridRetriever
+    from litpipe.retrieval.rerank import Reranker
+
+
+def cross_paper(
+    collection: str,
+    abstracts: list[PaperAbstract],
+    retriever: HybridRetriever,
+    reranker: Reranker,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> CrossPaperQuestions:
+    """`cross_paper_questions`: comparative questions from all the abstracts together, each
+    searched across every paper of the collection and answered."""
+    questions = comparative_questions(collection, abstracts, settings, prompts, client)
+    answers = (
+        ask(
+            PaperQuestions(
+                paper_id="",
+                engine=engine_name(settings.route("cross_paper_questions")),
+                questions=questions,
+            ),
+            collection,
+            retriever,
+            reranker,
+            "all",
+            settings,
+            prompts,
+            client,
+        )
+        if questions
+        else []
+    )
+    return CrossPaperQuestions(
+        collection=collection,
+        engine=engine_name(settings.route("cross_paper_questions")),
+        answers=answers,
+    )

@@ -1,0 +1,292 @@
+"""The nightly digest: the papers that arrived on a day, each in brief, and how their insights
+relate to those of the papers their collections held before that day.
+
+Runs without Dagster (`build_digest(day, arrivals, before, sources, settings, prompts, client)`);
+the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
+key insights (the `insights` agent, as the relationship analysis makes them); the existing
+papers' insights come from their collection's last `relationship_analysis` when it covers them,
+else from their answers; the `relationships` agent relates the two sets (offline: term overlap
+and cue words), and only relationships touching a new insight are kept.
+
+A paper that arrived but has no answers yet (its runs had not finished, or it failed) is listed
+as not yet analysed, with what is known of it, rather than failing the digest: building the
+day's partition again once its answers exist brings it in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from litpipe.agents.base import engine_name
+from litpipe.agents.relationship_analysis.insights import insights_for
+from litpipe.agents.relationship_analysis.relationships import relate
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.text import content_terms
+from litpipe.schemas import (
+    Answer,
+    Digest,
+    DigestCollection,
+    DigestPaper,
+    Insight,
+    PaperAbstract,
+    PaperAnswers,
+    PaperArrival,
+    RelationshipAnalysis,
+    RetrievedChunk,
+)
+from litpipe.settings import Settings
+from litpipe.text import strip_markers
+
+if TYPE_CHECKING:
+    from litpipe.agents.base import ModelClient
+
+DIGEST_AGENTS = ("insights", "relationships")
+# The existing insights nearest to the new ones that the relationships agent is given: however
+# large the collection grows, a model's prompt stays bounded (offline, the strongest relations
+# are among the nearest anyway).
+MAX_EXISTING_INSIGHTS = 60
+NEW, EXISTING = "n", "e"
+
+
+class DigestSources(Protocol):
+    """What the digest reads of the stages before it."""
+
+    def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]: ...
+
+    def answers(self, paper_ids: Iterable[str]) -> dict[str, PaperAnswers]: ...
+
+    def analysis(self, collection: str) -> RelationshipAnalysis | None: ...
+
+
+@dataclass
+class MappingSources:
+    """Sources held in memory (a notebook's, a test's): papers without an entry have none."""
+
+    abstract_of: Mapping[str, PaperAbstract] = field(default_factory=dict)
+    answers_of: Mapping[str, PaperAnswers] = field(default_factory=dict)
+    analysis_of: Mapping[str, RelationshipAnalysis] = field(default_factory=dict)
+
+    def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]:
+        return {p: self.abstract_of[p] for p in paper_ids if p in self.abstract_of}
+
+    def answers(self, paper_ids: Iterable[str]) -> dict[str, PaperAnswers]:
+        return {p: self.answers_of[p] for p in paper_ids if p in self.answers_of}
+
+    def analysis(self, collection: str) -> RelationshipAnalysis | None:
+        return self.analysis_of.get(collection)
+
+
+def digest_engine(settings: Settings) -> str:
+    return " + ".join(dict.fromkeys(engine_name(settings.route(a)) for a in DIGEST_AGENTS))
+
+
+def build_digest(
+    day: date,
+    arrivals: Sequence[PaperArrival],
+    before: Mapping[str, list[str]],
+    sources: DigestSources,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> Digest:
+    """The digest of `day`: `arrivals` are the papers that arrived that day, `before` each of
+    their collections' papers that arrived earlier (papers that arrived later are in neither,
+    so a day's digest built again later says the same)."""
+    new_ids = [arrival.paper_id for arrival in arrivals]
+    abstracts = sources.abstracts(new_ids)
+    answers = sources.answers(new_ids)
+    asked = [answer for p in new_ids if p in answers for answer in answers[p].answers]
+    found = insights_for(asked, settings, prompts, client)
+    new_insights = _by_paper(_renumbered(_distinct(found), NEW))
+    titles = {arrival.paper_id: _title(arrival, abstracts) for arrival in arrivals}
+    papers = [
+        DigestPaper(
+            paper_id=arrival.paper_id,
+            title=titles[arrival.paper_id],
+            arrived_at=arrival.arrived_at,
+            collections=arrival.collections,
+            abstract=abstracts[arrival.paper_id].abstract if arrival.paper_id in abstracts else "",
+            analysed=arrival.paper_id in answers,
+            insights=new_insights.get(arrival.paper_id, []),
+        )
+        for arrival in arrivals
+    ]
+    pool = _evidence(answers.values())
+    collections: list[DigestCollection] = []
+    for collection in dict.fromkeys(c for arrival in arrivals for c in arrival.collections):
+        here = [a.paper_id for a in arrivals if collection in a.collections]
+        related, existing_pool = _related(
+            collection,
+            [i for paper_id in here for i in new_insights.get(paper_id, [])],
+            before.get(collection, []),
+            sources,
+            titles,
+            settings,
+            prompts,
+            client,
+        )
+        collections.append(related.model_copy(update={"new_papers": here}))
+        pool.update(existing_pool)
+    shown = [i for paper in papers for i in paper.insights]
+    shown += [i for c in collections for i in c.insights]
+    cited = dict.fromkeys(chunk for i in shown for c in i.citations for chunk in c.chunk_ids)
+    return Digest(
+        day=day.isoformat(),
+        engine=digest_engine(settings),
+        engines={agent: engine_name(settings.route(agent)) for agent in DIGEST_AGENTS},
+        papers=papers,
+        collections=collections,
+        titles=titles,
+        passages=[pool[chunk_id] for chunk_id in cited if chunk_id in pool],
+    )
+
+
+def _related(
+    collection: str,
+    new: list[Insight],
+    before: list[str],
+    sources: DigestSources,
+    titles: dict[str, str],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> tuple[DigestCollection, dict[str, RetrievedChunk]]:
+    """The relationships of a collection's new insights (among themselves and with its existing
+    ones), the existing insights they name, and those insights' passages. `titles` (the new
+    papers') gains the existing papers named."""
+    existing, origins, analysis = _existing_insights(
+        collection, before, sources, settings, prompts, client
+    )
+    candidates = _nearest(new, existing, MAX_EXISTING_INSIGHTS)
+    names = {p: titles[p] for p in dict.fromkeys(i.paper_id for i in new)}
+    relationships = []
+    if new and (candidates or len({i.paper_id for i in new}) > 1):
+        candidate_papers = list(dict.fromkeys(i.paper_id for i in candidates))
+        known = {p: a.title for p, a in sources.abstracts(candidate_papers).items()}
+        names.update({p: " ".join(known.get(p, p).split()) for p in candidate_papers})
+        given = [*new, *candidates]
+        # The agent sees `i01`, `i02`, ... as in a collection's analysis (short ids a model
+        # copies back reliably); its relationships are mapped back to the digest's ids.
+        ids = {f"i{index:02d}": i.insight_id for index, i in enumerate(given, start=1)}
+        labelled = [
+            i.model_copy(update={"insight_id": label}) for label, i in zip(ids, given, strict=True)
+        ]
+        draft = relate(collection, labelled, names, settings, prompts, client)
+        fresh = {insight.insight_id for insight in new}
+        relationships = [
+            r.model_copy(update={"source": ids[r.source], "target": ids[r.target]})
+            for r in draft.relationships
+            if ids[r.source] in fresh or ids[r.target] in fresh
+        ]
+    named = {insight_id for r in relationships for insight_id in (r.source, r.target)}
+    shown = [insight for insight in candidates if insight.insight_id in named]
+    titles.update({insight.paper_id: names[insight.paper_id] for insight in shown})
+    answered = sources.answers(dict.fromkeys(i.paper_id for i in shown))
+    follow_ups = [a for f in analysis.follow_ups for a in f.answers] if analysis else []
+    return (
+        DigestCollection(
+            collection=collection,
+            new_papers=[],
+            existing_papers=len(before),
+            existing_insights_from=origins,
+            insights=shown,
+            relationships=relationships,
+        ),
+        _evidence(answered.values(), follow_ups),
+    )
+
+
+def _existing_insights(
+    collection: str,
+    before: list[str],
+    sources: DigestSources,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> tuple[list[Insight], list[str], RelationshipAnalysis | None]:
+    """The insights of the papers the collection held before the day: from its last analysis
+    for the papers it covers (no model call), from their answers for the others."""
+    analysis = sources.analysis(collection) if before else None
+    covered = set(analysis.papers).intersection(before) if analysis else set()
+    from_analysis = [i for i in analysis.insights if i.paper_id in covered] if analysis else []
+    missing = sources.answers(p for p in before if p not in covered)
+    computed = (
+        insights_for(
+            [a for paper in missing.values() for a in paper.answers], settings, prompts, client
+        )
+        if missing
+        else []
+    )
+    origins = ["relationship_analysis"] * bool(from_analysis) + ["paper_answers"] * bool(computed)
+    return _renumbered(_distinct([*from_analysis, *computed]), EXISTING), origins, analysis
+
+
+def _renumbered(insights: list[Insight], kind: str) -> list[Insight]:
+    """Ids `<paper>/<kind><k>`, unique across new (`n`) and existing (`e`) insights of any
+    papers, whichever analysis numbered them; comparative insights (no one paper) left out."""
+    count: dict[str, int] = {}
+    kept = []
+    for insight in insights:
+        if not insight.paper_id:
+            continue
+        count[insight.paper_id] = count.get(insight.paper_id, 0) + 1
+        insight_id = f"{insight.paper_id}/{kind}{count[insight.paper_id]}"
+        kept.append(insight.model_copy(update={"insight_id": insight_id}))
+    return kept
+
+
+def _distinct(insights: list[Insight]) -> list[Insight]:
+    """Without repeats of an earlier insight of the same paper: several questions answered from
+    one sentence give the same insight, which a brief should say once."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for insight in insights:
+        key = (insight.paper_id, " ".join(strip_markers(insight.text).split()).casefold())
+        if key not in seen:
+            seen.add(key)
+            kept.append(insight)
+    return kept
+
+
+def _by_paper(insights: list[Insight]) -> dict[str, list[Insight]]:
+    grouped: dict[str, list[Insight]] = {}
+    for insight in insights:
+        grouped.setdefault(insight.paper_id, []).append(insight)
+    return grouped
+
+
+def _nearest(new: list[Insight], existing: list[Insight], limit: int) -> list[Insight]:
+    """The `limit` existing insights sharing the largest share of terms with some new one, in
+    their own order."""
+    if len(existing) <= limit:
+        return existing
+    new_terms = [content_terms(strip_markers(insight.text)) for insight in new]
+
+    def closeness(insight: Insight) -> float:
+        terms = content_terms(strip_markers(insight.text))
+        return max((len(terms & t) / (len(terms | t) or 1) for t in new_terms), default=0.0)
+
+    nearest = set(sorted(range(len(existing)), key=lambda i: -closeness(existing[i]))[:limit])
+    return [insight for index, insight in enumerate(existing) if index in nearest]
+
+
+def _evidence(
+    answers: Iterable[PaperAnswers], extra: Iterable[Answer] = ()
+) -> dict[str, RetrievedChunk]:
+    """The passages the answers were written from, by chunk id."""
+    every = [*(a for paper in answers for a in paper.answers), *extra]
+    return {chunk.chunk_id: chunk for answer in every for chunk in answer.evidence}
+
+
+def _title(arrival: PaperArrival, abstracts: Mapping[str, PaperAbstract]) -> str:
+    """Its title, or, before its abstract is built, what its file or row is called."""
+    abstract = abstracts.get(arrival.paper_id)
+    if abstract is not None and abstract.title.strip():
+        return " ".join(abstract.title.split())
+    source = arrival.source
+    name = Path(source.path).name
+    return f"{name} row {source.row_number}" if source.row_number is not None else name

@@ -1,0 +1,62 @@
+"""`paper_answers`: each paper's questions answered only from their evidence, and the same for
+questions asked later (follow-ups, comparative questions), which are searched first.
+
+    evidence = gather_evidence(questions, collection, retriever, reranker, "own", 100, 20, 3)
+    answers = answer_paper(evidence, settings, prompts, client)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from litpipe.agents.answers import answer_questions, answers_engine
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.evidence import gather_evidence
+from litpipe.schemas import Answer, PaperAnswers, PaperEvidence, PaperQuestions
+from litpipe.settings import Settings
+
+if TYPE_CHECKING:
+    from litpipe.agents.base import BatchClient
+    from litpipe.retrieval.hybrid import HybridRetriever, Scope
+    from litpipe.retrieval.rerank import Reranker
+
+
+def answer_paper(
+    evidence: PaperEvidence,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> PaperAnswers:
+    """`paper_answers`: every question of the paper answered only from its evidence."""
+    answers = answer_questions(evidence.questions, settings, prompts, client)
+    return PaperAnswers(
+        paper_id=evidence.paper_id,
+        collection=evidence.collection,
+        mode=settings.answer_mode,
+        engine=answers_engine(settings),
+        answers=answers,
+    )
+
+
+def ask(
+    questions: PaperQuestions,
+    collection: str,
+    retriever: HybridRetriever,
+    reranker: Reranker,
+    scope: Scope,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[Answer]:
+    """Questions retrieved (candidates, fusion, MMR, reranking) and answered like a paper's own."""
+    evidence = gather_evidence(
+        questions,
+        collection,
+        retriever,
+        reranker,
+        scope=scope,
+        candidates=settings.retrieval_candidates,
+        rerank_candidates=settings.rerank_candidates,
+        keep=settings.evidence_per_question,
+    )
+    return answer_questions(evidence.questions, settings, prompts, client)

@@ -1,0 +1,142 @@
+"""`relationship_analysis` (X-Sum's "pipeline 2" after the answers): one insight per
+question-and-answer pair, typed relationships between papers, theme and narrative, refined by
+follow-up questions for thin papers. The expert synthesis and its plain-language version are
+written from the analysis by `litpipe/workflows/synthesis.py`.
+
+    follow_up = follow_up_answerer(collection, retriever_of, reranker, settings, prompts, client)
+    analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings,
+                       prompts, client)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from litpipe.agents.base import engine_name
+from litpipe.agents.relationship_analysis.followups import follow_up_questions, thin_papers
+from litpipe.agents.relationship_analysis.insights import insights_for
+from litpipe.agents.relationship_analysis.relationships import (
+    papers_named,
+    relate,
+    type_distribution,
+)
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.schemas import (
+    Answer,
+    CrossPaperQuestions,
+    FollowUp,
+    PaperAbstract,
+    PaperAnswers,
+    PaperQuestions,
+    Question,
+    RelationshipAnalysis,
+)
+from litpipe.settings import Settings
+from litpipe.workflows.paper_answers import ask
+
+if TYPE_CHECKING:
+    from litpipe.agents.base import BatchClient, ModelClient
+    from litpipe.retrieval.hybrid import HybridRetriever
+    from litpipe.retrieval.rerank import Reranker
+
+logger = logging.getLogger(__name__)
+
+# Asks questions of one paper's chunks (follow-ups) and answers them from what it finds.
+FollowUpAnswerer = Callable[[str, list[Question]], list[Answer]]
+
+
+def follow_up_answerer(
+    collection: str,
+    retriever_of: Callable[[str], HybridRetriever],
+    reranker: Reranker,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> FollowUpAnswerer:
+    """What `analyse` asks a thin paper's follow-up questions with: each searched in that paper's
+    own chunks (`retriever_of(paper_id)`) and answered like its own questions."""
+
+    def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
+        return ask(
+            PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
+            collection,
+            retriever_of(paper_id),
+            reranker,
+            "own",
+            settings,
+            prompts,
+            client,
+        )
+
+    return follow_up
+
+
+def analyse(
+    collection: str,
+    answers: dict[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+    abstracts: dict[str, PaperAbstract],
+    follow_up: FollowUpAnswerer,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> RelationshipAnalysis:
+    """`relationship_analysis`: insights, relationships, theme and narrative; papers left thin
+    (too few insights, or absent from the narrative) are asked follow-up questions once, and the
+    analysis is made again with their answers."""
+    papers = list(answers)
+    titles = {paper_id: abstracts[paper_id].title for paper_id in papers}
+    pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
+    pairs += comparative.answers if comparative is not None else []
+
+    insights = insights_for(pairs, settings, prompts, client)
+    draft = relate(collection, insights, titles, settings, prompts, client)
+    thin = thin_papers(
+        papers,
+        insights,
+        papers_named(draft.narrative, draft.citations, titles),
+        settings.min_insights_per_paper,
+    )
+    follow_ups = []
+    for paper_id, reason in thin.items():
+        asked = [answer.question for answer in answers[paper_id].answers]
+        questions = follow_up_questions(
+            abstracts[paper_id], asked, reason, settings, prompts, client
+        )
+        if questions:
+            follow_ups.append(
+                FollowUp(paper_id=paper_id, reason=reason, answers=follow_up(paper_id, questions))
+            )
+    if follow_ups:
+        logger.info(
+            "%s: follow-up questions for %d thin papers: %s",
+            collection,
+            len(follow_ups),
+            ", ".join(item.paper_id for item in follow_ups),
+        )
+        extra = [answer for item in follow_ups for answer in item.answers]
+        insights = insights_for(_in_paper_order(pairs, extra, papers), settings, prompts, client)
+        draft = relate(collection, insights, titles, settings, prompts, client)
+    return RelationshipAnalysis(
+        collection=collection,
+        engine=engine_name(settings.route("relationships")),
+        papers=papers,
+        theme=draft.theme,
+        narrative=draft.narrative,
+        insights=insights,
+        relationships=draft.relationships,
+        type_distribution=type_distribution(draft.relationships),
+        follow_ups=follow_ups,
+    )
+
+
+def _in_paper_order(pairs: list[Answer], extra: list[Answer], papers: list[str]) -> list[Answer]:
+    """The follow-up answers placed after their paper's own, comparative answers last."""
+    order = {paper_id: index for index, paper_id in enumerate(papers)}
+    combined = [*pairs, *extra]
+    return sorted(
+        combined,
+        key=lambda answer: order.get(answer.question.paper_id, len(papers)),
+    )

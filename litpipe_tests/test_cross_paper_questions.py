@@ -1,0 +1,91 @@
+"""Comparative questions across a collection: offline pairs by shared words, covering the
+papers; a model's paper ids checked (through the local stub)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from litpipe.agents.cross_paper_questions import comparative_questions
+from litpipe.llm.client import LLMClient
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import PaperAbstract
+from litpipe.settings import Settings
+from litpipe_tests.stub_llm import StubLLM, stub_settings
+
+
+def abstract(paper_id: str, title: str, text: str) -> PaperAbstract:
+    return PaperAbstract(
+        paper_id=paper_id, title=title, abstract=text, source="parsed", engine="parsed"
+    )
+
+
+ABSTRACTS = [
+    abstract(
+        "base",
+        "Base editing corrects sickle cell disease",
+        "We correct the sickle mutation of the HBB gene with adenine base editing in "
+        "haematopoietic stem cells.",
+    ),
+    abstract(
+        "microcins",
+        "Class II microcins in Enterobacterales",
+        "Genome mining reveals widespread class II microcins across Enterobacterales genomes.",
+    ),
+    abstract(
+        "prime",
+        "Prime editing of the HBB gene",
+        "Prime editing of the HBB gene in haematopoietic stem cells corrects the sickle "
+        "mutation with few indels.",
+    ),
+]
+
+
+def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, cross_paper_questions=4)
+    questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), None)
+    assert [q.question_id for q in questions] == [f"col:x{i:02d}" for i in range(4)]
+    assert all(q.style == "comparative" and q.paper_id == "" for q in questions)
+    assert all(q.text.endswith("?") for q in questions)
+    # The most alike pair first; every paper compared at least once.
+    assert set(questions[0].papers) == {"base", "prime"}
+    assert {paper for q in questions for paper in q.papers} == {"base", "microcins", "prime"}
+    titles = {a.paper_id: a.title for a in ABSTRACTS}
+    for question in questions:
+        assert len(question.papers) == 2
+        for paper in question.papers:
+            assert f'"{titles[paper]}"' in question.text
+    assert len({q.text for q in questions}) == 4
+
+
+def test_a_single_paper_has_nothing_to_compare(tmp_path: Path, stub_llm: StubLLM) -> None:
+    settings = stub_settings(tmp_path, stub_llm)
+    client = LLMClient(settings, UsageLedger())
+    assert comparative_questions("col", ABSTRACTS[:1], settings, PromptLibrary(None), client) == []
+    assert stub_llm.request_count == 0
+
+
+def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: StubLLM) -> None:
+    stub_llm.script(
+        "stub-cross",
+        {
+            "questions": [
+                {"papers": ["base", "prime", "ghost"], "text": "How do the editors differ?"},
+                {"papers": ["base", "ghost"], "text": "Does ghost agree with base?"},
+                {"papers": ["microcins", "base"], "text": "What links microcins and editing?"},
+            ]
+        },
+    )
+    settings = stub_settings(
+        tmp_path, stub_llm, agents={"cross_paper_questions": {"model": "openai/stub-cross"}}
+    )
+    client = LLMClient(settings, UsageLedger())
+    questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client)
+    assert [(q.question_id, q.papers, q.text) for q in questions] == [
+        ("col:x00", ["base", "prime"], "How do the editors differ?"),
+        ("col:x01", ["microcins", "base"], "What links microcins and editing?"),
+    ]
+    (request,) = stub_llm.requests
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    for one in ABSTRACTS:
+        assert one.paper_id in user and one.abstract in user
