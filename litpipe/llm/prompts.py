@@ -65,7 +65,7 @@ class PromptLibrary:
         packaged = resources.files("litpipe").joinpath("prompts", f"{agent}.md")
         if packaged.is_file():
             return packaged.read_text("utf-8")
-        looked = [f"{override} (prompts_dir)"] if override is not None else []
+        looked = [f"{override} (llm.prompts_dir)"] if override is not None else []
         looked.append(f"{PACKAGED_PROMPTS}/{agent}.md (packaged)")
         raise PromptNotFoundError(f"no prompt for agent {agent!r}: looked in {', '.join(looked)}")
 

@@ -60,7 +60,7 @@ def answer_paper(
     return PaperAnswers(
         paper_id=evidence.paper_id,
         collection=evidence.collection,
-        mode=settings.answer_mode,
+        mode=settings.synthesis.answer_mode,
         engine=answers_engine(settings),
         answers=answers,
     )
@@ -83,9 +83,9 @@ def ask(
         retriever,
         reranker,
         scope=scope,
-        candidates=settings.retrieval_candidates,
-        rerank_candidates=settings.rerank_candidates,
-        keep=settings.evidence_per_question,
+        candidates=settings.retrieval.candidates,
+        rerank_candidates=settings.retrieval.rerank_candidates,
+        keep=settings.retrieval.evidence_per_question,
     )
     return answer_questions(evidence.questions, settings, prompts, client)
 
@@ -177,7 +177,7 @@ def analyse(
         papers,
         insights,
         papers_named(draft.narrative, draft.citations, titles),
-        settings.min_insights_per_paper,
+        settings.synthesis.min_insights_per_paper,
     )
     follow_ups = []
     for paper_id, reason in thin.items():

@@ -24,7 +24,9 @@ from litpipe.workflows import relational
 STEP = ModelStep(
     agents=(CrossQuestionsAgent.name, *ASKING_AGENTS),
     code=CodeVersion(
-        agents=(CrossQuestionsAgent(),), versions=(ASKING,), settings=("cross_paper_questions",)
+        agents=(CrossQuestionsAgent(),),
+        versions=(ASKING,),
+        settings=("synthesis.cross_paper_questions",),
     ),
 )
 

@@ -38,7 +38,7 @@ STEP = ModelStep(
         agents=(InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
         # Follow-up questions are retrieved and answered like a paper's own.
         versions=(ASKING,),
-        settings=("min_insights_per_paper", "follow_up_questions"),
+        settings=("synthesis.min_insights_per_paper", "synthesis.follow_up_questions"),
     ),
 )
 
