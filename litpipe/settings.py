@@ -429,7 +429,7 @@ class FlatSettingWarning(DeprecationWarning):
 
 
 # Python hides a DeprecationWarning raised outside __main__: this one is the user's to act on
-# (their environment, litpipe.toml or code), so it is shown, once per name and place.
+# (their environment, litpipe.toml or code), so it is shown, once per name in a process.
 warnings.filterwarnings("default", category=FlatSettingWarning)
 
 
@@ -462,10 +462,7 @@ def _nest_flat_names(
             FlatSettingWarning,
             stacklevel=2,
         )
-        given = nested.get(group, {})
-        if isinstance(given, BaseModel):
-            given = given.model_dump(exclude_unset=True)
-        nested[group] = {name: nested.pop(flat), **given}
+        nested[group] = {name: nested.pop(flat), **nested.get(group, {})}
     return nested
 
 
