@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_common(related)
 
     args = parser.parse_args(argv)
-    settings = Settings(**settings_from_flags(args))
+    settings = Settings(**_settings_from_flags(args))
     if args.command in {"run", "backfill"} or (
         args.command == "eval" and args.evaluation != "retrieval"
     ):
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     return ui_command(settings, args.port)
 
 
-def settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the common flags give, nested as `Settings` takes them (a flag not given
     leaves its setting to the environment, litpipe.toml, the preset and the default)."""
 
