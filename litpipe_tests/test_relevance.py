@@ -48,13 +48,8 @@ def scripted_relevance(body: dict[str, Any]) -> dict[str, Any]:
 def model_reranker(
     home: Path, stub: StubLLM, **overrides: Any
 ) -> tuple[LLMRelevanceReranker, Settings]:
-    settings = stub_settings(
-        home,
-        stub,
-        **overrides,
-        llm={"model": "openai/stub-model"},
-        retrieval={"reranker": "relevance"},
-    )
+    llm = {"model": "openai/stub-model"} | overrides.pop("llm", {})
+    settings = stub_settings(home, stub, llm=llm, retrieval={"reranker": "relevance"}, **overrides)
     client = LLMClient(settings, UsageLedger())
     reranker = reranker_for(settings, PromptLibrary(None), client)
     assert isinstance(reranker, LLMRelevanceReranker)
