@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write scholarqa_eval.json here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
-        settings = Settings(home=Path(home), llm_model=args.model, llm_api_base=args.api_base)
+        settings = Settings(home=Path(home), llm={"model": args.model, "api_base": args.api_base})
         started = time.perf_counter()
         evaluation = evaluate_scholarqa(settings, args.dataset, args.limit)
         wall = time.perf_counter() - started

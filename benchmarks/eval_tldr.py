@@ -61,7 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     grid = tune(args.dev) if args.tune else None
     with tempfile.TemporaryDirectory() as home:
-        overrides = {"llm_model": args.model} if args.model else {}
+        overrides = {"llm": {"model": args.model}} if args.model else {}
         evaluation = evaluate_tldr(Settings(home=Path(home), **overrides), args.dataset, args.limit)
     print(format_table(evaluation))
     print(

@@ -41,7 +41,7 @@ from litpipe.ingest.pdf import parse_pdf
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks
-from litpipe.settings import DEFAULT_EMBEDDER, Settings
+from litpipe.settings import DEFAULT_EMBEDDER, IngestSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 _Item = TypeVar("_Item")
@@ -108,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     pdfs = sorted(args.pdfs.glob("*.pdf"))
     if not pdfs:
         parser.error(f"no PDF in {args.pdfs}")
-    defaults = Settings.model_fields
-    batch_size = defaults["embed_batch_size"].default
-    overlap = defaults["chunk_overlap_tokens"].default
+    defaults = IngestSettings()
+    batch_size = defaults.embed_batch_size
+    overlap = defaults.chunk_overlap_tokens
     embedder = Embedder(DEFAULT_EMBEDDER, batch_size=batch_size)
     pages = 0
     for path in pdfs:

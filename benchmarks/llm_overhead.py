@@ -2,7 +2,7 @@
 
 Both sides send the same requests to the same local stub server (litpipe_tests/stub_llm.py,
 holding each request `--latency` seconds, as a provider would): `--calls` concurrent calls at
-once (the client with llm_concurrency equal to them and its cache off), for each of the two
+once (the client with llm.concurrency equal to them and its cache off), for each of the two
 ways the client asks for structured output:
 
 - `json_schema`: `openai/gpt-4o-mini`, a model litellm says takes a JSON-schema response format
@@ -141,7 +141,7 @@ async def timed_calls(call: Callable[[_Item], Awaitable[object]], batch: Sequenc
 
 
 async def compare(client: LLMClient, route: Route, calls: int, rounds: int) -> dict[str, Any]:
-    timeout_s = client.settings.llm_timeout_s
+    timeout_s = client.settings.llm.timeout_s
 
     async def bare(batch: Batch) -> Timing:
         # Built before the clock starts; timed on the loop where litellm's state lives (see
@@ -219,10 +219,7 @@ async def measure(stub: StubLLM, home: Path, args: argparse.Namespace) -> dict[s
     for way, model in MODELS.items():
         settings = Settings(
             home=home / way,
-            llm_model=model,
-            llm_api_base=stub.url,
-            llm_concurrency=args.calls,
-            llm_cache=False,
+            llm={"model": model, "api_base": stub.url, "concurrency": args.calls, "cache": False},
         )
         client = LLMClient(settings, UsageLedger(home / f"{way}.jsonl"))
         route = settings.route("findings")
@@ -230,7 +227,10 @@ async def measure(stub: StubLLM, home: Path, args: argparse.Namespace) -> dict[s
         usage = client.usage.summary()
         assert usage.failed == 0 and usage.made == 2 * args.calls * (args.rounds + 1)
 
-        cached_client = LLMClient(settings.model_copy(update={"llm_cache": True}), UsageLedger())
+        cached_client = LLMClient(
+            settings.model_copy(update={"llm": settings.llm.model_copy(update={"cache": True})}),
+            UsageLedger(),
+        )
         hit_s = await cache_hits(cached_client, route, args.calls)
         assert cached_client.usage.summary().cached == args.calls
 

@@ -3,7 +3,7 @@ the concurrency bound.
 
 `--abstracts` abstracts of the bundled ICLR table (default 300) are each debated against one
 research idea through the LLM client (`score_references`, the related-work workflow's own
-path: one batch, `llm_concurrency` calls in flight at most), the model being the local stub
+path: one batch, `llm.concurrency` calls in flight at most), the model being the local stub
 server (litpipe_tests/stub_llm.py) holding every request `--delay` seconds. For each bound of
 `--bounds` (default 1, 8, 16) a fresh stub and client (cache off) score them all; the stub counts
 the most requests it held at once.
@@ -83,10 +83,12 @@ def candidates(count: int) -> list[RetrievedReference]:
 def settings_for(home: Path, stub: StubLLM, bound: int) -> Settings:
     return Settings(
         home=home,
-        llm_model="openai/stub",
-        llm_api_base=stub.url,
-        llm_concurrency=bound,
-        llm_cache=False,  # every abstract a model call, every run
+        llm={
+            "model": "openai/stub",
+            "api_base": stub.url,
+            "concurrency": bound,
+            "cache": False,  # every abstract a model call, every run
+        },
     )
 
 

@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as temporary:
         # Offline whatever the environment says: this measures the offline engine.
-        settings = Settings(home=args.home or Path(temporary), llm_model="offline", agents={})
+        settings = Settings(
+            home=args.home or Path(temporary), llm={"model": "offline", "agents": {}}
+        )
         evaluation = evaluate_related_work(settings, args.dataset)
     results = evaluation.per_example
     half = len(results) // 2

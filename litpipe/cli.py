@@ -9,11 +9,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from litpipe.files import write_atomically
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
-from litpipe.settings import OFFLINE, Settings, StructuredOutput
+from litpipe.settings import OFFLINE, Settings, StructuredOutput, preset_names
 from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     backfill.add_argument("--collection", help="only this collection's papers (default: all)")
     backfill.add_argument(
-        "--batch", type=int, help="papers per run (default: backfill_batch_size, 25)"
+        "--batch", type=int, help="papers per run (default: operations.backfill_batch_size, 25)"
     )
     _add_common(backfill)
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     retrieval.add_argument(
         "--rerank-candidates",
         type=int,
-        help="hybrid chunks each reranker reorders (default: the rerank_candidates setting, 20)",
+        help="hybrid chunks each reranker reorders (default: retrieval.rerank_candidates, 20)",
     )
     retrieval.add_argument("--max-queries", type=int, help="score only the first N queries")
     retrieval.add_argument(
@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     ask.add_argument("--paper", required=True, help="the paper's id, as `litpipe run` prints it")
     ask.add_argument("query", nargs="*", help="what the summary should focus on")
     ask.add_argument(
-        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+        "--max-iterations",
+        type=int,
+        help="loop passes at most (default: query_summary.max_iterations)",
     )
     _add_common(ask)
 
@@ -143,30 +145,19 @@ def main(argv: list[str] | None = None) -> int:
     idea.add_argument("--idea", help="the research idea, as text")
     idea.add_argument("--idea-file", type=Path, help="a UTF-8 text file holding the idea")
     related.add_argument(
-        "--sentences", type=int, help="at most N sentences (default: related_work_sentences, 8)"
+        "--sentences", type=int, help="at most N sentences (default: related_work.sentences, 8)"
     )
     related.add_argument(
-        "--words", type=int, help="at most W words (default: related_work_words, 250)"
+        "--words", type=int, help="at most W words (default: related_work.words, 250)"
     )
     related.add_argument(
-        "--top-k", type=int, help="references given to the writer (default: related_work_top_k, 5)"
+        "--top-k", type=int, help="references given to the writer (default: related_work.top_k, 5)"
     )
     related.add_argument("--out", type=Path, help="also copy the Markdown to this file")
     _add_common(related)
 
     args = parser.parse_args(argv)
-    overrides = {
-        name: value
-        for name, value in {
-            "home": args.home,
-            "embedder": args.embedder,
-            "llm_model": args.model,
-            "llm_api_base": args.api_base,
-            "llm_structured_output": args.structured_output,
-        }.items()
-        if value is not None
-    }
-    settings = Settings(**overrides)
+    settings = Settings(**_settings_from_flags(args))
     if args.command in {"run", "backfill"} or (
         args.command == "eval" and args.evaluation != "retrieval"
     ):
@@ -205,6 +196,23 @@ def main(argv: list[str] | None = None) -> int:
             out=args.out,
         )
     return ui_command(settings, args.port)
+
+
+def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the common flags give, nested as `Settings` takes them (a flag not given
+    leaves its setting to the environment, litpipe.toml, the preset and the default)."""
+
+    def given(**values: object) -> dict[str, object]:
+        return {name: value for name, value in values.items() if value is not None}
+
+    groups = {
+        "ingest": given(embedder=args.embedder),
+        "llm": given(
+            model=args.model, api_base=args.api_base, structured_output=args.structured_output
+        ),
+    }
+    top = given(home=args.home, preset=args.preset)
+    return top | {group: values for group, values in groups.items() if values}
 
 
 def _run_stoppable(
@@ -250,8 +258,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--structured-output",
         choices=get_args(StructuredOutput),
         help="how the reply's JSON schema reaches the model: json_schema suits vLLM, llama.cpp, "
-        "Ollama and LM Studio (default: $LITPIPE_LLM_STRUCTURED_OUTPUT or auto, as litellm "
+        "Ollama and LM Studio (default: $LITPIPE_LLM__STRUCTURED_OUTPUT or auto, as litellm "
         "knows the model)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=preset_names(),
+        help="a named set of defaults: offline (no model), fast (fewer questions and "
+        "candidates, no reranker) or thorough (more candidates, debate reranking, multi-view "
+        "answers); any setting given otherwise wins (default: $LITPIPE_PRESET, or none)",
     )
 
 
@@ -264,7 +279,9 @@ def _add_paper_questions(parser: argparse.ArgumentParser, dataset_help: str, out
     parser.add_argument("--collection", help="collection name (default: the folder's name)")
     parser.add_argument("--out", type=Path, help=out_help)
     parser.add_argument(
-        "--max-iterations", type=int, help="loop passes at most (default: mais_max_iterations)"
+        "--max-iterations",
+        type=int,
+        help="loop passes at most (default: query_summary.max_iterations)",
     )
     _add_common(parser)
 
@@ -372,7 +389,7 @@ def run_command(
         return STOPPED_EXIT
     finished = time.perf_counter()
 
-    embedder = Embedder(settings.embedder)
+    embedder = Embedder(settings.ingest.embedder)
     store = ChunkStore(settings.lancedb_dir)
     ingested = [o for o in outcome_list if o.status != "failed"]
     report = RunReport(
@@ -391,7 +408,7 @@ def run_command(
         ),
         collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
-        engine=settings.llm_model or OFFLINE,
+        engine=settings.llm.model or OFFLINE,
         llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
         llm_calls_by_agent=papers_run.llm_usage_by_agent,
         tokens={"in": usage.tokens_in, "out": usage.tokens_out},
@@ -554,7 +571,7 @@ def backfill_command(
         return refused(f"--batch must be at least 1, not {batch}")
     try:
         # Before anything runs: a model that cannot be found fails here, not in every paper.
-        embedder_id = Embedder(settings.embedder).embedder_id
+        embedder_id = Embedder(settings.ingest.embedder).embedder_id
     except EmbedderError as error:
         return refused(str(error))
     if not settings.catalog_path.is_file():
@@ -566,7 +583,7 @@ def backfill_command(
     paper_ids = [p for c in ([collection] if collection else known) for p in catalog.papers(c)]
     if not paper_ids:
         return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
-    size = batch or settings.backfill_batch_size
+    size = batch or settings.operations.backfill_batch_size
     print(
         f"backfill of {len(paper_ids)} papers to {embedder_id}, at most {size} a batch",
         file=sys.stderr,
@@ -675,7 +692,9 @@ def eval_retrieval_command(
     }
     try:
         # Validated like any settings: a bad --rerank-candidates is a usage error.
-        settings = Settings.model_validate(settings.model_dump() | reranking)
+        values = settings.model_dump()
+        values["retrieval"] |= reranking
+        settings = Settings.model_validate(values)
         evaluation = evaluate_retrieval(settings, dataset, split, chosen, max_queries)
     except (OSError, ValueError, RerankerError) as error:
         print(f"litpipe eval retrieval: {error}", file=sys.stderr)
@@ -860,7 +879,9 @@ def _with_max_iterations(settings: Settings, max_iterations: int | None) -> Sett
         return settings
     if max_iterations < 1:
         raise ValueError(f"--max-iterations must be at least 1, not {max_iterations}")
-    return Settings.model_validate(settings.model_dump() | {"mais_max_iterations": max_iterations})
+    values = settings.model_dump()
+    values["query_summary"]["max_iterations"] = max_iterations
+    return Settings.model_validate(values)
 
 
 def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: int | None) -> int:
@@ -1033,15 +1054,16 @@ def ui_command(settings: Settings, port: int) -> int:
     # The code server reads its settings from the environment: hand it this command's. The
     # runs it launches inherit them: the api base, its password hidden in their config, too.
     flags = {
-        "LITPIPE_LLM_MODEL": settings.llm_model,
-        "LITPIPE_LLM_API_BASE": settings.llm_api_base,
-        "LITPIPE_LLM_STRUCTURED_OUTPUT": settings.llm_structured_output,
+        "LITPIPE_PRESET": settings.preset,
+        "LITPIPE_LLM__MODEL": settings.llm.model,
+        "LITPIPE_LLM__API_BASE": settings.llm.api_base,
+        "LITPIPE_LLM__STRUCTURED_OUTPUT": settings.llm.structured_output,
     }
     env = {
         **os.environ,
         "DAGSTER_HOME": str(settings.dagster_home),
         "LITPIPE_HOME": str(settings.home),
-        "LITPIPE_EMBEDDER": settings.embedder,
+        "LITPIPE_INGEST__EMBEDDER": settings.ingest.embedder,
         **{name: value for name, value in flags.items() if value is not None},
     }
     dagster = Path(sys.executable).with_name("dagster")

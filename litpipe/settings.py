@@ -2,16 +2,26 @@
 
 Values come, highest precedence first, from: arguments given in code (the CLI's flags),
 `LITPIPE_*` environment variables, a `litpipe.toml` in the working directory (or the file named
-by `LITPIPE_CONFIG`), and the defaults below.
+by `LITPIPE_CONFIG`), the named preset (`preset`: litpipe/presets/<name>.toml), and the defaults
+below. The settings are grouped by what they configure (`settings.llm.model`, set as
+`LITPIPE_LLM__MODEL` or `model` under `[llm]` in litpipe.toml); the flat names they had before
+(`llm_model`, `LITPIPE_LLM_MODEL`) still work, with a `DeprecationWarning` naming the new one.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import tomllib
+import warnings
+from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,8 +33,9 @@ from litpipe.artifacts import checked_key
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 OFFLINE = "offline"
+ENV_PREFIX = "LITPIPE_"
 
-# How a reply's JSON schema reaches the model (`Settings.llm_structured_output`).
+# How a reply's JSON schema reaches the model (`Settings.llm.structured_output`).
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
 
 
@@ -62,18 +73,14 @@ def config_file() -> Path:
     return Path(os.environ.get("LITPIPE_CONFIG", "litpipe.toml"))
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LITPIPE_", extra="forbid")
+class SettingsGroup(BaseModel):
+    # A misspelt key in a `[group]` table or a LITPIPE_GROUP__NAME is an error, not ignored.
+    model_config = ConfigDict(extra="forbid")
 
-    home: Path = Field(
-        default=Path(".litpipe"),
-        description="Where litpipe keeps its state: dagster/, lancedb/, artifacts/, outputs/.",
-    )
-    corpus_roots: list[Path] | None = Field(
-        default=None,
-        description="Folders the new-paper sensor watches (default: HOME/inbox); each folder of "
-        "PDFs or table under them is a collection.",
-    )
+
+class IngestSettings(SettingsGroup):
+    """Reading papers: the embedder, what a PDF may hold, and chunking."""
+
     embedder: str = Field(
         default=DEFAULT_EMBEDDER,
         description="A sentence-transformers model name or local path. The default loads offline "
@@ -103,29 +110,32 @@ class Settings(BaseSettings):
         "max_seq_length less its special tokens.",
     )
     chunk_overlap_tokens: int = Field(default=32, ge=0)
-    sensor_batch_size: int = Field(
-        default=25, ge=1, description="New files the sensor registers per tick."
-    )
-    backfill_batch_size: int = Field(
-        default=25,
-        ge=1,
-        description="Papers one run chunks and embeds in a backfill (`litpipe backfill`, or a "
-        "backfill launched from the Dagster UI): the assets' BackfillPolicy.multi_run.",
-    )
 
-    # The LLM layer. No model: every agent runs on the offline extractive engine.
-    llm_model: str | None = Field(
+
+# Agents renamed after their stage (one name per stage); a route under the old name still works.
+RENAMED_AGENTS = {
+    "abstract": "paper_abstract",
+    "questions": "paper_questions",
+    "cross_questions": "cross_paper_questions",
+    "plain": "plain_summary",
+}
+
+
+class LLMSettings(SettingsGroup):
+    """The LLM layer. No model: every agent runs on the offline extractive engine."""
+
+    model: str | None = Field(
         default=None,
         description="Default litellm model string (`gpt-4o-mini`, `ollama/llama3.1`, "
-        "`openai/<name>` with llm_api_base); unset means the offline engine.",
+        "`openai/<name>` with llm.api_base); unset (or `offline`) means the offline engine.",
     )
-    llm_api_base: str | None = Field(
+    api_base: str | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible server (vLLM, a stub). Credentials in it "
         "(`http://user:password@host/v1`) go as HTTP basic auth; Dagster's run config holds the "
         "URL as `user:***@`.",
     )
-    llm_structured_output: StructuredOutput = Field(
+    structured_output: StructuredOutput = Field(
         default="auto",
         description="How a reply's JSON schema reaches the model: `auto` (a json_schema "
         "response_format where litellm says the model takes one, else the schema in the system "
@@ -133,15 +143,15 @@ class Settings(BaseSettings):
         "vLLM, llama.cpp's server, Ollama, LM Studio), `json_object` (JSON mode, and the schema "
         "in the system message) or `prompt` (the schema in the system message only).",
     )
-    llm_temperature: float = Field(default=0.0, ge=0, le=2)
-    llm_max_tokens: int = Field(default=2048, ge=1)
-    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at most.")
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_max_retries: int = Field(
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=2048, ge=1)
+    concurrency: int = Field(default=8, ge=1, description="Model calls in flight at most.")
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(
         default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
     )
-    llm_cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
-    llm_budget_usd: float | None = Field(
+    cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
+    budget_usd: float | None = Field(
         default=None, gt=0, description="Stop a run before its model calls cost more than this."
     )
     agents: dict[str, AgentRoute] = Field(
@@ -149,19 +159,59 @@ class Settings(BaseSettings):
         description="Per-agent model, sampling and structured-output overrides, e.g. "
         '{"paper_questions": {"model": "gpt-4o", "temperature": 0.3}}.',
     )
-    questions_per_style: int = Field(
-        default=3,
-        ge=1,
-        le=10,
-        description="Questions per paper of each style (broad, inner workings).",
+    prompts_dir: Path | None = Field(
+        default=None,
+        description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
     )
-    # Retrieval of each question's evidence.
+    pool_limit: int = Field(
+        default=4,
+        ge=1,
+        description="Steps calling a model that run at once across all runs: the limit of "
+        "Dagster's `llm` pool in the dagster.yaml litpipe writes.",
+    )
+    slot_wait_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        description="How long a model-calling step waits for a slot of the `llm` pool before "
+        "its run fails, naming the runs that hold the slots.",
+    )
+    step_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Dagster retries of a model-calling step that failed on a transient error "
+        "(its client's own retries exhausted).",
+    )
+    step_retry_delay_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Wait before the first step retry; doubled each time, with jitter.",
+    )
+
+    @field_validator("agents", mode="after")
+    @classmethod
+    def _current_agent_names(cls, agents: dict[str, AgentRoute]) -> dict[str, AgentRoute]:
+        """Routes keyed by an agent's old name still reach it, with a warning naming the new."""
+        current = dict(agents)
+        for old in [name for name in agents if name in RENAMED_AGENTS]:
+            new = RENAMED_AGENTS[old]
+            warnings.warn(
+                f"llm.agents.{new} (the agent {old!r} is now named {new!r})",
+                FlatSettingWarning,
+                stacklevel=2,
+            )
+            current.setdefault(new, current.pop(old))
+        return current
+
+
+class RetrievalSettings(SettingsGroup):
+    """Retrieval of each question's evidence, and its reranking."""
+
     evidence_scope: Literal["own", "all", "others"] = Field(
         default="own",
         description="Where a paper's questions look for evidence: its own chunks, the whole "
         "collection, or the other papers.",
     )
-    retrieval_candidates: int = Field(
+    candidates: int = Field(
         default=100, ge=1, description="Chunks each retriever (BM25, dense) returns per question."
     )
     evidence_per_question: int = Field(
@@ -182,7 +232,26 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(
         default=20, ge=1, description="Fused candidates the reranker scores per question."
     )
-    # The synthesis pipeline.
+
+    @model_validator(mode="after")
+    def _cross_encoder_named(self) -> RetrievalSettings:
+        if self.reranker == "cross-encoder" and not self.cross_encoder_model:
+            raise ValueError(
+                "retrieval.reranker 'cross-encoder' needs retrieval.cross_encoder_model "
+                "(a name or path)"
+            )
+        return self
+
+
+class SynthesisSettings(SettingsGroup):
+    """The questions asked of papers and collections, their answers, and the synthesis."""
+
+    questions_per_style: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Questions per paper of each style (broad, inner workings).",
+    )
     answer_mode: Literal["single", "multi_view"] = Field(
         default="single",
         description="How a question is answered from its evidence: one writer, or three views "
@@ -200,7 +269,7 @@ class Settings(BaseSettings):
     follow_up_questions: int = Field(
         default=2, ge=1, le=5, description="Follow-up questions asked of each thin paper."
     )
-    synthesis_context_tokens: int = Field(
+    context_tokens: int = Field(
         default=12_000,
         ge=1_000,
         description="Evidence the synthesis writer takes at once; beyond it, map-reduce by paper.",
@@ -211,6 +280,12 @@ class Settings(BaseSettings):
         description="From this many papers (when the evidence does not fit), the writer builds "
         "a tree of cluster summaries instead of one summary per paper.",
     )
+
+
+class GradingSettings(SettingsGroup):
+    """How written outputs (syntheses, summaries, related work) are graded against their
+    passages, and whether a failing grade blocks what follows."""
+
     support_threshold: float = Field(
         # Fitted on the train half of real pairs (benchmarks/support_calibration.py), for the
         # default embedder (MiniLM); another embedder's cosines need their own calibration.
@@ -229,92 +304,79 @@ class Settings(BaseSettings):
         description="Offline grading with an embedder: a cited segment scoring at least this "
         "(and under `support_threshold`) is `partially_supported`, below it `unsupported`.",
     )
-    evaluation_blocking: bool = Field(
+    blocking: bool = Field(
         default=False,
         description="Whether a failing grading check (support, completeness, coherence) of a "
         "written output blocks what follows it, as a synthesis' coverage and citation validity "
         "always do.",
     )
-    # Related-work generation (LitLLM).
-    related_work_sentences: int = Field(
+
+
+class RelatedWorkSettings(SettingsGroup):
+    """Related-work generation (LitLLM)."""
+
+    sentences: int = Field(
         default=8, ge=1, description="Sentences of a related-work section, at most (N)."
     )
-    related_work_words: int = Field(
+    words: int = Field(
         default=250,
         ge=1,
         description="Words of a related-work section, at most, citations not counted (W).",
     )
-    related_work_top_k: int = Field(
+    top_k: int = Field(
         default=5, ge=1, description="Best-scored references the writer gets, each cited."
     )
-    related_work_candidates: int = Field(
+    candidates: int = Field(
         default=20,
         ge=1,
         description="Abstracts retrieved for the idea (fused, diversified by MMR) that the "
         "debate agent scores; at least top_k are.",
     )
-    related_work_context_tokens: int = Field(
+    context_tokens: int = Field(
         default=8_000,
         ge=500,
         description="The writer's context (estimated tokens): a research idea longer than "
         "this is refused.",
     )
-    # Query-focused summaries (MAIS).
-    mais_max_iterations: int = Field(
+
+
+class QuerySummarySettings(SettingsGroup):
+    """Query-focused summaries of one paper (the MAIS loop)."""
+
+    max_iterations: int = Field(
         default=15,
         ge=1,
         description="Summarize, answer, judge: passes of the loop at most before it stops "
         "unapproved (status `max_iterations_reached`).",
     )
-    mais_questions: int = Field(
+    questions: int = Field(
         default=7, ge=1, le=7, description="Diagnostic questions written per request, at most."
     )
-    mais_context_tokens: int = Field(
+    context_tokens: int = Field(
         default=12_000,
         ge=500,
         description="A paper whose whole text fits this (estimated tokens) is read whole by the "
         "summarizer and the judge (Self-Route); a longer one, through its evidence for the "
         "query and the questions.",
     )
-    prompts_dir: Path | None = Field(
-        default=None,
-        description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
-    )
-    # Scale-out: where the Dagster instance and the chunk tables live, how much runs at once.
-    dagster_home: Path = Field(
-        # After `home` (fields validate in order), so the default follows a `--home` flag.
-        default_factory=lambda fields: fields["home"] / "dagster",
-        description="The Dagster instance's folder (DAGSTER_HOME). Default HOME/dagster, whose "
-        "dagster.yaml litpipe writes (SQLite storage); a folder with a dagster.yaml of your own "
-        "(deploy/dagster.postgres.yaml: PostgreSQL) is used as it is.",
-    )
+
+
+class OperationsSettings(SettingsGroup):
+    """Scale-out: where the chunk tables live and how much runs at once."""
+
     lancedb_uri: str | None = Field(
         default=None,
         description="Where the chunk tables live: a folder, or an object-store URI "
         "(s3://bucket/path, gs://..., az://...); default HOME/lancedb.",
     )
-    llm_pool_limit: int = Field(
-        default=4,
+    sensor_batch_size: int = Field(
+        default=25, ge=1, description="New files the sensor registers per tick."
+    )
+    backfill_batch_size: int = Field(
+        default=25,
         ge=1,
-        description="Steps calling a model that run at once across all runs: the limit of "
-        "Dagster's `llm` pool in the dagster.yaml litpipe writes.",
-    )
-    llm_slot_wait_seconds: float = Field(
-        default=1800.0,
-        gt=0,
-        description="How long a model-calling step waits for a slot of the `llm` pool before "
-        "its run fails, naming the runs that hold the slots.",
-    )
-    llm_step_retries: int = Field(
-        default=2,
-        ge=0,
-        description="Dagster retries of a model-calling step that failed on a transient error "
-        "(its client's own retries exhausted).",
-    )
-    llm_step_retry_delay_s: float = Field(
-        default=30.0,
-        ge=0,
-        description="Wait before the first step retry; doubled each time, with jitter.",
+        description="Papers one run chunks and embeds in a backfill (`litpipe backfill`, or a "
+        "backfill launched from the Dagster UI): the assets' BackfillPolicy.multi_run.",
     )
     max_concurrent_steps: int = Field(
         default=4,
@@ -323,17 +385,222 @@ class Settings(BaseSettings):
         "multiprocess executor's bound); `litpipe run` runs its steps in-process.",
     )
 
+
+# Each setting's flat name before the settings were grouped, and where it is now. The flat
+# names are still read (keyword, LITPIPE_<FLAT> variable, top-level key of litpipe.toml), each
+# with a deprecation warning; code versions hash a setting under its flat name, so that the
+# grouping changed no asset's version (defs/versions.py).
+FLAT_NAMES: dict[str, str] = {
+    "embedder": "ingest.embedder",
+    "max_pdf_pages": "ingest.max_pdf_pages",
+    "max_pdf_bytes": "ingest.max_pdf_bytes",
+    "embed_batch_size": "ingest.embed_batch_size",
+    "embed_device": "ingest.embed_device",
+    "chunk_tokens": "ingest.chunk_tokens",
+    "chunk_overlap_tokens": "ingest.chunk_overlap_tokens",
+    "llm_model": "llm.model",
+    "llm_api_base": "llm.api_base",
+    "llm_structured_output": "llm.structured_output",
+    "llm_temperature": "llm.temperature",
+    "llm_max_tokens": "llm.max_tokens",
+    "llm_concurrency": "llm.concurrency",
+    "llm_timeout_s": "llm.timeout_s",
+    "llm_max_retries": "llm.max_retries",
+    "llm_cache": "llm.cache",
+    "llm_budget_usd": "llm.budget_usd",
+    "agents": "llm.agents",
+    "prompts_dir": "llm.prompts_dir",
+    "llm_pool_limit": "llm.pool_limit",
+    "llm_slot_wait_seconds": "llm.slot_wait_seconds",
+    "llm_step_retries": "llm.step_retries",
+    "llm_step_retry_delay_s": "llm.step_retry_delay_s",
+    "evidence_scope": "retrieval.evidence_scope",
+    "retrieval_candidates": "retrieval.candidates",
+    "evidence_per_question": "retrieval.evidence_per_question",
+    "rrf_k": "retrieval.rrf_k",
+    "mmr_lambda": "retrieval.mmr_lambda",
+    "reranker": "retrieval.reranker",
+    "cross_encoder_model": "retrieval.cross_encoder_model",
+    "rerank_candidates": "retrieval.rerank_candidates",
+    "questions_per_style": "synthesis.questions_per_style",
+    "answer_mode": "synthesis.answer_mode",
+    "cross_paper_questions": "synthesis.cross_paper_questions",
+    "min_insights_per_paper": "synthesis.min_insights_per_paper",
+    "follow_up_questions": "synthesis.follow_up_questions",
+    "synthesis_context_tokens": "synthesis.context_tokens",
+    "hierarchical_min_papers": "synthesis.hierarchical_min_papers",
+    "support_threshold": "grading.support_threshold",
+    "partial_support_threshold": "grading.partial_support_threshold",
+    "evaluation_blocking": "grading.blocking",
+    "related_work_sentences": "related_work.sentences",
+    "related_work_words": "related_work.words",
+    "related_work_top_k": "related_work.top_k",
+    "related_work_candidates": "related_work.candidates",
+    "related_work_context_tokens": "related_work.context_tokens",
+    "mais_max_iterations": "query_summary.max_iterations",
+    "mais_questions": "query_summary.questions",
+    "mais_context_tokens": "query_summary.context_tokens",
+    "lancedb_uri": "operations.lancedb_uri",
+    "sensor_batch_size": "operations.sensor_batch_size",
+    "backfill_batch_size": "operations.backfill_batch_size",
+    "max_concurrent_steps": "operations.max_concurrent_steps",
+}
+NESTED_NAMES = {path: flat for flat, path in FLAT_NAMES.items()}
+
+
+class FlatSettingWarning(DeprecationWarning):
+    """A setting given by an old name (a flat one, `llm_model`, or an agent's old name in
+    `llm.agents`), which still works, for now."""
+
+
+# Python hides a DeprecationWarning raised outside __main__: this one is the user's to act on
+# (their environment, litpipe.toml or code), so it is shown, once per name in a process.
+warnings.filterwarnings("default", category=FlatSettingWarning)
+
+
+def presets_dir() -> Path:
+    return Path(str(resources.files("litpipe") / "presets"))
+
+
+def preset_names() -> list[str]:
+    return sorted(path.stem for path in presets_dir().glob("*.toml"))
+
+
+@functools.cache
+def preset_values(name: str) -> dict[str, Any]:
+    """A preset's settings, nested by group (litpipe/presets/<name>.toml)."""
+    with (presets_dir() / f"{name}.toml").open("rb") as toml:
+        return tomllib.load(toml)
+
+
+def _nest_flat_names(
+    values: dict[str, Any], new_spelling: Callable[[str, str, str], str]
+) -> dict[str, Any]:
+    """`values` with each flat name moved to its group, warning once per name with the
+    spelling (from `new_spelling(flat, group, name)`) to use instead. A value the same source
+    also gives by its nested name wins over the flat one."""
+    nested = dict(values)
+    for flat in [key for key in values if key in FLAT_NAMES]:
+        group, name = FLAT_NAMES[flat].split(".")
+        warnings.warn(
+            f"{new_spelling(flat, group, name)} (the flat name {flat!r} is deprecated)",
+            FlatSettingWarning,
+            stacklevel=2,
+        )
+        nested[group] = {name: nested.pop(flat), **nested.get(group, {})}
+    return nested
+
+
+class _FlatNamesIn(PydanticBaseSettingsSource):
+    """A source whose flat names are moved to their groups (with a warning each)."""
+
+    def __init__(
+        self,
+        source: PydanticBaseSettingsSource,
+        new_spelling: Callable[[str, str, str], str],
+    ) -> None:
+        super().__init__(source.settings_cls)
+        self._source = source
+        self._new_spelling = new_spelling
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        values = self._source()
+        # A group given as a model (`Settings(llm=LLMSettings(model=...))`) merges with what the
+        # other sources set in that group, as a table of the fields it was given would.
+        values = {
+            key: value.model_dump(exclude_unset=True) if isinstance(value, SettingsGroup) else value
+            for key, value in values.items()
+        }
+        return _nest_flat_names(values, self._new_spelling)
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """The `LITPIPE_<FLAT NAME>` environment variables (LITPIPE_LLM_MODEL), nested."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, "", False
+
+    def __call__(self) -> dict[str, Any]:
+        by_name = {name.upper(): value for name, value in os.environ.items()}
+        given: dict[str, Any] = {}
+        for flat in FLAT_NAMES:
+            value = by_name.get(f"{ENV_PREFIX}{flat}".upper())
+            if value is None:
+                continue
+            # A dict setting (`agents`) is JSON in the environment, as the nested one is.
+            given[flat] = json.loads(value) if value.lstrip().startswith("{") else value
+        return _nest_flat_names(
+            given,
+            lambda flat, group, name: (
+                f"set {ENV_PREFIX}{group.upper()}__{name.upper()}, not {ENV_PREFIX}{flat.upper()}"
+            ),
+        )
+
+
+class _Preset(PydanticBaseSettingsSource):
+    """The named preset's values, below every source that names it (and can override it)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, "", False
+
+    def __call__(self) -> dict[str, Any]:
+        name = self.current_state.get("preset")
+        # An unknown name is left to the `preset` field's validator, which lists the names.
+        return preset_values(name) if name in preset_names() else {}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
+    )
+
+    home: Path = Field(
+        default=Path(".litpipe"),
+        description="Where litpipe keeps its state: dagster/, lancedb/, artifacts/, outputs/.",
+    )
+    corpus_roots: list[Path] | None = Field(
+        default=None,
+        description="Folders the new-paper sensor watches (default: HOME/inbox); each folder of "
+        "PDFs or table under them is a collection.",
+    )
+    dagster_home: Path = Field(
+        # After `home` (fields validate in order), so the default follows a `--home` flag.
+        default_factory=lambda fields: fields["home"] / "dagster",
+        description="The Dagster instance's folder (DAGSTER_HOME). Default HOME/dagster, whose "
+        "dagster.yaml litpipe writes (SQLite storage); a folder with a dagster.yaml of your own "
+        "(deploy/dagster.postgres.yaml: PostgreSQL) is used as it is.",
+    )
+    preset: str | None = Field(
+        default=None,
+        description="A named set of defaults (litpipe/presets/<name>.toml): `offline`, `fast` "
+        "or `thorough`; any setting given otherwise wins over it.",
+    )
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    synthesis: SynthesisSettings = Field(default_factory=SynthesisSettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
+    related_work: RelatedWorkSettings = Field(default_factory=RelatedWorkSettings)
+    query_summary: QuerySummarySettings = Field(default_factory=QuerySummarySettings)
+    operations: OperationsSettings = Field(default_factory=OperationsSettings)
+
     @field_validator("home", "dagster_home", mode="after")
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         # Dagster runs steps in other working directories; an absolute home means one place.
         return home.expanduser().resolve()
 
-    @model_validator(mode="after")
-    def _cross_encoder_named(self) -> Settings:
-        if self.reranker == "cross-encoder" and not self.cross_encoder_model:
-            raise ValueError("reranker 'cross-encoder' needs cross_encoder_model (a name or path)")
-        return self
+    @field_validator("preset", mode="after")
+    @classmethod
+    def _known_preset(cls, preset: str | None) -> str | None:
+        if preset is not None and preset not in preset_names():
+            raise ValueError(
+                f"unknown preset {preset!r}: the presets are {', '.join(preset_names())}"
+            )
+        return preset
 
     @classmethod
     def settings_customise_sources(
@@ -344,23 +611,36 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = config_file()
         return (
-            init_settings,
+            _FlatNamesIn(
+                init_settings,
+                lambda flat, group, name: f"pass {group}={{{name!r}: ...}}, not {flat}=...",
+            ),
             env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
+            _FlatEnvironment(settings_cls),
+            _FlatNamesIn(
+                TomlConfigSettingsSource(settings_cls, toml_file=toml),
+                lambda flat, group, name: f"set {name} under [{group}] in {toml}, not {flat}",
+            ),
+            _Preset(settings_cls),
         )
 
+    def value(self, path: str) -> Any:
+        """The setting at a dotted path (`retrieval.candidates`)."""
+        return functools.reduce(getattr, path.split("."), self)
+
     def route(self, agent: str) -> Route:
-        override = self.agents.get(agent, AgentRoute())
+        override = self.llm.agents.get(agent, AgentRoute())
         return Route(
             agent=agent,
-            model=override.model or self.llm_model or OFFLINE,
-            api_base=self.llm_api_base,
+            model=override.model or self.llm.model or OFFLINE,
+            api_base=self.llm.api_base,
             temperature=(
-                override.temperature if override.temperature is not None else self.llm_temperature
+                override.temperature if override.temperature is not None else self.llm.temperature
             ),
-            max_tokens=override.max_tokens or self.llm_max_tokens,
-            structured_output=override.structured_output or self.llm_structured_output,
+            max_tokens=override.max_tokens or self.llm.max_tokens,
+            structured_output=override.structured_output or self.llm.structured_output,
         )
 
     @property
@@ -375,7 +655,7 @@ class Settings(BaseSettings):
     def lancedb_dir(self) -> Path | str:
         """The chunk tables' folder, or their object-store URI (kept a string: a Path would
         fold `s3://` into `s3:/`)."""
-        return self.lancedb_uri or self.home / "lancedb"
+        return self.operations.lancedb_uri or self.home / "lancedb"
 
     @property
     def bm25_dir(self) -> Path:

@@ -424,9 +424,10 @@ def _string(schema: dict[str, Any], name: str) -> str:
 
 def stub_settings(home: Path, stub: StubLLM, **overrides: Any) -> Settings:
     """Settings whose agents call the stub as `openai/stub` (a model litellm does not know, so
-    the client instructs and parses); `overrides` are Settings fields."""
-    values: dict[str, Any] = {"home": home, "llm_model": "openai/stub", "llm_api_base": stub.url}
-    return Settings(**(values | overrides))
+    the client instructs and parses); `overrides` are Settings fields (an `llm` group's fields
+    join the stub's)."""
+    llm = {"model": "openai/stub", "api_base": stub.url} | overrides.pop("llm", {})
+    return Settings(home=home, llm=llm, **overrides)
 
 
 @pytest.fixture

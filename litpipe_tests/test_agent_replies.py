@@ -144,7 +144,8 @@ class Collection:
 
 
 def offline_settings(tmp: Path, **values: Any) -> Settings:
-    return Settings(home=tmp, llm_model=None, corpus_roots=[], **values)
+    llm = {"model": None} | values.pop("llm", {})
+    return Settings(home=tmp, corpus_roots=[], llm=llm, **values)
 
 
 def _chunks(paper_id: str, abstract: str) -> list[RetrievedChunk]:
@@ -387,10 +388,10 @@ CASES: dict[str, Case] = {
     "paper_abstract": Case(_abstract, {}),
     "paper_questions": Case(_questions, {}),
     "answers": Case(_answers, {}),
-    "massrag_summarizer": Case(_answers, {"answer_mode": "multi_view"}),
-    "massrag_extractor": Case(_answers, {"answer_mode": "multi_view"}),
-    "massrag_reasoner": Case(_answers, {"answer_mode": "multi_view"}),
-    "massrag_reconcile": Case(_answers, {"answer_mode": "multi_view"}),
+    "massrag_summarizer": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
+    "massrag_extractor": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
+    "massrag_reasoner": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
+    "massrag_reconcile": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
     "cross_paper_questions": Case(_cross_questions, {}),
     "insights": Case(_insights, {}),
     "relationships": Case(_relationships, {}),
@@ -398,15 +399,15 @@ CASES: dict[str, Case] = {
     "synthesis": Case(_synthesis, {}),
     # The smallest context forces the map step (paper summaries), and with 2 papers or more
     # the tree of cluster summaries.
-    "paper_summary": Case(_synthesis, {"synthesis_context_tokens": 1_000}),
+    "paper_summary": Case(_synthesis, {"synthesis": {"context_tokens": 1_000}}),
     "cluster_summary": Case(
-        _synthesis, {"synthesis_context_tokens": 1_000, "hierarchical_min_papers": 2}
+        _synthesis, {"synthesis": {"context_tokens": 1_000, "hierarchical_min_papers": 2}}
     ),
     "plain_summary": Case(_plain, {}),
-    "query_questions": Case(_query_summary, {"mais_max_iterations": 2}),
-    "query_summary": Case(_query_summary, {"mais_max_iterations": 2}),
-    "summary_qa": Case(_query_summary, {"mais_max_iterations": 2}),
-    "summary_judge": Case(_query_summary, {"mais_max_iterations": 2}),
+    "query_questions": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "query_summary": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_qa": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_judge": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "query_answer": Case(_query_answer, {}),
     "answer_judge": Case(_answer_judge, {}),
     "claim_judge": Case(_claim_judge, {}),
@@ -447,7 +448,9 @@ def test_any_reply_the_schema_allows_gives_a_result_or_a_one_line_reason(
     agent: str, tmp_path: Path
 ) -> None:
     case = CASES[agent]
-    routed = offline_settings(tmp_path, agents={agent: AgentRoute(model=MODEL)}, **case.settings)
+    routed = offline_settings(
+        tmp_path, **case.settings, llm={"agents": {agent: AgentRoute(model=MODEL)}}
+    )
     prompts = PromptLibrary()
     built = collection()
     asked: list[int] = []

@@ -55,8 +55,8 @@ class UntouchableClient:
 
 
 def settings(tmp_path: Path, **values: Any) -> Settings:
-    values.setdefault("llm_model", None)
-    return Settings(home=tmp_path / "home", **values)
+    llm = {"model": None} | values.pop("llm", {})
+    return Settings(home=tmp_path / "home", llm=llm, **values)
 
 
 def test_offline_route_never_touches_the_client(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Pa
     prompts = PromptLibrary(None)
     agent = PaperQuestionsAgent()
     client = ScriptedClient(SCRIPTED)
-    configured = settings(tmp_path, llm_model="gpt-4o-mini", llm_api_base="http://localhost:9")
+    configured = settings(tmp_path, llm={"model": "gpt-4o-mini", "api_base": "http://localhost:9"})
     reply = run_agent(agent, INPUTS, configured, prompts, client)
     assert reply is SCRIPTED
     [(route, messages, schema)] = client.calls
@@ -86,7 +86,7 @@ def test_a_model_route_without_a_client_is_a_clear_error(tmp_path: Path) -> None
         run_agent(
             PaperQuestionsAgent(),
             INPUTS,
-            settings(tmp_path, llm_model="gpt-4o-mini"),
+            settings(tmp_path, llm={"model": "gpt-4o-mini"}),
             PromptLibrary(None),
             None,
         )
@@ -103,7 +103,9 @@ def test_paper_questions_from_records_the_engine(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
     offline = paper_questions_from(abstract, settings(tmp_path), prompts, None, per_style=2)
     assert offline.engine == "offline" and len(offline.questions) == 4
-    per_agent = settings(tmp_path, agents={"paper_questions": AgentRoute(model="ollama/llama3.1")})
+    per_agent = settings(
+        tmp_path, llm={"agents": {"paper_questions": AgentRoute(model="ollama/llama3.1")}}
+    )
     client = ScriptedClient(SCRIPTED)
     modelled = paper_questions_from(abstract, per_agent, prompts, client)
     assert modelled.engine == "ollama/llama3.1"
@@ -134,18 +136,18 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
     same_schema = version(QuestionsWithSameSchema(), settings(tmp_path), prompts)
     assert version(QuestionsWithAnotherSchema(), settings(tmp_path), prompts) != same_schema
 
-    unchanged_model = settings(tmp_path, llm_api_base="http://gpu-box:8000/v1")
+    unchanged_model = settings(tmp_path, llm={"api_base": "http://gpu-box:8000/v1"})
     assert version(agent, unchanged_model, prompts) == base
     changed = [
-        settings(tmp_path, llm_model="gpt-4o-mini"),
-        settings(tmp_path, agents={"paper_questions": AgentRoute(model="gpt-4o")}),
-        settings(tmp_path, agents={"paper_questions": AgentRoute(temperature=0.7)}),
-        settings(tmp_path, llm_max_tokens=512),
+        settings(tmp_path, llm={"model": "gpt-4o-mini"}),
+        settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(model="gpt-4o")}}),
+        settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(temperature=0.7)}}),
+        settings(tmp_path, llm={"max_tokens": 512}),
     ]
     versions = {version(agent, each, prompts) for each in changed}
     assert len(versions) == len(changed) and base not in versions
     # Another agent's route is not this agent's business.
-    other_agent = settings(tmp_path, agents={"paper_abstract": AgentRoute(model="gpt-4o")})
+    other_agent = settings(tmp_path, llm={"agents": {"paper_abstract": AgentRoute(model="gpt-4o")}})
     assert version(agent, other_agent, prompts) == base
 
     (folder / "paper_questions.md").write_text(

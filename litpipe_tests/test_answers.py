@@ -219,7 +219,7 @@ def test_all_questions_go_to_the_model_as_one_concurrent_batch(tmp_path: Path) -
 def test_answers_version_follows_the_mode_and_the_prompt(tmp_path: Path) -> None:
     single = Settings(home=tmp_path)
     packaged = PromptLibrary(None)
-    multi = Settings(home=tmp_path, answer_mode="multi_view")
+    multi = Settings(home=tmp_path, synthesis={"answer_mode": "multi_view"})
     assert answers_version(single, packaged) == answers_version(single, packaged)
     assert answers_version(single, packaged) != answers_version(multi, packaged)
     overrides = tmp_path / "prompts"

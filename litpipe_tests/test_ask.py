@@ -270,7 +270,7 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     script_the_loop(stub_llm)
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(ROUTES))
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps(ROUTES))
     model = ["--model", "openai/stub", "--api-base", stub_llm.url]
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, *model) == 0
     out = capsys.readouterr().out

@@ -102,9 +102,9 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     )
     assert re.search(batch_line, printed, re.M), printed
     assert f"chunks__{old}: untouched" in printed
-    assert f"LITPIPE_EMBEDDER={other.resolve()}" in printed
+    assert f"LITPIPE_INGEST__EMBEDDER={other.resolve()}" in printed
 
-    settings = Settings(home=home, embedder=str(other))
+    settings = Settings(home=home, ingest={"embedder": str(other)})
     paper_ids = list(open_instance(settings).get_dynamic_partitions(papers.name))
     chunks = stored_chunks(home, new, paper_ids)
     # Every chunk in the new table exactly once; the old table has not moved a version.
@@ -157,15 +157,15 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
 
 def test_a_backfill_from_the_ui_runs_batches_of_backfill_batch_size(tmp_path: Path) -> None:
     """What Dagster's backfill daemon launches for "materialize all partitions" of the per-paper
-    assets: tokenizing and embedding by ranges of at most `backfill_batch_size` papers, the
-    model-calling stages one paper per run (each under the `llm` pool)."""
+    assets: tokenizing and embedding by ranges of at most `operations.backfill_batch_size`
+    papers, the model-calling stages one paper per run (each under the `llm` pool)."""
     from dagster._core.definitions.automation_tick_evaluation_context import (
         build_run_requests_with_backfill_policies,
     )
     from dagster._core.definitions.events import AssetKeyPartitionKey
     from dagster._core.definitions.partitions.context import partition_loading_context
 
-    settings = Settings(home=tmp_path / "home", backfill_batch_size=2)
+    settings = Settings(home=tmp_path / "home", operations={"backfill_batch_size": 2})
     defs = build_definitions(settings)
     graph = defs.resolve_asset_graph()
     for key in BATCHED:

@@ -80,7 +80,7 @@ GOOD = synthesis(
 
 def support(written: Synthesis, chunk_texts: dict[str, str], threshold: float) -> CheckOutcome:
     """The support check offline without an embedder (the share of terms), as a step runs it."""
-    settings = Settings(support_threshold=threshold)
+    settings = Settings(grading={"support_threshold": threshold})
     grades = grade_output(
         written.text,
         cited_passages(written.citations, chunk_texts),

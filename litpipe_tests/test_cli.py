@@ -231,7 +231,7 @@ def test_a_paper_the_writer_left_uncited_makes_coverage_warn_in_the_report_and_t
         }
 
     stub_llm.respond("stub-synthesis", cites_two_papers)
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"synthesis": {"model": WRITER}}))
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps({"synthesis": {"model": WRITER}}))
     folder = folder_of_short_papers(tmp_path / "papers", 3)
     home = tmp_path / "home"
 
@@ -282,18 +282,18 @@ def test_the_ui_hands_its_api_base_to_the_runs_it_launches_which_alone_hold_the_
 
     main(["ui", "--home", str(tmp_path), "--model", "openai/served", "--api-base", api_base])
 
-    assert server_env["LITPIPE_LLM_API_BASE"] == api_base
-    assert server_env["LITPIPE_LLM_MODEL"] == "openai/served"
-    for name in ("LITPIPE_HOME", "LITPIPE_LLM_API_BASE", "LITPIPE_LLM_MODEL"):
+    assert server_env["LITPIPE_LLM__API_BASE"] == api_base
+    assert server_env["LITPIPE_LLM__MODEL"] == "openai/served"
+    for name in ("LITPIPE_HOME", "LITPIPE_LLM__API_BASE", "LITPIPE_LLM__MODEL"):
         monkeypatch.setenv(name, server_env[name])
     config = LLMResource.from_settings(Settings()).settings_json  # in the code server
     assert "CANARYSECRET" not in config
-    assert '"llm_api_base":"http://canaryuser:***@gpu-box.invalid:8000/v1"' in config
+    assert '"api_base":"http://canaryuser:***@gpu-box.invalid:8000/v1"' in config
     # A run's process, given the config alone (nothing built from settings there yet).
     monkeypatch.setattr("litpipe.defs.resources._API_BASES_GIVEN", {})
-    assert LLMResource(settings_json=config).settings().llm_api_base == api_base
-    monkeypatch.delenv("LITPIPE_LLM_API_BASE")
-    with pytest.raises(dg.Failure, match="set LITPIPE_LLM_API_BASE"):
+    assert LLMResource(settings_json=config).settings().llm.api_base == api_base
+    monkeypatch.delenv("LITPIPE_LLM__API_BASE")
+    with pytest.raises(dg.Failure, match="set LITPIPE_LLM__API_BASE"):
         LLMResource(settings_json=config).settings()
 
 
@@ -343,12 +343,12 @@ def test_a_blocking_check_that_fails_is_reported_with_its_reason(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """With `evaluation_blocking`, a synthesis its judge finds incoherent fails its coherence
+    """With `grading.blocking`, a synthesis its judge finds incoherent fails its coherence
     check with an error, which stops the collection's assets: the command says which check
     failed and why, not only the check's name."""
     stub_llm.script("stub-judge", {"issues": ["no argument, only a list"], "score": 1})
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"coherence_judge": {"model": JUDGE}}))
-    monkeypatch.setenv("LITPIPE_EVALUATION_BLOCKING", "true")
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps({"coherence_judge": {"model": JUDGE}}))
+    monkeypatch.setenv("LITPIPE_GRADING__BLOCKING", "true")
     # Two abstracts: the judge's grade, not what it grades, fails the check.
     table = tmp_path / "papers.csv"
     table.write_text(
@@ -405,7 +405,7 @@ def test_a_rerun_rebuilds_what_reads_a_stage_only_when_its_output_changed(
     before = materialization_counts(home)
     old_graph = build_definitions(Settings(home=home)).resolve_asset_graph()
 
-    monkeypatch.setenv("LITPIPE_RETRIEVAL_CANDIDATES", "99")
+    monkeypatch.setenv("LITPIPE_RETRIEVAL__CANDIDATES", "99")
     code, report = run(home, tiny_model, str(folder), "--collection", "bio")
 
     assert code == 0 and report["papers_materialized"] == 2

@@ -42,7 +42,7 @@ ABSTRACTS = [
 
 
 def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, cross_paper_questions=4)
+    settings = Settings(home=tmp_path, synthesis={"cross_paper_questions": 4})
     questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), None)
     assert [q.question_id for q in questions] == [f"col:x{i:02d}" for i in range(4)]
     assert all(q.style == "comparative" and q.paper_id == "" for q in questions)
@@ -77,7 +77,9 @@ def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: St
         },
     )
     settings = stub_settings(
-        tmp_path, stub_llm, agents={"cross_paper_questions": {"model": "openai/stub-cross"}}
+        tmp_path,
+        stub_llm,
+        llm={"agents": {"cross_paper_questions": {"model": "openai/stub-cross"}}},
     )
     client = LLMClient(settings, UsageLedger())
     questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client)

@@ -50,7 +50,9 @@ def scripted_debate(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def model_reranker(home: Path, stub: StubLLM) -> LLMDebateReranker:
-    settings = stub_settings(home, stub, llm_model="openai/stub-model", reranker="debate")
+    settings = stub_settings(
+        home, stub, llm={"model": "openai/stub-model"}, retrieval={"reranker": "debate"}
+    )
     reranker = reranker_for(settings, PromptLibrary(None), LLMClient(settings, UsageLedger()))
     assert isinstance(reranker, LLMDebateReranker)
     return reranker
@@ -87,7 +89,7 @@ def test_offline_probability_ranks_passages_with_the_query_terms_higher() -> Non
 
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, reranker="debate")
+    settings = Settings(home=tmp_path, retrieval={"reranker": "debate"})
     reranker = reranker_for(settings, PromptLibrary(None), None)
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[4], ABSTRACT]))
     assert [chunk.chunk_id for chunk in reranked] == ["p2:0", "p1:0", "p0:0"]

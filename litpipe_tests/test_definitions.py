@@ -39,7 +39,7 @@ SMALL_PDF = PDFS_BY_SIZE[0]
 
 @pytest.fixture
 def settings(tmp_path: Path, tiny_model: Path) -> Settings:
-    return Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    return Settings(home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)})
 
 
 def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None:
@@ -154,8 +154,9 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
 ) -> None:
     """A backfill to another embedder beside a run: the other model's tokenizer cuts the paper
     into more chunks, and the run's later steps must still read its own (issue 16)."""
+    short = build_tiny_model(tmp_path / "short", max_seq_length=64)
     shorter = settings.model_copy(
-        update={"embedder": str(build_tiny_model(tmp_path / "short", max_seq_length=64))}
+        update={"ingest": settings.ingest.model_copy(update={"embedder": str(short)})}
     )
     instance = open_instance(settings)
     source = pdf_source(SMALL_PDF, "bio")
@@ -181,7 +182,7 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
     materialize(settings, [dg.AssetKey("chunk_embeddings")])  # the run goes on
 
     assert chunk_ids(settings) == own
-    embedder_id = Embedder(settings.embedder).embedder_id
+    embedder_id = Embedder(settings.ingest.embedder).embedder_id
     table = ChunkStore(settings.lancedb_dir).paper_chunk_ids(embedder_id, source.paper_id)
     assert sorted(table) == sorted(own)
 
@@ -193,7 +194,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
     decides (its tokens, vectors, retrieval or support scores) must be recomputed, not only
     the chunks and their vectors."""
     folder = shutil.copytree(tiny_model, tmp_path / "model")
-    settings = Settings(home=tmp_path / "home", embedder=str(folder), corpus_roots=[])
+    settings = Settings(home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(folder)})
 
     def code_versions() -> dict[str, str | None]:
         graph = build_definitions(settings).resolve_asset_graph()
@@ -234,7 +235,8 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     assert {states[key][source.paper_id] for key in keys} == {State.FRESH}
     assert {states[key]["never-built"] for key in keys} == {State.MISSING}
 
-    edited = build_definitions(settings.model_copy(update={"chunk_overlap_tokens": 8}))
+    overlap = settings.ingest.model_copy(update={"chunk_overlap_tokens": 8})
+    edited = build_definitions(settings.model_copy(update={"ingest": overlap}))
     states = partition_states(instance, edited, keys, ids)
     by_name = {key.to_user_string(): states[key][source.paper_id] for key in keys}
     assert by_name == {

@@ -291,7 +291,9 @@ def new_papers_section(markdown: str) -> str:
 def test_three_nights_three_digests_each_paper_in_its_days_only(
     tmp_path: Path, tiny_model: Path
 ) -> None:
-    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(
+        home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)}
+    )
     instance = open_instance(settings)
     first_day = folder_with(tmp_path / "day1", PDFS_BY_SIZE[:1])
     third_day = folder_with(tmp_path / "day3", PDFS_BY_SIZE[1:3])

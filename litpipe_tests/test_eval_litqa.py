@@ -85,7 +85,9 @@ def test_a_model_judge_keeps_only_the_listed_distractors(tmp_path: Path, stub_ll
         },
     )
     settings = stub_settings(
-        tmp_path, stub_llm, llm_model=None, agents={"answer_judge": {"model": "openai/stub-judge"}}
+        tmp_path,
+        stub_llm,
+        llm={"model": None, "agents": {"answer_judge": {"model": "openai/stub-judge"}}},
     )
     inputs = _inputs("The UBM domain matters most.", "DTD", ["BRCT", "UBM"])
     client = LLMClient(settings, UsageLedger())

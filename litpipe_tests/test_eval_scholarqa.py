@@ -235,7 +235,7 @@ def test_the_writer_routed_to_a_model_is_shown_the_question_and_snippets(
 
     stub_llm.respond("stub-qa", reply)
     settings = stub_settings(
-        tmp_path, stub_llm, agents={"query_answer": {"model": "openai/stub-qa"}}
+        tmp_path, stub_llm, llm={"agents": {"query_answer": {"model": "openai/stub-qa"}}}
     )
     evaluation = evaluate_scholarqa(settings, DATA, limit=1)
     (result,) = evaluation.per_example

@@ -68,7 +68,7 @@ def test_eval_tldr_command_on_six_test_papers(
 def test_a_model_route_asks_the_model_once_per_paper(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.respond("stub-tldr", lambda body: {"tldr": "A model wrote this one sentence."})
     settings = stub_settings(
-        tmp_path, stub_llm, llm_model=None, agents={"tldr": {"model": "openai/stub-tldr"}}
+        tmp_path, stub_llm, llm={"model": None, "agents": {"tldr": {"model": "openai/stub-tldr"}}}
     )
     evaluation = evaluate_tldr(settings, SAMPLE, limit=2)
     assert evaluation.engine == "openai/stub-tldr" and evaluation.model == "openai/stub-tldr"
@@ -94,7 +94,7 @@ def test_through_its_asset_the_model_calls_count_in_the_runs_usage(
     # `litpipe eval tldr` with a model: the step's client makes the calls, so the
     # materialization says what they cost, as every other model step does.
     stub_llm.respond("stub-tldr", lambda body: {"tldr": "A model wrote this one sentence."})
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps({"tldr": {"model": "openai/stub-tldr"}}))
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps({"tldr": {"model": "openai/stub-tldr"}}))
     home = tmp_path / "home"
     arguments = ["--dataset", str(SAMPLE), "--limit", "2", "--home", str(home)]
     assert main(["eval", "tldr", *arguments, "--api-base", stub_llm.url]) == 0

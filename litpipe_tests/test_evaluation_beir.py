@@ -17,7 +17,7 @@ from litpipe.evaluation.beir import (
 )
 from litpipe.retrieval.rerank import fallback, ranked
 from litpipe.schemas import RetrievedChunk
-from litpipe.settings import Settings
+from litpipe.settings import RetrievalSettings, Settings
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_evaluation_ranking import write_beir
 from litpipe_tests.test_rerank import PASSAGES, build_tiny_cross_encoder, make_candidates
@@ -63,7 +63,7 @@ def test_reranked_methods_run_offline_and_keep_recall_at_100(
 ) -> None:
     dataset = tmp_path / "tiny"
     write_beir(dataset)
-    settings = Settings(home=tmp_path / "home", rerank_candidates=2)
+    settings = Settings(home=tmp_path / "home", retrieval={"rerank_candidates": 2})
     methods = ("hybrid", "hybrid+relevance", "hybrid+debate")
     evaluation = evaluate_retrieval(settings, dataset, "test", methods, embedder=fake_embedder)
     assert [result.method for result in evaluation.results] == list(methods)
@@ -85,7 +85,7 @@ def test_a_cross_encoder_method_runs_with_a_local_model(
     dataset = tmp_path / "tiny"
     write_beir(dataset)
     model = build_tiny_cross_encoder(tmp_path / "cross-encoder")
-    settings = Settings(home=tmp_path / "home", cross_encoder_model=str(model))
+    settings = Settings(home=tmp_path / "home", retrieval={"cross_encoder_model": str(model)})
     evaluation = evaluate_retrieval(
         settings, dataset, "test", ("hybrid", "hybrid+cross-encoder"), embedder=fake_embedder
     )
@@ -117,5 +117,5 @@ def test_cli_refuses_a_cross_encoder_method_that_cannot_run(
 
 
 def test_every_reranker_setting_has_its_method() -> None:
-    settings = set(get_args(Settings.model_fields["reranker"].annotation))
+    settings = set(get_args(RetrievalSettings.model_fields["reranker"].annotation))
     assert set(RERANKED_METHODS.values()) == settings - {"none"}

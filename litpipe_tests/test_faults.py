@@ -98,7 +98,7 @@ def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path
 
 
 def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path / "home", llm_pool_limit=1)
+    settings = Settings(home=tmp_path / "home", llm={"pool_limit": 1})
     instance = open_instance(settings)
     gone = subprocess.Popen([sys.executable, "-c", ""])
     gone.wait()  # its pid now names no process (a killed `litpipe run`)
@@ -290,7 +290,7 @@ def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is
 ) -> None:
     table = demo_table(tmp_path / "four.csv", papers=4)
     home = tmp_path / "home"
-    settings = Settings(home=home, embedder=str(tiny_model))
+    settings = Settings(home=home, ingest={"embedder": str(tiny_model)})
     paper_ids = list(register(settings, open_instance(settings), discover(table)))
 
     with StubLLM(latency_s=300, lifetime_s=600) as stub:
@@ -342,8 +342,8 @@ def test_sigterm_stops_eval_mais_in_a_question_and_asks_no_more(
         # The papers are built offline; the summaries' writer calls the stub.
         env = {
             **litpipe_env(home),
-            "LITPIPE_AGENTS": json.dumps({"query_summary": {"model": "openai/stub"}}),
-            "LITPIPE_LLM_API_BASE": stub.url,
+            "LITPIPE_LLM__AGENTS": json.dumps({"query_summary": {"model": "openai/stub"}}),
+            "LITPIPE_LLM__API_BASE": stub.url,
         }
         arguments = ["eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus)]
         code, output = stopped_in_its_first_model_call(
@@ -398,14 +398,15 @@ def test_a_registered_evaluation_asked_to_stop_starts_no_run(
 
 
 def start_run_with_model(
-    home: Path, table: Path, tiny_model: Path, stub: StubLLM, **settings: str
+    home: Path, table: Path, tiny_model: Path, stub: StubLLM, **llm: str
 ) -> subprocess.Popen[str]:
-    """`litpipe run` of the table with every agent calling the stub; `settings` as LITPIPE_*."""
+    """`litpipe run` of the table with every agent calling the stub; `llm` settings as
+    LITPIPE_LLM__*."""
     arguments = ["run", str(table), "--embedder", str(tiny_model)]
     model = ["--model", "openai/stub", "--api-base", stub.url]
     return subprocess.Popen(
         [sys.executable, "-c", LITPIPE, *arguments, *model],
-        env={**litpipe_env(home), **{f"LITPIPE_{k.upper()}": v for k, v in settings.items()}},
+        env={**litpipe_env(home), **{f"LITPIPE_LLM__{k.upper()}": v for k, v in llm.items()}},
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -457,11 +458,11 @@ def test_a_run_waiting_for_an_llm_slot_sleeps_and_stops_on_sigterm(
     tmp_path: Path, tiny_model: Path
 ) -> None:
     home = tmp_path / "home"
-    instance = hold_the_only_llm_slot(Settings(home=home, llm_pool_limit=1))
+    instance = hold_the_only_llm_slot(Settings(home=home, llm={"pool_limit": 1}))
     with StubLLM() as stub:
         serve_every_agent(stub)
         litpipe_run = start_run_with_model(
-            home, demo_table(tmp_path / "one.csv", 1), tiny_model, stub, llm_pool_limit="1"
+            home, demo_table(tmp_path / "one.csv", 1), tiny_model, stub, pool_limit="1"
         )
         try:
             # Its paper's other steps done (the embeddings, the last not downstream of a model
@@ -497,10 +498,10 @@ def test_a_step_gives_up_waiting_for_an_llm_slot_after_the_setting_and_says_why(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     home = tmp_path / "home"
-    instance = hold_the_only_llm_slot(Settings(home=home, llm_pool_limit=1))
+    instance = hold_the_only_llm_slot(Settings(home=home, llm={"pool_limit": 1}))
     serve_every_agent(stub_llm)
-    monkeypatch.setenv("LITPIPE_LLM_POOL_LIMIT", "1")
-    monkeypatch.setenv("LITPIPE_LLM_SLOT_WAIT_SECONDS", "1")
+    monkeypatch.setenv("LITPIPE_LLM__POOL_LIMIT", "1")
+    monkeypatch.setenv("LITPIPE_LLM__SLOT_WAIT_SECONDS", "1")
     table = demo_table(tmp_path / "one.csv", 1)
     arguments = ["run", str(table), "--home", str(home), "--embedder", str(tiny_model)]
 
@@ -511,10 +512,10 @@ def test_a_step_gives_up_waiting_for_an_llm_slot_after_the_setting_and_says_why(
     assert code == 1, printed
     assert re.search(
         r"FAILED: \w+: waited \d+ s for a slot of the `llm` pool \(limit 1, held by "
-        rf"run holder-run \(pid {os.getpid()} on [^)]+\)\) and gave up \(llm_slot_wait_seconds\)",
+        rf"run holder-run \(pid {os.getpid()} on [^)]+\)\) and gave up \(llm.slot_wait_seconds\)",
         failed,
     ), failed
-    assert "raise llm_pool_limit" in failed
+    assert "raise llm.pool_limit" in failed
     assert stub_llm.request_count == 0
     assert waiting_for_a_slot(instance) == set()
 
@@ -528,7 +529,7 @@ def test_after_a_run_killed_in_a_model_call_the_next_run_gets_the_llm_slot_and_c
     with StubLLM() as stub:
         serve_every_agent(stub)
         stub.fail_next("hang", seconds=120)  # the first model call is never answered
-        killed = start_run_with_model(home, table, tiny_model, stub, llm_pool_limit="1")
+        killed = start_run_with_model(home, table, tiny_model, stub, pool_limit="1")
         try:
             wait_until(lambda: stub.request_count > 0, 120, "the run calls a model")
         finally:
@@ -543,7 +544,7 @@ def test_after_a_run_killed_in_a_model_call_the_next_run_gets_the_llm_slot_and_c
 
         # Were the killed run's slot still held, its paper would fail after this wait, naming it.
         next_run = start_run_with_model(
-            home, table, tiny_model, stub, llm_pool_limit="1", llm_slot_wait_seconds="30"
+            home, table, tiny_model, stub, pool_limit="1", slot_wait_seconds="30"
         )
         try:
             _, printed = next_run.communicate(timeout=240)

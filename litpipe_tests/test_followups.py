@@ -52,7 +52,7 @@ def test_thin_papers_have_too_few_cited_insights_or_no_name_in_the_narrative() -
 
 def test_offline_follow_ups_are_new_questions(tmp_path: Path) -> None:
     asked = asked_questions()
-    settings = Settings(home=tmp_path, follow_up_questions=3)
+    settings = Settings(home=tmp_path, synthesis={"follow_up_questions": 3})
     questions = follow_up_questions(
         ABSTRACT, asked, "too few insights", settings, PromptLibrary(None), None
     )
@@ -76,7 +76,7 @@ def test_a_model_repeating_an_asked_question_is_not_kept(tmp_path: Path, stub_ll
         },
     )
     settings = stub_settings(
-        tmp_path, stub_llm, agents={"followups": {"model": "openai/stub-followups"}}
+        tmp_path, stub_llm, llm={"agents": {"followups": {"model": "openai/stub-followups"}}}
     )
     client = LLMClient(settings, UsageLedger())
     questions = follow_up_questions(

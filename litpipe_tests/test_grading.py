@@ -119,9 +119,11 @@ def test_an_embedder_gives_the_middle_band_and_is_called_once(
 ) -> None:
     text = f"{COMPARATIVE}\n\nFearNet keeps examples in a replay buffer [{FEARNET}:2]."
     passages = {f"[{REPAIR}:4]": [REPAIR_PASSAGE], f"[{FEARNET}:2]": [FEARNET_PASSAGE]}
-    settings = offline(tmp_path).model_copy(
+    settings = offline(tmp_path)
+    strict = settings.grading.model_copy(
         update={"support_threshold": 0.99, "partial_support_threshold": 0.0}
     )
+    settings = settings.model_copy(update={"grading": strict})
 
     grades = grading.grade_output(
         text, passages, settings, PromptLibrary(None), None, fake_embedder
@@ -141,8 +143,7 @@ def judge_settings(tmp_path: Path, stub: StubLLM, **overrides: Any) -> Settings:
     return Settings(
         home=tmp_path / "home",
         corpus_roots=[],
-        llm_api_base=stub.url,
-        agents=judges,
+        llm={"api_base": stub.url, "agents": judges},
         **overrides,
     )
 
@@ -261,7 +262,7 @@ def graded_collection(
 ) -> tuple[Path, Synthesis]:
     """A collection built offline once (2 papers); its first cited segment's claim."""
     root = tmp_path_factory.mktemp("graded")
-    settings = Settings(home=root / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(home=root / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)})
     build(settings, folder_with(root / "papers", PDFS_BY_SIZE[:2]))
     written = artifact_store(settings).read(["synthesis"], COLLECTION, Synthesis)
     return root, written
@@ -298,7 +299,7 @@ def test_the_stub_judge_flags_one_sentence_in_the_check_and_on_the_page(
     target = next(s for s in offline_written.grades.sentences if s.segments)
     claim = grading.segments(target.sentence)[0].claim
     stub_llm.respond("stub-judge", judge_rejecting(claim))
-    settings = judge_settings(root, stub_llm, embedder=str(tiny_model))
+    settings = judge_settings(root, stub_llm, ingest={"embedder": str(tiny_model)})
 
     result = materialize_collection(settings)
 
@@ -337,7 +338,7 @@ def test_the_setting_decides_whether_a_failing_grade_blocks_the_page(
     first = next(s for s in offline_written.grades.sentences if s.segments)
     stub_llm.respond("stub-judge", judge_rejecting(grading.segments(first.sentence)[0].claim))
     settings = judge_settings(
-        root, stub_llm, embedder=str(tiny_model), evaluation_blocking=blocking
+        root, stub_llm, ingest={"embedder": str(tiny_model)}, grading={"blocking": blocking}
     )
 
     result = materialize_collection(settings)
@@ -369,6 +370,6 @@ def test_an_edited_judge_prompt_makes_every_graded_output_stale_and_nothing_else
     packaged = PromptLibrary(None).text("claim_judge")
     (prompts / "claim_judge.md").write_text(packaged.replace("faithful", "close"), "utf-8")
     before = versions(Settings(home=tmp_path / "a", corpus_roots=[]))
-    after = versions(Settings(home=tmp_path / "b", corpus_roots=[], prompts_dir=prompts))
+    after = versions(Settings(home=tmp_path / "b", corpus_roots=[], llm={"prompts_dir": prompts}))
     changed = {name for name in before if before[name] != after[name]}
     assert changed == {"synthesis", "plain_summary", "query_summary", "related_work"}

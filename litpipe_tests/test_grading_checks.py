@@ -172,7 +172,7 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
     ).read(["query_summary"], key, QuerySummary)
     target, written = second_cited(offline.grades)
     judge_rejects(stub_llm, target, grading.page_markers)
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(JUDGES))
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps(JUDGES))
     judged = ("--paper", PAPER_ID, QUERY, "--api-base", stub_llm.url)
     capsys.readouterr()
 
@@ -259,7 +259,7 @@ def test_related_work_with_the_stub_as_judge_flags_the_sentence_it_rejects(
     key, folder, offline = section(related_home)
     target, written = second_cited(offline.grades)
     judge_rejects(stub_llm, target, grading.id_markers)
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(JUDGES))
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps(JUDGES))
 
     assert related_work(related_home, tiny_model, *ARGS, "--api-base", stub_llm.url) == 0
     err = capsys.readouterr().err
@@ -286,8 +286,8 @@ def test_with_evaluation_blocking_a_flagged_section_fails_the_request(
 ) -> None:
     key, _, offline = section(related_home)
     judge_rejects(stub_llm, second_cited(offline.grades)[0], grading.id_markers)
-    monkeypatch.setenv("LITPIPE_AGENTS", json.dumps(JUDGES))
-    monkeypatch.setenv("LITPIPE_EVALUATION_BLOCKING", "true")
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps(JUDGES))
+    monkeypatch.setenv("LITPIPE_GRADING__BLOCKING", "true")
 
     assert related_work(related_home, tiny_model, *ARGS, "--api-base", stub_llm.url) == 1
     err = capsys.readouterr().err

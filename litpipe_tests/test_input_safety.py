@@ -187,7 +187,7 @@ def test_a_pdf_over_the_page_limit_fails_with_one_line_naming_the_setting(tmp_pa
     pdf = two_page_pdf(tmp_path / "long.pdf")
     with pytest.raises(IngestError) as refused:
         parse_pdf(pdf, "long", "c", PdfLimits(max_pages=1))
-    assert str(refused.value) == "2 pages, over the limit of 1 (setting max_pdf_pages)"
+    assert str(refused.value) == "2 pages, over the limit of 1 (setting ingest.max_pdf_pages)"
 
 
 def test_a_file_over_the_byte_limit_fails_before_it_is_opened(tmp_path: Path) -> None:
@@ -196,7 +196,9 @@ def test_a_file_over_the_byte_limit_fails_before_it_is_opened(tmp_path: Path) ->
     big.write_bytes(b"x" * 2_000)
     with pytest.raises(IngestError) as refused:
         parse_pdf(big, "big", "c", PdfLimits(max_bytes=1_000))
-    assert str(refused.value) == "2,000 bytes, over the limit of 1,000 (setting max_pdf_bytes)"
+    assert (
+        str(refused.value) == "2,000 bytes, over the limit of 1,000 (setting ingest.max_pdf_bytes)"
+    )
 
 
 @pytest.mark.slow  # a whole `litpipe run` (about 6 s)
@@ -206,13 +208,13 @@ def test_run_fails_the_paper_over_the_limit_and_says_which_setting(
     folder = tmp_path / "long"
     folder.mkdir()
     two_page_pdf(folder / "long.pdf")
-    monkeypatch.setenv("LITPIPE_MAX_PDF_PAGES", "1")
+    monkeypatch.setenv("LITPIPE_INGEST__MAX_PDF_PAGES", "1")
     home = tmp_path / "home"
     code = main(["run", str(folder), "--home", str(home), "--embedder", str(tiny_model)])
     report = json.loads((home / "outputs" / "long" / "report.json").read_text("utf-8"))
     assert code == 1 and report["papers"] == 0
     (failure,) = report["failed_papers"]
-    assert failure["reason"].endswith("2 pages, over the limit of 1 (setting max_pdf_pages)")
+    assert failure["reason"].endswith("2 pages, over the limit of 1 (setting ingest.max_pdf_pages)")
 
 
 def test_a_folder_without_a_pdf_is_a_usage_error_with_its_reason(

@@ -126,7 +126,7 @@ def scripted_insights(body: dict[str, Any]) -> dict[str, Any]:
 def test_model_insights_are_checked_against_the_pairs(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.respond("stub-insights", scripted_insights)
     settings = stub_settings(
-        tmp_path, stub_llm, agents={"insights": {"model": "openai/stub-insights"}}
+        tmp_path, stub_llm, llm={"agents": {"insights": {"model": "openai/stub-insights"}}}
     )
     client = LLMClient(settings, UsageLedger())
     insights = insights_for(ANSWERS, settings, PromptLibrary(None), client)

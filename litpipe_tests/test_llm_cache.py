@@ -125,7 +125,7 @@ def test_an_unchanged_call_is_answered_from_the_cache(tmp_path: Path, stub_llm: 
     assert stub_llm.request_count == 1
     # A new client (a re-materialization), another agent name, another endpoint: no request.
     again = make_client(
-        tmp_path, stub_llm, llm_api_base=stub_llm.url.replace("127.0.0.1", "localhost")
+        tmp_path, stub_llm, llm={"api_base": stub_llm.url.replace("127.0.0.1", "localhost")}
     )
     route = agent_route(again, agent="other-agent")
     assert again.complete_sync(route, MESSAGES, Summary) == first
@@ -160,7 +160,7 @@ def test_a_change_of_model_sampling_messages_or_schema_is_a_miss(
 
 
 def test_with_the_cache_off_every_call_is_made(tmp_path: Path, stub_llm: StubLLM) -> None:
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
     for _ in range(3):
         client.complete_sync(agent_route(client), MESSAGES, Summary)
     assert stub_llm.request_count == 3
@@ -168,7 +168,7 @@ def test_with_the_cache_off_every_call_is_made(tmp_path: Path, stub_llm: StubLLM
 
 
 def test_failed_calls_are_not_cached(tmp_path: Path, stub_llm: StubLLM) -> None:
-    client = make_client(tmp_path, stub_llm, llm_max_retries=0)
+    client = make_client(tmp_path, stub_llm, llm={"max_retries": 0})
     stub_llm.fail_next("server_error")
     stub_llm.fail_next("not_found")
     stub_llm.fail_next("invalid_schema", 2)

@@ -97,7 +97,7 @@ def test_replies_in_fences_or_prose_are_parsed(tmp_path: Path, stub_llm: StubLLM
     value["paper"] = "p1"
     body = Findings.model_validate(value).model_dump_json()
     stub_llm.script("p1", f"```json\n{body}\n```", f"Here you are: {body} Hope it helps.")
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
     for _ in range(2):
         assert client.complete_sync(route(client), MESSAGES, Findings).paper == "p1"
     assert stub_llm.request_count == 2  # no repair needed
@@ -172,7 +172,7 @@ def test_server_errors_and_dropped_connections_are_retried(
 
 def test_a_request_that_hangs_times_out_and_is_retried(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.fail_next("hang", seconds=30)
-    client = make_client(tmp_path, stub_llm, llm_timeout_s=0.3)
+    client = make_client(tmp_path, stub_llm, llm={"timeout_s": 0.3})
     started = time.perf_counter()
     assert isinstance(client.complete_sync(route(client), MESSAGES, Findings), Findings)
     assert time.perf_counter() - started < 2
@@ -181,10 +181,10 @@ def test_a_request_that_hangs_times_out_and_is_retried(tmp_path: Path, stub_llm:
 
 def test_retries_are_bounded(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.fail_next("server_error", 10)
-    client = make_client(tmp_path, stub_llm, llm_max_retries=2)
+    client = make_client(tmp_path, stub_llm, llm={"max_retries": 2})
     with pytest.raises(TransientLLMError, match="still failing after 3 tries") as caught:
         client.complete_sync(route(client), MESSAGES, Findings)
-    assert "llm_max_retries=2" in str(caught.value)
+    assert "llm.max_retries=2" in str(caught.value)
     assert stub_llm.request_count == 3
     assert client.usage.summary() == LLMUsage(failed=1)
 
@@ -194,7 +194,7 @@ def test_retries_are_bounded(tmp_path: Path, stub_llm: StubLLM) -> None:
     [
         ("unauthorized", "refused the key (401): set OPENAI_API_KEY in the environment"),
         ("bad_request", "rejected the request (400): check the model name and the agent's temp"),
-        ("not_found", "has no such model (404): check llm_model, or agents.findings.model"),
+        ("not_found", "has no such model (404): check llm.model, or llm.agents.findings.model"),
     ],
 )
 def test_permanent_errors_fail_at_once_saying_what_to_fix(
@@ -214,7 +214,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     stub_llm.latency_s = 0.05
-    client = make_client(tmp_path, stub_llm, llm_concurrency=4)
+    client = make_client(tmp_path, stub_llm, llm={"concurrency": 4})
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(20)]
 
     async def twenty_at_once() -> list[Findings]:
@@ -227,7 +227,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
 
 def test_synchronous_callers_in_threads_share_the_bound(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.latency_s = 0.05
-    client = make_client(tmp_path, stub_llm, llm_concurrency=2)
+    client = make_client(tmp_path, stub_llm, llm={"concurrency": 2})
 
     def call(n: int) -> None:
         client.complete_sync(route(client), [{"role": "user", "content": f"paper {n}"}], Findings)
@@ -280,7 +280,7 @@ def test_callers_on_short_lived_loops_share_the_model_call_loop(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     # litellm keeps an HTTP client per event loop: one closed by asyncio.run must not be reused.
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
     for _ in range(3):
         assert isinstance(asyncio.run(client.complete(route(client), MESSAGES, Findings)), Findings)
     assert stub_llm.request_count == 3
@@ -289,7 +289,7 @@ def test_callers_on_short_lived_loops_share_the_model_call_loop(
 def test_a_synchronous_call_from_the_model_call_loop_is_refused(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
 
     async def blocking_call() -> Findings:
         return client.complete_sync(route(client), MESSAGES, Findings)
@@ -309,7 +309,7 @@ def test_an_offline_route_is_refused(tmp_path: Path, stub_llm: StubLLM) -> None:
 def test_the_environment_key_wins_over_the_placeholder(
     tmp_path: Path, stub_llm: StubLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     client.complete_sync(route(client), MESSAGES, Findings)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
@@ -359,7 +359,7 @@ def test_credentials_in_the_api_base_go_as_basic_auth_and_messages_hide_the_pass
     """A server behind basic auth named `http://user:password@host/v1`, as HTTP clients take
     it (the password percent-encoded); litellm's async calls refuse such a URL as it is."""
     api_base = stub_llm.url.replace("http://", "http://canaryuser:CANARY%40SECRET@")
-    client = make_client(tmp_path, stub_llm, llm_api_base=api_base)
+    client = make_client(tmp_path, stub_llm, llm={"api_base": api_base})
 
     client.complete_sync(route(client), MESSAGES, Findings)
 
@@ -389,7 +389,7 @@ def test_the_stub_writes_replies_valid_against_the_schema() -> None:
 def test_the_stub_scripts_replies_per_marker(tmp_path: Path, stub_llm: StubLLM) -> None:
     scripted = example_from_schema(Findings.model_json_schema()) | {"paper": "scripted"}
     stub_llm.script("Paper p2", scripted)
-    client = make_client(tmp_path, stub_llm, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
     other = [{"role": "user", "content": "Paper p2: another"}]
     assert client.complete_sync(route(client), MESSAGES, Findings).paper != "scripted"
     assert client.complete_sync(route(client), other, Findings).paper == "scripted"

@@ -124,7 +124,7 @@ def test_a_priced_model_costs_what_litellm_says(tmp_path: Path, stub_llm: StubLL
 def test_an_unpriced_model_costs_nothing_and_says_so_once(
     tmp_path: Path, stub_llm: StubLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = make_client(tmp_path, stub_llm, llm_budget_usd=0.01, llm_cache=False)
+    client = make_client(tmp_path, stub_llm, llm={"budget_usd": 0.01, "cache": False})
     route = client.settings.route("summary").model_copy(update={"model": "openai/unpriced-1"})
     with caplog.at_level(logging.INFO, logger="litpipe.llm"):
         for _ in range(2):
@@ -133,12 +133,12 @@ def test_an_unpriced_model_costs_nothing_and_says_so_once(
     notes = [r.getMessage() for r in caplog.records if "knows no price" in r.getMessage()]
     assert notes == [
         "litellm knows no price for openai/unpriced-1: its calls count as $0 and "
-        "llm_budget_usd cannot limit them"
+        "llm.budget_usd cannot limit them"
     ]
 
 
 def test_the_budget_stops_a_call_that_could_exceed_it(tmp_path: Path, stub_llm: StubLLM) -> None:
-    client = make_client(tmp_path, stub_llm, llm_budget_usd=0.01, llm_max_tokens=1000)
+    client = make_client(tmp_path, stub_llm, llm={"budget_usd": 0.01, "max_tokens": 1000})
     # Another step of the same run has spent almost all of it.
     UsageLedger(client.usage.path).record(CallRecord(agent="x", model="m", cost_usd=0.0098))
     with pytest.raises(BudgetExceededError) as caught:
@@ -146,7 +146,7 @@ def test_the_budget_stops_a_call_that_could_exceed_it(tmp_path: Path, stub_llm: 
     message = str(caught.value)
     assert message.startswith(f"summary: the next call to {KNOWN_MODEL} (up to $0.0006")
     assert "would take the run to $0.0104" in message
-    assert "over llm_budget_usd=$0.010000; raise the budget" in message
+    assert "over llm.budget_usd=$0.010000; raise the budget" in message
     assert stub_llm.request_count == 0
     assert client.usage.summary() == LLMUsage(failed=1)
 
@@ -154,7 +154,7 @@ def test_the_budget_stops_a_call_that_could_exceed_it(tmp_path: Path, stub_llm: 
 def test_calls_in_flight_count_against_the_budget(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.latency_s = 0.1
     # Each call may cost up to ~$0.0006 (1000 output tokens): two fit, a third could not.
-    client = make_client(tmp_path, stub_llm, llm_budget_usd=0.0015, llm_max_tokens=1000)
+    client = make_client(tmp_path, stub_llm, llm={"budget_usd": 0.0015, "max_tokens": 1000})
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(5)]
     with pytest.raises(BudgetExceededError):
         client.complete_many_sync(known_route(client), conversations, Summary)

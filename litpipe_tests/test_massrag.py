@@ -47,7 +47,7 @@ SYSTEM_LINES = {
 
 
 def offline_multi_view(tmp_path: Path, items: list[QuestionEvidence]) -> list[Any]:
-    settings = Settings(home=tmp_path, answer_mode="multi_view")
+    settings = Settings(home=tmp_path, synthesis={"answer_mode": "multi_view"})
     return answer_questions(items, settings, PromptLibrary(None), None)
 
 
@@ -137,7 +137,7 @@ def test_each_view_prompt_is_used_and_the_reconciler_reads_the_three_views(
         for index, text in enumerate(texts)
     ]
     with StubLLM(latency_s=0.2) as stub:
-        settings = stub_settings(tmp_path, stub, answer_mode="multi_view")
+        settings = stub_settings(tmp_path, stub, synthesis={"answer_mode": "multi_view"})
         view_replies(stub)
         client = LLMClient(settings, UsageLedger())
         with caplog.at_level(logging.WARNING):

@@ -53,7 +53,7 @@ def documents() -> list[PaperDocument]:
 
 
 def offline_settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home", llm_model=None)
+    return Settings(home=tmp_path / "home", llm={"model": None})
 
 
 def without_abstract(document: PaperDocument) -> PaperDocument:
@@ -67,7 +67,7 @@ def without_abstract(document: PaperDocument) -> PaperDocument:
 
 
 def test_a_parsed_abstract_is_used_as_is(tmp_path: Path, documents: list[PaperDocument]) -> None:
-    model_route = Settings(home=tmp_path / "home", llm_model="gpt-4o-mini")
+    model_route = Settings(home=tmp_path / "home", llm={"model": "gpt-4o-mini"})
     for document in documents:
         assert document.abstract
         abstract = paper_abstract_from(
@@ -149,7 +149,7 @@ def test_model_route_gets_fenced_bounded_excerpts(
         }
     )
     client = ScriptedClient(AbstractReply(abstract="  A model's abstract.  "))
-    configured = Settings(home=tmp_path / "home", llm_model="openai/local")
+    configured = Settings(home=tmp_path / "home", llm={"model": "openai/local"})
     abstract = paper_abstract_from(hostile, configured, PromptLibrary(None), client)
     assert (abstract.source, abstract.engine) == ("generated", "openai/local")
     assert abstract.abstract == "A model's abstract."

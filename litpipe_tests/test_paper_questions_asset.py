@@ -61,11 +61,13 @@ def model_settings(tmp_path: Path, stub_llm: StubLLM, tiny_model: Path) -> Setti
     return stub_settings(
         tmp_path / "home",
         stub_llm,
-        llm_model=None,
-        agents={"paper_questions": {"model": "openai/stub"}},
-        embedder=str(tiny_model),
         corpus_roots=[],
-        prompts_dir=tmp_path / "prompts",
+        llm={
+            "model": None,
+            "agents": {"paper_questions": {"model": "openai/stub"}},
+            "prompts_dir": tmp_path / "prompts",
+        },
+        ingest={"embedder": str(tiny_model)},
     )
 
 
@@ -94,9 +96,9 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
 
     # Edit the prompt (a user override of the packaged file): paper_questions is stale, and
     # what is built from it; nothing upstream.
-    prompt = PromptLibrary(None).text("paper_questions")
-    model_settings.prompts_dir.mkdir()
-    (model_settings.prompts_dir / "paper_questions.md").write_text(
+    prompt = PromptLibrary(None).text("questions")
+    model_settings.llm.prompts_dir.mkdir()
+    (model_settings.llm.prompts_dir / "questions.md").write_text(
         prompt.replace("\n## user\n", "\n## user\nAsk about the organisms studied, too.\n", 1)
     )
     edited = build_definitions(model_settings)
@@ -214,7 +216,7 @@ def test_credentials_in_the_api_base_reach_the_server_and_no_file_of_the_home(
 def test_a_run_over_budget_stops_before_calling_and_says_why(
     tmp_path: Path, stub_llm: StubLLM, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("LITPIPE_LLM_BUDGET_USD", "0.00001")
+    monkeypatch.setenv("LITPIPE_LLM__BUDGET_USD", "0.00001")
     table = write_table(tmp_path / "src", "We profile ale yeast proteins across fermentation.")
     home = tmp_path / "home"
     # A model litellm has prices for, served by the stub.
@@ -228,5 +230,5 @@ def test_a_run_over_budget_stops_before_calling_and_says_why(
     (failure,) = report["failed_papers"]
     assert failure["row"] == 1
     assert failure["reason"].startswith("paper_questions: the next call to openai/gpt-4o-mini")
-    assert "llm_budget_usd" in failure["reason"] and "\n" not in failure["reason"]
+    assert "llm.budget_usd" in failure["reason"] and "\n" not in failure["reason"]
     assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1}

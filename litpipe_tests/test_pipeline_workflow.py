@@ -48,7 +48,7 @@ def two_papers(folder: Path) -> Path:
 
 
 def settings_for(home: Path, tiny_model: Path) -> Settings:
-    return Settings(home=home, embedder=str(tiny_model))
+    return Settings(home=home, ingest={"embedder": str(tiny_model)})
 
 
 def run_in_a_notebook(home: Path, tiny_model: Path, folder: Path) -> tuple[bool, PipelineResult]:

@@ -90,7 +90,9 @@ def test_offline_plain_cites_each_paper_itself_by_an_insight_that_cites_a_passag
 def test_plain_request_holds_the_spine_and_the_reply_is_checked(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
-    settings = stub_settings(tmp_path, stub_llm, agents={"synthesis": {"model": "offline"}})
+    settings = stub_settings(
+        tmp_path, stub_llm, llm={"agents": {"synthesis": {"model": "offline"}}}
+    )
     expert_synthesis = expert(settings)
     reply = (
         f"Scientists test which gene changes matter [{GCK}:3]. A computer model guesses "

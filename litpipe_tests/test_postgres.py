@@ -250,9 +250,9 @@ def test_concurrent_paper_runs_materialize_each_partition_once_within_the_llm_po
         settings = stub_settings(
             tmp_path / "home",
             stub,
-            embedder=str(tiny_model),
             corpus_roots=[],
             dagster_home=fit_for_threads(dagster_home, monkeypatch),
+            ingest={"embedder": str(tiny_model)},
         )
         folder = tmp_path / "papers"
         folder.mkdir()
@@ -331,12 +331,10 @@ def test_a_transient_model_error_retries_the_step_and_a_permanent_one_does_not(
         settings = stub_settings(
             tmp_path / "home",
             stub,
-            embedder=str(tiny_model),
             corpus_roots=[],
             dagster_home=dagster_home,
-            llm_max_retries=0,  # the client gives up at once: Dagster's retry is what is tested
-            llm_step_retries=1,
-            llm_step_retry_delay_s=0.1,
+            ingest={"embedder": str(tiny_model)},
+            llm={"max_retries": 0, "step_retries": 1, "step_retry_delay_s": 0.1},
         )
         folder = tmp_path / "papers"
         folder.mkdir()

@@ -248,13 +248,18 @@ def test_offline_loop_revises_from_the_judges_topics_until_it_approves(tmp_path:
 
 def test_the_whole_paper_is_read_when_it_fits_the_context(tmp_path: Path) -> None:
     result = offline(tmp_path)
-    assert result.route == "whole_paper" and "fits mais_context_tokens" in result.route_reason
+    assert (
+        result.route == "whole_paper" and "fits query_summary.context_tokens" in result.route_reason
+    )
     assert result.source == PAPER
 
 
 def test_a_long_paper_is_read_through_its_evidence_in_reading_order(tmp_path: Path) -> None:
-    result = offline(tmp_path, mais_context_tokens=500)
-    assert result.route == "evidence" and "exceeds mais_context_tokens (500)" in result.route_reason
+    result = offline(tmp_path, query_summary={"context_tokens": 500})
+    assert (
+        result.route == "evidence"
+        and "exceeds query_summary.context_tokens (500)" in result.route_reason
+    )
     assert 0 < len(result.source) < len(PAPER)
     indexes = [PAPER.index(chunk) for chunk in result.source]
     assert indexes == sorted(indexes)
@@ -267,7 +272,7 @@ def test_evidence_the_summarizer_finds_insufficient_routes_to_the_whole_paper(
     """Self-Route: a retriever that finds only the husbandry passage leaves the offline
     summarizer no query term; it says so, and reads the paper instead, as far as fits."""
     husbandry = [PAPER[4]]
-    settings = Settings(home=tmp_path, mais_context_tokens=500)
+    settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
     result = summarize_for_query(
         REQUEST,
         TITLE,
@@ -288,7 +293,7 @@ def test_evidence_the_summarizer_finds_insufficient_routes_to_the_whole_paper(
 
 
 def test_an_unapproved_loop_stops_at_the_cap(tmp_path: Path) -> None:
-    result = offline(tmp_path, mais_max_iterations=1)
+    result = offline(tmp_path, query_summary={"max_iterations": 1})
     assert result.status == "max_iterations_reached"
     assert len(result.iterations) == 1 and result.max_iterations == 1
     assert not result.iterations[0].verdict.approved
@@ -298,9 +303,9 @@ def test_version_follows_the_loop_settings_and_the_prompts(tmp_path: Path) -> No
     packaged = PromptLibrary(None)
     base = Settings(home=tmp_path)
     assert query_summary_version(base, packaged) == query_summary_version(base, packaged)
-    capped = Settings(home=tmp_path, mais_max_iterations=3)
+    capped = Settings(home=tmp_path, query_summary={"max_iterations": 3})
     assert query_summary_version(capped, packaged) != query_summary_version(base, packaged)
-    stronger = Settings(home=tmp_path, agents={"query_questions": {"model": "gpt-4o"}})
+    stronger = Settings(home=tmp_path, llm={"agents": {"query_questions": {"model": "gpt-4o"}}})
     assert query_summary_version(stronger, packaged) != query_summary_version(base, packaged)
     overrides = tmp_path / "prompts"
     overrides.mkdir()
@@ -370,7 +375,7 @@ def verdict(approved: bool, accepted: list[bool], topics: list[str]) -> dict[str
 
 
 def through_the_stub(tmp_path: Path, stub: StubLLM, **overrides: Any) -> QuerySummary:
-    settings = stub_settings(tmp_path, stub, agents=ROUTES, **overrides)
+    settings = stub_settings(tmp_path, stub, **overrides, llm={"agents": ROUTES})
     return summarize_for_query(
         REQUEST,
         TITLE,
@@ -441,7 +446,7 @@ def test_two_disapprovals_then_approval_make_three_iterations_revised_from_the_t
 def test_a_judge_that_never_approves_stops_at_the_cap(tmp_path: Path, stub_llm: StubLLM) -> None:
     scripted_loop(stub_llm)
     stub_llm.respond("stub-judge", lambda body: verdict(False, [False, False], ["everything"]))
-    result = through_the_stub(tmp_path, stub_llm, mais_max_iterations=4)
+    result = through_the_stub(tmp_path, stub_llm, query_summary={"max_iterations": 4})
     assert result.status == "max_iterations_reached"
     assert len(result.iterations) == 4 and result.max_iterations == 4
     assert all(i.verdict.accuracy == 0.0 for i in result.iterations)
@@ -454,7 +459,7 @@ def test_a_summarizer_finding_the_evidence_insufficient_gets_the_whole_paper(
     scripted_loop(stub_llm)
     stub_llm.script("stub-summary", {"evidence_sufficient": False, "summary": "", "highlights": []})
     stub_llm.respond("stub-judge", lambda body: verdict(True, [True, True], []))
-    result = through_the_stub(tmp_path, stub_llm, mais_context_tokens=500)
+    result = through_the_stub(tmp_path, stub_llm, query_summary={"context_tokens": 500})
     assert result.route == "whole_paper" and "insufficient" in result.route_reason
     first, second = requests_to(stub_llm, "stub-summary")
     evidence_passages = user_message(first).count("(Results)\n")
@@ -534,11 +539,11 @@ def test_a_stored_paper_is_summarized_through_hybrid_retrieval(
     passages = paper_passages(store, fake_embedder.embedder_id, "bio", PAPER_ID)
     assert [chunk.text for chunk in passages] == TEXTS
     assert [chunk.fused_rank for chunk in passages] == list(range(1, len(TEXTS) + 1))
-    settings = Settings(home=tmp_path, mais_context_tokens=500)
+    settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
     retriever = HybridRetriever(store, fake_embedder, "bio", None, papers=[PAPER_ID])
     search = paper_search(retriever, NoReranker(), PAPER_ID, settings)
     found = search(QUERY)
-    assert 0 < len(found) <= settings.evidence_per_question
+    assert 0 < len(found) <= settings.retrieval.evidence_per_question
     assert {chunk.paper_id for chunk in found} == {PAPER_ID}
     result = summarize_for_query(
         REQUEST, TITLE, ABSTRACT, passages, search, settings, PromptLibrary(None), None

@@ -37,7 +37,9 @@ def build(settings: Settings, folder: Path) -> tuple[dg.DagsterInstance, list[st
 def test_every_question_gets_its_own_papers_evidence_with_provenance(
     tmp_path: Path, tiny_model: Path
 ) -> None:
-    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(
+        home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)}
+    )
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _, paper_ids = build(settings, folder)
 
@@ -74,11 +76,14 @@ def test_every_question_gets_its_own_papers_evidence_with_provenance(
 
 
 def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model: Path) -> None:
-    settings = Settings(home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(
+        home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)}
+    )
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:1])
     instance, paper_ids = build(settings, folder)
 
-    fewer = settings.model_copy(update={"evidence_per_question": 2})
+    kept = settings.retrieval.model_copy(update={"evidence_per_question": 2})
+    fewer = settings.model_copy(update={"retrieval": kept})
     defs = build_definitions(fewer)
     states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
     stale = {key.to_user_string() for key, by in states.items() if by[paper_ids[0]] != State.FRESH}
@@ -105,7 +110,10 @@ def test_scope_all_searches_the_collection_after_its_index(
     tmp_path: Path, tiny_model: Path
 ) -> None:
     settings = Settings(
-        home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[], evidence_scope="all"
+        home=tmp_path / "home",
+        corpus_roots=[],
+        ingest={"embedder": str(tiny_model)},
+        retrieval={"evidence_scope": "all"},
     )
     defs = build_definitions(settings)
     plan = [(phase.per, [key.to_user_string() for key in phase.keys]) for phase in phases(defs)]
@@ -141,7 +149,7 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
     tmp_path: Path, tiny_model: Path, stub_llm: StubLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:1])
-    plain = Settings(home=tmp_path / "plain", embedder=str(tiny_model), corpus_roots=[])
+    plain = Settings(home=tmp_path / "plain", corpus_roots=[], ingest={"embedder": str(tiny_model)})
     _, (paper_id,) = build(plain, folder)
     fused = artifact_store(plain).read(["question_evidence"], paper_id, PaperEvidence)
 
@@ -149,11 +157,10 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
     stub_llm.fail_next("unauthorized", 1000)
     reranking = Settings(
         home=tmp_path / "reranking",
-        embedder=str(tiny_model),
         corpus_roots=[],
-        reranker="relevance",
-        llm_api_base=stub_llm.url,
-        agents={"relevance": {"model": "openai/stub-relevance"}},
+        ingest={"embedder": str(tiny_model)},
+        retrieval={"reranker": "relevance"},
+        llm={"api_base": stub_llm.url, "agents": {"relevance": {"model": "openai/stub-relevance"}}},
     )
     build(reranking, folder)
     evidence = artifact_store(reranking).read(["question_evidence"], paper_id, PaperEvidence)

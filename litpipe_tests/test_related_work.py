@@ -602,7 +602,7 @@ def test_a_writer_prompt_over_its_context_is_refused_before_the_writer_is_called
 ) -> None:
     writer = ScriptedWriter(good_section, good_section)
     with pytest.raises(RelatedWorkInputError, match="lower top_k"):
-        model_run(tmp_path, stub_llm, writer, fake_embedder, related_work_context_tokens=500)
+        model_run(tmp_path, stub_llm, writer, fake_embedder, related_work={"context_tokens": 500})
     assert writer.bodies == []
 
 
@@ -613,7 +613,7 @@ def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> N
     latency, bound = 0.05, 3
     with StubLLM(latency_s=latency) as stub:
         stub.respond(DEBATE_REQUEST, scripted_debate)
-        settings = stub_settings(tmp_path / "home", stub, llm_concurrency=bound)
+        settings = stub_settings(tmp_path / "home", stub, llm={"concurrency": bound})
         client = LLMClient(settings, UsageLedger())
         started = time.perf_counter()
         scored = score_references(IDEA, candidates, settings, PromptLibrary(None), client)
@@ -669,7 +669,7 @@ def test_an_idea_longer_than_the_writer_context_is_refused(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     idea = "An idea about posterior collapse. " * 1000  # about 8,500 tokens
-    refused(tmp_path, fake_embedder, DEMO, "related_work_context_tokens = 8000", idea=idea)
+    refused(tmp_path, fake_embedder, DEMO, "related_work.context_tokens = 8000", idea=idea)
 
 
 def test_bad_rows_are_left_out_with_their_reasons(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_an_edited_table_is_a_new_request_and_its_old_partition_refuses_the_new_
     assert outputs(home, new)[1].table_rows == 39 and outputs(home, old)[1].table_rows == 40
 
     # Materializing the old request again (from the UI, say) fails rather than mix them up.
-    settings = Settings(home=home, embedder=str(tiny_model))
+    settings = Settings(home=home, ingest={"embedder": str(tiny_model)})
     job = build_definitions(settings).resolve_job_def("related_work_job")
 
     def failure() -> str:
@@ -195,7 +195,7 @@ def test_a_writer_prompt_over_its_context_is_refused_by_the_step_and_leaves_no_r
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The idea fits; the idea with the top-k abstracts does not, which only the step can tell.
-    monkeypatch.setenv("LITPIPE_RELATED_WORK_CONTEXT_TOKENS", "500")
+    monkeypatch.setenv("LITPIPE_RELATED_WORK__CONTEXT_TOKENS", "500")
     writer = ScriptedWriter(good_section, good_section)
     stub_llm.respond(DEBATE_REQUEST, scripted_debate)
     stub_llm.respond(WRITER_REQUEST, writer)

@@ -162,7 +162,9 @@ def test_model_analysis_is_checked(tmp_path: Path, stub_llm: StubLLM) -> None:
         },
     )
     settings = stub_settings(
-        tmp_path, stub_llm, agents={"relationships": {"model": "openai/stub-relationships"}}
+        tmp_path,
+        stub_llm,
+        llm={"agents": {"relationships": {"model": "openai/stub-relationships"}}},
     )
     draft = relate(
         "col", insights, titles, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())

@@ -48,9 +48,8 @@ def scripted_relevance(body: dict[str, Any]) -> dict[str, Any]:
 def model_reranker(
     home: Path, stub: StubLLM, **overrides: Any
 ) -> tuple[LLMRelevanceReranker, Settings]:
-    settings = stub_settings(
-        home, stub, llm_model="openai/stub-model", reranker="relevance", **overrides
-    )
+    llm = {"model": "openai/stub-model"} | overrides.pop("llm", {})
+    settings = stub_settings(home, stub, llm=llm, retrieval={"reranker": "relevance"}, **overrides)
     client = LLMClient(settings, UsageLedger())
     reranker = reranker_for(settings, PromptLibrary(None), client)
     assert isinstance(reranker, LLMRelevanceReranker)
@@ -74,7 +73,7 @@ def test_offline_scores_query_terms_found_in_the_passage() -> None:
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
     reranker = reranker_for(
-        Settings(home=tmp_path, reranker="relevance"), PromptLibrary(None), None
+        Settings(home=tmp_path, retrieval={"reranker": "relevance"}), PromptLibrary(None), None
     )
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[3], PASSAGES[0]]))
     # The one with the query's terms first; the two without keep their fused order.
@@ -109,7 +108,7 @@ def test_model_scores_decide_the_order_all_sent_concurrently_then_cached(
 ) -> None:
     stub_llm.respond("stub-model", scripted_relevance)
     stub_llm.latency_s = 0.2  # held long enough for the calls to overlap
-    reranker, _ = model_reranker(tmp_path / "home", stub_llm, llm_concurrency=2)
+    reranker, _ = model_reranker(tmp_path / "home", stub_llm, llm={"concurrency": 2})
     candidates = make_candidates(PASSAGES)
 
     reranked = reranker.rerank(QUERY, candidates)
@@ -119,7 +118,7 @@ def test_model_scores_decide_the_order_all_sent_concurrently_then_cached(
         f"Scripted for {chunk.chunk_id}." for chunk in reranked
     ]
     assert stub_llm.request_count == len(candidates)  # one call per candidate
-    assert stub_llm.max_in_flight == 2  # concurrent, within llm_concurrency
+    assert stub_llm.max_in_flight == 2  # concurrent, within llm.concurrency
     assert {passage_id(body) for body in stub_llm.requests} == set(SCRIPTED)
 
     again = reranker.rerank(QUERY, candidates)

@@ -114,7 +114,7 @@ def test_citations_resolve_only_to_stored_chunks_of_the_paper_on_the_cited_page(
 
 def test_the_convergence_markdown_has_the_figures_and_a_row_per_request(tmp_path: Path) -> None:
     converged = offline(tmp_path)
-    capped = offline(tmp_path, mais_max_iterations=1)
+    capped = offline(tmp_path, query_summary={"max_iterations": 1})
     report = convergence_report([converged, capped])
     text = convergence_markdown(
         report, [evaluated("q1", converged), evaluated("q2", capped)], "MAIS on bio"

@@ -176,13 +176,14 @@ def test_reranker_for_follows_the_setting(tmp_path: Path, tiny_cross_encoder: Pa
 
     assert isinstance(chosen(), NoReranker)
     cross_encoder = chosen(
-        reranker="cross-encoder", cross_encoder_model=str(tiny_cross_encoder), embed_device="cpu"
+        retrieval={"reranker": "cross-encoder", "cross_encoder_model": str(tiny_cross_encoder)},
+        ingest={"embed_device": "cpu"},
     )
     assert isinstance(cross_encoder, CrossEncoderReranker)
     assert cross_encoder.model_name_or_path == str(tiny_cross_encoder)
     assert cross_encoder.device == "cpu"
     # Offline (no model configured) the LLM rerankers need no client: their engines answer.
-    assert isinstance(chosen(reranker="relevance"), LLMRelevanceReranker)
-    assert isinstance(chosen(reranker="debate"), LLMDebateReranker)
+    assert isinstance(chosen(retrieval={"reranker": "relevance"}), LLMRelevanceReranker)
+    assert isinstance(chosen(retrieval={"reranker": "debate"}), LLMDebateReranker)
     with pytest.raises(ValueError, match="no LLM client"):
-        chosen(reranker="relevance", llm_model="openai/stub-model")
+        chosen(retrieval={"reranker": "relevance"}, llm={"model": "openai/stub-model"})

@@ -53,10 +53,8 @@ def pools_and_retries(settings: Settings) -> dict[str, tuple[set[str], dg.RetryP
 def test_steps_that_may_call_a_model_are_in_the_llm_pool_and_retry(tmp_path: Path) -> None:
     settings = Settings(
         home=tmp_path,
-        llm_model="openai/any",
-        llm_step_retries=3,
-        llm_step_retry_delay_s=7,
         corpus_roots=[],
+        llm={"model": "openai/any", "step_retries": 3, "step_retry_delay_s": 7},
     )
     found = pools_and_retries(settings)
     assert {name for name, (pools, _) in found.items() if pools} == MODEL_STEPS
@@ -77,17 +75,24 @@ def test_offline_steps_claim_no_slot_and_an_llm_reranker_puts_evidence_in_the_po
     # One agent with a model: only its steps are in the pool.
     questions_only = pools_and_retries(
         Settings(
-            home=tmp_path, agents={"paper_questions": {"model": "openai/any"}}, corpus_roots=[]
+            home=tmp_path,
+            corpus_roots=[],
+            llm={"agents": {"paper_questions": {"model": "openai/any"}}},
         )
     )
     assert {name for name, (pools, _) in questions_only.items() if pools} == {"paper_questions"}
 
     reranked = pools_and_retries(
-        Settings(home=tmp_path, llm_model="openai/any", reranker="debate", corpus_roots=[])
+        Settings(
+            home=tmp_path,
+            corpus_roots=[],
+            llm={"model": "openai/any"},
+            retrieval={"reranker": "debate"},
+        )
     )
     assert reranked["question_evidence"][0] == {LLM_POOL}
     no_retries = pools_and_retries(
-        Settings(home=tmp_path, llm_model="openai/any", llm_step_retries=0, corpus_roots=[])
+        Settings(home=tmp_path, corpus_roots=[], llm={"model": "openai/any", "step_retries": 0})
     )
     assert no_retries["paper_questions"] == ({LLM_POOL}, None)
 
@@ -95,7 +100,9 @@ def test_offline_steps_claim_no_slot_and_an_llm_reranker_puts_evidence_in_the_po
 def test_launched_runs_get_a_bounded_multiprocess_executor_and_no_rerun_of_failed_steps(
     tmp_path: Path,
 ) -> None:
-    defs = build_definitions(Settings(home=tmp_path, max_concurrent_steps=3, corpus_roots=[]))
+    defs = build_definitions(
+        Settings(home=tmp_path, corpus_roots=[], operations={"max_concurrent_steps": 3})
+    )
     for name in ("paper_pipeline", "collection_pipeline", "related_work_job", "query_summary_job"):
         job = defs.resolve_job_def(name)
         assert job.executor_def.name == "multiprocess"
@@ -110,14 +117,15 @@ def test_launched_runs_get_a_bounded_multiprocess_executor_and_no_rerun_of_faile
 def test_litpipe_writes_its_dagster_yaml_with_the_pool_limit_and_keeps_yours(
     tmp_path: Path,
 ) -> None:
-    settings = Settings(home=tmp_path / "home", llm_pool_limit=3, corpus_roots=[])
+    settings = Settings(home=tmp_path / "home", corpus_roots=[], llm={"pool_limit": 3})
     instance = open_instance(settings)
     config = settings.dagster_home / "dagster.yaml"
     assert config.read_text("utf-8").startswith(MANAGED)
     assert instance.event_log_storage.get_pool_config().default_pool_limit == 3
 
     # Another limit rewrites litpipe's file; so does the file litpipe wrote before pools.
-    write_instance_config(settings.model_copy(update={"llm_pool_limit": 5}))
+    llm = settings.llm.model_copy(update={"pool_limit": 5})
+    write_instance_config(settings.model_copy(update={"llm": llm}))
     assert "default_limit: 5" in config.read_text("utf-8")
     config.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     write_instance_config(settings)
@@ -142,7 +150,9 @@ def test_the_dagster_home_follows_the_home_unless_set(
 
 def test_lancedb_at_a_uri_is_not_a_local_folder(tmp_path: Path) -> None:
     # memory:// stands in for s3://bucket/path: a URI LanceDB opens, not a path to create.
-    settings = Settings(home=tmp_path, lancedb_uri="memory://litpipe-test", corpus_roots=[])
+    settings = Settings(
+        home=tmp_path, corpus_roots=[], operations={"lancedb_uri": "memory://litpipe-test"}
+    )
     assert settings.lancedb_dir == "memory://litpipe-test"
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
     embedder = FakeEmbedder()

@@ -76,7 +76,9 @@ def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) 
 def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbox: Path) -> None:
     for pdf in PDFS[1:3]:
         shutil.copy(pdf, inbox / "bio")
-    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox], sensor_batch_size=2)
+    settings = Settings(
+        home=tmp_path / "home", corpus_roots=[inbox], operations={"sensor_batch_size": 2}
+    )
     instance = dg.DagsterInstance.ephemeral()
     cursor = None
     per_tick: list[list[str]] = []

@@ -1,4 +1,4 @@
-"""`llm_structured_output`: how a reply's schema reaches the model, as the local stub server
+"""`llm.structured_output`: how a reply's schema reaches the model, as the local stub server
 receives it, for a model name litellm does not know (`openai/stub`, as a model served by vLLM,
 llama.cpp's server, Ollama or LM Studio is named) and one it knows takes a JSON-schema format."""
 
@@ -56,7 +56,7 @@ def test_each_mode_sends_the_schema_its_way_and_the_reply_validates(
     response_format: dict[str, Any] | None,
     instructed: bool,
 ) -> None:
-    client = make_client(tmp_path, stub_llm, llm_structured_output=mode)
+    client = make_client(tmp_path, stub_llm, llm={"structured_output": mode})
     result = client.complete_sync(route(client, model), MESSAGES, Findings)
     assert isinstance(result, Findings) and len(result.findings) == 2
     (request,) = stub_llm.requests  # valid at once: no repair
@@ -78,7 +78,7 @@ def test_a_chosen_format_reaches_a_model_litellm_thinks_lacks_it(
     tmp_path: Path, stub_llm: StubLLM, mode: StructuredOutput, response_format: dict[str, Any]
 ) -> None:
     # litellm drops response_format for `gpt-4` (drop_params), whatever serves that name.
-    client = make_client(tmp_path, stub_llm, llm_structured_output=mode)
+    client = make_client(tmp_path, stub_llm, llm={"structured_output": mode})
     assert isinstance(
         client.complete_sync(route(client, "openai/gpt-4"), MESSAGES, Findings), Findings
     )
@@ -91,9 +91,11 @@ def test_an_agent_can_have_a_mode_of_its_own(tmp_path: Path, stub_llm: StubLLM) 
     client = make_client(
         tmp_path,
         stub_llm,
-        llm_structured_output="json_schema",
-        agents={"findings": AgentRoute(structured_output="prompt")},
-        llm_cache=False,  # the second agent's call would be the first's cached reply
+        llm={
+            "structured_output": "json_schema",
+            "agents": {"findings": AgentRoute(structured_output="prompt")},
+            "cache": False,
+        },
     )
     for agent in ("findings", "other"):
         client.complete_sync(client.settings.route(agent), MESSAGES, Findings)
@@ -103,10 +105,10 @@ def test_an_agent_can_have_a_mode_of_its_own(tmp_path: Path, stub_llm: StubLLM) 
 
 
 def test_the_modes_share_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> None:
-    first = make_client(tmp_path, stub_llm, llm_structured_output="prompt")
+    first = make_client(tmp_path, stub_llm, llm={"structured_output": "prompt"})
     reply = first.complete_sync(route(first), MESSAGES, Findings)
     for mode in ("json_schema", "json_object", "auto"):
-        client = make_client(tmp_path, stub_llm, llm_structured_output=mode)
+        client = make_client(tmp_path, stub_llm, llm={"structured_output": mode})
         assert client.complete_sync(route(client), MESSAGES, Findings) == reply
         assert client.usage.summary().cached == 1
     assert stub_llm.request_count == 1
@@ -114,9 +116,12 @@ def test_the_modes_share_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> No
 
 def test_the_mode_is_not_in_the_agents_code_version(tmp_path: Path) -> None:
     agent, prompts = PaperQuestionsAgent(), PromptLibrary(None)
-    model = {"home": tmp_path, "llm_model": "openai/stub"}
     versions = {
-        version(agent, Settings(**model, llm_structured_output=mode), prompts)
+        version(
+            agent,
+            Settings(home=tmp_path, llm={"model": "openai/stub", "structured_output": mode}),
+            prompts,
+        )
         for mode in ("auto", "json_schema", "json_object", "prompt")
     }
     assert len(versions) == 1
@@ -126,23 +131,23 @@ def test_a_server_refusing_the_format_is_named_as_the_likely_cause(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     stub_llm.fail_next("bad_request")
-    client = make_client(tmp_path, stub_llm, llm_structured_output="json_schema")
+    client = make_client(tmp_path, stub_llm, llm={"structured_output": "json_schema"})
     with pytest.raises(PermanentLLMError) as caught:
         client.complete_sync(route(client), MESSAGES, Findings)
     assert (
         "and that the server takes response_format 'json_schema' (else set "
-        "llm_structured_output to one it takes)"
+        "llm.structured_output to one it takes)"
     ) in str(caught.value)
 
 
 @pytest.mark.parametrize(
     ("variable", "value", "setting"),
     [
-        ("LITPIPE_LLM_STRUCTURED_OUTPUT", "json", "llm_structured_output"),
+        ("LITPIPE_LLM__STRUCTURED_OUTPUT", "json", "llm.structured_output"),
         (
-            "LITPIPE_AGENTS",
+            "LITPIPE_LLM__AGENTS",
             json.dumps({"questions": {"structured_output": "schema"}}),
-            "agents.questions.structured_output",
+            "llm.agents.questions.structured_output",
         ),
     ],
 )

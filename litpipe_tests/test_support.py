@@ -88,7 +88,7 @@ def test_offline_grading_scores_with_the_embedder_or_the_lexical_share(
 ) -> None:
     written = "FearNet does not store previous examples"
     claim = Segment(f"{written} [p:1].", f"{written}.", ["[p:1]"])
-    settings = Settings(support_threshold=0.5)
+    settings = Settings(grading={"support_threshold": 0.5})
 
     [embedded] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None, fake_embedder)
     [lexical] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None)
@@ -108,7 +108,7 @@ def test_the_calibrated_score_separates_held_out_pairs_better_than_lexical(
     test = labelled("test")
     labels = [bool(row["supported"]) for row in test]
     scores = support_scores([(str(r["sentence"]), [str(r["passage"])]) for r in test], minilm)
-    threshold = Settings().support_threshold
+    threshold = Settings().grading.support_threshold
 
     combined_scores = [s.score for s in scores]
     lexical_scores = [s.lexical for s in scores]

@@ -393,11 +393,16 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
 
 
 def test_too_much_evidence_switches_to_map_reduce_then_hierarchical(tmp_path: Path) -> None:
-    assert choose_pattern(900, 3, Settings(home=tmp_path, synthesis_context_tokens=1000)) == "stuff"
-    map_reduce = write_offline(tmp_path, synthesis_context_tokens=1000)
+    assert (
+        choose_pattern(900, 3, Settings(home=tmp_path, synthesis={"context_tokens": 1000}))
+        == "stuff"
+    )
+    map_reduce = write_offline(tmp_path, synthesis={"context_tokens": 1000})
     assert map_reduce.pattern == "map_reduce"
     check_cited_and_faithful(map_reduce)
-    hierarchical = write_offline(tmp_path, synthesis_context_tokens=1000, hierarchical_min_papers=2)
+    hierarchical = write_offline(
+        tmp_path, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2}
+    )
     assert hierarchical.pattern == "hierarchical"
     check_cited_and_faithful(hierarchical)
     # The one cluster of the three papers is headed by their titles.
@@ -419,7 +424,9 @@ def test_version_changes_with_the_pattern_thresholds(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
     default = synthesis_version(Settings(home=tmp_path), prompts)
     assert default == synthesis_version(Settings(home=tmp_path), prompts)
-    assert default != synthesis_version(Settings(home=tmp_path, hierarchical_min_papers=4), prompts)
+    assert default != synthesis_version(
+        Settings(home=tmp_path, synthesis={"hierarchical_min_papers": 4}), prompts
+    )
 
 
 # The model path, through the stub.
@@ -496,7 +503,7 @@ def test_map_reduce_maps_every_paper_concurrently_then_reduces_once(
     stub_llm.respond(MAP_REQUEST, scripted_summary)
     stub_llm.latency_s = 0.3  # long enough for the map calls to overlap
     started = time.monotonic()
-    synthesis = model_synthesis(tmp_path, stub_llm, synthesis_context_tokens=1000)
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"context_tokens": 1000})
     assert time.monotonic() - started < 0.3 * 4  # three maps at once, then the reduce
 
     assert synthesis.pattern == "map_reduce"
@@ -523,7 +530,7 @@ def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
     )
     stub_llm.script(CLUSTER_REQUEST, {"summary": group})
     synthesis = model_synthesis(
-        tmp_path, stub_llm, synthesis_context_tokens=1000, hierarchical_min_papers=2
+        tmp_path, stub_llm, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2}
     )
 
     assert synthesis.pattern == "hierarchical"
@@ -582,7 +589,7 @@ def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_repo
     analysis = analysis_where_nothing_is_cited_of(BRCA)
     uncited = WrittenReply(title="T", text=f"Two studies agree [{GCK}:3] and [{PLM}:5].")
     client = ScriptedClient(uncited)
-    settings = Settings(home=tmp_path, llm_model="openai/x")
+    settings = Settings(home=tmp_path, llm={"model": "openai/x"})
 
     expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), client)
     (fix,) = [line for line in expert.text.splitlines() if ALSO_IN_COLLECTION in line]

@@ -73,9 +73,11 @@ def svg_groups(root: ET.Element, css_class: str) -> list[ET.Element]:
         {},
         # The other answer mode and the tree of summaries, as a user sets them: through Dagster.
         {
-            "answer_mode": "multi_view",
-            "synthesis_context_tokens": 1000,
-            "hierarchical_min_papers": 2,
+            "synthesis": {
+                "answer_mode": "multi_view",
+                "context_tokens": 1000,
+                "hierarchical_min_papers": 2,
+            }
         },
     ],
     ids=["single-stuff", "multi_view-hierarchical"],
@@ -84,7 +86,7 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     tmp_path: Path, tiny_model: Path, options: dict[str, object]
 ) -> None:
     settings = Settings(
-        home=tmp_path / "home", embedder=str(tiny_model), corpus_roots=[], **options
+        home=tmp_path / "home", corpus_roots=[], **options, ingest={"embedder": str(tiny_model)}
     )
     instance, run = build(settings, folder_with(tmp_path / "papers", PDFS_BY_SIZE[:3]))
     paper_ids = sorted(outcome.paper_id for outcome in run.outcomes)
@@ -93,7 +95,7 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     for paper_id in paper_ids:
         answers = artifacts.read(["paper_answers"], paper_id, PaperAnswers)
         assert answers.engine == "offline" and answers.answers
-        assert answers.mode == settings.answer_mode
+        assert answers.mode == settings.synthesis.answer_mode
         for answer in answers.answers:
             for citation in answer.citations:  # every citation is one of its own passages
                 assert set(citation.chunk_ids) <= {chunk.chunk_id for chunk in answer.evidence}
@@ -179,7 +181,11 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     settings = stub_settings(
-        tmp_path / "home", stub_llm, embedder=str(tiny_model), corpus_roots=[], prompts_dir=prompts
+        tmp_path / "home",
+        stub_llm,
+        corpus_roots=[],
+        ingest={"embedder": str(tiny_model)},
+        llm={"prompts_dir": prompts},
     )
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _instance, first = build(settings, folder)

@@ -78,7 +78,7 @@ class Demo:
 def demo(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Demo:
     """Three bundled PDFs materialized offline, the papers' and the collection's assets."""
     root = tmp_path_factory.mktemp("ui-demo")
-    settings = Settings(home=root / "home", embedder=str(tiny_model), corpus_roots=[])
+    settings = Settings(home=root / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)})
     papers = folder_with(root / "papers", PDFS_BY_SIZE[:3])
     instance = open_instance(settings)
     run = run_papers(settings, instance, register(settings, instance, discover(papers, COLLECTION)))

@@ -74,8 +74,8 @@ def answer_questions(
     prompts: PromptLibrary,
     client: BatchClient | None,
 ) -> list[Answer]:
-    """Every question answered from its evidence, in order, as `settings.answer_mode` says."""
-    if settings.answer_mode == "multi_view":
+    """Every question answered from its evidence, in order, as `synthesis.answer_mode` says."""
+    if settings.synthesis.answer_mode == "multi_view":
         return massrag.answer_multi_view(items, settings, prompts, client)
     agent = AnswersAgent()
     batch = answer_inputs(items)
@@ -89,7 +89,7 @@ def answer_questions(
 
 def answers_engine(settings: Settings) -> str:
     """What writes the final answers in the configured mode: `offline` or a model."""
-    writer = "massrag_reconcile" if settings.answer_mode == "multi_view" else "answers"
+    writer = "massrag_reconcile" if settings.synthesis.answer_mode == "multi_view" else "answers"
     return engine_name(settings.route(writer))
 
 
@@ -98,7 +98,7 @@ def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
     and the code turning replies into answers): the code_version of the answers asset."""
     agents: list[Agent[Any, Any]] = (
         [*massrag.VIEW_AGENTS.values(), massrag.ReconcileAgent()]
-        if settings.answer_mode == "multi_view"
+        if settings.synthesis.answer_mode == "multi_view"
         else [AnswersAgent()]
     )
     code = (
@@ -106,5 +106,7 @@ def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
         for module in (sys.modules[__name__], answering, massrag, citations, retrieval_text)
     )
     return digest(
-        settings.answer_mode, *(version(agent, settings, prompts) for agent in agents), *code
+        settings.synthesis.answer_mode,
+        *(version(agent, settings, prompts) for agent in agents),
+        *code,
     )

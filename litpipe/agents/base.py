@@ -114,7 +114,7 @@ def run_batch(
     client: BatchClient | None,
 ) -> list[Reply]:
     """The agent's reply to each input, in order: from its offline engine, or from a model in
-    one concurrent batch (so the reply cache and the `llm_concurrency` bound apply)."""
+    one concurrent batch (so the reply cache and the `llm.concurrency` bound apply)."""
     route = settings.route(agent.name)
     if route.offline:
         return [agent.offline(inputs) for inputs in batch]

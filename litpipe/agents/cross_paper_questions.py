@@ -175,8 +175,8 @@ def comparative_questions(
     prompts: PromptLibrary,
     client: StructuredClient | None,
 ) -> list[Question]:
-    """The collection's comparative questions (settings.cross_paper_questions of them); none
-    for a collection of one paper, which has nothing to compare."""
+    """The collection's comparative questions (settings.synthesis.cross_paper_questions of
+    them); none for a collection of one paper, which has nothing to compare."""
     if len(abstracts) < 2:
         return []
     inputs = CrossPaperQuestionsInput(
@@ -185,9 +185,9 @@ def comparative_questions(
             ComparedPaper(paper_id=a.paper_id, title=a.title, abstract=a.abstract)
             for a in abstracts
         ],
-        count=settings.cross_paper_questions,
+        count=settings.synthesis.cross_paper_questions,
     )
     reply = run_agent(CrossPaperQuestionsAgent(), inputs, settings, prompts, client)
     return questions_from(
-        collection, reply, [a.paper_id for a in abstracts], settings.cross_paper_questions
+        collection, reply, [a.paper_id for a in abstracts], settings.synthesis.cross_paper_questions
     )

@@ -4,11 +4,11 @@ The writer is given (1) the spine: the theme, the narrative and every insight; (
 grouped by paper; (3) the relationship map. It opens from the narrative, grounds each insight in
 its paper's evidence, uses the relationships for transitions and cites every paper.
 
-When the evidence does not fit `synthesis_context_tokens`, part 2 changes (`choose_pattern`):
+When the evidence does not fit `synthesis.context_tokens`, part 2 changes (`choose_pattern`):
 map-reduce writes one summary per paper (the `paper_summary` agent, all papers concurrently) and
-gives those instead of the passages; for collections of `hierarchical_min_papers` or more, the
-paper summaries are clustered and summarized (the `cluster_summary` agent) level by level until
-the top level fits, and part 2 holds the top clusters' summaries. That chain is
+gives those instead of the passages; for collections of `synthesis.hierarchical_min_papers` or
+more, the paper summaries are clustered and summarized (the `cluster_summary` agent) level by
+level until the top level fits, and part 2 holds the top clusters' summaries. That chain is
 `litpipe.workflows.synthesis.write_synthesis`; this module is the writer and its checks.
 
 Whatever wrote it, the text is checked the same way: markers that resolve to no evidence passage
@@ -90,10 +90,10 @@ LISTED_PER_TYPE = 5
 
 def choose_pattern(evidence_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:
     """`stuff` when the evidence fits the writer's context, else `hierarchical` for collections
-    of `hierarchical_min_papers` or more, else `map_reduce`."""
-    if evidence_tokens <= settings.synthesis_context_tokens:
+    of `synthesis.hierarchical_min_papers` or more, else `map_reduce`."""
+    if evidence_tokens <= settings.synthesis.context_tokens:
         return "stuff"
-    return "hierarchical" if papers >= settings.hierarchical_min_papers else "map_reduce"
+    return "hierarchical" if papers >= settings.synthesis.hierarchical_min_papers else "map_reduce"
 
 
 class PaperMaterial(BaseModel):

@@ -15,5 +15,5 @@ warnings.filterwarnings("ignore", message=r"Asset job .* with varying BackfillPo
 
 from litpipe.defs import pool_wait  # noqa: E402  (after the filters: it imports Dagster's executors)
 
-# Steps waiting for an `llm` slot sleep between polls and give up after `llm_slot_wait_seconds`.
+# Steps waiting for an `llm` slot sleep between polls and give up after `llm.slot_wait_seconds`.
 pool_wait.install()

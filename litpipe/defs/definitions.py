@@ -48,13 +48,15 @@ def build_definitions(
     prompts, models).
 
     `executor` runs the steps of the runs Dagster launches (UI, sensor, schedule, backfill);
-    by default each step in its own process, `max_concurrent_steps` at once. A deployment
+    by default each step in its own process, `operations.max_concurrent_steps` at once. A deployment
     passes another, e.g. dagster-k8s' `k8s_job_executor` (a pod per step). `litpipe run`
     executes in-process whatever is set here.
     """
     return dg.Definitions(
         executor=executor
-        or dg.multiprocess_executor.configured({"max_concurrent": settings.max_concurrent_steps}),
+        or dg.multiprocess_executor.configured(
+            {"max_concurrent": settings.operations.max_concurrent_steps}
+        ),
         assets=[
             *build_ingest_assets(settings),
             *build_chunk_embeddings_assets(settings),
@@ -88,12 +90,13 @@ def build_definitions(
             "artifacts": ArtifactsResource.from_settings(settings),
             "catalog": CatalogResource(path=str(settings.catalog_path)),
             "embedder": EmbedderResource(
-                model=settings.embedder,
-                device=settings.embed_device,
-                batch_size=settings.embed_batch_size,
+                model=settings.ingest.embedder,
+                device=settings.ingest.embed_device,
+                batch_size=settings.ingest.embed_batch_size,
             ),
             "chunker": ChunkingResource(
-                max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens
+                max_tokens=settings.ingest.chunk_tokens,
+                overlap_tokens=settings.ingest.chunk_overlap_tokens,
             ),
             "lancedb": LanceDBResource(uri=str(settings.lancedb_dir)),
             "retrieval": RetrievalResource.from_settings(settings),

@@ -32,7 +32,7 @@ Output = TypeVar("Output", bound=BaseModel)
 ASKING_AGENTS = (*ANSWER_AGENTS, *AGENT_RERANKERS)
 
 # The Dagster pool of the steps that may call a model: its limit (instance-wide, across runs)
-# bounds how many such steps run at once, each with up to `llm_concurrency` calls in flight.
+# bounds how many such steps run at once, each with up to `llm.concurrency` calls in flight.
 LLM_POOL = "llm"
 
 
@@ -51,11 +51,11 @@ def llm_retry_policy(settings: Settings, agents: Iterable[str]) -> dg.RetryPolic
     outlasts a longer outage. `model_failures_as_step_failures` lets only transient model errors
     through (a bad key, an invalid reply or the budget fail at once), and input errors are
     raised with `allow_retries=False`."""
-    if settings.llm_step_retries == 0 or not calls_a_model(settings, agents):
+    if settings.llm.step_retries == 0 or not calls_a_model(settings, agents):
         return None
     return dg.RetryPolicy(
-        max_retries=settings.llm_step_retries,
-        delay=settings.llm_step_retry_delay_s,
+        max_retries=settings.llm.step_retries,
+        delay=settings.llm.step_retry_delay_s,
         backoff=dg.Backoff.EXPONENTIAL,
         jitter=dg.Jitter.PLUS_MINUS,
     )
@@ -127,7 +127,7 @@ class ModelStep:
         step_settings = llm.settings()
         step = StepRun(
             settings=step_settings,
-            prompts=PromptLibrary(step_settings.prompts_dir),
+            prompts=PromptLibrary(step_settings.llm.prompts_dir),
             llm=llm,
             ledger=llm.ledger(usage_scope(context)),
             agents=self.agents,

@@ -8,7 +8,7 @@ core. It also waited for ever, and as no step runs meanwhile, the SIGINT/SIGTERM
 for its steps was never acted on.
 
 `PatientConcurrencyContext` sleeps until the next poll (a second at most, so that a signal is
-acted on within one) and gives up after `llm_slot_wait_seconds` with a message naming the pool,
+acted on within one) and gives up after `llm.slot_wait_seconds` with a message naming the pool,
 the wait, the runs holding its slots and what to do; in the in-process executor it also stops
 the run on a captured signal. Dagster has no hook to choose an executor's concurrency context,
 and `execute_in_process` always uses its own executor, so `install` puts litpipe's in the place
@@ -38,11 +38,11 @@ NAMED_HOLDERS = 3
 
 
 class SlotWaitExpired(Exception):
-    """A step waited `llm_slot_wait_seconds` for a pool slot and the run gave up."""
+    """A step waited `llm.slot_wait_seconds` for a pool slot and the run gave up."""
 
 
 class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
-    """Dagster's context, sleeping between polls and waiting `llm_slot_wait_seconds` at most."""
+    """Dagster's context, sleeping between polls and waiting `llm.slot_wait_seconds` at most."""
 
     def __init__(self, instance: dg.DagsterInstance, dagster_run: dg.DagsterRun) -> None:
         super().__init__(instance, dagster_run)
@@ -55,7 +55,7 @@ class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
             return True
         since = self._waiting_since.setdefault(step_key, time.monotonic())
         if self._most_seconds_waiting is None:
-            self._most_seconds_waiting = Settings().llm_slot_wait_seconds
+            self._most_seconds_waiting = Settings().llm.slot_wait_seconds
         waited = time.monotonic() - since
         if waited >= self._most_seconds_waiting:
             raise SlotWaitExpired(self._gave_up(concurrency_key, step_key, waited))
@@ -81,10 +81,10 @@ class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
         held = f", held by run {', '.join(named)}" if named else ""
         return (
             f"{step_key}: waited {waited:.0f} s for a slot of the `{pool}` pool "
-            f"(limit {info.slot_count}{held}) and gave up (llm_slot_wait_seconds). Let those "
+            f"(limit {info.slot_count}{held}) and gave up (llm.slot_wait_seconds). Let those "
             "runs finish, free the slots of one that is gone (Dagster UI: Deployment > "
             f"Concurrency; `dagster instance concurrency get {pool}` shows them) or raise "
-            "llm_pool_limit."
+            "llm.pool_limit."
         )
 
 

@@ -142,12 +142,12 @@ class RetrievalResource(dg.ConfigurableResource):
     def from_settings(cls, settings: Settings) -> RetrievalResource:
         return cls(
             index_dir=str(settings.bm25_dir),
-            scope=settings.evidence_scope,
-            candidates=settings.retrieval_candidates,
-            rerank_candidates=settings.rerank_candidates,
-            keep=settings.evidence_per_question,
-            rrf_k=settings.rrf_k,
-            mmr_lambda=settings.mmr_lambda,
+            scope=settings.retrieval.evidence_scope,
+            candidates=settings.retrieval.candidates,
+            rerank_candidates=settings.retrieval.rerank_candidates,
+            keep=settings.retrieval.evidence_per_question,
+            rrf_k=settings.retrieval.rrf_k,
+            mmr_lambda=settings.retrieval.mmr_lambda,
         )
 
     def retriever(
@@ -174,29 +174,33 @@ class LLMResource(dg.ConfigurableResource):
     Keys are never configured here: litellm reads them from the environment.
     """
 
-    # The whole settings model, as JSON: Dagster config cannot hold its nested optional fields.
-    # Its llm_api_base has the password of its user info as ***: this config is in every run's
+    # The whole settings model, as JSON: its steps read every group (an answer's mode, the
+    # retrieval of follow-up questions' evidence, the query-summary loop), not only `llm`, and
+    # Dagster config holds `dg.Config` classes but not the pydantic models of litpipe.settings
+    # (nor their Literal and Path fields), which stay below Dagster (DESIGN.md, layers).
+    # Its llm.api_base has the password of its user info as ***: this config is in every run's
     # job snapshot, which the instance stores and the UI shows.
     settings_json: str
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMResource:
-        api_base = settings.llm_api_base
+        api_base = settings.llm.api_base
         if api_base is not None and holds_credentials(api_base):
             shown = hide_credentials(api_base)
             _API_BASES_GIVEN[shown] = api_base
-            settings = settings.model_copy(update={"llm_api_base": shown})
+            llm = settings.llm.model_copy(update={"api_base": shown})
+            settings = settings.model_copy(update={"llm": llm})
         return cls(settings_json=settings.model_dump_json())
 
     def settings(self) -> Settings:
         values = json.loads(self.settings_json)
-        shown = values.get("llm_api_base")
+        shown = values["llm"]["api_base"]
         if shown is not None and holds_credentials(shown):
-            values["llm_api_base"] = _api_base_with_credentials(shown, values)
+            values["llm"]["api_base"] = _api_base_with_credentials(shown, values)
         return Settings(**values)
 
     def prompts(self) -> PromptLibrary:
-        return PromptLibrary(self.settings().prompts_dir)
+        return PromptLibrary(self.settings().llm.prompts_dir)
 
     def ledger(self, scope: str) -> UsageLedger:
         """Usage of one step; its calls also count towards its scope's total (and budget)."""
@@ -229,16 +233,17 @@ _API_BASES_GIVEN: dict[str, str] = {}
 def _api_base_with_credentials(shown: str, values: dict[str, Any]) -> str:
     """The api base whose password `shown` hides: the one given in this process, or else (a
     run launched from the UI, a step in a process of its own) the one this process's
-    environment (LITPIPE_LLM_API_BASE) or litpipe.toml sets."""
+    environment (LITPIPE_LLM__API_BASE) or litpipe.toml sets."""
     if shown in _API_BASES_GIVEN:
         return _API_BASES_GIVEN[shown]
-    others = {name: value for name, value in values.items() if name != "llm_api_base"}
-    found = Settings(**others).llm_api_base
+    llm = {name: value for name, value in values["llm"].items() if name != "api_base"}
+    found = Settings(**(values | {"llm": llm})).llm.api_base
     if found is not None and hide_credentials(found) == shown:
         return found
     raise dg.Failure(
-        description=f"llm_api_base {shown} holds credentials, which litpipe keeps out of "
-        "Dagster's run storage: set LITPIPE_LLM_API_BASE (or llm_api_base in litpipe.toml) "
+        description=f"llm.api_base {shown} holds credentials, which litpipe keeps out of "
+        "Dagster's run storage: set LITPIPE_LLM__API_BASE (or api_base under [llm] in "
+        "litpipe.toml) "
         "for the processes that run the steps",
         allow_retries=False,
     )

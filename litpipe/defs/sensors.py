@@ -64,7 +64,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
             for path, collection in corpus_files(settings.watched_roots)
             if handled.get(str(path)) != (fingerprint := file_fingerprint(path))
         ]
-        batch = pending[: settings.sensor_batch_size]
+        batch = pending[: settings.operations.sensor_batch_size]
         papers_catalog = catalog.catalog()
         registered: list[tuple[PaperSource, Registration]] = []
         for path, collection, _ in batch:

@@ -19,7 +19,7 @@ from litpipe.agents.coherence_judge import CoherenceJudgeAgent
 from litpipe.agents.question_evidence.rerankers import reranker_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
-from litpipe.settings import Settings
+from litpipe.settings import NESTED_NAMES, Settings
 
 
 def code_version(
@@ -62,22 +62,23 @@ class CodeVersion:
     versions: tuple[NamedVersion, ...] = ()
     modules: tuple[ModuleType, ...] = ()
     output: type[BaseModel] | None = None
-    # The settings fields hashed, by parameter name; a tuple names each by its field.
+    # The settings hashed (dotted paths: `retrieval.candidates`), by parameter name; a tuple
+    # hashes each under its `hashed_name`.
     settings: tuple[str, ...] | Mapping[str, str] = ()
     embedder: bool = False
 
     def parameters(self) -> dict[str, str]:
-        """Each hashed settings field, by the parameter name it is hashed under."""
+        """Each hashed setting's path, by the parameter name it is hashed under."""
         if isinstance(self.settings, Mapping):
             return dict(self.settings)
-        return {field: field for field in self.settings}
+        return {hashed_name(path): path for path in self.settings}
 
     def of(self, settings: Settings, prompts: PromptLibrary) -> str:
         parts = [version(agent, settings, prompts) for agent in self.agents]
         parts += [named.of(settings, prompts) for named in self.versions]
         if self.modules or self.output is not None or self.settings or self.embedder:
             parameters: dict[str, object] = {
-                name: getattr(settings, field) for name, field in self.parameters().items()
+                name: settings.value(path) for name, path in self.parameters().items()
             }
             if self.embedder:
                 parameters["embedder"] = embedder_version(settings)
@@ -96,6 +97,13 @@ class CodeVersion:
         }
 
 
+def hashed_name(path: str) -> str:
+    """The name a setting is hashed under: the flat name it had before the settings were grouped
+    (`retrieval_candidates` for `retrieval.candidates`), so that grouping them changed no code
+    version and stales nothing already materialized."""
+    return NESTED_NAMES.get(path, path)
+
+
 # Each asset's declared code-version inputs, by asset name, as its definition was last built:
 # the graph snapshot test reads them here (Dagster keeps only the hash).
 DECLARED_CODE_VERSIONS: dict[str, CodeVersion] = {}
@@ -104,7 +112,7 @@ DECLARED_CODE_VERSIONS: dict[str, CodeVersion] = {}
 def declared_code_version(name: str, code: CodeVersion, settings: Settings) -> str:
     """The asset `name`'s code version under these settings, its inputs recorded."""
     DECLARED_CODE_VERSIONS[name] = code
-    return code.of(settings, PromptLibrary(settings.prompts_dir))
+    return code.of(settings, PromptLibrary(settings.llm.prompts_dir))
 
 
 def versioned_asset(
@@ -132,15 +140,18 @@ def embedder_version(settings: Settings) -> str:
     from litpipe.retrieval.embedder import Embedder, EmbedderError
 
     try:
-        return Embedder(settings.embedder).embedder_id
+        return Embedder(settings.ingest.embedder).embedder_id
     except (EmbedderError, OSError):
-        return settings.embedder
+        return settings.ingest.embedder
 
 
 def backfill_policy(settings: Settings) -> dg.BackfillPolicy:
     """How a backfill runs the per-paper assets that batch well (tokenizing, embedding): up to
-    `backfill_batch_size` papers a run, one model call and one LanceDB commit for all of them."""
-    return dg.BackfillPolicy.multi_run(max_partitions_per_run=settings.backfill_batch_size)
+    `operations.backfill_batch_size` papers a run, one model call and one LanceDB commit for all
+    of them."""
+    return dg.BackfillPolicy.multi_run(
+        max_partitions_per_run=settings.operations.backfill_batch_size
+    )
 
 
 def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
@@ -155,7 +166,7 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
 def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
-    retrieval = {name: getattr(settings, name) for name in RETRIEVAL_SETTINGS}
+    retrieval = {hashed_name(path): settings.value(path) for path in RETRIEVAL_SETTINGS}
     return digest(
         answers_version(settings, prompts),
         reranker_version(settings, prompts),
@@ -166,11 +177,11 @@ def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
 # The settings a search reads (`RetrievalResource`'s, its scope apart): candidates, reranked
 # candidates, passages kept, RRF's k and MMR's lambda.
 RETRIEVAL_SETTINGS = (
-    "retrieval_candidates",
-    "rerank_candidates",
-    "evidence_per_question",
-    "rrf_k",
-    "mmr_lambda",
+    "retrieval.candidates",
+    "retrieval.rerank_candidates",
+    "retrieval.evidence_per_question",
+    "retrieval.rrf_k",
+    "retrieval.mmr_lambda",
 )
 ANSWERS = NamedVersion("answers", answers_version)
 RERANKER = NamedVersion("reranker", reranker_version)
@@ -185,8 +196,8 @@ def grading_version(settings: Settings, prompts: PromptLibrary) -> str:
     return digest(
         version(ClaimJudgeAgent(), settings, prompts),
         version(CoherenceJudgeAgent(), settings, prompts),
-        str(settings.support_threshold),
-        str(settings.partial_support_threshold),
+        str(settings.grading.support_threshold),
+        str(settings.grading.partial_support_threshold),
     )
 
 

@@ -5,8 +5,8 @@ one-section PaperDocument of its title and text, chunked with the embedder's tok
 embedded into LITPIPE_HOME's LanceDB, so a second evaluation embeds nothing. A document's score
 for a query is its best chunk's (max-pooling), so its rank is that of its first chunk in a ranking.
 
-The reranked methods (`hybrid+<reranker>`) rerank the top `rerank_candidates` chunks of the
-hybrid (fused) ranking and keep the rest of it below them, so their recall@100 compares with
+The reranked methods (`hybrid+<reranker>`) rerank the top `retrieval.rerank_candidates` chunks of
+the hybrid (fused) ranking and keep the rest of it below them, so their recall@100 compares with
 hybrid's. The LLM rerankers run on the offline engine unless a model is configured.
 """
 
@@ -135,13 +135,15 @@ def index_corpus(
     """Chunk and embed the corpus as collection `beir-<name>`; returns the collection, its
     chunks and how many chunks had to be embedded (none when the store already holds them)."""
     collection = f"beir-{dataset.name}"
-    max_tokens = min(settings.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens)
+    max_tokens = min(
+        settings.ingest.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
+    )
     papers = [
         chunk_document(
             document,
             embedder.tokenizer,
             max_tokens,
-            settings.chunk_overlap_tokens,
+            settings.ingest.chunk_overlap_tokens,
             embedder.embedder_id,
         )
         for document in corpus_documents(dataset, collection)
@@ -176,7 +178,9 @@ def evaluate_retrieval(
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
         embedder = Embedder(
-            settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
+            settings.ingest.embedder,
+            device=settings.ingest.embed_device,
+            batch_size=settings.ingest.embed_batch_size,
         )
     store = ChunkStore(settings.lancedb_dir)
     collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
@@ -185,7 +189,9 @@ def evaluate_retrieval(
     results = [
         _evaluate_method(
             method,
-            _chunk_ranker(method, retriever, embedder, rerankers, settings.rerank_candidates),
+            _chunk_ranker(
+                method, retriever, embedder, rerankers, settings.retrieval.rerank_candidates
+            ),
             dataset,
             query_ids,
         )
@@ -207,7 +213,7 @@ def evaluate_retrieval(
             "bm25_b": retriever.bm25.b,
             "mmr_lambda": retriever.mmr_lambda,
             "chunk_candidates": CHUNK_CANDIDATES,
-            "rerank_candidates": settings.rerank_candidates,
+            "rerank_candidates": settings.retrieval.rerank_candidates,
         },
         rerankers={method: reranker.version for method, reranker in rerankers.items()},
         results=results,
@@ -250,15 +256,16 @@ def _reranker(kind: str, settings: Settings) -> Reranker:
     from litpipe.llm.prompts import PromptLibrary
     from litpipe.retrieval.rerank import CrossEncoderReranker
 
-    if kind == "cross-encoder" and not settings.cross_encoder_model:
+    if kind == "cross-encoder" and not settings.retrieval.cross_encoder_model:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
     client = (
         client_unless_offline(settings, settings.route(kind)) if kind in AGENT_RERANKERS else None
     )
-    chosen = settings.model_copy(update={"reranker": kind})
-    reranker = reranker_for(chosen, PromptLibrary(settings.prompts_dir), client)
+    retrieval = settings.retrieval.model_copy(update={"reranker": kind})
+    chosen = settings.model_copy(update={"retrieval": retrieval})
+    reranker = reranker_for(chosen, PromptLibrary(settings.llm.prompts_dir), client)
     if isinstance(reranker, CrossEncoderReranker):
         # A model that cannot load fails the evaluation, rather than its figures.
         reranker.load()

@@ -10,7 +10,7 @@ at that half. A sentence's verdict is its worst segment's.
 Grading goes through the `claim_judge` agent: offline its engine maps the calibrated support
 score (`litpipe.retrieval.support`, every segment scored in one embedding batch here) to a
 verdict; with a model, one concurrent batch through the client, so its cache, usage ledger,
-routing and `llm_concurrency` apply. Coherence has no offline grade.
+routing and `llm.concurrency` apply. Coherence has no offline grade.
 
 Generic over citation formats: `keys_in` reads a bracket's markers. `page_markers` (the default)
 reads `[paper_id:page]` (syntheses, plain and query summaries); `id_markers` reads `[id]`
@@ -175,8 +175,8 @@ def grade_claims(
 ) -> list[SegmentGrade]:
     """Each segment against the passages of its own markers, in order, by the `claim_judge`
     agent's route: offline, the support score (with `encoder`, the calibrated cosine, all in
-    one batch; without, the share of terms) mapped to a verdict by `support_threshold` and,
-    with an encoder, `partial_support_threshold`; with a model, one concurrent batch of
+    one batch; without, the share of terms) mapped to a verdict by `grading.support_threshold` and,
+    with an encoder, `grading.partial_support_threshold`; with a model, one concurrent batch of
     judge calls (`client` required)."""
     agent = ClaimJudgeAgent()
     cited = [[text for key in claim.markers for text in passages.get(key, [])] for claim in claims]
@@ -194,9 +194,11 @@ def grade_claims(
             claim=claim.claim,
             passages=texts,
             offline_score=score,
-            threshold=settings.support_threshold,
+            threshold=settings.grading.support_threshold,
             # The middle band is measured for the embedding cosine, not for the share of terms.
-            partial_threshold=settings.partial_support_threshold if encoder is not None else None,
+            partial_threshold=settings.grading.partial_support_threshold
+            if encoder is not None
+            else None,
         )
         for claim, texts, score in zip(claims, cited, scores, strict=True)
     ]
@@ -349,8 +351,8 @@ def check_descriptions(what: str, cited: str) -> dict[str, str]:
     return {
         SUPPORT_CHECK: f"Each cited segment of each sentence of the {what} says what {cited} of "
         "its own markers say: graded by the claim_judge agent (offline: the calibrated support "
-        "score against `support_threshold`; with a model: supported, partially supported or "
-        "unsupported, with a reason). The metadata holds every sentence's grades.",
+        "score against `grading.support_threshold`; with a model: supported, partially supported "
+        "or unsupported, with a reason). The metadata holds every sentence's grades.",
         COHERENCE_CHECK: f"The {what} reads as one argument: the coherence_judge agent's score, "
         f"{LEAST_COHERENCE} of 5 or more (skipped without a model).",
     }
@@ -402,7 +404,7 @@ def coherence(reply: CoherenceReply | None, what: str, grader: str) -> CheckOutc
         return CheckOutcome(
             passed=True,
             description=f"skipped: coherence of the {what} needs a model (route coherence_judge "
-            "to one, or set llm_model)",
+            "to one, or set llm.model)",
             metadata={"skipped": True},
         )
     description = f"the {what} scores {reply.score} of 5 for coherence (graded by {grader})"

@@ -123,7 +123,7 @@ def litpipe_section(
         example.query_abstract, settings, sentences=words, words=words, top_k=len(references)
     )
     related = run_related_work(
-        table, request, settings, PromptLibrary(settings.prompts_dir), client, embedder
+        table, request, settings, PromptLibrary(settings.llm.prompts_dir), client, embedder
     )
     return related.text
 
@@ -180,7 +180,7 @@ def evaluate_related_work(
         dataset=str(dataset),
         examples=len(results),
         engine=engine_name(route),
-        embedder=settings.embedder,
+        embedder=settings.ingest.embedder,
         budget="the gold paragraph's words (citations removed), whole sentences, for every system",
         means=means,
         mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},

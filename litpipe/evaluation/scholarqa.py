@@ -291,7 +291,7 @@ def evaluate_scholarqa(
         )
         for example, snippets, budget in zip(examples, collections, budgets, strict=True)
     ]
-    answers = answer_queries(batch, settings, PromptLibrary(settings.prompts_dir), client)
+    answers = answer_queries(batch, settings, PromptLibrary(settings.llm.prompts_dir), client)
     results = []
     for example, snippets, budget, answer in zip(
         examples, collections, budgets, answers, strict=True
@@ -326,7 +326,7 @@ def evaluate_scholarqa(
         examples=len(results),
         engine=engine_name(route),
         model=None if route.offline else route.model,
-        embedder=settings.embedder,
+        embedder=settings.ingest.embedder,
         budget="the expert answer's words (citations removed), whole sentences, for every system",
         means={name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS},
         mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},

@@ -151,7 +151,7 @@ def evaluate_tldr(
     written = write_tldrs(
         [TldrInput(title=e.title, abstract=e.abstract) for e in examples],
         settings,
-        PromptLibrary(settings.prompts_dir),
+        PromptLibrary(settings.llm.prompts_dir),
         client,
     )
     results = []

@@ -220,7 +220,7 @@ def _open_pdf(path: Path, limits: PdfLimits) -> pymupdf.Document:
     size = path.stat().st_size
     if limits.max_bytes is not None and size > limits.max_bytes:
         raise IngestError(
-            f"{size:,} bytes, over the limit of {limits.max_bytes:,} (setting max_pdf_bytes)"
+            f"{size:,} bytes, over the limit of {limits.max_bytes:,} (setting ingest.max_pdf_bytes)"
         )
     with path.open("rb") as handle:
         head = handle.read(1024)
@@ -242,7 +242,8 @@ def _open_pdf(path: Path, limits: PdfLimits) -> pymupdf.Document:
         pages = doc.page_count
         doc.close()
         raise IngestError(
-            f"{pages:,} pages, over the limit of {limits.max_pages:,} (setting max_pdf_pages)"
+            f"{pages:,} pages, over the limit of {limits.max_pages:,} "
+            "(setting ingest.max_pdf_pages)"
         )
     return doc
 
@@ -1309,7 +1310,7 @@ def _text_layer_missing(pages: list[list[_Line]]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PdfLimits:
-    """The most bytes and pages a PDF may have (`Settings.max_pdf_bytes`, `max_pdf_pages`);
+    """The most bytes and pages a PDF may have (`ingest.max_pdf_bytes`, `ingest.max_pdf_pages`);
     None: no limit."""
 
     max_bytes: int | None = None

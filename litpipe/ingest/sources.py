@@ -37,7 +37,7 @@ def is_pdf(path: Path) -> bool:
 
 
 def pdf_source(path: Path, collection: str) -> PaperSource:
-    # Hashed block by block: a PDF over `max_pdf_bytes` is refused when parsed, and its bytes
+    # Hashed block by block: a PDF over `ingest.max_pdf_bytes` is refused when parsed, and its bytes
     # never all in memory at once.
     return PaperSource(
         paper_id=pdf_paper_id(path),

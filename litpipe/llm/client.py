@@ -94,7 +94,7 @@ _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 class LLMClient:
     """Structured calls for the agents of one step, recorded in `usage`.
 
-    `settings` gives the concurrency bound (`llm_concurrency`, shared by all calls of this
+    `settings` gives the concurrency bound (`llm.concurrency`, shared by all calls of this
     client), the timeout, the retries, the cache switch and the budget; the route of each call
     gives its model, API base and sampling. API keys come from the environment only.
     """
@@ -108,9 +108,9 @@ class LLMClient:
     def __init__(self, settings: Settings, usage: UsageLedger) -> None:
         self.settings = settings
         self.usage = usage
-        self.cache = LLMCache(settings.cache_dir) if settings.llm_cache else None
-        self._slots = asyncio.Semaphore(settings.llm_concurrency)
-        self._budget = _Budget(settings.llm_budget_usd, usage)
+        self.cache = LLMCache(settings.cache_dir) if settings.llm.cache else None
+        self._slots = asyncio.Semaphore(settings.llm.concurrency)
+        self._budget = _Budget(settings.llm.budget_usd, usage)
 
     async def complete(self, route: Route, messages: Messages, schema: type[T]) -> T:
         """The agent's reply to `messages`, validated against `schema`."""
@@ -122,7 +122,7 @@ class LLMClient:
     async def complete_many(
         self, route: Route, list_of_messages: Sequence[Messages], schema: type[T]
     ) -> list[T]:
-        """One reply per conversation, concurrently (within `llm_concurrency`), in order.
+        """One reply per conversation, concurrently (within `llm.concurrency`), in order.
 
         Every call runs to its end, its reply cached, before the first failure is raised: a
         rerun then only repeats the calls that failed.
@@ -313,7 +313,7 @@ class LLMClient:
             "messages": messages,
             "temperature": route.temperature,
             "max_tokens": route.max_tokens,
-            "timeout": self.settings.llm_timeout_s,
+            "timeout": self.settings.llm.timeout_s,
             # Retries are this client's (counted, logged, honouring Retry-After): none beneath.
             "max_retries": 0,
             # A parameter a model does not take (temperature, for reasoning models) is left out
@@ -340,7 +340,7 @@ class LLMClient:
     async def _with_retries(
         self, route: Route, request: dict[str, Any], record: CallRecord
     ) -> litellm.ModelResponse:
-        max_retries = self.settings.llm_max_retries
+        max_retries = self.settings.llm.max_retries
         retry = 0
         while True:
             record.requests += 1
@@ -352,7 +352,7 @@ class LLMClient:
                 if retry >= max_retries:
                     raise TransientLLMError(
                         f"{route.agent}: {route.model} still failing after {retry + 1} tries "
-                        f"(llm_max_retries={max_retries}); last error: {one_line(str(error))}"
+                        f"(llm.max_retries={max_retries}); last error: {one_line(str(error))}"
                     ) from error
                 delay = self._retry_delay(error, retry, route)
                 retry += 1
@@ -376,7 +376,7 @@ class LLMClient:
             raise TransientLLMError(
                 f"{route.agent}: {route.model} asks to wait {asked:.0f} s before the next try "
                 f"(Retry-After), more than litpipe waits ({self.retry_after_cap_s:.0f} s): "
-                "try again later, or lower llm_concurrency"
+                "try again later, or lower llm.concurrency"
             ) from error
         # A little on top, so that the callers told the same wait do not all return at once.
         return asked * random.uniform(1.0, 1.1)
@@ -401,7 +401,7 @@ class _ModelFacts:
 
 
 class _Budget:
-    """Keeps a client's calls within `llm_budget_usd`: what the run's scope has recorded, plus
+    """Keeps a client's calls within `llm.budget_usd`: what the run's scope has recorded, plus
     what this client's unfinished calls have spent or may still spend, plus the next request's
     most (its prompt, and max_tokens of output), must not exceed it.
 
@@ -427,8 +427,8 @@ class _Budget:
         if total > self.limit:
             raise BudgetExceededError(
                 f"{route.agent}: the next call to {route.model} (up to ${estimate:.6f}) would take "
-                f"the run to ${total:.6f}, over llm_budget_usd=${self.limit:.6f}; raise the budget "
-                "(LITPIPE_LLM_BUDGET_USD), lower the agent's max_tokens or use a cheaper model"
+                f"the run to ${total:.6f}, over llm.budget_usd=${self.limit:.6f}; raise the budget "
+                "(LITPIPE_LLM__BUDGET_USD), lower the agent's max_tokens or use a cheaper model"
             )
         self.pending += estimate
         return estimate
@@ -456,7 +456,7 @@ def _model_facts(model: str) -> _ModelFacts:
     except litellm.BadRequestError as error:
         raise PermanentLLMError(
             f"litellm does not know which provider serves {model!r}: name it provider/model "
-            f"(e.g. openai/{model} with llm_api_base) — {one_line(str(error), 160)}"
+            f"(e.g. openai/{model} with llm.api_base) — {one_line(str(error), 160)}"
         ) from error
     try:
         info = litellm.get_model_info(model=model)
@@ -465,7 +465,7 @@ def _model_facts(model: str) -> _ModelFacts:
         priced = False
     if not priced:
         logger.info(
-            "litellm knows no price for %s: its calls count as $0 and llm_budget_usd cannot "
+            "litellm knows no price for %s: its calls count as $0 and llm.budget_usd cannot "
             "limit them",
             model,
         )
@@ -591,8 +591,8 @@ def _permanent_error(
         )
     if isinstance(error, litellm.NotFoundError):
         return PermanentLLMError(
-            f"{where}: the provider has no such model ({status}): check llm_model, or "
-            f"agents.{route.agent}.model — {said}"
+            f"{where}: the provider has no such model ({status}): check llm.model, or "
+            f"llm.agents.{route.agent}.model — {said}"
         )
     if isinstance(error, litellm.ContextWindowExceededError):
         return PermanentLLMError(
@@ -602,7 +602,7 @@ def _permanent_error(
     # A server that does not take the response format sent says so only as a bad request.
     also = (
         f", and that the server takes response_format {response_format['type']!r} "
-        f"(else set llm_structured_output to one it takes)"
+        f"(else set llm.structured_output to one it takes)"
         if response_format is not None
         else ""
     )

@@ -30,7 +30,7 @@ class ReplyValidationError(LLMError):
 
 
 class BudgetExceededError(LLMError):
-    """The next call could take the run over `llm_budget_usd`; nothing was sent."""
+    """The next call could take the run over `llm.budget_usd`; nothing was sent."""
 
 
 def redact(text: str) -> str:

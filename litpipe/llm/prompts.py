@@ -83,7 +83,7 @@ class PromptLibrary:
         packaged = resources.files("litpipe").joinpath("prompts", *packaged_path(agent).split("/"))
         if packaged.is_file():
             return packaged.read_text("utf-8")
-        looked = [f"{override} (prompts_dir)"] if override is not None else []
+        looked = [f"{override} (llm.prompts_dir)"] if override is not None else []
         looked.append(f"{PACKAGED_PROMPTS}/{packaged_path(agent)} (packaged)")
         raise PromptNotFoundError(f"no prompt for agent {agent!r}: looked in {', '.join(looked)}")
 

@@ -135,7 +135,7 @@ class Embedder:
         if sized_by is not None and (model.max_seq_length or sized_by) < sized_by:
             raise EmbedderError(
                 f"{self.name_or_path}: its files give max_seq_length {sized_by} but the loaded "
-                f"model truncates at {model.max_seq_length}; set chunk_tokens below that"
+                f"model truncates at {model.max_seq_length}; set ingest.chunk_tokens below that"
             )
         return model
 

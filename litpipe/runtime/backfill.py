@@ -136,14 +136,14 @@ def backfill(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> BackfillReport:
     """Materializes what is missing or stale of `paper_ids` (registered papers) and of their
-    collections, `batch_size` papers at a time (default: `backfill_batch_size`). It starts no
-    further run once `stop_requested` or once a signal interrupted a run's step."""
+    collections, `batch_size` papers at a time (default: `operations.backfill_batch_size`). It
+    starts no further run once `stop_requested` or once a signal interrupted a run's step."""
     started = time.perf_counter()
-    size = batch_size or settings.backfill_batch_size
+    size = batch_size or settings.operations.backfill_batch_size
     if size < 1:
         raise ValueError(f"the batch size must be at least 1, not {size}")
     defs = build_definitions(settings)
-    embedder_id = Embedder(settings.embedder).embedder_id
+    embedder_id = Embedder(settings.ingest.embedder).embedder_id
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
     artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)
@@ -330,12 +330,12 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
     lines.extend(f"  failed: {f.paper_id}: {f.reason}" for f in report.failed_papers)
     lines.append(f"Report: {report_path(settings, report.embedder)}")
     if report.previous_tables:
-        folder = Path(settings.embedder).expanduser()
-        name = str(folder.resolve()) if folder.is_dir() else settings.embedder
+        folder = Path(settings.ingest.embedder).expanduser()
+        name = str(folder.resolve()) if folder.is_dir() else settings.ingest.embedder
         lines.append(
-            f'To make {report.embedder} the default, set `embedder = "{name}"` in litpipe.toml '
-            f"or export LITPIPE_EMBEDDER={name}; until then `litpipe run`, `litpipe ask` and the "
-            "UI keep the embedder configured there, and its table."
+            f'To make {report.embedder} the default, set `embedder = "{name}"` under [ingest] in '
+            f"litpipe.toml or export LITPIPE_INGEST__EMBEDDER={name}; until then `litpipe run`, "
+            "`litpipe ask` and the UI keep the embedder configured there, and its table."
         )
     if report.stopped:
         lines.append(_stop_line(report))

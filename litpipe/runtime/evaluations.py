@@ -315,7 +315,7 @@ def eval_litqa_command(
             for question, summary in answered
         ],
         settings,
-        PromptLibrary(settings.prompts_dir),
+        PromptLibrary(settings.llm.prompts_dir),
         client,
     )
     graded = [
@@ -338,7 +338,7 @@ def eval_litqa_command(
         skipped=len(asked.skipped),
         failed=len(asked.failures),
         engine=engine_name(settings.route("query_summary")),
-        embedder=settings.embedder,
+        embedder=settings.ingest.embedder,
         grading=f"offline rule: {OFFLINE_RULE}"
         if judge.offline
         else f"answer_judge on {judge.model}",

@@ -28,7 +28,7 @@ def managed_config(settings: Settings) -> str:
     # `default_limit` applies to every pool, and the only pool of litpipe's graph is `llm`;
     # a per-pool limit set with `dagster instance concurrency set llm N` takes precedence.
     return (
-        f"{MANAGED} (llm_pool_limit); it rewrites this file when they change.\n"
+        f"{MANAGED} (llm.pool_limit); it rewrites this file when they change.\n"
         "# Delete these lines to keep a dagster.yaml of your own instead.\n"
         "# litpipe never reaches the internet on its own; Dagster's telemetry would.\n"
         "telemetry:\n"
@@ -36,7 +36,7 @@ def managed_config(settings: Settings) -> str:
         "concurrency:\n"
         "  pools:\n"
         "    # The `llm` pool: steps that may call a model, across all runs of this instance.\n"
-        f"    default_limit: {settings.llm_pool_limit}\n"
+        f"    default_limit: {settings.llm.pool_limit}\n"
         "# With `dagster-daemon` running: runs stuck starting are failed, and a finished run's\n"
         "# pool slots freed. litpipe's own runs whose process died are released whenever\n"
         "# litpipe opens the instance.\n"

@@ -22,7 +22,9 @@ def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
             Path(source.path),
             source.paper_id,
             source.collection,
-            PdfLimits(max_bytes=settings.max_pdf_bytes, max_pages=settings.max_pdf_pages),
+            PdfLimits(
+                max_bytes=settings.ingest.max_pdf_bytes, max_pages=settings.ingest.max_pdf_pages
+            ),
         )
     return document_from_row(source)
 

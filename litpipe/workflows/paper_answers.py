@@ -32,7 +32,7 @@ def answer_paper(
     return PaperAnswers(
         paper_id=evidence.paper_id,
         collection=evidence.collection,
-        mode=settings.answer_mode,
+        mode=settings.synthesis.answer_mode,
         engine=answers_engine(settings),
         answers=answers,
     )
@@ -55,8 +55,8 @@ def ask(
         retriever,
         reranker,
         scope=scope,
-        candidates=settings.retrieval_candidates,
-        rerank_candidates=settings.rerank_candidates,
-        keep=settings.evidence_per_question,
+        candidates=settings.retrieval.candidates,
+        rerank_candidates=settings.retrieval.rerank_candidates,
+        keep=settings.retrieval.evidence_per_question,
     )
     return answer_questions(evidence.questions, settings, prompts, client)

@@ -6,7 +6,7 @@ order.
     from litpipe.settings import Settings
     from litpipe.workflows import pipeline
 
-    settings = Settings(home=Path("lit-home"))  # offline; set llm_model for a model
+    settings = Settings(home=Path("lit-home"))  # offline; set llm.model for a model
     result = pipeline.run(discover(Path("papers/")).sources, settings)
     print(result.synthesis.text)
 
@@ -100,10 +100,12 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
     routes each agent to."""
     sources = sorted(unique_papers(iter(papers)), key=lambda source: source.paper_id)
     collection = _collection(sources)
-    prompts = PromptLibrary(settings.prompts_dir)
+    prompts = PromptLibrary(settings.llm.prompts_dir)
     client = model_client(settings)
     embedder = Embedder(
-        settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
+        settings.ingest.embedder,
+        device=settings.ingest.embed_device,
+        batch_size=settings.ingest.embed_batch_size,
     )
     store = ChunkStore(settings.lancedb_dir)
 
@@ -118,7 +120,7 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
             )
     chunks = {
         paper_id: chunk_paper(
-            document, embedder, settings.chunk_tokens, settings.chunk_overlap_tokens
+            document, embedder, settings.ingest.chunk_tokens, settings.ingest.chunk_overlap_tokens
         )
         for paper_id, document in documents.items()
     }
@@ -131,7 +133,7 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
     }
     questions = {
         paper_id: paper_questions_from(
-            abstract, settings, prompts, client, per_style=settings.questions_per_style
+            abstract, settings, prompts, client, per_style=settings.synthesis.questions_per_style
         )
         for paper_id, abstract in abstracts.items()
     }
@@ -144,8 +146,8 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
             embedder,
             collection,
             None if paper_id else settings.bm25_dir,
-            rrf_k=settings.rrf_k,
-            mmr_lambda=settings.mmr_lambda,
+            rrf_k=settings.retrieval.rrf_k,
+            mmr_lambda=settings.retrieval.mmr_lambda,
             papers=[paper_id] if paper_id else None,
         )
 
@@ -154,12 +156,12 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
         paper_id: gather_evidence(
             asked,
             collection,
-            retriever(paper_id if settings.evidence_scope == "own" else None),
+            retriever(paper_id if settings.retrieval.evidence_scope == "own" else None),
             reranker,
-            scope=settings.evidence_scope,
-            candidates=settings.retrieval_candidates,
-            rerank_candidates=settings.rerank_candidates,
-            keep=settings.evidence_per_question,
+            scope=settings.retrieval.evidence_scope,
+            candidates=settings.retrieval.candidates,
+            rerank_candidates=settings.retrieval.rerank_candidates,
+            keep=settings.retrieval.evidence_per_question,
         )
         for paper_id, asked in questions.items()
     }
@@ -210,7 +212,9 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
 def model_client(settings: Settings) -> LLMClient | None:
     """The client for the agents routed to a model, or None when all run offline (litellm,
     slow to import, is then never loaded)."""
-    if settings.llm_model is None and not any(route.model for route in settings.agents.values()):
+    if settings.llm.model is None and not any(
+        route.model for route in settings.llm.agents.values()
+    ):
         return None
     from litpipe.llm.client import LLMClient
 

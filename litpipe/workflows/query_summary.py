@@ -1,14 +1,15 @@
 """MAIS query-focused summaries: one paper summarized for a reader's query by a loop of agents.
 
-A question generator writes up to `mais_questions` diagnostic questions from the paper and the
-query. Then, until the judge approves or `mais_max_iterations` passes are spent: the summarizer
-writes the summary (revising it from the judge's topics of mismatch after the first pass), a QA
-agent answers the diagnostic questions from the summary alone, and the judge compares those
-answers with the paper. Every pass is kept: summary, highlights, QA pairs, verdict, accuracy.
+A question generator writes up to `query_summary.questions` diagnostic questions from the paper
+and the query. Then, until the judge approves or `query_summary.max_iterations` passes are spent:
+the summarizer writes the summary (revising it from the judge's topics of mismatch after the
+first pass), a QA agent answers the diagnostic questions from the summary alone, and the judge
+compares those answers with the paper. Every pass is kept: summary, highlights, QA pairs,
+verdict, accuracy.
 
 What the summarizer and the judge read is decided once (Self-Route): the whole paper when it
-fits `mais_context_tokens`, else its evidence (the passages retrieved for the query and for each
-question, in reading order), unless the summarizer's first draft finds that evidence
+fits `query_summary.context_tokens`, else its evidence (the passages retrieved for the query and
+for each question, in reading order), unless the summarizer's first draft finds that evidence
 insufficient, and then the whole paper after all (as much of it as fits the context, the
 retrieved passages first). The route taken and why are recorded.
 
@@ -129,17 +130,19 @@ def paper_search(
     retriever: HybridRetriever, reranker: Reranker, paper_id: str, settings: Settings
 ) -> Search:
     """Search of the paper's own chunks as `question_evidence` does it: hybrid candidates, MMR,
-    the reranker, the best `evidence_per_question` kept."""
+    the reranker, the best `retrieval.evidence_per_question` kept."""
 
     def search(text: str) -> list[RetrievedChunk]:
         shortlist = retriever.search(
             text,
-            limit=max(settings.rerank_candidates, settings.evidence_per_question),
-            candidates=settings.retrieval_candidates,
+            limit=max(
+                settings.retrieval.rerank_candidates, settings.retrieval.evidence_per_question
+            ),
+            candidates=settings.retrieval.candidates,
             scope="own",
             paper_id=paper_id,
         )
-        return reranker.rerank(text, shortlist)[: settings.evidence_per_question]
+        return reranker.rerank(text, shortlist)[: settings.retrieval.evidence_per_question]
 
     return search
 
@@ -163,11 +166,11 @@ def _in_reading_order(
 def within_context(
     evidence: list[RetrievedChunk], paper: list[RetrievedChunk], settings: Settings
 ) -> list[RetrievedChunk]:
-    """As much of the paper as `mais_context_tokens` holds, in reading order: the retrieved
+    """As much of the paper as `query_summary.context_tokens` holds, in reading order: the retrieved
     passages first, then the others from the start of the paper (a paper too long to read whole
     is read as far as the model can)."""
     kept: list[RetrievedChunk] = []
-    budget = settings.mais_context_tokens
+    budget = settings.query_summary.context_tokens
     for chunk in _in_reading_order(evidence, paper) + paper:
         cost = estimate_tokens(citations.evidence_block([chunk]))
         if chunk in kept or cost > budget:
@@ -230,7 +233,7 @@ def summarize_for_query(
             abstract=abstract,
             query=request.query,
             evidence=query_evidence,
-            most=settings.mais_questions,
+            most=settings.query_summary.questions,
         ),
         settings,
         prompts,
@@ -241,27 +244,27 @@ def summarize_for_query(
 
     whole_tokens = estimate_tokens(citations.evidence_block(paper))
     route: SummaryRoute
-    if whole_tokens <= settings.mais_context_tokens or not evidence:
+    if whole_tokens <= settings.query_summary.context_tokens or not evidence:
         route, source = "whole_paper", paper
         route_reason = (
-            f"the whole paper (about {whole_tokens} tokens) fits mais_context_tokens "
-            f"({settings.mais_context_tokens})"
+            f"the whole paper (about {whole_tokens} tokens) fits query_summary.context_tokens "
+            f"({settings.query_summary.context_tokens})"
             if evidence
             else "retrieval found no passage for the query or the questions"
         )
     else:
         route, source = "evidence", evidence
         route_reason = (
-            f"the paper (about {whole_tokens} tokens) exceeds mais_context_tokens "
-            f"({settings.mais_context_tokens}): its {len(evidence)} passages retrieved for the "
-            f"query and {len(questions)} questions"
+            f"the paper (about {whole_tokens} tokens) exceeds query_summary.context_tokens "
+            f"({settings.query_summary.context_tokens}): its {len(evidence)} passages retrieved "
+            f"for the query and {len(questions)} questions"
         )
 
     summarizer, qa_agent, judge = QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent()
     iterations: list[SummaryIteration] = []
     previous = ""
     topics: list[str] = []
-    for iteration in range(1, settings.mais_max_iterations + 1):
+    for iteration in range(1, settings.query_summary.max_iterations + 1):
         inputs = QuerySummaryInput(
             paper_id=request.paper_id,
             title=title,
@@ -281,7 +284,7 @@ def summarize_for_query(
                     ")"
                     if len(source) == len(paper)
                     else f"; the {len(source)} of its {len(paper)} passages that fit "
-                    f"mais_context_tokens, the retrieved ones first)"
+                    f"query_summary.context_tokens, the retrieved ones first)"
                 )
             )
             inputs = inputs.model_copy(update={"passages": source})
@@ -337,7 +340,7 @@ def summarize_for_query(
         route_reason=route_reason,
         questions=questions,
         iterations=iterations,
-        max_iterations=settings.mais_max_iterations,
+        max_iterations=settings.query_summary.max_iterations,
         summary=last.summary,
         highlights=last.highlights,
         citations=last.citations,
@@ -358,8 +361,8 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
             inspect.getsource(module)
             for module in (sys.modules[__name__], answering, paper_summary)
         ),
-        str(settings.mais_max_iterations),
-        str(settings.mais_questions),
-        str(settings.mais_context_tokens),
-        str(settings.evidence_per_question),
+        str(settings.query_summary.max_iterations),
+        str(settings.query_summary.questions),
+        str(settings.query_summary.context_tokens),
+        str(settings.retrieval.evidence_per_question),
     )

@@ -2,7 +2,8 @@
 
     table = load_references(Path("refs.csv"))
     request = make_request("We propose ...", settings, top_k=5)
-    related = run_related_work(table, request, settings, PromptLibrary(settings.prompts_dir), None)
+    prompts = PromptLibrary(settings.llm.prompts_dir)
+    related = run_related_work(table, request, settings, prompts, None)
     Path("related_work.md").write_text(render_markdown(related))
 
 1. The reference table (CSV or JSONL with `id`, `title`, `abstract`, read as the ingest reads
@@ -13,9 +14,9 @@
    over title and abstract, dense search with the configured embedder (an abstract longer than
    the embedder's window is split into windows and scored by its best, as the BEIR evaluation
    scores documents by their best chunk), Reciprocal Rank Fusion, then MMR down to
-   `related_work_candidates`.
+   `related_work.candidates`.
 3. Debate scoring of every candidate by the `debate` agent, as one batch through the client, so
-   that `llm_concurrency` bounds the calls in flight (offline: the debate engine's probability
+   that `llm.concurrency` bounds the calls in flight (offline: the debate engine's probability
    from the idea's terms in the abstract). Quotes that are not the abstract's words are dropped.
 4. The top-k by probability (ties: retrieval order) go to the `related_work` writer
    (`write_section`), whose section is checked by the agent's rules (`review`, as
@@ -175,9 +176,9 @@ def make_request(
     try:
         return RelatedWorkRequest(
             idea=idea.strip(),
-            sentences=sentences if sentences is not None else settings.related_work_sentences,
-            words=words if words is not None else settings.related_work_words,
-            top_k=top_k if top_k is not None else settings.related_work_top_k,
+            sentences=sentences if sentences is not None else settings.related_work.sentences,
+            words=words if words is not None else settings.related_work.words,
+            top_k=top_k if top_k is not None else settings.related_work.top_k,
         )
     except ValidationError as error:
         problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
@@ -194,10 +195,10 @@ def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: 
             f"references ({table.path}): ask for at most {len(table.references)}"
         )
     idea_tokens = estimate_tokens(request.idea)
-    if idea_tokens > settings.related_work_context_tokens:
+    if idea_tokens > settings.related_work.context_tokens:
         problems.append(
             f"the research idea is about {idea_tokens} tokens, longer than the writer's context "
-            f"(related_work_context_tokens = {settings.related_work_context_tokens}): shorten "
+            f"(related_work.context_tokens = {settings.related_work.context_tokens}): shorten "
             "the idea to its problem, approach and contribution"
         )
     if problems:
@@ -213,11 +214,11 @@ def check_writer_context(
     if settings.route(agent.name).offline:
         return
     tokens = sum(estimate_tokens(m["content"]) for m in agent.messages(inputs, prompts))
-    if tokens > settings.related_work_context_tokens:
+    if tokens > settings.related_work.context_tokens:
         raise RelatedWorkInputError(
             f"the writer's prompt (the idea and {len(inputs.references)} abstracts) is about "
-            f"{tokens} tokens, more than its context (related_work_context_tokens = "
-            f"{settings.related_work_context_tokens}): lower top_k or raise the setting"
+            f"{tokens} tokens, more than its context (related_work.context_tokens = "
+            f"{settings.related_work.context_tokens}): lower top_k or raise the setting"
         )
 
 
@@ -254,12 +255,12 @@ class AbstractIndex:
     ) -> None:
         self.references = list(references)
         self.embedder = embedder
-        self.rrf_k = settings.rrf_k
-        self.mmr_lambda = settings.mmr_lambda
+        self.rrf_k = settings.retrieval.rrf_k
+        self.mmr_lambda = settings.retrieval.mmr_lambda
         ids = [reference.id for reference in self.references]
         self.bm25 = BM25Index(ids, [bm25_text(r.title, r.abstract) for r in self.references])
         max_tokens = min(
-            settings.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
+            settings.ingest.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
         )
         windows: list[str] = []
         starts: list[int] = []
@@ -276,7 +277,7 @@ class AbstractIndex:
                 document,
                 embedder.tokenizer,
                 max_tokens,
-                settings.chunk_overlap_tokens,
+                settings.ingest.chunk_overlap_tokens,
                 embedder.embedder_id,
             ).chunks
             starts.append(len(windows))
@@ -337,7 +338,7 @@ def score_references(
     client: ModelClient | None,
 ) -> list[ScoredReference]:
     """Each candidate with the debate agent's verdict on it, in the candidates' order: one
-    batch, so at most `llm_concurrency` calls are in flight."""
+    batch, so at most `llm.concurrency` calls are in flight."""
     asked = [
         PassageInput(
             query=idea, passage_id=found.reference.id, passage=debate_passage(found.reference)
@@ -364,7 +365,9 @@ def load_embedder(settings: Settings) -> AbstractEncoder:
     from litpipe.retrieval.embedder import Embedder
 
     return Embedder(
-        settings.embedder, device=settings.embed_device, batch_size=settings.embed_batch_size
+        settings.ingest.embedder,
+        device=settings.ingest.embed_device,
+        batch_size=settings.ingest.embed_batch_size,
     )
 
 
@@ -534,8 +537,8 @@ def run_related_work(
         settings,
         vectors_dir=settings.home / VECTORS_DIR,
     )
-    limit = min(len(index), max(settings.related_work_candidates, request.top_k))
-    found = index.search(request.idea, limit, max(settings.retrieval_candidates, limit))
+    limit = min(len(index), max(settings.related_work.candidates, request.top_k))
+    found = index.search(request.idea, limit, max(settings.retrieval.candidates, limit))
     scored = score_references(request.idea, found, settings, prompts, client)
     best = top_references(scored, request.top_k)
     inputs = RelatedWorkInput(
@@ -699,10 +702,10 @@ def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
         inspect.getsource(notices),
-        str(settings.chunk_tokens),
-        str(settings.chunk_overlap_tokens),
-        str(settings.retrieval_candidates),
-        str(settings.related_work_candidates),
-        str(settings.rrf_k),
-        str(settings.mmr_lambda),
+        str(settings.ingest.chunk_tokens),
+        str(settings.ingest.chunk_overlap_tokens),
+        str(settings.retrieval.candidates),
+        str(settings.related_work.candidates),
+        str(settings.retrieval.rrf_k),
+        str(settings.retrieval.mmr_lambda),
     )

@@ -97,7 +97,7 @@ def analyse(
         papers,
         insights,
         papers_named(draft.narrative, draft.citations, titles),
-        settings.min_insights_per_paper,
+        settings.synthesis.min_insights_per_paper,
     )
     follow_ups = []
     for paper_id, reason in thin.items():

@@ -97,7 +97,7 @@ def summary_tree(
             for inputs, reply in zip(batch, replies, strict=True)
         ]
         text = "\n\n".join(member.summary for member in level)
-        if estimate_tokens(text) <= settings.synthesis_context_tokens:
+        if estimate_tokens(text) <= settings.synthesis.context_tokens:
             break
     return level
 
@@ -176,6 +176,6 @@ def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
     return digest(
         *(version(writer, settings, prompts) for writer in writers),
         inspect.getsource(sys.modules[__name__]),
-        str(settings.synthesis_context_tokens),
-        str(settings.hierarchical_min_papers),
+        str(settings.synthesis.context_tokens),
+        str(settings.synthesis.hierarchical_min_papers),
     )

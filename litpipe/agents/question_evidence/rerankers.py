@@ -2,7 +2,7 @@
 
 An agent reranker asks its agent about every candidate at once: offline, its engine answers each;
 with a model, all the calls go through the client's concurrent path (`complete_many_sync`), so
-the reply cache and the `llm_concurrency` bound apply. Any model failure for the batch (refused
+the reply cache and the `llm.concurrency` bound apply. Any model failure for the batch (refused
 key, bad request, invalid replies, retries exhausted, budget) logs a warning and keeps the fused
 order: reranking improves evidence, its absence must not fail a question.
 """
@@ -139,28 +139,32 @@ class LLMDebateReranker(AgentReranker[DebateReply]):
 def reranker_for(
     settings: Settings, prompts: PromptLibrary, client: BatchClient | None
 ) -> Reranker:
-    """The reranker `settings.reranker` names; `client` may be None when its agent runs offline."""
-    if settings.reranker == "cross-encoder":
-        if not settings.cross_encoder_model:
-            raise ValueError("reranker 'cross-encoder' needs cross_encoder_model (a name or path)")
+    """The reranker `settings.retrieval.reranker` names; `client` may be None when its agent runs
+    offline."""
+    if settings.retrieval.reranker == "cross-encoder":
+        if not settings.retrieval.cross_encoder_model:
+            raise ValueError(
+                "reranker 'cross-encoder' needs retrieval.cross_encoder_model (a name or path)"
+            )
         return CrossEncoderReranker(
-            settings.cross_encoder_model,
-            device=settings.embed_device,
-            batch_size=settings.embed_batch_size,
+            settings.retrieval.cross_encoder_model,
+            device=settings.ingest.embed_device,
+            batch_size=settings.ingest.embed_batch_size,
         )
-    if settings.reranker == "relevance":
+    if settings.retrieval.reranker == "relevance":
         return LLMRelevanceReranker(settings, prompts, client)
-    if settings.reranker == "debate":
+    if settings.retrieval.reranker == "debate":
         return LLMDebateReranker(settings, prompts, client)
     return NoReranker()
 
 
 def reranker_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """The `version` of the reranker `settings.reranker` names, without loading or calling it."""
-    if settings.reranker == "relevance":
+    """The `version` of the reranker `settings.retrieval.reranker` names, without loading or
+    calling it."""
+    if settings.retrieval.reranker == "relevance":
         return LLMRelevanceReranker.version_for(settings, prompts)
-    if settings.reranker == "debate":
+    if settings.retrieval.reranker == "debate":
         return LLMDebateReranker.version_for(settings, prompts)
-    if settings.reranker == "cross-encoder" and settings.cross_encoder_model:
-        return CrossEncoderReranker(settings.cross_encoder_model).version
+    if settings.retrieval.reranker == "cross-encoder" and settings.retrieval.cross_encoder_model:
+        return CrossEncoderReranker(settings.retrieval.cross_encoder_model).version
     return NoReranker.version

@@ -109,15 +109,15 @@ def follow_up_questions(
     prompts: PromptLibrary,
     client: StructuredClient | None,
 ) -> list[Question]:
-    """settings.follow_up_questions new questions for a thin paper, none repeating one asked
-    (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ..."""
+    """settings.synthesis.follow_up_questions new questions for a thin paper, none repeating one
+    asked (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ..."""
     inputs = FollowUpsInput(
         paper_id=abstract.paper_id,
         title=abstract.title,
         abstract=abstract.abstract,
         asked=[question.text for question in asked],
         reason=reason,
-        count=settings.follow_up_questions,
+        count=settings.synthesis.follow_up_questions,
     )
     reply = run_agent(FollowUpsAgent(), inputs, settings, prompts, client)
     seen = {_key(text) for text in inputs.asked}

@@ -28,7 +28,7 @@ STEP = ModelStep(
         agents=(CrossPaperQuestionsAgent(),),
         versions=(ASKING,),
         modules=(workflow,),
-        settings=("cross_paper_questions",),
+        settings=("synthesis.cross_paper_questions",),
     ),
 )
 

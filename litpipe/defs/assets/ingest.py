@@ -80,7 +80,10 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             modules=(chunking,),
             output=PaperChunks,
             # Hashed under these names since before the settings were declared by field.
-            settings={"max_tokens": "chunk_tokens", "overlap_tokens": "chunk_overlap_tokens"},
+            settings={
+                "max_tokens": "ingest.chunk_tokens",
+                "overlap_tokens": "ingest.chunk_overlap_tokens",
+            },
             embedder=True,
         ),
         settings,

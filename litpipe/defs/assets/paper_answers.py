@@ -23,7 +23,7 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         group_name="paper_answers",
         description="Each question of the paper answered only from its reranked evidence, "
         "citing passages as [paper_id:page]; single-view, or multi-view (MASS-RAG: summarizer, "
-        "extractor and reasoner reconciled) as `answer_mode` says.",
+        "extractor and reasoner reconciled) as `synthesis.answer_mode` says.",
     )
     def paper_answers(
         context: dg.AssetExecutionContext, question_evidence: PaperEvidence, llm: LLMResource

@@ -14,7 +14,7 @@ from litpipe.settings import Settings
 AGENT = PaperQuestionsAgent()
 STEP = ModelStep(
     agents=(AGENT.name,),
-    code=CodeVersion(agents=(AGENT,), settings=("questions_per_style",)),
+    code=CodeVersion(agents=(AGENT,), settings=("synthesis.questions_per_style",)),
 )
 
 
@@ -35,7 +35,7 @@ def build_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition
                 step.settings,
                 step.prompts,
                 step.client(),
-                per_style=step.settings.questions_per_style,
+                per_style=step.settings.synthesis.questions_per_style,
             )
         return step.output(
             questions,

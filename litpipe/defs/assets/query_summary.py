@@ -12,7 +12,7 @@ grades kept on the output), and writes `LITPIPE_HOME/outputs/<collection>/query_
 
 Checks: `citation_validity` blocks; `support` (sentence by sentence, by the `claim_judge`
 agent: the calibrated score offline, a model when one is routed) and `coherence` (a model
-only) warn, or block when `evaluation_blocking` is set. The judges are part of the code
+only) warn, or block when `grading.blocking` is set. The judges are part of the code
 version: the grades are part of the output, so another judge regrades (the summary itself then
 comes from the reply cache).
 
@@ -78,7 +78,7 @@ from litpipe.workflows.query_summary import (
 ASSET = "query_summary"
 GROUP = "query_summary"
 CITATION_CHECK = "citation_validity"
-# The grading checks, each with what it checks; they warn, or block with `evaluation_blocking`.
+# The grading checks, each with what it checks; they warn, or block with `grading.blocking`.
 GRADING_CHECKS = grading.check_descriptions("summary and its highlights", "the chunks")
 # The per-paper assets a summary is written from; their data versions at materialization time
 # are recorded under this metadata key.
@@ -113,7 +113,7 @@ def not_ingested(source: PaperSource) -> str:
 STEP = ModelStep(
     agents=(*MAIS_AGENTS, *AGENT_RERANKERS, *GRADING_AGENTS),
     # The loop (its four agents, prompts, routes and settings), the passages it reads
-    # (embedder, retrieval of the paper's own chunks, reranker; `evidence_scope` does not
+    # (embedder, retrieval of the paper's own chunks, reranker; `retrieval.evidence_scope` does not
     # apply: a request searches its own paper), the judges that grade it, the files it
     # writes. The request's paper and query are its partition key.
     code=CodeVersion(
@@ -127,7 +127,7 @@ STEP = ModelStep(
 
 
 def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    grading_blocks = settings.evaluation_blocking
+    grading_blocks = settings.grading.blocking
 
     @STEP.asset(
         settings,
@@ -153,8 +153,8 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         ],
         description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
         "questions, then summarize, answer the questions from the summary alone, judge the "
-        "answers against the paper, until the judge approves or mais_max_iterations; every "
-        "iteration kept; each cited sentence graded against its chunks. Files: "
+        "answers against the paper, until the judge approves or query_summary.max_iterations; "
+        "every iteration kept; each cited sentence graded against its chunks. Files: "
         "LITPIPE_HOME/outputs/<collection>/query_summary/<key>.md and <key>.html.",
     )
     def query_summary(

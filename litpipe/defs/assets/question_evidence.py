@@ -26,20 +26,21 @@ CODE = CodeVersion(
     versions=(RERANKER,),
     modules=(bm25, evidence, fusion, hybrid, mmr, rerank, text),
     output=PaperEvidence,
-    settings=("evidence_scope", *RETRIEVAL_SETTINGS),
+    settings=("retrieval.evidence_scope", *RETRIEVAL_SETTINGS),
     embedder=True,
 )
 
 
 def question_evidence_step(settings: Settings) -> ModelStep:
     """Only an LLM reranker makes this step call a model."""
-    agents = (settings.reranker,) if settings.reranker in AGENT_RERANKERS else ()
+    reranker = settings.retrieval.reranker
+    agents = (reranker,) if reranker in AGENT_RERANKERS else ()
     return ModelStep(agents=agents, code=CODE)
 
 
 def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     deps: list[dg.AssetDep] = [dg.AssetDep("chunk_embeddings")]
-    if settings.evidence_scope != "own":
+    if settings.retrieval.evidence_scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
         deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
 

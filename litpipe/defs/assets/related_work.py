@@ -13,7 +13,7 @@ sentences the grading flags) and `related_work.json` to
 
 Checks: `support` (sentence by sentence, by the `claim_judge` agent: the calibrated score
 offline, a model when one is routed) and `coherence` (a model only) warn, or block when
-`evaluation_blocking` is set. The judges are part of the code version, as for
+`grading.blocking` is set. The judges are part of the code version, as for
 `query_summary`: another judge regrades, the section itself coming from the reply cache.
 """
 
@@ -55,7 +55,7 @@ from litpipe.workflows.related_work import (
 ASSET = "related_work"
 GROUP = "related_work"
 RELATED_WORK_AGENTS = (DebateAgent.name, RelatedWorkAgent.name)
-# The grading checks, each with what it checks; they warn, or block with `evaluation_blocking`.
+# The grading checks, each with what it checks; they warn, or block with `grading.blocking`.
 GRADING_CHECKS = grading.check_descriptions("section", "the references (title and abstract)")
 # A step failure carrying this metadata was the request's fault (the writer's prompt does not
 # fit its context, the table changed or vanished): the CLI answers it as a usage error.
@@ -148,7 +148,7 @@ STEP = ModelStep(
 
 
 def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    grading_blocks = settings.evaluation_blocking
+    grading_blocks = settings.grading.blocking
 
     @STEP.asset(
         settings,

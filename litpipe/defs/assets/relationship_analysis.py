@@ -40,7 +40,7 @@ STEP = ModelStep(
         # Follow-up questions are retrieved and answered like a paper's own.
         versions=(ASKING,),
         modules=(workflow,),
-        settings=("min_insights_per_paper", "follow_up_questions"),
+        settings=("synthesis.min_insights_per_paper", "synthesis.follow_up_questions"),
     ),
 )
 

@@ -6,7 +6,7 @@ leaves a paper out unsaid or cites a passage that does not exist is wrong; a pap
 left out that only an appended "Also in this collection" sentence cites makes coverage warn, as
 does a paper left out for a stated reason, named on the page (one bad paper must not cost the
 others their synthesis). The grading checks (support, sentence by sentence; completeness of
-the expert synthesis; coherence, by a judge only) warn, or block when `evaluation_blocking` is
+the expert synthesis; coherence, by a judge only) warn, or block when `grading.blocking` is
 set. The sentence grades are kept on the output, so the page marks the sentences they flag.
 
 The judges are part of a writer's code version, since the grades are kept on its output: another
@@ -71,7 +71,7 @@ _CHECKS = {
     "citation_validity": "Every citation resolves to a stored chunk of the cited paper, on the "
     "cited page.",
     "completeness": "Every key insight of the relationship analysis (those in a relationship) "
-    "is said by a sentence citing its paper (support score against `support_threshold`).",
+    "is said by a sentence citing its paper (support score against `grading.support_threshold`).",
     **grading.check_descriptions("synthesis", "the passages"),
 }
 _ALWAYS_BLOCKING = {"coverage", "citation_validity"}
@@ -80,7 +80,7 @@ _EXPERT_ONLY = {"completeness"}
 
 
 def _blocking(name: str, settings: Settings) -> bool:
-    return name in _ALWAYS_BLOCKING or settings.evaluation_blocking
+    return name in _ALWAYS_BLOCKING or settings.grading.blocking
 
 
 def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
@@ -281,7 +281,7 @@ def _written_and_checked(
     }
     if asset == "synthesis":
         outcomes["completeness"] = grading.completeness(
-            written.text, analysis, step.settings.support_threshold, encoder
+            written.text, analysis, step.settings.grading.support_threshold, encoder
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
