@@ -299,7 +299,9 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:
         def each(outcome: backfilling.BatchOutcome) -> None:
             on_batch(outcome)
-            during.append((store.count_rows(Embedder(args[0].embedder).embedder_id), old_answers()))
+            during.append(
+                (store.count_rows(Embedder(args[0].ingest.embedder).embedder_id), old_answers())
+            )
 
         return real_backfill(*args, on_batch=each, **kwargs)
 

@@ -96,9 +96,9 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
 
     # Edit the prompt (a user override of the packaged file): paper_questions is stale, and
     # what is built from it; nothing upstream.
-    prompt = PromptLibrary(None).text("questions")
+    prompt = PromptLibrary(None).text("paper_questions")
     model_settings.llm.prompts_dir.mkdir()
-    (model_settings.llm.prompts_dir / "questions.md").write_text(
+    (model_settings.llm.prompts_dir / "paper_questions.md").write_text(
         prompt.replace("\n## user\n", "\n## user\nAsk about the organisms studied, too.\n", 1)
     )
     edited = build_definitions(model_settings)

@@ -223,7 +223,13 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     assert made(again) == {} and sum(o.embedded for o in again.outcomes) == 0
 
     # (b) An edited relationships prompt: calls for the analysis and what follows it only.
-    packaged = Path(__file__).parents[1] / "litpipe" / "prompts" / "relationships.md"
+    packaged = (
+        Path(__file__).parents[1]
+        / "litpipe"
+        / "prompts"
+        / "relationship_analysis"
+        / "relationships.md"
+    )
     edited = packaged.read_text("utf-8").replace("## user\n", "## user\nBe concise.\n", 1)
     (prompts / "relationships.md").write_text(edited, "utf-8")
     _, after_edit = build(settings, folder)
