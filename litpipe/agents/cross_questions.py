@@ -126,18 +126,15 @@ def offline_cross_questions(inputs: CrossQuestionsInput) -> CrossQuestionsReply:
 
 class CrossQuestionsAgent(Agent[CrossQuestionsInput, CrossQuestionsReply]):
     name = "cross_questions"
-    reply_schema = CrossQuestionsReply
+    offline = staticmethod(offline_cross_questions)
 
-    def messages(self, inputs: CrossQuestionsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: CrossQuestionsInput) -> dict[str, str]:
         listed = "\n\n".join(
             f"Paper id: {paper.paper_id}\nTitle:\n{fence(paper.title)}\n"
             f"Abstract:\n{fence(paper.abstract)}"
             for paper in inputs.papers
         )
-        return prompts.render(self.name, count=str(inputs.count), papers=listed)
-
-    def offline(self, inputs: CrossQuestionsInput) -> CrossQuestionsReply:
-        return offline_cross_questions(inputs)
+        return dict(count=str(inputs.count), papers=listed)
 
 
 def questions_from(

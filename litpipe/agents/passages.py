@@ -8,7 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 
 Reply = TypeVar("Reply", bound=BaseModel)
 
@@ -23,9 +23,8 @@ class PassageAgent(Agent[PassageInput, Reply]):
     """An agent that judges one passage against a query; the query and the passage are both
     fenced, so neither can instruct the model."""
 
-    def messages(self, inputs: PassageInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: PassageInput) -> dict[str, str]:
+        return dict(
             query=fence(inputs.query, "query"),
             passage_id=inputs.passage_id,
             passage=fence(inputs.passage),

@@ -62,12 +62,11 @@ PLAIN_AGENTS = ("plain",)
 
 class PlainAgent(Agent[PlainInput, WrittenReply]):
     name = "plain"
-    reply_schema = WrittenReply
+    offline = staticmethod(offline_plain)
 
-    def messages(self, inputs: PlainInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: PlainInput) -> dict[str, str]:
         titles = "\n".join(f"{p}: {inputs.titles.get(p, p)}" for p in inputs.papers)
-        return prompts.render(
-            self.name,
+        return dict(
             papers=", ".join(inputs.papers),
             titles=fence(titles),
             theme=fence(inputs.theme),
@@ -76,9 +75,6 @@ class PlainAgent(Agent[PlainInput, WrittenReply]):
             relationships=relationship_map(inputs.insights, inputs.relationships),
             expert=fence(inputs.expert_text),
         )
-
-    def offline(self, inputs: PlainInput) -> WrittenReply:
-        return offline_plain(inputs)
 
 
 def known_citations(text: str, known: dict[str, Citation]) -> tuple[list[Citation], list[str]]:

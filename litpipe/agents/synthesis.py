@@ -48,7 +48,7 @@ from litpipe.agents.paper_summary import (
     cited_insight,
     offline_paper_summary,
 )
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
@@ -276,12 +276,11 @@ SYNTHESIS_AGENTS = ("synthesis", "paper_summary", "cluster_summary")
 
 class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
     name = "synthesis"
-    reply_schema = WrittenReply
+    offline = staticmethod(offline_synthesis)
 
-    def messages(self, inputs: SynthesisInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: SynthesisInput) -> dict[str, str]:
         distribution = ", ".join(f"{kind} {n}" for kind, n in inputs.type_distribution.items())
-        return prompts.render(
-            self.name,
+        return dict(
             papers=", ".join(paper.paper_id for paper in inputs.papers),
             theme=fence(inputs.theme),
             narrative=fence(inputs.narrative),
@@ -291,9 +290,6 @@ class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
             relationships=relationship_map(inputs.insights, inputs.relationships),
             type_distribution=distribution or "(none)",
         )
-
-    def offline(self, inputs: SynthesisInput) -> WrittenReply:
-        return offline_synthesis(inputs)
 
 
 def best_insight(insights: list[Insight], theme: str) -> Insight | None:
