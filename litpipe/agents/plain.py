@@ -22,6 +22,7 @@ from litpipe.agents.synthesis import (
     WrittenReply,
     also_in_collection,
     best_cited_insight,
+    checked_synthesis,
     covered,
     relationship_map,
     spine_insights,
@@ -135,18 +136,8 @@ def write_plain_summary(
         expert_fallbacks(expert.text, titles),
         "the expert synthesis has no sentence citing it",
     )
-    return Synthesis(
-        collection=analysis.collection,
-        audience="plain",
-        engine=engine_name(settings.route(agent.name)),
-        pattern=expert.pattern,
-        title=" ".join(reply.title.split()),
-        text=checked.text,
-        citations=checked.citations,
-        papers=analysis.papers,
-        appended=checked.appended,
-        left_out=[*analysis.left_out, *checked.left_out],
-    )
+    engine = engine_name(settings.route(agent.name))
+    return checked_synthesis(analysis, "plain", engine, expert.pattern, reply, checked)
 
 
 def plain_version(settings: Settings, prompts: PromptLibrary) -> str:

@@ -32,7 +32,7 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +62,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     RelationshipType,
     RetrievedChunk,
+    Synthesis,
     SynthesisPattern,
 )
 from litpipe.settings import Settings
@@ -385,6 +386,30 @@ def covered(
         if paper not in now_cited and paper not in explained
     ]
     return CoveredText(text, found, [paper for paper in missing if paper in now_cited], left_out)
+
+
+def checked_synthesis(
+    analysis: RelationshipAnalysis,
+    audience: Literal["expert", "plain"],
+    engine: str,
+    pattern: SynthesisPattern,
+    reply: WrittenReply,
+    checked: CoveredText,
+) -> Synthesis:
+    """A writer's reply as the collection's synthesis: its title on one line, its text as
+    `covered` checked it, and the papers left out by the analysis and by the writer."""
+    return Synthesis(
+        collection=analysis.collection,
+        audience=audience,
+        engine=engine,
+        pattern=pattern,
+        title=" ".join(reply.title.split()),
+        text=checked.text,
+        citations=checked.citations,
+        papers=analysis.papers,
+        appended=checked.appended,
+        left_out=[*analysis.left_out, *checked.left_out],
+    )
 
 
 def evidence_fallbacks(
