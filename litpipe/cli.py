@@ -217,15 +217,16 @@ def _run_stoppable(
     if args.command == "backfill":
         return backfill_command(settings, args.collection, args.batch, stop_requested)
     if args.evaluation in {"litqa", "mais"}:
+        from litpipe.runtime.evaluations import eval_litqa_command
+
+        try:
+            settings = _with_max_iterations(settings, args.max_iterations)
+        except ValueError as error:
+            print(f"litpipe eval {args.evaluation}: {error}", file=sys.stderr)
+            return 2
         asking = eval_litqa_command if args.evaluation == "litqa" else eval_mais_command
         return asking(
-            settings,
-            args.dataset,
-            args.corpus,
-            args.collection,
-            args.out,
-            args.max_iterations,
-            stop_requested,
+            settings, args.dataset, args.corpus, args.collection, args.out, stop_requested
         )
     # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
     from litpipe.runtime.evaluations import eval_command
@@ -926,7 +927,6 @@ def eval_mais_command(
     corpus: Path,
     collection: str | None,
     out: Path | None,
-    max_iterations: int | None,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Each question of the dataset asked of its own paper through the `query_summaries` asset
@@ -937,7 +937,7 @@ def eval_mais_command(
 
     from litpipe.defs.resources import usage_path
     from litpipe.evaluation.convergence import convergence_report
-    from litpipe.evaluation.litqa import read_questions
+    from litpipe.evaluation.litqa import PaperQuestion
     from litpipe.llm.usage import UsageLedger
     from litpipe.report.convergence import render_svg
     from litpipe.report.query_summary import (
@@ -946,26 +946,15 @@ def eval_mais_command(
         evaluated,
         with_offline_notice,
     )
-    from litpipe.runtime.evaluations import ask_questions
+    from litpipe.runtime.evaluations import ask_dataset
 
     started = time.perf_counter()
-    try:
-        settings = _with_max_iterations(settings, max_iterations)
-        questions = read_questions(dataset)
-        asked = ask_questions(
-            settings,
-            questions,
-            corpus,
-            collection,
-            lambda line: print(line, file=sys.stderr),
-            stop_requested,
-        )
-    except ValueError as error:
-        print(f"litpipe eval mais: {error}", file=sys.stderr)
-        return 2
-    if asked.stopped:
-        print(asked.stop_line("eval mais"), file=sys.stderr)
-        return STOPPED_EXIT
+    asking = ask_dataset(
+        "eval mais", settings, dataset, PaperQuestion, corpus, collection, stop_requested
+    )
+    if isinstance(asking, int):
+        return asking
+    questions, asked = asking
     outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
     report = with_offline_notice(convergence_report(results))
@@ -1005,25 +994,6 @@ def eval_mais_command(
     }
     print(json.dumps(figures))
     return 1 if asked.failures else 0
-
-
-def eval_litqa_command(
-    settings: Settings,
-    dataset: Path,
-    corpus: Path,
-    collection: str | None,
-    out: Path | None,
-    max_iterations: int | None,
-    stop_requested: Callable[[], bool] = lambda: False,
-) -> int:
-    from litpipe.runtime.evaluations import eval_litqa_command as run_litqa
-
-    try:
-        settings = _with_max_iterations(settings, max_iterations)
-    except ValueError as error:
-        print(f"litpipe eval litqa: {error}", file=sys.stderr)
-        return 2
-    return run_litqa(settings, dataset, corpus, collection, out, stop_requested)
 
 
 def ui_command(settings: Settings, port: int) -> int:
