@@ -27,7 +27,14 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import ModelClient
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
-from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, plain, rouge, rouge_figures, rouge_table
+from litpipe.evaluation.rouge import (
+    Scores,
+    mean_scores,
+    plain,
+    rouge,
+    rouge_figures,
+    rouge_table,
+)
 from litpipe.llm import client_unless_offline
 from litpipe.settings import Settings
 
@@ -156,15 +163,7 @@ def evaluate_related_work(
                 scores={name: rouge(text, gold) for name, text in outputs.items()},
             )
         )
-    means = {
-        name: Scores(
-            **{
-                metric: sum(getattr(r.scores[name], metric) for r in results) / len(results)
-                for metric in ROUGE_TYPES
-            }
-        )
-        for name in SYSTEMS
-    }
+    means = {name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS}
     return RelatedWorkEvaluation(
         dataset=str(dataset),
         examples=len(results),
