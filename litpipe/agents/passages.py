@@ -3,14 +3,10 @@ the query it is judged against, and how that input fills their prompts."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent
+from litpipe.agents.base import Agent, Reply
 from litpipe.llm.prompts import fence
-
-Reply = TypeVar("Reply", bound=BaseModel)
 
 
 class PassageInput(BaseModel):

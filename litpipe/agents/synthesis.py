@@ -32,7 +32,7 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -70,9 +70,6 @@ from litpipe.text import overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
-In = TypeVar("In", bound=BaseModel)
-Reply = TypeVar("Reply", bound=BaseModel)
-Schema = TypeVar("Schema", bound=BaseModel)
 # A text's citations that resolve, and the markers that do not.
 Resolver = Callable[[str], tuple[list[Citation], list[str]]]
 
