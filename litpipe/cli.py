@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
 from litpipe.files import write_atomically
+from litpipe.llm.usage import calls_line
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings, StructuredOutput
 from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
@@ -416,8 +417,7 @@ def run_command(
         f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
         f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "
         f"{report.evidence_chunks} evidence chunks "
-        f"(model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
-        f"${usage.cost_usd:.4f}). Report: {out_dir / 'report.json'}",
+        f"(model calls: {calls_line(usage)}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
     if report.synthesis is not None:
@@ -813,10 +813,7 @@ def related_work_command(
         usage = UsageLedger(usage_path(settings, scope)).scope_summary()
         done = f"materialized ({states[-1]})"
         if usage.made or usage.cached or usage.failed:  # offline engines call no model
-            calls = (
-                f"; model calls: {usage.made} made, {usage.cached} cached, {usage.failed} "
-                f"failed, ${usage.cost_usd:.4f}"
-            )
+            calls = f"; model calls: {calls_line(usage)}"
 
     related = artifacts.read([ASSET], key, RelatedWork)
     markdown = folder / MARKDOWN_FILE
@@ -901,8 +898,7 @@ def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: i
     result = outcome.result
     usage = UsageLedger(usage_path(settings, scope)).scope_summary()
     served = (
-        f"materialized in {outcome.seconds:.1f} s (model calls: {usage.made} made, "
-        f"{usage.cached} cached, {usage.failed} failed, ${usage.cost_usd:.4f})"
+        f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
         if outcome.status == "materialized"
         else "up to date: served from the materialized asset (no run, no model call)"
     )
