@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -431,25 +432,18 @@ def _run_batch(
     )
 
 
+@dataclass
 class _Runs:
     """In-process runs into the instance, all tagged as this backfill's (one usage scope). Once
     a stop is requested, or a signal interrupted a run's step, `stopped` holds and no further
     run starts."""
 
-    def __init__(
-        self,
-        defs: dg.Definitions,
-        instance: dg.DagsterInstance,
-        catalog: Catalog,
-        tags: dict[str, str],
-        stop_requested: Callable[[], bool],
-    ) -> None:
-        self.defs = defs
-        self.instance = instance
-        self.catalog = catalog
-        self.tags = tags
-        self.stop_requested = stop_requested
-        self.stopped = False
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    catalog: Catalog
+    tags: dict[str, str]
+    stop_requested: Callable[[], bool]
+    stopped: bool = field(default=False, init=False)
 
     def stopping(self) -> bool:
         """Whether to start nothing more."""
