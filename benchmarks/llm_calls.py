@@ -39,7 +39,7 @@ from litpipe_tests.stub_llm import StubLLM, stub_settings  # noqa: E402
 
 
 def run_once(home: Path, stub: StubLLM, source: Path, embedder: str) -> tuple[PapersRun, float]:
-    settings = stub_settings(home, stub, embedder=embedder, corpus_roots=[])
+    settings = stub_settings(home, stub, ingest={"embedder": embedder}, corpus_roots=[])
     instance = open_instance(settings)
     started = time.perf_counter()
     run = run_papers(settings, instance, register(settings, instance, discover(source, "bench")))

@@ -180,14 +180,18 @@ class Catalog:
                 )
         return held
 
-    def source(self, paper_id: str) -> PaperSource:
+    def _paper_column(self, paper_id: str, column: str) -> str:
+        """The paper's `column`; a KeyError when the catalog does not hold the paper."""
         with self._connect() as db:
             row = db.execute(
-                "SELECT source_json FROM papers WHERE paper_id = ?", (paper_id,)
+                f"SELECT {column} FROM papers WHERE paper_id = ?", (paper_id,)
             ).fetchone()
         if row is None:
             raise KeyError(f"paper {paper_id!r} is not in the catalog {self.path}")
-        return PaperSource.model_validate_json(row[0])
+        return str(row[0])
+
+    def source(self, paper_id: str) -> PaperSource:
+        return PaperSource.model_validate_json(self._paper_column(paper_id, "source_json"))
 
     def papers(self, collection: str, arrived_before: datetime | None = None) -> list[str]:
         """The collection's papers; with `arrived_before`, those that arrived before then."""
@@ -207,13 +211,7 @@ class Catalog:
 
     def registered_at(self, paper_id: str) -> datetime:
         """When the paper arrived: its first registration."""
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT registered_at FROM papers WHERE paper_id = ?", (paper_id,)
-            ).fetchone()
-        if row is None:
-            raise KeyError(f"paper {paper_id!r} is not in the catalog {self.path}")
-        return datetime.fromisoformat(row[0])
+        return datetime.fromisoformat(self._paper_column(paper_id, "registered_at"))
 
     def arrivals(self, start: datetime, end: datetime) -> list[PaperArrival]:
         """The papers that arrived in [start, end), oldest first, each with its collections."""

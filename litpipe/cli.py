@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from litpipe.files import write_atomically
+from litpipe.llm.usage import calls_line
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
 from litpipe.settings import OFFLINE, Settings, StructuredOutput, preset_names
 from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
@@ -225,15 +226,16 @@ def _run_stoppable(
     if args.command == "backfill":
         return backfill_command(settings, args.collection, args.batch, stop_requested)
     if args.evaluation in {"litqa", "mais"}:
+        from litpipe.runtime.evaluations import eval_litqa_command
+
+        try:
+            settings = _with_max_iterations(settings, args.max_iterations)
+        except ValueError as error:
+            print(f"litpipe eval {args.evaluation}: {error}", file=sys.stderr)
+            return 2
         asking = eval_litqa_command if args.evaluation == "litqa" else eval_mais_command
         return asking(
-            settings,
-            args.dataset,
-            args.corpus,
-            args.collection,
-            args.out,
-            args.max_iterations,
-            stop_requested,
+            settings, args.dataset, args.corpus, args.collection, args.out, stop_requested
         )
     # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
     from litpipe.runtime.evaluations import eval_command
@@ -432,8 +434,7 @@ def run_command(
         f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
         f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "
         f"{report.evidence_chunks} evidence chunks "
-        f"(model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
-        f"${usage.cost_usd:.4f}). Report: {out_dir / 'report.json'}",
+        f"(model calls: {calls_line(usage)}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
     if report.synthesis is not None:
@@ -831,10 +832,7 @@ def related_work_command(
         usage = UsageLedger(usage_path(settings, scope)).scope_summary()
         done = f"materialized ({states[-1]})"
         if usage.made or usage.cached or usage.failed:  # offline engines call no model
-            calls = (
-                f"; model calls: {usage.made} made, {usage.cached} cached, {usage.failed} "
-                f"failed, ${usage.cost_usd:.4f}"
-            )
+            calls = f"; model calls: {calls_line(usage)}"
 
     related = artifacts.read([ASSET], key, RelatedWork)
     markdown = folder / MARKDOWN_FILE
@@ -921,8 +919,7 @@ def ask_command(settings: Settings, paper_id: str, query: str, max_iterations: i
     result = outcome.result
     usage = UsageLedger(usage_path(settings, scope)).scope_summary()
     served = (
-        f"materialized in {outcome.seconds:.1f} s (model calls: {usage.made} made, "
-        f"{usage.cached} cached, {usage.failed} failed, ${usage.cost_usd:.4f})"
+        f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
         if outcome.status == "materialized"
         else "up to date: served from the materialized asset (no run, no model call)"
     )
@@ -947,7 +944,6 @@ def eval_mais_command(
     corpus: Path,
     collection: str | None,
     out: Path | None,
-    max_iterations: int | None,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> int:
     """Each question of the dataset asked of its own paper through the `query_summary` asset
@@ -958,7 +954,7 @@ def eval_mais_command(
 
     from litpipe.defs.resources import usage_path
     from litpipe.evaluation.convergence import convergence_report
-    from litpipe.evaluation.litqa import read_questions
+    from litpipe.evaluation.litqa import PaperQuestion
     from litpipe.llm.usage import UsageLedger
     from litpipe.report.convergence import render_svg
     from litpipe.report.query_summary import (
@@ -967,26 +963,15 @@ def eval_mais_command(
         evaluated,
         with_offline_notice,
     )
-    from litpipe.runtime.evaluations import ask_questions
+    from litpipe.runtime.evaluations import ask_dataset
 
     started = time.perf_counter()
-    try:
-        settings = _with_max_iterations(settings, max_iterations)
-        questions = read_questions(dataset)
-        asked = ask_questions(
-            settings,
-            questions,
-            corpus,
-            collection,
-            lambda line: print(line, file=sys.stderr),
-            stop_requested,
-        )
-    except ValueError as error:
-        print(f"litpipe eval mais: {error}", file=sys.stderr)
-        return 2
-    if asked.stopped:
-        print(asked.stop_line("eval mais"), file=sys.stderr)
-        return STOPPED_EXIT
+    asking = ask_dataset(
+        "eval mais", settings, dataset, PaperQuestion, corpus, collection, stop_requested
+    )
+    if isinstance(asking, int):
+        return asking
+    questions, asked = asking
     outcomes = asked.answered
     results = [outcome.result for _, outcome in outcomes if outcome.result is not None]
     report = with_offline_notice(convergence_report(results))
@@ -1026,25 +1011,6 @@ def eval_mais_command(
     }
     print(json.dumps(figures))
     return 1 if asked.failures else 0
-
-
-def eval_litqa_command(
-    settings: Settings,
-    dataset: Path,
-    corpus: Path,
-    collection: str | None,
-    out: Path | None,
-    max_iterations: int | None,
-    stop_requested: Callable[[], bool] = lambda: False,
-) -> int:
-    from litpipe.runtime.evaluations import eval_litqa_command as run_litqa
-
-    try:
-        settings = _with_max_iterations(settings, max_iterations)
-    except ValueError as error:
-        print(f"litpipe eval litqa: {error}", file=sys.stderr)
-        return 2
-    return run_litqa(settings, dataset, corpus, collection, out, stop_requested)
 
 
 def ui_command(settings: Settings, port: int) -> int:

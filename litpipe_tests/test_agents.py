@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pydantic import BaseModel
@@ -159,3 +159,60 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
         PromptLibrary(None).text("paper_abstract") + "\nBe brief.\n"
     )
     assert version(agent, settings(tmp_path), prompts) == edited
+
+
+class NoteInput(BaseModel):
+    note: str
+
+
+class NoteReply(BaseModel):
+    summary: str
+
+
+def note_offline(inputs: NoteInput) -> NoteReply:
+    return NoteReply(summary=inputs.note)
+
+
+class NoteAgent(Agent[NoteInput, NoteReply]):
+    name = "note"
+    offline = staticmethod(note_offline)
+
+    def prompt_values(self, inputs: NoteInput) -> dict[str, str]:
+        return {"note": inputs.note}
+
+
+Judged = TypeVar("Judged", bound=BaseModel)
+
+
+class GenericNoteAgent(Agent[NoteInput, Judged]):
+    """A generic agent, as PassageAgent is: its subclasses name the reply."""
+
+    def prompt_values(self, inputs: NoteInput) -> dict[str, str]:
+        return {"note": inputs.note}
+
+
+class VerdictNoteAgent(GenericNoteAgent[OtherReply]):
+    name = "note"
+
+    def offline(self, inputs: NoteInput) -> OtherReply:
+        return OtherReply(questions=[inputs.note])
+
+
+def test_an_agent_asks_with_its_reply_type_and_its_prompt_values(tmp_path: Path) -> None:
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / "note.md").write_text("## user\nSummarize: {{note}}\n")
+    prompts = PromptLibrary(folder)
+    modelled = settings(tmp_path, llm={"model": "gpt-4o-mini"})
+    for agent, reply in (
+        (NoteAgent(), NoteReply(summary="s")),
+        (VerdictNoteAgent(), OtherReply(questions=[])),
+    ):
+        client = ScriptedClient(reply)
+        assert run_agent(agent, NoteInput(note="tea"), modelled, prompts, client) is reply
+        [(_, messages, schema)] = client.calls
+        assert messages == [{"role": "user", "content": "Summarize: tea"}]
+        assert schema is type(reply)
+    assert run_agent(NoteAgent(), NoteInput(note="tea"), settings(tmp_path), prompts, None) == (
+        NoteReply(summary="tea")
+    )

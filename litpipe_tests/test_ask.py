@@ -388,4 +388,10 @@ def test_eval_mais_refuses_a_bad_dataset_or_corpus(
     # A folder without any PDF is refused by the discovery `litpipe run` uses, saying so.
     assert main([*command, str(good), "--corpus", str(tmp_path)]) == 2
     assert "no .pdf file in this folder or below it" in capsys.readouterr().err
+    for evaluation in ("mais", "litqa"):
+        arguments = ["eval", evaluation, "--home", str(home), "--dataset", str(good)]
+        assert main([*arguments, "--corpus", str(tmp_path), "--max-iterations", "0"]) == 2
+        assert f"litpipe eval {evaluation}: --max-iterations must be at least 1" in (
+            capsys.readouterr().err
+        )
     assert not home.exists()

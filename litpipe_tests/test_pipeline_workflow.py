@@ -33,7 +33,7 @@ from litpipe.settings import Settings
 from litpipe.workflows import pipeline
 
 home, embedder, folder = sys.argv[1:]
-settings = Settings(home=Path(home), embedder=embedder)
+settings = Settings(home=Path(home), ingest={"embedder": embedder})
 result = pipeline.run(discover(Path(folder), "genes").sources, settings)
 print("dagster" in sys.modules)
 print(result.model_dump_json())

@@ -66,19 +66,15 @@ def offline_verdict(inputs: AnswerJudgeInput) -> AnswerVerdict:
 
 class AnswerJudgeAgent(Agent[AnswerJudgeInput, AnswerVerdict]):
     name = "answer_judge"
-    reply_schema = AnswerVerdict
+    offline = staticmethod(offline_verdict)
 
-    def messages(self, inputs: AnswerJudgeInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: AnswerJudgeInput) -> dict[str, str]:
+        return dict(
             question=fence(inputs.question, "question"),
             ideal=fence(inputs.ideal, "question"),
             distractors=fence("\n".join(f"- {d}" for d in inputs.distractors), "question"),
             summary=fence(inputs.summary, "summary"),
         )
-
-    def offline(self, inputs: AnswerJudgeInput) -> AnswerVerdict:
-        return offline_verdict(inputs)
 
 
 def judge_answers(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from litpipe import citations
 from litpipe import text as text_helpers
 from litpipe.citations import chunk_marker
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
 from litpipe.text import without_markers
@@ -38,6 +39,15 @@ NEAR_DUPLICATE = 0.7
 class AnswerInput(BaseModel):
     question: Question
     evidence: list[RetrievedChunk]
+
+
+def question_and_passages(inputs: AnswerInput) -> dict[str, str]:
+    """The prompt values every answering agent shows the model: the question, fenced, and its
+    passages, each fenced under its marker."""
+    return dict(
+        question=fence(inputs.question.text, "question"),
+        passages=citations.evidence_block(inputs.evidence),
+    )
 
 
 class AnswerReply(BaseModel):

@@ -27,11 +27,11 @@ from litpipe.agents.answering import (
     answer_inputs,
     best_sentences,
     cited_text,
+    question_and_passages,
 )
 from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch, version
-from litpipe.citations import evidence_block
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import text as retrieval_text
 from litpipe.schemas import Answer, QuestionEvidence
 from litpipe.settings import Settings
@@ -54,18 +54,10 @@ def offline_answer(inputs: AnswerInput) -> AnswerReply:
 
 class AnswersAgent(Agent[AnswerInput, AnswerReply]):
     name = "answers"
-    reply_schema = AnswerReply
+    offline = staticmethod(offline_answer)
 
-    def messages(self, inputs: AnswerInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            question=fence(inputs.question.text, "question"),
-            passages=evidence_block(inputs.evidence),
-            no_answer=NO_ANSWER,
-        )
-
-    def offline(self, inputs: AnswerInput) -> AnswerReply:
-        return offline_answer(inputs)
+    def prompt_values(self, inputs: AnswerInput) -> dict[str, str]:
+        return dict(question_and_passages(inputs), no_answer=NO_ANSWER)
 
 
 def answer_questions(

@@ -7,7 +7,7 @@ import json
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -50,14 +50,38 @@ class ModelClient(StructuredClient, BatchClient, Protocol):
 
 class Agent(ABC, Generic[In, Reply]):
     """An agent is its prompt file (`name`), what a model must return (`reply_schema`) and an
-    offline engine that fulfils the same schema from the inputs' own text."""
+    offline engine that fulfils the same schema from the inputs' own text.
+
+    `reply_schema` is the class's `Reply` argument (`class TldrAgent(Agent[TldrInput,
+    TldrReply])`, or `PassageAgent[RelevanceReply]` of a generic agent), so the two cannot
+    disagree; a class may still set it itself.
+    """
 
     name: str
     reply_schema: type[Reply]
+    # Where the reply stands among the class's type parameters: second in Agent[In, Reply]; a
+    # generic agent's own (PassageAgent[Reply]: first) for its subclasses to fill.
+    _reply_index: ClassVar[int] = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in vars(cls).get("__orig_bases__", ()):
+            origin = get_origin(base)
+            if isinstance(origin, type) and issubclass(origin, Agent):
+                reply = get_args(base)[origin._reply_index]
+                if isinstance(reply, TypeVar):
+                    cls._reply_index = vars(cls)["__parameters__"].index(reply)
+                elif "reply_schema" not in vars(cls):
+                    cls.reply_schema = reply
+
+    def messages(self, inputs: In, prompts: PromptLibrary) -> list[dict[str, str]]:
+        """The agent's prompt file rendered with `prompt_values`."""
+        return prompts.render(self.name, **self.prompt_values(inputs))
 
     @abstractmethod
-    def messages(self, inputs: In, prompts: PromptLibrary) -> list[dict[str, str]]:
-        """The rendered prompt, every piece of paper text inside a fence."""
+    def prompt_values(self, inputs: In) -> dict[str, str]:
+        """The value of each placeholder of the prompt, every piece of paper text inside a
+        fence."""
 
     @abstractmethod
     def offline(self, inputs: In) -> Reply:

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.support import SupportScore, support_scores
 from litpipe.schemas import Verdict
 
@@ -71,16 +71,12 @@ def offline_claim_judge(inputs: ClaimInput) -> ClaimReply:
 
 class ClaimJudgeAgent(Agent[ClaimInput, ClaimReply]):
     name = "claim_judge"
-    reply_schema = ClaimReply
+    offline = staticmethod(offline_claim_judge)
 
-    def messages(self, inputs: ClaimInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: ClaimInput) -> dict[str, str]:
         passages = "\n\n".join(" ".join(passage.split()) for passage in inputs.passages)
-        return prompts.render(
-            self.name,
+        return dict(
             # The claim quotes a written output, which quotes the papers: fenced like them.
             claim=fence(inputs.claim, "claim"),
             passages=fence(passages or "(no passages)"),
         )
-
-    def offline(self, inputs: ClaimInput) -> ClaimReply:
-        return offline_claim_judge(inputs)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import tokenize
 from litpipe.text import markers_in, overlap, sentences
 
@@ -96,16 +96,12 @@ def offline_cluster_summary(inputs: ClusterSummaryInput) -> SummaryReply:
 
 class ClusterSummaryAgent(Agent[ClusterSummaryInput, SummaryReply]):
     name = "cluster_summary"
-    reply_schema = SummaryReply
+    offline = staticmethod(offline_cluster_summary)
 
-    def messages(self, inputs: ClusterSummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: ClusterSummaryInput) -> dict[str, str]:
         summaries = "\n\n".join(_member_block(member) for member in inputs.members)
-        return prompts.render(
-            self.name,
+        return dict(
             papers=", ".join(inputs.papers),
             theme=fence(inputs.theme),
             summaries=summaries,
         )
-
-    def offline(self, inputs: ClusterSummaryInput) -> SummaryReply:
-        return offline_cluster_summary(inputs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 
 
 class CoherenceInput(BaseModel):
@@ -28,11 +28,10 @@ class CoherenceReply(BaseModel):
 
 class CoherenceJudgeAgent(Agent[CoherenceInput, CoherenceReply]):
     name = "coherence_judge"
-    reply_schema = CoherenceReply
 
-    def messages(self, inputs: CoherenceInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: CoherenceInput) -> dict[str, str]:
         # The text (its title too) is a model's, quoting the papers: fenced, like them.
-        return prompts.render(self.name, text=fence(f"# {inputs.title}\n\n{inputs.text}", "text"))
+        return dict(text=fence(f"# {inputs.title}\n\n{inputs.text}", "text"))
 
     def offline(self, inputs: CoherenceInput) -> CoherenceReply:
         raise ValueError("coherence is graded by a model only: route coherence_judge to one")

@@ -126,20 +126,15 @@ def offline_cross_paper_questions(inputs: CrossPaperQuestionsInput) -> CrossPape
 
 class CrossPaperQuestionsAgent(Agent[CrossPaperQuestionsInput, CrossPaperQuestionsReply]):
     name = "cross_paper_questions"
-    reply_schema = CrossPaperQuestionsReply
+    offline = staticmethod(offline_cross_paper_questions)
 
-    def messages(
-        self, inputs: CrossPaperQuestionsInput, prompts: PromptLibrary
-    ) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: CrossPaperQuestionsInput) -> dict[str, str]:
         listed = "\n\n".join(
             f"Paper id: {paper.paper_id}\nTitle:\n{fence(paper.title)}\n"
             f"Abstract:\n{fence(paper.abstract)}"
             for paper in inputs.papers
         )
-        return prompts.render(self.name, count=str(inputs.count), papers=listed)
-
-    def offline(self, inputs: CrossPaperQuestionsInput) -> CrossPaperQuestionsReply:
-        return offline_cross_paper_questions(inputs)
+        return dict(count=str(inputs.count), papers=listed)
 
 
 def questions_from(

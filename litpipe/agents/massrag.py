@@ -35,11 +35,12 @@ from litpipe.agents.answering import (
     cited_text,
     distinct,
     evidence_sentences,
+    question_and_passages,
 )
 from litpipe.agents.base import Agent, BatchClient, Reply, engine_name, run_batch
-from litpipe.citations import chunk_marker, evidence_block
+from litpipe.citations import chunk_marker
 from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
+from litpipe.schemas import Answer, QuestionEvidence
 from litpipe.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -77,13 +78,8 @@ class ViewAgent(Agent[AnswerInput, Reply]):
     view: str
     nothing: str
 
-    def messages(self, inputs: AnswerInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            question=fence(inputs.question.text, "question"),
-            passages=evidence_block(inputs.evidence),
-            nothing=self.nothing,
-        )
+    def prompt_values(self, inputs: AnswerInput) -> dict[str, str]:
+        return dict(question_and_passages(inputs), nothing=self.nothing)
 
     @abstractmethod
     def view_text(self, reply: Reply, inputs: AnswerInput) -> str:
@@ -92,7 +88,6 @@ class ViewAgent(Agent[AnswerInput, Reply]):
 
 class SummarizerAgent(ViewAgent[ViewReply]):
     name = "massrag_summarizer"
-    reply_schema = ViewReply
     view = "summarizer"
     nothing = NO_ANSWER
 
@@ -112,7 +107,6 @@ class SummarizerAgent(ViewAgent[ViewReply]):
 
 class ExtractorAgent(ViewAgent[ExtractorReply]):
     name = "massrag_extractor"
-    reply_schema = ExtractorReply
     view = "extractor"
     nothing = NO_ANSWER
 
@@ -164,7 +158,6 @@ def _linked_pairs(inputs: AnswerInput) -> list[tuple[EvidenceSentence, EvidenceS
 
 class ReasonerAgent(ViewAgent[ViewReply]):
     name = "massrag_reasoner"
-    reply_schema = ViewReply
     view = "reasoner"
     nothing = NO_INFERENCE
 
@@ -190,9 +183,7 @@ VIEW_AGENTS: dict[str, ViewAgent[Any]] = {
 }
 
 
-class ReconcileInput(BaseModel):
-    question: Question
-    evidence: list[RetrievedChunk]
+class ReconcileInput(AnswerInput):
     views: dict[str, str] = Field(description="Each view's cited text, by view name.")
 
 
@@ -210,21 +201,16 @@ def offline_reconcile(inputs: ReconcileInput) -> AnswerReply:
 
 class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
     name = "massrag_reconcile"
-    reply_schema = AnswerReply
+    offline = staticmethod(offline_reconcile)
 
-    def messages(self, inputs: ReconcileInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            question=fence(inputs.question.text, "question"),
-            passages=evidence_block(inputs.evidence),
+    def prompt_values(self, inputs: ReconcileInput) -> dict[str, str]:
+        return dict(
+            question_and_passages(inputs),
             summarizer=fence(inputs.views["summarizer"], "view"),
             extractor=fence(inputs.views["extractor"], "view"),
             reasoner=fence(inputs.views["reasoner"], "view"),
             no_answer=NO_ANSWER,
         )
-
-    def offline(self, inputs: ReconcileInput) -> AnswerReply:
-        return offline_reconcile(inputs)
 
 
 def answer_multi_view(

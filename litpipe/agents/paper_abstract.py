@@ -255,13 +255,12 @@ def _excerpt(text: str, regions: list[tuple[int, int]], budget: int, skip: set[i
 
 class PaperAbstractAgent(Agent[AbstractInput, AbstractReply]):
     name = "paper_abstract"
-    reply_schema = AbstractReply
+    offline = staticmethod(offline_abstract)
 
-    def messages(self, inputs: AbstractInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: AbstractInput) -> dict[str, str]:
         regions = _regions(inputs)
         opening_starts = {s.start for s in _region_sentences(inputs.text, regions.opening)}
-        return prompts.render(
-            self.name,
+        return dict(
             title=fence(inputs.title),
             opening=fence(
                 _excerpt(inputs.text, regions.opening, OPENING_EXCERPT_CHARS, skip=set())
@@ -270,9 +269,6 @@ class PaperAbstractAgent(Agent[AbstractInput, AbstractReply]):
                 _excerpt(inputs.text, regions.closing, CLOSING_EXCERPT_CHARS, skip=opening_starts)
             ),
         )
-
-    def offline(self, inputs: AbstractInput) -> AbstractReply:
-        return offline_abstract(inputs)
 
 
 def paper_abstract_from(

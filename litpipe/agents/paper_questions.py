@@ -253,18 +253,14 @@ def offline_questions(inputs: QuestionsInput) -> QuestionsReply:
 
 class PaperQuestionsAgent(Agent[QuestionsInput, QuestionsReply]):
     name = "paper_questions"
-    reply_schema = QuestionsReply
+    offline = staticmethod(offline_questions)
 
-    def messages(self, inputs: QuestionsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: QuestionsInput) -> dict[str, str]:
+        return dict(
             per_style=str(inputs.per_style),
             title=fence(inputs.title),
             abstract=fence(inputs.abstract),
         )
-
-    def offline(self, inputs: QuestionsInput) -> QuestionsReply:
-        return offline_questions(inputs)
 
 
 def questions_for(inputs: QuestionsInput, reply: QuestionsReply, engine: str) -> PaperQuestions:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations
 from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import Insight, RetrievedChunk
 from litpipe.text import (
@@ -135,17 +135,13 @@ def offline_paper_summary(inputs: PaperSummaryInput) -> SummaryReply:
 
 class PaperSummaryAgent(Agent[PaperSummaryInput, SummaryReply]):
     name = "paper_summary"
-    reply_schema = SummaryReply
+    offline = staticmethod(offline_paper_summary)
 
-    def messages(self, inputs: PaperSummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: PaperSummaryInput) -> dict[str, str]:
+        return dict(
             paper_id=inputs.paper_id,
             title=fence(inputs.title),
             theme=fence(inputs.theme),
             insights=fence("\n".join(f"- {insight}" for insight in inputs.insights)),
             evidence=citations.evidence_block(inputs.evidence),
         )
-
-    def offline(self, inputs: PaperSummaryInput) -> SummaryReply:
-        return offline_paper_summary(inputs)

@@ -22,6 +22,7 @@ from litpipe.agents.synthesis import (
     WrittenReply,
     also_in_collection,
     best_cited_insight,
+    checked_synthesis,
     covered,
     relationship_map,
     spine_insights,
@@ -62,12 +63,11 @@ PLAIN_SUMMARY_AGENTS = ("plain_summary",)
 
 class PlainSummaryAgent(Agent[PlainSummaryInput, WrittenReply]):
     name = "plain_summary"
-    reply_schema = WrittenReply
+    offline = staticmethod(offline_plain_summary)
 
-    def messages(self, inputs: PlainSummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: PlainSummaryInput) -> dict[str, str]:
         titles = "\n".join(f"{p}: {inputs.titles.get(p, p)}" for p in inputs.papers)
-        return prompts.render(
-            self.name,
+        return dict(
             papers=", ".join(inputs.papers),
             titles=fence(titles),
             theme=fence(inputs.theme),
@@ -76,9 +76,6 @@ class PlainSummaryAgent(Agent[PlainSummaryInput, WrittenReply]):
             relationships=relationship_map(inputs.insights, inputs.relationships),
             expert=fence(inputs.expert_text),
         )
-
-    def offline(self, inputs: PlainSummaryInput) -> WrittenReply:
-        return offline_plain_summary(inputs)
 
 
 def known_citations(text: str, known: dict[str, Citation]) -> tuple[list[Citation], list[str]]:
@@ -139,18 +136,8 @@ def write_plain_summary(
         expert_fallbacks(expert.text, titles),
         "the expert synthesis has no sentence citing it",
     )
-    return Synthesis(
-        collection=analysis.collection,
-        audience="plain",
-        engine=engine_name(settings.route(agent.name)),
-        pattern=expert.pattern,
-        title=" ".join(reply.title.split()),
-        text=checked.text,
-        citations=checked.citations,
-        papers=analysis.papers,
-        appended=checked.appended,
-        left_out=[*analysis.left_out, *checked.left_out],
-    )
+    engine = engine_name(settings.route(agent.name))
+    return checked_synthesis(analysis, "plain", engine, expert.pattern, reply, checked)
 
 
 def plain_summary_version(settings: Settings, prompts: PromptLibrary) -> str:

@@ -38,11 +38,11 @@ from litpipe.agents.answering import (
     cited_text,
     evidence_sentences,
     near_duplicate,
+    question_and_passages,
 )
 from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch
 from litpipe.agents.related_work import count_words
-from litpipe.citations import evidence_block
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import Answer
 from litpipe.settings import Settings
 from litpipe.text import cited_sentences
@@ -87,19 +87,14 @@ def offline_query_answer(inputs: QueryAnswerInput) -> AnswerReply:
 
 class QueryAnswerAgent(Agent[QueryAnswerInput, AnswerReply]):
     name = "query_answer"
-    reply_schema = AnswerReply
+    offline = staticmethod(offline_query_answer)
 
-    def messages(self, inputs: QueryAnswerInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
-            question=fence(inputs.question.text, "question"),
-            passages=evidence_block(inputs.evidence),
+    def prompt_values(self, inputs: QueryAnswerInput) -> dict[str, str]:
+        return dict(
+            question_and_passages(inputs),
             words=str(inputs.words),
             no_answer=NO_ANSWER,
         )
-
-    def offline(self, inputs: QueryAnswerInput) -> AnswerReply:
-        return offline_query_answer(inputs)
 
 
 def within_words(text: str, words: int) -> str:

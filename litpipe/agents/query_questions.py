@@ -103,20 +103,16 @@ def offline_query_questions(inputs: QueryQuestionsInput) -> QueryQuestionsReply:
 
 class QueryQuestionsAgent(Agent[QueryQuestionsInput, QueryQuestionsReply]):
     name = "query_questions"
-    reply_schema = QueryQuestionsReply
+    offline = staticmethod(offline_query_questions)
 
-    def messages(self, inputs: QueryQuestionsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: QueryQuestionsInput) -> dict[str, str]:
+        return dict(
             most=str(inputs.most),
             query=fence(inputs.query, "query"),
             title=fence(inputs.title),
             abstract=fence(inputs.abstract),
             passages=evidence_block(inputs.evidence),
         )
-
-    def offline(self, inputs: QueryQuestionsInput) -> QueryQuestionsReply:
-        return offline_query_questions(inputs)
 
 
 def questions_from(

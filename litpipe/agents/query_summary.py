@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from litpipe import citations
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RetrievedChunk
 from litpipe.text import sentences, strip_markers
@@ -140,12 +140,11 @@ def offline_query_summary(inputs: QuerySummaryInput) -> QuerySummaryReply:
 
 class QuerySummaryAgent(Agent[QuerySummaryInput, QuerySummaryReply]):
     name = "query_summary"
-    reply_schema = QuerySummaryReply
+    offline = staticmethod(offline_query_summary)
 
-    def messages(self, inputs: QuerySummaryInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: QuerySummaryInput) -> dict[str, str]:
         topics = "\n".join(f"- {topic}" for topic in inputs.mismatch_topics) or NO_TOPICS
-        return prompts.render(
-            self.name,
+        return dict(
             paper_id=inputs.paper_id,
             query=fence(inputs.query, "query"),
             title=fence(inputs.title),
@@ -154,6 +153,3 @@ class QuerySummaryAgent(Agent[QuerySummaryInput, QuerySummaryReply]):
             previous=fence(inputs.previous or NO_PREVIOUS, "summary"),
             mismatch_topics=fence(topics, "feedback"),
         )
-
-    def offline(self, inputs: QuerySummaryInput) -> QuerySummaryReply:
-        return offline_query_summary(inputs)

@@ -64,7 +64,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.centrality import lexrank_similarity, pagerank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
@@ -482,17 +482,13 @@ def reference_block(scored: ScoredReference) -> str:
 
 class RelatedWorkAgent(Agent[RelatedWorkInput, RelatedWorkReply]):
     name = "related_work"
-    reply_schema = RelatedWorkReply
+    offline = staticmethod(offline_related_work)
 
-    def messages(self, inputs: RelatedWorkInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: RelatedWorkInput) -> dict[str, str]:
+        return dict(
             idea=fence(inputs.idea, "idea"),
             ids=", ".join(citation([i]) for i in inputs.ids),
             references="\n\n".join(reference_block(scored) for scored in inputs.references),
             sentences=str(inputs.sentences),
             words=str(inputs.words),
         )
-
-    def offline(self, inputs: RelatedWorkInput) -> RelatedWorkReply:
-        return offline_related_work(inputs)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import Agent
 from litpipe.agents.query_summary import ranked_sentences, source_sentences, terms_of
 from litpipe.citations import evidence_block
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.schemas import DiagnosticQuestion, JudgeVerdict, QAPair, RetrievedChunk
 
 # An answer holding this share of a sentence's terms says what the sentence says (markers,
@@ -85,24 +85,20 @@ def offline_judge(inputs: JudgeInput) -> JudgeReply:
 
 class JudgeAgent(Agent[JudgeInput, JudgeReply]):
     name = "summary_judge"
-    reply_schema = JudgeReply
+    offline = staticmethod(offline_judge)
 
-    def messages(self, inputs: JudgeInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: JudgeInput) -> dict[str, str]:
         pairs = "\n\n".join(
             f"{q.question_id} (topic: {q.topic})\nQ: {q.text}\n"
             f"A: {inputs.answers.get(q.question_id, '')}"
             for q in inputs.questions
         )
-        return prompts.render(
-            self.name,
+        return dict(
             query=fence(inputs.query, "query"),
             # Answers quote the summary, which quotes the paper: fenced like it.
             answers=fence(pairs, "answers"),
             passages=evidence_block(inputs.passages),
         )
-
-    def offline(self, inputs: JudgeInput) -> JudgeReply:
-        return offline_judge(inputs)
 
 
 def verdict_from(inputs: JudgeInput, reply: JudgeReply) -> tuple[JudgeVerdict, list[QAPair]]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from litpipe.agents.answering import MAX_ANSWER_SENTENCES, MIN_SHARE_OF_BEST, near_duplicate
 from litpipe.agents.base import Agent
 from litpipe.agents.query_summary import ranked_sentences, summary_sentences
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.schemas import DiagnosticQuestion
 
 NOT_IN_SUMMARY = "The summary does not say."
@@ -61,19 +61,15 @@ def offline_summary_qa(inputs: SummaryQAInput) -> SummaryQAReply:
 
 class SummaryQAAgent(Agent[SummaryQAInput, SummaryQAReply]):
     name = "summary_qa"
-    reply_schema = SummaryQAReply
+    offline = staticmethod(offline_summary_qa)
 
-    def messages(self, inputs: SummaryQAInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: SummaryQAInput) -> dict[str, str]:
         questions = "\n".join(f"{q.question_id}: {q.text}" for q in inputs.questions)
-        return prompts.render(
-            self.name,
+        return dict(
             summary=fence(inputs.summary or "(empty)", "summary"),
             questions=fence(questions, "questions"),
             not_in_summary=NOT_IN_SUMMARY,
         )
-
-    def offline(self, inputs: SummaryQAInput) -> SummaryQAReply:
-        return offline_summary_qa(inputs)
 
 
 def answers_by_question(inputs: SummaryQAInput, reply: SummaryQAReply) -> dict[str, str]:

@@ -32,7 +32,7 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, TypeVar
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -48,7 +48,7 @@ from litpipe.agents.paper_summary import (
     cited_insight,
     offline_paper_summary,
 )
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
@@ -62,6 +62,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     RelationshipType,
     RetrievedChunk,
+    Synthesis,
     SynthesisPattern,
 )
 from litpipe.settings import Settings
@@ -69,9 +70,6 @@ from litpipe.text import overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
-In = TypeVar("In", bound=BaseModel)
-Reply = TypeVar("Reply", bound=BaseModel)
-Schema = TypeVar("Schema", bound=BaseModel)
 # A text's citations that resolve, and the markers that do not.
 Resolver = Callable[[str], tuple[list[Citation], list[str]]]
 
@@ -276,12 +274,11 @@ SYNTHESIS_AGENTS = ("synthesis", "paper_summary", "cluster_summary")
 
 class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
     name = "synthesis"
-    reply_schema = WrittenReply
+    offline = staticmethod(offline_synthesis)
 
-    def messages(self, inputs: SynthesisInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: SynthesisInput) -> dict[str, str]:
         distribution = ", ".join(f"{kind} {n}" for kind, n in inputs.type_distribution.items())
-        return prompts.render(
-            self.name,
+        return dict(
             papers=", ".join(paper.paper_id for paper in inputs.papers),
             theme=fence(inputs.theme),
             narrative=fence(inputs.narrative),
@@ -291,9 +288,6 @@ class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
             relationships=relationship_map(inputs.insights, inputs.relationships),
             type_distribution=distribution or "(none)",
         )
-
-    def offline(self, inputs: SynthesisInput) -> WrittenReply:
-        return offline_synthesis(inputs)
 
 
 def best_insight(insights: list[Insight], theme: str) -> Insight | None:
@@ -389,6 +383,30 @@ def covered(
         if paper not in now_cited and paper not in explained
     ]
     return CoveredText(text, found, [paper for paper in missing if paper in now_cited], left_out)
+
+
+def checked_synthesis(
+    analysis: RelationshipAnalysis,
+    audience: Literal["expert", "plain"],
+    engine: str,
+    pattern: SynthesisPattern,
+    reply: WrittenReply,
+    checked: CoveredText,
+) -> Synthesis:
+    """A writer's reply as the collection's synthesis: its title on one line, its text as
+    `covered` checked it, and the papers left out by the analysis and by the writer."""
+    return Synthesis(
+        collection=analysis.collection,
+        audience=audience,
+        engine=engine,
+        pattern=pattern,
+        title=" ".join(reply.title.split()),
+        text=checked.text,
+        citations=checked.citations,
+        papers=analysis.papers,
+        appended=checked.appended,
+        left_out=[*analysis.left_out, *checked.left_out],
+    )
 
 
 def evidence_fallbacks(

@@ -73,13 +73,10 @@ def offline_tldr(inputs: TldrInput, title_weight: float = TITLE_WEIGHT) -> TldrR
 
 class TldrAgent(Agent[TldrInput, TldrReply]):
     name = "tldr"
-    reply_schema = TldrReply
+    offline = staticmethod(offline_tldr)
 
-    def messages(self, inputs: TldrInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(self.name, title=fence(inputs.title), abstract=fence(inputs.abstract))
-
-    def offline(self, inputs: TldrInput) -> TldrReply:
-        return offline_tldr(inputs)
+    def prompt_values(self, inputs: TldrInput) -> dict[str, str]:
+        return dict(title=fence(inputs.title), abstract=fence(inputs.abstract))
 
 
 def write_tldrs(

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.defs.resources import LLMResource
-from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
+from litpipe.defs.versions import CodeVersion, versioned_asset, versioned_output
 from litpipe.llm.errors import LLMError, TransientLLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -161,8 +161,4 @@ class StepRun:
     ) -> dg.Output[Output]:
         """The step's output, versioned by its content unless `version` says otherwise, its
         metadata followed by the step's model usage."""
-        return dg.Output(
-            value,
-            data_version=version or data_version(value),
-            metadata={**metadata, **self.usage()},
-        )
+        return versioned_output(value, {**metadata, **self.usage()}, version)

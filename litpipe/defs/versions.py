@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import dagster as dg
 from pydantic import BaseModel
@@ -20,6 +20,8 @@ from litpipe.agents.question_evidence.rerankers import reranker_version
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import NESTED_NAMES, Settings
+
+Output = TypeVar("Output", bound=BaseModel)
 
 
 def code_version(
@@ -131,6 +133,14 @@ def versioned_asset(
 def data_version(output: BaseModel) -> dg.DataVersion:
     """Content hash of an output: a rerun that produces the same output stops staleness there."""
     return dg.DataVersion(digest(output.model_dump_json()))
+
+
+def versioned_output(
+    value: Output, metadata: Mapping[str, Any], version: dg.DataVersion | None = None
+) -> dg.Output[Output]:
+    """An asset's output with its metadata, versioned by its content (`data_version`) unless
+    `version` says otherwise."""
+    return dg.Output(value, data_version=version or data_version(value), metadata=dict(metadata))
 
 
 def embedder_version(settings: Settings) -> str:

@@ -28,8 +28,8 @@ from litpipe.agents.base import ModelClient
 from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
 from litpipe.evaluation.rouge import (
-    ROUGE_TYPES,
     Scores,
+    mean_scores,
     rouge,
     rouge_figures,
     rouge_table,
@@ -167,15 +167,7 @@ def evaluate_related_work(
                 scores={name: rouge(text, gold) for name, text in outputs.items()},
             )
         )
-    means = {
-        name: Scores(
-            **{
-                metric: sum(getattr(r.scores[name], metric) for r in results) / len(results)
-                for metric in ROUGE_TYPES
-            }
-        )
-        for name in SYSTEMS
-    }
+    means = {name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS}
     return RelatedWorkEvaluation(
         dataset=str(dataset),
         examples=len(results),

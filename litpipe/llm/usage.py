@@ -51,6 +51,11 @@ def summarize(records: Iterable[CallRecord]) -> LLMUsage:
     return usage
 
 
+def calls_line(usage: LLMUsage) -> str:
+    """The model calls and their cost as the commands print them."""
+    return f"{usage.made} made, {usage.cached} cached, {usage.failed} failed, ${usage.cost_usd:.4f}"
+
+
 class UsageLedger:
     """The calls made through this object, also appended to `path` (the run's scope) if given."""
 

@@ -20,24 +20,12 @@ from litpipe.hashing import digest
 from litpipe.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from litpipe.retrieval.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from litpipe.retrieval.mmr import DEFAULT_MMR_LAMBDA, mmr
-from litpipe.retrieval.store import ChunkStore, TextEncoder
+from litpipe.retrieval.store import RETRIEVED_CHUNK_COLUMNS, ChunkStore, TextEncoder
 from litpipe.schemas import RetrievedChunk
 
 Scope = Literal["all", "own", "others"]
 DEFAULT_CANDIDATES = 100
-_CHUNK_COLUMNS = [
-    "chunk_id",
-    "paper_id",
-    "section",
-    "page_start",
-    "page_end",
-    "char_start",
-    "char_end",
-    "text",
-    "title",
-    "content_sha256",
-    "vector",
-]
+_CHUNK_COLUMNS = [*RETRIEVED_CHUNK_COLUMNS, "title", "content_sha256", "vector"]
 
 
 class HybridRetriever:

@@ -41,7 +41,7 @@ from lancedb.table import Table
 from numpy.typing import NDArray
 
 from litpipe.files import exclusive_lock
-from litpipe.schemas import EmbeddingResult, PaperChunks
+from litpipe.schemas import EmbeddingResult, PaperChunks, RetrievedChunk
 
 log = logging.getLogger(__name__)
 
@@ -79,23 +79,6 @@ VECTOR_UNINDEXED_ROWS = 2000
 VECTOR_UNINDEXED_SHARE = 0.1
 # Prefilters are SQL over these columns: indexed, they cost a lookup instead of a scan.
 SCALAR_INDEXES: dict[str, Bitmap | BTree] = {"collection": Bitmap(), "paper_id": BTree()}
-# Row fields besides the vector; a stored row with the same values is not rewritten.
-_ROW_FIELDS = (
-    "chunk_id",
-    "paper_id",
-    "collection",
-    "index",
-    "section",
-    "page_start",
-    "page_end",
-    "char_start",
-    "char_end",
-    "text",
-    "title",
-    "n_tokens",
-    "content_sha256",
-    "embedder_id",
-)
 _T = TypeVar("_T")
 
 
@@ -133,6 +116,13 @@ def chunk_schema(dimension: int) -> pa.Schema:
             pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
         ]
     )
+
+
+# Row fields besides the vector, in the schema's order; a stored row with the same values is not
+# rewritten.
+_ROW_FIELDS = tuple(name for name in chunk_schema(1).names if name != "vector")
+# The columns a `RetrievedChunk` is read from: the chunk, where it sits in its paper, its text.
+RETRIEVED_CHUNK_COLUMNS = [name for name in RetrievedChunk.model_fields if name in _ROW_FIELDS]
 
 
 class ChunkStore:

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,7 +41,7 @@ from litpipe.defs.partitions import COLLECTIONS, PAPERS
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.staleness import State, ancestors, build_next, partition_states
 from litpipe.files import exclusive_lock, write_atomically
-from litpipe.llm.usage import UsageLedger
+from litpipe.llm.usage import UsageLedger, calls_line
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import execute, interrupted, run_failure
@@ -323,10 +324,7 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
         lines.append(f"collection {collection}: rebuilt {', '.join(assets) or 'nothing'}")
     if report.collection_failure:
         lines.append(f"  collection assets FAILED: {report.collection_failure}")
-    lines.append(
-        f"model calls: {usage.made} made, {usage.cached} cached, {usage.failed} failed, "
-        f"${usage.cost_usd:.4f}" + (f" ({by_agent})" if by_agent else "")
-    )
+    lines.append(f"model calls: {calls_line(usage)}" + (f" ({by_agent})" if by_agent else ""))
     lines.extend(f"  failed: {f.paper_id}: {f.reason}" for f in report.failed_papers)
     lines.append(f"Report: {report_path(settings, report.embedder)}")
     if report.previous_tables:
@@ -434,25 +432,18 @@ def _run_batch(
     )
 
 
+@dataclass
 class _Runs:
     """In-process runs into the instance, all tagged as this backfill's (one usage scope). Once
     a stop is requested, or a signal interrupted a run's step, `stopped` holds and no further
     run starts."""
 
-    def __init__(
-        self,
-        defs: dg.Definitions,
-        instance: dg.DagsterInstance,
-        catalog: Catalog,
-        tags: dict[str, str],
-        stop_requested: Callable[[], bool],
-    ) -> None:
-        self.defs = defs
-        self.instance = instance
-        self.catalog = catalog
-        self.tags = tags
-        self.stop_requested = stop_requested
-        self.stopped = False
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    catalog: Catalog
+    tags: dict[str, str]
+    stop_requested: Callable[[], bool]
+    stopped: bool = field(default=False, init=False)
 
     def stopping(self) -> bool:
         """Whether to start nothing more."""

@@ -259,6 +259,32 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+def ask_dataset(
+    command: str,
+    settings: Settings,
+    dataset: Path,
+    model: type[PaperQuestion],
+    corpus: Path,
+    collection: str | None,
+    stop_requested: Callable[[], bool],
+) -> tuple[Sequence[PaperQuestion], AskedQuestions] | int:
+    """The dataset's questions (each a `model`) and `ask_questions`' outcome, progress on
+    stderr; instead the exit status of `litpipe <command>`, said why on stderr, when the dataset
+    or the corpus is unusable (2) or when it was stopped on request (`STOPPED_EXIT`)."""
+    from litpipe.evaluation.litqa import read_questions
+
+    try:
+        questions = read_questions(dataset, model)
+        asked = ask_questions(settings, questions, corpus, collection, _stderr, stop_requested)
+    except ValueError as error:
+        print(f"litpipe {command}: {error}", file=sys.stderr)
+        return 2
+    if asked.stopped:
+        print(asked.stop_line(command), file=sys.stderr)
+        return STOPPED_EXIT
+    return questions, asked
+
+
 def eval_litqa_command(
     settings: Settings,
     dataset: Path,
@@ -278,20 +304,17 @@ def eval_litqa_command(
         judge_answers,
     )
     from litpipe.agents.base import engine_name
-    from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation, read_questions
+    from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation
     from litpipe.llm.prompts import PromptLibrary
 
     entry = EVALUATIONS["litqa"]
     started = time.perf_counter()
-    try:
-        questions = read_questions(dataset, LitQAQuestion)
-        asked = ask_questions(settings, questions, corpus, collection, _stderr, stop_requested)
-    except ValueError as error:
-        print(f"litpipe eval litqa: {error}", file=sys.stderr)
-        return 2
-    if asked.stopped:
-        print(asked.stop_line("eval litqa"), file=sys.stderr)
-        return STOPPED_EXIT
+    asking = ask_dataset(
+        "eval litqa", settings, dataset, LitQAQuestion, corpus, collection, stop_requested
+    )
+    if isinstance(asking, int):
+        return asking
+    _, asked = asking
     answered = [
         (question, outcome.result)
         for question, outcome in asked.answered

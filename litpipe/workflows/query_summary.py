@@ -42,6 +42,7 @@ from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, verdict_from
 from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.retrieval.store import RETRIEVED_CHUNK_COLUMNS, ChunkStore
 from litpipe.schemas import (
     Citation,
     QuerySummary,
@@ -56,7 +57,6 @@ from litpipe.text import estimate_tokens, without_markers
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever
     from litpipe.retrieval.rerank import Reranker
-    from litpipe.retrieval.store import ChunkStore
 
 logger = logging.getLogger(__name__)
 
@@ -64,17 +64,8 @@ logger = logging.getLogger(__name__)
 MAIS_AGENTS = ("query_questions", "query_summary", "summary_qa", "summary_judge")
 # The passages of one paper that best answer a text (a query or a question), best first.
 Search = Callable[[str], list[RetrievedChunk]]
-_STORED_COLUMNS = [
-    "chunk_id",
-    "paper_id",
-    "index",
-    "section",
-    "page_start",
-    "page_end",
-    "char_start",
-    "char_end",
-    "text",
-]
+# A passage, and its place in the paper's reading order.
+_STORED_COLUMNS = [*RETRIEVED_CHUNK_COLUMNS, "index"]
 
 
 class QuerySummaryError(ValueError):

@@ -27,6 +27,7 @@ from litpipe.agents.synthesis import (
     PaperMaterial,
     SynthesisAgent,
     SynthesisInput,
+    checked_synthesis,
     choose_pattern,
     collection_evidence,
     covered,
@@ -155,18 +156,8 @@ def write_synthesis(
         evidence_fallbacks(analysis.papers, evidence, analysis.theme),
         "no passage of it is among the evidence the writer was given",
     )
-    return Synthesis(
-        collection=analysis.collection,
-        audience="expert",
-        engine=engine_name(settings.route(agent.name)),
-        pattern=pattern,
-        title=" ".join(reply.title.split()),
-        text=checked.text,
-        citations=checked.citations,
-        papers=analysis.papers,
-        appended=checked.appended,
-        left_out=[*analysis.left_out, *checked.left_out],
-    )
+    engine = engine_name(settings.route(agent.name))
+    return checked_synthesis(analysis, "expert", engine, pattern, reply, checked)
 
 
 def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:

@@ -90,7 +90,4 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
 
 class DebateAgent(PassageAgent[DebateReply]):
     name = "debate"
-    reply_schema = DebateReply
-
-    def offline(self, inputs: PassageInput) -> DebateReply:
-        return offline_debate(inputs)
+    offline = staticmethod(offline_debate)

@@ -3,14 +3,10 @@ the query it is judged against, and how that input fills their prompts."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent
-from litpipe.llm.prompts import PromptLibrary, fence
-
-Reply = TypeVar("Reply", bound=BaseModel)
+from litpipe.agents.base import Agent, Reply
+from litpipe.llm.prompts import fence
 
 
 class PassageInput(BaseModel):
@@ -23,9 +19,8 @@ class PassageAgent(Agent[PassageInput, Reply]):
     """An agent that judges one passage against a query; the query and the passage are both
     fenced, so neither can instruct the model."""
 
-    def messages(self, inputs: PassageInput, prompts: PromptLibrary) -> list[dict[str, str]]:
-        return prompts.render(
-            self.name,
+    def prompt_values(self, inputs: PassageInput) -> dict[str, str]:
+        return dict(
             query=fence(inputs.query, "query"),
             passage_id=inputs.passage_id,
             passage=fence(inputs.passage),

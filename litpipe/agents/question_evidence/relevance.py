@@ -39,7 +39,4 @@ def offline_relevance(inputs: PassageInput) -> RelevanceReply:
 
 class RelevanceAgent(PassageAgent[RelevanceReply]):
     name = "relevance"
-    reply_schema = RelevanceReply
-
-    def offline(self, inputs: PassageInput) -> RelevanceReply:
-        return offline_relevance(inputs)
+    offline = staticmethod(offline_relevance)

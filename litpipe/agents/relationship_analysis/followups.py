@@ -64,21 +64,17 @@ def offline_follow_ups(inputs: FollowUpsInput) -> FollowUpsReply:
 
 class FollowUpsAgent(Agent[FollowUpsInput, FollowUpsReply]):
     name = "followups"
-    reply_schema = FollowUpsReply
+    offline = staticmethod(offline_follow_ups)
 
-    def messages(self, inputs: FollowUpsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: FollowUpsInput) -> dict[str, str]:
         asked = "\n".join(f"- {text}" for text in inputs.asked) or "(none)"
-        return prompts.render(
-            self.name,
+        return dict(
             count=str(inputs.count),
             reason=inputs.reason,
             title=fence(inputs.title),
             abstract=fence(inputs.abstract),
             asked=fence(asked),
         )
-
-    def offline(self, inputs: FollowUpsInput) -> FollowUpsReply:
-        return offline_follow_ups(inputs)
 
 
 def thin_papers(

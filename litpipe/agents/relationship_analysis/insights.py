@@ -17,7 +17,7 @@ import logging
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent, BatchClient
+from litpipe.agents.base import Agent, BatchClient, run_batch
 from litpipe.citations import citations
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.schemas import Answer, Citation, Insight
@@ -88,14 +88,11 @@ def offline_insights(inputs: InsightsInput) -> InsightsReply:
 
 class InsightsAgent(Agent[InsightsInput, InsightsReply]):
     name = "insights"
-    reply_schema = InsightsReply
+    offline = staticmethod(offline_insights)
 
-    def messages(self, inputs: InsightsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: InsightsInput) -> dict[str, str]:
         pairs = "\n\n".join(_pair_block(answer) for answer in inputs.answers)
-        return prompts.render(self.name, count=str(len(inputs.answers)), pairs=pairs)
-
-    def offline(self, inputs: InsightsInput) -> InsightsReply:
-        return offline_insights(inputs)
+        return dict(count=str(len(inputs.answers)), pairs=pairs)
 
 
 def _pair_block(answer: Answer) -> str:
@@ -158,17 +155,8 @@ def insights_for(
 ) -> list[Insight]:
     """One insight per answer, numbered `i01`, `i02`, ... papers in the order given, then the
     comparative answers; one agent call per paper, sent concurrently."""
-    agent = InsightsAgent()
-    route = settings.route(agent.name)
     groups = _groups(answers)
-    if route.offline:
-        replies = [agent.offline(group) for group in groups]
-    elif client is None:
-        raise ValueError(f"agent 'insights' is routed to model {route.model!r} but no client")
-    else:
-        replies = client.complete_many_sync(
-            route, [agent.messages(group, prompts) for group in groups], agent.reply_schema
-        )
+    replies = run_batch(InsightsAgent(), groups, settings, prompts, client)
     insights: list[Insight] = []
     for group, reply in zip(groups, replies, strict=True):
         for answer, (text, cited) in zip(group.answers, checked(group, reply), strict=True):

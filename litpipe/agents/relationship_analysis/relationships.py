@@ -730,9 +730,9 @@ def offline_analysis(inputs: RelationsInput) -> RelationsReply:
 
 class RelationshipsAgent(Agent[RelationsInput, RelationsReply]):
     name = "relationships"
-    reply_schema = RelationsReply
+    offline = staticmethod(offline_analysis)
 
-    def messages(self, inputs: RelationsInput, prompts: PromptLibrary) -> list[dict[str, str]]:
+    def prompt_values(self, inputs: RelationsInput) -> dict[str, str]:
         label = {paper.paper_id: paper.label for paper in inputs.papers}
         papers = "\n".join(
             f"{paper.label} = paper id {paper.paper_id}, title:\n{fence(paper.title)}"
@@ -742,10 +742,7 @@ class RelationshipsAgent(Agent[RelationsInput, RelationsReply]):
             f"{insight.insight_id} ({_insight_papers(insight, label)}):\n{fence(insight.text)}"
             for insight in inputs.insights
         )
-        return prompts.render(self.name, papers=papers, insights=insights)
-
-    def offline(self, inputs: RelationsInput) -> RelationsReply:
-        return offline_analysis(inputs)
+        return dict(papers=papers, insights=insights)
 
 
 def _insight_papers(insight: Insight, label: dict[str, str]) -> str:

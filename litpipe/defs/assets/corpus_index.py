@@ -4,7 +4,7 @@ import dagster as dg
 
 from litpipe.defs.partitions import collections
 from litpipe.defs.resources import EmbedderResource, LanceDBResource, RetrievalResource
-from litpipe.defs.versions import CodeVersion, data_version, versioned_asset
+from litpipe.defs.versions import CodeVersion, data_version, versioned_asset, versioned_output
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
 from litpipe.settings import Settings
@@ -45,15 +45,16 @@ def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             f"{collection}: {index.chunks} chunks of {index.papers} papers, BM25 index "
             f"{'built' if index.bm25_built else 'loaded'} ({index.bm25_fingerprint})"
         )
-        return dg.Output(
+        return versioned_output(
             index,
-            data_version=data_version(index.model_copy(update={"bm25_built": False})),
-            metadata={
+            {
                 "papers": index.papers,
                 "chunks": index.chunks,
                 "bm25_index": index.bm25_fingerprint,
                 "bm25_built": index.bm25_built,
             },
+            # Loaded or built, the index is the same.
+            data_version(index.model_copy(update={"bm25_built": False})),
         )
 
     return [corpus_index]

@@ -17,6 +17,7 @@ from litpipe.defs.versions import (
     batch_data_version,
     data_version,
     versioned_asset,
+    versioned_output,
 )
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.ids import file_sha256
@@ -42,10 +43,10 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         source = catalog.catalog().source(context.partition_key)
         if source.kind == "pdf":
             source = _check_file_unchanged(source)
-        return dg.Output(
+        return versioned_output(
             source,
-            data_version=dg.DataVersion(source.content_sha256[:16]),
-            metadata={"file": source.path, "collection": source.collection, "kind": source.kind},
+            {"file": source.path, "collection": source.collection, "kind": source.kind},
+            dg.DataVersion(source.content_sha256[:16]),
         )
 
     @versioned_asset(
@@ -63,10 +64,9 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             raise dg.Failure(
                 description=f"{paper_source.path}: {error}", allow_retries=False
             ) from error
-        return dg.Output(
+        return versioned_output(
             document,
-            data_version=data_version(document),
-            metadata={
+            {
                 "title": document.title,
                 "pages": document.pages,
                 "sections": len(document.sections),

@@ -38,8 +38,8 @@ from litpipe.defs.versions import (
     GRADING,
     CodeVersion,
     NamedVersion,
-    data_version,
     versioned_asset,
+    versioned_output,
 )
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, StoredChunk
@@ -230,10 +230,9 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         outputs = CollectionOutputs(
             collection=collection, files={name: str(path) for name, path in written.items()}
         )
-        return dg.Output(
+        return versioned_output(
             outputs,
-            data_version=data_version(outputs),
-            metadata={
+            {
                 **{name: dg.MetadataValue.path(path) for name, path in outputs.files.items()},
                 "preview": outputs_preview(synthesis, relationship_analysis, outputs.files),
                 **analysis_plots(relationship_analysis, titles),
@@ -285,20 +284,20 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(written, analysis, {**step.usage(), **plots})
+    yield _output(step, written, analysis, plots)
     yield from _check_results(asset, outcomes, step.settings)
 
 
 def _output(
+    step: StepRun,
     written: Synthesis,
     analysis: RelationshipAnalysis,
-    usage: Mapping[str, float | int | dg.MetadataValue],
+    plots: Mapping[str, dg.MetadataValue],
 ) -> dg.Output[Synthesis]:
     notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
-    return dg.Output(
+    return step.output(
         written,
-        data_version=data_version(written),
-        metadata={
+        {
             "engine": written.engine,
             "pattern": written.pattern,
             "papers": len(written.papers),
@@ -307,7 +306,7 @@ def _output(
             "preview": markdown_metadata(
                 "\n".join([f"# {written.title}", "", *notice, written.text])
             ),
-            **usage,
+            **plots,
         },
     )
 
