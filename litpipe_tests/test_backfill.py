@@ -377,7 +377,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     assert materializations(instance, "paper_questions") == questions_built
     report = json.loads((home / "outputs" / "backfill" / f"{float8_id}.json").read_text())
     calls = report["llm_calls_by_agent"]
-    assert "questions" not in calls and calls["cross_questions"]["made"] == 0
+    assert "paper_questions" not in calls and calls["cross_paper_questions"]["made"] == 0
     assert calls["answers"]["made"] == len(changed)
     # The unchanged questions of the rerun papers: answered from the cache.
     assert calls["answers"]["cached"] >= sum(len(evidence[p].questions) for p in rerun) - len(
