@@ -278,13 +278,13 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
     }
     if args.ingest_texts is not None:
-        figures = run_ingest(rows, args.ingest_texts, embedder)
+        ingested = run_ingest(rows, args.ingest_texts, embedder)
         print(
-            f"ingest of {figures.texts} recombined texts: {figures.texts_per_s:.1f} texts/s, "
-            f"{figures.chunks_per_s:.1f} chunks/s ({figures.chunks} chunks, {figures.wall_s} s: "
-            f"chunking {figures.chunk_s} s, embedding and storing {figures.embed_and_store_s} s)"
+            f"ingest of {ingested.texts} recombined texts: {ingested.texts_per_s:.1f} texts/s, "
+            f"{ingested.chunks_per_s:.1f} chunks/s ({ingested.chunks} chunks, {ingested.wall_s} s: "
+            f"chunking {ingested.chunk_s} s, embedding and storing {ingested.embed_and_store_s} s)"
         )
-        print(json.dumps({"benchmark": "scale-ingest", **figures.model_dump(), **common}))
+        print(json.dumps({"benchmark": "scale-ingest", **ingested.model_dump(), **common}))
         return 0
 
     sizes = [int(size) for size in args.sizes.split(",")]
