@@ -454,7 +454,9 @@ class FlatSettingWarning(DeprecationWarning):
 
 
 # Python hides a DeprecationWarning raised outside __main__: this one is the user's to act on
-# (their environment, litpipe.toml or code), so it is shown, once per name in a process.
+# (their environment, litpipe.toml or code), so it is shown. Python counts "default" per code
+# line and forgets whenever a library changes the filters, so a command that reads its settings
+# twice (its own, and the code location's at import) may show one name twice.
 warnings.filterwarnings("default", category=FlatSettingWarning)
 
 
