@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     backfill.add_argument("--collection", help="only this collection's papers (default: all)")
     backfill.add_argument(
-        "--batch", type=int, help="papers per run (default: operations.backfill_batch_size, 25)"
+        "--batch", type=int, help="papers per run (default: operations.batch_size, 100)"
     )
     _add_common(backfill)
 
@@ -584,7 +584,7 @@ def backfill_command(
     paper_ids = [p for c in ([collection] if collection else known) for p in catalog.papers(c)]
     if not paper_ids:
         return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
-    size = batch or settings.operations.backfill_batch_size
+    size = batch or settings.operations.batch_size
     print(
         f"backfill of {len(paper_ids)} papers to {embedder_id}, at most {size} a batch",
         file=sys.stderr,

@@ -372,12 +372,29 @@ class OperationsSettings(SettingsGroup):
     sensor_batch_size: int = Field(
         default=25, ge=1, description="New files the sensor registers per tick."
     )
-    backfill_batch_size: int = Field(
-        default=25,
+    batch_size: int = Field(
+        default=100,
         ge=1,
-        description="Papers one run chunks and embeds in a backfill (`litpipe backfill`, or a "
-        "backfill launched from the Dagster UI): the assets' BackfillPolicy.multi_run.",
+        description="Papers one run builds, each per-paper stage once for all of them: "
+        "`litpipe run`'s batches, `litpipe backfill`'s, and a backfill launched from the Dagster "
+        "UI (the per-paper assets' BackfillPolicy.multi_run).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, values: Any) -> Any:
+        """`backfill_batch_size`, its old name, still works (with a warning) for now."""
+        if isinstance(values, dict) and "backfill_batch_size" in values:
+            warnings.warn(
+                "set operations.batch_size (operations.backfill_batch_size is its old name)",
+                FlatSettingWarning,
+                stacklevel=2,
+            )
+            values = dict(values)
+            old = values.pop("backfill_batch_size")
+            values.setdefault("batch_size", old)
+        return values
+
     max_concurrent_steps: int = Field(
         default=4,
         ge=1,
@@ -442,7 +459,7 @@ FLAT_NAMES: dict[str, str] = {
     "mais_context_tokens": "query_summary.context_tokens",
     "lancedb_uri": "operations.lancedb_uri",
     "sensor_batch_size": "operations.sensor_batch_size",
-    "backfill_batch_size": "operations.backfill_batch_size",
+    "backfill_batch_size": "operations.batch_size",
     "max_concurrent_steps": "operations.max_concurrent_steps",
 }
 NESTED_NAMES = {path: flat for flat, path in FLAT_NAMES.items()}

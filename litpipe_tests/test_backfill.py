@@ -25,6 +25,7 @@ from litpipe.defs.staleness import State, partition_states
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime import backfill as backfilling
+from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
 from litpipe.settings import Settings
@@ -121,9 +122,9 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     # The batch was one run over the range of both papers, as the UI's backfill launches it.
     instance = open_instance(settings)
     (ranged,) = instance.get_run_records(
-        dg.RunsFilter(tags={backfilling.RANGE_START_TAG: paper_ids[0]})
+        dg.RunsFilter(tags={RANGE_START_TAG: paper_ids[0]})
     )
-    assert ranged.dagster_run.tags[backfilling.RANGE_END_TAG] == paper_ids[1]
+    assert ranged.dagster_run.tags[RANGE_END_TAG] == paper_ids[1]
     assert ranged.dagster_run.asset_selection == set(BATCHED)
     # After that run the papers are fresh by litpipe's rule and by Dagster's own.
     assert all_fresh(settings, paper_ids)
@@ -155,9 +156,9 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     assert main([*backfill[:3], "--embedder", str(tmp_path / "no-such-model")]) == 2
 
 
-def test_a_backfill_from_the_ui_runs_batches_of_backfill_batch_size(tmp_path: Path) -> None:
+def test_a_backfill_from_the_ui_runs_batches_of_batch_size(tmp_path: Path) -> None:
     """What Dagster's backfill daemon launches for "materialize all partitions" of the per-paper
-    assets: tokenizing and embedding by ranges of at most `operations.backfill_batch_size`
+    assets: tokenizing and embedding by ranges of at most `operations.batch_size`
     papers, the model-calling stages one paper per run (each under the `llm` pool)."""
     from dagster._core.definitions.automation_tick_evaluation_context import (
         build_run_requests_with_backfill_policies,
@@ -165,7 +166,7 @@ def test_a_backfill_from_the_ui_runs_batches_of_backfill_batch_size(tmp_path: Pa
     from dagster._core.definitions.events import AssetKeyPartitionKey
     from dagster._core.definitions.partitions.context import partition_loading_context
 
-    settings = Settings(home=tmp_path / "home", operations={"backfill_batch_size": 2})
+    settings = Settings(home=tmp_path / "home", operations={"batch_size": 2})
     defs = build_definitions(settings)
     graph = defs.resolve_asset_graph()
     for key in BATCHED:
@@ -179,7 +180,7 @@ def test_a_backfill_from_the_ui_runs_batches_of_backfill_batch_size(tmp_path: Pa
             [AssetKeyPartitionKey(key, p) for key in keys for p in paper_ids], graph, instance
         )
     ranges = sorted(
-        (r.tags[backfilling.RANGE_START_TAG], r.tags[backfilling.RANGE_END_TAG])
+        (r.tags[RANGE_START_TAG], r.tags[RANGE_END_TAG])
         for r in requests
         if set(r.asset_selection or []) == set(BATCHED)
     )
@@ -215,7 +216,7 @@ def test_a_run_over_a_range_keeps_each_partitions_state_its_own() -> None:
     instance.add_dynamic_partitions(toy.name, list(versions))
     for key in versions:
         job.execute_in_process(partition_key=key, instance=instance, asset_selection=[source.key])
-    tags = {backfilling.RANGE_START_TAG: "a", backfilling.RANGE_END_TAG: "c"}
+    tags = {RANGE_START_TAG: "a", RANGE_END_TAG: "c"}
     assert job.execute_in_process(
         instance=instance, asset_selection=[batched.key], tags=tags
     ).success

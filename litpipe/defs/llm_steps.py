@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import dagster as dg
@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
+from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, versioned_asset, versioned_output
 from litpipe.llm.errors import LLMError, TransientLLMError
@@ -136,7 +137,7 @@ class ModelStep:
             yield step
 
 
-@dataclass(frozen=True)
+@dataclass
 class StepRun:
     """One execution of a `ModelStep`: its settings, prompts, usage ledger and clients."""
 
@@ -145,6 +146,8 @@ class StepRun:
     llm: LLMResource
     ledger: UsageLedger
     agents: tuple[str, ...]
+    # The step's usage when its previous paper was built: each paper shows its own.
+    _counted: LLMUsage = field(default_factory=LLMUsage)
 
     def client(self, agents: Iterable[str] | None = None) -> LLMClient | None:
         """One client for these agents (by default the step's), or None when all run offline."""
@@ -162,3 +165,18 @@ class StepRun:
         """The step's output, versioned by its content unless `version` says otherwise, its
         metadata followed by the step's model usage."""
         return versioned_output(value, {**metadata, **self.usage()}, version)
+
+    def paper(
+        self, value: Output, metadata: Mapping[str, Any], version: dg.DataVersion | None = None
+    ) -> PaperBuild[Output]:
+        """One paper's output in a batch step, its metadata followed by the model usage spent
+        on it (since the step's previous paper)."""
+        now = self.ledger.summary()
+        spent = LLMUsage(
+            **{
+                name: getattr(now, name) - getattr(self._counted, name)
+                for name in LLMUsage.model_fields
+            }
+        )
+        self._counted = now
+        return PaperBuild(value, {**metadata, **usage_metadata(spent)}, version)

@@ -9,7 +9,7 @@ from litpipe.catalog import PaperInAnotherCollection, Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
-from litpipe.defs.staleness import PAPER_SOURCE, latest_data_versions
+from litpipe.defs.staleness import built_contents
 from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
 from litpipe.settings import Settings
@@ -35,7 +35,7 @@ def unbuilt(
     """
     latest = {source.paper_id: (source, registration) for source, registration in registered}
     unchanged = [paper_id for paper_id, (_, how) in latest.items() if how is Registration.UNCHANGED]
-    built = latest_data_versions(instance, PAPER_SOURCE, unchanged) if unchanged else {}
+    built = built_contents(instance, unchanged) if unchanged else {}
     return [
         source
         for paper_id, (source, registration) in latest.items()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dagster as dg
 
@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
-# The root of a paper's assets: its data version is the first 16 hex digits of the content's
-# sha256, so it tells whether a paper's current content was ever built.
+# The root of a paper's assets. Its metadata entry `CONTENT`, the first 16 hex digits of the
+# content's sha256, tells whether a paper's current content was ever built: its data version is
+# the same when it was built alone, but one for all the papers of a run over a batch.
 PAPER_SOURCE = dg.AssetKey("paper_source")
+CONTENT = "content"
 _CODE_VERSION_TAG = "dagster/code_version"
 _DATA_VERSION_TAG = "dagster/data_version"
 _INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"
@@ -115,9 +117,34 @@ def build_next(
     instance now: their states (among `within`, default `keys`), the ones whose input from
     another partition changed (`changed_elsewhere`, `read` naming what they read of it) and
     `pending`, the ones the caller wants built anyway."""
-    states = partition_states(instance, defs, within or keys, [partition])
-    changed = changed_elsewhere(instance, defs, keys, partition, read) | (pending or set())
-    return next_to_build(defs.resolve_asset_graph(), keys, states, partition, changed)
+    return build_next_each(
+        instance, defs, keys, [partition], lambda _: read, pending or set(), within
+    )[partition]
+
+
+def build_next_each(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    keys: list[dg.AssetKey],
+    partitions: list[str],
+    read_for: Callable[[str], Callable[[dg.AssetKey], list[str]]],
+    pending: set[dg.AssetKey] | None = None,
+    within: list[dg.AssetKey] | None = None,
+) -> dict[str, list[dg.AssetKey]]:
+    """`build_next` for each of `partitions`, their states read from the instance at once."""
+    states = partition_states(instance, defs, within or keys, partitions)
+    graph = defs.resolve_asset_graph()
+    return {
+        partition: next_to_build(
+            graph,
+            keys,
+            states,
+            partition,
+            changed_elsewhere(instance, defs, keys, partition, read_for(partition))
+            | (pending or set()),
+        )
+        for partition in partitions
+    }
 
 
 def next_to_build(
@@ -161,6 +188,7 @@ def ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) ->
 class _Record(NamedTuple):
     storage_id: int
     tags: dict[str, str]
+    metadata: dict[str, Any]
 
 
 def _input_changed(
@@ -216,6 +244,18 @@ def latest_data_versions(
     }
 
 
+def built_contents(instance: dg.DagsterInstance, paper_ids: list[str]) -> dict[str, str]:
+    """Each paper's content (`CONTENT`) as `paper_source` last built it; a paper never built is
+    absent. Built before the entry was recorded, a paper built alone has it as data version."""
+    contents = {}
+    for paper_id, record in _latest_records(instance, PAPER_SOURCE, paper_ids).items():
+        entry = record.metadata.get(CONTENT)
+        content = entry.value if entry is not None else record.tags.get(_DATA_VERSION_TAG)
+        if isinstance(content, str):
+            contents[paper_id] = content
+    return contents
+
+
 def _latest_records(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
 ) -> dict[str, _Record]:
@@ -230,7 +270,9 @@ def _latest_records(
     ).records
     return {
         record.partition_key: _Record(
-            record.storage_id, dict(record.asset_materialization.tags or {})
+            record.storage_id,
+            dict(record.asset_materialization.tags or {}),
+            dict(record.asset_materialization.metadata or {}),
         )
         for record in records
         if record.partition_key is not None and record.asset_materialization is not None

@@ -156,18 +156,15 @@ def embedder_version(settings: Settings) -> str:
 
 
 def backfill_policy(settings: Settings) -> dg.BackfillPolicy:
-    """How a backfill runs the per-paper assets that batch well (tokenizing, embedding): up to
-    `operations.backfill_batch_size` papers a run, one model call and one LanceDB commit for all
-    of them."""
-    return dg.BackfillPolicy.multi_run(
-        max_partitions_per_run=settings.operations.backfill_batch_size
-    )
+    """How a backfill launched from the UI runs the per-paper assets: up to
+    `operations.batch_size` papers a run, as `litpipe run` does (`defs.paper_batches`)."""
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=settings.operations.batch_size)
 
 
 def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
     """The one data version Dagster records for every partition of a step run over several
-    (a range, in a backfill); a single partition keeps its own, so a run per paper (`litpipe
-    run`) versions a paper exactly as before."""
+    (a batch); a single partition keeps its own. Staleness compares a batch's versions by when
+    they were written (`staleness._input_changed`)."""
     if len(versions) == 1:
         return next(iter(versions.values()))
     return dg.DataVersion(digest(*(f"{key}={versions[key].value}" for key in sorted(versions))))

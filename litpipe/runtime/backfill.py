@@ -50,9 +50,6 @@ from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
 
-# The tags Dagster's backfill daemon gives a run over a range of partitions.
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 BACKFILL_TAG = "litpipe/backfill"
 
 
@@ -137,10 +134,10 @@ def backfill(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> BackfillReport:
     """Materializes what is missing or stale of `paper_ids` (registered papers) and of their
-    collections, `batch_size` papers at a time (default: `operations.backfill_batch_size`). It
+    collections, `batch_size` papers at a time (default: `operations.batch_size`). It
     starts no further run once `stop_requested` or once a signal interrupted a run's step."""
     started = time.perf_counter()
-    size = batch_size or settings.operations.backfill_batch_size
+    size = batch_size or settings.operations.batch_size
     if size < 1:
         raise ValueError(f"the batch size must be at least 1, not {size}")
     defs = build_definitions(settings)
@@ -467,7 +464,8 @@ class _Runs:
         result = self._execute(
             job,
             asset_selection=keys,
-            tags={**self.tags, RANGE_START_TAG: partitions[0], RANGE_END_TAG: partitions[-1]},
+            partition_range=(partitions[0], partitions[-1]),
+            tags=self.tags,
         )
         return None if result is None else _materialized(result)
 

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from litpipe.defs.llm_steps import INTERRUPTED
+from litpipe.defs.paper_batches import failed_papers
 from litpipe.defs.run_failures import failure_reason
 from litpipe.defs.run_liveness import process_tags
 
@@ -18,6 +19,9 @@ from litpipe.defs.run_liveness import process_tags
 # is still in the instance, for the UI.
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 LAUNCHED_BY_CLI = {"litpipe/launched_by": "cli"}
+# The tags Dagster's backfill daemon gives a run over a range of partitions.
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 def execute(
@@ -26,18 +30,25 @@ def execute(
     job: str,
     *,
     partition_key: str | None = None,
+    partition_range: tuple[str, str] | None = None,
     asset_selection: list[dg.AssetKey] | None = None,
     run_config: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """One in-process run of `job` (of `asset_selection`, for `partition_key`)."""
+    """One in-process run of `job` (of `asset_selection`, for `partition_key` or the
+    partitions from the first to the last of `partition_range`, as a backfill's run is)."""
+    ranged = (
+        {RANGE_START_TAG: partition_range[0], RANGE_END_TAG: partition_range[1]}
+        if partition_range
+        else {}
+    )
     return defs.resolve_job_def(job).execute_in_process(
         partition_key=partition_key,
         asset_selection=asset_selection,
         instance=instance,
         raise_on_error=False,
         run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
-        tags={**LAUNCHED_BY_CLI, **process_tags(), **(tags or {})},
+        tags={**LAUNCHED_BY_CLI, **process_tags(), **(tags or {}), **ranged},
     )
 
 
@@ -63,3 +74,13 @@ def interrupted(result: dg.ExecuteInProcessResult) -> bool:
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
     """Why the run failed, in one line (the failed step and its reason)."""
     return failure_reason(result.all_events)
+
+
+def papers_failed(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    """The papers a failed run over a batch names as failed, each with its reason
+    (`paper_batches`); empty when a step failed as a whole."""
+    failed: dict[str, str] = {}
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.user_failure_data is not None:
+            failed.update(failed_papers(event.step_failure_data.user_failure_data.metadata))
+    return failed

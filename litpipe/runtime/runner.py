@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -27,11 +28,11 @@ from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
 from litpipe.defs.run_liveness import release_dead_runs
-from litpipe.defs.staleness import PAPER_SOURCE, build_next, latest_data_versions
+from litpipe.defs.staleness import build_next, build_next_each, built_contents
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
 from litpipe.llm.usage import UsageLedger
-from litpipe.runtime.execution import execute, interrupted, run_failure
+from litpipe.runtime.execution import execute, interrupted, papers_failed, run_failure
 from litpipe.runtime.instance import instance_lock, write_instance_config
 from litpipe.schemas import (
     CheckReport,
@@ -239,29 +240,43 @@ def run_papers(
                 collection_failure = "; ".join(failures)
                 break
             continue
-        for position, paper_id in enumerate(paper_ids):
+        size = settings.operations.batch_size
+        # Registration order is the partitions' order: a batch of neighbours is one range.
+        order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(PAPERS))}
+        todo = sorted(
+            (
+                p
+                for p in paper_ids
+                if outcomes.get(p) is None or outcomes[p].status not in {"failed", "interrupted"}
+            ),
+            key=order.__getitem__,
+        )
+        for start in range(0, len(todo), size):
+            batch = todo[start : start + size]
             if stopped or stop_requested():
-                not_built, stopped = paper_ids[position:], True
+                not_built, stopped = todo[start:], True
                 break
-            earlier = outcomes.get(paper_id)
-            if earlier is not None and earlier.status in {"failed", "interrupted"}:
-                continue
-            with exclusive_lock(build_lock(settings, PAPERS, paper_id)):
-                outcome = _build_paper(
+            with ExitStack() as locks:
+                # In key order, so that two processes never wait on each other.
+                for paper_id in sorted(batch):
+                    locks.enter_context(exclusive_lock(build_lock(settings, PAPERS, paper_id)))
+                built = _build_papers(
                     settings,
                     defs,
                     instance,
                     catalog,
                     paper_keys,
                     phase.keys,
-                    paper_id,
-                    registrations[paper_id],
+                    {p: registrations[p] for p in batch},
+                    order,
                     scope,
                 )
-            outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
-            progress += 1
-            on_progress(progress, total, outcomes[paper_id])
-            stopped = outcome.status == "interrupted"
+            for paper_id in batch:
+                earlier, outcome = outcomes.get(paper_id), built[paper_id]
+                outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
+                progress += 1
+                on_progress(progress, total, outcomes[paper_id])
+            stopped = any(outcome.status == "interrupted" for outcome in built.values())
     ledger = UsageLedger(usage_path(settings, scope))
     return PapersRun(
         outcomes=list(outcomes.values()),
@@ -302,52 +317,160 @@ def partitions_read(
     return read
 
 
-def _build_paper(
+def _build_papers(
     settings: Settings,
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     catalog: Catalog,
     paper_keys: list[dg.AssetKey],
     keys: list[dg.AssetKey],
-    paper_id: str,
-    registration: Registration,
+    registrations: dict[str, Registration],
+    order: dict[str, int],
     scope: str,
-) -> PaperOutcome:
-    """Builds a paper's `keys` (one phase's), its build lock held: everything when it moved
-    collection or its current content was never built (a new or changed source that no other
-    process built meanwhile); otherwise what is missing or stale, one level at a time, so that
-    a stage whose output came back the same leaves what reads it fresh (staleness counts
-    everything downstream of a stale asset, in any phase: `paper_keys` are all the per-paper
-    assets)."""
-    read = partitions_read(defs.resolve_asset_graph(), catalog, paper_id)
+) -> dict[str, PaperOutcome]:
+    """Builds a batch of papers' `keys` (one phase's), their build locks held: everything for
+    a paper that moved collection or whose current content was never built (a new or changed
+    source that no other process built meanwhile); otherwise what is missing or stale, one
+    level at a time, so that a stage whose output came back the same leaves what reads it fresh
+    (staleness counts everything downstream of a stale asset, in any phase: `paper_keys` are
+    all the per-paper assets). Neighbouring papers (in the partitions' order) with the same
+    level to build are built by one run; a paper that fails in it is left out and the others
+    are built again without it (`paper_batches`)."""
+    graph = defs.resolve_asset_graph()
+    batch = list(registrations)
+    reads = {paper_id: partitions_read(graph, catalog, paper_id) for paper_id in batch}
 
-    def stale_now() -> list[dg.AssetKey]:
-        return build_next(instance, defs, keys, paper_id, read, within=paper_keys)
+    def stale_now(papers: list[str]) -> dict[str, list[dg.AssetKey]]:
+        return build_next_each(instance, defs, keys, papers, reads.__getitem__, within=paper_keys)
 
-    todo = keys if _content_unbuilt(instance, catalog, paper_id, registration) else stale_now()
-    if not todo:
-        return _outcome(settings, paper_id, "up_to_date", seconds=0.0, embedded=0)
-    outcome: PaperOutcome | None = None
-    for _ in keys:
-        step = _materialize(settings, defs, instance, paper_id, todo, scope)
-        outcome = step if outcome is None else _merged(outcome, step)
-        todo = stale_now() if step.status == "materialized" else []
-        if not todo:
+    built = built_contents(instance, batch)
+    unbuilt = [p for p in batch if _content_unbuilt(catalog, p, registrations[p], built)]
+    levels = {**stale_now([p for p in batch if p not in unbuilt]), **dict.fromkeys(unbuilt, keys)}
+    seconds = dict.fromkeys(batch, 0.0)
+    embedded = dict.fromkeys(batch, 0)
+    done: dict[str, PaperOutcome] = {}
+    # Each round builds one level of every paper (or leaves out the papers that failed in it).
+    for _ in range(2 * len(keys) + 1):
+        runs = _neighbours_alike(
+            {p: levels[p] for p in batch if p not in done and levels[p]}, order
+        )
+        if not runs:
             break
-    assert outcome is not None
-    return outcome
+        rebuilt: list[str] = []
+        for neighbours, level in runs:
+            result, took = _execute_batch(defs, instance, neighbours, level, scope)
+            for paper_id in neighbours:
+                seconds[paper_id] += took / len(neighbours)
+            if interrupted(result):
+                done.update(
+                    (p, PaperOutcome(paper_id=p, status="interrupted", seconds=seconds[p]))
+                    for p in neighbours
+                )
+                return {**done, **_finished(settings, batch, done, seconds, embedded)}
+            if result.success:
+                if EMBEDDINGS in level:
+                    for paper_id in neighbours:
+                        embedded[paper_id] += _embedded(settings, paper_id)
+                rebuilt.extend(neighbours)
+                continue
+            failed = papers_failed(result)
+            reasons = failed if failed and set(failed) <= set(neighbours) else None
+            for paper_id in neighbours:
+                if reasons is None or paper_id in reasons:
+                    reason = run_failure(result) if reasons is None else reasons[paper_id]
+                    done[paper_id] = _failed(catalog, paper_id, reason, seconds[paper_id])
+            # The others of a run that failed by some of its papers are built again without them.
+            rebuilt.extend(p for p in neighbours if p not in done)
+        levels.update(stale_now([p for p in rebuilt if p not in done]))
+    return {**done, **_finished(settings, batch, done, seconds, embedded)}
+
+
+def _neighbours_alike(
+    levels: dict[str, list[dg.AssetKey]], order: dict[str, int]
+) -> list[tuple[list[str], list[dg.AssetKey]]]:
+    """The papers to build as runs: papers next to each other in the partitions' order, with the
+    same level to build, are one run (one range of partitions)."""
+    runs: list[tuple[list[str], list[dg.AssetKey]]] = []
+    for paper_id in sorted(levels, key=order.__getitem__):
+        if (
+            runs
+            and runs[-1][1] == levels[paper_id]
+            and order[paper_id] == order[runs[-1][0][-1]] + 1
+        ):
+            runs[-1][0].append(paper_id)
+        else:
+            runs.append(([paper_id], levels[paper_id]))
+    return runs
+
+
+def _execute_batch(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    paper_ids: list[str],
+    assets: list[dg.AssetKey],
+    scope: str,
+) -> tuple[dg.ExecuteInProcessResult, float]:
+    """One run of `assets` over neighbouring papers, and how long it took."""
+    started = time.perf_counter()
+    result = execute(
+        defs,
+        instance,
+        paper_pipeline.name,
+        partition_key=paper_ids[0] if len(paper_ids) == 1 else None,
+        partition_range=None if len(paper_ids) == 1 else (paper_ids[0], paper_ids[-1]),
+        asset_selection=assets,
+        tags={USAGE_SCOPE_TAG: scope},
+    )
+    return result, time.perf_counter() - started
 
 
 def _content_unbuilt(
-    instance: dg.DagsterInstance, catalog: Catalog, paper_id: str, registration: Registration
+    catalog: Catalog, paper_id: str, registration: Registration, built: dict[str, str]
 ) -> bool:
-    """Whether the paper's content, as registered now, was never built into its collection."""
+    """Whether the paper's content, as registered now, was never built into its collection
+    (`built`: each paper's content as last built)."""
     if registration is Registration.MOVED:  # the same content, built into another collection
         return True
     if registration is Registration.UNCHANGED:
         return False
-    content = catalog.source(paper_id).content_sha256[:16]
-    return latest_data_versions(instance, PAPER_SOURCE, [paper_id]).get(paper_id) != content
+    return built.get(paper_id) != catalog.source(paper_id).content_sha256[:16]
+
+
+def _failed(catalog: Catalog, paper_id: str, reason: str, seconds: float) -> PaperOutcome:
+    source = catalog.source(paper_id)
+    return PaperOutcome(
+        paper_id=paper_id,
+        status="failed",
+        seconds=round(seconds, 3),
+        failure=FailedPaper(
+            paper_id=paper_id, file=source.path, row=source.row_number, reason=reason
+        ),
+    )
+
+
+def _finished(
+    settings: Settings,
+    batch: list[str],
+    done: dict[str, PaperOutcome],
+    seconds: dict[str, float],
+    embedded: dict[str, int],
+) -> dict[str, PaperOutcome]:
+    """The outcomes of the batch's papers that neither failed nor were interrupted."""
+    return {
+        paper_id: _outcome(
+            settings,
+            paper_id,
+            "materialized" if seconds[paper_id] else "up_to_date",
+            round(seconds[paper_id], 3),
+            embedded[paper_id],
+        )
+        for paper_id in batch
+        if paper_id not in done
+    }
+
+
+def _embedded(settings: Settings, paper_id: str) -> int:
+    return artifact_store(settings).read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
 
 
 def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
@@ -395,46 +518,6 @@ def _build_collection(
             return run_failure(result)
         left_out -= set(todo)
     return None
-
-
-def _materialize(
-    settings: Settings,
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    paper_id: str,
-    assets: list[dg.AssetKey],
-    scope: str,
-) -> PaperOutcome:
-    started = time.perf_counter()
-    result = execute(
-        defs,
-        instance,
-        paper_pipeline.name,
-        partition_key=paper_id,
-        asset_selection=assets,
-        tags={USAGE_SCOPE_TAG: scope},
-    )
-    seconds = round(time.perf_counter() - started, 3)
-    if interrupted(result):
-        return PaperOutcome(paper_id=paper_id, status="interrupted", seconds=seconds)
-    if not result.success:
-        source = Catalog(settings.catalog_path).source(paper_id)
-        return PaperOutcome(
-            paper_id=paper_id,
-            status="failed",
-            seconds=seconds,
-            failure=FailedPaper(
-                paper_id=paper_id,
-                file=source.path,
-                row=source.row_number,
-                reason=run_failure(result),
-            ),
-        )
-    embedded = 0
-    if EMBEDDINGS in assets:
-        artifacts = artifact_store(settings)
-        embedded = artifacts.read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
-    return _outcome(settings, paper_id, "materialized", seconds, embedded)
 
 
 def _outcome(

@@ -27,9 +27,7 @@ def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinitio
         partitions_def=papers,
         group_name="ingest",
         kinds={"lancedb"},
-        # The chunks are read from their artifacts, not loaded as an input (an IO manager loads
-        # one partition per input): a backfill's run embeds a batch of papers with one encode
-        # and one LanceDB commit.
+        # A run over a batch of papers embeds them with one encode and one LanceDB commit.
         deps=["paper_chunks"],
         backfill_policy=backfill_policy(settings),
         description="The paper's chunk vectors in the LanceDB table of the configured embedder "

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import (
     ArtifactsResource,
@@ -11,14 +12,8 @@ from litpipe.defs.resources import (
     ChunkingResource,
     EmbedderResource,
 )
-from litpipe.defs.versions import (
-    CodeVersion,
-    backfill_policy,
-    batch_data_version,
-    data_version,
-    versioned_asset,
-    versioned_output,
-)
+from litpipe.defs.staleness import CONTENT
+from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.ids import file_sha256
 from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
@@ -35,45 +30,69 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         partitions_def=papers,
         group_name=GROUP,
         kinds={"pdf"},
+        backfill_policy=backfill_policy(settings),
         description="Where the paper comes from, and the hash of its bytes (or of its table row).",
     )
     def paper_source(
-        context: dg.AssetExecutionContext, catalog: CatalogResource
-    ) -> dg.Output[PaperSource]:
-        source = catalog.catalog().source(context.partition_key)
-        if source.kind == "pdf":
-            source = _check_file_unchanged(source)
-        return versioned_output(
-            source,
-            {"file": source.path, "collection": source.collection, "kind": source.kind},
-            dg.DataVersion(source.content_sha256[:16]),
-        )
+        context: dg.AssetExecutionContext, catalog: CatalogResource, artifacts: ArtifactsResource
+    ) -> dg.MaterializeResult:
+        papers_catalog = catalog.catalog()
+
+        def build(paper_id: str) -> PaperBuild[PaperSource]:
+            source = papers_catalog.source(paper_id)
+            if source.kind == "pdf":
+                source = _check_file_unchanged(source)
+            content = source.content_sha256[:16]
+            return PaperBuild(
+                source,
+                {
+                    "file": source.path,
+                    "collection": source.collection,
+                    "kind": source.kind,
+                    CONTENT: content,
+                },
+                dg.DataVersion(content),
+            )
+
+        return build_papers(context, artifacts.store(), build)
 
     @versioned_asset(
         CodeVersion(modules=(pdf, tables), output=PaperDocument),
         settings,
         partitions_def=papers,
         group_name=GROUP,
+        # Inputs are read from their artifacts, not loaded through the IO manager (which loads
+        # one partition per input), so that one run builds a batch of papers.
+        deps=[paper_source],
+        backfill_policy=backfill_policy(settings),
         description="Title, authors, abstract, sections with pages; references kept apart.",
     )
-    def paper_document(paper_source: PaperSource) -> dg.Output[PaperDocument]:
-        try:
-            document = read_document(paper_source, settings)
-        except IngestError as error:
-            # A bad paper is the user's input, not a transient fault: no retry, one clear line.
-            raise dg.Failure(
-                description=f"{paper_source.path}: {error}", allow_retries=False
-            ) from error
-        return versioned_output(
-            document,
-            {
-                "title": document.title,
-                "pages": document.pages,
-                "sections": len(document.sections),
-                "references": len(document.references),
-                "characters": len(document.text),
-            },
-        )
+    def paper_document(
+        context: dg.AssetExecutionContext, artifacts: ArtifactsResource
+    ) -> dg.MaterializeResult:
+        store = artifacts.store()
+
+        def build(paper_id: str) -> PaperBuild[PaperDocument]:
+            paper_source = store.read(["paper_source"], paper_id, PaperSource)
+            try:
+                document = read_document(paper_source, settings)
+            except IngestError as error:
+                # A bad paper is the user's input, not a transient fault: no retry, one line.
+                raise dg.Failure(
+                    description=f"{paper_source.path}: {error}", allow_retries=False
+                ) from error
+            return PaperBuild(
+                document,
+                {
+                    "title": document.title,
+                    "pages": document.pages,
+                    "sections": len(document.sections),
+                    "references": len(document.references),
+                    "characters": len(document.text),
+                },
+            )
+
+        return build_papers(context, store, build)
 
     @versioned_asset(
         CodeVersion(
@@ -89,8 +108,6 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         settings,
         partitions_def=papers,
         group_name=GROUP,
-        # The document is read from its artifact, not loaded as an input (an IO manager loads
-        # one partition per input), so that a backfill's run chunks a batch of papers.
         deps=[paper_document],
         backfill_policy=backfill_policy(settings),
         description="Section-aware chunks sized in the embedder's tokens, with page spans and "
@@ -104,27 +121,25 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> dg.MaterializeResult:
         model = embedder.embedder()
         store = artifacts.store()
-        versions: dict[str, dg.DataVersion] = {}
-        for paper_id in context.partition_keys:
+
+        def build(paper_id: str) -> PaperBuild[PaperChunks]:
             chunks = chunk_paper(
                 store.read(["paper_document"], paper_id, PaperDocument),
                 model,
                 chunker.max_tokens,
                 chunker.overlap_tokens,
             )
-            path = store.write(["paper_chunks"], paper_id, chunks)
-            versions[paper_id] = data_version(chunks)
             sizes = [chunk.n_tokens for chunk in chunks.chunks]
-            context.add_asset_metadata(
+            return PaperBuild(
+                chunks,
                 {
-                    "path": dg.MetadataValue.path(str(path)),
                     "chunks": len(sizes),
                     "max_chunk_tokens": max(sizes, default=0),
                     "token_limit": chunks.max_tokens,
                 },
-                partition_key=paper_id,
             )
-        return dg.MaterializeResult(data_version=batch_data_version(versions))
+
+        return build_papers(context, store, build)
 
     return [paper_source, paper_document, paper_chunks]
 

@@ -4,10 +4,11 @@ import dagster as dg
 
 from litpipe.agents.paper_questions import PaperQuestionsAgent, paper_questions_from
 from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import LLMResource
-from litpipe.defs.versions import CodeVersion
+from litpipe.defs.resources import ArtifactsResource, LLMResource
+from litpipe.defs.versions import CodeVersion, backfill_policy
 from litpipe.schemas import PaperAbstract, PaperQuestions
 from litpipe.settings import Settings
 
@@ -23,29 +24,37 @@ def build_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition
         settings,
         partitions_def=papers,
         group_name="paper_questions",
+        deps=["paper_abstract"],
+        backfill_policy=backfill_policy(settings),
         description="Questions of the paper in two styles, `broad` (context, objective, method, "
         "findings) and `inner_workings` (design, steps, mechanisms, rationale).",
     )
     def paper_questions(
-        context: dg.AssetExecutionContext, paper_abstract: PaperAbstract, llm: LLMResource
-    ) -> dg.Output[PaperQuestions]:
+        context: dg.AssetExecutionContext, llm: LLMResource, artifacts: ArtifactsResource
+    ) -> dg.MaterializeResult:
+        store = artifacts.store()
         with STEP.run(context, llm) as step:
-            questions = paper_questions_from(
-                paper_abstract,
-                step.settings,
-                step.prompts,
-                step.client(),
-                per_style=step.settings.synthesis.questions_per_style,
-            )
-        return step.output(
-            questions,
-            {
-                "engine": questions.engine,
-                "questions": len(questions.questions),
-                "preview": markdown_metadata(
-                    "\n".join(f"- *{q.style}*: {q.text}" for q in questions.questions)
-                ),
-            },
-        )
+            client = step.client()
+
+            def build(paper_id: str) -> PaperBuild[PaperQuestions]:
+                questions = paper_questions_from(
+                    store.read(["paper_abstract"], paper_id, PaperAbstract),
+                    step.settings,
+                    step.prompts,
+                    client,
+                    per_style=step.settings.synthesis.questions_per_style,
+                )
+                return step.paper(
+                    questions,
+                    {
+                        "engine": questions.engine,
+                        "questions": len(questions.questions),
+                        "preview": markdown_metadata(
+                            "\n".join(f"- *{q.style}*: {q.text}" for q in questions.questions)
+                        ),
+                    },
+                )
+
+            return build_papers(context, store, build)
 
     return [paper_questions]

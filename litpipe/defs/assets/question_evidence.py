@@ -4,19 +4,22 @@ import dagster as dg
 
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.defs.llm_steps import ModelStep
+from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import (
+    ArtifactsResource,
     CatalogResource,
     EmbedderResource,
     LanceDBResource,
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion
+from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion, backfill_policy
 from litpipe.hashing import digest
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
+from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.schemas import PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 
@@ -39,7 +42,7 @@ def question_evidence_step(settings: Settings) -> ModelStep:
 
 
 def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    deps: list[dg.AssetDep] = [dg.AssetDep("chunk_embeddings")]
+    deps: list[dg.AssetDep] = [dg.AssetDep("paper_questions"), dg.AssetDep("chunk_embeddings")]
     if settings.retrieval.evidence_scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
         deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
@@ -49,57 +52,65 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
         partitions_def=papers,
         group_name="question_evidence",
         deps=deps,
+        backfill_policy=backfill_policy(settings),
         description="For each question of the paper: candidates from BM25 and dense search, "
         "fused by Reciprocal Rank Fusion, diversified by MMR, reranked; the best few kept with "
         "each retriever's rank and score and their place in the paper (section, pages, offsets).",
     )
     def question_evidence(
         context: dg.AssetExecutionContext,
-        paper_questions: PaperQuestions,
         catalog: CatalogResource,
         embedder: EmbedderResource,
         lancedb: LanceDBResource,
         retrieval: RetrievalResource,
         llm: LLMResource,
-    ) -> dg.Output[PaperEvidence]:
-        paper_id = context.partition_key
-        collection = catalog.catalog().source(paper_id).collection
-        retriever = retrieval.retriever(
-            lancedb.store(),
-            embedder.embedder(),
-            collection,
-            paper_id=paper_id if retrieval.scope == "own" else None,
-        )
+        artifacts: ArtifactsResource,
+    ) -> dg.MaterializeResult:
+        papers_catalog, chunk_store, model = catalog.catalog(), lancedb.store(), embedder.embedder()
+        store = artifacts.store()
+        # A collection's retriever serves every paper of the batch in it; a paper's own, one.
+        retrievers: dict[str, HybridRetriever] = {}
         with question_evidence_step(llm.settings()).run(context, llm) as step:
             reranker = reranker_for(step.settings, step.prompts, step.client())
-            found = gather_evidence(
-                paper_questions,
-                collection,
-                retriever,
-                reranker,
-                scope=retrieval.scope,
-                candidates=retrieval.candidates,
-                rerank_candidates=retrieval.rerank_candidates,
-                keep=retrieval.keep,
-            )
-        not_reranked = sum(not item.reranked for item in found.questions)
-        if reranker.name != "none" and not_reranked:
-            context.log.warning(
-                f"{not_reranked} of {len(found.questions)} questions kept the fused order: "
-                f"the {reranker.name} reranker failed on them (see the warnings above)"
-            )
-        return step.output(
-            found,
-            {
-                "questions": len(found.questions),
-                "chunks": sum(len(item.chunks) for item in found.questions),
-                "scope": found.scope,
-                "reranker": reranker.name,
-                "not_reranked": not_reranked,
-                "preview": markdown_metadata(_preview(found)),
-            },
-            answered_version(found),
-        )
+
+            def build(paper_id: str) -> PaperBuild[PaperEvidence]:
+                collection = papers_catalog.source(paper_id).collection
+                own = retrieval.scope == "own"
+                if own or collection not in retrievers:
+                    retrievers[collection] = retrieval.retriever(
+                        chunk_store, model, collection, paper_id=paper_id if own else None
+                    )
+                found = gather_evidence(
+                    store.read(["paper_questions"], paper_id, PaperQuestions),
+                    collection,
+                    retrievers[collection],
+                    reranker,
+                    scope=retrieval.scope,
+                    candidates=retrieval.candidates,
+                    rerank_candidates=retrieval.rerank_candidates,
+                    keep=retrieval.keep,
+                )
+                not_reranked = sum(not item.reranked for item in found.questions)
+                if reranker.name != "none" and not_reranked:
+                    context.log.warning(
+                        f"{paper_id}: {not_reranked} of {len(found.questions)} questions kept "
+                        f"the fused order: the {reranker.name} reranker failed on them (see the "
+                        "warnings above)"
+                    )
+                return step.paper(
+                    found,
+                    {
+                        "questions": len(found.questions),
+                        "chunks": sum(len(item.chunks) for item in found.questions),
+                        "scope": found.scope,
+                        "reranker": reranker.name,
+                        "not_reranked": not_reranked,
+                        "preview": markdown_metadata(_preview(found)),
+                    },
+                    answered_version(found),
+                )
+
+            return build_papers(context, store, build)
 
     return [question_evidence]
 

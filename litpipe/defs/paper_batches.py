@@ -1,0 +1,103 @@
+"""Per-paper assets built over a batch of papers in one step.
+
+A run over a range of the `papers` partitions (`litpipe run`'s batches, a backfill's runs, the
+sensor's) builds each per-paper asset once for the whole range: its resources, models and indexes
+are opened once, not once per paper. Each paper is still built on its own, from its own stored
+inputs, into its own artifact and its own metadata, so it stays visible, stale-able and
+re-runnable alone in the UI.
+
+A paper that fails (a corrupt PDF, a reply its model could not get right) does not stop the
+others: the step goes on with them, then fails naming only the papers that failed, each with its
+reason (`FAILED_PAPERS`), so that the caller runs the batch again without them. Dagster records
+a step over a range as one outcome for all of its partitions: no paper of a failed step counts as
+materialized, and none is materialized wrongly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import dagster as dg
+from pydantic import BaseModel
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.defs.versions import batch_data_version, data_version
+from litpipe.llm.errors import LLMError, TransientLLMError, one_line
+
+Output = TypeVar("Output", bound=BaseModel)
+
+# The step-failure metadata entry naming each failed paper of a batch and its reason.
+FAILED_PAPERS = "litpipe/failed_papers"
+
+
+@dataclass(frozen=True)
+class PaperBuild(Generic[Output]):
+    """One paper's output, the metadata to show with it, and its data version when that is not
+    its content's hash."""
+
+    value: Output
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    version: dg.DataVersion | None = None
+
+
+def build_papers(
+    context: dg.AssetExecutionContext,
+    store: ArtifactStore,
+    build: Callable[[str], PaperBuild[Any]],
+    asset: str | None = None,
+) -> dg.MaterializeResult:
+    """Builds the step's asset for each paper of its partitions with `build`, writes each output
+    to its artifact and its metadata to its partition; fails at the end, naming the papers that
+    failed, if any did."""
+    name = asset or context.asset_key.to_user_string()
+    versions: dict[str, dg.DataVersion] = {}
+    failures: dict[str, str] = {}
+    retriable = False
+    for paper_id in context.partition_keys:
+        try:
+            built = build(paper_id)
+        except dg.Failure as failure:
+            failures[paper_id] = failure.description or f"{name} failed"
+            retriable = retriable or failure.allow_retries
+            continue
+        except LLMError as error:
+            failures[paper_id] = str(error)
+            retriable = retriable or isinstance(error, TransientLLMError)
+            continue
+        except Exception as error:  # the paper's own fault: the others go on
+            failures[paper_id] = f"{name}: {one_line(str(error) or type(error).__name__)}"
+            retriable = True
+            continue
+        path = store.write([name], paper_id, built.value)
+        versions[paper_id] = built.version or data_version(built.value)
+        context.add_asset_metadata(
+            {"path": dg.MetadataValue.path(str(path)), **built.metadata}, partition_key=paper_id
+        )
+    if failures:
+        raise dg.Failure(
+            description=_failure_line(failures, len(context.partition_keys)),
+            metadata={FAILED_PAPERS: dg.MetadataValue.json(failures)},
+            allow_retries=retriable,
+        )
+    return dg.MaterializeResult(data_version=batch_data_version(versions))
+
+
+def failed_papers(metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """The papers a batch step's failure names, with their reasons (none: the whole step
+    failed, not some of its papers)."""
+    entry = (metadata or {}).get(FAILED_PAPERS)
+    if entry is None:
+        return {}
+    value = entry.value if isinstance(entry, dg.JsonMetadataValue) else entry
+    found: Any = json.loads(value) if isinstance(value, str) else value
+    return {str(paper): str(reason) for paper, reason in dict(found).items()}
+
+
+def _failure_line(failures: dict[str, str], papers: int) -> str:
+    if papers == 1:
+        return next(iter(failures.values()))
+    first, reason = next(iter(failures.items()))
+    return f"{len(failures)} of {papers} papers failed; {first}: {reason}"
