@@ -123,6 +123,15 @@ class FailedPaper(BaseModel):
     reason: str
 
 
+class PaperFailure(BaseModel):
+    """Why a per-paper asset last failed for a paper, in the step that built it with others."""
+
+    paper_id: str
+    asset: str
+    reason: str
+    run_id: str
+
+
 class IngestError(Exception):
     """Bad input for one paper: the message is the one-line reason shown to the user."""
 

@@ -6,6 +6,10 @@ are opened once, not once per paper. Each paper is still built on its own, from 
 inputs, into its own artifact and its own metadata, so it stays visible, stale-able and
 re-runnable alone in the UI.
 
+Dagster records one data version for all the partitions of such a step; each paper's own is
+kept in its metadata (`staleness.PARTITION_VERSION`), so that litpipe's staleness tells which
+papers of a batch changed: what reads an unchanged one stays fresh.
+
 A paper that fails (a corrupt PDF, a reply its model could not get right) does not stop the
 others: the step goes on with them, then fails naming only the papers that failed, each with its
 reason (`FAILED_PAPERS`), so that the caller runs the batch again without them. Dagster records
@@ -24,13 +28,18 @@ import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.staleness import PARTITION_VERSION
 from litpipe.defs.versions import batch_data_version, data_version
 from litpipe.llm.errors import LLMError, TransientLLMError, one_line
+from litpipe.schemas import PaperFailure
 
 Output = TypeVar("Output", bound=BaseModel)
 
 # The step-failure metadata entry naming each failed paper of a batch and its reason.
 FAILED_PAPERS = "litpipe/failed_papers"
+# Where a paper's latest failure is kept (a `PaperFailure`), for whoever asks why it has no
+# output: the collection that leaves it out. Its run may have built a hundred other papers.
+FAILURES = ["paper_failures"]
 
 
 @dataclass(frozen=True)
@@ -72,9 +81,22 @@ def build_papers(
             retriable = True
             continue
         path = store.write([name], paper_id, built.value)
+        # Built now: an earlier failure no longer says why it has no output.
+        store.path(FAILURES, paper_id).unlink(missing_ok=True)
         versions[paper_id] = built.version or data_version(built.value)
         context.add_asset_metadata(
-            {"path": dg.MetadataValue.path(str(path)), **built.metadata}, partition_key=paper_id
+            {
+                "path": dg.MetadataValue.path(str(path)),
+                PARTITION_VERSION: versions[paper_id].value,
+                **built.metadata,
+            },
+            partition_key=paper_id,
+        )
+    for paper_id, reason in failures.items():
+        store.write(
+            FAILURES,
+            paper_id,
+            PaperFailure(paper_id=paper_id, asset=name, reason=reason, run_id=context.run.run_id),
         )
     if failures:
         raise dg.Failure(
@@ -83,6 +105,13 @@ def build_papers(
             allow_retries=retriable,
         )
     return dg.MaterializeResult(data_version=batch_data_version(versions))
+
+
+def latest_failure(store: ArtifactStore, paper_id: str) -> PaperFailure | None:
+    """Why the paper's latest failed step failed for it, if one did."""
+    if not store.exists(FAILURES, paper_id):
+        return None
+    return store.read(FAILURES, paper_id, PaperFailure)
 
 
 def failed_papers(metadata: Mapping[str, Any] | None) -> dict[str, str]:

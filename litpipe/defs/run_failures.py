@@ -5,6 +5,8 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from litpipe.artifacts import ArtifactStore
+from litpipe.defs.paper_batches import latest_failure
 from litpipe.defs.pool_wait import waiting_failure
 
 # Dagster fails a step whose blocking check failed with this error, naming only the checks.
@@ -54,9 +56,15 @@ def _failed_blocking_checks(events: list[dg.DagsterEvent], step_key: str | None)
     ]
 
 
-def why_not_built(instance: dg.DagsterInstance, paper_id: str, asset: str) -> str:
-    """Why a paper has no `asset`: its latest run's failure when that run failed, else that it
-    is not built yet."""
+def why_not_built(
+    instance: dg.DagsterInstance, store: ArtifactStore, paper_id: str, asset: str
+) -> str:
+    """Why a paper has no `asset`: its own failure in the step that last failed for it (with
+    the other papers of its batch), or its latest run's failure when that run failed, else
+    that it is not built yet."""
+    failure = latest_failure(store, paper_id)
+    if failure is not None:
+        return f"its own run failed: {failure.reason}"
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": paper_id}), limit=1)
     if runs and runs[0].status == dg.DagsterRunStatus.FAILURE:
         logged = instance.all_logs(runs[0].run_id, of_type=_REASONS)

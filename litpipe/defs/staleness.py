@@ -8,7 +8,7 @@ built from, or when an upstream partition is itself stale or missing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
-# The root of a paper's assets. Its metadata entry `CONTENT`, the first 16 hex digits of the
-# content's sha256, tells whether a paper's current content was ever built: its data version is
-# the same when it was built alone, but one for all the papers of a run over a batch.
+# The root of a paper's assets: its data version, the first 16 hex digits of the content's
+# sha256, tells whether a paper's current content was ever built.
 PAPER_SOURCE = dg.AssetKey("paper_source")
-CONTENT = "content"
+# Dagster records one data version for all the partitions of a run over several (a batch of
+# papers): each partition's own is kept in this metadata entry, and read before the tag.
+PARTITION_VERSION = "data_version"
 _CODE_VERSION_TAG = "dagster/code_version"
 _DATA_VERSION_TAG = "dagster/data_version"
 _INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"
@@ -221,7 +222,16 @@ def _input_changed(
         limit=1,
     ).records
     materialization = then[0].asset_materialization if then else None
-    return materialization is None or (materialization.tags or {}).get(_DATA_VERSION_TAG) != current
+    if materialization is None:
+        return True
+    read = _partition_version(materialization.tags or {}, materialization.metadata or {})
+    return read != _partition_version(parent_record.tags, parent_record.metadata)
+
+
+def _partition_version(tags: Mapping[str, str], metadata: Mapping[str, Any]) -> str | None:
+    """A partition's own data version: its `PARTITION_VERSION` entry, else its tag."""
+    entry = metadata.get(PARTITION_VERSION)
+    return str(entry.value) if entry is not None else tags.get(_DATA_VERSION_TAG)
 
 
 def latest_materialization_tags(
@@ -245,13 +255,12 @@ def latest_data_versions(
 
 
 def built_contents(instance: dg.DagsterInstance, paper_ids: list[str]) -> dict[str, str]:
-    """Each paper's content (`CONTENT`) as `paper_source` last built it; a paper never built is
-    absent. Built before the entry was recorded, a paper built alone has it as data version."""
+    """Each paper's content as `paper_source` last built it (its own data version); a paper
+    never built is absent."""
     contents = {}
     for paper_id, record in _latest_records(instance, PAPER_SOURCE, paper_ids).items():
-        entry = record.metadata.get(CONTENT)
-        content = entry.value if entry is not None else record.tags.get(_DATA_VERSION_TAG)
-        if isinstance(content, str):
+        content = _partition_version(record.tags, record.metadata)
+        if content is not None:
             contents[paper_id] = content
     return contents
 

@@ -3,12 +3,13 @@ current settings, in batches, in-process into the instance the UI serves. Made f
 embedding model; after any other change (a chunk setting, a prompt) it does the same.
 
 Per batch of `batch_size` papers (in the order the papers were registered, so that a batch is a
-range of the `papers` partitions): one run chunks and embeds the whole batch, as a backfill
-launched from the UI does (the two assets' `BackfillPolicy.multi_run`): one encode, one LanceDB
-commit. Then each paper's later stages, one stage at a time, each only while it is still stale:
-a stage whose output came back the same (the same evidence found by the new embedder) leaves
-what follows it fresh, so its answers are not rerun. Then the collections of those papers, the
-same way. The previous embedder's table is never written: it stays queryable throughout.
+range of the `papers` partitions), as `litpipe run` builds them (`runner.build_batch`): one run
+over the batch per level of stale stages, as a backfill launched from the UI does (the assets'
+`BackfillPolicy.multi_run`), one encode and one LanceDB commit for its chunks; each later stage
+only while it is still stale: a stage whose output came back the same (the same evidence found
+by the new embedder) leaves what follows it fresh, so its answers are not rerun. Then the
+collections of those papers, one level at a time. The previous embedder's table is never
+written: it stays queryable throughout.
 
 It holds the build locks of what it builds, as `litpipe run` does (`runner.build_lock`): a
 batch's papers, taken in key order so that two backfills never wait on each other, then each
@@ -28,24 +29,31 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.catalog import Catalog
+from litpipe.catalog import Catalog, Registration
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.jobs import collection_pipeline, paper_pipeline
+from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
-from litpipe.defs.staleness import State, ancestors, build_next, partition_states
+from litpipe.defs.staleness import build_next
 from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger, calls_line
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import execute, interrupted, run_failure
-from litpipe.runtime.runner import EMBEDDINGS, Phase, build_lock, partitions_read, phases
+from litpipe.runtime.runner import (
+    EMBEDDINGS,
+    Phase,
+    build_batch,
+    build_lock,
+    partitions_read,
+    phases,
+)
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
@@ -163,7 +171,7 @@ def backfill(
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
     tags = {USAGE_SCOPE_TAG: backfill_id, BACKFILL_TAG: backfill_id}
-    runs = _Runs(defs, instance, catalog, tags, stop_requested)
+    runs = _Runs(settings, defs, instance, catalog, tags, stop_requested)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}
     failed_ids = {failure.paper_id for failure in failed}
@@ -371,50 +379,26 @@ def _run_batch(
     number: int,
     batches: int,
 ) -> BatchOutcome:
-    """Brings a batch of papers up to date, its build locks held."""
+    """Brings a batch of papers up to date, its build locks held, as `litpipe run` does: one
+    run per level of neighbouring papers alike (`runner.build_batch`)."""
     started = time.perf_counter()
-    graph = runs.defs.resolve_asset_graph()
-    built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
-    # The assets that run a batch of papers at once (tokenizing, embedding), upstream first,
-    # and the per-paper assets they read from, which must be fresh first.
-    ranged = [key for key in phase.keys if _batched(graph.get(key).backfill_policy)]
-    before_ranged = {a for key in ranged for a in ancestors(graph, key, phase.keys)} - set(ranged)
-    states = partition_states(runs.instance, runs.defs, phase.keys, batch)
-    needing = [
-        p
-        for p in batch
-        if any(states[key][p] is not State.FRESH for key in ranged)
-        and all(states[key][p] is State.FRESH for key in before_ranged)
-    ]
-    batched_runs = 0
-    for segment in _contiguous(needing, order):
-        stale = [k for k in ranged if any(states[k][p] is not State.FRESH for p in segment)]
-        # Downstream of a stale batched asset is stale too once it is rebuilt.
-        first = ranged.index(stale[0])
-        materialized = runs.execute_range(paper_pipeline.name, ranged[first:], segment)
-        if materialized is None:  # stopping: nothing more starts
-            break
-        batched_runs += 1
-        for key, partitions in materialized.items():
-            rebuilt.setdefault(key, set()).update(partitions)
-        # A failed range leaves its papers to the per-paper runs below, which name the paper.
-    failures: list[FailedPaper] = []
-    unfinished: list[str] = []
-    for position, paper_id in enumerate(batch):
-        if not runs.stopped:
-            built, failure = runs.settle(paper_pipeline.name, phase.keys, paper_id)
-            for key in built:
-                rebuilt.setdefault(key, set()).add(paper_id)
-            if failure:
-                failures.append(FailedPaper(paper_id=paper_id, file="", reason=failure))
-        if runs.stopped:  # a stop before this paper was settled: it and the rest are left
-            unfinished = batch[position:]
-            break
+    build = build_batch(
+        runs.settings,
+        runs.defs,
+        runs.instance,
+        runs.catalog,
+        phase.keys,
+        dict.fromkeys(batch, Registration.UNCHANGED),
+        order,
+        runs.tags,
+        runs.stopping,
+    )
+    for key, partitions in build.built.items():
+        rebuilt.setdefault(key, set()).update(partitions)
+    unfinished = [p for p in batch if build.outcomes[p].status == "interrupted"]
+    runs.stopped = runs.stopped or bool(unfinished)
     counts = {
-        key.to_user_string(): len(
-            (rebuilt.get(key, set()) - built_before.get(key, set())) & set(batch)
-        )
-        for key in phase.keys
+        key.to_user_string(): len(build.built.get(key, set()) & set(batch)) for key in phase.keys
     }
     return BatchOutcome(
         number=number,
@@ -422,8 +406,8 @@ def _run_batch(
         papers=batch,
         seconds=round(time.perf_counter() - started, 3),
         rebuilt={key: n for key, n in counts.items() if n},
-        batched_runs=batched_runs,
-        failed=failures,
+        batched_runs=build.ranged_runs,
+        failed=[o.failure for o in build.outcomes.values() if o.failure is not None],
         status="interrupted" if unfinished else "finished",
         unfinished=unfinished,
     )
@@ -435,6 +419,7 @@ class _Runs:
     a stop is requested, or a signal interrupted a run's step, `stopped` holds and no further
     run starts."""
 
+    settings: Settings
     defs: dg.Definitions
     instance: dg.DagsterInstance
     catalog: Catalog
@@ -447,28 +432,6 @@ class _Runs:
         self.stopped = self.stopped or self.stop_requested()
         return self.stopped
 
-    def _execute(self, job: str, **options: Any) -> dg.ExecuteInProcessResult | None:
-        """One run of `job`; None, and no run, once stopping."""
-        if self.stopping():
-            return None
-        result = execute(self.defs, self.instance, job, **options)
-        self.stopped = interrupted(result)
-        return result
-
-    def execute_range(
-        self, job: str, keys: list[dg.AssetKey], partitions: list[str]
-    ) -> dict[dg.AssetKey, set[str]] | None:
-        """One run of `keys` over a contiguous range of partitions, as the daemon launches a
-        backfill's batch; the partitions each asset was materialized for (on failure, those of
-        the steps that succeeded); None when stopping, and no run."""
-        result = self._execute(
-            job,
-            asset_selection=keys,
-            partition_range=(partitions[0], partitions[-1]),
-            tags=self.tags,
-        )
-        return None if result is None else _materialized(result)
-
     def settle(
         self, job: str, keys: list[dg.AssetKey], partition: str
     ) -> tuple[list[dg.AssetKey], str | None]:
@@ -480,40 +443,23 @@ class _Runs:
         built: list[dg.AssetKey] = []
         for _ in keys:
             todo = build_next(self.instance, self.defs, keys, partition, read)
-            if not todo:
+            if not todo or self.stopping():
                 break
-            result = self._execute(
-                job, partition_key=partition, asset_selection=todo, tags=self.tags
+            result = execute(
+                self.defs,
+                self.instance,
+                job,
+                partition_key=partition,
+                asset_selection=todo,
+                tags=self.tags,
             )
-            if result is None or self.stopped:
+            self.stopped = interrupted(result)
+            if self.stopped:
                 return built, None
             if not result.success:
                 return built, run_failure(result)
             built.extend(todo)
         return built, None
-
-
-def _materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, set[str]]:
-    found: dict[dg.AssetKey, set[str]] = {}
-    for event in result.get_asset_materialization_events():
-        if event.asset_key is not None and event.partition is not None:
-            found.setdefault(event.asset_key, set()).add(event.partition)
-    return found
-
-
-def _batched(policy: dg.BackfillPolicy | None) -> bool:
-    return policy is not None and policy.max_partitions_per_run != 1
-
-
-def _contiguous(paper_ids: list[str], order: dict[str, int]) -> list[list[str]]:
-    """Runs of papers next to each other in the partitions' order: each is one range."""
-    segments: list[list[str]] = []
-    for paper_id in paper_ids:
-        if segments and order[paper_id] == order[segments[-1][-1]] + 1:
-            segments[-1].append(paper_id)
-        else:
-            segments.append([paper_id])
-    return segments
 
 
 def _table_now(store: ChunkStore, embedder_id: str) -> tuple[str, int, int | None]:

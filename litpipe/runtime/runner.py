@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -205,7 +206,6 @@ def run_papers(
     defs = build_definitions(settings)
     plan = phases(defs)
     paper_ids = list(registrations)
-    paper_keys = [key for phase in plan if phase.per == "paper" for key in phase.keys]
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
@@ -260,17 +260,16 @@ def run_papers(
                 # In key order, so that two processes never wait on each other.
                 for paper_id in sorted(batch):
                     locks.enter_context(exclusive_lock(build_lock(settings, PAPERS, paper_id)))
-                built = _build_papers(
+                built = build_batch(
                     settings,
                     defs,
                     instance,
                     catalog,
-                    paper_keys,
                     phase.keys,
                     {p: registrations[p] for p in batch},
                     order,
-                    scope,
-                )
+                    {USAGE_SCOPE_TAG: scope},
+                ).outcomes
             for paper_id in batch:
                 earlier, outcome = outcomes.get(paper_id), built[paper_id]
                 outcomes[paper_id] = outcome if earlier is None else _merged(earlier, outcome)
@@ -317,56 +316,80 @@ def partitions_read(
     return read
 
 
-def _build_papers(
+@dataclass
+class BatchBuild:
+    """What `build_batch` did: each paper's outcome, and the papers each asset was built for."""
+
+    outcomes: dict[str, PaperOutcome]
+    built: dict[dg.AssetKey, set[str]]
+    ranged_runs: int = 0
+
+
+def build_batch(
     settings: Settings,
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     catalog: Catalog,
-    paper_keys: list[dg.AssetKey],
     keys: list[dg.AssetKey],
     registrations: dict[str, Registration],
     order: dict[str, int],
-    scope: str,
-) -> dict[str, PaperOutcome]:
+    tags: dict[str, str],
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> BatchBuild:
     """Builds a batch of papers' `keys` (one phase's), their build locks held: everything for
     a paper that moved collection or whose current content was never built (a new or changed
     source that no other process built meanwhile); otherwise what is missing or stale, one
     level at a time, so that a stage whose output came back the same leaves what reads it fresh
-    (staleness counts everything downstream of a stale asset, in any phase: `paper_keys` are
-    all the per-paper assets). Neighbouring papers (in the partitions' order) with the same
-    level to build are built by one run; a paper that fails in it is left out and the others
-    are built again without it (`paper_batches`)."""
+    (staleness counts everything downstream of a stale asset, in any phase). Neighbouring papers
+    (in the partitions' `order`) with the same level to build are built by one run, tagged
+    `tags`; a paper that fails in it is left out and the others are built again without it
+    (`paper_batches`). Once `stop_requested`, or a signal interrupted a run, no further run
+    starts: the papers not finished are `interrupted`."""
     graph = defs.resolve_asset_graph()
+    paper_keys = paper_asset_keys(defs)
     batch = list(registrations)
     reads = {paper_id: partitions_read(graph, catalog, paper_id) for paper_id in batch}
 
     def stale_now(papers: list[str]) -> dict[str, list[dg.AssetKey]]:
         return build_next_each(instance, defs, keys, papers, reads.__getitem__, within=paper_keys)
 
-    built = built_contents(instance, batch)
-    unbuilt = [p for p in batch if _content_unbuilt(catalog, p, registrations[p], built)]
+    contents = built_contents(instance, batch)
+    unbuilt = [p for p in batch if _content_unbuilt(catalog, p, registrations[p], contents)]
     levels = {**stale_now([p for p in batch if p not in unbuilt]), **dict.fromkeys(unbuilt, keys)}
     seconds = dict.fromkeys(batch, 0.0)
     embedded = dict.fromkeys(batch, 0)
     done: dict[str, PaperOutcome] = {}
+    build = BatchBuild(outcomes=done, built={})
+
+    def finished() -> BatchBuild:
+        build.outcomes = {
+            **done,
+            **_finished(settings, [p for p in batch if p not in done], seconds, embedded),
+        }
+        return build
+
+    def interrupt(papers: list[str]) -> BatchBuild:
+        done.update(
+            (p, PaperOutcome(paper_id=p, status="interrupted", seconds=round(seconds[p], 3)))
+            for p in papers
+        )
+        return finished()
+
     # Each round builds one level of every paper (or leaves out the papers that failed in it).
     for _ in range(2 * len(keys) + 1):
-        runs = _neighbours_alike(
-            {p: levels[p] for p in batch if p not in done and levels[p]}, order
-        )
-        if not runs:
-            break
+        left = {p: levels[p] for p in batch if p not in done and levels[p]}
         rebuilt: list[str] = []
-        for neighbours, level in runs:
-            result, took = _execute_batch(defs, instance, neighbours, level, scope)
+        for neighbours, level in _neighbours_alike(left, order):
+            if stop_requested():
+                return interrupt([p for p in batch if p not in done and levels[p]])
+            result, took = _execute_batch(defs, instance, neighbours, level, tags)
+            build.ranged_runs += len(neighbours) > 1
             for paper_id in neighbours:
                 seconds[paper_id] += took / len(neighbours)
+            for key, partitions in materialized(result).items():
+                build.built.setdefault(key, set()).update(partitions)
             if interrupted(result):
-                done.update(
-                    (p, PaperOutcome(paper_id=p, status="interrupted", seconds=seconds[p]))
-                    for p in neighbours
-                )
-                return {**done, **_finished(settings, batch, done, seconds, embedded)}
+                return interrupt(neighbours)
             if result.success:
                 if EMBEDDINGS in level:
                     for paper_id in neighbours:
@@ -381,8 +404,19 @@ def _build_papers(
                     done[paper_id] = _failed(catalog, paper_id, reason, seconds[paper_id])
             # The others of a run that failed by some of its papers are built again without them.
             rebuilt.extend(p for p in neighbours if p not in done)
+        if not rebuilt:
+            break
         levels.update(stale_now([p for p in rebuilt if p not in done]))
-    return {**done, **_finished(settings, batch, done, seconds, embedded)}
+    return finished()
+
+
+def materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, set[str]]:
+    """The partitions each asset was materialized for by the run."""
+    found: dict[dg.AssetKey, set[str]] = {}
+    for event in result.get_asset_materialization_events():
+        if event.asset_key is not None and event.partition is not None:
+            found.setdefault(event.asset_key, set()).add(event.partition)
+    return found
 
 
 def _neighbours_alike(
@@ -408,7 +442,7 @@ def _execute_batch(
     instance: dg.DagsterInstance,
     paper_ids: list[str],
     assets: list[dg.AssetKey],
-    scope: str,
+    tags: dict[str, str],
 ) -> tuple[dg.ExecuteInProcessResult, float]:
     """One run of `assets` over neighbouring papers, and how long it took."""
     started = time.perf_counter()
@@ -419,7 +453,7 @@ def _execute_batch(
         partition_key=paper_ids[0] if len(paper_ids) == 1 else None,
         partition_range=None if len(paper_ids) == 1 else (paper_ids[0], paper_ids[-1]),
         asset_selection=assets,
-        tags={USAGE_SCOPE_TAG: scope},
+        tags=tags,
     )
     return result, time.perf_counter() - started
 
@@ -449,13 +483,9 @@ def _failed(catalog: Catalog, paper_id: str, reason: str, seconds: float) -> Pap
 
 
 def _finished(
-    settings: Settings,
-    batch: list[str],
-    done: dict[str, PaperOutcome],
-    seconds: dict[str, float],
-    embedded: dict[str, int],
+    settings: Settings, paper_ids: list[str], seconds: dict[str, float], embedded: dict[str, int]
 ) -> dict[str, PaperOutcome]:
-    """The outcomes of the batch's papers that neither failed nor were interrupted."""
+    """The outcomes of papers that neither failed nor were interrupted."""
     return {
         paper_id: _outcome(
             settings,
@@ -464,8 +494,7 @@ def _finished(
             round(seconds[paper_id], 3),
             embedded[paper_id],
         )
-        for paper_id in batch
-        if paper_id not in done
+        for paper_id in paper_ids
     }
 
 

@@ -12,7 +12,6 @@ from litpipe.defs.resources import (
     ChunkingResource,
     EmbedderResource,
 )
-from litpipe.defs.staleness import CONTENT
 from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
 from litpipe.ingest import chunking, pdf, tables
 from litpipe.ingest.ids import file_sha256
@@ -42,16 +41,10 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             source = papers_catalog.source(paper_id)
             if source.kind == "pdf":
                 source = _check_file_unchanged(source)
-            content = source.content_sha256[:16]
             return PaperBuild(
                 source,
-                {
-                    "file": source.path,
-                    "collection": source.collection,
-                    "kind": source.kind,
-                    CONTENT: content,
-                },
-                dg.DataVersion(content),
+                {"file": source.path, "collection": source.collection, "kind": source.kind},
+                dg.DataVersion(source.content_sha256[:16]),
             )
 
         return build_papers(context, artifacts.store(), build)

@@ -100,7 +100,8 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         # A paper whose own assets failed costs the others nothing: it is named, with why.
         analysis.left_out = [
             LeftOutPaper(
-                paper_id=paper, reason=why_not_built(context.instance, paper, "paper_answers")
+                paper_id=paper,
+                reason=why_not_built(context.instance, artifacts.store(), paper, "paper_answers"),
             )
             for paper in members
             if paper not in answers
