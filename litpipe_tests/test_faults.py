@@ -28,6 +28,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import table_name
 from litpipe.runtime import backfill as backfilling
 from litpipe.runtime.evaluations import eval_command
+from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
@@ -129,7 +130,7 @@ def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_litpipe_run_after_the_paper_being_built(
+def test_ctrl_c_stops_litpipe_run_after_the_batch_being_built(
     tmp_path: Path, tiny_model: Path
 ) -> None:
     rows = DEMO_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -138,7 +139,8 @@ def test_ctrl_c_stops_litpipe_run_after_the_paper_being_built(
     command = "import sys; from litpipe.cli import main; sys.exit(main())"
     litpipe_run = subprocess.Popen(
         [sys.executable, "-c", command, "run", str(table), "--embedder", str(tiny_model)],
-        env=litpipe_env(tmp_path / "home"),
+        # Six batches of five papers: the first batch's papers are printed once it is built.
+        env={**litpipe_env(tmp_path / "home"), "LITPIPE_OPERATIONS__BATCH_SIZE": "5"},
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -146,7 +148,7 @@ def test_ctrl_c_stops_litpipe_run_after_the_paper_being_built(
     printed = []
     for line in litpipe_run.stderr:
         printed.append(line)
-        if line.startswith("[1/"):  # the first paper is built
+        if line.startswith("[1/"):  # the first batch is built
             litpipe_run.send_signal(signal.SIGINT)
             break
     printed.append(litpipe_run.communicate(timeout=60)[1])
@@ -314,10 +316,12 @@ def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is
         ("not_started", paper_ids[2:]),
     ]
     assert report.failed_papers == [] and report.papers_up_to_date == 0
-    # Nothing started after the interrupted step: one model call, runs of the first paper only.
+    # Nothing started after the interrupted step: one model call, runs of the first batch only.
     assert model_calls == 1
     runs = open_instance(settings).get_runs()
-    assert {run.tags.get("dagster/partition") for run in runs} == {paper_ids[0]}
+    assert {(run.tags.get(RANGE_START_TAG), run.tags.get(RANGE_END_TAG)) for run in runs} == {
+        (paper_ids[0], paper_ids[1])
+    }
 
 
 @pytest.mark.slow
