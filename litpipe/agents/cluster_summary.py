@@ -85,9 +85,8 @@ def _merged_neighbours(terms: list[set[str]], size: int, target: int) -> list[li
     vocabulary: dict[str, int] = {}
     columns = [vocabulary.setdefault(term, len(vocabulary)) for held in terms for term in held]
     rows = np.repeat(np.arange(len(terms)), [len(held) for held in terms])
-    weights = np.concatenate(
-        [np.full(len(held), 1 / math.sqrt(len(held))) for held in terms if held] or [[]]
-    )
+    # Each row's terms weigh 1 / sqrt(its terms): row dot products are the cosine overlaps.
+    weights = np.repeat([1 / math.sqrt(len(held) or 1) for held in terms], [len(h) for h in terms])
     matrix = csr_array((weights, (rows, columns)), shape=(len(terms), max(len(vocabulary), 1)))
     alike = nearest_neighbours(matrix, np.arange(len(terms)), size)
     group_of = list(range(len(terms)))

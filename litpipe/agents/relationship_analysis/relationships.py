@@ -548,11 +548,11 @@ def neighbour_pairs(
     relatable = _relatable(insights)
     if len(relatable) < 2:
         return []
-    vectors = np.asarray(
+    encoded = np.asarray(
         encoder.encode([strip_markers(insight.text) for insight in relatable]), dtype=np.float32
     )
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms > 0, norms, 1)
+    norms = np.linalg.norm(encoded, axis=1, keepdims=True)
+    vectors = (encoded / np.where(norms > 0, norms, 1)).astype(np.float32)
     paper_code = {
         paper: code for code, paper in enumerate(dict.fromkeys(map(_paper_of, relatable)))
     }
