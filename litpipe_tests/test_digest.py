@@ -391,13 +391,17 @@ def test_a_day_of_hundreds_of_papers_lists_pages_of_them_each_paper_on_one(
     tmp_path: Path,
 ) -> None:
     """250 new papers: the page and the Markdown hold no wall of papers but link to three pages
-    (and files) of at most PAPERS_PER_PAGE, which hold every paper once, each page whole."""
+    (and files) of at most PAPERS_PER_PAGE, which hold every paper once, each page whole; 150
+    relationships of a collection are on two pages of their own."""
     digest = hand_made_digest(tmp_path)
     many = [
         digest.papers[0].model_copy(update={"paper_id": f"n{k:03d}", "title": f"Paper {k}"})
         for k in range(250)
     ]
-    digest = digest.model_copy(update={"papers": many})
+    (section,) = digest.collections
+    (relationship,) = section.relationships
+    related = section.model_copy(update={"relationships": [relationship] * 150})
+    digest = digest.model_copy(update={"papers": many, "collections": [related]})
 
     files = write_digest(tmp_path / "digests", digest)
     main = files["2026-01-04.html"].read_text("utf-8")
@@ -416,3 +420,12 @@ def test_a_day_of_hundreds_of_papers_lists_pages_of_them_each_paper_on_one(
         on_pages += found
     assert on_pages == [paper.paper_id for paper in many]
     assert "2026-01-04-papers-004.html" not in files
+    assert main.count("<tr>") == 0
+    rows = 0
+    for number in (1, 2):
+        name = f"2026-01-04-{COLLECTION}-relationships-{number:03d}.html"
+        assert f'href="{name}"' in main
+        page = files[name].read_text("utf-8")
+        assert_well_formed(page)
+        rows += page.count("<tr>") - 1
+    assert rows == 150

@@ -30,6 +30,7 @@ from litpipe.report.page import (
     PAPERS_PER_PAGE,
     CitationLinks,
     figures_html,
+    item_pages,
     page_file,
     paper_pages,
     reference_lines,
@@ -309,14 +310,16 @@ def digest_pages(digest: Digest) -> dict[str, str]:
         titles = {paper.paper_id: paper.title for paper in digest.papers}
         new_papers, pages = paper_pages(list(papers), titles, digest.day, articles)
         sections = [("new", "New papers", new_papers)]
-        sections += [
-            (
-                f"relations-{index}",
-                f"How they relate to the rest of {collection.collection}",
-                _relationships_html(collection, digest, links),
+        for index, collection in enumerate(digest.collections, start=1):
+            related, relationship_pages = _relationships_html(collection, digest, links)
+            sections.append(
+                (
+                    f"relations-{index}",
+                    f"How they relate to the rest of {collection.collection}",
+                    related,
+                )
             )
-            for index, collection in enumerate(digest.collections, start=1)
-        ]
+            pages.update(relationship_pages)
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
@@ -348,30 +351,70 @@ def _paper_article(paper: DigestPaper, links: CitationLinks) -> str:
     )
 
 
-def _relationships_html(collection: DigestCollection, digest: Digest, links: CitationLinks) -> str:
+def _relationships_html(
+    collection: DigestCollection, digest: Digest, links: CitationLinks
+) -> tuple[str, dict[str, str]]:
+    """A collection's section: its counts, pictures and relationships table, or, past
+    PAPERS_PER_PAGE relationships, the list of the pages holding them (by file name)."""
     if not collection.relationships:
-        return f"<p>{html.escape(_no_relationship(collection, digest))}</p>"
+        return f"<p>{html.escape(_no_relationship(collection, digest))}</p>", {}
     insights = _insights_by_id(digest, collection)
     new = _new_ids(digest)
+    relationships = collection.relationships
+    title = f"Nightly digest: {digest.day}"
 
-    def described(insight_id: str) -> str:
+    def named(insight_id: str) -> str:
         insight = insights.get(insight_id)
-        if insight is None:
-            return html.escape(insight_id)
-        tag = '<span class="new">new</span> ' if insight_id in new else ""
-        title = digest.titles.get(insight.paper_id, insight.paper_id)
-        return (
-            f"{tag}<strong>{html.escape(title)}</strong><br>"
-            f"{links.inline(insight.text, insight.citations)}"
+        return digest.titles.get(insight.paper_id, insight.paper_id) if insight else insight_id
+
+    def table(start: int, stop: int, span: str) -> str:
+        own_links = links if not span else CitationLinks(links.pool, digest.titles)
+
+        def described(insight_id: str) -> str:
+            insight = insights.get(insight_id)
+            if insight is None:
+                return html.escape(insight_id)
+            tag = '<span class="new">new</span> ' if insight_id in new else ""
+            return (
+                f"{tag}<strong>{html.escape(named(insight_id))}</strong><br>"
+                f"{own_links.inline(insight.text, insight.citations)}"
+            )
+
+        rows = "".join(_row(relation, described) for relation in relationships[start:stop])
+        listed = (
+            '<table class="relationship-table"><thead><tr><th>From</th><th>To</th><th>Type</th>'
+            f"<th>Explanation</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+        if not span:
+            return listed
+        back = f'<a href="{digest.day}.html">{html.escape(title)}</a>'
+        return standalone_page(
+            f"{title}: {collection.collection}, {span}",
+            f"How the new papers relate to the rest of {html.escape(collection.collection)}, "
+            f"{html.escape(span)}, of {back}",
+            [
+                ("items", f"Relationships: {span}", listed),
+                ("passages", "Passages", own_links.passages()),
+            ],
+            PAGE_CSS + _DIGEST_CSS,
         )
 
-    rows = "".join(_row(relation, described) for relation in collection.relationships)
-    return (
-        f"<p>{html.escape(_counts(collection, digest))}</p>"
-        f"{figures_html(collection_figures(digest, collection))}"
-        '<table class="relationship-table"><thead><tr><th>From</th><th>To</th><th>Type</th>'
-        f"<th>Explanation</th></tr></thead><tbody>{rows}</tbody></table>"
+    def label(index: int) -> str:
+        relation = relationships[index]
+        return f"{named(relation.source)} {relation.type} {named(relation.target)}"
+
+    listing, pages = item_pages(
+        len(relationships),
+        "relationships",
+        f"{digest.day}-{collection.collection}",
+        label,
+        table,
     )
+    section = (
+        f"<p>{html.escape(_counts(collection, digest))}</p>"
+        f"{figures_html(collection_figures(digest, collection))}{listing}"
+    )
+    return section, pages
 
 
 def _row(relation: Relationship, described: Callable[[str], str]) -> str:
