@@ -10,7 +10,7 @@ program follows it to the exact chunk and its offsets. A bracket may hold severa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from litpipe.llm.prompts import fence
 from litpipe.schemas import Citation, RetrievedChunk
@@ -40,13 +40,30 @@ def resolve(paper_id: str, page: int, evidence: Iterable[RetrievedChunk]) -> Cit
 def citations(text: str, evidence: list[RetrievedChunk]) -> tuple[list[Citation], list[str]]:
     """The distinct citations of `text` that resolve against `evidence`, in order of first use,
     and the markers that do not (a model citing a page it was not given)."""
+    return cited_in(text, passages_by_paper(evidence))
+
+
+def passages_by_paper(evidence: Iterable[RetrievedChunk]) -> dict[str, list[RetrievedChunk]]:
+    """The evidence grouped by paper, each paper's passages in their order."""
+    grouped: dict[str, list[RetrievedChunk]] = {}
+    for chunk in evidence:
+        grouped.setdefault(chunk.paper_id, []).append(chunk)
+    return grouped
+
+
+def cited_in(
+    text: str, by_paper: Mapping[str, list[RetrievedChunk]]
+) -> tuple[list[Citation], list[str]]:
+    """`citations` against evidence grouped by `passages_by_paper`: grouped once, it checks many
+    texts (a summary of each of thousands of papers, a synthesis citing them all) each in time
+    proportional to its markers, not to them times the whole evidence."""
     resolved: dict[str, Citation] = {}
     unresolved: list[str] = []
     for paper_id, page in markers_in(text):
         written = marker(paper_id, page)
         if written in resolved or written in unresolved:
             continue
-        citation = resolve(paper_id, page, evidence)
+        citation = resolve(paper_id, page, by_paper.get(paper_id, []))
         if citation is None:
             unresolved.append(written)
         else:

@@ -269,6 +269,13 @@ class SynthesisSettings(SettingsGroup):
     follow_up_questions: int = Field(
         default=2, ge=1, le=5, description="Follow-up questions asked of each thin paper."
     )
+    relationship_neighbours: int = Field(
+        default=10,
+        ge=1,
+        description="Relationship candidates per insight: the insights of other papers nearest "
+        "to it by embedding; the analysis weighs only these pairs, so its work grows with the "
+        "number of insights, not with its square.",
+    )
     context_tokens: int = Field(
         default=12_000,
         ge=1_000,

@@ -18,7 +18,7 @@ from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
-from litpipe.report.page import chunk_anchor
+from litpipe.report.page import PAPERS_PER_PAGE, chunk_anchor
 from litpipe.runtime.runner import (
     collection_asset_keys,
     open_instance,
@@ -385,3 +385,47 @@ def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_dig
     (relation,) = bio.relationships
     assert (relation.source, relation.target) == (f"{NEW}/n1", f"{OLD}/e1")
     assert [i.insight_id for i in bio.insights] == [f"{OLD}/e1"]
+
+
+def test_a_day_of_hundreds_of_papers_lists_pages_of_them_each_paper_on_one(
+    tmp_path: Path,
+) -> None:
+    """250 new papers: the page and the Markdown hold no wall of papers but link to three pages
+    (and files) of at most PAPERS_PER_PAGE, which hold every paper once, each page whole; 150
+    relationships of a collection are on two pages of their own."""
+    digest = hand_made_digest(tmp_path)
+    many = [
+        digest.papers[0].model_copy(update={"paper_id": f"n{k:03d}", "title": f"Paper {k}"})
+        for k in range(250)
+    ]
+    (section,) = digest.collections
+    (relationship,) = section.relationships
+    related = section.model_copy(update={"relationships": [relationship] * 150})
+    digest = digest.model_copy(update={"papers": many, "collections": [related]})
+
+    files = write_digest(tmp_path / "digests", digest)
+    main = files["2026-01-04.html"].read_text("utf-8")
+    markdown = files["2026-01-04.md"].read_text("utf-8")
+    assert "<article" not in main and "### Paper" not in markdown
+    on_pages: list[str] = []
+    for number in (1, 2, 3):
+        html_name = f"2026-01-04-papers-{number:03d}.html"
+        markdown_name = f"2026-01-04-papers-{number:03d}.md"
+        assert f'href="{html_name}"' in main and f"]({markdown_name})" in markdown
+        page = files[html_name].read_text("utf-8")
+        assert_well_formed(page)
+        found = re.findall(r'<article id="paper-(n\d+)"', page)
+        assert 0 < len(found) <= PAPERS_PER_PAGE
+        assert re.findall(r"`(n\d+)`", files[markdown_name].read_text("utf-8")) == found
+        on_pages += found
+    assert on_pages == [paper.paper_id for paper in many]
+    assert "2026-01-04-papers-004.html" not in files
+    assert main.count("<tr>") == 0
+    rows = 0
+    for number in (1, 2):
+        name = f"2026-01-04-{COLLECTION}-relationships-{number:03d}.html"
+        assert f'href="{name}"' in main
+        page = files[name].read_text("utf-8")
+        assert_well_formed(page)
+        rows += page.count("<tr>") - 1
+    assert rows == 150

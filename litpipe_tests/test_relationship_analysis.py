@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from litpipe.agents.relationship_analysis import relationships as relationships_module
 from litpipe.agents.relationship_analysis.relationships import (
     offline_relationships,
     papers_named,
@@ -19,6 +22,7 @@ from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship
 from litpipe.settings import Settings
 from litpipe.text import sentences
+from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 
@@ -204,3 +208,43 @@ def test_words_every_paper_uses_relate_nothing_and_repeated_insights_relate_once
     assert relationships[0].explanation.startswith("Both concern ")
     shown = relationships[0].explanation.split(";")[0]
     assert "variational" in shown.lower() and "networks" not in shown and "method" not in shown
+
+
+def test_relationship_candidates_grow_with_the_insights_not_their_square(
+    tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At N papers the offline analysis weighs about N x `relationship_neighbours` pairs of
+    insights, one encode call for all of them: twice the papers, twice the pairs (every pair
+    would be four times as many), never two insights of one paper."""
+    settings = Settings(home=tmp_path, synthesis={"relationship_neighbours": 4})
+    vocabulary = [f"topic{index}" for index in range(60)]
+    weighed: list[tuple[frozenset[str], frozenset[str]]] = []
+    similarity = relationships_module._TermWeights.similarity
+
+    def counted(self: Any, first: frozenset[str], second: frozenset[str]) -> float:
+        weighed.append((first, second))
+        return similarity(self, first, second)
+
+    monkeypatch.setattr(relationships_module._TermWeights, "similarity", counted)
+    pairs_at = {}
+    for papers in (40, 80):
+        insights = [
+            insight(
+                f"i{paper * 3 + k:03d}",
+                f"p{paper}",
+                " ".join(vocabulary[(paper * 7 + k * 11 + j * 13) % 60] for j in range(5)),
+            )
+            for paper in range(papers)
+            for k in range(3)
+        ]
+        titles = {f"p{paper}": f"Paper {paper}" for paper in range(papers)}
+        weighed.clear()
+        calls = len(fake_embedder.encode_calls)
+        draft = relate("col", insights, titles, settings, PromptLibrary(None), None, fake_embedder)
+        assert len(fake_embedder.encode_calls) == calls + 1
+        pairs_at[papers] = len(weighed)
+        assert len(weighed) <= len(insights) * 4
+        paper_of = {one.insight_id: one.paper_id for one in insights}
+        assert draft.relationships
+        assert all(paper_of[r.source] != paper_of[r.target] for r in draft.relationships)
+    assert pairs_at[80] <= 2.2 * pairs_at[40]

@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.relationship_analysis.relationships import offline_relationships
+from litpipe.agents.relationship_analysis.relationships import (
+    neighbour_pairs,
+    offline_relationships,
+)
 from litpipe.schemas import Insight, Relationship
 from litpipe.text import sentences
+from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_relationship_analysis import insight
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
@@ -152,3 +156,23 @@ def test_the_demo_abstracts_related_sentence_by_sentence_hold_no_false_contradic
     for contradiction in contradictions:
         assert f'"{text[contradiction.source]}"' in contradiction.explanation
         assert f'"{text[contradiction.target]}"' in contradiction.explanation
+
+
+def test_nearest_neighbour_candidates_find_the_demo_relationships_between_neighbours(
+    fake_embedder: FakeEmbedder,
+) -> None:
+    """Every sentence of the demo abstracts as an insight: weighing only each insight's 10
+    nearest neighbours finds, word for word, every relationship that weighing all pairs finds
+    between two neighbours, and most of them are neighbours."""
+    insights = demo_insights()
+    titles = {paper: row["title"] for paper, row in demo_papers().items()}
+    candidates = neighbour_pairs(insights, fake_embedder, 10)
+    assert len(candidates) <= 10 * len(insights) < len(insights) * (len(insights) - 1) / 2
+
+    every_pair = offline_relationships(insights, titles)
+    nearest = offline_relationships(insights, titles, candidates)
+
+    neighbours = {frozenset(pair) for pair in candidates}
+    between_neighbours = [r for r in every_pair if {r.source, r.target} in neighbours]
+    assert len(between_neighbours) >= 20
+    assert all(r in nearest for r in between_neighbours)

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from litpipe.agents.plain_summary import write_plain_summary
+from litpipe.llm.prompts import PromptLibrary
 from litpipe.report.collection import collection_html, synthesis_markdown, write_collection_outputs
 from litpipe.report.graphs import FIGURES, analysis_figures
-from litpipe.report.page import chunk_anchor
+from litpipe.report.page import PAPERS_PER_PAGE, chunk_anchor
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -28,8 +30,11 @@ from litpipe.schemas import (
     RetrievedChunk,
     Synthesis,
 )
+from litpipe.settings import Settings
 from litpipe.text import markdown_blocks
+from litpipe.workflows.synthesis import write_synthesis
 from litpipe_tests.passages import retrieved_chunk
+from litpipe_tests.test_synthesis import small_collection
 
 REPAIR = "10.1093_nar_gkae252"
 FEARNET = "SJ1Xmf-Rb"
@@ -550,3 +555,47 @@ def test_a_collection_without_comparative_questions_or_relationships_still_rende
     assert "No relationship found." in page.find("section", id="relationships")[0].text
     ids = {element.attrs["id"] for element in page.elements if "id" in element.attrs}
     assert {link.attrs["href"][1:] for link in page.find("a")} <= ids
+
+
+def test_a_collection_of_hundreds_of_papers_links_to_pages_of_papers_each_reachable(
+    tmp_path: Path,
+) -> None:
+    """Past PAPERS_PER_PAGE papers (or relationships) the page holds no wall of them: it lists
+    pages of at most that many, each linked; every paper's questions and answers and every
+    relationship are on one of them, every link of every page leads to an element of its page
+    or to another written page."""
+    analysis, answers = small_collection(250)
+    titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
+    settings, prompts = Settings(home=tmp_path), PromptLibrary(None)
+    synthesis = write_synthesis(analysis, answers, None, titles, settings, prompts, None)
+    plain = write_plain_summary(analysis, synthesis, titles, settings, prompts, None)
+    paths = write_collection_outputs(
+        tmp_path / "out", synthesis, plain, analysis, answers, None, titles, {}
+    )
+
+    main = parsed(paths["synthesis.html"].read_text(encoding="utf-8"))
+    assert not main.find("article")
+    assert len(main.find("tr")) < 10  # the type table's
+    listed = {
+        section: [link.attrs["href"] for link in main.find("a") if section in link.inside]
+        for section in ("papers", "relationships")
+    }
+    assert listed == {
+        kind: [f"synthesis-{kind}-{n:03d}.html" for n in (1, 2, 3)]
+        for kind in ("papers", "relationships")
+    }
+    reached: list[str] = []
+    rows = 0
+    for name in [*listed["papers"], *listed["relationships"]]:
+        page = parsed(paths[name].read_text(encoding="utf-8"))
+        assert len(page.find("article")) + len(page.find("tbody")) > 0
+        assert len(page.find("article")) <= PAPERS_PER_PAGE
+        assert len(page.find("tr")) <= PAPERS_PER_PAGE + 1
+        reached += [code.text for code in page.find("code") if "items" in code.inside]
+        rows += len(page.find("tr")) - len(page.find("thead"))
+        ids = {element.attrs["id"] for element in page.elements if "id" in element.attrs}
+        for link in page.find("a"):
+            href = link.attrs["href"]
+            assert href[1:] in ids if href.startswith("#") else href in paths
+    assert reached == analysis.papers
+    assert rows == len(analysis.relationships) == 249

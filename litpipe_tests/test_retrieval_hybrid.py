@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from litpipe.retrieval.hybrid import HybridRetriever, bm25_text
+from litpipe.retrieval.bm25 import BM25Index
+from litpipe.retrieval.hybrid import HybridRetriever, bm25_text, diversify_fused, fuse
+from litpipe.retrieval.mmr import DEFAULT_MMR_LAMBDA
 from litpipe.retrieval.store import ChunkStore
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_store import paper, store_chunks_twice
@@ -156,3 +158,73 @@ def test_a_table_written_before_titles_gets_them_when_papers_are_written_again(
     assert result.embedded == 0
     rows = store.collection_rows(fake_embedder.embedder_id, "bio", ["chunk_id", "title"])
     assert rows.to_pylist() == [{"chunk_id": "t1:0000", "title": titled.title}]
+
+
+def test_search_reads_only_its_candidates_rows_and_ranks_as_an_in_memory_search(
+    tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory stays bounded: a retriever whose BM25 index is saved reads no chunk's text or
+    vector to start, and a search reads those of its candidates only; its results are those of
+    BM25 and exact cosine over every chunk held in memory, fused and diversified alike."""
+    words = [
+        "aspirin",
+        "platelet",
+        "arthritis",
+        "tocilizumab",
+        "protein",
+        "sequence",
+        "cohort",
+        "dose",
+        "yeast",
+        "gene",
+    ]
+    texts = {
+        f"q{number}": [
+            f"{words[number % 10]} {words[(number * 3 + index) % 10]} study {number} part {index}"
+            for index in range(3)
+        ]
+        for number in range(20)
+    }
+    store = ChunkStore(tmp_path / "lancedb")
+    store.embed_papers(
+        [paper(p, chunk_texts, "bio") for p, chunk_texts in texts.items()], fake_embedder
+    )
+    HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")  # builds and saves BM25
+
+    reads: list[tuple[list[str], int]] = []
+    collection_rows = ChunkStore.collection_rows
+
+    def recorded(self: ChunkStore, *args: object, **kwargs: object) -> object:
+        rows = collection_rows(self, *args, **kwargs)  # type: ignore[arg-type]
+        reads.append((rows.column_names, rows.num_rows))
+        return rows
+
+    monkeypatch.setattr(ChunkStore, "collection_rows", recorded)
+    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    assert not retriever.bm25.built and len(retriever) == 60
+    assert all("text" not in columns and "vector" not in columns for columns, _ in reads)
+
+    chunks = [chunk for p, chunk_texts in texts.items() for chunk in paper(p, chunk_texts).chunks]
+    chunk_ids = [chunk.chunk_id for chunk in chunks]
+    vectors = fake_embedder.encode([chunk.text for chunk in chunks])
+    by_id = dict(zip(chunk_ids, vectors, strict=True))
+    in_memory_bm25 = BM25Index(chunk_ids, [bm25_text("", chunk.text) for chunk in chunks])
+    for query in ["aspirin platelet study", "yeast gene part 2", "cohort dose"]:
+        reads.clear()
+        found = retriever.search(query, limit=5, candidates=8)
+        assert all(rows <= 8 for columns, rows in reads if "vector" in columns or "text" in columns)
+        query_vector = fake_embedder.encode([query])[0]
+        cosine = vectors @ query_vector
+        dense = [(chunk_ids[i], float(cosine[i])) for i in np.argsort(-cosine, kind="stable")[:8]]
+        fused = fuse(in_memory_bm25.search(query, 8), dense, 8)
+        expected = diversify_fused(
+            query_vector,
+            fused,
+            lambda ids: np.stack([by_id[i] for i in ids]),
+            DEFAULT_MMR_LAMBDA,
+            5,
+        )
+        assert [chunk.chunk_id for chunk in found] == expected
+        assert [chunk.text for chunk in found] == [
+            chunks[chunk_ids.index(i)].text for i in expected
+        ]

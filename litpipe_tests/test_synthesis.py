@@ -17,6 +17,7 @@ from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
 from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
 from litpipe.agents.plain_summary import write_plain_summary
+from litpipe.agents.relationship_analysis.relationships import type_distribution
 from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
     RELATION_VERBS,
@@ -40,7 +41,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
-from litpipe.text import marker, markers_in, sentences, strip_markers
+from litpipe.text import estimate_tokens, marker, markers_in, sentences, strip_markers
 from litpipe.workflows.synthesis import synthesis_version, write_synthesis
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
@@ -663,3 +664,117 @@ def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_p
         "Pair 24.",
         "- … and 1 more pairs of papers (parallel).",
     ]
+
+
+def small_collection(size: int) -> tuple[RelationshipAnalysis, dict[str, PaperAnswers]]:
+    """`size` papers of one cited answer and insight each, consecutive papers related, and a
+    narrative naming every paper (as the offline analysis writes one)."""
+    topics = ["yeast fitness", "variant effects", "protein language", "genome editing"]
+    answers, insights, relationships = {}, [], []
+    for index in range(size):
+        paper = f"p{index:04d}"
+        text = (
+            f"Paper {index} measures {topics[index % 4]} in assay {index % 37} of cohort {index}."
+        )
+        passage = chunk(paper, 0, 1, "Results", text)
+        question = Question(
+            question_id=f"{paper}:q00", paper_id=paper, style="broad", text="What is found?"
+        )
+        cited = f"{text[:-1]} {marker(paper, 1)}."
+        found, _ = citations.citations(cited, [passage])
+        answers[paper] = PaperAnswers(
+            paper_id=paper,
+            collection="many",
+            mode="single",
+            engine="offline",
+            answers=[
+                Answer(
+                    question=question, text=cited, citations=found, evidence=[passage], engine="x"
+                )
+            ],
+        )
+        insights.append(
+            Insight(
+                insight_id=f"i{index}",
+                paper_id=paper,
+                papers=[paper],
+                question_ids=[question.question_id],
+                text=cited,
+                citations=found,
+            )
+        )
+        if index:
+            relationships.append(
+                Relationship(
+                    source=f"i{index}",
+                    target=f"i{index - 1}",
+                    type="complementary",
+                    explanation=f"Both concern {topics[index % 4]}.",
+                )
+            )
+    named = ", ".join(f'"Paper {i}" {marker(f"p{i:04d}", 1)}' for i in range(size))
+    analysis = RelationshipAnalysis(
+        collection="many",
+        engine="offline",
+        papers=list(answers),
+        theme="Assays of variant effects.",
+        narrative=f"Assays of variant effects. The collection also includes {named}.",
+        insights=insights,
+        relationships=relationships,
+        type_distribution=type_distribution(relationships),
+    )
+    return analysis, answers
+
+
+class CountingClient:
+    """A scripted model: each summary cites the first paper its prompt names, the synthesis one
+    marker; records every prompt's estimated tokens."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens: list[int] = []
+
+    def _reply(self, messages: list[dict[str, str]], schema: type[Any]) -> Any:
+        prompt = "\n".join(message["content"] for message in messages)
+        self.prompt_tokens.append(estimate_tokens(prompt))
+        paper, page = markers_in(prompt)[0]
+        if schema is WrittenReply:
+            return WrittenReply(title="Many assays", text=f"Assays agree {marker(paper, page)}.")
+        return schema(summary=f"The group's first paper measures assays {marker(paper, page)}.")
+
+    def complete_sync(self, route: Any, messages: list[dict[str, str]], schema: type[Any]) -> Any:
+        return self._reply(messages, schema)
+
+    def complete_many_sync(
+        self, route: Any, list_of_messages: list[list[dict[str, str]]], schema: type[Any]
+    ) -> list[Any]:
+        return [self._reply(messages, schema) for messages in list_of_messages]
+
+
+@pytest.mark.slow
+def test_a_synthesis_of_two_thousand_papers_keeps_every_prompt_within_the_context_budget(
+    tmp_path: Path,
+) -> None:
+    """At 2,000 small papers the writer goes hierarchical; every prompt a model gets (each
+    paper's summary, each cluster's, the synthesis) stays within 1.5 times
+    `synthesis.context_tokens` (part 2 within it, the paper list, narrative, insights and
+    relationship map within half as much again) plus the prompt's own words, and the offline
+    engine writes the same collection, every paper cited, in seconds."""
+    analysis, answers = small_collection(2000)
+    titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
+    budget = 4000
+    model = Settings(
+        home=tmp_path,
+        llm={"model": "gpt-4o-mini", "api_base": "http://localhost:9"},
+        synthesis={"context_tokens": budget},
+    )
+    client = CountingClient()
+    written = write_synthesis(analysis, answers, None, titles, model, PromptLibrary(None), client)
+    assert written.pattern == "hierarchical"
+    assert len(client.prompt_tokens) > 2000  # a summary per paper, then the tree's
+    assert max(client.prompt_tokens) <= 1.5 * budget + 1000
+
+    offline = Settings(home=tmp_path, synthesis={"context_tokens": budget})
+    started = time.perf_counter()
+    synthesis = write_synthesis(analysis, answers, None, titles, offline, PromptLibrary(None), None)
+    assert time.perf_counter() - started < 60
+    assert {citation.paper_id for citation in synthesis.citations} == set(analysis.papers)

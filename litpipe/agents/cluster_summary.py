@@ -2,8 +2,10 @@
 summary of a cluster of papers from its members' summaries, and the clustering that forms it.
 
 Members (paper summaries, or cluster summaries one level down) are clustered agglomeratively
-with average linkage over the cosine overlap of their BM25 term sets: no embedding model is
-needed, and the same members always form the same clusters.
+with average linkage over the cosine overlap of their BM25 term sets; beyond EXACT_MEMBERS
+members, by merging each member with its nearest neighbours by that overlap, so that thousands
+of papers cluster in a second. No embedding model is needed, and the same members always form
+the same clusters.
 
 The offline engine keeps, for every paper the cluster holds, the first member sentence citing it
 (so each paper stays cited at every level), then adds the member sentences MMR picks, each
@@ -14,16 +16,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from pydantic import BaseModel, Field
+from scipy.sparse import csr_array
 
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
 from litpipe.llm.prompts import fence
+from litpipe.retrieval.neighbours import nearest_neighbours
 from litpipe.retrieval.text import tokenize
 from litpipe.text import markers_in, overlap, sentences
 
 # Members per cluster at most: a branching factor that keeps each call's input small.
 CLUSTER_SIZE = 4
+# Up to this many members, clusters are formed by exact average linkage (comparing every pair
+# of groups at each merge); beyond it, from each member's nearest neighbours.
+EXACT_MEMBERS = 64
 
 
 class Member(BaseModel):
@@ -35,12 +43,22 @@ class Member(BaseModel):
 
 
 def cluster(members: list[Member], size: int = CLUSTER_SIZE) -> list[list[int]]:
-    """Groups of member indexes: the most alike clusters merged first, none above `size`,
-    until there are ceil(n / size) or no two fit together; each group and the list in order."""
+    """Groups of member indexes, none above `size`, about ceil(n / size) of them, each group and
+    the list in order: the most alike merged first (`_agglomerated` up to EXACT_MEMBERS
+    members, `_merged_neighbours` beyond, where comparing every pair of groups at every merge
+    would take hours)."""
     terms = [set(tokenize(member.summary)) for member in members]
-    similarity = [[overlap(first, second) for second in terms] for first in terms]
-    groups = [[index] for index in range(len(members))]
     target = max(1, math.ceil(len(members) / size))
+    if len(members) <= EXACT_MEMBERS:
+        return _agglomerated(terms, size, target)
+    return _merged_neighbours(terms, size, target)
+
+
+def _agglomerated(terms: list[set[str]], size: int, target: int) -> list[list[int]]:
+    """Average linkage over the cosine overlap of the term sets, until `target` groups or no
+    two fit together."""
+    similarity = [[overlap(first, second) for second in terms] for first in terms]
+    groups = [[index] for index in range(len(terms))]
 
     def linkage(first: list[int], second: list[int]) -> float:
         return sum(similarity[a][b] for a in first for b in second) / (len(first) * len(second))
@@ -58,6 +76,38 @@ def cluster(members: list[Member], size: int = CLUSTER_SIZE) -> list[list[int]]:
         groups[i] = sorted(groups[i] + groups[j])
         del groups[j]
     return sorted(groups)
+
+
+def _merged_neighbours(terms: list[set[str]], size: int, target: int) -> list[list[int]]:
+    """Each member's `size` nearest members by cosine overlap of the term sets (sparse matrix
+    products in blocks), those pairs merged most alike first while the groups fit; then groups
+    still small merged with the next in order, so that every level shrinks about `size` times."""
+    vocabulary: dict[str, int] = {}
+    columns = [vocabulary.setdefault(term, len(vocabulary)) for held in terms for term in held]
+    rows = np.repeat(np.arange(len(terms)), [len(held) for held in terms])
+    # Each row's terms weigh 1 / sqrt(its terms): row dot products are the cosine overlaps.
+    weights = np.repeat([1 / math.sqrt(len(held) or 1) for held in terms], [len(h) for h in terms])
+    matrix = csr_array((weights, (rows, columns)), shape=(len(terms), max(len(vocabulary), 1)))
+    alike = nearest_neighbours(matrix, np.arange(len(terms)), size)
+    group_of = list(range(len(terms)))
+    groups: dict[int, list[int]] = {index: [index] for index in range(len(terms))}
+    for similarity, first, second in sorted(alike, key=lambda t: (-t[0], min(t[1:]), max(t[1:]))):
+        if len(groups) <= target or similarity <= 0:
+            break
+        a, b = sorted((group_of[first], group_of[second]))
+        if a != b and len(groups[a]) + len(groups[b]) <= size:
+            for member in groups[b]:
+                group_of[member] = a
+            groups[a] = sorted(groups[a] + groups.pop(b))
+    merged: list[list[int]] = []
+    surplus = len(groups) - target
+    for group in sorted(groups.values()):
+        if surplus > 0 and merged and len(merged[-1]) + len(group) <= size:
+            merged[-1] = sorted(merged[-1] + group)
+            surplus -= 1
+        else:
+            merged.append(group)
+    return sorted(merged)
 
 
 class ClusterSummaryInput(BaseModel):
@@ -81,13 +131,13 @@ def _member_sentences(member: Member) -> list[str]:
 def offline_cluster_summary(inputs: ClusterSummaryInput) -> SummaryReply:
     """Per paper, the first sentence citing it; then MMR picks one more per member."""
     candidates = [sentence for member in inputs.members for sentence in _member_sentences(member)]
-    covering: list[str] = []
-    for paper in inputs.papers:
-        citing = (s for s in candidates if paper in {p for p, _ in markers_in(s)})
-        first = next(citing, None)
-        if first is not None and first not in covering:
-            covering.append(first)
-    rest = [sentence for sentence in candidates if sentence not in covering]
+    first_citing: dict[str, str] = {}
+    for sentence in candidates:
+        for paper, _ in markers_in(sentence):
+            first_citing.setdefault(paper, sentence)
+    covering = list(dict.fromkeys(first_citing[p] for p in inputs.papers if p in first_citing))
+    kept = set(covering)
+    rest = [sentence for sentence in candidates if sentence not in kept]
     added = mmr_sentences(
         rest, about=[inputs.theme, *covering], chosen=covering, count=len(inputs.members)
     )

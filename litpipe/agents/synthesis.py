@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import Literal, NamedTuple
@@ -66,7 +67,7 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
-from litpipe.text import overlap, sentences, without_markers
+from litpipe.text import estimate_tokens, overlap, sentences, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +117,13 @@ class SynthesisInput(BaseModel):
         default_factory=list, description="`hierarchical`: the top clusters' summaries."
     )
     comparative: list[Answer] = Field(default_factory=list)
+    context_tokens: int = Field(
+        description="`synthesis.context_tokens`: what the prompt's parts that grow with the "
+        "collection (paper list, narrative, insights, part 2, relationships) may take in all."
+    )
 
-    def title_of(self, paper_id: str) -> str:
-        return next((p.title for p in self.papers if p.paper_id == paper_id), paper_id)
+    def titles(self) -> dict[str, str]:
+        return {paper.paper_id: paper.title for paper in self.papers}
 
 
 class WrittenReply(BaseModel):
@@ -138,34 +143,66 @@ def _insight_paper(insight: Insight) -> str:
     return insight.paper_id or (insight.papers[0] if insight.papers else "")
 
 
-def spine_insights(insights: list[Insight]) -> str:
-    """Every insight, one per line, with its id, its paper(s) and its markers."""
+# The shares of `SynthesisInput.context_tokens` the prompt's parts that grow with the collection
+# take besides part 2 (the evidence, which `choose_pattern` keeps within it, or the summaries:
+# the top of the tree within it too): the insights and the relationship map the most, the paper
+# list and the narrative (which names every paper) the rest.
+_INSIGHTS_SHARE = 0.2
+_RELATIONSHIPS_SHARE = 0.15
+_PAPERS_SHARE = 0.05
+_NARRATIVE_SHARE = 0.1
+
+
+def within(items: list[str], tokens: float, what: str, separator: str = "\n") -> list[str]:
+    """The first `items` whose estimated tokens fit `tokens` in all, then, when some do not, a
+    line saying how many `what` were left out: a collection of thousands of papers keeps its
+    prompt in the writer's context, the rest of its material reaching the writer through its
+    summaries, and every paper still cited by `covered`."""
+    used = 0
+    for index, item in enumerate(items):
+        used += estimate_tokens(item + separator)
+        if used > tokens:
+            return [*items[:index], f"(... and {len(items) - index} more {what}: too many to show)"]
+    return items
+
+
+def spine_insights(insights: list[Insight], tokens: float = math.inf) -> str:
+    """Every insight (that fits `tokens`), one per line, with its id, its paper(s) and its
+    markers."""
     lines = [
         f"- {insight.insight_id} (paper {insight.paper_id or ', '.join(insight.papers)}): "
         f"{cited_insight(insight)}"
         for insight in insights
     ]
-    return fence("\n".join(lines) if lines else "(no insights)")
+    return fence("\n".join(within(lines, tokens, "insights")) if lines else "(no insights)")
 
 
-def relationship_map(insights: list[Insight], relationships: list[Relationship]) -> str:
-    """Every relationship, one per line, between insight ids and their papers."""
+def relationship_map(
+    insights: list[Insight], relationships: list[Relationship], tokens: float = math.inf
+) -> str:
+    """Every relationship (that fits `tokens`), one per line, between insight ids and their
+    papers."""
     paper_of = {insight.insight_id: _insight_paper(insight) for insight in insights}
     lines = [
         f"- {r.source} (paper {paper_of.get(r.source, '?')}) {r.type} {r.target} "
         f"(paper {paper_of.get(r.target, '?')}): {r.explanation}"
         for r in relationships
     ]
-    return fence("\n".join(lines) if lines else "(no relationships)")
+    shown = within(lines, tokens, "relationships")
+    return fence("\n".join(shown) if lines else "(no relationships)")
 
 
 def _part_2(inputs: SynthesisInput) -> str:
+    """The evidence by paper, or the papers' summaries, or (`hierarchical`) the top clusters'
+    summaries as fit the context: offline, a cluster's summary cites every paper it holds, so
+    the top of a tree over thousands of papers does not fit whole."""
     if inputs.pattern == "hierarchical":
-        blocks = [
+        groups = [
             f"### Group {number}: papers {', '.join(group.papers)}\n"
             + fence(f"{group.label}\n\n{group.summary}")
             for number, group in enumerate(inputs.groups, start=1)
         ]
+        blocks = within(groups, inputs.context_tokens, "groups", separator="\n\n")
     else:
         blocks = [_paper_block(paper, inputs.pattern) for paper in inputs.papers]
     if inputs.comparative:
@@ -187,20 +224,30 @@ def _quoted(title: str) -> str:
 
 
 def _relation_sentence(
-    relationship: Relationship, paper_of: dict[str, str], inputs: SynthesisInput
+    relationship: Relationship, paper_of: dict[str, str], titles: dict[str, str]
 ) -> str:
-    source = _quoted(inputs.title_of(paper_of[relationship.source]))
-    target = _quoted(inputs.title_of(paper_of[relationship.target]))
+    source_paper, target_paper = paper_of[relationship.source], paper_of[relationship.target]
+    source = _quoted(titles.get(source_paper, source_paper))
+    target = _quoted(titles.get(target_paper, target_paper))
     return f"{source} {RELATION_VERBS[relationship.type]} {target}: {relationship.explanation}"
 
 
-def _transition(inputs: SynthesisInput, current: set[str], earlier: set[str]) -> str | None:
-    """The first relationship between a paper of this section and one written before it."""
-    paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
-    for relationship in inputs.relationships:
+def _transition(
+    current: set[str],
+    earlier: set[str],
+    paper_of: dict[str, str],
+    relationships_of: dict[str, list[tuple[int, Relationship]]],
+    titles: dict[str, str],
+) -> str | None:
+    """The first relationship between a paper of this section and one written before it
+    (`relationships_of`: each paper's relationships with their places in the analysis)."""
+    touching = sorted(
+        {index: r for p in current for index, r in relationships_of.get(p, [])}.items()
+    )
+    for _, relationship in touching:
         ends = {paper_of.get(relationship.source), paper_of.get(relationship.target)}
         if ends & current and ends & earlier and not ends - current - earlier:
-            return _relation_sentence(relationship, paper_of, inputs)
+            return _relation_sentence(relationship, paper_of, titles)
     return None
 
 
@@ -211,22 +258,29 @@ def _sections(inputs: SynthesisInput) -> list[tuple[set[str], str, str]]:
     if inputs.pattern == "map_reduce":
         return [({p.paper_id}, p.title, p.summary) for p in inputs.papers]
     return [
-        ({p.paper_id}, p.title, offline_paper_summary(paper_summary_input(inputs, p)).summary)
-        for p in inputs.papers
+        ({p.paper_id}, p.title, offline_paper_summary(summary_input).summary)
+        for p, summary_input in zip(inputs.papers, paper_summary_inputs(inputs), strict=True)
     ]
 
 
-def paper_summary_input(inputs: SynthesisInput, paper: PaperMaterial) -> PaperSummaryInput:
-    return PaperSummaryInput(
-        paper_id=paper.paper_id,
-        title=paper.title,
-        theme=inputs.theme,
-        insights=[cited_insight(i) for i in inputs.insights if i.paper_id == paper.paper_id],
-        evidence=paper.evidence,
-    )
+def paper_summary_inputs(inputs: SynthesisInput) -> list[PaperSummaryInput]:
+    """What the map step summarizes of each paper, in order: its evidence and insights."""
+    insights_of: dict[str, list[str]] = {}
+    for insight in inputs.insights:
+        insights_of.setdefault(insight.paper_id, []).append(cited_insight(insight))
+    return [
+        PaperSummaryInput(
+            paper_id=paper.paper_id,
+            title=paper.title,
+            theme=inputs.theme,
+            insights=insights_of.get(paper.paper_id, []),
+            evidence=paper.evidence,
+        )
+        for paper in inputs.papers
+    ]
 
 
-def _relationships_by_type(inputs: SynthesisInput) -> list[str]:
+def _relationships_by_type(inputs: SynthesisInput, titles: dict[str, str]) -> list[str]:
     """Per type, one relationship per pair of papers, the first `LISTED_PER_TYPE` of them: a
     large collection has hundreds, which the analysis and the HTML page's map hold in full."""
     paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
@@ -241,7 +295,7 @@ def _relationships_by_type(inputs: SynthesisInput) -> list[str]:
         if not of_kind:
             continue
         lines.append(f"### {kind.capitalize()}")
-        lines += [f"- {_relation_sentence(r, paper_of, inputs)}" for r in of_kind[:LISTED_PER_TYPE]]
+        lines += [f"- {_relation_sentence(r, paper_of, titles)}" for r in of_kind[:LISTED_PER_TYPE]]
         if len(of_kind) > LISTED_PER_TYPE:
             lines.append(f"- … and {len(of_kind) - LISTED_PER_TYPE} more pairs of papers ({kind}).")
     return ["## Relationships", *lines] if lines else []
@@ -251,17 +305,24 @@ def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
     """The narrative, a section per paper (or cluster) with its transition, the comparative
     insights, and the relationships by type."""
     parts = [" ".join(inputs.narrative.split())]
+    titles = inputs.titles()
+    paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
+    relationships_of: dict[str, list[tuple[int, Relationship]]] = {}
+    for index, relationship in enumerate(inputs.relationships):
+        for paper in {paper_of.get(relationship.source), paper_of.get(relationship.target)}:
+            if paper is not None:
+                relationships_of.setdefault(paper, []).append((index, relationship))
     earlier: set[str] = set()
     for papers, heading, paragraph in _sections(inputs):
         parts.append(f"## {' '.join(heading.split())}")
-        transition = _transition(inputs, papers, earlier)
+        transition = _transition(papers, earlier, paper_of, relationships_of, titles)
         parts += [transition] if transition else []
         parts.append(paragraph)
         earlier |= papers
     across = [f"- {cited_insight(i)}" for i in inputs.insights if not i.paper_id]
     if across:
         parts += ["## Across the papers", "\n".join(across)]
-    relationships = _relationships_by_type(inputs)
+    relationships = _relationships_by_type(inputs, titles)
     if relationships:
         parts.append("\n".join(relationships))
     return WrittenReply(title=inputs.theme or inputs.collection, text="\n\n".join(parts))
@@ -278,14 +339,21 @@ class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
 
     def prompt_values(self, inputs: SynthesisInput) -> dict[str, str]:
         distribution = ", ".join(f"{kind} {n}" for kind, n in inputs.type_distribution.items())
+        budget = inputs.context_tokens
+        papers = [paper.paper_id for paper in inputs.papers]
+        narrative = [span.text for span in sentences(inputs.narrative)] or [inputs.narrative]
         return dict(
-            papers=", ".join(paper.paper_id for paper in inputs.papers),
+            papers=", ".join(within(papers, budget * _PAPERS_SHARE, "papers", ", ")),
             theme=fence(inputs.theme),
-            narrative=fence(inputs.narrative),
-            insights=spine_insights(inputs.insights),
+            narrative=fence(
+                " ".join(within(narrative, budget * _NARRATIVE_SHARE, "sentences", " "))
+            ),
+            insights=spine_insights(inputs.insights, budget * _INSIGHTS_SHARE),
             part_2_kind=_PART_2_KINDS[inputs.pattern],
             part_2=_part_2(inputs),
-            relationships=relationship_map(inputs.insights, inputs.relationships),
+            relationships=relationship_map(
+                inputs.insights, inputs.relationships, budget * _RELATIONSHIPS_SHARE
+            ),
             type_distribution=distribution or "(none)",
         )
 

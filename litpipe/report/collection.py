@@ -13,7 +13,7 @@ escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from litpipe.files import write_atomically
@@ -25,14 +25,18 @@ from litpipe.report.page import (
     PAGE_CSS,
     CitationLinks,
     figures_html,
+    item_pages,
+    paper_pages,
     reference_lines,
     standalone_page,
 )
 from litpipe.schemas import (
     Answer,
     CrossPaperQuestions,
+    FollowUp,
     Insight,
     PaperAnswers,
+    Relationship,
     RelationshipAnalysis,
     RetrievedChunk,
     SentenceGrade,
@@ -101,6 +105,10 @@ def _left_out_html(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
     )
 
 
+# The collection's page, beside `synthesis.md`; its pages of papers are `synthesis-papers-NNN.html`.
+COLLECTION_PAGE = "synthesis.html"
+
+
 def collection_html(
     synthesis: Synthesis,
     plain: Synthesis,
@@ -110,14 +118,74 @@ def collection_html(
     titles: Mapping[str, str],
     passages: Mapping[str, RetrievedChunk],
 ) -> str:
-    """The collection's standalone page: the expert synthesis, the papers it leaves out (with
-    why), the plain-language summary, the relationship map, each paper's Q&A, the comparative
-    Q&A, and the cited passages.
+    """The collection's standalone page (`collection_pages`' first)."""
+    pages = collection_pages(synthesis, plain, analysis, answers, comparative, titles, passages)
+    return pages[COLLECTION_PAGE]
+
+
+def collection_pages(
+    synthesis: Synthesis,
+    plain: Synthesis,
+    analysis: RelationshipAnalysis,
+    answers: Mapping[str, PaperAnswers],
+    comparative: CrossPaperQuestions | None,
+    titles: Mapping[str, str],
+    passages: Mapping[str, RetrievedChunk],
+) -> dict[str, str]:
+    """The collection's standalone page, by file name (COLLECTION_PAGE): the expert synthesis,
+    the papers it leaves out (with why), the plain-language summary, the relationship map, each
+    paper's Q&A, the comparative Q&A, and the cited passages. Beyond PAPERS_PER_PAGE papers
+    the Q&A are on pages of their own, each with its passages, which the page lists and links.
 
     A cited chunk is looked up in `passages`, then in the evidence of the answers.
     """
     pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
-    links = CitationLinks({**pool, **passages}, titles)
+    pool.update(passages)
+    links = CitationLinks(pool, titles)
+    follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
+
+    back = f'<a href="{COLLECTION_PAGE}">{html.escape(synthesis.title)}</a>'
+
+    def page_of(span: str, what: str, content: str, own_links: CitationLinks) -> str:
+        """A page of `span` beside the collection's: its `what`, then its passages."""
+        return standalone_page(
+            f"{synthesis.title}: {span}",
+            f"{html.escape(what)}, {html.escape(span)}, of {back}",
+            [
+                ("items", f"{what}: {span}", content),
+                ("passages", "Passages", own_links.passages()),
+            ],
+            PAGE_CSS,
+        )
+
+    def qa(papers: Sequence[str], span: str) -> str:
+        own_links = links if not span else CitationLinks(pool, titles)
+        articles = "\n".join(
+            _paper_article(paper_id, answers, follow_ups.get(paper_id), titles, own_links)
+            for paper_id in papers
+        )
+        if not span:
+            return articles or "<p>No paper has answers.</p>"
+        return page_of(span, "Questions and answers by paper", articles, own_links)
+
+    insights = {insight.insight_id: insight for insight in analysis.insights}
+    relationships = analysis.relationships
+
+    def relationship_rows(start: int, stop: int, span: str) -> str:
+        own_links = links if not span else CitationLinks(pool, titles)
+        rows = _relationship_rows(relationships[start:stop], insights, titles, own_links)
+        if not span:
+            return _relationship_table(
+                rows or '<tr><td colspan="4">No relationship found.</td></tr>'
+            )
+        return page_of(span, "Relationships between insights", _relationship_table(rows), own_links)
+
+    def relationship_label(index: int) -> str:
+        relation = relationships[index]
+        ends = [insights.get(relation.source), insights.get(relation.target)]
+        named = [_paper_names(end, titles) if end else "?" for end in ends]
+        return f"{named[0]} {relation.type} {named[1]}"
+
     # In page order: the Passages section lists the passages in the order they are first cited.
     sections = [
         (
@@ -131,12 +199,21 @@ def collection_html(
             else []
         ),
         ("plain", "Plain-language summary", _plain_summary_section(plain, links)),
-        ("relationships", "Relationship map", _relationship_map(analysis, titles, links)),
-        (
-            "papers",
-            "Questions and answers by paper",
-            _paper_qa(synthesis, answers, analysis, titles, links),
-        ),
+    ]
+    table, relationship_files = item_pages(
+        len(relationships),
+        "relationships",
+        COLLECTION_PAGE.removesuffix(".html"),
+        relationship_label,
+        relationship_rows,
+    )
+    sections.append(
+        ("relationships", "Relationship map", _relationship_map(analysis, titles, table))
+    )
+    papers = list(dict.fromkeys([*synthesis.papers, *answers]))
+    by_paper, paper_files = paper_pages(papers, titles, COLLECTION_PAGE.removesuffix(".html"), qa)
+    sections += [
+        ("papers", "Questions and answers by paper", by_paper),
         ("comparative", "Comparative questions", _comparative(comparative, titles, links)),
     ]
     # Last, once every text has said which passages it links to.
@@ -146,7 +223,8 @@ def collection_html(
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
     notice = notices.collection_notice(synthesis, plain, analysis, answers, comparative)
-    return standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
+    page = standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
+    return {COLLECTION_PAGE: page, **relationship_files, **paper_files}
 
 
 def _sentence_grades(written: Synthesis) -> list[SentenceGrade]:
@@ -181,10 +259,13 @@ def _plain_summary_section(plain: Synthesis, links: CitationLinks) -> str:
     )
 
 
-def _relationship_map(
-    analysis: RelationshipAnalysis, titles: Mapping[str, str], links: CitationLinks
+def _relationship_rows(
+    relationships: Sequence[Relationship],
+    insights: Mapping[str, Insight],
+    titles: Mapping[str, str],
+    links: CitationLinks,
 ) -> str:
-    insights = {insight.insight_id: insight for insight in analysis.insights}
+    """The relationships' table rows: each end's paper and insight, the type, the explanation."""
 
     def described(insight_id: str) -> str:
         insight = insights.get(insight_id)
@@ -195,15 +276,25 @@ def _relationship_map(
             f"{links.inline(insight.text, insight.citations)}"
         )
 
-    rows = (
-        "".join(
-            f"<tr><td>{described(relation.source)}</td><td>{described(relation.target)}</td>"
-            f'<td class="type">{html.escape(relation.type)}</td>'
-            f"<td>{html.escape(relation.explanation)}</td></tr>"
-            for relation in analysis.relationships
-        )
-        or '<tr><td colspan="4">No relationship found.</td></tr>'
+    return "".join(
+        f"<tr><td>{described(relation.source)}</td><td>{described(relation.target)}</td>"
+        f'<td class="type">{html.escape(relation.type)}</td>'
+        f"<td>{html.escape(relation.explanation)}</td></tr>"
+        for relation in relationships
     )
+
+
+def _relationship_table(rows: str) -> str:
+    return (
+        '<table class="relationship-table"><thead>\n'
+        "<tr><th>From</th><th>To</th><th>Type</th><th>Explanation</th></tr></thead>\n"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _relationship_map(analysis: RelationshipAnalysis, titles: Mapping[str, str], table: str) -> str:
+    """The theme, the narrative, the pictures, the relationships' `table` (or the list of its
+    pages), the type distribution."""
     total = sum(analysis.type_distribution.values())
     distribution = "".join(
         f"<tr><td>{html.escape(kind)}</td><td>{count}</td>"
@@ -214,9 +305,7 @@ def _relationship_map(
 <p>{html.escape(analysis.narrative)}</p>
 {figures_html(analysis_figures(analysis, titles))}
 <h3>Relationships between insights</h3>
-<table class="relationship-table"><thead>
-<tr><th>From</th><th>To</th><th>Type</th><th>Explanation</th></tr></thead>
-<tbody>{rows}</tbody></table>
+{table}
 <h3>Relationship types</h3>
 <table class="type-table"><thead><tr><th>Type</th><th>Relationships</th><th>Share</th></tr>
 </thead><tbody>{distribution}</tbody></table>"""
@@ -227,28 +316,21 @@ def _paper_names(insight: Insight, titles: Mapping[str, str]) -> str:
     return "; ".join(titles.get(paper_id, paper_id) for paper_id in papers)
 
 
-def _paper_qa(
-    synthesis: Synthesis,
+def _paper_article(
+    paper_id: str,
     answers: Mapping[str, PaperAnswers],
-    analysis: RelationshipAnalysis,
+    follow_up: FollowUp | None,
     titles: Mapping[str, str],
     links: CitationLinks,
 ) -> str:
-    follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
-    articles: list[str] = []
-    for paper_id in dict.fromkeys([*synthesis.papers, *answers]):
-        own = answers[paper_id].answers if paper_id in answers else []
-        follow_up = follow_ups.get(paper_id)
-        asked = [*own, *(follow_up.answers if follow_up else [])]
-        note = (
-            f'<p class="meta">Asked again: {html.escape(follow_up.reason)}</p>' if follow_up else ""
-        )
-        articles.append(
-            f"<article><h3>{html.escape(titles.get(paper_id, paper_id))}</h3>"
-            f'<p class="meta"><code>{html.escape(paper_id)}</code></p>{note}'
-            f"{_qa_list(asked, links)}</article>"
-        )
-    return "\n".join(articles) or "<p>No paper has answers.</p>"
+    own = answers[paper_id].answers if paper_id in answers else []
+    asked = [*own, *(follow_up.answers if follow_up else [])]
+    note = f'<p class="meta">Asked again: {html.escape(follow_up.reason)}</p>' if follow_up else ""
+    return (
+        f"<article><h3>{html.escape(titles.get(paper_id, paper_id))}</h3>"
+        f'<p class="meta"><code>{html.escape(paper_id)}</code></p>{note}'
+        f"{_qa_list(asked, links)}</article>"
+    )
 
 
 def _qa_list(answers: list[Answer], links: CitationLinks) -> str:
@@ -288,14 +370,13 @@ def write_collection_outputs(
     titles: Mapping[str, str],
     passages: Mapping[str, RetrievedChunk],
 ) -> dict[str, Path]:
-    """Writes `synthesis.md`, `plain.md`, `synthesis.html` and the pictures the Markdown shows
-    (`relationships.svg`, `relationship_types.svg`) into `out_dir`; their paths by file name."""
+    """Writes `synthesis.md`, `plain.md`, `synthesis.html` (with its pages of papers beyond
+    PAPERS_PER_PAGE) and the pictures the Markdown shows (`relationships.svg`,
+    `relationship_types.svg`) into `out_dir`; their paths by file name."""
     contents = {
         "synthesis.md": synthesis_markdown(synthesis, titles, FIGURES, analysis),
         "plain.md": synthesis_markdown(plain, titles, analysis=analysis),
-        "synthesis.html": collection_html(
-            synthesis, plain, analysis, answers, comparative, titles, passages
-        ),
+        **collection_pages(synthesis, plain, analysis, answers, comparative, titles, passages),
         **analysis_figures(analysis, titles),
     }
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -27,8 +27,12 @@ from litpipe.report.graphs import (
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     PAGE_CSS,
+    PAPERS_PER_PAGE,
     CitationLinks,
     figures_html,
+    item_pages,
+    page_file,
+    paper_pages,
     reference_lines,
     standalone_page,
 )
@@ -86,7 +90,8 @@ def _summary(digest: Digest) -> str:
 def _counts(collection: DigestCollection, digest: Digest) -> str:
     types = Counter(r.type for r in collection.relationships)
     listed = ", ".join(f"{n} {kind}" for kind, n in sorted(types.items(), key=lambda t: -t[1]))
-    new = sum(len(p.insights) for p in digest.papers if p.paper_id in set(collection.new_papers))
+    arrived = set(collection.new_papers)
+    new = sum(len(p.insights) for p in digest.papers if p.paper_id in arrived)
     count = len(collection.relationships)
     origins = " and ".join(_ORIGINS.get(o, o) for o in collection.existing_insights_from)
     return (
@@ -98,7 +103,8 @@ def _counts(collection: DigestCollection, digest: Digest) -> str:
 
 
 def _no_relationship(collection: DigestCollection, digest: Digest) -> str:
-    new = [p for p in digest.papers if p.paper_id in set(collection.new_papers)]
+    arrived = set(collection.new_papers)
+    new = [p for p in digest.papers if p.paper_id in arrived]
     if not any(p.insights for p in new):
         return "Nothing to relate yet: the new papers are not analysed."
     if collection.existing_papers == 0 and len(new) == 1:
@@ -149,10 +155,17 @@ def _new_ids(digest: Digest) -> set[str]:
 
 
 def digest_markdown(digest: Digest) -> str:
-    """The digest as a Markdown file."""
+    """The digest as a Markdown file (`digest_markdown_pages`' first)."""
+    return digest_markdown_pages(digest)[f"{digest.day}.md"]
+
+
+def digest_markdown_pages(digest: Digest) -> dict[str, str]:
+    """The digest as a Markdown file, `<day>.md`, by file name; beyond PAPERS_PER_PAGE new
+    papers, they are in files of their own (`<day>-papers-NNN.md`), which it lists and links."""
     heading = f"# Nightly digest: {digest.day}"
+    main = f"{digest.day}.md"
     if not digest.papers:
-        return safe_markdown(f"{heading}\n\n{nothing_new(digest.day)}\n")
+        return {main: safe_markdown(f"{heading}\n\n{nothing_new(digest.day)}\n")}
     lines = [
         heading,
         "",
@@ -162,8 +175,34 @@ def digest_markdown(digest: Digest) -> str:
         "## New papers",
         "",
     ]
-    for paper in digest.papers:
-        lines += _paper_markdown(paper)
+    pages: dict[str, str] = {}
+    if len(digest.papers) <= PAPERS_PER_PAGE:
+        lines += [line for paper in digest.papers for line in _paper_markdown(paper)]
+    else:
+        lines += [f"{len(digest.papers)} new papers, in files of at most {PAPERS_PER_PAGE}:", ""]
+        for start in range(0, len(digest.papers), PAPERS_PER_PAGE):
+            shown = digest.papers[start : start + PAPERS_PER_PAGE]
+            span = f"papers {start + 1}-{start + len(shown)} of {len(digest.papers)}"
+            name = page_file(digest.day, start // PAPERS_PER_PAGE + 1, ".md")
+            pages[name] = safe_markdown(
+                "\n".join(
+                    [
+                        f"{heading}: new {span}",
+                        "",
+                        f"Of [the digest of {digest.day}]({main}).",
+                        "",
+                        *(line for paper in shown for line in _paper_markdown(paper)),
+                        "## References",
+                        "",
+                        *reference_lines(
+                            (i.text for p in shown for i in p.insights), digest.titles
+                        ),
+                        "",
+                    ]
+                )
+            )
+            lines.append(f"- [{span.capitalize()}]({name}): {shown[0].title} … {shown[-1].title}")
+        lines.append("")
     for collection in digest.collections:
         lines += [f"## How they relate to the rest of {collection.collection}", ""]
         lines += _relationships_markdown(collection, digest)
@@ -171,13 +210,25 @@ def digest_markdown(digest: Digest) -> str:
             f"![{FIGURES[name]}]({figure_file(digest, collection, name)})\n"
             for name in collection_figures(digest, collection)
         ]
+    # The insights this file quotes: with files of papers, those of the relationships only.
+    referenced = list(_shown_insights(digest)) if not pages else _related_insights(digest)
     lines += [
         "## References",
         "",
-        *reference_lines((i.text for i in _shown_insights(digest)), digest.titles),
+        *reference_lines((i.text for i in referenced), digest.titles),
         "",
     ]
-    return safe_markdown("\n".join(lines))
+    return {main: safe_markdown("\n".join(lines)), **pages}
+
+
+def _related_insights(digest: Digest) -> list[Insight]:
+    """The insights the relationships of each collection's section join."""
+    found = []
+    for collection in digest.collections:
+        insights = _insights_by_id(digest, collection)
+        ends = dict.fromkeys(e for r in collection.relationships for e in (r.source, r.target))
+        found += [insights[end] for end in ends if end in insights]
+    return found
 
 
 def _paper_markdown(paper: DigestPaper) -> list[str]:
@@ -222,79 +273,148 @@ def _shown_insights(digest: Digest) -> Iterable[Insight]:
 
 
 def digest_html(digest: Digest) -> str:
-    """The digest's standalone page."""
+    """The digest's standalone page (`digest_pages`' first)."""
+    return digest_pages(digest)[f"{digest.day}.html"]
+
+
+def digest_pages(digest: Digest) -> dict[str, str]:
+    """The digest's standalone page, `<day>.html`, by file name; beyond PAPERS_PER_PAGE new
+    papers, they are on pages of their own (`<day>-papers-NNN.html`, each with its passages),
+    which the page lists and links."""
     title = f"Nightly digest: {digest.day}"
-    links = CitationLinks({c.chunk_id: c for c in digest.passages}, digest.titles)
+    main = f"{digest.day}.html"
+    pool = {c.chunk_id: c for c in digest.passages}
+    links = CitationLinks(pool, digest.titles)
     if not digest.papers:
         sections = [("new", "New papers", f"<p>{html.escape(nothing_new(digest.day))}</p>")]
         meta = html.escape(nothing_new(digest.day))
+        pages: dict[str, str] = {}
     else:
-        sections = [("new", "New papers", _papers_html(digest, links))]
-        sections += [
-            (
-                f"relations-{index}",
-                f"How they relate to the rest of {collection.collection}",
-                _relationships_html(collection, digest, links),
+        papers = {paper.paper_id: paper for paper in digest.papers}
+
+        def articles(shown: Sequence[str], span: str) -> str:
+            own_links = links if not span else CitationLinks(pool, digest.titles)
+            listed = "\n".join(_paper_article(papers[p], own_links) for p in shown)
+            if not span:
+                return listed
+            return standalone_page(
+                f"{title}: {span}",
+                f'New papers, {html.escape(span)}, of <a href="{main}">{html.escape(title)}</a>',
+                [
+                    ("new", f"New papers: {span}", listed),
+                    ("passages", "Passages", own_links.passages()),
+                ],
+                PAGE_CSS + _DIGEST_CSS,
             )
-            for index, collection in enumerate(digest.collections, start=1)
-        ]
+
+        titles = {paper.paper_id: paper.title for paper in digest.papers}
+        new_papers, pages = paper_pages(list(papers), titles, digest.day, articles)
+        sections = [("new", "New papers", new_papers)]
+        for index, collection in enumerate(digest.collections, start=1):
+            related, relationship_pages = _relationships_html(collection, digest, links)
+            sections.append(
+                (
+                    f"relations-{index}",
+                    f"How they relate to the rest of {collection.collection}",
+                    related,
+                )
+            )
+            pages.update(relationship_pages)
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
-    return standalone_page(
+    page = standalone_page(
         title, meta, sections, PAGE_CSS + _DIGEST_CSS, notices.digest_notice(digest)
     )
+    return {main: page, **pages}
 
 
-def _papers_html(digest: Digest, links: CitationLinks) -> str:
-    articles = []
-    for paper in digest.papers:
-        abstract = (
-            f"<blockquote>{html.escape(' '.join(paper.abstract.split()))}</blockquote>"
-            if paper.abstract.strip()
-            else ""
-        )
-        if not paper.analysed:
-            body = f'<p class="pending">{html.escape(NOT_ANALYSED)}</p>'
-        elif not paper.insights:
-            body = "<p>Analysed, but no question was answered.</p>"
-        else:
-            items = "".join(f"<li>{links.inline(i.text, i.citations)}</li>" for i in paper.insights)
-            body = f"<h4>Key insights</h4><ul>{items}</ul>"
-        articles.append(
-            f'<article id="paper-{html.escape(paper.paper_id)}">'
-            f"<h3>{html.escape(paper.title)}</h3>"
-            f'<p class="meta"><code>{html.escape(paper.paper_id)}</code> · '
-            f"{html.escape(', '.join(paper.collections))} · arrived "
-            f"{html.escape(_arrived(paper.arrived_at))}</p>{abstract}{body}</article>"
-        )
-    return "\n".join(articles)
+def _paper_article(paper: DigestPaper, links: CitationLinks) -> str:
+    abstract = (
+        f"<blockquote>{html.escape(' '.join(paper.abstract.split()))}</blockquote>"
+        if paper.abstract.strip()
+        else ""
+    )
+    if not paper.analysed:
+        body = f'<p class="pending">{html.escape(NOT_ANALYSED)}</p>'
+    elif not paper.insights:
+        body = "<p>Analysed, but no question was answered.</p>"
+    else:
+        items = "".join(f"<li>{links.inline(i.text, i.citations)}</li>" for i in paper.insights)
+        body = f"<h4>Key insights</h4><ul>{items}</ul>"
+    return (
+        f'<article id="paper-{html.escape(paper.paper_id)}">'
+        f"<h3>{html.escape(paper.title)}</h3>"
+        f'<p class="meta"><code>{html.escape(paper.paper_id)}</code> · '
+        f"{html.escape(', '.join(paper.collections))} · arrived "
+        f"{html.escape(_arrived(paper.arrived_at))}</p>{abstract}{body}</article>"
+    )
 
 
-def _relationships_html(collection: DigestCollection, digest: Digest, links: CitationLinks) -> str:
+def _relationships_html(
+    collection: DigestCollection, digest: Digest, links: CitationLinks
+) -> tuple[str, dict[str, str]]:
+    """A collection's section: its counts, pictures and relationships table, or, past
+    PAPERS_PER_PAGE relationships, the list of the pages holding them (by file name)."""
     if not collection.relationships:
-        return f"<p>{html.escape(_no_relationship(collection, digest))}</p>"
+        return f"<p>{html.escape(_no_relationship(collection, digest))}</p>", {}
     insights = _insights_by_id(digest, collection)
     new = _new_ids(digest)
+    relationships = collection.relationships
+    title = f"Nightly digest: {digest.day}"
 
-    def described(insight_id: str) -> str:
+    def named(insight_id: str) -> str:
         insight = insights.get(insight_id)
-        if insight is None:
-            return html.escape(insight_id)
-        tag = '<span class="new">new</span> ' if insight_id in new else ""
-        title = digest.titles.get(insight.paper_id, insight.paper_id)
-        return (
-            f"{tag}<strong>{html.escape(title)}</strong><br>"
-            f"{links.inline(insight.text, insight.citations)}"
+        return digest.titles.get(insight.paper_id, insight.paper_id) if insight else insight_id
+
+    def table(start: int, stop: int, span: str) -> str:
+        own_links = links if not span else CitationLinks(links.pool, digest.titles)
+
+        def described(insight_id: str) -> str:
+            insight = insights.get(insight_id)
+            if insight is None:
+                return html.escape(insight_id)
+            tag = '<span class="new">new</span> ' if insight_id in new else ""
+            return (
+                f"{tag}<strong>{html.escape(named(insight_id))}</strong><br>"
+                f"{own_links.inline(insight.text, insight.citations)}"
+            )
+
+        rows = "".join(_row(relation, described) for relation in relationships[start:stop])
+        listed = (
+            '<table class="relationship-table"><thead><tr><th>From</th><th>To</th><th>Type</th>'
+            f"<th>Explanation</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+        if not span:
+            return listed
+        back = f'<a href="{digest.day}.html">{html.escape(title)}</a>'
+        return standalone_page(
+            f"{title}: {collection.collection}, {span}",
+            f"How the new papers relate to the rest of {html.escape(collection.collection)}, "
+            f"{html.escape(span)}, of {back}",
+            [
+                ("items", f"Relationships: {span}", listed),
+                ("passages", "Passages", own_links.passages()),
+            ],
+            PAGE_CSS + _DIGEST_CSS,
         )
 
-    rows = "".join(_row(relation, described) for relation in collection.relationships)
-    return (
-        f"<p>{html.escape(_counts(collection, digest))}</p>"
-        f"{figures_html(collection_figures(digest, collection))}"
-        '<table class="relationship-table"><thead><tr><th>From</th><th>To</th><th>Type</th>'
-        f"<th>Explanation</th></tr></thead><tbody>{rows}</tbody></table>"
+    def label(index: int) -> str:
+        relation = relationships[index]
+        return f"{named(relation.source)} {relation.type} {named(relation.target)}"
+
+    listing, pages = item_pages(
+        len(relationships),
+        "relationships",
+        f"{digest.day}-{collection.collection}",
+        label,
+        table,
     )
+    section = (
+        f"<p>{html.escape(_counts(collection, digest))}</p>"
+        f"{figures_html(collection_figures(digest, collection))}{listing}"
+    )
+    return section, pages
 
 
 def _row(relation: Relationship, described: Callable[[str], str]) -> str:
@@ -306,12 +426,9 @@ def _row(relation: Relationship, described: Callable[[str], str]) -> str:
 
 
 def write_digest(out_dir: Path, digest: Digest) -> dict[str, Path]:
-    """Writes `<day>.md`, `<day>.html` and each section's pictures into `out_dir`; their
-    paths by file name."""
-    contents = {
-        f"{digest.day}.md": digest_markdown(digest),
-        f"{digest.day}.html": digest_html(digest),
-    }
+    """Writes `<day>.md`, `<day>.html` (with its pages of new papers beyond PAPERS_PER_PAGE)
+    and each section's pictures into `out_dir`; their paths by file name."""
+    contents = {**digest_markdown_pages(digest), **digest_pages(digest)}
     for collection in digest.collections:
         for name, svg in collection_figures(digest, collection).items():
             contents[figure_file(digest, collection, name)] = svg

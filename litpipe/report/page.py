@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE
 from litpipe.schemas import Citation, RetrievedChunk, SentenceGrade
@@ -287,4 +287,61 @@ def figures_html(figures: Mapping[str, str]) -> str:
         f'<figure class="chart">{svg}<figcaption>{html.escape(captions.get(name, FIGURES[name]))}'
         "</figcaption></figure>"
         for name, svg in figures.items()
+    )
+
+
+# A page lists at most this many papers (or relationships): a collection or a day of thousands
+# gets a page that links to pages of them (`paper_pages`), never one wall of every paper.
+PAPERS_PER_PAGE = 100
+
+
+def page_file(stem: str, number: int, suffix: str = ".html", kind: str = "papers") -> str:
+    """The file of the `number`th page (from 1) of `kind` of a page saved as `stem`.html."""
+    return f"{stem}-{kind}-{number:03d}{suffix}"
+
+
+def item_pages(
+    count: int,
+    kind: str,
+    stem: str,
+    label: Callable[[int], str],
+    render: Callable[[int, int, str], str],
+) -> tuple[str, dict[str, str]]:
+    """(the items' section of the main page, the other pages by file name): all `count` items
+    on the main page (`render(0, count, "")`) when they are at most PAPERS_PER_PAGE; else a list
+    of pages, each linked with the labels (text) of its first and last item, and each page
+    (`render(start, stop, its range)`) standing alone beside the main page."""
+    if count <= PAPERS_PER_PAGE:
+        return render(0, count, ""), {}
+    pages: dict[str, str] = {}
+    items = []
+    for start in range(0, count, PAPERS_PER_PAGE):
+        stop = min(start + PAPERS_PER_PAGE, count)
+        span = f"{kind} {start + 1}-{stop} of {count}"
+        name = page_file(stem, start // PAPERS_PER_PAGE + 1, kind=kind)
+        pages[name] = render(start, stop, span)
+        first, last = html.escape(label(start)), html.escape(label(stop - 1))
+        items.append(
+            f'<li><a href="{name}">{html.escape(span.capitalize())}</a>: {first} … {last}</li>'
+        )
+    listing = (
+        f"<p>{count} {kind}, on {len(pages)} pages of at most {PAPERS_PER_PAGE} "
+        f'(in the order of this page):</p>\n<ol class="pages">{"".join(items)}</ol>'
+    )
+    return listing, pages
+
+
+def paper_pages(
+    papers: Sequence[str],
+    titles: Mapping[str, str],
+    stem: str,
+    render: Callable[[Sequence[str], str], str],
+) -> tuple[str, dict[str, str]]:
+    """`item_pages` of papers, labelled by their titles: `render(papers, range)`."""
+    return item_pages(
+        len(papers),
+        "papers",
+        stem,
+        lambda index: titles.get(papers[index], papers[index]),
+        lambda start, stop, span: render(papers[start:stop], span),
     )

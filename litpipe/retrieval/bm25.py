@@ -103,13 +103,11 @@ class BM25Index:
     ) -> BM25Index:
         """The index saved in `directory` for exactly these chunks, or a new one, saved there
         (replacing indexes of earlier states of the collection)."""
+        saved = cls.load(directory, chunk_ids, content_hashes, k1=k1, b=b)
+        if saved is not None:
+            return saved
         fingerprint = index_fingerprint(chunk_ids, content_hashes, k1, b)
         path = Path(directory) / f"{fingerprint}{_SUFFIX}"
-        if path.is_file():
-            try:
-                return cls._load(path, fingerprint)
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-                log.warning("BM25 index %s unreadable (%s): rebuilding it", path, error)
         index = cls(chunk_ids, texts, k1=k1, b=b, fingerprint=fingerprint)
         path.parent.mkdir(parents=True, exist_ok=True)
         index._save(path)
@@ -119,6 +117,27 @@ class BM25Index:
             if old != path and not old.name.startswith("."):
                 old.unlink(missing_ok=True)
         return index
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        chunk_ids: list[str],
+        content_hashes: list[str],
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+    ) -> BM25Index | None:
+        """The index saved in `directory` for exactly these chunks, or None (none saved, or
+        unreadable): a caller then reads the texts `load_or_build` needs only when it must."""
+        fingerprint = index_fingerprint(chunk_ids, content_hashes, k1, b)
+        path = Path(directory) / f"{fingerprint}{_SUFFIX}"
+        if not path.is_file():
+            return None
+        try:
+            return cls._load(path, fingerprint)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            log.warning("BM25 index %s unreadable (%s): rebuilding it", path, error)
+            return None
 
     def _save(self, path: Path) -> None:
         """Written aside, then renamed (`litpipe.files.replacing`): a reader in another process
@@ -169,6 +188,9 @@ class BM25Index:
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._position
 
     def search(
         self,

@@ -25,17 +25,21 @@ from litpipe.schemas import RetrievedChunk
 
 Scope = Literal["all", "own", "others"]
 DEFAULT_CANDIDATES = 100
-_CHUNK_COLUMNS = [*RETRIEVED_CHUNK_COLUMNS, "title", "content_sha256", "vector"]
+# What construction reads of every chunk: enough to find its saved BM25 index and each paper's
+# chunks, never the texts or vectors (a 20,000-chunk collection's vectors alone are 30 MB).
+_LISTING_COLUMNS = ["chunk_id", "paper_id", "title", "content_sha256"]
 
 
 class HybridRetriever:
     """BM25 + dense retrieval over the chunks of `collection` embedded with `embedder`, or over
     those of `papers` only.
 
-    The chunks are read once, at construction, with their BM25 index: loaded from `index_dir`
-    (or built and saved there if the collection changed since), or built in memory when
-    `index_dir` is None, which suits a paper's hundred chunks. Build a new retriever after the
-    collection changes.
+    Construction lists the chunks' ids and finds their BM25 index: loaded from `index_dir`
+    (or built and saved there if the collection changed since, the one time the texts are
+    read), or built in memory when `index_dir` is None, which suits a paper's hundred chunks.
+    Dense search is LanceDB's, and a search reads the texts and vectors of its candidates only,
+    so memory does not grow with the collection's texts and vectors. Build a new retriever after
+    the collection changes.
     """
 
     def __init__(
@@ -58,48 +62,73 @@ class HybridRetriever:
         self.weights = weights
         self.mmr_lambda = mmr_lambda
         self.papers = sorted(papers) if papers is not None else None
-        rows = store.collection_rows(
-            embedder.embedder_id, collection, _CHUNK_COLUMNS, paper_ids=self.papers
-        )
-        vectors = rows.column("vector").combine_chunks() if rows.num_rows else None
-        self._vectors = (
-            vectors.flatten().to_numpy().reshape(rows.num_rows, vectors.type.list_size)
-            if vectors is not None
-            else np.empty((0, 0), dtype=np.float32)
-        )
-        # Each chunk's row and vector are found by its chunk_id, never by position: a table
-        # that holds a chunk twice (written by racing processes before `ChunkStore.repair`)
-        # must not shift every later chunk onto its neighbour's vector. The last row wins.
-        self._row_of = {
-            chunk_id: index for index, chunk_id in enumerate(rows.column("chunk_id").to_pylist())
-        }
-        fields = rows.drop_columns(["vector"]).to_pylist()
-        self._chunks: dict[str, dict[str, Any]] = {
-            chunk_id: fields[index] for chunk_id, index in self._row_of.items()
-        }
+        listing = store.collection_rows(
+            embedder.embedder_id, collection, _LISTING_COLUMNS, paper_ids=self.papers
+        ).to_pydict()
+        # A table that holds a chunk twice (written by racing processes before
+        # `ChunkStore.repair`) lists it once, at its first place, with its last row's fields.
+        last_row = {chunk_id: row for row, chunk_id in enumerate(listing["chunk_id"])}
+        chunk_ids = list(last_row)
         self._chunk_ids_of_paper: dict[str, set[str]] = {}
-        for chunk_id, row in self._chunks.items():
-            self._chunk_ids_of_paper.setdefault(row["paper_id"], set()).add(chunk_id)
-        chunk_ids = list(self._chunks)
-        texts = [bm25_text(row["title"], row["text"]) for row in self._chunks.values()]
+        for chunk_id, row in last_row.items():
+            self._chunk_ids_of_paper.setdefault(listing["paper_id"][row], set()).add(chunk_id)
         if index_dir is None:
-            self.bm25 = BM25Index(chunk_ids, texts, k1=k1, b=b)
-        else:
-            self.bm25 = BM25Index.load_or_build(
-                Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection),
-                chunk_ids,
-                [digest(row["title"], row["content_sha256"]) for row in self._chunks.values()],
-                texts,
-                k1=k1,
-                b=b,
+            self.bm25 = BM25Index(chunk_ids, self._bm25_texts(chunk_ids), k1=k1, b=b)
+            return
+        directory = Path(index_dir) / _safe(embedder.embedder_id) / _safe(collection)
+        hashes = [
+            digest(listing["title"][row], listing["content_sha256"][row])
+            for row in last_row.values()
+        ]
+        del listing, last_row
+        saved = BM25Index.load(directory, chunk_ids, hashes, k1=k1, b=b)
+        self.bm25 = saved or BM25Index.load_or_build(
+            directory, chunk_ids, hashes, self._bm25_texts(chunk_ids), k1=k1, b=b
+        )
+
+    def _bm25_texts(self, chunk_ids: list[str]) -> list[str]:
+        """What BM25 indexes of each chunk (`bm25_text`), in the order of `chunk_ids`."""
+        rows = self.store.collection_rows(
+            self.embedder.embedder_id, self.collection, ["chunk_id", "title", "text"], self.papers
+        ).to_pydict()
+        text_of = {
+            chunk_id: bm25_text(title, text)
+            for chunk_id, title, text in zip(
+                rows["chunk_id"], rows["title"], rows["text"], strict=True
             )
+        }
+        return [text_of[chunk_id] for chunk_id in chunk_ids]
 
     def __len__(self) -> int:
-        return len(self._chunks)
+        return len(self.bm25)
+
+    def _stored(
+        self, chunk_ids: list[str], vectors: bool
+    ) -> tuple[dict[str, dict[str, Any]], np.ndarray, dict[str, int]]:
+        """The stored fields of `chunk_ids` (chunks of this retriever) by chunk id, and, when
+        `vectors`, their vectors (a matrix) with each chunk's row in it: read from LanceDB for
+        these chunks only. Of a chunk stored twice, the last row."""
+        columns = [*RETRIEVED_CHUNK_COLUMNS, *(["vector"] if vectors else [])]
+        table = self.store.collection_rows(
+            self.embedder.embedder_id,
+            self.collection,
+            columns,
+            chunk_ids=list(dict.fromkeys(chunk_ids)),
+        )
+        row_of = {
+            chunk_id: row for row, chunk_id in enumerate(table.column("chunk_id").to_pylist())
+        }
+        matrix = np.empty((0, 0), dtype=np.float32)
+        if vectors and table.num_rows:
+            stored = table.column("vector").combine_chunks()
+            matrix = stored.flatten().to_numpy().reshape(table.num_rows, stored.type.list_size)
+        fields = table.drop_columns(["vector"]).to_pylist() if vectors else table.to_pylist()
+        return {chunk_id: fields[row] for chunk_id, row in row_of.items()}, matrix, row_of
 
     def vectors(self, chunk_ids: list[str]) -> np.ndarray:
         """The stored vectors of `chunk_ids` (chunks of this retriever), one row each."""
-        return self._vectors[[self._row_of[chunk_id] for chunk_id in chunk_ids]]
+        _, matrix, row_of = self._stored(chunk_ids, vectors=True)
+        return matrix[[row_of[chunk_id] for chunk_id in chunk_ids]]
 
     @property
     def paper_ids(self) -> list[str]:
@@ -135,7 +164,7 @@ class HybridRetriever:
         rows = self.store.dense_search(self.embedder.embedder_id, query_vector, limit, where)
         ranking: dict[str, float] = {}  # a chunk stored twice is ranked once, at its best
         for row in rows:
-            if row["chunk_id"] in self._chunks:
+            if row["chunk_id"] in self.bm25:
                 ranking.setdefault(row["chunk_id"], row["score"])
         return list(ranking.items())
 
@@ -160,14 +189,23 @@ class HybridRetriever:
         dense = self.dense_ranking(query_vector, candidates, scope, paper_id)
         fused = fuse(bm25, dense, candidates, self.rrf_k, self.weights)
         order = [chunk_id for chunk_id, _ in fused]
+        # One read of the candidates' rows: MMR needs all their vectors, the results the
+        # fields of the first `limit`.
+        rows, matrix, row_of = self._stored(order if diversify else order[:limit], diversify)
         if diversify:
-            order = diversify_fused(query_vector, fused, self.vectors, self.mmr_lambda, limit)
+            order = diversify_fused(
+                query_vector,
+                fused,
+                lambda chunk_ids: matrix[[row_of[chunk_id] for chunk_id in chunk_ids]],
+                self.mmr_lambda,
+                limit,
+            )
         bm25_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(bm25, 1)}
         dense_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(dense, 1)}
         fused_at = {chunk_id: (rank, score) for rank, (chunk_id, score) in enumerate(fused, 1)}
         results = []
         for chunk_id in order[:limit]:
-            row = self._chunks[chunk_id]
+            row = rows[chunk_id]
             bm25_rank, bm25_score = bm25_at.get(chunk_id, (None, None))
             dense_rank, dense_score = dense_at.get(chunk_id, (None, None))
             fused_rank, fused_score = fused_at[chunk_id]

@@ -78,7 +78,12 @@ REFINE_FACTOR = 2
 VECTOR_UNINDEXED_ROWS = 2000
 VECTOR_UNINDEXED_SHARE = 0.1
 # Prefilters are SQL over these columns: indexed, they cost a lookup instead of a scan.
-SCALAR_INDEXES: dict[str, Bitmap | BTree] = {"collection": Bitmap(), "paper_id": BTree()}
+# (`HybridRetriever` reads the rows of its hits by chunk_id.)
+SCALAR_INDEXES: dict[str, Bitmap | BTree] = {
+    "collection": Bitmap(),
+    "paper_id": BTree(),
+    "chunk_id": BTree(),
+}
 _T = TypeVar("_T")
 
 
@@ -312,15 +317,18 @@ class ChunkStore:
         collection: str,
         columns: list[str],
         paper_ids: list[str] | None = None,
+        chunk_ids: list[str] | None = None,
     ) -> pa.Table:
-        """The given columns of every chunk of a collection, or of its papers `paper_ids`
-        (empty when there is none)."""
+        """The given columns of every chunk of a collection, or of its papers `paper_ids`, or of
+        its chunks `chunk_ids` (empty when there is none)."""
         table = self.open_table(embedder_id)
-        if table is None or paper_ids == []:
+        if table is None or paper_ids == [] or chunk_ids == []:
             return pa.table({name: [] for name in columns})
         where = f"collection = {_sql(collection)}"
         if paper_ids is not None:
             where += f" AND paper_id IN ({', '.join(_sql(paper_id) for paper_id in paper_ids)})"
+        if chunk_ids is not None:
+            where += f" AND chunk_id IN ({', '.join(_sql(chunk_id) for chunk_id in chunk_ids)})"
         return _select(table, where, columns)
 
     def _embed_batch_once(

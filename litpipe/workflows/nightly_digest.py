@@ -18,8 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from scipy.sparse import csr_array
 
 from litpipe.agents.base import engine_name
 from litpipe.agents.relationship_analysis.insights import insights_for
@@ -43,12 +47,15 @@ from litpipe.text import strip_markers
 
 if TYPE_CHECKING:
     from litpipe.agents.base import ModelClient
+    from litpipe.retrieval.store import TextEncoder
 
 DIGEST_AGENTS = ("insights", "relationships")
 # The existing insights nearest to the new ones that the relationships agent is given: however
 # large the collection grows, a model's prompt stays bounded (offline, the strongest relations
 # are among the nearest anyway).
 MAX_EXISTING_INSIGHTS = 60
+# Existing insights compared with the new ones at once (`_nearest`).
+_BLOCK_ROWS = 512
 NEW, EXISTING = "n", "e"
 
 
@@ -92,10 +99,13 @@ def build_digest(
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
+    encoder: TextEncoder | None = None,
 ) -> Digest:
     """The digest of `day`: `arrivals` are the papers that arrived that day, `before` each of
     their collections' papers that arrived earlier (papers that arrived later are in neither,
-    so a day's digest built again later says the same)."""
+    so a day's digest built again later says the same). With an `encoder` (the collection's
+    embedder) the relationships agent weighs only nearest neighbours (`relate`), so a day of
+    thousands of papers is not related pair by pair."""
     new_ids = [arrival.paper_id for arrival in arrivals]
     abstracts = sources.abstracts(new_ids)
     answers = sources.answers(new_ids)
@@ -128,6 +138,7 @@ def build_digest(
             settings,
             prompts,
             client,
+            encoder,
         )
         collections.append(related.model_copy(update={"new_papers": here}))
         pool.update(existing_pool)
@@ -154,6 +165,7 @@ def _related(
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
+    encoder: TextEncoder | None,
 ) -> tuple[DigestCollection, dict[str, RetrievedChunk]]:
     """The relationships of a collection's new insights (among themselves and with its existing
     ones), the existing insights they name, and those insights' passages. `titles` (the new
@@ -175,7 +187,7 @@ def _related(
         labelled = [
             i.model_copy(update={"insight_id": label}) for label, i in zip(ids, given, strict=True)
         ]
-        draft = relate(collection, labelled, names, settings, prompts, client)
+        draft = relate(collection, labelled, names, settings, prompts, client, encoder)
         fresh = {insight.insight_id for insight in new}
         relationships = [
             r.model_copy(update={"source": ids[r.source], "target": ids[r.target]})
@@ -260,17 +272,38 @@ def _by_paper(insights: list[Insight]) -> dict[str, list[Insight]]:
 
 
 def _nearest(new: list[Insight], existing: list[Insight], limit: int) -> list[Insight]:
-    """The `limit` existing insights sharing the largest share of terms with some new one, in
-    their own order."""
+    """The `limit` existing insights sharing the largest share of terms (Jaccard) with some new
+    one, in their own order: the shares of every pair computed as sparse matrix products, a
+    block of existing insights at a time, not pair by pair in Python."""
     if len(existing) <= limit:
         return existing
-    new_terms = [content_terms(strip_markers(insight.text)) for insight in new]
+    new_terms, existing_terms = (
+        [content_terms(strip_markers(insight.text)) for insight in insights]
+        for insights in (new, existing)
+    )
+    vocabulary = {
+        term: column
+        for column, term in enumerate(dict.fromkeys(chain(*new_terms, *existing_terms)))
+    }
 
-    def closeness(insight: Insight) -> float:
-        terms = content_terms(strip_markers(insight.text))
-        return max((len(terms & t) / (len(terms | t) or 1) for t in new_terms), default=0.0)
+    def incidence(terms: list[frozenset[str]]) -> csr_array:
+        columns = [vocabulary[term] for held in terms for term in held]
+        rows = np.repeat(np.arange(len(terms)), [len(held) for held in terms])
+        return csr_array(
+            (np.ones(len(columns)), (rows, columns)), shape=(len(terms), len(vocabulary))
+        )
 
-    nearest = set(sorted(range(len(existing)), key=lambda i: -closeness(existing[i]))[:limit])
+    new_matrix, existing_matrix = incidence(new_terms), incidence(existing_terms)
+    new_sizes = np.array([len(held) for held in new_terms])
+    closeness = np.zeros(len(existing))
+    for start in range(0, len(existing), _BLOCK_ROWS):
+        block = existing_matrix[start : start + _BLOCK_ROWS]
+        shared = (block @ new_matrix.T).toarray()
+        sizes = np.array([len(held) for held in existing_terms[start : start + _BLOCK_ROWS]])
+        union = sizes[:, None] + new_sizes[None, :] - shared
+        share = shared / np.where(union > 0, union, 1)
+        closeness[start : start + len(share)] = share.max(axis=1, initial=0.0)
+    nearest = set(np.argsort(-closeness, kind="stable")[:limit].tolist())
     return [insight for index, insight in enumerate(existing) if index in nearest]
 
 

@@ -182,6 +182,7 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
         settings,
         prompts,
         client,
+        embedder,
     )
     analysis.left_out = left_out
     titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from litpipe.agents.base import BatchClient, ModelClient
     from litpipe.retrieval.hybrid import HybridRetriever
     from litpipe.retrieval.rerank import Reranker
+    from litpipe.retrieval.store import TextEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -82,17 +83,19 @@ def analyse(
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
+    encoder: TextEncoder | None = None,
 ) -> RelationshipAnalysis:
     """`relationship_analysis`: insights, relationships, theme and narrative; papers left thin
     (too few insights, or absent from the narrative) are asked follow-up questions once, and the
-    analysis is made again with their answers."""
+    analysis is made again with their answers. With an `encoder` (the collection's embedder),
+    relationship candidates are each insight's nearest neighbours (`relate`)."""
     papers = list(answers)
     titles = {paper_id: abstracts[paper_id].title for paper_id in papers}
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
     pairs += comparative.answers if comparative is not None else []
 
     insights = insights_for(pairs, settings, prompts, client)
-    draft = relate(collection, insights, titles, settings, prompts, client)
+    draft = relate(collection, insights, titles, settings, prompts, client, encoder)
     thin = thin_papers(
         papers,
         insights,
@@ -118,7 +121,7 @@ def analyse(
         )
         extra = [answer for item in follow_ups for answer in item.answers]
         insights = insights_for(_in_paper_order(pairs, extra, papers), settings, prompts, client)
-        draft = relate(collection, insights, titles, settings, prompts, client)
+        draft = relate(collection, insights, titles, settings, prompts, client, encoder)
     return RelationshipAnalysis(
         collection=collection,
         engine=engine_name(settings.route("relationships")),

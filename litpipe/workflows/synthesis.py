@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
+from functools import partial
 
 from litpipe import citations
 from litpipe.agents.base import ModelClient, engine_name, run_agent, run_batch, version
@@ -25,6 +26,7 @@ from litpipe.agents.cluster_summary import (
 from litpipe.agents.paper_summary import PaperSummaryAgent, SummaryReply
 from litpipe.agents.synthesis import (
     PaperMaterial,
+    Resolver,
     SynthesisAgent,
     SynthesisInput,
     checked_synthesis,
@@ -32,7 +34,7 @@ from litpipe.agents.synthesis import (
     collection_evidence,
     covered,
     evidence_fallbacks,
-    paper_summary_input,
+    paper_summary_inputs,
 )
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
@@ -49,8 +51,14 @@ from litpipe.text import estimate_tokens, without_markers
 log = logging.getLogger(__name__)
 
 
-def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) -> str:
-    _, unresolved = citations.citations(text, evidence)
+def evidence_resolver(evidence: list[RetrievedChunk]) -> Resolver:
+    """`citations.citations` against `evidence`, the evidence grouped by paper once for the
+    many texts a large collection's tree of summaries checks."""
+    return partial(citations.cited_in, by_paper=citations.passages_by_paper(evidence))
+
+
+def _without_invented(text: str, resolve: Resolver, writer: str) -> str:
+    _, unresolved = resolve(text)
     if unresolved:
         log.warning("%s: removed markers citing no passage: %s", writer, ", ".join(unresolved))
     return without_markers(text, unresolved)
@@ -58,16 +66,16 @@ def _without_invented(text: str, evidence: list[RetrievedChunk], writer: str) ->
 
 def paper_summaries(
     inputs: SynthesisInput,
-    evidence: list[RetrievedChunk],
+    resolve: Resolver,
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
 ) -> list[str]:
     """The map step: one summary per paper, in order, its invented markers removed."""
-    batch = [paper_summary_input(inputs, paper) for paper in inputs.papers]
+    batch = paper_summary_inputs(inputs)
     replies: list[SummaryReply] = run_batch(PaperSummaryAgent(), batch, settings, prompts, client)
     return [
-        _without_invented(reply.summary, evidence, f"summary of {paper.paper_id}")
+        _without_invented(reply.summary, resolve, f"summary of {paper.paper_id}")
         for paper, reply in zip(inputs.papers, replies, strict=True)
     ]
 
@@ -75,7 +83,7 @@ def paper_summaries(
 def summary_tree(
     members: list[Member],
     theme: str,
-    evidence: list[RetrievedChunk],
+    resolve: Resolver,
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
@@ -93,7 +101,7 @@ def summary_tree(
             Member(
                 label="; ".join(member.label for member in inputs.members),
                 papers=inputs.papers,
-                summary=_without_invented(reply.summary, evidence, "cluster summary"),
+                summary=_without_invented(reply.summary, resolve, "cluster summary"),
             )
             for inputs, reply in zip(batch, replies, strict=True)
         ]
@@ -116,6 +124,9 @@ def write_synthesis(
     evidence = collection_evidence(analysis, answers, comparative)
     evidence_tokens = estimate_tokens(citations.evidence_block(evidence))
     pattern = choose_pattern(evidence_tokens, len(analysis.papers), settings)
+    evidence_of: dict[str, list[RetrievedChunk]] = {}
+    for chunk in evidence:
+        evidence_of.setdefault(chunk.paper_id, []).append(chunk)
     inputs = SynthesisInput(
         collection=analysis.collection,
         pattern=pattern,
@@ -128,14 +139,16 @@ def write_synthesis(
             PaperMaterial(
                 paper_id=paper,
                 title=titles.get(paper, paper),
-                evidence=[chunk for chunk in evidence if chunk.paper_id == paper],
+                evidence=evidence_of.get(paper, []),
             )
             for paper in analysis.papers
         ],
         comparative=comparative.answers if comparative else [],
+        context_tokens=settings.synthesis.context_tokens,
     )
+    resolve = evidence_resolver(evidence)
     if pattern != "stuff":
-        summaries = paper_summaries(inputs, evidence, settings, prompts, client)
+        summaries = paper_summaries(inputs, resolve, settings, prompts, client)
         inputs.papers = [
             paper.model_copy(update={"evidence": [], "summary": summary})
             for paper, summary in zip(inputs.papers, summaries, strict=True)
@@ -144,12 +157,12 @@ def write_synthesis(
         members = [
             Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
         ]
-        inputs.groups = summary_tree(members, analysis.theme, evidence, settings, prompts, client)
+        inputs.groups = summary_tree(members, analysis.theme, resolve, settings, prompts, client)
     agent = SynthesisAgent()
     reply = run_agent(agent, inputs, settings, prompts, client)
     checked = covered(
         reply.text,
-        lambda written: citations.citations(written, evidence),
+        resolve,
         analysis,
         titles,
         "synthesis",

@@ -36,13 +36,17 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.neighbours import nearest_pairs
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
@@ -58,6 +62,9 @@ from litpipe.text import (
     without_markers,
     words,
 )
+
+if TYPE_CHECKING:
+    from litpipe.retrieval.store import TextEncoder
 
 # Jaccard similarity of two insights' stemmed terms from which they relate, and from which two
 # insights without a cue word say the same kind of thing about the same object (parallel).
@@ -189,6 +196,11 @@ class RelationsInput(BaseModel):
     collection: str
     papers: list[PaperLabel]
     insights: list[Insight]
+    candidates: list[tuple[str, str]] | None = Field(
+        default=None,
+        description="The pairs of insight ids the offline engine weighs (`neighbour_pairs`); "
+        "None: every pair, which only a small set affords.",
+    )
 
 
 class RelationsReply(BaseModel):
@@ -520,15 +532,62 @@ def _explanation(
     return f"Both concern {listed}; {target} {relation}{cue}."
 
 
-def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> list[Relationship]:
+def _relatable(insights: list[Insight]) -> list[Insight]:
+    """The insights that may relate: distinct ones citing something (one that cites nothing,
+    "the retrieved passages do not answer this question", states nothing of its paper's)."""
+    return [insight for insight in _distinct(insights) if insight.citations]
+
+
+def neighbour_pairs(
+    insights: list[Insight], encoder: TextEncoder, neighbours: int
+) -> list[tuple[str, str]]:
+    """The relationship candidates: each relatable insight with its `neighbours` nearest
+    insights of other papers by cosine of their embeddings (one encode call for all), each pair
+    once, the earlier insight first. At most insights x `neighbours` pairs, where every pair
+    would be insights squared over two."""
+    relatable = _relatable(insights)
+    if len(relatable) < 2:
+        return []
+    encoded = np.asarray(
+        encoder.encode([strip_markers(insight.text) for insight in relatable]), dtype=np.float32
+    )
+    norms = np.linalg.norm(encoded, axis=1, keepdims=True)
+    vectors = (encoded / np.where(norms > 0, norms, 1)).astype(np.float32)
+    paper_code = {
+        paper: code for code, paper in enumerate(dict.fromkeys(map(_paper_of, relatable)))
+    }
+    groups = np.array([paper_code[_paper_of(insight)] for insight in relatable], dtype=np.int64)
+    return [
+        (relatable[i].insight_id, relatable[j].insight_id)
+        for i, j in nearest_pairs(vectors, groups, neighbours)
+    ]
+
+
+def offline_relationships(
+    insights: list[Insight],
+    titles: dict[str, str],
+    candidates: list[tuple[str, str]] | None = None,
+) -> list[Relationship]:
     """Pairs of insights of different papers similar enough, the strongest few per paper pair,
-    each typed by `_typed`. An insight that cites nothing ("the retrieved passages do not answer
-    this question") states nothing of its paper's, so it relates to nothing."""
-    insights = [insight for insight in _distinct(insights) if insight.citations]
+    each typed by `_typed`; only the `candidates` pairs (`neighbour_pairs`) when given, else
+    every pair."""
+    insights = _relatable(insights)
     terms = {insight.insight_id: content_terms(strip_markers(insight.text)) for insight in insights}
     weights = _weights(insights, terms)
+    order = {insight.insight_id: index for index, insight in enumerate(insights)}
+    pairs_weighed: Iterable[tuple[Insight, Insight]] = combinations(insights, 2)
+    if candidates is not None:
+        ordered = {
+            tuple(sorted((a, b), key=order.__getitem__))
+            for a, b in candidates
+            if a in order and b in order and a != b
+        }
+        pairs_weighed = [
+            (insights[order[a]], insights[order[b]])
+            for a, b in sorted(ordered, key=lambda pair: (order[pair[0]], order[pair[1]]))
+        ]
     by_papers: dict[tuple[str, str], list[tuple[float, Insight, Insight]]] = {}
-    for first, second in combinations(insights, 2):
+    for first, second in pairs_weighed:
         if not _different_papers(first, second):
             continue
         similarity = weights.similarity(terms[first.insight_id], terms[second.insight_id])
@@ -547,7 +606,6 @@ def offline_relationships(insights: list[Insight], titles: dict[str, str]) -> li
         weights=weights,
     )
     pairs = [_typed(first, second, similarity, grounds) for similarity, first, second in kept]
-    order = {insight.insight_id: index for index, insight in enumerate(insights)}
     pairs.sort(key=lambda p: (order[p.source.insight_id], order[p.target.insight_id]))
     return [
         Relationship(
@@ -580,12 +638,11 @@ def offline_theme(insights: list[Insight]) -> str:
     candidates = _key_phrases(insights)
     if not candidates:
         return ""
-    papers_with: Counter[str] = Counter()
-    for paper in {paper for paper, _ in candidates}:
-        papers_with.update(
-            {word for p, phrase in candidates if p == paper for word in phrase.words}
-        )
-    papers = len({paper for paper, _ in candidates})
+    words_of: dict[str, set[str]] = {}
+    for paper, phrase in candidates:
+        words_of.setdefault(paper, set()).update(phrase.words)
+    papers_with = Counter(word for held in words_of.values() for word in held)
+    papers = len(words_of)
 
     def shared(phrase: Phrase) -> int:
         return sum(papers_with[word] for word in phrase.words if papers_with[word] > 1)
@@ -616,19 +673,28 @@ def _sentence(text: str) -> str:
 
 
 def _ranked_insights(
-    paper: str, insights: list[Insight], relationships: list[Relationship]
-) -> list[Insight]:
-    """The paper's cited insights, the most related first, then the longest."""
+    papers: list[str], insights: list[Insight], relationships: list[Relationship]
+) -> dict[str, list[Insight]]:
+    """Each paper's cited insights, the most related first, then the longest."""
     degree = Counter(r.source for r in relationships) + Counter(r.target for r in relationships)
-    own = [i for i in insights if i.paper_id == paper and i.citations]
-    return sorted(
-        own, key=lambda i: (-degree[i.insight_id], -len(set(words(strip_markers(i.text)))))
+    ranked: dict[str, list[Insight]] = {paper: [] for paper in papers}
+    for insight in insights:
+        if insight.citations and insight.paper_id in ranked:
+            ranked[insight.paper_id].append(insight)
+    for own in ranked.values():
+        own.sort(key=lambda i: (-degree[i.insight_id], -len(set(words(strip_markers(i.text))))))
+    return ranked
+
+
+def _relations_of(insights: list[Insight], relationships: list[Relationship]) -> Counter[str]:
+    """How many relationships touch an insight of each paper."""
+    paper_of = {insight.insight_id: insight.paper_id for insight in insights}
+    return Counter(
+        paper
+        for r in relationships
+        for paper in {paper_of.get(r.source), paper_of.get(r.target)}
+        if paper is not None
     )
-
-
-def _relations_of(paper: str, insights: list[Insight], relationships: list[Relationship]) -> int:
-    own = {i.insight_id for i in insights if i.paper_id == paper}
-    return sum(r.source in own or r.target in own for r in relationships)
 
 
 def offline_narrative(
@@ -641,17 +707,18 @@ def offline_narrative(
     """The theme, then each paper's best insight verbatim after its title; when that would make
     more than five sentences, the most related papers so and the others listed in one sentence,
     each with a marker of its best insight."""
-    ranked = {paper: _ranked_insights(paper, insights, relationships) for paper in papers}
+    ranked = _ranked_insights(papers, insights, relationships)
     cited = [paper for paper in papers if ranked[paper]]
     opening = [theme] if theme else []
     room = MAX_NARRATIVE_SENTENCES - len(opening) - (len(cited) < len(papers))
     featured = cited
     if len(cited) > room:
-        most_related = sorted(
-            cited, key=lambda p: (-_relations_of(p, insights, relationships), papers.index(p))
-        )[: max(room - 1, 0)]
+        relations = _relations_of(insights, relationships)
+        position = {paper: index for index, paper in reversed(list(enumerate(papers)))}
+        most_related = sorted(cited, key=lambda p: (-relations[p], position[p]))[: max(room - 1, 0)]
         featured = [paper for paper in cited if paper in most_related]
-    others = [paper for paper in papers if paper not in featured]
+    shown = set(featured)
+    others = [paper for paper in papers if paper not in shown]
     body = [f"In {_quoted_title(p, titles)}: {_sentence(ranked[p][0].text)}" for p in featured]
     further = [
         f"Also in {_quoted_title(paper, titles)}: {_sentence(insight.text)}"
@@ -721,7 +788,7 @@ def _labels(insights: list[Insight], titles: dict[str, str]) -> list[PaperLabel]
 
 def offline_analysis(inputs: RelationsInput) -> RelationsReply:
     titles = {paper.paper_id: paper.title for paper in inputs.papers}
-    relationships = offline_relationships(inputs.insights, titles)
+    relationships = offline_relationships(inputs.insights, titles, inputs.candidates)
     theme = offline_theme(inputs.insights)
     papers = [paper.paper_id for paper in inputs.papers]
     narrative = offline_narrative(papers, inputs.insights, relationships, titles, theme)
@@ -762,10 +829,21 @@ def relate(
     settings: Settings,
     prompts: PromptLibrary,
     client: StructuredClient | None,
+    encoder: TextEncoder | None = None,
 ) -> RelationshipDraft:
-    """The relationship analysis of the collection whose papers `titles` lists (id -> title)."""
+    """The relationship analysis of the collection whose papers `titles` lists (id -> title);
+    with an `encoder`, the offline engine weighs only each insight's nearest neighbours
+    (`synthesis.relationship_neighbours`), without one every pair (a small set's)."""
+    candidates = (
+        neighbour_pairs(insights, encoder, settings.synthesis.relationship_neighbours)
+        if encoder is not None
+        else None
+    )
     inputs = RelationsInput(
-        collection=collection, papers=_labels(insights, titles), insights=insights
+        collection=collection,
+        papers=_labels(insights, titles),
+        insights=insights,
+        candidates=candidates,
     )
     reply = run_agent(RelationshipsAgent(), inputs, settings, prompts, client)
     narrative, cited = narrative_citations(" ".join(reply.narrative.split()), insights)

@@ -11,12 +11,18 @@ from litpipe.agents.relationship_analysis.relationships import RelationshipsAgen
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import nightly
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
+from litpipe.defs.resources import (
+    ArtifactsResource,
+    CatalogResource,
+    EmbedderResource,
+    LLMResource,
+)
 from litpipe.defs.versions import CodeVersion
 from litpipe.report import digest as digest_report
 from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
 from litpipe.report import page as report_page
+from litpipe.retrieval import neighbours
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
 from litpipe.settings import Settings
 from litpipe.workflows import nightly_digest as digest_workflow
@@ -46,8 +52,19 @@ STEP = ModelStep(
     agents=digest_workflow.DIGEST_AGENTS,
     code=CodeVersion(
         agents=(InsightsAgent(), RelationshipsAgent()),
-        modules=(digest_workflow, digest_report, report_page, report_markdown, notices, text),
+        # Relationship candidates are the insights' nearest neighbours by the embedder.
+        modules=(
+            digest_workflow,
+            digest_report,
+            report_page,
+            report_markdown,
+            notices,
+            text,
+            neighbours,
+        ),
         output=Digest,
+        settings=("synthesis.relationship_neighbours",),
+        embedder=True,
     ),
 )
 
@@ -72,6 +89,7 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
         context: dg.AssetExecutionContext,
         catalog: CatalogResource,
         artifacts: ArtifactsResource,
+        embedder: EmbedderResource,
         llm: LLMResource,
     ) -> dg.Output[Digest]:
         window = context.partition_time_window
@@ -91,6 +109,7 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 step.settings,
                 step.prompts,
                 step.client(),
+                embedder.embedder(),
             )
         files = digest_report.write_digest(
             Path(artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built

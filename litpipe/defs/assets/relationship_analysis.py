@@ -19,6 +19,7 @@ from litpipe.defs.resources import (
 )
 from litpipe.defs.run_failures import why_not_built
 from litpipe.defs.versions import ASKING, CodeVersion
+from litpipe.retrieval import neighbours
 from litpipe.schemas import (
     CrossPaperQuestions,
     LeftOutPaper,
@@ -39,8 +40,14 @@ STEP = ModelStep(
         agents=(InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
         # Follow-up questions are retrieved and answered like a paper's own.
         versions=(ASKING,),
-        modules=(workflow,),
-        settings=("synthesis.min_insights_per_paper", "synthesis.follow_up_questions"),
+        # Relationship candidates are the insights' nearest neighbours by the embedder.
+        modules=(workflow, neighbours),
+        settings=(
+            "synthesis.min_insights_per_paper",
+            "synthesis.follow_up_questions",
+            "synthesis.relationship_neighbours",
+        ),
+        embedder=True,
     ),
 )
 
@@ -96,6 +103,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 step.settings,
                 step.prompts,
                 client,
+                model,
             )
         # A paper whose own assets failed costs the others nothing: it is named, with why.
         analysis.left_out = [
