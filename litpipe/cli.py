@@ -1014,9 +1014,11 @@ def eval_mais_command(
 
 
 def ui_command(settings: Settings, port: int) -> int:
+    from litpipe.defs.sqlite_storage import enable_event_batches
     from litpipe.runtime.instance import write_instance_config
 
     write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too
+    enable_event_batches()  # and write a batch of papers' events together
     # The code server reads its settings from the environment: hand it this command's. The
     # runs it launches inherit them: the api base, its password hidden in their config, too.
     flags = {

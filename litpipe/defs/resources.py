@@ -14,7 +14,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.hybrid import HybridRetriever
-from litpipe.retrieval.store import ChunkStore
+from litpipe.retrieval.store import ChunkStore, TextEncoder
 from litpipe.settings import Settings
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
@@ -151,7 +151,11 @@ class RetrievalResource(dg.ConfigurableResource):
         )
 
     def retriever(
-        self, store: ChunkStore, embedder: Embedder, collection: str, paper_id: str | None = None
+        self,
+        store: ChunkStore,
+        embedder: TextEncoder,
+        collection: str,
+        paper_id: str | None = None,
     ) -> HybridRetriever:
         """Over the collection, its BM25 index saved; or over one paper, its index in memory
         (a hundred chunks index in milliseconds, and the paper's results then depend on no

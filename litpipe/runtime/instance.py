@@ -8,6 +8,7 @@ see deploy/dagster.postgres.yaml) and is used as it is; `dagster_home` (`LITPIPE
 points litpipe at its folder.
 """
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +44,13 @@ def managed_config(settings: Settings) -> str:
         "run_monitoring:\n"
         "  enabled: true\n"
         "  free_slots_after_run_end_seconds: 60\n"
+        "# Dagster's SQLite event log (the same files), writing a batch of papers' asset events\n"
+        "# in one transaction instead of one each.\n"
+        "event_log_storage:\n"
+        "  module: litpipe.defs.sqlite_storage\n"
+        "  class: BatchingSqliteEventLogStorage\n"
+        "  config:\n"
+        f"    base_dir: {json.dumps(str(settings.dagster_home / 'history' / 'runs'))}\n"
     )
 
 

@@ -29,6 +29,7 @@ from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
 from litpipe.defs.run_liveness import release_dead_runs
+from litpipe.defs.sqlite_storage import enable_event_batches
 from litpipe.defs.staleness import build_next, build_next_each, built_contents
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
@@ -68,6 +69,7 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent instance in `dagster_home` (default `LITPIPE_HOME/dagster`), the one
     `litpipe ui` serves: SQLite with litpipe's dagster.yaml, or whatever one of your own says
     (PostgreSQL: deploy/dagster.postgres.yaml)."""
+    enable_event_batches()
     # Creating the instance creates (or migrates) its storages: one process at a time.
     with instance_lock(settings):
         write_instance_config(settings)

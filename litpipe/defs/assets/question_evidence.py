@@ -20,6 +20,7 @@ from litpipe.hashing import digest
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
+from litpipe.retrieval.query_vectors import EncodedAhead
 from litpipe.schemas import PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 
@@ -66,8 +67,17 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
         llm: LLMResource,
         artifacts: ArtifactsResource,
     ) -> dg.MaterializeResult:
-        papers_catalog, chunk_store, model = catalog.catalog(), lancedb.store(), embedder.embedder()
-        store = artifacts.store()
+        papers_catalog, chunk_store, store = catalog.catalog(), lancedb.store(), artifacts.store()
+        # Every question of the batch encoded by one call; each search then looks its vector up.
+        model = EncodedAhead(
+            embedder.embedder(),
+            (
+                question.text
+                for paper_id in context.partition_keys
+                if store.exists(["paper_questions"], paper_id)
+                for question in store.read(["paper_questions"], paper_id, PaperQuestions).questions
+            ),
+        )
         # A collection's retriever serves every paper of the batch in it; a paper's own, one.
         retrievers: dict[str, HybridRetriever] = {}
         with question_evidence_step(llm.settings()).run(context, llm) as step:

@@ -1,0 +1,110 @@
+"""litpipe's SQLite event log storage writes a batch's asset events together, and what it writes
+reads back exactly as Dagster's own storage's does."""
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from litpipe.defs.sqlite_storage import BatchingSqliteEventLogStorage
+from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
+from litpipe.runtime.instance import managed_config
+from litpipe.settings import Settings
+
+PARTITIONS = dg.DynamicPartitionsDefinition(name="papers")
+KEYS = [f"paper{number}" for number in range(6)]
+
+
+def graph() -> dg.Definitions:
+    @dg.asset(
+        partitions_def=PARTITIONS, code_version="1", backfill_policy=dg.BackfillPolicy.multi_run(10)
+    )
+    def parsed(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        for key in context.partition_keys:
+            context.add_asset_metadata({"words": len(key)}, partition_key=key)
+        return dg.MaterializeResult(data_version=dg.DataVersion("v1"))
+
+    @dg.asset(
+        partitions_def=PARTITIONS,
+        code_version="1",
+        deps=[parsed],
+        backfill_policy=dg.BackfillPolicy.multi_run(10),
+    )
+    def answered(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        for key in context.partition_keys:
+            context.add_asset_metadata({"answers": 6}, partition_key=key)
+        return dg.MaterializeResult()
+
+    return dg.Definitions(
+        assets=[parsed, answered],
+        jobs=[dg.define_asset_job("papers", selection=dg.AssetSelection.all())],
+    )
+
+
+def stored(home: Path, managed: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What a run over the range of all papers leaves in an instance at `home`."""
+    home.mkdir()
+    if managed:  # litpipe's dagster.yaml, and the batch size it sets
+        monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "1000")
+        (home / "dagster.yaml").write_text(managed_config(Settings(dagster_home=home)))
+    instance = dg.DagsterInstance.from_config(str(home))
+    instance.add_dynamic_partitions(PARTITIONS.name or "", KEYS)
+    result = (
+        graph()
+        .resolve_job_def("papers")
+        .execute_in_process(
+            instance=instance, tags={RANGE_START_TAG: KEYS[0], RANGE_END_TAG: KEYS[-1]}
+        )
+    )
+    assert result.success
+    figures: dict[str, Any] = {"storage": type(instance.event_log_storage).__name__}
+    for asset in ("parsed", "answered"):
+        key = dg.AssetKey(asset)
+        records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), 100)
+        figures[asset] = sorted(
+            (
+                record.partition_key,
+                {
+                    name: value.value
+                    for name, value in record.asset_materialization.metadata.items()
+                },
+                record.asset_materialization.tags.get("dagster/data_version"),
+            )
+            for record in records.records
+        )
+        figures[f"{asset} latest"] = sorted(
+            instance.get_latest_storage_id_by_partition(
+                key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(KEYS)
+            )
+        )
+        figures[f"{asset} planned"] = len(
+            instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+            ).records
+        )
+    figures["materialized"] = sorted(instance.get_materialized_partitions(dg.AssetKey("answered")))
+    return figures
+
+
+def test_a_range_run_reads_back_as_with_dagsters_storage_written_a_batch_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[int] = []
+    store_batch = BatchingSqliteEventLogStorage.store_event_batch
+
+    def counted(self: BatchingSqliteEventLogStorage, events: Any) -> None:
+        batches.append(len(events))
+        store_batch(self, events)
+
+    monkeypatch.setattr(BatchingSqliteEventLogStorage, "store_event_batch", counted)
+    ours = stored(tmp_path / "litpipe", True, monkeypatch)
+    monkeypatch.delenv("DAGSTER_EVENT_BATCH_SIZE")
+    dagsters = stored(tmp_path / "dagster", False, monkeypatch)
+
+    assert ours.pop("storage") == "BatchingSqliteEventLogStorage"
+    assert dagsters.pop("storage") == "SqliteEventLogStorage"
+    assert ours == dagsters
+    assert len(ours["parsed"]) == len(KEYS) and ours["materialized"] == KEYS
+    # Each step's six materializations went as one batch, and the run's planned events as one.
+    assert batches.count(len(KEYS)) == 2 and max(batches) == 2 * len(KEYS)
