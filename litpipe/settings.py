@@ -37,6 +37,7 @@ ENV_PREFIX = "LITPIPE_"
 
 # How a reply's JSON schema reaches the model (`Settings.llm.structured_output`).
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+EmbedderBackend = Literal["torch", "torch-int8", "onnx", "model2vec"]
 
 
 class AgentRoute(BaseModel):
@@ -100,6 +101,13 @@ class IngestSettings(SettingsGroup):
         ge=1,
         description="A PDF larger than this (bytes; default 100 MB) fails (one line naming this "
         "setting) before it is opened.",
+    )
+    embedder_backend: EmbedderBackend = Field(
+        default="torch",
+        description="What computes the embedder's vectors: `torch` (sentence-transformers), "
+        "`torch-int8` (its linear layers in int8), `onnx` (onnxruntime, exported once) or "
+        "`model2vec` (a static model distilled once from the embedder: fastest, lower nDCG). "
+        "Part of the embedder id: a switch re-embeds, like another model.",
     )
     embed_batch_size: int = Field(default=32, ge=1)
     embed_device: str = Field(default="cpu", description="torch device for the embedder.")
@@ -648,6 +656,12 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def models_dir(self) -> Path:
+        """Models an embedder backend builds from the embedder (an ONNX export, a distilled
+        static model), built once."""
+        return self.home / "models"
 
     @property
     def watched_roots(self) -> list[Path]:
