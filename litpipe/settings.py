@@ -402,6 +402,7 @@ FLAT_NAMES: dict[str, str] = {
     "embedder": "ingest.embedder",
     "max_pdf_pages": "ingest.max_pdf_pages",
     "max_pdf_bytes": "ingest.max_pdf_bytes",
+    "embedder_backend": "ingest.embedder_backend",
     "embed_batch_size": "ingest.embed_batch_size",
     "embed_device": "ingest.embed_device",
     "chunk_tokens": "ingest.chunk_tokens",

@@ -58,14 +58,18 @@ class TorchBackend:
 
 
 def quantized_int8(model: SentenceTransformer) -> SentenceTransformer:
-    """A copy of `model` whose linear layers compute in int8 (weights quantized per output
-    channel once, activations per batch): the matrix products are most of MiniLM's time."""
+    """A copy of `model` whose linear layers compute in int8 (weights quantized once, activations
+    per batch): the matrix products are most of MiniLM's time. Weights get a scale per output
+    channel: one scale per matrix put MiniLM's vectors at a cosine of 0.89 to torch's on SciFact,
+    one per channel at 0.97."""
     import copy
 
     import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig
 
-    quantized = copy.deepcopy(model)
-    return torch.ao.quantization.quantize_dynamic(quantized, {torch.nn.Linear}, dtype=torch.qint8)
+    return torch.ao.quantization.quantize_dynamic(
+        copy.deepcopy(model), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
+    )
 
 
 class OnnxBackend:
