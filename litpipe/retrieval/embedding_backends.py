@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,7 +80,7 @@ class OnnxBackend:
     def __init__(
         self, onnx_file: Path, transformer_dir: Path, max_seq_length: int, batch_size: int
     ):
-        import onnxruntime
+        import onnxruntime  # type: ignore[import-untyped]
         from transformers import AutoTokenizer
 
         options = onnxruntime.SessionOptions()
@@ -115,11 +115,11 @@ def export_onnx(model: SentenceTransformer, folder: Path) -> None:
     """`model` as `folder/model.onnx`: inputs the tokenizer's, output the sentence embedding."""
     import torch
 
-    transformer = model[0]
+    tokenizer: Any = model.tokenizer
     names = [
         name
         for name in ("input_ids", "attention_mask", "token_type_ids")
-        if name in transformer.tokenizer.model_input_names
+        if name in tokenizer.model_input_names
     ]
 
     class SentenceEmbedding(torch.nn.Module):
@@ -130,7 +130,8 @@ def export_onnx(model: SentenceTransformer, folder: Path) -> None:
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
             return self.model(dict(zip(names, inputs, strict=True)))["sentence_embedding"]
 
-    example = transformer.tokenizer(["a b c", "a"], padding=True, return_tensors="pt")
+    # Padded, so the traced graph keeps the attention mask (a batch without padding may drop it).
+    example = tokenizer(["a b c", "a"], padding=True, return_tensors="pt")
     dynamic = {name: {0: "batch", 1: "tokens"} for name in names}
     with torch.no_grad():
         torch.onnx.export(
@@ -163,11 +164,11 @@ def distill_static(transformer_dir: Path, folder: Path) -> None:
     `folder`: one forward pass per token of its vocabulary, no download, no PCA (the vectors
     keep the source's length)."""
     from model2vec.distill import distill_from_model
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, PreTrainedTokenizerFast
 
     static = distill_from_model(
         AutoModel.from_pretrained(str(transformer_dir)),
-        AutoTokenizer.from_pretrained(str(transformer_dir)),
+        PreTrainedTokenizerFast.from_pretrained(str(transformer_dir)),
         device="cpu",
         pca_dims=None,
     )
