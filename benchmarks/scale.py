@@ -266,11 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no SciFact corpus.jsonl at {args.corpus}")
     rows = read_abstracts(args.corpus.parent)
     settings = Settings()
-    embedder = Embedder(
-        settings.ingest.embedder,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
-    )
+    embedder = Embedder.from_settings(settings)
     common = {
         "embedder": embedder.embedder_id,
         "batch_size": embedder.batch_size,

@@ -391,7 +391,7 @@ def run_command(
         return STOPPED_EXIT
     finished = time.perf_counter()
 
-    embedder = Embedder(settings.ingest.embedder)
+    embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
     ingested = [o for o in outcome_list if o.status != "failed"]
     report = RunReport(
@@ -572,7 +572,7 @@ def backfill_command(
         return refused(f"--batch must be at least 1, not {batch}")
     try:
         # Before anything runs: a model that cannot be found fails here, not in every paper.
-        embedder_id = Embedder(settings.ingest.embedder).embedder_id
+        embedder_id = Embedder.from_settings(settings).embedder_id
     except EmbedderError as error:
         return refused(str(error))
     if not settings.catalog_path.is_file():

@@ -37,6 +37,7 @@ ENV_PREFIX = "LITPIPE_"
 
 # How a reply's JSON schema reaches the model (`Settings.llm.structured_output`).
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+EmbedderBackend = Literal["torch", "torch-int8", "onnx", "model2vec"]
 
 
 class AgentRoute(BaseModel):
@@ -100,6 +101,13 @@ class IngestSettings(SettingsGroup):
         ge=1,
         description="A PDF larger than this (bytes; default 100 MB) fails (one line naming this "
         "setting) before it is opened.",
+    )
+    embedder_backend: EmbedderBackend = Field(
+        default="torch",
+        description="What computes the embedder's vectors: `torch` (sentence-transformers), "
+        "`torch-int8` (its linear layers in int8), `onnx` (onnxruntime, exported once) or "
+        "`model2vec` (a static model distilled once from the embedder: fastest, lower nDCG). "
+        "Part of the embedder id: a switch re-embeds, like another model.",
     )
     embed_batch_size: int = Field(default=32, ge=1)
     embed_device: str = Field(default="cpu", description="torch device for the embedder.")
@@ -418,6 +426,7 @@ FLAT_NAMES: dict[str, str] = {
     "embedder": "ingest.embedder",
     "max_pdf_pages": "ingest.max_pdf_pages",
     "max_pdf_bytes": "ingest.max_pdf_bytes",
+    "embedder_backend": "ingest.embedder_backend",
     "embed_batch_size": "ingest.embed_batch_size",
     "embed_device": "ingest.embed_device",
     "chunk_tokens": "ingest.chunk_tokens",
@@ -447,6 +456,7 @@ FLAT_NAMES: dict[str, str] = {
     "cross_encoder_model": "retrieval.cross_encoder_model",
     "rerank_candidates": "retrieval.rerank_candidates",
     "questions_per_style": "synthesis.questions_per_style",
+    "relationship_neighbours": "synthesis.relationship_neighbours",
     "answer_mode": "synthesis.answer_mode",
     "cross_paper_questions": "synthesis.cross_paper_questions",
     "min_insights_per_paper": "synthesis.min_insights_per_paper",
@@ -672,6 +682,12 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def models_dir(self) -> Path:
+        """Models an embedder backend builds from the embedder (an ONNX export, a distilled
+        static model), built once."""
+        return self.home / "models"
 
     @property
     def watched_roots(self) -> list[Path]:

@@ -181,6 +181,7 @@ def test_presets_differ_as_their_comments_say(tmp_path: Path, config: Path) -> N
     offline = Settings(home=tmp_path, preset="offline", llm={"api_base": "http://x/v1"})
     assert offline.route("synthesis").offline
     assert (fast.retrieval.reranker, fast.synthesis.answer_mode) == ("none", "single")
+    assert fast.ingest.embedder_backend == "model2vec"  # the fast tier of embedding
     assert thorough.retrieval.reranker in {"relevance", "debate"}
     assert thorough.synthesis.answer_mode == "multi_view"
     default = Settings(home=tmp_path)

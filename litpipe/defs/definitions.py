@@ -89,11 +89,7 @@ def build_definitions(
             ),
             "artifacts": ArtifactsResource.from_settings(settings),
             "catalog": CatalogResource(path=str(settings.catalog_path)),
-            "embedder": EmbedderResource(
-                model=settings.ingest.embedder,
-                device=settings.ingest.embed_device,
-                batch_size=settings.ingest.embed_batch_size,
-            ),
+            "embedder": EmbedderResource.from_settings(settings),
             "chunker": ChunkingResource(
                 max_tokens=settings.ingest.chunk_tokens,
                 overlap_tokens=settings.ingest.chunk_overlap_tokens,

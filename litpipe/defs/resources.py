@@ -104,9 +104,27 @@ class EmbedderResource(dg.ConfigurableResource):
     model: str
     device: str = "cpu"
     batch_size: int = 32
+    backend: str = "torch"  # an `EmbedderBackend` (Dagster's config takes no Literal)
+    models_dir: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbedderResource:
+        return cls(
+            model=settings.ingest.embedder,
+            device=settings.ingest.embed_device,
+            batch_size=settings.ingest.embed_batch_size,
+            backend=settings.ingest.embedder_backend,
+            models_dir=str(settings.models_dir),
+        )
 
     def embedder(self) -> Embedder:
-        return Embedder(self.model, device=self.device, batch_size=self.batch_size)
+        return Embedder(
+            self.model,
+            device=self.device,
+            batch_size=self.batch_size,
+            backend=self.backend,
+            models_dir=Path(self.models_dir) if self.models_dir else None,
+        )
 
 
 class ChunkingResource(dg.ConfigurableResource):

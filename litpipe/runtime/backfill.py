@@ -149,7 +149,7 @@ def backfill(
     if size < 1:
         raise ValueError(f"the batch size must be at least 1, not {size}")
     defs = build_definitions(settings)
-    embedder_id = Embedder(settings.ingest.embedder).embedder_id
+    embedder_id = Embedder.from_settings(settings).embedder_id
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
     artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)

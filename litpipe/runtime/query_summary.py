@@ -77,7 +77,7 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
         ) from None
     ingested = artifact_store(settings).exists(["paper_abstract"], paper_id) and (
         ChunkStore(settings.lancedb_dir).paper_chunk_ids(
-            Embedder(settings.ingest.embedder).embedder_id, paper_id
+            Embedder.from_settings(settings).embedder_id, paper_id
         )
     )
     if not ingested:

@@ -102,11 +102,7 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
     collection = _collection(sources)
     prompts = PromptLibrary(settings.llm.prompts_dir)
     client = model_client(settings)
-    embedder = Embedder(
-        settings.ingest.embedder,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
-    )
+    embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
 
     documents: dict[str, PaperDocument] = {}

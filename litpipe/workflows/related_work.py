@@ -364,11 +364,7 @@ def load_embedder(settings: Settings) -> AbstractEncoder:
     # Imported here: sentence-transformers costs seconds, and bad input needs no model.
     from litpipe.retrieval.embedder import Embedder
 
-    return Embedder(
-        settings.ingest.embedder,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
-    )
+    return Embedder.from_settings(settings)
 
 
 # The writer's step: the section from the offline engine or the model (one revision request
