@@ -18,9 +18,12 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, paper_asset_keys, register, run_papers
 from litpipe.settings import Settings
-from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests import test_paper_questions_asset
+from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_paper_questions_asset import materialization_count, questions_reply
 
+# The questions agent on the stub, the later stages offline (the fixture, shared).
+model_settings = test_paper_questions_asset.model_settings
 QUESTIONS = dg.AssetKey("paper_questions")
 ABSTRACTS = [
     "We profile ale yeast proteins across a fermentation.",
@@ -40,20 +43,10 @@ def write_table(folder: Path, abstracts: list[str]) -> Path:
 
 
 @pytest.fixture
-def batch_settings(tmp_path: Path, stub_llm: StubLLM, tiny_model: Path) -> Settings:
-    # Only the questions agent asks the model: the later stages run offline.
-    return stub_settings(
-        tmp_path / "home",
-        stub_llm,
-        corpus_roots=[],
-        llm={
-            "model": None,
-            "agents": {"paper_questions": {"model": "openai/stub"}},
-            "prompts_dir": tmp_path / "prompts",
-        },
-        ingest={"embedder": str(tiny_model)},
-        operations={"batch_size": 3},
-    )
+def batch_settings(model_settings: Settings) -> Settings:
+    """`model_settings`, in batches of three papers."""
+    model_settings.operations.batch_size = 3
+    return model_settings
 
 
 def paper_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
