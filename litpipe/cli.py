@@ -371,11 +371,17 @@ def run_command(
             file=sys.stderr,
         )
 
+    def starting(done: int, papers: int, total: int) -> None:
+        # A batch of papers prints its lines once it is built: say what is under way meanwhile.
+        if papers > 1:
+            print(f"[{done + 1}-{done + papers}/{total}] building {papers} papers", file=sys.stderr)
+
     papers_run = run_papers(
         settings,
         instance,
         registrations,
         on_progress=show,
+        on_batch=starting,
         stop_requested=stop_requested,
         left_collections=sorted(set(elsewhere.values())),
     )

@@ -63,11 +63,18 @@ def test_a_batch_is_one_run_whose_papers_stay_their_own_partitions(
     sources = discover(table)
     registrations = register(batch_settings, instance, sources)
 
-    first = run_papers(batch_settings, instance, registrations)
+    batches: list[tuple[int, int, int]] = []
+    first = run_papers(
+        batch_settings,
+        instance,
+        registrations,
+        on_batch=lambda done, papers, total: batches.append((done, papers, total)),
+    )
 
     assert [o.status for o in first.outcomes] == ["materialized"] * 5
     assert all(o.questions == 6 and o.answers == 6 and o.embedded > 0 for o in first.outcomes)
     assert stub_llm.request_count == 5  # one call per paper, in two runs
+    assert batches == [(0, 3, 5), (3, 2, 5)]  # each announced before it is built
     runs = paper_runs(instance)
     assert [(r.tags.get(RANGE_START_TAG), r.tags.get(RANGE_END_TAG)) for r in runs] == [
         (first.outcomes[0].paper_id, first.outcomes[2].paper_id),

@@ -197,9 +197,12 @@ def run_papers(
     on_progress: Callable[[int, int, PaperOutcome], None] = lambda done, total, outcome: None,
     stop_requested: Callable[[], bool] = lambda: False,
     left_collections: Iterable[str] = (),
+    on_batch: Callable[[int, int, int], None] = lambda done, papers, total: None,
 ) -> PapersRun:
-    """Materializes what is new, changed or stale, phase by phase: the papers' assets one run
-    per paper, then their collections' assets one run per collection, and so on. The
+    """Materializes what is new, changed or stale, phase by phase: the papers' assets in
+    batches of `operations.batch_size` papers (`build_batch`; `on_batch` hears of each before it
+    starts, `on_progress` of each paper once its batch is built), then their collections'
+    assets one run per collection, and so on. The
     collections that papers were moved out of (`left_collections`) have their assets rebuilt
     too, when they still hold a paper. It starts no
     further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
@@ -258,6 +261,7 @@ def run_papers(
             if stopped or stop_requested():
                 not_built, stopped = todo[start:], True
                 break
+            on_batch(progress, len(batch), total)
             with ExitStack() as locks:
                 # In key order, so that two processes never wait on each other.
                 for paper_id in sorted(batch):
