@@ -14,8 +14,6 @@ from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
 from litpipe.settings import Settings
 
-# The first per-paper asset: its data version is the hash of the paper's content.
-
 
 def file_fingerprint(path: Path) -> str:
     stat = path.stat()

@@ -243,17 +243,6 @@ def latest_materialization_tags(
     }
 
 
-def latest_data_versions(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
-) -> dict[str, str]:
-    """Each partition's data version as last materialized; one never materialized is absent."""
-    return {
-        partition: tags[_DATA_VERSION_TAG]
-        for partition, tags in latest_materialization_tags(instance, key, partitions).items()
-        if _DATA_VERSION_TAG in tags
-    }
-
-
 def built_contents(instance: dg.DagsterInstance, paper_ids: list[str]) -> dict[str, str]:
     """Each paper's content as `paper_source` last built it (its own data version); a paper
     never built is absent."""
