@@ -684,6 +684,11 @@ class Settings(BaseSettings):
         return self.home / "cache"
 
     @property
+    def vectors_dir(self) -> Path:
+        """The embedders' vectors of texts already encoded (`litpipe.retrieval.vector_cache`)."""
+        return self.cache_dir / "vectors"
+
+    @property
     def models_dir(self) -> Path:
         """Models an embedder backend builds from the embedder (an ONNX export, a distilled
         static model), built once."""

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from litpipe.retrieval.bm25 import BM25Index
-from litpipe.retrieval.hybrid import HybridRetriever, bm25_text, diversify_fused, fuse
+from litpipe.retrieval.hybrid import (
+    HybridRetriever,
+    bm25_text,
+    diversify_fused,
+    fuse,
+    paper_retrievers,
+)
 from litpipe.retrieval.mmr import DEFAULT_MMR_LAMBDA
 from litpipe.retrieval.store import ChunkStore
 from litpipe_tests.conftest import FakeEmbedder
@@ -228,3 +234,39 @@ def test_search_reads_only_its_candidates_rows_and_ranks_as_an_in_memory_search(
         assert [chunk.text for chunk in found] == [
             chunks[chunk_ids.index(i)].text for i in expected
         ]
+
+
+def test_a_batchs_paper_retrievers_read_once_and_find_what_a_papers_own_retriever_finds(
+    store: ChunkStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """question_evidence's scope "own" over a batch: each paper's retriever searches its chunks
+    in memory, after one read of the batch's rows; the results, scores and provenance are those
+    of the retriever that reads LanceDB for that paper alone."""
+    reads: list[int] = []
+    collection_rows = ChunkStore.collection_rows
+
+    def recorded(self: ChunkStore, *args: object, **kwargs: object) -> object:
+        reads.append(1)
+        return collection_rows(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChunkStore, "collection_rows", recorded)
+    held = paper_retrievers(store, fake_embedder, "bio", ["p1", "p2", "p3", "x1", "absent"])
+    assert len(reads) == 1
+    for query in ["aspirin platelet adults", "IL-6 arthritis receptor", "protein sequence"]:
+        for paper_id in ["p1", "p2", "p3"]:
+            alone = HybridRetriever(store, fake_embedder, "bio", None, papers=[paper_id])
+            expected = alone.search(query, limit=2, candidates=10, scope="own", paper_id=paper_id)
+            reads.clear()
+            found = held[paper_id].search(
+                query, limit=2, candidates=10, scope="own", paper_id=paper_id
+            )
+            assert [chunk.chunk_id for chunk in found] == [c.chunk_id for c in expected]
+            for got, want in zip(found, expected, strict=True):
+                assert got.dense_score == pytest.approx(want.dense_score, abs=1e-5)
+                assert got.model_dump(exclude={"dense_score", "fused_score"}) == want.model_dump(
+                    exclude={"dense_score", "fused_score"}
+                )
+            assert reads == []
+    # A paper of another collection, or with no chunks, has a retriever that finds nothing.
+    assert held["x1"].search("aspirin", scope="own", paper_id="x1") == []
+    assert held["absent"].search("aspirin", scope="own", paper_id="absent") == []

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -13,12 +13,15 @@ from litpipe.defs.versions import embedder_version
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
-from litpipe.retrieval.hybrid import HybridRetriever
+from litpipe.retrieval.hybrid import HybridRetriever, paper_retrievers
 from litpipe.retrieval.store import ChunkStore, TextEncoder
+from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
 from litpipe.settings import Settings
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
     from pydantic import BaseModel
 
     from litpipe.llm.client import LLMClient
@@ -106,6 +109,7 @@ class EmbedderResource(dg.ConfigurableResource):
     batch_size: int = 32
     backend: str = "torch"  # an `EmbedderBackend` (Dagster's config takes no Literal)
     models_dir: str | None = None
+    vectors_dir: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbedderResource:
@@ -115,6 +119,7 @@ class EmbedderResource(dg.ConfigurableResource):
             batch_size=settings.ingest.embed_batch_size,
             backend=settings.ingest.embedder_backend,
             models_dir=str(settings.models_dir),
+            vectors_dir=str(settings.vectors_dir),
         )
 
     def embedder(self) -> Embedder:
@@ -125,6 +130,17 @@ class EmbedderResource(dg.ConfigurableResource):
             backend=self.backend,
             models_dir=Path(self.models_dir) if self.models_dir else None,
         )
+
+    def cached(self, known: Mapping[str, NDArray[np.float32]] | None = None) -> CachedEncoder:
+        """The embedder behind the home's vector cache: a text encoded once, by any step or
+        process, is looked up after; `known` vectors (chunks' stored ones) are not encoded."""
+        embedder = self.embedder()
+        cache = (
+            VectorCache(Path(self.vectors_dir), embedder.embedder_id, embedder.dimension)
+            if self.vectors_dir
+            else None
+        )
+        return CachedEncoder(embedder, cache, known)
 
 
 class ChunkingResource(dg.ConfigurableResource):
@@ -186,6 +202,15 @@ class RetrievalResource(dg.ConfigurableResource):
             rrf_k=self.rrf_k,
             mmr_lambda=self.mmr_lambda,
             papers=[paper_id] if paper_id else None,
+        )
+
+    def paper_retrievers(
+        self, store: ChunkStore, embedder: TextEncoder, collection: str, paper_ids: list[str]
+    ) -> dict[str, HybridRetriever]:
+        """`retriever(..., paper_id)` for each of `paper_ids`, their chunks read in one query
+        and searched in memory: a step's batch of papers costs one read, not a dozen each."""
+        return paper_retrievers(
+            store, embedder, collection, paper_ids, rrf_k=self.rrf_k, mmr_lambda=self.mmr_lambda
         )
 
 

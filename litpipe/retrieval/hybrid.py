@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from litpipe.hashing import digest
 from litpipe.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
@@ -28,6 +30,10 @@ DEFAULT_CANDIDATES = 100
 # What construction reads of every chunk: enough to find its saved BM25 index and each paper's
 # chunks, never the texts or vectors (a 20,000-chunk collection's vectors alone are 30 MB).
 _LISTING_COLUMNS = ["chunk_id", "paper_id", "title", "content_sha256"]
+# What a retriever over held rows holds of each chunk: all it reads, and the vector.
+_HELD_COLUMNS = list(dict.fromkeys([*_LISTING_COLUMNS, *RETRIEVED_CHUNK_COLUMNS, "text", "vector"]))
+# Papers whose rows one query reads (a filter naming thousands of ids is slow to plan).
+_PAPERS_PER_READ = 1000
 
 
 class HybridRetriever:
@@ -40,6 +46,10 @@ class HybridRetriever:
     Dense search is LanceDB's, and a search reads the texts and vectors of its candidates only,
     so memory does not grow with the collection's texts and vectors. Build a new retriever after
     the collection changes.
+
+    `held`, the rows of `papers` (every field and the vector) read already, makes it search them
+    in memory, exactly, without reading LanceDB: a step over a hundred papers reads their chunks
+    in one query (`paper_retrievers`) instead of a dozen filtered scans of the table per paper.
     """
 
     def __init__(
@@ -54,6 +64,7 @@ class HybridRetriever:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         papers: Collection[str] | None = None,
+        held: pa.Table | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -62,9 +73,8 @@ class HybridRetriever:
         self.weights = weights
         self.mmr_lambda = mmr_lambda
         self.papers = sorted(papers) if papers is not None else None
-        listing = store.collection_rows(
-            embedder.embedder_id, collection, _LISTING_COLUMNS, paper_ids=self.papers
-        ).to_pydict()
+        self._held = _HeldRows(held) if held is not None else None
+        listing = self._rows(_LISTING_COLUMNS).to_pydict()
         # A table that holds a chunk twice (written by racing processes before
         # `ChunkStore.repair`) lists it once, at its first place, with its last row's fields.
         last_row = {chunk_id: row for row, chunk_id in enumerate(listing["chunk_id"])}
@@ -88,9 +98,7 @@ class HybridRetriever:
 
     def _bm25_texts(self, chunk_ids: list[str]) -> list[str]:
         """What BM25 indexes of each chunk (`bm25_text`), in the order of `chunk_ids`."""
-        rows = self.store.collection_rows(
-            self.embedder.embedder_id, self.collection, ["chunk_id", "title", "text"], self.papers
-        ).to_pydict()
+        rows = self._rows(["chunk_id", "title", "text"]).to_pydict()
         text_of = {
             chunk_id: bm25_text(title, text)
             for chunk_id, title, text in zip(
@@ -102,6 +110,18 @@ class HybridRetriever:
     def __len__(self) -> int:
         return len(self.bm25)
 
+    def _rows(self, columns: list[str], chunk_ids: list[str] | None = None) -> pa.Table:
+        """The columns of this retriever's chunks, or of its chunks `chunk_ids`."""
+        if self._held is not None:
+            return self._held.rows(columns, chunk_ids)
+        return self.store.collection_rows(
+            self.embedder.embedder_id,
+            self.collection,
+            columns,
+            paper_ids=self.papers if chunk_ids is None else None,
+            chunk_ids=chunk_ids,
+        )
+
     def _stored(
         self, chunk_ids: list[str], vectors: bool
     ) -> tuple[dict[str, dict[str, Any]], np.ndarray, dict[str, int]]:
@@ -109,12 +129,7 @@ class HybridRetriever:
         `vectors`, their vectors (a matrix) with each chunk's row in it: read from LanceDB for
         these chunks only. Of a chunk stored twice, the last row."""
         columns = [*RETRIEVED_CHUNK_COLUMNS, *(["vector"] if vectors else [])]
-        table = self.store.collection_rows(
-            self.embedder.embedder_id,
-            self.collection,
-            columns,
-            chunk_ids=list(dict.fromkeys(chunk_ids)),
-        )
+        table = self._rows(columns, list(dict.fromkeys(chunk_ids)))
         row_of = {
             chunk_id: row for row, chunk_id in enumerate(table.column("chunk_id").to_pylist())
         }
@@ -153,7 +168,11 @@ class HybridRetriever:
         scope: Scope = "all",
         paper_id: str | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity) pairs of the scope, best first, from LanceDB."""
+        """(chunk id, cosine similarity) pairs of the scope, best first, from LanceDB (or the
+        held rows)."""
+        if self._held is not None:
+            own = paper_id if scope != "all" else None
+            return self._held.nearest(query_vector, limit, own, keep_own=scope == "own")
         where = f"collection = {_sql(self.collection)}"
         if self.papers is not None:
             where += f" AND paper_id IN ({', '.join(_sql(paper) for paper in self.papers)})"
@@ -221,6 +240,81 @@ class HybridRetriever:
                 )
             )
         return results
+
+
+def paper_retrievers(
+    store: ChunkStore,
+    embedder: TextEncoder,
+    collection: str,
+    paper_ids: list[str],
+    **options: Any,
+) -> dict[str, HybridRetriever]:
+    """A retriever over each paper's own chunks (scope "own"), searching them in memory: their
+    rows read from LanceDB together, in one query per thousand papers. `options` are
+    `HybridRetriever`'s (rrf_k, mmr_lambda, ...); each paper's BM25 index is its own."""
+    parts = [
+        store.collection_rows(
+            embedder.embedder_id,
+            collection,
+            _HELD_COLUMNS,
+            paper_ids=paper_ids[start : start + _PAPERS_PER_READ],
+        )
+        for start in range(0, len(paper_ids), _PAPERS_PER_READ)
+    ]
+    rows = pa.concat_tables(parts) if parts else None
+    retrievers: dict[str, HybridRetriever] = {}
+    for paper_id in paper_ids:
+        held = (
+            rows.filter(pc.equal(rows.column("paper_id"), paper_id))
+            if rows is not None and rows.num_rows
+            else pa.table({name: pa.array([], pa.string()) for name in _HELD_COLUMNS})
+        )
+        retrievers[paper_id] = HybridRetriever(
+            store, embedder, collection, None, papers=[paper_id], held=held, **options
+        )
+    return retrievers
+
+
+class _HeldRows:
+    """Chunk rows in memory, vectors included, searched exactly by cosine."""
+
+    def __init__(self, rows: pa.Table) -> None:
+        self.table = rows
+        self.chunk_ids = rows.column("chunk_id").to_pylist()
+        self.paper_ids = np.array(rows.column("paper_id").to_pylist(), dtype=object)
+        if not rows.num_rows:  # a paper without chunks (its column types then unknown)
+            self.unit = np.empty((0, 0), dtype=np.float32)
+            return
+        vectors = rows.column("vector").combine_chunks()
+        matrix = vectors.flatten().to_numpy().reshape(rows.num_rows, vectors.type.list_size)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.unit = matrix / np.where(norms == 0, 1.0, norms)
+
+    def rows(self, columns: list[str], chunk_ids: list[str] | None) -> pa.Table:
+        table = self.table
+        if chunk_ids is not None:
+            table = table.filter(
+                pc.is_in(table.column("chunk_id"), pa.array(chunk_ids, pa.string()))
+            )
+        return table.select(columns)
+
+    def nearest(
+        self, vector: np.ndarray, limit: int, paper_id: str | None, keep_own: bool
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine) pairs, best first: of `paper_id`'s chunks when `keep_own`, of the
+        others' when not, of all when `paper_id` is None."""
+        if not self.chunk_ids:
+            return []
+        norm = float(np.linalg.norm(vector))
+        scores = self.unit @ (np.asarray(vector, dtype=np.float32) / (norm or 1.0))
+        candidates = np.arange(len(self.chunk_ids))
+        if paper_id is not None:
+            candidates = candidates[(self.paper_ids == paper_id) == keep_own]
+        best = candidates[np.argsort(-scores[candidates], kind="stable")][:limit]
+        ranking: dict[str, float] = {}  # a chunk held twice is ranked once, at its best
+        for row in best:
+            ranking.setdefault(self.chunk_ids[row], float(scores[row]))
+        return list(ranking.items())
 
 
 def fuse(

@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from litpipe.defs.paper_batches import add_paper_metadata
 from litpipe.defs.partitions import papers
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LanceDBResource
 from litpipe.defs.versions import (
@@ -50,7 +51,9 @@ def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinitio
             versions[result.paper_id] = data_version(
                 result.model_copy(update={"embedded": 0, "reused": 0})
             )
-            context.add_asset_metadata(
+            add_paper_metadata(
+                context,
+                result.paper_id,
                 {
                     "path": dg.MetadataValue.path(str(path)),
                     "table": result.table,
@@ -58,7 +61,6 @@ def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinitio
                     "embedded": result.embedded,
                     "reused": result.reused,
                 },
-                partition_key=result.paper_id,
             )
         table = results[0].table if results else "-"
         context.log.info(

@@ -20,7 +20,6 @@ from litpipe.hashing import digest
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
-from litpipe.retrieval.query_vectors import EncodedAhead
 from litpipe.schemas import PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 
@@ -69,31 +68,38 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
     ) -> dg.MaterializeResult:
         papers_catalog, chunk_store, store = catalog.catalog(), lancedb.store(), artifacts.store()
         # Every question of the batch encoded by one call; each search then looks its vector up.
-        model = EncodedAhead(
-            embedder.embedder(),
-            (
-                question.text
-                for paper_id in context.partition_keys
-                if store.exists(["paper_questions"], paper_id)
-                for question in store.read(["paper_questions"], paper_id, PaperQuestions).questions
-            ),
+        model = embedder.cached()
+        model.encode_ahead(
+            question.text
+            for paper_id in context.partition_keys
+            if store.exists(["paper_questions"], paper_id)
+            for question in store.read(["paper_questions"], paper_id, PaperQuestions).questions
         )
-        # A collection's retriever serves every paper of the batch in it; a paper's own, one.
+        # A collection's retriever serves every paper of the batch in it. For scope "own", each
+        # paper has its own, over its chunks: those of the whole batch are read in one query.
         retrievers: dict[str, HybridRetriever] = {}
+        own_retrievers: dict[str, dict[str, HybridRetriever]] = {}
+
+        def retriever(collection: str, paper_id: str) -> HybridRetriever:
+            if retrieval.scope == "own":
+                if collection not in own_retrievers:
+                    own_retrievers[collection] = retrieval.paper_retrievers(
+                        chunk_store, model, collection, list(context.partition_keys)
+                    )
+                return own_retrievers[collection][paper_id]
+            if collection not in retrievers:
+                retrievers[collection] = retrieval.retriever(chunk_store, model, collection)
+            return retrievers[collection]
+
         with question_evidence_step(llm.settings()).run(context, llm) as step:
             reranker = reranker_for(step.settings, step.prompts, step.client())
 
             def build(paper_id: str) -> PaperBuild[PaperEvidence]:
                 collection = papers_catalog.source(paper_id).collection
-                own = retrieval.scope == "own"
-                if own or collection not in retrievers:
-                    retrievers[collection] = retrieval.retriever(
-                        chunk_store, model, collection, paper_id=paper_id if own else None
-                    )
                 found = gather_evidence(
                     store.read(["paper_questions"], paper_id, PaperQuestions),
                     collection,
-                    retrievers[collection],
+                    retriever(collection, paper_id),
                     reranker,
                     scope=retrieval.scope,
                     candidates=retrieval.candidates,

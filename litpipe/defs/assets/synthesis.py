@@ -16,6 +16,8 @@ judge (prompt, model, offline bands) regrades, and a model's text then comes fro
 from collections.abc import Callable, Iterator, Mapping
 
 import dagster as dg
+import numpy as np
+from numpy.typing import NDArray
 
 from litpipe import text
 from litpipe.agents.plain_summary import (
@@ -75,6 +77,7 @@ _CHECKS = {
     **grading.check_descriptions("synthesis", "the passages"),
 }
 _ALWAYS_BLOCKING = {"coverage", "citation_validity"}
+_CHUNK_IDS_PER_READ = 1000
 # The expert synthesis is built from the analysis' insights; the plain summary retells it.
 _EXPERT_ONLY = {"completeness"}
 
@@ -257,14 +260,18 @@ def _written_and_checked(
     """A writer's step: the text written and graded, then its checks."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     titles = _titles(artifacts, analysis.papers)
+    passages = _passages(answers, comparative)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
-    encoder = embedder.embedder()
+    # The passages are stored chunks, whose vectors LanceDB holds: only sentences are encoded.
+    encoder = embedder.cached(
+        known=_chunk_vectors(lancedb, embedder, analysis.collection, list(passages))
+    )
     with model_step.run(context, llm) as step:
         judge = step.client(GRADING_AGENTS)
         written = write(titles, answers, step)
         grades, graded = grading.graded_checks(
             written.text,
-            grading.cited_passages(written.citations, _passages(answers, comparative)),
+            grading.cited_passages(written.citations, passages),
             f"{written.audience} synthesis",
             step.settings,
             step.prompts,
@@ -334,6 +341,27 @@ def _chunks(
 
 def _passages(answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions) -> dict[str, str]:
     return {chunk_id: chunk.text for chunk_id, chunk in _chunks(answers, comparative).items()}
+
+
+def _chunk_vectors(
+    lancedb: LanceDBResource, embedder: EmbedderResource, collection: str, chunk_ids: list[str]
+) -> dict[str, NDArray[np.float32]]:
+    """The stored vectors of the chunks `chunk_ids`, by their text (read a slice at a time: a
+    filter naming thousands of ids at once is slow to plan)."""
+    store, embedder_id = lancedb.store(), embedder.embedder().embedder_id
+    vectors: dict[str, NDArray[np.float32]] = {}
+    for start in range(0, len(chunk_ids), _CHUNK_IDS_PER_READ):
+        rows = store.collection_rows(
+            embedder_id,
+            collection,
+            ["text", "vector"],
+            chunk_ids=chunk_ids[start : start + _CHUNK_IDS_PER_READ],
+        )
+        for chunk_text, vector in zip(
+            rows.column("text").to_pylist(), rows.column("vector").to_pylist(), strict=True
+        ):
+            vectors[chunk_text] = np.asarray(vector, dtype=np.float32)
+    return vectors
 
 
 def _stored(
