@@ -83,7 +83,8 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 allow_retries=False,
             )
         abstracts = artifacts.of_papers("paper_abstract", answers, PaperAbstract)
-        store, model = lancedb.store(), embedder.embedder()
+        # Insights are mostly the papers' own sentences: their vectors, kept, serve the graders.
+        store, model = lancedb.store(), embedder.cached()
         with STEP.run(context, llm) as step:
             client = step.client()
             follow_up = follow_up_answerer(
