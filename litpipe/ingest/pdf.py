@@ -73,6 +73,8 @@ _PROSE_LINE_WORDS = 6
 _GUTTER_MIN_WIDTH = 6.0
 _SPANNING_WIDTH = 0.6
 _GUTTER_CROSSING_SHARE = 0.08
+# How far (a share of the text's width) a centred line's middle may lie off the text's middle.
+_CENTRED_TOLERANCE = 0.02
 _GUTTER_MIN_SIDE_LINES = 4
 # Lines starting at one x that may mark a column's left edge (hanging indents leave few).
 _EDGE_MIN_LINES = 2
@@ -479,13 +481,17 @@ def _find_gutter(lines: list[_Line]) -> tuple[float, float] | None:
 
     A column's left edge is where many lines start; its gutter is the free strip before that
     edge. Lines as wide as most of the text (titles, full-width captions) may cross it: they cut
-    the page into bands instead. Few narrower lines may cross it (a stray author-list fragment).
+    the page into bands instead. Few narrower lines may cross it (a stray author-list fragment),
+    but for those centred on the page above the first line starting at the edge: the title
+    block over the columns (a short title line, the middle one of a row of authors), cut off as
+    a band like the wide ones.
     """
     if len(lines) < 2 * _GUTTER_MIN_SIDE_LINES:
         return None
     page_left = min(line.x0 for line in lines)
     extent = max(line.x1 for line in lines) - page_left
     narrow = [line for line in lines if line.x1 - line.x0 <= _SPANNING_WIDTH * extent]
+    middle, centred = page_left + extent / 2, 2 * _CENTRED_TOLERANCE * extent
     allowed = max(1, int(_GUTTER_CROSSING_SHARE * len(narrow)))
     starts = Counter(round(line.x0) for line in lines)
     total_chars = sum(len(line.text) for line in lines)
@@ -495,7 +501,12 @@ def _find_gutter(lines: list[_Line]) -> tuple[float, float] | None:
         if aligned < _EDGE_MIN_LINES or start - page_left < 2 * _GUTTER_MIN_WIDTH:
             continue
         edge = start - 0.5
-        crossing = sum(line.x0 < edge < line.x1 for line in narrow)
+        columns_top = min(line.y0 for line in lines if 0 <= round(line.x0) - start <= 2)
+        crossing = sum(
+            line.x0 < edge < line.x1
+            and not (line.y1 <= columns_top and abs(line.x0 + line.x1 - 2 * middle) < centred)
+            for line in narrow
+        )
         if crossing > allowed:
             continue
         left = [line for line in lines if line.x1 <= edge]
