@@ -1,4 +1,4 @@
-"""Two-column pages with shared baselines, under a full-width title block.
+"""Two-column pages with shared baselines, under a full-width title block, and footnotes.
 
 The PDFs are drawn with PyMuPDF: every body line carries a numbered token of its column
 ("west07", "east12"), so the order the tokens come out in is the order the lines were read.
@@ -74,7 +74,7 @@ def _expected_tokens(rows: int) -> list[str]:
     return [f"{name}{row:02d}" for name in ("west", "east") for row in range(rows)]
 
 
-def _write_acm_page(path: Path) -> None:
+def _write_acm_page(path: Path, footnote: bool = False) -> None:
     """ACM sigconf: letter page, 0.75in margins, 0.33in gutter, 9pt body, full-width abstract."""
     doc = pymupdf.open()
     page = doc.new_page(width=612, height=792)
@@ -84,7 +84,24 @@ def _write_acm_page(path: Path) -> None:
     for line in range(5):
         y += 1.2 * size
         page.insert_text((left, y), _body_line(f"summary{line}", width, size), fontsize=size)
-    _columns(page, y + 3 * size, left, width, 0.33 * 72, size, 22)
+    bottom = _columns(page, y + 3 * size, left, width, 0.33 * 72, size, 22)
+    if footnote:
+        # Under the left column, after a rule: the footnote of the first author's name.
+        page.draw_line((left, bottom + 2), (left + 60, bottom + 2))
+        page.insert_text(
+            (left, bottom + 10), "*Work done during an internship at LinkedIn.", fontsize=7
+        )
+        page.insert_text((left, bottom + 18), "Corresponding author: a@example.com.", fontsize=7)
+        # A single-column page closing on a numbered footnote.
+        single = doc.new_page(width=612, height=792)
+        for row in range(40):
+            text = _body_line(f"south{row:02d}", width, size)
+            single.insert_text((left, 72 + row * 1.2 * size), text, fontsize=size)
+        single.insert_text(
+            (left, 72 + 41 * 1.2 * size),
+            "1 The code and the distilled weights are shared on request.",
+            fontsize=7,
+        )
     doc.save(path)
 
 
@@ -122,3 +139,15 @@ def test_ieee_columns_with_a_narrow_gutter_are_read_one_after_the_other(tmp_path
     text = parse_pdf(path, "ieee", "tests").text
     assert _TOKEN.findall(text) == _expected_tokens(40)
     assert text.index("Abstract") < text.index("west00")
+
+
+def test_footnotes_are_left_out_of_the_body_text(tmp_path: Path) -> None:
+    path = tmp_path / "footnotes.pdf"
+    _write_acm_page(path, footnote=True)
+    document = parse_pdf(path, "footnotes", "tests")
+    text = document.text
+    assert "internship" not in text and "Corresponding author" not in text
+    assert "distilled weights" not in text
+    # Columns' and pages' own last lines stay.
+    assert _TOKEN.findall(text) == _expected_tokens(22)
+    assert re.findall(r"\bsouth\d\d\b", text) == [f"south{row:02d}" for row in range(40)]

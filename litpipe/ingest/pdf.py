@@ -101,6 +101,11 @@ _DEBRIS_TOKENS = 40
 _DEBRIS_WORD_SHARE = 0.2
 _PROSE_WORD = re.compile(r"\(?[A-Za-z][a-z]{2,}[a-z'\u2019-]*[.,;:)]?")
 _CARRY_MIN_SIZE = 0.8
+# Footnotes: set this much smaller than the body at most, opened by a symbol or a number.
+_FOOTNOTE_SIZE = 0.85
+_FOOTNOTE_MARK = re.compile(
+    r"[*\u2217\u2020\u2021\u00a7\u00b6\u2016#]|\d{1,2} ?(?:[A-Za-z]|https?:)"
+)
 _MAX_INTERRUPTIONS = 2
 _INTERRUPTED_MIN_LINES = 2
 _HEADING_MAX_CHARS = 120
@@ -661,6 +666,36 @@ def _pitches(column: _Column) -> Counter[float]:
             if 0 < pitch < 4 * column.size:
                 pitches[round(pitch * 2) / 2] += 1
     return pitches
+
+
+def _drop_footnotes(columns: list[_Column], style: _Style) -> None:
+    """Leaves footnotes ("* Work done during an internship at ...") out of the text: a block of
+    small lines closing a column under its body text, in the lower half of the page, opened by
+    a footnote mark.
+
+    A column of small lines throughout (references, methods set smaller) has no body above such
+    a block, and a reference list opens under its heading: both stay; so do affiliations under
+    the authors, high on the page.
+    """
+    small = _FOOTNOTE_SIZE * style.body_size
+    tops: dict[int, float] = {}
+    bottoms: dict[int, float] = {}
+    for column in columns:
+        for line in column.lines:
+            tops[line.page] = min(tops.get(line.page, line.y0), line.y0)
+            bottoms[line.page] = max(bottoms.get(line.page, line.y1), line.y1)
+    for column in columns:
+        lines = column.lines
+        start = len(lines)
+        while start > 0 and lines[start - 1].size <= small:
+            start -= 1
+        if (
+            0 < start < len(lines)
+            and _FOOTNOTE_MARK.match(lines[start].text)
+            and 2 * lines[start].y0 > tops[lines[0].page] + bottoms[lines[0].page]
+            and _normalized_heading(lines[start - 1].text) not in _REFERENCE_HEADINGS
+        ):
+            del lines[start:]
 
 
 def _normalized_heading(text: str) -> str:
@@ -1345,6 +1380,7 @@ def parse_pdf(
         raise IngestError("no text layer (scanned pages? run OCR first)")
     columns = _columns(pages)
     style = _document_style(columns, len(pages))
+    _drop_footnotes(columns, style)
     vocabulary = _Vocabulary.of(columns)
     paragraphs = _paragraphs(columns, style)
     for paragraph in paragraphs:
