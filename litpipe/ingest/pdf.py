@@ -103,9 +103,7 @@ _PROSE_WORD = re.compile(r"\(?[A-Za-z][a-z]{2,}[a-z'\u2019-]*[.,;:)]?")
 _CARRY_MIN_SIZE = 0.8
 # Footnotes: set this much smaller than the body at most, opened by a symbol or a number.
 _FOOTNOTE_SIZE = 0.85
-_FOOTNOTE_MARK = re.compile(
-    r"[*\u2217\u2020\u2021\u00a7\u00b6\u2016#]|\d{1,2} ?(?:[A-Za-z]|https?:)"
-)
+_FOOTNOTE_MARK = re.compile(r"[*\u2217\u2020\u2021\u00a7\u00b6\u2016#]|\d{1,2} ?[A-Za-z]")
 _MAX_INTERRUPTIONS = 2
 _INTERRUPTED_MIN_LINES = 2
 _HEADING_MAX_CHARS = 120
