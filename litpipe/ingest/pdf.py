@@ -9,10 +9,11 @@ reading the plain text does. The steps, in order:
    page numbers, line-number margins (small integers beside the text, sharing an edge) and
    figure labels (fonts that never set a line of prose) go;
 3. reading order, per page: a gutter (a free strip before an edge where lines start) splits the
-   page into columns; lines crossing it (titles, full-width captions) cut it into bands; each
-   band is read left column then right column;
-4. paragraphs and headings, from line spacing, indents, short last lines and font changes; a
-   paragraph broken by a column end resumes after any footnote or caption in between;
+   page into columns; lines crossing it (titles, centred author rows, full-width abstracts and
+   captions) cut it into bands; each band is read left column then right column;
+4. footnotes (small lines opened by a mark at a column's foot) go; paragraphs and headings,
+   from line spacing, indents, short last lines and font changes; a paragraph broken by a
+   column end resumes after any caption in between;
 5. the document: title, authors, abstract, references (kept out of the text), sections, and the
    offset where each page starts.
 """
