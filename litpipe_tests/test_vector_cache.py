@@ -98,3 +98,17 @@ def test_processes_writing_one_cache_at_once_lose_nothing(tmp_path: Path) -> Non
     vectors = _cached(tmp_path, reader).encode(texts)
     assert reader.embedded_texts == 0
     np.testing.assert_allclose(vectors, FakeEmbedder().encode(texts))
+
+
+def test_many_texts_are_encoded_in_slices_each_kept_as_it_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("litpipe.retrieval.vector_cache._ENCODE_SLICE", 3)
+    embedder = FakeEmbedder()
+    texts = [f"claim {number}" for number in range(7)]
+    vectors = _cached(tmp_path, embedder).encode(texts)
+    assert [len(call) for call in embedder.encode_calls] == [3, 3, 1]
+    np.testing.assert_allclose(vectors, FakeEmbedder().encode(texts))
+    later = FakeEmbedder()
+    _cached(tmp_path, later).encode(texts)
+    assert later.embedded_texts == 0

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 # SQLite caps the host parameters of one statement (32,766 since 3.32); lookups go in slices.
 _LOOKUP_SLICE = 5000
+# Texts encoded by one call to the model, then kept.
+_ENCODE_SLICE = 2048
 # A writer holding the file's lock (another process's insert) is waited for this long.
 _BUSY_TIMEOUT_S = 30.0
 
@@ -138,8 +140,11 @@ class CachedEncoder:
         if missing and self.cache is not None:
             self._vectors.update(self.cache.get(missing))
             missing = [text for text in missing if text not in self._vectors]
-        if missing:
-            encoded = dict(zip(missing, self.encoder.encode(missing), strict=True))
+        # In slices, each kept at once: a 5,000-paper synthesis grades some 50,000 texts, and a
+        # run killed half way keeps what it encoded.
+        for start in range(0, len(missing), _ENCODE_SLICE):
+            part = missing[start : start + _ENCODE_SLICE]
+            encoded = dict(zip(part, self.encoder.encode(part), strict=True))
             self._vectors.update(encoded)
             if self.cache is not None:
                 self.cache.put(encoded)
