@@ -3,9 +3,19 @@ papers; a model's paper ids checked (through the local stub)."""
 
 from __future__ import annotations
 
+import random
+from itertools import combinations
 from pathlib import Path
 
-from litpipe.agents.cross_paper_questions import comparative_questions
+import pytest
+
+from litpipe.agents import cross_paper_questions as cross_paper_module
+from litpipe.agents.cross_paper_questions import (
+    ComparedPaper,
+    CrossPaperQuestionsInput,
+    comparative_questions,
+    offline_cross_paper_questions,
+)
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -91,3 +101,39 @@ def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: St
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
     for one in ABSTRACTS:
         assert one.paper_id in user and one.abstract in user
+
+
+def test_a_large_collection_gets_the_questions_that_comparing_every_pair_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past a few papers the pairs come from each paper's nearest neighbours by shared words,
+    not from every pair (12.5 million at 5,000 papers); the questions are the same. Here the
+    second pair chosen, (near2, near3), is neither paper's nearest: both are nearer to the
+    first pair's papers, already covered."""
+    shared = [f"shared{number}" for number in range(10)]
+    close = {
+        "near0": shared,
+        "near1": shared,
+        "near2": [*shared, "extra2"],
+        "near3": [*shared, "extra3"],
+    }
+    shuffle = random.Random(7)
+    vocabulary = [f"term{number}" for number in range(200)]
+    others = {f"other{number}": shuffle.sample(vocabulary, 12) for number in range(30)}
+    papers = [
+        ComparedPaper(paper_id=paper_id, title=paper_id, abstract=" ".join(terms) + ".")
+        for paper_id, terms in {**close, **others}.items()
+    ]
+    inputs = CrossPaperQuestionsInput(collection="c", papers=papers, count=3)
+    neighbours = offline_cross_paper_questions(inputs)
+    monkeypatch.setattr(
+        cross_paper_module,
+        "_candidate_pairs",
+        lambda profiles, count: list(combinations(profiles, 2)),
+    )
+    every_pair = offline_cross_paper_questions(inputs)
+    assert neighbours == every_pair
+    assert [question.papers for question in neighbours.questions][:2] == [
+        ["near0", "near1"],
+        ["near2", "near3"],
+    ]

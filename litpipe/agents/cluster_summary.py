@@ -18,12 +18,11 @@ import math
 
 import numpy as np
 from pydantic import BaseModel, Field
-from scipy.sparse import csr_array
 
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
 from litpipe.llm.prompts import fence
-from litpipe.retrieval.neighbours import nearest_neighbours
+from litpipe.retrieval.neighbours import nearest_neighbours, term_vectors
 from litpipe.retrieval.text import tokenize
 from litpipe.text import markers_in, overlap, sentences
 
@@ -82,13 +81,7 @@ def _merged_neighbours(terms: list[set[str]], size: int, target: int) -> list[li
     """Each member's `size` nearest members by cosine overlap of the term sets (sparse matrix
     products in blocks), those pairs merged most alike first while the groups fit; then groups
     still small merged with the next in order, so that every level shrinks about `size` times."""
-    vocabulary: dict[str, int] = {}
-    columns = [vocabulary.setdefault(term, len(vocabulary)) for held in terms for term in held]
-    rows = np.repeat(np.arange(len(terms)), [len(held) for held in terms])
-    # Each row's terms weigh 1 / sqrt(its terms): row dot products are the cosine overlaps.
-    weights = np.repeat([1 / math.sqrt(len(held) or 1) for held in terms], [len(h) for h in terms])
-    matrix = csr_array((weights, (rows, columns)), shape=(len(terms), max(len(vocabulary), 1)))
-    alike = nearest_neighbours(matrix, np.arange(len(terms)), size)
+    alike = nearest_neighbours(term_vectors(terms), np.arange(len(terms)), size)
     group_of = list(range(len(terms)))
     groups: dict[int, list[int]] = {index: [index] for index in range(len(terms))}
     for similarity, first, second in sorted(alike, key=lambda t: (-t[0], min(t[1:]), max(t[1:]))):

@@ -4,9 +4,12 @@ product), so memory stays at `block_rows` x rows floats whatever the number of r
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence, Set
+
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse import sparray
+from scipy.sparse import csr_array, sparray
 
 # 256 rows against 25,000 (5,000 papers' insights): 25 MB of float32 similarities at a time (and
 # twice as much for their ranking): 25,000 insights take about 25 s and 140 MB on two cores.
@@ -60,3 +63,13 @@ def nearest_pairs(
     matrix = np.asarray(vectors, dtype=np.float32)
     found = nearest_neighbours(matrix, groups, neighbours, block_rows)
     return sorted({(min(i, j), max(i, j)) for _, i, j in found})
+
+
+def term_vectors(terms: Sequence[Set[str]]) -> csr_array:
+    """One sparse row per set of words, each word weighing 1 / sqrt(the set's size): the dot
+    product of two rows is the cosine overlap of their sets (`litpipe.text.overlap`)."""
+    vocabulary: dict[str, int] = {}
+    columns = [vocabulary.setdefault(term, len(vocabulary)) for held in terms for term in held]
+    rows = np.repeat(np.arange(len(terms)), [len(held) for held in terms])
+    weights = np.repeat([1 / math.sqrt(len(held) or 1) for held in terms], [len(h) for h in terms])
+    return csr_array((weights, (rows, columns)), shape=(len(terms), max(len(vocabulary), 1)))
