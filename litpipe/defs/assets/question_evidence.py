@@ -69,12 +69,12 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
         papers_catalog, chunk_store, store = catalog.catalog(), lancedb.store(), artifacts.store()
         # Every question of the batch encoded by one call; each search then looks its vector up.
         model = embedder.cached()
-        model.encode_ahead(
-            question.text
+        questions = {
+            paper_id: store.read(["paper_questions"], paper_id, PaperQuestions)
             for paper_id in context.partition_keys
             if store.exists(["paper_questions"], paper_id)
-            for question in store.read(["paper_questions"], paper_id, PaperQuestions).questions
-        )
+        }
+        model.encode_ahead(q.text for asked in questions.values() for q in asked.questions)
         # A collection's retriever serves every paper of the batch in it. For scope "own", each
         # paper has its own, over its chunks: those of the whole batch are read in one query.
         retrievers: dict[str, HybridRetriever] = {}
@@ -97,7 +97,10 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
             def build(paper_id: str) -> PaperBuild[PaperEvidence]:
                 collection = papers_catalog.source(paper_id).collection
                 found = gather_evidence(
-                    store.read(["paper_questions"], paper_id, PaperQuestions),
+                    # A paper without questions fails alone: its read says which file is missing.
+                    questions[paper_id]
+                    if paper_id in questions
+                    else store.read(["paper_questions"], paper_id, PaperQuestions),
                     collection,
                     retriever(collection, paper_id),
                     reranker,
