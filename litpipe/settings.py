@@ -38,6 +38,9 @@ ENV_PREFIX = "LITPIPE_"
 # How a reply's JSON schema reaches the model (`Settings.llm.structured_output`).
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
 EmbedderBackend = Literal["torch", "torch-int8", "onnx", "model2vec"]
+# The fastest backend within 0.01 of torch's SciFact hybrid nDCG@10 (README, "Embedding
+# backends"), as issue 18 asks of the default.
+DEFAULT_EMBEDDER_BACKEND: EmbedderBackend = "torch-int8"
 
 
 class AgentRoute(BaseModel):
@@ -103,9 +106,10 @@ class IngestSettings(SettingsGroup):
         "setting) before it is opened.",
     )
     embedder_backend: EmbedderBackend = Field(
-        default="torch",
-        description="What computes the embedder's vectors: `torch` (sentence-transformers), "
-        "`torch-int8` (its linear layers in int8), `onnx` (onnxruntime, exported once) or "
+        default=DEFAULT_EMBEDDER_BACKEND,
+        description="What computes the embedder's vectors: `torch-int8` (sentence-transformers "
+        "with its linear layers in int8), `torch` (sentence-transformers as it is), `onnx` "
+        "(onnxruntime, exported once) or "
         "`model2vec` (a static model distilled once from the embedder: fastest, lower nDCG). "
         "Part of the embedder id: a switch re-embeds, like another model.",
     )

@@ -266,6 +266,8 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     bfloat16, under which every question finds the same passages, then float8, under which
     some do not. Real models, the stub as every agent's model, the calls counted."""
     serve_every_agent(stub_llm)
+    # The variants are of torch's weights; int8 would quantize the rounding away.
+    monkeypatch.setenv("LITPIPE_INGEST__EMBEDDER_BACKEND", "torch")
     names = ["10.1073_pnas.2322520121", "10.1101_2024.02.13.580051"]
     folder = folder_with(tmp_path / "papers", [CORPUS / f"{name}.pdf" for name in names])
     home = tmp_path / "home"
@@ -285,7 +287,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     questions_built = materializations(instance, "paper_questions")
 
     # While the new table fills, queries of the old one answer as before.
-    minilm_model = Embedder("all-MiniLM-L6-v2")
+    minilm_model = Embedder("all-MiniLM-L6-v2", backend="torch")
     query = "Which DNA repair pathway do the mutants need to survive?"
     vector = minilm_model.encode([query])[0]
 
@@ -300,7 +302,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
         def each(outcome: backfilling.BatchOutcome) -> None:
             on_batch(outcome)
             during.append(
-                (store.count_rows(Embedder(args[0].ingest.embedder).embedder_id), old_answers())
+                (store.count_rows(Embedder.from_settings(args[0]).embedder_id), old_answers())
             )
 
         return real_backfill(*args, on_batch=each, **kwargs)
@@ -319,7 +321,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     assert main(["backfill", "--embedder", str(bf16), "--batch", "1", *model]) == 0
     printed = capsys.readouterr().err
     assert "[batch 1/2] 1 paper in" in printed and "[batch 2/2] 1 paper in" in printed
-    bf16_id = Embedder(str(bf16)).embedder_id
+    bf16_id = Embedder(str(bf16), backend="torch").embedder_id
     first = len(artifacts(bf16_id).read(["paper_chunks"], paper_ids[0], PaperChunks).chunks)
     assert [rows for rows, _ in during] == [first, len(chunks)]
     assert all(answers == before for _, answers in during)
@@ -346,7 +348,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     answers_built = materializations(instance, "paper_answers")
     since = stub_llm.request_count
     assert main(["backfill", "--embedder", str(float8), "--batch", "2", *model]) == 0
-    float8_id = Embedder(str(float8)).embedder_id
+    float8_id = Embedder(str(float8), backend="torch").embedder_id
     assert sorted((cid, sha) for cid, sha, _ in table_content(store, float8_id)["rows"]) == chunks
     assert table_content(store, "all-MiniLM-L6-v2") == minilm
     changed = {

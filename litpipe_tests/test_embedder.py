@@ -44,7 +44,8 @@ def model_folder(parent: Path, name: str, weights: bytes = b"w" * 16) -> Path:
 def test_the_default_resolves_offline_to_the_packaged_model(name: str) -> None:
     embedder = Embedder(name)
     assert embedder.model_dir == PACKAGED.resolve()
-    assert embedder.embedder_id == "all-MiniLM-L6-v2"
+    assert embedder.embedder_id == "all-MiniLM-L6-v2.torch-int8"  # the default backend's
+    assert Embedder(name, backend="torch").embedder_id == "all-MiniLM-L6-v2"
 
 
 def test_limits_and_tokenizer_come_without_importing_torch() -> None:

@@ -30,7 +30,7 @@ from litpipe.retrieval.embedding_backends import (
     export_onnx,
     quantized_int8,
 )
-from litpipe.settings import EmbedderBackend
+from litpipe.settings import DEFAULT_EMBEDDER_BACKEND, EmbedderBackend
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -81,7 +81,7 @@ class Embedder:
         name_or_path: str,
         device: str = "cpu",
         batch_size: int = 32,
-        backend: str = "torch",
+        backend: str = DEFAULT_EMBEDDER_BACKEND,
         models_dir: Path | None = None,
     ) -> None:
         if backend not in EMBEDDER_BACKENDS:
