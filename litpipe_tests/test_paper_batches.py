@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.partitions import PAPERS
 from litpipe.defs.staleness import State, partition_states
 from litpipe.ingest.sources import discover
 from litpipe.llm.prompts import PromptLibrary
@@ -153,3 +154,37 @@ def test_a_paper_that_fails_in_its_batch_fails_alone_with_its_reason(
     answers = dg.AssetKey("paper_answers")
     built = instance.get_materialized_partitions(answers)
     assert built == {good, other}
+
+
+def test_the_staleness_of_a_batch_reads_only_its_own_papers_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of new papers asks the states of none of its papers (all are built), the others
+    of theirs alone: never the records of every paper of the home, which made each batch of a
+    5,000-paper run 20 s slower than the first."""
+    settings = Settings(home=tmp_path / "home")
+    instance = open_instance(settings)
+    defs = build_definitions(settings)
+    keys = paper_asset_keys(defs)
+    built = [f"t.p{n}" for n in range(6)]
+    instance.add_dynamic_partitions(PAPERS, built)
+    for paper_id in built:
+        for key in keys:
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(asset_key=key, partition=paper_id)
+            )
+    fetched: list[str | None] = []
+    fetch = instance.fetch_materializations
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = fetch(*args, **kwargs)
+        fetched.extend(record.partition_key for record in result.records)
+        return result
+
+    monkeypatch.setattr(instance, "fetch_materializations", counted)
+
+    assert partition_states(instance, defs, keys, []) == {key: {} for key in keys}
+    assert fetched == []
+    states = partition_states(instance, defs, keys, ["t.p2"])
+    assert set(fetched) == {"t.p2"} and len(fetched) == len(keys)
+    assert {key: set(by) for key, by in states.items()} == {key: {"t.p2"} for key in keys}

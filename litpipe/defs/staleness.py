@@ -257,6 +257,10 @@ def built_contents(instance: dg.DagsterInstance, paper_ids: list[str]) -> dict[s
 def _latest_records(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
 ) -> dict[str, _Record]:
+    # Dagster reads an empty set of partitions as no filter: every partition's record. A batch
+    # of new papers asks for none, and got the whole home's, once per asset and batch.
+    if not partitions:
+        return {}
     storage_ids = instance.get_latest_storage_id_by_partition(
         key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(partitions)
     )
