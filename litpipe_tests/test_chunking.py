@@ -152,7 +152,9 @@ def test_pages_ids_and_metadata(paper: PaperDocument, minilm_chunks: PaperChunks
     chunks = minilm_chunks.chunks
     assert [chunk.index for chunk in chunks] == list(range(len(chunks)))
     assert chunks[0].chunk_id == "bio.p1:0000" and chunks[12].chunk_id == "bio.p1:0012"
-    assert minilm_chunks.tokenizer == "all-MiniLM-L6-v2" and minilm_chunks.overlap_tokens == 32
+    # The embedder id names the chunks' tokenizer: the default backend's (int8) is part of it.
+    assert minilm_chunks.tokenizer == "all-MiniLM-L6-v2.torch-int8"
+    assert minilm_chunks.overlap_tokens == 32
     for chunk in chunks:
         assert chunk.page_start == paper.page_at(chunk.char_start)
         assert chunk.page_end == paper.page_at(chunk.char_end - 1)
