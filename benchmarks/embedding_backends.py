@@ -143,7 +143,7 @@ def run(args: argparse.Namespace, backends: list[str], home: Path) -> int:
     if "torch" in embedders:
         for batch_size in (16, 64):
             sides[f"torch, batches of {batch_size}"] = Embedder(
-                settings.ingest.embedder, batch_size=batch_size
+                settings.ingest.embedder, batch_size=batch_size, backend="torch"
             ).encode
         sides["torch, one thread"] = one_thread(embedders["torch"].encode)
     # Built, loaded and warmed up outside the timing; the vectors of every text kept to compare.
