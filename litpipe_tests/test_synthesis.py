@@ -41,7 +41,14 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
-from litpipe.text import estimate_tokens, marker, markers_in, sentences, strip_markers
+from litpipe.text import (
+    cited_sentences,
+    estimate_tokens,
+    marker,
+    markers_in,
+    sentences,
+    strip_markers,
+)
 from litpipe.workflows.synthesis import synthesis_version, write_synthesis
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
@@ -379,15 +386,22 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
     assert synthesis.title == THEME
     check_cited_and_faithful(synthesis)
     text = synthesis.text
-    assert text.startswith(" ".join(NARRATIVE.split()))
+    # One theme sentence, a finding of a paper, cited: not the analysis' narrative.
+    opening = text.split("\n\n")[0]
+    assert len(sentences(opening)) == 1 and len(markers_in(opening)) == 1
+    assert unmarked(opening) in {unmarked(s.text) for c in EVIDENCE for s in sentences(c.text)}
+    assert NARRATIVE not in text
     # A section per paper in the analysis' order, each holding its insights.
     positions = [text.index(f"## {TITLES[paper]}") for paper in PAPERS]
     assert positions == sorted(positions)
     for insight in make_analysis().insights:
         assert insight.text in text
-    # Each section: its two insights, then the evidence sentences MMR picks to ground them.
+    # Each paper: its two insights and the evidence sentences MMR picks to ground them, the
+    # one that opens the text said there only.
     sections = text.split("\n## ")[1:4]
-    assert [len(markers_in(s.split("\n\n")[-1])) for s in sections] == [2 + EVIDENCE_SENTENCES] * 3
+    assert sum(len(markers_in(s.split("\n\n")[-1])) for s in [opening, *sections]) == 3 * (
+        2 + EVIDENCE_SENTENCES
+    )
     # Transitions from the relationship map, and the map by type at the end.
     assert f'"{TITLES[PLM]}" extends "{TITLES[GCK]}": {RELATIONSHIPS[0].explanation}' in text
     assert "## Relationships" in text and "### Contradiction" in text
@@ -778,3 +792,70 @@ def test_a_synthesis_of_two_thousand_papers_keeps_every_prompt_within_the_contex
     synthesis = write_synthesis(analysis, answers, None, titles, offline, PromptLibrary(None), None)
     assert time.perf_counter() - started < 60
     assert {citation.paper_id for citation in synthesis.citations} == set(analysis.papers)
+
+
+def cited_papers_per_sentence(text: str) -> list[set[str]]:
+    """The papers each sentence of `text` (each line on its own: headings, list items) cites."""
+    return [
+        {paper for paper, _ in markers_in(sentence)}
+        for line in text.splitlines()
+        for sentence in cited_sentences(line)
+    ]
+
+
+def assert_opens_with_a_finding_and_names_few_papers(
+    text: str, titles: dict[str, str], findings: set[str]
+) -> None:
+    """The text's first paragraph is one sentence of a paper (among `findings`, markers
+    ignored), citing it; no sentence cites, or names by title, more than three papers."""
+    opening = text.split("\n\n")[0]
+    assert len(cited_sentences(opening)) == 1 and len(markers_in(opening)) == 1, opening
+    assert unmarked(opening) in findings, opening
+    assert all(len(papers) <= 3 for papers in cited_papers_per_sentence(text))
+    for line in text.splitlines():
+        for sentence in cited_sentences(line):
+            assert sum(f'"{title}"' in sentence for title in titles.values()) <= 3, sentence
+
+
+def test_a_large_collection_opens_with_its_central_finding_and_no_sentence_lists_papers(
+    tmp_path: Path,
+) -> None:
+    """Twelve papers, the analysis' narrative naming all of them in one sentence (as the
+    offline analysis writes one): neither writer copies it."""
+    analysis, answers = small_collection(12)
+    titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
+    settings = Settings(home=tmp_path)
+    expert = write_synthesis(analysis, answers, None, titles, settings, PromptLibrary(None), None)
+    plain = write_plain_summary(analysis, expert, titles, settings, PromptLibrary(None), None)
+
+    findings = {unmarked(insight.text) for insight in analysis.insights}
+    assert_opens_with_a_finding_and_names_few_papers(expert.text, titles, findings)
+    plain_lines = plain.text.split("\n\n")
+    assert plain_lines[0].startswith("What these 12 studies have most in common: ")
+    assert unmarked(plain_lines[0].split(": ", 1)[1]) in findings
+    assert all(len(papers) == 1 for papers in cited_papers_per_sentence(plain.text))
+    for written in (expert, plain):
+        assert {c.paper_id for c in written.citations} == set(analysis.papers)
+        assert written.appended == []
+
+
+def test_a_paper_is_introduced_by_its_central_finding_never_by_its_title(tmp_path: Path) -> None:
+    """A question answered from the title page gives an insight that is the paper's title: no
+    writer introduces the paper by it, nor by a relationship naming it."""
+    analysis = make_analysis()
+    title_insight = analysis.insights[4]  # BRCA's first
+    analysis.insights[4] = title_insight.model_copy(
+        update={"text": f"{TITLES[BRCA]} {title_insight.citations[0].marker}."}
+    )
+    settings = Settings(home=tmp_path)
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), None)
+    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), None)
+
+    sections = expert.text.split("\n## ")[1:4]
+    introductions = [expert.text.split("\n\n")[0], *(s.split("\n\n")[1] for s in sections)]
+    for introduction in introductions:
+        first = cited_sentences(introduction)[0]
+        assert markers_in(first), first  # a cited finding, not a transition between titles
+        assert not any(title in first for title in TITLES.values()), first
+    # The plain summary names no title: each finding is introduced by its marker alone.
+    assert not any(title in plain.text for title in TITLES.values())

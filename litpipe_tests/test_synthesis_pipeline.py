@@ -19,12 +19,13 @@ from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers
 from litpipe.schemas import CollectionOutputs, PaperAnswers, RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
-from litpipe.text import markers_in
+from litpipe.text import cited_sentences, markers_in
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_cli import folder_with
+from litpipe_tests.test_synthesis import cited_papers_per_sentence, unmarked
 
 COLLECTION = "bio"
 
@@ -119,6 +120,22 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         assert {citation.paper_id for citation in written.citations} == set(paper_ids)
         assert check_passed(instance, asset, "coverage")
         assert check_passed(instance, asset, "citation_validity")
+
+    # A reader's text: it opens with one sentence of a paper, cited, and no sentence cites more
+    # than three papers.
+    passages = [
+        unmarked(chunk.text)
+        for paper_id in paper_ids
+        for answer in artifacts.read(["paper_answers"], paper_id, PaperAnswers).answers
+        for chunk in answer.evidence
+    ]
+    expert_text = artifacts.read(["synthesis"], COLLECTION, Synthesis).text
+    opening = expert_text.split("\n\n")[0]
+    assert len(cited_sentences(opening)) == 1 and len(markers_in(opening)) == 1, opening
+    assert any(unmarked(opening) in passage for passage in passages), opening
+    for asset in ("synthesis", "plain_summary"):
+        written = artifacts.read([asset], COLLECTION, Synthesis).text
+        assert all(len(papers) <= 3 for papers in cited_papers_per_sentence(written))
 
     outputs = artifacts.read(["collection_outputs"], COLLECTION, CollectionOutputs)
     assert set(outputs.files) == {

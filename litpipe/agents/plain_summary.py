@@ -7,8 +7,9 @@ removed, and an uncited paper gets an "Also in this collection" sentence from it
 (recorded, and counted apart by the coverage check).
 
 The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
-version instead, the theme and, per paper, its best insight that cites a passage (verbatim,
-cited) introduced by a fixed plain frame ("One study, \\"<title>\\", found: ...").
+version instead, the collection's most central finding and, per paper, its most central insight
+that cites a passage, never one restating its title (verbatim, cited), in a fixed plain frame
+("One study found: ..."), the marker naming the paper.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from litpipe.agents.paper_summary import cited_insight
 from litpipe.agents.synthesis import (
     WrittenReply,
     also_in_collection,
-    best_cited_insight,
+    central_findings,
     checked_synthesis,
+    cited_units,
     covered,
+    most_central,
     relationship_map,
     spine_insights,
 )
@@ -45,15 +48,31 @@ class PlainSummaryInput(BaseModel):
 
 
 def offline_plain_summary(inputs: PlainSummaryInput) -> WrittenReply:
-    """The theme, then per paper its best cited insight in a fixed plain frame."""
-    lines = [f"The common theme of these {len(inputs.papers)} studies: {inputs.theme}"]
+    """The collection's most central finding, then per other paper its most central cited
+    insight in a fixed plain frame."""
+    findings = {}
     for paper in inputs.papers:
-        own = [i for i in inputs.insights if i.paper_id == paper]
-        insight = best_cited_insight(own, inputs.theme)
-        if insight is not None:
-            frame = "One study" if len(lines) == 1 else "Another study"
-            title = " ".join(inputs.titles.get(paper, paper).split())
-            lines.append(f'{frame}, "{title}", found: {cited_insight(insight)}')
+        own = [
+            unit
+            for insight in inputs.insights
+            if insight.paper_id == paper and insight.citations
+            for unit in cited_units(cited_insight(insight))
+        ]
+        title = inputs.titles.get(paper, paper)
+        ranked = central_findings(own, inputs.theme, [title])
+        if ranked:
+            findings[paper] = ranked[0]
+    opening = most_central(list(findings.values()), inputs.theme)
+    count = len(inputs.papers)
+    lines = [
+        f"What these {count} studies have most in common: {opening}"
+        if opening
+        else f"These {count} studies: {inputs.theme}"
+    ]
+    # The opening's paper is introduced by it: its finding is not said twice.
+    rest = [finding for finding in findings.values() if finding != opening]
+    for number, finding in enumerate(rest):
+        lines.append(f"{'One study' if number == 0 else 'Another study'} found: {finding}")
     return WrittenReply(title=f"In plain words: {inputs.theme}", text="\n\n".join(lines))
 
 

@@ -59,13 +59,12 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
 from litpipe.llm.prompts import fence
-from litpipe.retrieval.centrality import lexrank_similarity, pagerank, tfidf_cosines
+from litpipe.retrieval.centrality import query_focused_lexrank
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
 from litpipe.text import overlap, sentences
@@ -348,10 +347,7 @@ def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
         for position, sentence in enumerate(abstract_sentences(scored.reference.abstract))
     ]
     terms = [tokenize(sentence) for _, _, sentence in pool]
-    relevance = tfidf_cosines(terms, [tokenize(inputs.idea)])[0] if pool else np.zeros(0)
-    # An idea sharing no term with any sentence leaves plain LexRank (a uniform restart).
-    restart = relevance / relevance.sum() if relevance.sum() > 0 else None
-    scores = pagerank(lexrank_similarity(terms), restart=restart)
+    scores = query_focused_lexrank(terms, tokenize(inputs.idea))
     by_reference: list[list[_Candidate]] = [[] for _ in inputs.references]
     for (index, position, sentence), sentence_terms, score in zip(pool, terms, scores, strict=True):
         text = cited_sentence(compressed(sentence), [inputs.references[index].reference.id])

@@ -19,11 +19,12 @@ the writer cited, and warns. A paper with nothing to cite (no insight of it cite
 no passage of it was given) is left out with that reason (`Synthesis.left_out`), beside the
 collection's papers without answers: the coverage check names them, and warns.
 
-The offline engine writes the narrative, then a paragraph per paper (its insights and the
-evidence sentences MMR picks, or its summary, or a cluster's summary), each introduced by a
-relationship with an earlier paper in fixed words ("\\"B\\" extends \\"A\\": <explanation>"),
-then the comparative insights and the relationships by type. Every sentence is the analysis'
-or the passages' own, or fixed template words.
+The offline engine opens with one theme sentence, the collection's most central finding, then
+writes a paragraph per paper (its insights and the evidence sentences MMR picks, or its summary,
+or a cluster's summary), each opening with its most central finding, then a relationship with an
+earlier paper in fixed words ("\\"B\\" extends \\"A\\": <explanation>"), then the comparative
+insights and the relationships by type. Every sentence is the analysis' or the passages' own, or
+fixed template words; none names more than two papers (`central_findings`, `most_central`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Literal, NamedTuple
@@ -44,12 +46,14 @@ from litpipe.agents.cluster_summary import (
     Member,
 )
 from litpipe.agents.paper_summary import (
+    MIN_SENTENCE_TERMS,
     PaperSummaryInput,
     cite,
     cited_insight,
     offline_paper_summary,
 )
 from litpipe.llm.prompts import fence
+from litpipe.retrieval.centrality import closest_to_centroid, query_focused_lexrank
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
@@ -67,7 +71,15 @@ from litpipe.schemas import (
     SynthesisPattern,
 )
 from litpipe.settings import Settings
-from litpipe.text import estimate_tokens, overlap, sentences, without_markers
+from litpipe.text import (
+    cited_sentences,
+    estimate_tokens,
+    markers_in,
+    overlap,
+    sentences,
+    strip_markers,
+    without_markers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -301,11 +313,132 @@ def _relationships_by_type(inputs: SynthesisInput, titles: dict[str, str]) -> li
     return ["## Relationships", *lines] if lines else []
 
 
+# The most central finding of a collection (or a cluster) is looked for among at most this many
+# of its findings, those closest to the centroid of all: LexRank's graph is quadratic in its
+# sentences, and a collection may hold thousands of papers.
+CENTRAL_SAMPLE = 200
+# A sentence sharing this much of its terms with a paper's title (cosine of the term sets) says
+# what the title says (an answer that found the title page): it is not the paper's finding.
+TITLE_OVERLAP = 0.5
+
+
+class _Sentence(NamedTuple):
+    """A sentence as the offline writers weigh it: as written, without its markers, its terms."""
+
+    text: str
+    plain: str
+    terms: list[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Sentence:
+        plain = " ".join(strip_markers(text).split())
+        return cls(text, plain, tokenize(plain))
+
+
+def _restates_title(sentence: _Sentence, titles: list[tuple[str, set[str]]]) -> bool:
+    """Whether the sentence is one of the titles (each as text and terms), or mostly one's
+    words."""
+    flat = sentence.plain.casefold()
+    return any(
+        title_terms
+        and (flat.startswith(text) or overlap(set(sentence.terms), title_terms) >= TITLE_OVERLAP)
+        for text, title_terms in titles
+    )
+
+
+# A bracket closing a cited unit and a capital opening the next: the offline texts join their
+# cited sentences with a space, and one without a full stop (a heading an answer quoted) runs
+# into the next when split as prose.
+_NEXT_UNIT = re.compile(r"(?<=\])\s+(?=[A-Z])")
+_LAST_BRACKET = re.compile(r"\[[^\[\]\n]*\][.!?]?$")
+_TERMINAL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
+
+
+def cited_units(text: str) -> list[str]:
+    """The sentences of `text`, each cited one ended at its marker: "Heading [a:2] Here, we
+    found X [a:6]." is two."""
+    units: list[str] = []
+    for sentence in cited_sentences(text):
+        pieces = _NEXT_UNIT.split(sentence)
+        units.append(pieces[0])
+        for piece in pieces[1:]:
+            ending = _LAST_BRACKET.search(units[-1])
+            if ending and markers_in(ending.group()):
+                units.append(piece)
+            else:
+                units[-1] += f" {piece}"
+    return units
+
+
+def _is_finding(sentence: _Sentence) -> bool:
+    """A cited, whole sentence (not a heading an answer quoted, nor the tail of one a passage
+    cut: "showed that ..."), long enough to say something."""
+    return (
+        bool(markers_in(sentence.text))
+        and (sentence.text[:1].isupper() or sentence.text[:1].isdigit())
+        and bool(_TERMINAL.search(sentence.plain))
+        and len(sentence.terms) >= MIN_SENTENCE_TERMS
+    )
+
+
+def central_findings(candidates: list[str], theme: str, titles: list[str]) -> list[str]:
+    """A paper's (or a cluster's) sentences, each once, its most central finding first
+    (LexRank over its findings, `_is_finding`, biased towards the theme; over its cited
+    sentences when none is one), then the rest in their order; those restating a title left
+    out, unless nothing else is left."""
+    distinct = [
+        _Sentence.of(text)
+        for text in dict.fromkeys(" ".join(c.split()) for c in candidates if c.strip())
+    ]
+    title_forms = [
+        (" ".join(title.split()).casefold().rstrip("."), set(tokenize(title))) for title in titles
+    ]
+    kept = [s for s in distinct if not _restates_title(s, title_forms)] or distinct
+    cited = [i for i, s in enumerate(kept) if _is_finding(s)] or [
+        i for i, s in enumerate(kept) if markers_in(s.text)
+    ]
+    if not cited:
+        return [s.text for s in kept]
+    lead = cited[_most_central([kept[i].terms for i in cited], theme)]
+    return [kept[lead].text, *(s.text for i, s in enumerate(kept) if i != lead)]
+
+
+def _most_central(terms: list[list[str]], theme: str) -> int:
+    """The index of the most central sentence (given by its terms, not none): LexRank biased
+    towards the theme over the `CENTRAL_SAMPLE` sentences closest to their centroid (all of
+    them, when fewer), so that a cluster or collection of thousands costs linear time."""
+    sample = closest_to_centroid(terms, CENTRAL_SAMPLE)
+    scores = query_focused_lexrank([terms[i] for i in sample], tokenize(theme))
+    return sample[max(range(len(sample)), key=lambda i: (scores[i], -i))]
+
+
+def most_central(findings: list[str], theme: str) -> str | None:
+    """The most central of the findings (each paper's own), `_most_central`."""
+    if not findings:
+        return None
+    return findings[_most_central([tokenize(strip_markers(f)) for f in findings], theme)]
+
+
+def _section_titles(papers: set[str], titles: dict[str, str]) -> list[str]:
+    return [titles[paper] for paper in sorted(papers) if paper in titles]
+
+
 def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
-    """The narrative, a section per paper (or cluster) with its transition, the comparative
-    insights, and the relationships by type."""
-    parts = [" ".join(inputs.narrative.split())]
+    """The collection's most central finding, a section per paper (or cluster) opening with
+    its most central finding and then its transition, the comparative insights, and the
+    relationships by type."""
     titles = inputs.titles()
+    sections = [
+        (
+            papers,
+            heading,
+            central_findings(cited_units(paragraph), inputs.theme, _section_titles(papers, titles)),
+        )
+        for papers, heading, paragraph in _sections(inputs)
+    ]
+    leads = [found[0] for _, _, found in sections if found and _is_finding(_Sentence.of(found[0]))]
+    opening = most_central(leads, inputs.theme)
+    parts = [opening] if opening else []
     paper_of = {insight.insight_id: _insight_paper(insight) for insight in inputs.insights}
     relationships_of: dict[str, list[tuple[int, Relationship]]] = {}
     for index, relationship in enumerate(inputs.relationships):
@@ -313,11 +446,15 @@ def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
             if paper is not None:
                 relationships_of.setdefault(paper, []).append((index, relationship))
     earlier: set[str] = set()
-    for papers, heading, paragraph in _sections(inputs):
+    for papers, heading, found in sections:
+        if opening is not None and found[:1] == [opening]:
+            # Said once: the opening introduced this section's papers by that finding.
+            found, opening = found[1:], None
         parts.append(f"## {' '.join(heading.split())}")
         transition = _transition(papers, earlier, paper_of, relationships_of, titles)
-        parts += [transition] if transition else []
-        parts.append(paragraph)
+        # The section opens with its finding; the transition, naming two papers, follows it.
+        paragraph = " ".join([*found[:1], *([transition] if transition else []), *found[1:]])
+        parts += [paragraph] if paragraph else []
         earlier |= papers
     across = [f"- {cited_insight(i)}" for i in inputs.insights if not i.paper_id]
     if across:
