@@ -1,6 +1,6 @@
-"""The plain-language summary: offline (the theme and each paper's best insight in a plain frame,
-verbatim and cited) and through the stub (the spine in the request, the reply's citations
-checked against the expert synthesis', every paper covered)."""
+"""The plain-language summary: offline (the collection's most central finding and each other
+paper's in a plain frame, verbatim and cited) and through the stub (the spine in the request,
+the reply's citations checked against the expert synthesis', every paper covered)."""
 
 from __future__ import annotations
 

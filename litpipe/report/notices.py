@@ -35,7 +35,7 @@ COPIED = (
     "heuristic"
 )
 PLAIN = (
-    "the plain-language summary is each paper's best insight, copied with its jargon (the "
+    "the plain-language summary is each paper's most central insight, copied with its jargon (the "
     "engine cannot rephrase)"
 )
 TYPED = "relationship types come from shared terms and cue words, not from reading"
