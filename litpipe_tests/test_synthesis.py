@@ -29,6 +29,7 @@ from litpipe.evaluation.checks import coverage
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
+from litpipe.retrieval.centrality import closest_to_centroid
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -859,3 +860,16 @@ def test_a_paper_is_introduced_by_its_central_finding_never_by_its_title(tmp_pat
         assert not any(title in first for title in TITLES.values()), first
     # The plain summary names no title: each finding is introduced by its marker alone.
     assert not any(title in plain.text for title in TITLES.values())
+
+
+def test_the_centroid_sample_keeps_the_sentences_most_like_the_others() -> None:
+    """What bounds LexRank over a large collection: the sentences nearest the centroid, in
+    order; an outlier is the one left out."""
+    terms = [
+        ["yeast", "fitness", "assay"],
+        ["galaxy", "redshift", "survey"],
+        ["yeast", "fitness", "map"],
+        ["fitness", "assay", "map"],
+    ]
+    assert closest_to_centroid(terms, 3) == [0, 2, 3]
+    assert closest_to_centroid(terms, 10) == [0, 1, 2, 3]

@@ -23,8 +23,9 @@ The offline engine opens with one theme sentence, the collection's most central 
 writes a paragraph per paper (its insights and the evidence sentences MMR picks, or its summary,
 or a cluster's summary), each opening with its most central finding, then a relationship with an
 earlier paper in fixed words ("\\"B\\" extends \\"A\\": <explanation>"), then the comparative
-insights and the relationships by type. Every sentence is the analysis' or the passages' own, or
-fixed template words; none names more than two papers (`central_findings`, `most_central`).
+insights and the relationships by type. Every sentence is the analysis' or the passages' own
+(each citing its own paper), or fixed template words naming two papers at most: no sentence
+lists the collection's papers (`central_findings`, `most_central`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Used by the extractive baselines (`litpipe.evaluation.baselines`: LexRank, TextRank) and by the
 related-work writer's offline engine (`litpipe.agents.related_work`), which biases the walk
-towards the research idea (query-focused LexRank, Otterbacher et al. 2005).
+towards the research idea (query-focused LexRank, Otterbacher et al. 2005), and by the offline
+synthesis writers (`litpipe.agents.synthesis`), which bias it towards the collection's theme.
 
 - `lexrank_similarity` (Erkan & Radev 2004, continuous): cosine of TF-IDF sentence vectors, IDF
   over the sentences, edges below 0.1 dropped (weak shared terms are noise, not centrality).
