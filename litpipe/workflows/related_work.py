@@ -13,13 +13,15 @@
 2. Hybrid retrieval over the abstracts, in memory (a few hundred abstracts need no store): BM25
    over title and abstract, dense search with the configured embedder (an abstract longer than
    the embedder's window is split into windows and scored by its best, as the BEIR evaluation
-   scores documents by their best chunk), Reciprocal Rank Fusion, then MMR down to
-   `related_work.candidates`.
+   scores documents by their best chunk), Reciprocal Rank Fusion, for the idea and for each
+   search query the `search_queries` agent writes from it (`related_work.search_queries`; the
+   rankings fused again by RRF), then MMR down to `related_work.candidates`.
 3. Debate scoring of every candidate by the `debate` agent, as one batch through the client, so
    that `llm.concurrency` bounds the calls in flight (offline: the debate engine's probability
    from the idea's terms in the abstract). Quotes that are not the abstract's words are dropped.
 4. The top-k by probability (ties: retrieval order) go to the `related_work` writer
-   (`write_section`), whose section is checked by the agent's rules (`review`, as
+   (`write_section`), with a sentence plan to write to when `related_work.plan` asks for one
+   (`sentence_plan`), whose section is checked by the agent's rules (`review`, as
    `litpipe/agents/related_work.py` says) and fixed here (`settle`).
 """
 

@@ -88,14 +88,9 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
         key=lambda index: -by_sentence[index].share,
     )[:OFFLINE_QUOTES]
     best = by_sentence[quoted[0]] if quoted else None
-    # Against: a sentence holding none of the query's terms, when the passage lacks some.
-    unrelated = (
-        [index for index, found in enumerate(by_sentence) if not found.matched][
-            :OFFLINE_QUOTES_AGAINST
-        ]
-        if coverage.missing
-        else []
-    )
+    # Against: the sentences holding none of the query's terms (about something else), when
+    # the passage lacks some of them.
+    unrelated = [i for i, found in enumerate(by_sentence) if not found.matched and coverage.missing]
     arguments_for = []
     if coverage.matched:
         arguments_for.append(f"The passage mentions {', '.join(coverage.matched)}.")
@@ -110,7 +105,7 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
         # In passage order, as a reader meets them.
         quotes_for=[passage_sentences[index] for index in sorted(quoted)],
         arguments_against=arguments_against,
-        quotes_against=[passage_sentences[index] for index in unrelated],
+        quotes_against=[passage_sentences[i] for i in unrelated[:OFFLINE_QUOTES_AGAINST]],
         probability=MIN_PROBABILITY + round((MAX_PROBABILITY - MIN_PROBABILITY) * share),
     )
 
