@@ -64,8 +64,9 @@ def scripted_debate(body: dict[str, Any]) -> dict[str, Any]:
     reference_id = match.group(1) if match else "?"
     return {
         "arguments_for": [f"{reference_id} is on topic."],
+        "quotes_for": [],
         "arguments_against": ["It studies another setting."],
-        "quotes": [],
+        "quotes_against": [],
         "probability": 1 + sum(reference_id.encode()) % 100,
     }
 

@@ -10,6 +10,11 @@ budget, the gold paragraph's word count, in whole sentences.
 The acceptance point it checks, on all examples: litpipe beats lead and is at least level with
 TextRank on all three metrics (`beats_lead`, `level_with_textrank`); also per slice.
 
+Two litpipe rows: `litpipe`, the writer given the example's cited references, and
+`litpipe_ranked`, the writer given the top k it retrieved and ranked from the pool of every
+example's cited abstracts (k the example's cited count), with that path's recall (the share of
+the cited references among the k) per slice.
+
 Usage: python benchmarks/related_work_rouge.py [DATASET] [--home DIR]
 DATASET is a JSONL file or a folder holding one (default ../shared/data/citebench-related-work).
 Prints the tables, then one JSON object as the last line. These are figures, not timings.
@@ -23,7 +28,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from litpipe.evaluation.related_work import SYSTEMS, ExampleResult, evaluate_related_work
+from litpipe.evaluation.related_work import (
+    RANKED,
+    SYSTEMS,
+    ExampleResult,
+    evaluate_related_work,
+)
 from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, mean_scores
 from litpipe.settings import Settings
 
@@ -45,13 +55,19 @@ def verdicts(means: dict[str, Scores]) -> dict[str, bool]:
     }
 
 
-def table(title: str, means: dict[str, Scores]) -> str:
-    lines = [title, "system     ROUGE-1  ROUGE-2  ROUGE-L"]
+def recall(results: list[ExampleResult]) -> float:
+    """The ranked path's recall, mean over the examples."""
+    return sum(r.ranked_recall for r in results) / len(results)
+
+
+def table(title: str, means: dict[str, Scores], ranked_recall: float) -> str:
+    lines = [title, "system          ROUGE-1  ROUGE-2  ROUGE-L"]
     for name, scores in means.items():
         lines.append(
-            f"{name:<10} {100 * scores.rouge1:7.2f}  {100 * scores.rouge2:7.2f}  "
+            f"{name:<15} {100 * scores.rouge1:7.2f}  {100 * scores.rouge2:7.2f}  "
             f"{100 * scores.rougeL:7.2f}"
         )
+    lines.append(f"{RANKED} recall of the cited references: {ranked_recall:.3f}")
     found = verdicts(means)
     lines.append(
         f"beats lead: {found['beats_lead']}, level with TextRank: {found['level_with_textrank']}"
@@ -80,10 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     means = {label: slice_means(part) for label, part in slices.items()}
     print(
         f"Related work on {args.dataset}: writer {evaluation.engine}, embedder "
-        f"{evaluation.embedder}, {evaluation.seconds:.0f} s; budget: {evaluation.budget}"
+        f"{evaluation.embedder}, {evaluation.seconds:.0f} s; budget: {evaluation.budget}; "
+        f"{RANKED} ranks a pool of {evaluation.pool} references"
     )
     for label, found in means.items():
-        print(f"\n{table(label, found)}")
+        print(f"\n{table(label, found, recall(slices[label]))}")
     everything = means[f"all ({len(results)} examples)"]
     print(
         json.dumps(
@@ -99,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                         for name, s in found.items()
                     }
                     | verdicts(found)
+                    | {f"{RANKED}_recall": round(recall(slices[label]), 3)}
                     for label, found in means.items()
                 },
                 "means": {
@@ -106,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                     for name, s in everything.items()
                 },
                 **verdicts(everything),
+                "pool": evaluation.pool,
+                f"{RANKED}_recall": round(evaluation.ranked_recall, 3),
             }
         )
     )

@@ -10,7 +10,7 @@ import bisect
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 
 def sha256_text(text: str) -> str:
@@ -690,9 +690,21 @@ class DebateVerdict(BaseModel):
     """The debate agent's judgement of one reference against the idea."""
 
     arguments_for: list[str]
+    quotes_for: list[str] = Field(description="The abstract's own words that support relevance.")
     arguments_against: list[str]
-    quotes: list[str] = Field(description="The abstract's own words that support relevance.")
+    quotes_against: list[str] = Field(
+        default_factory=list, description="The abstract's own words that speak against it."
+    )
     probability: int = Field(ge=1, le=100, description="Probability (%) that it is relevant.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_quote_list(cls, data: Any) -> Any:
+        """A verdict stored before the debate quoted each side: its one list (`quotes`, the
+        quotes supporting relevance) is read as the quotes for."""
+        if isinstance(data, dict) and "quotes" in data and "quotes_for" not in data:
+            data = {("quotes_for" if key == "quotes" else key): v for key, v in data.items()}
+        return data
 
 
 class RetrievedReference(BaseModel):
@@ -723,6 +735,11 @@ class RelatedWork(BaseModel):
     candidates: list[ScoredReference] = Field(
         description="Every retrieved reference that was debated, in retrieval order."
     )
+    search_queries: list[str] = Field(
+        default_factory=list,
+        description="The queries written from the idea and searched besides it (fused by RRF).",
+    )
+    plan: str = Field(default="", description="The sentence plan the writer wrote to; empty: none.")
     table_rows: int = Field(description="Usable rows of the reference table.")
     skipped_rows: list[str] = Field(
         default_factory=list, description="Rows left out of the table, each with its reason."

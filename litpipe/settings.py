@@ -357,6 +357,26 @@ class RelatedWorkSettings(SettingsGroup):
         description="The writer's context (estimated tokens): a research idea longer than "
         "this is refused.",
     )
+    search_queries: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="Search queries written from the idea (the `search_queries` agent; "
+        "offline: the idea's key phrases), each searched besides the idea itself and the "
+        "rankings fused by RRF; 0 searches with the idea alone.",
+    )
+    plan: str = Field(
+        default="none",
+        description="The sentence plan the writer writes to: `none` (it plans for itself), "
+        "`auto` (the `related_work_plan` agent writes one first; offline: the references "
+        "spread over the sentences, the last motivating the idea) or a plan of your own, "
+        "given as written. The offline writer follows no plan.",
+    )
+
+    @field_validator("plan")
+    @classmethod
+    def _blank_plan_is_none(cls, plan: str) -> str:
+        return plan.strip() or "none"
 
 
 class QuerySummarySettings(SettingsGroup):
@@ -475,6 +495,8 @@ FLAT_NAMES: dict[str, str] = {
     "related_work_top_k": "related_work.top_k",
     "related_work_candidates": "related_work.candidates",
     "related_work_context_tokens": "related_work.context_tokens",
+    "related_work_search_queries": "related_work.search_queries",
+    "related_work_plan": "related_work.plan",
     "mais_max_iterations": "query_summary.max_iterations",
     "mais_questions": "query_summary.questions",
     "mais_context_tokens": "query_summary.context_tokens",

@@ -29,13 +29,14 @@ from pydantic import BaseModel
 
 from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers
 from litpipe.agents.answers import answer_questions
-from litpipe.agents.base import Agent
+from litpipe.agents.base import Agent, run_agent
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
 from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, LLMRelevanceReranker
-from litpipe.agents.related_work import RelatedWorkInput
+from litpipe.agents.related_work import RelatedWorkAgent, RelatedWorkInput
+from litpipe.agents.related_work_plan import RelatedWorkPlanAgent, plan_text
 from litpipe.agents.relationship_analysis.followups import follow_up_questions
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.agents.relationship_analysis.relationships import relate
@@ -63,9 +64,15 @@ from litpipe.schemas import (
 )
 from litpipe.settings import AgentRoute, Route, Settings
 from litpipe.workflows.query_summary import summarize_for_query
-from litpipe.workflows.related_work import score_references, write_section
+from litpipe.workflows.related_work import (
+    AbstractIndex,
+    generated_queries,
+    score_references,
+    write_section,
+)
 from litpipe.workflows.relationship_analysis import analyse
 from litpipe.workflows.synthesis import write_synthesis
+from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.schema_replies import Choices, SeededChoices, drawn, reply, vocabulary
 
@@ -357,12 +364,35 @@ def _debate(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClien
 
 
 def _related_work(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    verdict = DebateVerdict(arguments_for=[], arguments_against=[], quotes=[], probability=50)
+    verdict = DebateVerdict(arguments_for=[], quotes_for=[], arguments_against=[], probability=50)
     scored = [ScoredReference(**r.model_dump(), verdict=verdict) for r in _references(c)]
     inputs = RelatedWorkInput(
         idea="Learning from few examples.", references=scored, sentences=4, words=120
     )
     return write_section(inputs, s, p, client)
+
+
+def _search_queries(
+    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
+) -> object:
+    """The queries written, then searched with the idea over the collection's abstracts."""
+    idea = "Learning from few examples."
+    queries = generated_queries(idea, s, p, client)
+    references = [r.reference for r in _references(c)]
+    return AbstractIndex(references, FakeEmbedder(), s).search(idea, 3, 4, queries)
+
+
+def _related_work_plan(
+    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
+) -> object:
+    """The plan written, then rendered into the writer's prompt."""
+    verdict = DebateVerdict(arguments_for=[], quotes_for=[], arguments_against=[], probability=50)
+    scored = [ScoredReference(**r.model_dump(), verdict=verdict) for r in _references(c)]
+    inputs = RelatedWorkInput(
+        idea="Learning from few examples.", references=scored, sentences=4, words=120
+    )
+    plan = plan_text(run_agent(RelatedWorkPlanAgent(), inputs, s, p, client))
+    return RelatedWorkAgent().messages(inputs.model_copy(update={"plan": plan}), p)
 
 
 def _reranker(kind: type[LLMRelevanceReranker] | type[LLMDebateReranker]) -> Stage:
@@ -414,6 +444,8 @@ CASES: dict[str, Case] = {
     "coherence_judge": Case(_coherence, {}),
     "debate": Case(_debate, {}),
     "related_work": Case(_related_work, {}),
+    "related_work_plan": Case(_related_work_plan, {}),
+    "search_queries": Case(_search_queries, {}),
     "relevance": Case(_reranker(LLMRelevanceReranker), {}),
     "tldr": Case(_tldr, {}),
 }

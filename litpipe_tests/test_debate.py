@@ -21,6 +21,7 @@ from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, rerank
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import DebateVerdict
 from litpipe.settings import Settings
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_relevance import INJECTION, QUERY, passage_id
@@ -42,9 +43,10 @@ def scripted_debate(body: dict[str, Any]) -> dict[str, Any]:
     passage = PASSAGES[int(chunk_id[1])]
     return {
         "arguments_for": [f"{chunk_id} is on topic.", "A second reason."],
-        "arguments_against": [f"{chunk_id} is short."],
         # The first is the passage's own words (spaced differently), the second made up.
-        "quotes": ["  ".join(passage.split()[:4]), "Aspirin cures every disease."],
+        "quotes_for": ["  ".join(passage.split()[:4]), "Aspirin cures every disease."],
+        "arguments_against": [f"{chunk_id} is short."],
+        "quotes_against": ["Aspirin is a vegetable.", " ".join(passage.split()[-3:])],
         "probability": SCRIPTED[chunk_id],
     }
 
@@ -64,12 +66,14 @@ def debate(passage: str, query: str = QUERY) -> DebateReply:
 
 def test_offline_quotes_the_sentences_sharing_most_query_terms_verbatim() -> None:
     reply = debate(ABSTRACT)
-    assert reply.quotes == [
+    assert reply.quotes_for == [
         "In a randomised trial of 22,071 physicians, aspirin reduced the risk of a first "
         "myocardial infarction by 44%.",
         "Aspirin had no effect on stroke.",
     ]
-    assert all(quote in ABSTRACT for quote in reply.quotes)
+    # Against: the sentence about something else (none of the query's terms).
+    assert reply.quotes_against == ["Cardiovascular disease remains the leading cause of death."]
+    assert all(quote in ABSTRACT for quote in reply.quotes_for + reply.quotes_against)
     assert reply.arguments_for == [
         "The passage mentions aspirin, myocardial, infarction.",
         "One of its sentences brings together aspirin, myocardial, infarction.",
@@ -84,7 +88,8 @@ def test_offline_probability_ranks_passages_with_the_query_terms_higher() -> Non
     assert on_topic.probability > partial.probability > off_topic.probability
     # 3 of 4 terms in the passage and in one sentence; 1 of 4; none.
     assert (on_topic.probability, partial.probability, off_topic.probability) == (75, 26, 1)
-    assert off_topic.quotes == [] and off_topic.arguments_for == []
+    assert off_topic.quotes_for == [] and off_topic.arguments_for == []
+    assert off_topic.quotes_against and off_topic.arguments_against
     assert debate(PASSAGES[0], query="the of and").probability == 1  # no query terms at all
 
 
@@ -103,22 +108,37 @@ def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Pa
 def test_quotes_not_in_the_passage_are_dropped_not_fatal() -> None:
     reply = DebateReply(
         arguments_for=[],
-        arguments_against=[],
-        quotes=[
+        quotes_for=[
             "aspirin reduced  the risk\nof a first",  # other spacing: kept
             "\u201cAspirin had no effect on stroke.\u201d",  # in quotation marks: kept
             "aspirin prevented all strokes",  # not the passage's words: dropped
             "   ",
         ],
+        arguments_against=[],
+        quotes_against=["Bleeding was more frequent", "Bleeding was rare."],
         probability=50,
     )
-    assert verbatim_quotes(reply, ABSTRACT).quotes == reply.quotes[:2]
+    checked = verbatim_quotes(reply, ABSTRACT)
+    assert checked.quotes_for == reply.quotes_for[:2]
+    assert checked.quotes_against == ["Bleeding was more frequent"]
+
+
+def test_a_verdict_stored_with_one_quote_list_reads_it_as_the_quotes_for() -> None:
+    stored = {"arguments_for": ["a"], "arguments_against": [], "quotes": ["q"], "probability": 7}
+    verdict = DebateVerdict.model_validate(stored)
+    assert (verdict.quotes_for, verdict.quotes_against) == (["q"], [])
 
 
 @pytest.mark.parametrize("probability", [0, 101])
 def test_a_probability_outside_1_to_100_is_refused(probability: int) -> None:
     with pytest.raises(ValidationError):
-        DebateReply(arguments_for=[], arguments_against=[], quotes=[], probability=probability)
+        DebateReply(
+            arguments_for=[],
+            quotes_for=[],
+            arguments_against=[],
+            quotes_against=[],
+            probability=probability,
+        )
 
 
 def test_messages_fence_the_passage_and_the_query() -> None:
@@ -149,7 +169,8 @@ def test_model_probabilities_decide_the_order_and_made_up_quotes_are_dropped(
     replies = reranker.replies(QUERY, candidates)  # from the cache
     assert stub_llm.request_count == len(candidates)
     for text, reply in zip(PASSAGES, replies, strict=True):
-        assert reply.quotes == ["  ".join(text.split()[:4])]
+        assert reply.quotes_for == ["  ".join(text.split()[:4])]
+        assert reply.quotes_against == [" ".join(text.split()[-3:])]
 
 
 def test_a_failed_call_keeps_the_fused_order_with_a_warning(

@@ -12,15 +12,19 @@ import pytest
 import litpipe.workflows.related_work as workflow
 from litpipe.agents.related_work import count_words
 from litpipe.cli import main
+from litpipe.evaluation import related_work as related_work_eval
 from litpipe.evaluation.baselines import lead, lexrank, pagerank, textrank, within_budget
 from litpipe.evaluation.related_work import (
     JSON_FILE,
     MARKDOWN_FILE,
     RelatedWorkEvaluation,
+    evaluate_related_work,
+    format_table,
     read_examples,
     rouge,
     without_citations,
 )
+from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 
 # Three sentences about graph neural networks and one outlier: the central sentence shares the
@@ -115,7 +119,7 @@ def test_eval_related_work_command(
     printed = capsys.readouterr().out.strip().splitlines()
     figures = json.loads(printed[-1])
     assert figures["examples"] == 2 and figures["engine"] == "offline"
-    for system in ("litpipe", "lead", "lexrank", "textrank"):
+    for system in ("litpipe", "litpipe_ranked", "lead", "lexrank", "textrank"):
         assert 0.0 < figures[f"{system}_rouge1"] <= 1.0
     evaluation = RelatedWorkEvaluation.model_validate_json((out / JSON_FILE).read_text())
     assert [r.idx for r in evaluation.per_example] == [0, 1]
@@ -126,6 +130,25 @@ def test_eval_related_work_command(
     table = (out / MARKDOWN_FILE).read_text()
     assert "| textrank |" in table and "offline" in table
     assert dataset.is_file()
+
+
+def test_the_ranked_path_scores_the_top_k_it_ranked_from_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    evaluation = evaluate_related_work(Settings(home=tmp_path / "home"), _write_dataset(tmp_path))
+    # The pool: each example's two abstracts on its topic, and the one all three cite, once.
+    assert evaluation.pool == 3 * 2 + 1
+    # Ranked from the pool, each idea's top 3 are the three graph-network abstracts (one its
+    # own): of the 3 it cites, the ranking finds 1, and its section scores lower for it.
+    assert [r.ranked_recall for r in evaluation.per_example] == [pytest.approx(1 / 3)] * 3
+    assert evaluation.ranked_recall == pytest.approx(1 / 3)
+    for result in evaluation.per_example:
+        assert result.scores["litpipe_ranked"].rougeL < result.scores["litpipe"].rougeL
+    assert "| litpipe_ranked |" in format_table(evaluation) and "recall 0.33" in format_table(
+        evaluation
+    )
+    assert related_work_eval.figures(evaluation)["litpipe_ranked_recall"] == pytest.approx(1 / 3)
 
 
 def test_eval_related_work_refuses_a_bad_dataset(

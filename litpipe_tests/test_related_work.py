@@ -195,8 +195,9 @@ def test_a_second_idea_over_the_same_table_embeds_nothing(
     embedded = fake_embedder.embedded_texts
     settings = Settings(home=tmp_path)
     request = make_request("Adversarial defenses for deep networks.", settings)
-    run_related_work(DEMO, request, settings, PromptLibrary(None), None, fake_embedder)
-    assert fake_embedder.embedded_texts == embedded + 1  # the idea alone
+    related = run_related_work(DEMO, request, settings, PromptLibrary(None), None, fake_embedder)
+    # The idea and the queries written from it alone.
+    assert fake_embedder.embedded_texts == embedded + 1 + len(related.search_queries)
 
 
 def test_retrieval_fuses_bm25_and_dense_and_keeps_distinct_references(
@@ -240,7 +241,7 @@ def scored_reference(reference_id: str, title: str, abstract: str, p: int = 50) 
         reference={"id": reference_id, "title": title, "abstract": abstract},
         retrieval_rank=1,
         fused_score=0.1,
-        verdict=DebateVerdict(arguments_for=[], arguments_against=[], quotes=[], probability=p),
+        verdict=DebateVerdict(arguments_for=[], quotes_for=[], arguments_against=[], probability=p),
     )
 
 
@@ -469,8 +470,9 @@ def scripted_debate(body: dict[str, Any]) -> dict[str, Any]:
     reference_id = passage_id(body)
     return {
         "arguments_for": [f"{reference_id} is on topic."],
+        "quotes_for": ["A quote the abstract does not hold."],
         "arguments_against": [],
-        "quotes": ["A quote the abstract does not hold."],
+        "quotes_against": ["Nor does it hold this one."],
         "probability": debate_probability(reference_id),
     }
 
@@ -513,7 +515,8 @@ def test_the_writer_gets_the_idea_and_every_top_k_abstract_with_its_verdict(
     related = model_run(tmp_path, stub_llm, writer, fake_embedder)
 
     assert related.engine == related.debate_engine == "openai/stub"
-    assert stub_llm.request_count == 20 + 1 and len(writer.bodies) == 1  # no revision
+    # The search queries, 20 debates and the writer: no revision.
+    assert stub_llm.request_count == 1 + 20 + 1 and len(writer.bodies) == 1
     assert not related.revised and not related.warnings
     expected = sorted(related.candidates, key=lambda s: (-s.verdict.probability, s.retrieval_rank))
     assert related.references == expected[:4]
@@ -524,8 +527,10 @@ def test_the_writer_gets_the_idea_and_every_top_k_abstract_with_its_verdict(
         assert f"[{scored.reference.id}]: relevance {scored.verdict.probability}/100" in user
     assert related.text == good_section([s.reference.id for s in related.references])
     assert_keeps_the_rules(related, DEMO)
-    # The debate's made-up quote is dropped; its arguments are kept.
-    assert all(s.verdict.quotes == [] for s in related.candidates)
+    # The debate's made-up quotes are dropped; its arguments are kept.
+    assert all(
+        not s.verdict.quotes_for and not s.verdict.quotes_against for s in related.candidates
+    )
     assert related.references[0].verdict.arguments_for[0].endswith("is on topic.")
 
 

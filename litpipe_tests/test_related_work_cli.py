@@ -172,19 +172,19 @@ def test_the_writer_through_dagster_gets_the_idea_and_the_top_k_abstracts(
     assert materializations(home, key) == 2 and f"{key}: materialized (stale" in printed.err
     _, related = outputs(home, key)
     assert related.engine == related.debate_engine == "openai/stub"
-    # 20 debates, the writer, then the grading on the same model: the claim judge once per
-    # cited sentence of the section (4), coherence once.
-    assert stub_llm.request_count == 20 + 1 + 4 + 1 and len(writer.bodies) == 1
+    # The search queries, 20 debates, the writer, then the grading on the same model: the
+    # claim judge once per cited sentence of the section (4), coherence once.
+    assert stub_llm.request_count == 1 + 20 + 1 + 4 + 1 and len(writer.bodies) == 1
     user = " ".join(writer.bodies[0]["messages"][1]["content"].split())
     assert IDEA in user
     for scored in related.references:
         assert " ".join(scored.reference.abstract.split()) in user
     assert related.text == good_section([scored.reference.id for scored in related.references])
-    assert "model calls: 26 made" in printed.err
+    assert "model calls: 27 made" in printed.err
 
     # Served from the asset: not one more model call.
     assert related_work(home, tiny_model, *args, *model) == 0
-    assert stub_llm.request_count == 26 and materializations(home, key) == 2
+    assert stub_llm.request_count == 27 and materializations(home, key) == 2
 
 
 def test_a_writer_prompt_over_its_context_is_refused_by_the_step_and_leaves_no_request(

@@ -8,5 +8,6 @@ map and tree steps `paper_summary` and `cluster_summary`, `plain_summary`, `rela
 named as the stage (`question_evidence`: the relevance and debate rerankers;
 `relationship_analysis`: insights, relationships, follow-ups), its prompts in
 `litpipe/prompts/<stage>/`. `answers` and `massrag` (the multi-view answer's three views and
-their reconciler) write `paper_answers`.
+their reconciler) write `paper_answers`; `search_queries` and `related_work_plan` (LitLLM's
+queries and sentence plan) serve `related_work`, with the `debate` of `question_evidence`.
 """

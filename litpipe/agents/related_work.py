@@ -84,6 +84,8 @@ _TERMINAL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
 ALSO_RELATED = "Also related are"
 CLOSELY_RELATED = "Closely related is"
 
+# The writer's prompt's {{plan}} when there is a plan: it guides, the rules above it still hold.
+PLAN_INSTRUCTION = "\nWrite the section to this plan, the rules above coming first:\n{plan}\n"
 REVISION_REQUEST = (
     "Your section cannot be used as it is: {problems}. Write it again, fixing all of this, and "
     "reply with only the JSON object."
@@ -95,6 +97,11 @@ class RelatedWorkInput(BaseModel):
     references: list[ScoredReference] = Field(description="The top-k, most relevant first.")
     sentences: int = Field(ge=1, description="At most this many sentences (N).")
     words: int = Field(ge=1, description="At most this many words, citations not counted (W).")
+    plan: str = Field(
+        default="",
+        description="A sentence plan for a model writer to write to (`related_work_plan`); "
+        "empty: none. The offline engine does not follow one.",
+    )
 
     @property
     def ids(self) -> list[str]:
@@ -299,7 +306,7 @@ def abstract_sentences(abstract: str) -> list[str]:
 def ranked_sentences(scored: ScoredReference, idea_terms: set[str]) -> list[str]:
     """The abstract's sentences (fragments left out) closest to the idea first: by shared
     terms, then quoted by the debate, then in the abstract's order."""
-    quotes = [" ".join(quote.split()) for quote in scored.verdict.quotes]
+    quotes = [" ".join(quote.split()) for quote in scored.verdict.quotes_for]
     usable = abstract_sentences(scored.reference.abstract)
 
     def quoted(sentence: str) -> bool:
@@ -464,8 +471,9 @@ def reference_block(scored: ScoredReference) -> str:
     verdict = scored.verdict
     debate = [
         *(f"For: {argument}" for argument in verdict.arguments_for),
+        *(f'Quote for: "{" ".join(quote.split())}"' for quote in verdict.quotes_for),
         *(f"Against: {argument}" for argument in verdict.arguments_against),
-        *(f'Quote: "{" ".join(quote.split())}"' for quote in verdict.quotes),
+        *(f'Quote against: "{" ".join(quote.split())}"' for quote in verdict.quotes_against),
     ]
     reference = scored.reference
     return (
@@ -487,4 +495,5 @@ class RelatedWorkAgent(Agent[RelatedWorkInput, RelatedWorkReply]):
             references="\n\n".join(reference_block(scored) for scored in inputs.references),
             sentences=str(inputs.sentences),
             words=str(inputs.words),
+            plan=PLAN_INSTRUCTION.format(plan=inputs.plan.strip()) if inputs.plan.strip() else "",
         )

@@ -89,7 +89,7 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
             table=related_work.format_table,
             figures=related_work.figures,
             evaluate=related_work.evaluate_related_work,
-            agents=("debate", "related_work"),
+            agents=("search_queries", "debate", "related_work_plan", "related_work"),
         ),
         RegisteredEvaluation(
             name="tldr",

@@ -8,6 +8,11 @@ word count W (citations not counted), in whole sentences:
 - litpipe: `run_related_work` with top_k = every cited paper (the dataset gives the cited set,
   so there is nothing to leave out), W words and no binding sentence limit (N = W), whatever
   engine the settings route the writer to;
+- litpipe_ranked: the same, but over the candidate pool, every example's cited abstracts in one
+  table (an abstract cited by several examples once): the references are retrieved and ranked
+  for the idea (queries, retrieval, debate) and the top k, k the example's cited count, go to
+  the writer, so the ranking decides what the section can say; its recall is the share of the
+  example's cited references among those k;
 - lead, LexRank and TextRank (`litpipe.evaluation.baselines`) over the same abstracts.
 
 Citations (`[1]`, `[a; b]`, and the gold's `@cite` markers) are removed from both sides before
@@ -36,12 +41,16 @@ from litpipe.evaluation.rouge import (
     without_citations,
 )
 from litpipe.llm import client_unless_offline
+from litpipe.schemas import Reference, RelatedWork
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    from litpipe.workflows.related_work import AbstractEncoder
+    from litpipe.workflows.related_work import AbstractEncoder, AbstractIndex, ReferenceTable
 
-SYSTEMS = ("litpipe", *BASELINES)
+# The writer given the example's cited references, and given the top-k it ranked from the pool.
+GIVEN = "litpipe"
+RANKED = "litpipe_ranked"
+SYSTEMS = (GIVEN, RANKED, *BASELINES)
 MARKDOWN_FILE = "related_work_eval.md"
 JSON_FILE = "related_work_eval.json"
 
@@ -62,6 +71,10 @@ class ExampleResult(BaseModel):
     outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
     words: dict[str, int]
     scores: dict[str, Scores]
+    ranked_recall: float = Field(
+        description="Share of the example's cited references among the top-k the ranked path "
+        "gave its writer."
+    )
 
 
 class RelatedWorkEvaluation(BaseModel):
@@ -70,6 +83,8 @@ class RelatedWorkEvaluation(BaseModel):
     engine: str
     embedder: str
     budget: str
+    pool: int = Field(description="References of the candidate pool the ranked path ranks.")
+    ranked_recall: float = Field(description="The ranked path's recall, mean over examples.")
     means: dict[str, Scores]
     mean_words: dict[str, float]
     seconds: float
@@ -101,6 +116,27 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[RelatedWorkEx
     return usable[:limit] if limit is not None else usable
 
 
+def candidate_pool(examples: list[RelatedWorkExample]) -> tuple[list[Reference], list[list[str]]]:
+    """Every example's cited abstracts as one table's references (an abstract cited by several
+    examples once, its id `<idx>-<position>` where it is first met), and each example's ids."""
+    ids: dict[str, str] = {}
+    references: list[Reference] = []
+    cited: list[list[str]] = []
+    for example in examples:
+        mine: list[str] = []
+        for position, abstract in enumerate(example.ref_abstracts, 1):
+            text = abstract.strip()
+            if not text:
+                continue
+            key = " ".join(text.split())
+            if key not in ids:
+                ids[key] = f"{example.idx}-{position}"
+                references.append(Reference(id=ids[key], title="", abstract=text))
+            mine.append(ids[key])
+        cited.append(list(dict.fromkeys(mine)))
+    return references, cited
+
+
 def litpipe_section(
     example: RelatedWorkExample,
     words: int,
@@ -109,9 +145,7 @@ def litpipe_section(
     client: ModelClient | None,
 ) -> str:
     """litpipe's section for the example: every cited abstract given to the writer."""
-    from litpipe.llm.prompts import PromptLibrary
-    from litpipe.schemas import Reference
-    from litpipe.workflows.related_work import ReferenceTable, make_request, run_related_work
+    from litpipe.workflows.related_work import ReferenceTable
 
     references = [
         Reference(id=str(i), title="", abstract=abstract.strip())
@@ -119,13 +153,29 @@ def litpipe_section(
         if abstract.strip()
     ]
     table = ReferenceTable(path=Path(f"example-{example.idx}"), references=references)
+    return _section(example, table, len(references), words, settings, embedder, client).text
+
+
+def _section(
+    example: RelatedWorkExample,
+    table: ReferenceTable,
+    top_k: int,
+    words: int,
+    settings: Settings,
+    embedder: AbstractEncoder,
+    client: ModelClient | None,
+    index: AbstractIndex | None = None,
+) -> RelatedWork:
+    """`run_related_work` for the example's idea over `table`, `words` words at most, in any
+    number of sentences."""
+    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.workflows.related_work import make_request, run_related_work
+
     request = make_request(
-        example.query_abstract, settings, sentences=words, words=words, top_k=len(references)
+        example.query_abstract, settings, sentences=words, words=words, top_k=top_k
     )
-    related = run_related_work(
-        table, request, settings, PromptLibrary(settings.llm.prompts_dir), client, embedder
-    )
-    return related.text
+    prompts = PromptLibrary(settings.llm.prompts_dir)
+    return run_related_work(table, request, settings, prompts, client, embedder, index)
 
 
 def evaluate_related_work(
@@ -138,21 +188,32 @@ def evaluate_related_work(
     (a step's, recording its usage) or one of its own when the writer is routed to a model."""
     from litpipe.agents.base import engine_name
     from litpipe.agents.related_work import RelatedWorkAgent
-    from litpipe.workflows.related_work import load_embedder
+    from litpipe.workflows.related_work import (
+        VECTORS_DIR,
+        AbstractIndex,
+        ReferenceTable,
+        load_embedder,
+    )
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(RelatedWorkAgent.name)
     client = client or client_unless_offline(settings, route)
     embedder = load_embedder(settings)
+    references, cited = candidate_pool(examples)
+    pool = ReferenceTable(path=Path("candidate-pool"), references=references)
+    index = AbstractIndex(references, embedder, settings, vectors_dir=settings.home / VECTORS_DIR)
     results = []
-    for example in examples:
+    for example, example_cited in zip(examples, cited, strict=True):
         budget = count_words(without_citations(example.gold_related_work))
         documents = [a for a in example.ref_abstracts if a.strip()]
+        ranked = _section(
+            example, pool, len(example_cited), budget, settings, embedder, client, index
+        )
+        given_ids = {scored.reference.id for scored in ranked.references}
         outputs = {
-            "litpipe": without_citations(
-                litpipe_section(example, budget, settings, embedder, client)
-            )
+            GIVEN: without_citations(litpipe_section(example, budget, settings, embedder, client)),
+            RANKED: without_citations(ranked.text),
         }
         for name, baseline in BASELINES.items():
             outputs[name] = " ".join(baseline(documents, budget))
@@ -165,6 +226,7 @@ def evaluate_related_work(
                 outputs=outputs,
                 words={name: count_words(text) for name, text in outputs.items()},
                 scores={name: rouge(text, gold) for name, text in outputs.items()},
+                ranked_recall=len(given_ids.intersection(example_cited)) / len(example_cited),
             )
         )
     means = {name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS}
@@ -174,6 +236,8 @@ def evaluate_related_work(
         engine=engine_name(route),
         embedder=settings.ingest.embedder,
         budget="the gold paragraph's words (citations removed), whole sentences, for every system",
+        pool=len(references),
+        ranked_recall=sum(r.ranked_recall for r in results) / len(results),
         means=means,
         mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},
         seconds=round(time.perf_counter() - started, 3),
@@ -182,15 +246,18 @@ def evaluate_related_work(
 
 
 def figures(evaluation: RelatedWorkEvaluation) -> dict[str, float]:
-    """Each system's mean ROUGE F-measures, `<system>_<metric>`: what is tracked over time."""
-    return rouge_figures(evaluation.means)
+    """Each system's mean ROUGE F-measures, `<system>_<metric>`, and the ranked path's recall:
+    what is tracked over time."""
+    return {**rouge_figures(evaluation.means), f"{RANKED}_recall": evaluation.ranked_recall}
 
 
 def format_table(evaluation: RelatedWorkEvaluation) -> str:
     """A Markdown table: one row per system, ROUGE-1/2/L F-measures in percent, mean words."""
     return rouge_table(
         f"Related work on {Path(evaluation.dataset).name}: {evaluation.examples} examples, "
-        f"writer {evaluation.engine}, embedder {evaluation.embedder}; budget: {evaluation.budget}",
+        f"writer {evaluation.engine}, embedder {evaluation.embedder}; budget: {evaluation.budget}; "
+        f"{RANKED}: the top-k ranked from a pool of {evaluation.pool} references, recall "
+        f"{evaluation.ranked_recall:.2f}",
         evaluation.means,
         evaluation.mean_words,
     )

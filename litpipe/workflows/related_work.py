@@ -13,13 +13,15 @@
 2. Hybrid retrieval over the abstracts, in memory (a few hundred abstracts need no store): BM25
    over title and abstract, dense search with the configured embedder (an abstract longer than
    the embedder's window is split into windows and scored by its best, as the BEIR evaluation
-   scores documents by their best chunk), Reciprocal Rank Fusion, then MMR down to
-   `related_work.candidates`.
+   scores documents by their best chunk), Reciprocal Rank Fusion, for the idea and for each
+   search query the `search_queries` agent writes from it (`related_work.search_queries`; the
+   rankings fused again by RRF), then MMR down to `related_work.candidates`.
 3. Debate scoring of every candidate by the `debate` agent, as one batch through the client, so
    that `llm.concurrency` bounds the calls in flight (offline: the debate engine's probability
    from the idea's terms in the abstract). Quotes that are not the abstract's words are dropped.
 4. The top-k by probability (ties: retrieval order) go to the `related_work` writer
-   (`write_section`), whose section is checked by the agent's rules (`review`, as
+   (`write_section`), with a sentence plan to write to when `related_work.plan` asks for one
+   (`sentence_plan`), whose section is checked by the agent's rules (`review`, as
    `litpipe/agents/related_work.py` says) and fixed here (`settle`).
 """
 
@@ -30,6 +32,7 @@ import inspect
 import logging
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -38,7 +41,14 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field, ValidationError
 
-from litpipe.agents.base import ModelClient, StructuredClient, engine_name, run_batch, version
+from litpipe.agents.base import (
+    ModelClient,
+    StructuredClient,
+    engine_name,
+    run_agent,
+    run_batch,
+    version,
+)
 from litpipe.agents.question_evidence.debate import DebateAgent, DebateReply, verbatim_quotes
 from litpipe.agents.question_evidence.passages import PassageInput
 from litpipe.agents.related_work import (
@@ -56,6 +66,13 @@ from litpipe.agents.related_work import (
     terms_of,
     without_citations,
 )
+from litpipe.agents.related_work_plan import (
+    AUTO_PLAN,
+    NO_PLAN,
+    RelatedWorkPlanAgent,
+    plan_text,
+)
+from litpipe.agents.search_queries import SearchQueriesAgent, SearchQueriesInput, usable_queries
 from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
 from litpipe.ingest.chunking import TokenCounter, chunk_document
@@ -65,6 +82,7 @@ from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import GRADE_CSS, PAGE_CSS, SentenceMarks, standalone_page
 from litpipe.retrieval.bm25 import BM25Index
+from litpipe.retrieval.fusion import reciprocal_rank_fusion
 from litpipe.retrieval.hybrid import bm25_text, diversify_fused, fuse
 from litpipe.schemas import (
     DebateVerdict,
@@ -296,20 +314,38 @@ class AbstractIndex:
     def _reference_vectors(self, reference_ids: list[str]) -> np.ndarray:
         return self._vectors[[self._position[i] for i in reference_ids]]
 
-    def search(self, idea: str, limit: int, candidates: int) -> list[RetrievedReference]:
-        """The `limit` best references for `idea`: `candidates` from each retriever, fused by
-        RRF, the fused top `candidates` diversified by MMR (as `HybridRetriever.search`)."""
-        candidates = max(candidates, limit)
-        query_vector = np.asarray(self.embedder.encode([idea])[0], dtype=np.float32)
-        bm25 = self.bm25.search(idea, candidates)
+    def _fused(
+        self, query: str, query_vector: NDArray[np.float32], candidates: int
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], list[tuple[str, float]]]:
+        """The BM25 and dense rankings of one query, and their RRF fusion, `candidates` each."""
+        bm25 = self.bm25.search(query, candidates)
         # A reference scores as its best window.
         scores = np.maximum.reduceat(self._windows @ query_vector, self._starts)
         dense_order = np.argsort(-scores, kind="stable")[:candidates]
         dense = [(self.references[i].id, float(scores[i])) for i in dense_order]
-        fused = fuse(bm25, dense, candidates, self.rrf_k)
-        order = diversify_fused(
-            query_vector, fused, self._reference_vectors, self.mmr_lambda, limit
-        )
+        return bm25, dense, fuse(bm25, dense, candidates, self.rrf_k)
+
+    def search(
+        self, idea: str, limit: int, candidates: int, queries: Sequence[str] = ()
+    ) -> list[RetrievedReference]:
+        """The `limit` best references for `idea`: `candidates` from each retriever, fused by
+        RRF, the fused top `candidates` diversified by MMR (as `HybridRetriever.search`).
+
+        Each of `queries` (written from the idea) is searched the same way, and the fused
+        rankings of the idea and of the queries are fused again by RRF, each counting alike;
+        MMR then weighs relevance to the idea. The BM25 and dense ranks recorded are the
+        idea's, the fused score the final one."""
+        candidates = max(candidates, limit)
+        vectors = np.asarray(self.embedder.encode([idea, *queries]), dtype=np.float32)
+        bm25, dense, fused = self._fused(idea, vectors[0], candidates)
+        if queries:
+            rankings = {"idea": [reference_id for reference_id, _ in fused]}
+            for number, (query, vector) in enumerate(zip(queries, vectors[1:], strict=True), 1):
+                rankings[f"query {number}"] = [
+                    i for i, _ in self._fused(query, vector, candidates)[2]
+                ]
+            fused = reciprocal_rank_fusion(rankings, self.rrf_k)[:candidates]
+        order = diversify_fused(vectors[0], fused, self._reference_vectors, self.mmr_lambda, limit)
         bm25_at = {reference_id: rank for rank, (reference_id, _) in enumerate(bm25, 1)}
         dense_at = {reference_id: rank for rank, (reference_id, _) in enumerate(dense, 1)}
         fused_at = dict(fused)
@@ -353,6 +389,43 @@ def score_references(
         )
         for found, one, reply in zip(candidates, asked, replies, strict=True)
     ]
+
+
+def generated_queries(
+    idea: str, settings: Settings, prompts: PromptLibrary, client: StructuredClient | None
+) -> list[str]:
+    """The `search_queries` agent's queries for `idea` that can be searched (none when the
+    setting asks for none)."""
+    count = settings.related_work.search_queries
+    if count == 0:
+        return []
+    inputs = SearchQueriesInput(idea=idea, count=count)
+    reply = run_agent(SearchQueriesAgent(), inputs, settings, prompts, client)
+    return usable_queries(reply, inputs)
+
+
+def sentence_plan(
+    inputs: RelatedWorkInput,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: StructuredClient | None,
+) -> tuple[str, list[str]]:
+    """The plan the writer is to write to, as `related_work.plan` asks, and a warning when a
+    plan is asked of the offline writer, which writes extractively and follows none (`auto`
+    then writes no plan: nothing would read it)."""
+    asked = settings.related_work.plan
+    if asked == NO_PLAN:
+        return "", []
+    if settings.route(RelatedWorkAgent.name).offline:
+        if asked == AUTO_PLAN:
+            return "", []
+        warning = "the offline writer follows no plan: related_work.plan is not used"
+        log.warning("related_work (offline): %s", warning)
+        return "", [warning]
+    if asked != AUTO_PLAN:
+        return asked, []
+    reply = run_agent(RelatedWorkPlanAgent(), inputs, settings, prompts, client)
+    return plan_text(reply), []
 
 
 def top_references(scored: list[ScoredReference], k: int) -> list[ScoredReference]:
@@ -521,26 +594,34 @@ def run_related_work(
     prompts: PromptLibrary,
     client: ModelClient | None,
     embedder: AbstractEncoder | None = None,
+    index: AbstractIndex | None = None,
 ) -> RelatedWork:
     """One request end to end: retrieve, debate, keep the top-k, write, check. `client` may
-    be None when the agents run offline; `embedder` defaults to the settings' embedder."""
+    be None when the agents run offline; `embedder` defaults to the settings' embedder;
+    `index`, the table's, built once for many requests over one table (an evaluation's)."""
     if not isinstance(table, ReferenceTable):
         table = load_references(Path(table))
     check_request(request, table, settings)
-    index = AbstractIndex(
-        table.references,
-        embedder if embedder is not None else load_embedder(settings),
-        settings,
-        vectors_dir=settings.home / VECTORS_DIR,
-    )
+    if index is None:
+        index = AbstractIndex(
+            table.references,
+            embedder if embedder is not None else load_embedder(settings),
+            settings,
+            vectors_dir=settings.home / VECTORS_DIR,
+        )
     limit = min(len(index), max(settings.related_work.candidates, request.top_k))
-    found = index.search(request.idea, limit, max(settings.retrieval.candidates, limit))
+    queries = generated_queries(request.idea, settings, prompts, client)
+    found = index.search(request.idea, limit, max(settings.retrieval.candidates, limit), queries)
     scored = score_references(request.idea, found, settings, prompts, client)
     best = top_references(scored, request.top_k)
     inputs = RelatedWorkInput(
         idea=request.idea, references=best, sentences=request.sentences, words=request.words
     )
     check_writer_context(inputs, settings, prompts)
+    plan, plan_warnings = sentence_plan(inputs, settings, prompts, client)
+    if plan:
+        inputs = inputs.model_copy(update={"plan": plan})
+        check_writer_context(inputs, settings, prompts)
     section = write_section(inputs, settings, prompts, client)
     return RelatedWork(
         request=request,
@@ -550,6 +631,8 @@ def run_related_work(
         cited_ids=section.cited_ids,
         references=best,
         candidates=scored,
+        search_queries=queries,
+        plan=plan,
         table_rows=len(table.references),
         skipped_rows=table.skipped,
         sentences=section.sentences,
@@ -559,7 +642,7 @@ def run_related_work(
         dropped_citations=section.dropped_citations,
         added_citations=section.added_citations,
         trimmed_sentences=section.trimmed_sentences,
-        warnings=section.warnings,
+        warnings=plan_warnings + section.warnings,
     )
 
 
@@ -694,7 +777,9 @@ def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
     settings. Not the embedder, whose version (its model files) its asset's code version
     takes."""
     return digest(
+        version(SearchQueriesAgent(), settings, prompts),
         version(DebateAgent(), settings, prompts),
+        version(RelatedWorkPlanAgent(), settings, prompts),
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
         inspect.getsource(notices),
@@ -704,4 +789,6 @@ def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
         str(settings.related_work.candidates),
         str(settings.retrieval.rrf_k),
         str(settings.retrieval.mmr_lambda),
+        str(settings.related_work.search_queries),
+        settings.related_work.plan,
     )

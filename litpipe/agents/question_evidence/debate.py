@@ -1,14 +1,20 @@
-"""The `debate` agent (LitLLM's debate-style relevance scoring): arguments for and against a
-passage's relevance to a query, verbatim quotes that support it, then a probability, 1 to 100.
+"""The `debate` agent (LitLLM's debate-style relevance scoring): arguments for a passage's
+relevance to a query with verbatim quotes that support them, arguments against with the quotes
+that support those, then a probability, 1 to 100.
 
 The query is a question or a research idea and the passage a chunk or a reference's abstract,
 so the same agent reranks evidence and scores references for a related-work section.
 
 Quotes must be the passage's own words: `verbatim_quotes` drops any a reply holds that are not
-(after whitespace normalisation) rather than failing the reply. The offline engine quotes the
-passage sentences that share the most query terms, argues from the query terms the passage has and
+(after whitespace normalisation) rather than failing the reply. The offline engine quotes for
+relevance the passage sentences that share the most query terms and against it the first sentence
+that shares none (it is about something else), argues from the query terms the passage has and
 lacks, and gives a probability from how many of the query's terms the passage holds and how many
 of them meet in one sentence (terms that meet in a sentence speak of the same thing).
+
+The reply had one quote list before it had a list for each side: a cached reply of that shape is
+no longer looked up (the reply schema is part of the LLM cache key), and a stored verdict of
+that shape reads its quotes as quotes for (`DebateVerdict`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from litpipe.text import sentences
 MIN_PROBABILITY = 1
 MAX_PROBABILITY = 100
 OFFLINE_QUOTES = 2
+OFFLINE_QUOTES_AGAINST = 1
 # The offline probability: how much the passage as a whole covers the query, and how much its
 # best sentence does.
 _PASSAGE_WEIGHT = 0.5
@@ -31,12 +38,15 @@ _QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019"
 
 
 class DebateReply(BaseModel):
-    # Arguments first, the probability last: a model writing its JSON in order weighs the case
-    # before it decides.
+    # Each side's arguments and quotes, the probability last: a model writing its JSON in order
+    # weighs the case before it decides.
     arguments_for: list[str] = Field(description="Why the passage is relevant to the query.")
-    arguments_against: list[str] = Field(description="Why it may not be.")
-    quotes: list[str] = Field(
+    quotes_for: list[str] = Field(
         description="Spans copied word for word from the passage that support its relevance."
+    )
+    arguments_against: list[str] = Field(description="Why it may not be.")
+    quotes_against: list[str] = Field(
+        description="Spans copied word for word from the passage that speak against its relevance."
     )
     probability: int = Field(
         ge=MIN_PROBABILITY,
@@ -50,15 +60,23 @@ def _normalised(text: str) -> str:
 
 
 def verbatim_quotes(reply: DebateReply, passage: str) -> DebateReply:
-    """The reply without the quotes that are not in the passage word for word (whitespace and
-    enclosing quotation marks aside)."""
+    """The reply without the quotes, of either side, that are not in the passage word for word
+    (whitespace and enclosing quotation marks aside)."""
     text = _normalised(passage)
-    kept = [
-        quote
-        for quote in reply.quotes
-        if (core := _normalised(quote).strip(_QUOTE_MARKS).strip()) and core in text
-    ]
-    return reply if kept == reply.quotes else reply.model_copy(update={"quotes": kept})
+
+    def kept(quotes: list[str]) -> list[str]:
+        return [
+            quote
+            for quote in quotes
+            if (core := _normalised(quote).strip(_QUOTE_MARKS).strip()) and core in text
+        ]
+
+    update = {
+        side: found
+        for side in ("quotes_for", "quotes_against")
+        if (found := kept(getattr(reply, side))) != getattr(reply, side)
+    }
+    return reply.model_copy(update=update) if update else reply
 
 
 def offline_debate(inputs: PassageInput) -> DebateReply:
@@ -70,6 +88,9 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
         key=lambda index: -by_sentence[index].share,
     )[:OFFLINE_QUOTES]
     best = by_sentence[quoted[0]] if quoted else None
+    # Against: the sentences holding none of the query's terms (about something else), when
+    # the passage lacks some of them.
+    unrelated = [i for i, found in enumerate(by_sentence) if not found.matched and coverage.missing]
     arguments_for = []
     if coverage.matched:
         arguments_for.append(f"The passage mentions {', '.join(coverage.matched)}.")
@@ -81,9 +102,10 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
     share = _PASSAGE_WEIGHT * coverage.share + _SENTENCE_WEIGHT * (best.share if best else 0.0)
     return DebateReply(
         arguments_for=arguments_for,
-        arguments_against=arguments_against,
         # In passage order, as a reader meets them.
-        quotes=[passage_sentences[index] for index in sorted(quoted)],
+        quotes_for=[passage_sentences[index] for index in sorted(quoted)],
+        arguments_against=arguments_against,
+        quotes_against=[passage_sentences[i] for i in unrelated[:OFFLINE_QUOTES_AGAINST]],
         probability=MIN_PROBABILITY + round((MAX_PROBABILITY - MIN_PROBABILITY) * share),
     )
 

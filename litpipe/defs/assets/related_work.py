@@ -26,6 +26,8 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import ModelClient
 from litpipe.agents.question_evidence.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
+from litpipe.agents.related_work_plan import RelatedWorkPlanAgent
+from litpipe.agents.search_queries import SearchQueriesAgent
 from litpipe.artifacts import ArtifactStore, checked_key
 from litpipe.defs.check_results import check_result
 from litpipe.defs.llm_steps import ModelStep
@@ -54,7 +56,12 @@ from litpipe.workflows.related_work import (
 
 ASSET = "related_work"
 GROUP = "related_work"
-RELATED_WORK_AGENTS = (DebateAgent.name, RelatedWorkAgent.name)
+RELATED_WORK_AGENTS = (
+    SearchQueriesAgent.name,
+    DebateAgent.name,
+    RelatedWorkPlanAgent.name,
+    RelatedWorkAgent.name,
+)
 # The grading checks, each with what it checks; they warn, or block with `grading.blocking`.
 GRADING_CHECKS = grading.check_descriptions("section", "the references (title and abstract)")
 # A step failure carrying this metadata was the request's fault (the writer's prompt does not
@@ -136,7 +143,7 @@ def _unchanged_table(stored: StoredRelatedWorkRequest) -> ReferenceTable:
 
 STEP = ModelStep(
     agents=(*RELATED_WORK_AGENTS, *GRADING_AGENTS),
-    # Both agents, the workflow and the retrieval settings, the judges that grade the section,
+    # Its agents, the workflow and the retrieval settings, the judges that grade the section,
     # the embedder that searches the abstracts and scores support offline; the request's own
     # inputs (idea, limits, table bytes) are in its partition key.
     code=CodeVersion(
