@@ -35,6 +35,7 @@ import logging
 import math
 import re
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Literal, NamedTuple
 
@@ -551,9 +552,12 @@ def covered(
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     left_out: list[LeftOutPaper] = []
+    citing: dict[str, list[Insight]] = defaultdict(list)
+    for insight in analysis.insights:
+        if insight.citations:
+            citing[insight.paper_id].append(insight)
     for paper in missing:
-        own = [i for i in analysis.insights if i.paper_id == paper and i.citations]
-        insight = best_insight(own, analysis.theme)
+        insight = best_insight(citing[paper], analysis.theme)
         sentence = cited_insight(insight) if insight is not None else fallbacks.get(paper)
         if sentence is None:
             reason = (
@@ -621,9 +625,12 @@ def evidence_fallbacks(
     """Each paper's evidence sentence closest to the theme, verbatim and cited (its first
     passage's first sentence when none shares a term with it): what an uncited paper's appended
     sentence says when none of its insights cites a passage."""
+    by_paper: dict[str, list[RetrievedChunk]] = defaultdict(list)
+    for chunk in evidence:
+        by_paper[chunk.paper_id].append(chunk)
     found = {}
     for paper in papers:
-        own = [chunk for chunk in evidence if chunk.paper_id == paper]
+        own = by_paper[paper]
         best = best_sentences(theme, own, most=1)
         if best:
             found[paper] = best[0].cited

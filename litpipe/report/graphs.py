@@ -15,6 +15,7 @@ metadata embeds them as data URIs, and the nightly digest can call the same func
 from __future__ import annotations
 
 import base64
+import heapq
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -186,19 +187,31 @@ def _ring_order(papers: list[str], edges: list[PaperEdge]) -> list[str]:
     index = {paper: i for i, paper in enumerate(papers)}
     to_placed: Counter[str] = Counter()
     placed: list[str] = []
-    remaining = list(papers)
-    while remaining:
+    is_placed: set[str] = set()
+    # The papers by (edges to those placed, degree, collection order), best first; an entry
+    # whose count has since grown is stale and skipped: O(E log N), where scanning every
+    # remaining paper at each step was quadratic (27 M comparisons at 5,183 papers, per graph).
+    ranked = [(0, -degree[paper], index[paper], paper) for paper in papers]
+    heapq.heapify(ranked)
+    while len(placed) < len(papers):
         last = placed[-1] if placed else None
-
-        def rank(paper: str, last: str | None = last) -> tuple[int, int, int, int]:
-            near_last = weight[last][paper] if last else 0
-            return (near_last, to_placed[paper], degree[paper], -index[paper])
-
-        chosen = max(remaining, key=rank)
-        remaining.remove(chosen)
+        near = [p for p in (weight[last] if last else ()) if p not in is_placed]
+        if near:
+            chosen = max(
+                near,
+                key=lambda p, last=last: (weight[last][p], to_placed[p], degree[p], -index[p]),
+            )
+        else:
+            while True:
+                negative_count, _, _, chosen = heapq.heappop(ranked)
+                if chosen not in is_placed and -negative_count == to_placed[chosen]:
+                    break
         placed.append(chosen)
+        is_placed.add(chosen)
         for other, count in weight[chosen].items():
             to_placed[other] += count
+            if other not in is_placed:
+                heapq.heappush(ranked, (-to_placed[other], -degree[other], index[other], other))
     return placed
 
 

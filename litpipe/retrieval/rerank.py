@@ -15,7 +15,8 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -176,8 +177,15 @@ class TermCoverage:
     """
 
     share: float
-    matched: list[str]
     missing: list[str]
+    text: str = field(repr=False)
+    found: frozenset[str] = field(repr=False)
+
+    @cached_property
+    def matched(self) -> list[str]:
+        # Named on demand: finding each term's written form tokenizes the text word by word,
+        # and the support score, which grades some 50,000 sentences at 5,000 papers, never asks.
+        return _written(self.text, set(self.found))
 
     def describe(self) -> str:
         """One sentence naming the words the text shares with the query, and those it lacks."""
@@ -196,7 +204,7 @@ def term_coverage(query: str, text: str) -> TermCoverage:
     missing = [term for term in query_terms if term not in found]
     share = len(found) / len(query_terms) if query_terms else 0.0
     return TermCoverage(
-        share=share, matched=_written(text, found), missing=_written(query, set(missing))
+        share=share, missing=_written(query, set(missing)), text=text, found=frozenset(found)
     )
 
 

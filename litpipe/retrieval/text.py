@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 
 import Stemmer
 
@@ -157,13 +158,20 @@ _STEMMERS = threading.local()
 
 def tokenize(text: str) -> list[str]:
     """BM25 terms of `text`, in order."""
+    return list(_terms(text))
+
+
+# The graders tokenize a passage once per claim citing it (a paper's every insight against
+# the same sentences): remembering the last few thousand texts makes that once per passage.
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> tuple[str, ...]:
     words: list[str] = []
     for match in _COMPOUND.finditer(text.casefold()):
         parts = _PART.findall(match.group())
         if len(parts) > 1:
             words.append("".join(parts))
         words.extend(part for part in parts if part not in STOP_WORDS)
-    return _stemmer().stemWords(words)
+    return tuple(_stemmer().stemWords(words))
 
 
 def _stemmer() -> Stemmer.Stemmer:

@@ -9,6 +9,7 @@ the asked questions hold least (new aspects and phrases first).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -82,9 +83,10 @@ def thin_papers(
 ) -> dict[str, str]:
     """Paper id -> why it needs follow-up questions, for each paper with fewer than `minimum`
     insights citing its text, or that the narrative does not name."""
+    citing = Counter(insight.paper_id for insight in insights if insight.citations)
     thin: dict[str, str] = {}
     for paper in papers:
-        cited = sum(1 for i in insights if i.paper_id == paper and i.citations)
+        cited = citing[paper]
         reasons = []
         if cited < minimum:
             reasons.append(
