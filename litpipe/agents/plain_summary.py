@@ -25,6 +25,7 @@ from litpipe.agents.synthesis import (
     central_findings,
     checked_synthesis,
     cited_units,
+    citing_insights,
     covered,
     most_central,
     relationship_map,
@@ -51,13 +52,9 @@ def offline_plain_summary(inputs: PlainSummaryInput) -> WrittenReply:
     """The collection's most central finding, then per other paper its most central cited
     insight in a fixed plain frame."""
     findings = {}
+    citing = citing_insights(inputs.insights)
     for paper in inputs.papers:
-        own = [
-            unit
-            for insight in inputs.insights
-            if insight.paper_id == paper and insight.citations
-            for unit in cited_units(cited_insight(insight))
-        ]
+        own = [unit for insight in citing[paper] for unit in cited_units(cited_insight(insight))]
         title = inputs.titles.get(paper, paper)
         ranked = central_findings(own, inputs.theme, [title])
         if ranked:

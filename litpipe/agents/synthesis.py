@@ -507,12 +507,6 @@ def best_insight(insights: list[Insight], theme: str) -> Insight | None:
     return ranked[0][1] if ranked else None
 
 
-def best_cited_insight(insights: list[Insight], theme: str) -> Insight | None:
-    """The insight closest to the theme among those citing a passage (among all when none
-    does): one saying the passages did not answer cites nothing and tells a reader nothing."""
-    return best_insight([i for i in insights if i.citations] or insights, theme)
-
-
 class CoveredText(NamedTuple):
     """A writer's text as checked: the text, its citations, the papers the writer left uncited
     that it cites only through the sentences appended for them, and those it could not cite at
@@ -522,6 +516,16 @@ class CoveredText(NamedTuple):
     citations: list[Citation]
     appended: list[str]
     left_out: list[LeftOutPaper]
+
+
+def citing_insights(insights: list[Insight]) -> defaultdict[str, list[Insight]]:
+    """Each paper's insights that cite a passage, in order, grouped in one pass: a writer
+    looking them up paper by paper in the whole list was quadratic at thousands of papers."""
+    citing: defaultdict[str, list[Insight]] = defaultdict(list)
+    for insight in insights:
+        if insight.citations:
+            citing[insight.paper_id].append(insight)
+    return citing
 
 
 def also_in_collection(paper: str, titles: dict[str, str]) -> str:
@@ -552,10 +556,7 @@ def covered(
     missing = [paper for paper in analysis.papers if paper not in cited]
     additions: list[str] = []
     left_out: list[LeftOutPaper] = []
-    citing: dict[str, list[Insight]] = defaultdict(list)
-    for insight in analysis.insights:
-        if insight.citations:
-            citing[insight.paper_id].append(insight)
+    citing = citing_insights(analysis.insights)
     for paper in missing:
         insight = best_insight(citing[paper], analysis.theme)
         sentence = cited_insight(insight) if insight is not None else fallbacks.get(paper)
