@@ -585,6 +585,12 @@ class JudgeVerdict(BaseModel):
     accuracy: float = Field(
         ge=0, le=1, description="Share of the diagnostic answers the judge accepts."
     )
+    parts: int = Field(
+        default=1,
+        ge=1,
+        description="Judge calls of the pass: 1 on what the summarizer read, or one per part of "
+        "a paper longer than query_summary.context_tokens, which the judge checks whole.",
+    )
 
 
 class SummaryIteration(BaseModel):
@@ -619,7 +625,9 @@ class QuerySummary(BaseModel):
     highlights: list[str]
     citations: list[Citation]
     source: list[RetrievedChunk] = Field(
-        description="The passages the summarizer and the judge read, in reading order."
+        description="The passages the summarizer read, in reading order; the judge's too, "
+        "unless the paper is longer than query_summary.context_tokens: then the judge reads it "
+        "whole, in parts."
     )
     engine: str = Field(description="What wrote the summary: `offline` or a model.")
     engines: dict[str, str] = Field(description="What each agent of the loop ran on.")
