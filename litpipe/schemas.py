@@ -593,6 +593,14 @@ class JudgeVerdict(BaseModel):
     )
 
 
+class AtomicContentUnit(BaseModel):
+    """An atomic content unit (ACU): one short fact of the paper that a summary for the query
+    must hold; the share held is an iteration's ACU accuracy."""
+
+    acu_id: str = Field(description="`<paper_id>:u<index>`, in the writer's order.")
+    text: str
+
+
 class SummaryIteration(BaseModel):
     """One pass of the loop: the summary, its diagnostic answers and the verdict."""
 
@@ -605,6 +613,12 @@ class SummaryIteration(BaseModel):
     citations: list[Citation]
     qa: list[QAPair]
     verdict: JudgeVerdict
+    acu_accuracy: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the request's ACUs the summary holds; None without ACUs.",
+    )
 
 
 class QuerySummary(BaseModel):
@@ -619,6 +633,10 @@ class QuerySummary(BaseModel):
     )
     route_reason: str = Field(description="Why that route was taken.")
     questions: list[DiagnosticQuestion]
+    acus: list[AtomicContentUnit] = Field(
+        default_factory=list,
+        description="The atomic content units each iteration's summary is checked against.",
+    )
     iterations: list[SummaryIteration]
     max_iterations: int
     summary: str = Field(description="The last iteration's summary.")
@@ -642,6 +660,10 @@ class IterationAccuracy(BaseModel):
     iteration: int = Field(ge=1)
     runs: int = Field(description="Runs that reached this iteration.")
     mean_accuracy: float
+    mean_acu_accuracy: float | None = Field(
+        default=None,
+        description="Over the runs that reached this iteration with ACUs; None without any.",
+    )
 
 
 class ConvergenceReport(BaseModel):

@@ -385,6 +385,14 @@ class QuerySummarySettings(SettingsGroup):
         "judge call each per pass: at most this many parts (those holding the most passages "
         "retrieved for the query and the questions, then the earliest).",
     )
+    acus: int = Field(
+        default=10,
+        ge=0,
+        le=30,
+        description="Atomic content units (ACUs) written per request, at most: each pass's "
+        "summary is checked against them (one call) for its ACU accuracy; 0 writes none and "
+        "checks nothing.",
+    )
 
 
 class OperationsSettings(SettingsGroup):
@@ -486,6 +494,7 @@ FLAT_NAMES: dict[str, str] = {
     "mais_questions": "query_summary.questions",
     "mais_context_tokens": "query_summary.context_tokens",
     "mais_judge_parts": "query_summary.judge_parts",
+    "mais_acus": "query_summary.acus",
     "lancedb_uri": "operations.lancedb_uri",
     "sensor_batch_size": "operations.sensor_batch_size",
     "backfill_batch_size": "operations.batch_size",

@@ -428,6 +428,8 @@ CASES: dict[str, Case] = {
     "query_questions": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "query_summary": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "summary_qa": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_acus": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_acu_check": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "summary_judge": Case(
         _long_query_summary, {"query_summary": {"max_iterations": 2, "context_tokens": 500}}
     ),

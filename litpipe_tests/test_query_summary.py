@@ -329,6 +329,10 @@ ROUTES = {
     "query_summary": {"model": "openai/stub-summary"},
     "summary_qa": {"model": "openai/stub-qa"},
     "summary_judge": {"model": "openai/stub-judge"},
+    # The ACUs measure the loop and never steer it: offline here, so the stub's requests are the
+    # loop's own.
+    "summary_acus": {"model": "offline"},
+    "summary_acu_check": {"model": "offline"},
 }
 QUESTIONS = {
     "questions": [
@@ -445,6 +449,8 @@ def test_two_disapprovals_then_approval_make_three_iterations_revised_from_the_t
         "query_summary": "openai/stub-summary",
         "summary_qa": "openai/stub-qa",
         "summary_judge": "openai/stub-judge",
+        "summary_acus": "offline",
+        "summary_acu_check": "offline",
     }
     assert result.engine == "openai/stub-summary"
 

@@ -18,6 +18,10 @@ longer than the context is judged whole, in parts that fit it (`judge_parts`), o
 parts' findings combined by rule (`summary_judge.combined_reply`), so an omission outside the
 retrieved passages is found too.
 
+Beside the judge's accuracy, each pass has an ACU accuracy: the share of the request's atomic
+content units (up to `query_summary.acus` short facts, written once from what the summarizer is
+first given) that the summary holds (`summary_acus`).
+
 Runs without Dagster:
 
     passages = paper_passages(store, embedder.embedder_id, collection, paper_id)
@@ -43,6 +47,14 @@ from litpipe.agents.base import StructuredClient, engine_name, run_agent, versio
 from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
 from litpipe.agents.query_questions import diagnostic_questions as write_questions
 from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
+from litpipe.agents.summary_acus import (
+    AcuCheckAgent,
+    AcuCheckInput,
+    AcusAgent,
+    AcusInput,
+    acu_accuracy,
+    units_from,
+)
 from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, combined_reply, verdict_from
 from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
 from litpipe.hashing import digest
@@ -66,7 +78,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Every agent of the method: a step running it needs a model client if any is routed to one.
-MAIS_AGENTS = ("query_questions", "query_summary", "summary_qa", "summary_judge")
+MAIS_AGENTS = (
+    "query_questions",
+    "query_summary",
+    "summary_qa",
+    "summary_judge",
+    "summary_acus",
+    "summary_acu_check",
+)
 # The passages of one paper that best answer a text (a query or a question), best first.
 Search = Callable[[str], list[RetrievedChunk]]
 # A passage, and its place in the paper's reading order.
@@ -322,6 +341,28 @@ def summarize_for_query(
             f"{len(judged)} parts (query_summary.judge_parts)"
         )
 
+    acus = (
+        units_from(
+            request.paper_id,
+            run_agent(
+                AcusAgent(),
+                AcusInput(
+                    paper_id=request.paper_id,
+                    title=title,
+                    query=request.query,
+                    passages=source,
+                    most=settings.query_summary.acus,
+                ),
+                settings,
+                prompts,
+                client,
+            ),
+            settings.query_summary.acus,
+        )
+        if settings.query_summary.acus
+        else []
+    )
+
     summarizer, qa_agent, judge = QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent()
     iterations: list[SummaryIteration] = []
     previous = ""
@@ -386,6 +427,14 @@ def summarize_for_query(
             replies[0] if len(replies) == 1 else combined_reply(judge_inputs, replies),
         )
         verdict = verdict.model_copy(update={"parts": len(judged)})
+        acu_inputs = AcuCheckInput(summary=summary, units=acus)
+        held = (
+            acu_accuracy(
+                acu_inputs, run_agent(AcuCheckAgent(), acu_inputs, settings, prompts, client)
+            )
+            if acus
+            else None
+        )
         iterations.append(
             SummaryIteration(
                 iteration=iteration,
@@ -395,6 +444,7 @@ def summarize_for_query(
                 citations=found_citations,
                 qa=pairs,
                 verdict=verdict,
+                acu_accuracy=held,
             )
         )
         logger.info(
@@ -418,6 +468,7 @@ def summarize_for_query(
         route=route,
         route_reason=route_reason + judge_note,
         questions=questions,
+        acus=acus,
         iterations=iterations,
         max_iterations=settings.query_summary.max_iterations,
         summary=last.summary,
@@ -430,9 +481,16 @@ def summarize_for_query(
 
 
 def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """Hash of all that decides a query summary: the four agents (prompt, schema, code, route),
+    """Hash of all that decides a query summary: the six agents (prompt, schema, code, route),
     this workflow's code and the loop's settings. Retrieval's own version is its stage's."""
-    agents = (QueryQuestionsAgent(), QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent())
+    agents = (
+        QueryQuestionsAgent(),
+        QuerySummaryAgent(),
+        SummaryQAAgent(),
+        JudgeAgent(),
+        AcusAgent(),
+        AcuCheckAgent(),
+    )
     return digest(
         *(version(agent, settings, prompts) for agent in agents),
         # The offline engines' shared helpers.
@@ -444,5 +502,6 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
         str(settings.query_summary.questions),
         str(settings.query_summary.context_tokens),
         str(settings.query_summary.judge_parts),
+        str(settings.query_summary.acus),
         str(settings.retrieval.evidence_per_question),
     )
