@@ -585,6 +585,20 @@ class JudgeVerdict(BaseModel):
     accuracy: float = Field(
         ge=0, le=1, description="Share of the diagnostic answers the judge accepts."
     )
+    parts: int = Field(
+        default=1,
+        ge=1,
+        description="Judge calls of the pass: 1 on what the summarizer read, or one per part of "
+        "a paper longer than query_summary.context_tokens, which the judge checks whole.",
+    )
+
+
+class AtomicContentUnit(BaseModel):
+    """An atomic content unit (ACU): one short fact of the paper that a summary for the query
+    must hold; the share held is an iteration's ACU accuracy."""
+
+    acu_id: str = Field(description="`<paper_id>:u<index>`, in the writer's order.")
+    text: str
 
 
 class SummaryIteration(BaseModel):
@@ -599,6 +613,12 @@ class SummaryIteration(BaseModel):
     citations: list[Citation]
     qa: list[QAPair]
     verdict: JudgeVerdict
+    acu_accuracy: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the request's ACUs the summary holds; None without ACUs.",
+    )
 
 
 class QuerySummary(BaseModel):
@@ -613,13 +633,19 @@ class QuerySummary(BaseModel):
     )
     route_reason: str = Field(description="Why that route was taken.")
     questions: list[DiagnosticQuestion]
+    acus: list[AtomicContentUnit] = Field(
+        default_factory=list,
+        description="The atomic content units each iteration's summary is checked against.",
+    )
     iterations: list[SummaryIteration]
     max_iterations: int
     summary: str = Field(description="The last iteration's summary.")
     highlights: list[str]
     citations: list[Citation]
     source: list[RetrievedChunk] = Field(
-        description="The passages the summarizer and the judge read, in reading order."
+        description="The passages the summarizer read, in reading order; the judge's too, "
+        "unless the paper is longer than query_summary.context_tokens: then the judge reads it "
+        "whole, in parts."
     )
     engine: str = Field(description="What wrote the summary: `offline` or a model.")
     engines: dict[str, str] = Field(description="What each agent of the loop ran on.")
@@ -634,6 +660,10 @@ class IterationAccuracy(BaseModel):
     iteration: int = Field(ge=1)
     runs: int = Field(description="Runs that reached this iteration.")
     mean_accuracy: float
+    mean_acu_accuracy: float | None = Field(
+        default=None,
+        description="Over the runs that reached this iteration with ACUs; None without any.",
+    )
 
 
 class ConvergenceReport(BaseModel):

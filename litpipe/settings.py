@@ -396,7 +396,22 @@ class QuerySummarySettings(SettingsGroup):
         ge=500,
         description="A paper whose whole text fits this (estimated tokens) is read whole by the "
         "summarizer and the judge (Self-Route); a longer one, through its evidence for the "
-        "query and the questions.",
+        "query and the questions, and the judge checks it whole in parts this long.",
+    )
+    judge_parts: int = Field(
+        default=8,
+        ge=1,
+        description="A paper longer than context_tokens is judged in parts of that size, one "
+        "judge call each per pass: at most this many parts (those holding the most passages "
+        "retrieved for the query and the questions, then the earliest).",
+    )
+    acus: int = Field(
+        default=10,
+        ge=0,
+        le=30,
+        description="Atomic content units (ACUs) written per request, at most: each pass's "
+        "summary is checked against them (one call) for its ACU accuracy; 0 writes none and "
+        "checks nothing.",
     )
 
 
@@ -500,6 +515,8 @@ FLAT_NAMES: dict[str, str] = {
     "mais_max_iterations": "query_summary.max_iterations",
     "mais_questions": "query_summary.questions",
     "mais_context_tokens": "query_summary.context_tokens",
+    "mais_judge_parts": "query_summary.judge_parts",
+    "mais_acus": "query_summary.acus",
     "lancedb_uri": "operations.lancedb_uri",
     "sensor_batch_size": "operations.sensor_batch_size",
     "backfill_batch_size": "operations.batch_size",

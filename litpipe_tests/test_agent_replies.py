@@ -316,6 +316,27 @@ def _query_summary(c: Collection, s: Settings, p: PromptLibrary, client: Generat
     )
 
 
+def _long_query_summary(
+    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
+) -> object:
+    """The first paper made longer than the context by the others' abstracts as its later
+    pages: the judge reads it whole, in parts, and its replies on each part are combined."""
+    paper = _first(c)
+    a = c.abstracts[paper]
+    texts = [chunk.text for chunks in c.chunks.values() for chunk in chunks]
+    chunks = [retrieved_chunk(paper, index, index + 1, text) for index, text in enumerate(texts)]
+    return summarize_for_query(
+        QuerySummaryRequest(paper_id=paper, query="What does the method learn?"),
+        a.title,
+        a.abstract,
+        chunks,
+        lambda text: chunks[:1],
+        s,
+        p,
+        client,
+    )
+
+
 def _query_answer(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
     item = c.evidence[_first(c)][0]
     batch = [QueryAnswerInput(question=item.question, evidence=item.chunks, words=40)]
@@ -437,7 +458,11 @@ CASES: dict[str, Case] = {
     "query_questions": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "query_summary": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "summary_qa": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
-    "summary_judge": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_acus": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_acu_check": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
+    "summary_judge": Case(
+        _long_query_summary, {"query_summary": {"max_iterations": 2, "context_tokens": 500}}
+    ),
     "query_answer": Case(_query_answer, {}),
     "answer_judge": Case(_answer_judge, {}),
     "claim_judge": Case(_claim_judge, {}),

@@ -227,6 +227,10 @@ ROUTES = {
     "query_summary": {"model": "openai/stub-summary"},
     "summary_qa": {"model": "openai/stub-qa"},
     "summary_judge": {"model": "openai/stub-judge"},
+    # The ACUs measure the loop and never steer it: offline here, so the stub's calls are the
+    # loop's own.
+    "summary_acus": {"model": "offline"},
+    "summary_acu_check": {"model": "offline"},
 }
 
 
@@ -236,7 +240,8 @@ def verdict(approved: bool, accepted: list[bool], topics: list[str]) -> dict[str
 
 def script_the_loop(stub: StubLLM) -> None:
     """Numbered drafts citing page 1 (and a page that does not exist), a QA agent echoing the
-    summary, a judge disapproving twice, then approving."""
+    summary, a judge disapproving twice, then approving (on every part of the paper: a paper
+    longer than the context is judged in parts, one call each)."""
     drafts = iter(range(1, 100))
 
     def summarize(body: dict[str, Any]) -> dict[str, Any]:
@@ -254,12 +259,18 @@ def script_the_loop(stub: StubLLM) -> None:
     stub.script("stub-questions", QUESTIONS)
     stub.respond("stub-summary", summarize)
     stub.respond("stub-qa", answer)
-    stub.script(
-        "stub-judge",
+    verdicts = [
         verdict(False, [False, True], ["the decisive domain"]),
         verdict(False, [True, False], ["MMS doses", "survival scoring"]),
         verdict(True, [True, True], []),
-    )
+    ]
+
+    def judge(body: dict[str, Any]) -> dict[str, Any]:
+        draft = re.search(r"Draft (\d+):", fenced(body, "answers"))
+        assert draft is not None
+        return verdicts[int(draft.group(1)) - 1]
+
+    stub.respond("stub-judge", judge)
 
 
 def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_the_trace(
@@ -278,14 +289,17 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
     assert "  2  accuracy 0.50  mismatch: MMS doses; survival scoring" in out
     assert "  3  accuracy 1.00  approved" in out
     assert "Status: approved, approved after 3 of at most 15 iterations" in out
-    # Questions once; summary, QA and judge three times; then the grading on the same model:
-    # the claim judge once per cited sentence (the summary's and the highlight's), coherence once.
-    assert "model calls: 13 made" in out
-
     key = request_for(PAPER_ID, QUERY).key
     result = ArtifactStore(
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
     ).read(["query_summary"], key, QuerySummary)
+    # Questions once; summary and QA three times, the judge three times on each part of the
+    # paper; then the grading on the same model: the claim judge once per cited sentence (the
+    # summary's and the highlight's), coherence once.
+    parts = result.iterations[0].verdict.parts
+    assert parts >= 2 and "the judge checks the whole paper in" in result.route_reason
+    assert len(requests_to(stub_llm, "stub-judge")) == 3 * parts
+    assert f"model calls: {10 + 3 * parts} made" in out
     assert [i.verdict.accuracy for i in result.iterations] == [0.5, 0.5, 1.0]
     assert [i.revised_from for i in result.iterations] == [
         [],

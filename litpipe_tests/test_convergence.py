@@ -1,20 +1,39 @@
-"""The MAIS convergence report: its figures from hand-made runs, the Markdown table, and the
-SVG plot of the mean accuracy per iteration."""
+"""The MAIS convergence report: its figures from hand-made runs, the Markdown table, the SVG plot
+of the mean accuracy per iteration, and the ACU accuracy of a loop run through the stub."""
 
 from __future__ import annotations
 
 import statistics
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
+from litpipe.agents.summary_acus import AcusInput, offline_acus
 from litpipe.evaluation.convergence import convergence_report
+from litpipe.llm.client import LLMClient
+from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.usage import UsageLedger
 from litpipe.report.convergence import render_markdown, render_svg
 from litpipe.schemas import (
     JudgeVerdict,
     QuerySummary,
     QuerySummaryRequest,
     SummaryIteration,
+)
+from litpipe.workflows.query_summary import summarize_for_query
+from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_query_summary import (
+    ABSTRACT,
+    PAPER,
+    PAPER_ID,
+    QUERY,
+    QUESTIONS,
+    REQUEST,
+    TITLE,
+    fenced,
+    term_search,
+    verdict,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -102,8 +121,9 @@ def test_the_markdown_table_shows_every_figure() -> None:
     lines = table.splitlines()
     assert lines[0].startswith("| runs | approved | approved share | approved in one iteration")
     assert lines[2] == "| 5 | 4 | 80.0% | 2 (40.0%) | 1.75 | 0.92 | 4, 15 |"
-    assert "| 1 | 5 | 0.550 |" in lines
-    assert "| 4 | 1 | 0.500 |" in lines
+    # Hand-made runs have no ACUs: their ACU accuracy is n/a.
+    assert "| 1 | 5 | 0.550 | n/a |" in lines
+    assert "| 4 | 1 | 0.500 | n/a |" in lines
 
 
 def test_the_svg_is_xml_with_one_point_per_iteration() -> None:
@@ -140,3 +160,64 @@ def test_one_approved_run_has_a_mean_but_no_variance() -> None:
     assert report.mean_iterations == 2.0 and report.variance_iterations is None
     points = ET.fromstring(render_svg(report)).findall(f".//{SVG}circle[@class='point']")
     assert [p.get("data-accuracy") for p in points] == ["0.5000", "1.0000"]
+
+
+def test_acu_accuracy_is_reported_per_iteration_and_drops_when_the_summary_omits_a_unit(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """A summarizer whose first draft states every atomic content unit and whose second leaves
+    one out: the report shows each iteration's ACU accuracy, 1 then (n - 1) / n, beside the
+    judge's accuracy. The ACUs are written and checked offline (the paper's key sentences)."""
+    units = offline_acus(
+        AcusInput(paper_id=PAPER_ID, title=TITLE, query=QUERY, passages=PAPER, most=10)
+    ).units
+    assert len(units) >= 2
+    drafts = [" ".join(u.text for u in units), " ".join(u.text for u in units[1:])]
+    stub_llm.script("stub-questions", QUESTIONS)
+    stub_llm.script(
+        "stub-summary",
+        *({"evidence_sufficient": True, "summary": d, "highlights": []} for d in drafts),
+    )
+    # Answers echoing the summary: the judge's two requests differ, so neither is a cache hit.
+    stub_llm.respond(
+        "stub-qa",
+        lambda body: {
+            "answers": [{"question_id": f"{PAPER_ID}:d0", "answer": fenced(body, "summary")}]
+        },
+    )
+    stub_llm.script(
+        "stub-judge",
+        verdict(False, [True, False], ["the decisive domain"]),
+        verdict(True, [True, True], []),
+    )
+    routes = {
+        "query_questions": {"model": "openai/stub-questions"},
+        "query_summary": {"model": "openai/stub-summary"},
+        "summary_qa": {"model": "openai/stub-qa"},
+        "summary_judge": {"model": "openai/stub-judge"},
+        "summary_acus": {"model": "offline"},
+        "summary_acu_check": {"model": "offline"},
+    }
+    settings = stub_settings(tmp_path, stub_llm, llm={"agents": routes})
+    result = summarize_for_query(
+        REQUEST,
+        TITLE,
+        ABSTRACT,
+        PAPER,
+        term_search(PAPER),
+        settings,
+        PromptLibrary(None),
+        LLMClient(settings, UsageLedger()),
+    )
+    assert [unit.text for unit in result.acus] == [unit.text for unit in units]
+    omitted = (len(units) - 1) / len(units)
+    assert [i.acu_accuracy for i in result.iterations] == [1.0, pytest.approx(omitted)]
+    report = convergence_report([result])
+    assert [row.mean_acu_accuracy for row in report.accuracy_by_iteration] == [
+        1.0,
+        pytest.approx(omitted),
+    ]
+    lines = render_markdown(report).splitlines()
+    assert "| iteration | runs reaching it | mean accuracy | mean ACU accuracy |" in lines
+    assert "| 1 | 1 | 0.500 | 1.000 |" in lines
+    assert f"| 2 | 1 | 1.000 | {omitted:.3f} |" in lines

@@ -24,7 +24,13 @@ from litpipe.agents.query_summary import (
     summary_sentences,
     unmarked,
 )
-from litpipe.agents.summary_judge import JudgeInput, offline_judge
+from litpipe.agents.summary_judge import (
+    JudgeInput,
+    JudgeReply,
+    QuestionJudgement,
+    combined_reply,
+    offline_judge,
+)
 from litpipe.agents.summary_qa import NOT_IN_SUMMARY, SummaryQAInput, offline_summary_qa
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import parse_pdf
@@ -323,6 +329,10 @@ ROUTES = {
     "query_summary": {"model": "openai/stub-summary"},
     "summary_qa": {"model": "openai/stub-qa"},
     "summary_judge": {"model": "openai/stub-judge"},
+    # The ACUs measure the loop and never steer it: offline here, so the stub's requests are the
+    # loop's own.
+    "summary_acus": {"model": "offline"},
+    "summary_acu_check": {"model": "offline"},
 }
 QUESTIONS = {
     "questions": [
@@ -439,6 +449,8 @@ def test_two_disapprovals_then_approval_make_three_iterations_revised_from_the_t
         "query_summary": "openai/stub-summary",
         "summary_qa": "openai/stub-qa",
         "summary_judge": "openai/stub-judge",
+        "summary_acus": "offline",
+        "summary_acu_check": "offline",
     }
     assert result.engine == "openai/stub-summary"
 
@@ -475,6 +487,70 @@ def test_a_summarizer_finding_the_evidence_insufficient_gets_the_whole_paper(
     )
     assert f"the {len(widened)} of its {len(PAPER)} passages" in result.route_reason
     assert result.status == "approved" and len(result.iterations) == 1
+
+
+def test_the_judge_of_a_paper_over_the_context_checks_every_part_of_it(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """MAIS checks the summary against the source article: a paper longer than the context is
+    judged whole, one call per part, so an omission outside the retrieved passages is found."""
+    scripted_loop(stub_llm)
+    acknowledgements = TEXTS[8].split(".")[0]
+
+    def judge(body: dict[str, Any]) -> dict[str, Any]:
+        if acknowledgements in user_message(body):
+            return verdict(False, [True, False], ["the funding"])
+        return verdict(True, [True, True], [])
+
+    stub_llm.respond("stub-judge", judge)
+    result = through_the_stub(
+        tmp_path, stub_llm, query_summary={"context_tokens": 500, "max_iterations": 1}
+    )
+    # The summarizer read the retrieved passages only; the acknowledgements are not among them.
+    assert result.route == "evidence" and PAPER[8] not in result.source
+    calls = requests_to(stub_llm, "stub-judge")
+    assert len(calls) == result.iterations[0].verdict.parts >= 2
+    # Every passage of the paper reached the judge, each in one part.
+    for text in TEXTS:
+        assert sum(text.split(".")[0] in user_message(body) for body in calls) == 1, text
+    assert f"part {len(calls)} of the {len(calls)} parts" in user_message(calls[-1])
+    assert f"the judge checks the whole paper in {len(calls)} parts" in result.route_reason
+    last = result.iterations[0]
+    assert not last.verdict.approved and last.verdict.mismatch_topics == ["the funding"]
+    assert last.verdict.accuracy == 0.5
+    assert last.qa[1].judgement == f"Part {len(calls)} of {len(calls)}: compared"
+
+
+def test_parts_combine_omissions_and_claims_no_part_supports() -> None:
+    """A rejection in any part rejects; an answer no part bears on is unsupported unless it
+    claims nothing."""
+    questions = [
+        DiagnosticQuestion(question_id=f"rev1fly:d{i}", text=f"Question {i}?", topic=f"topic {i}")
+        for i in range(3)
+    ]
+    answers = {"rev1fly:d0": "DTD.", "rev1fly:d1": "Yeast.", "rev1fly:d2": NOT_IN_SUMMARY}
+    parts = [
+        JudgeInput(query=QUERY, questions=questions, answers=answers, passages=[chunk])
+        for chunk in PAPER[:2]
+    ]
+
+    def reply(d0: tuple[bool, bool]) -> JudgeReply:
+        unaddressed = [
+            QuestionJudgement(
+                question_id=f"rev1fly:d{i}", reason="-", accepted=True, addressed=False
+            )
+            for i in (1, 2)
+        ]
+        first = QuestionJudgement(
+            question_id="rev1fly:d0", reason="r", accepted=d0[0], addressed=d0[1]
+        )
+        return JudgeReply(judgements=[first, *unaddressed], mismatch_topics=[], approved=all(d0))
+
+    combined = combined_reply(parts, [reply((True, True)), reply((False, True))])
+    assert [j.accepted for j in combined.judgements] == [False, False, True]
+    assert combined.mismatch_topics == ["topic 1"] and not combined.approved
+    approved = combined_reply(parts, [reply((True, True)), reply((True, False))])
+    assert [j.accepted for j in approved.judgements] == [True, False, True]
 
 
 # Bad requests.

@@ -5,6 +5,10 @@ mismatch the summarizer must fix.
 The iteration's accuracy is the share of the answers the judge accepts. A question the reply
 leaves without a judgement counts as accepted only when the judge approved.
 
+A paper longer than the context is judged in parts (MAIS checks the summary against the source
+article, not against what retrieval found): one call per part, each judging the answers against
+its part alone, and `combined_reply` joins the parts' findings without another call.
+
 The offline engine checks coverage: for each question it finds the source's best sentences
 (those holding the largest share of the question's content terms) and accepts the answer when it
 holds at least `COVERED` of the terms of one of them; a question no source sentence bears on is
@@ -18,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
 from litpipe.agents.query_summary import ranked_sentences, source_sentences, terms_of
+from litpipe.agents.summary_qa import NOT_IN_SUMMARY
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import fence
 from litpipe.schemas import DiagnosticQuestion, JudgeVerdict, QAPair, RetrievedChunk
@@ -31,13 +36,24 @@ class JudgeInput(BaseModel):
     query: str
     questions: list[DiagnosticQuestion]
     answers: dict[str, str] = Field(description="Answer from the summary, by question id.")
-    passages: list[RetrievedChunk] = Field(description="What the summarizer read.")
+    passages: list[RetrievedChunk] = Field(
+        description="What the summarizer read, or one part of the whole paper."
+    )
+    part: int = Field(default=1, ge=1, description="Which part of the paper `passages` is.")
+    parts: int = Field(default=1, ge=1, description="The parts the paper is judged in.")
 
 
 class QuestionJudgement(BaseModel):
     question_id: str = Field(description="The question's id, exactly as given.")
     reason: str = Field(description="How the answer compares with the paper, in a sentence.")
     accepted: bool = Field(description="True when the answer agrees with the paper.")
+    # Said apart from `accepted`: an answer no part of a long paper bears on is a claim the
+    # paper does not support, though each part, not bearing on it, accepts it.
+    addressed: bool = Field(
+        default=True,
+        description="True when the passages say anything on the question, whether or not the "
+        "answer agrees with them.",
+    )
 
 
 class JudgeReply(BaseModel):
@@ -78,7 +94,12 @@ def offline_judge(inputs: JudgeInput) -> JudgeReply:
             if question.topic not in topics:
                 topics.append(question.topic)
         judgements.append(
-            QuestionJudgement(question_id=question.question_id, reason=reason, accepted=accepted)
+            QuestionJudgement(
+                question_id=question.question_id,
+                reason=reason,
+                accepted=accepted,
+                addressed=bool(best),
+            )
         )
     return JudgeReply(judgements=judgements, mismatch_topics=topics, approved=not topics)
 
@@ -98,7 +119,67 @@ class JudgeAgent(Agent[JudgeInput, JudgeReply]):
             # Answers quote the summary, which quotes the paper: fenced like it.
             answers=fence(pairs, "answers"),
             passages=evidence_block(inputs.passages),
+            scope="the paper"
+            if inputs.parts == 1
+            else f"part {inputs.part} of the {inputs.parts} parts of the paper, in reading order "
+            "(judge each answer against this part alone: accept an answer on what this part "
+            "does not cover, and say it is not addressed here; the other parts judge it)",
         )
+
+
+def combined_reply(parts: list[JudgeInput], replies: list[JudgeReply]) -> JudgeReply:
+    """One reply from the replies on each part of a long paper, without another model call.
+
+    A reduce call would only re-read verdicts already made: each part's judge accepts what its
+    part does not bear on and rejects what its part contradicts or holds and the summary lacks,
+    so the paper's verdict on a question follows from the parts' by rule. A question is
+    rejected when any part rejects it (an omission or an error that part shows, its reason
+    named by part); accepted when no part rejects it and one addresses it; when no part
+    addresses it, accepted only if the answer claims nothing (`NOT_IN_SUMMARY`), else rejected
+    as unsupported by the paper; a question no part judged takes the overall verdict. The
+    summary is approved when every part approves and every question is accepted; the topics
+    are the parts' topics, then those of the unsupported questions.
+    """
+    judgements: list[QuestionJudgement] = []
+    topics = [topic for reply in replies for topic in reply.mismatch_topics]
+    for question in parts[0].questions:
+        found = [
+            (inputs.part, judgement)
+            for inputs, reply in zip(parts, replies, strict=True)
+            for judgement in reply.judgements
+            if judgement.question_id.strip() == question.question_id
+        ]
+        rejected = [(part, j) for part, j in found if not j.accepted]
+        addressed = [(part, j) for part, j in found if j.addressed]
+        if rejected:
+            part, judgement = rejected[0]
+            accepted, reason = False, f"Part {part} of {len(parts)}: {judgement.reason}"
+        elif addressed:
+            part, judgement = addressed[0]
+            accepted, reason = True, f"Part {part} of {len(parts)}: {judgement.reason}"
+        elif not found:
+            # No judgement at all: the overall verdict decides, as for one call (`verdict_from`).
+            continue
+        elif parts[0].answers.get(question.question_id, "") == NOT_IN_SUMMARY:
+            accepted, reason = True, "No part of the paper bears on this question either."
+        else:
+            accepted = False
+            reason = "No part of the paper bears on this question: the answer is unsupported."
+            topics.append(question.topic)
+        judgements.append(
+            QuestionJudgement(
+                question_id=question.question_id,
+                reason=reason,
+                accepted=accepted,
+                addressed=bool(addressed),
+            )
+        )
+    return JudgeReply(
+        judgements=judgements,
+        mismatch_topics=list(dict.fromkeys(topics)),
+        approved=all(reply.approved for reply in replies)
+        and all(judgement.accepted for judgement in judgements),
+    )
 
 
 def verdict_from(inputs: JudgeInput, reply: JudgeReply) -> tuple[JudgeVerdict, list[QAPair]]:

@@ -1,9 +1,11 @@
 """How the MAIS loop converges over many requests: the table MAIS reports (runs, approved
 count and share, runs approved at their first iteration, mean and variance of the iterations of
-approved runs) and the judge's accuracy at each iteration (`litpipe.report.convergence` renders
-them as a Markdown table and an SVG plot).
+approved runs), and at each iteration the judge's accuracy and the ACU accuracy (the share of
+the atomic content units the summary holds); `litpipe.report.convergence` renders them as a
+Markdown table and an SVG plot.
 An iteration's accuracy is averaged over the runs that reached it: a run approved earlier has
 no answer there to grade (carrying its last accuracy forward would flatter later iterations).
+Its ACU accuracy, over those of them that had ACUs.
 
 Pure Python over `QuerySummary` results: the asset, the CLI and a notebook share it.
 """
@@ -25,14 +27,14 @@ def convergence_report(results: Sequence[QuerySummary]) -> ConvergenceReport:
     longest = max((len(r.iterations) for r in results), default=0)
     by_iteration = []
     for iteration in range(1, longest + 1):
-        reached = [
-            r.iterations[iteration - 1].verdict.accuracy
-            for r in results
-            if len(r.iterations) >= iteration
-        ]
+        reached = [r.iterations[iteration - 1] for r in results if len(r.iterations) >= iteration]
+        acus = [i.acu_accuracy for i in reached if i.acu_accuracy is not None]
         by_iteration.append(
             IterationAccuracy(
-                iteration=iteration, runs=len(reached), mean_accuracy=statistics.fmean(reached)
+                iteration=iteration,
+                runs=len(reached),
+                mean_accuracy=statistics.fmean(i.verdict.accuracy for i in reached),
+                mean_acu_accuracy=statistics.fmean(acus) if acus else None,
             )
         )
     return ConvergenceReport(

@@ -22,7 +22,7 @@ def _number(value: float | None, digits: int = 2) -> str:
 
 
 def render_markdown(report: ConvergenceReport) -> str:
-    """The convergence table, then the mean accuracy at each iteration."""
+    """The convergence table, then the mean accuracy and ACU accuracy at each iteration."""
     caps = ", ".join(str(cap) for cap in report.max_iterations) or "n/a"
     lines = [
         "| runs | approved | approved share | approved in one iteration | mean iterations "
@@ -32,10 +32,11 @@ def render_markdown(report: ConvergenceReport) -> str:
         f"{report.single_iteration} ({report.single_iteration_share:.1%}) | "
         f"{_number(report.mean_iterations)} | {_number(report.variance_iterations)} | {caps} |",
         "",
-        "| iteration | runs reaching it | mean accuracy |",
-        "|---:|---:|---:|",
+        "| iteration | runs reaching it | mean accuracy | mean ACU accuracy |",
+        "|---:|---:|---:|---:|",
         *(
-            f"| {row.iteration} | {row.runs} | {row.mean_accuracy:.3f} |"
+            f"| {row.iteration} | {row.runs} | {row.mean_accuracy:.3f} | "
+            f"{_number(row.mean_acu_accuracy, 3)} |"
             for row in report.accuracy_by_iteration
         ),
     ]

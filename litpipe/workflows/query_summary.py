@@ -13,6 +13,15 @@ for each question, in reading order), unless the summarizer's first draft finds 
 insufficient, and then the whole paper after all (as much of it as fits the context, the
 retrieved passages first). The route taken and why are recorded.
 
+The judge checks the summary against the paper, as MAIS does against the source article: a paper
+longer than the context is judged whole, in parts that fit it (`judge_parts`), one call each, the
+parts' findings combined by rule (`summary_judge.combined_reply`), so an omission outside the
+retrieved passages is found too.
+
+Beside the judge's accuracy, each pass has an ACU accuracy: the share of the request's atomic
+content units (up to `query_summary.acus` short facts, written once from what the summarizer is
+first given) that the summary holds (`summary_acus`).
+
 Runs without Dagster:
 
     passages = paper_passages(store, embedder.embedder_id, collection, paper_id)
@@ -38,7 +47,15 @@ from litpipe.agents.base import StructuredClient, engine_name, run_agent, versio
 from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
 from litpipe.agents.query_questions import diagnostic_questions as write_questions
 from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
-from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, verdict_from
+from litpipe.agents.summary_acus import (
+    AcuCheckAgent,
+    AcuCheckInput,
+    AcusAgent,
+    AcusInput,
+    acu_accuracy,
+    units_from,
+)
+from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, combined_reply, verdict_from
 from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
@@ -61,7 +78,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Every agent of the method: a step running it needs a model client if any is routed to one.
-MAIS_AGENTS = ("query_questions", "query_summary", "summary_qa", "summary_judge")
+MAIS_AGENTS = (
+    "query_questions",
+    "query_summary",
+    "summary_qa",
+    "summary_judge",
+    "summary_acus",
+    "summary_acu_check",
+)
 # The passages of one paper that best answer a text (a query or a question), best first.
 Search = Callable[[str], list[RetrievedChunk]]
 # A passage, and its place in the paper's reading order.
@@ -171,6 +195,51 @@ def within_context(
     return _in_reading_order(kept, paper)
 
 
+def judge_parts(
+    paper: list[RetrievedChunk], evidence: list[RetrievedChunk], settings: Settings
+) -> list[list[RetrievedChunk]]:
+    """The whole paper in consecutive parts, each within `query_summary.context_tokens` (a
+    passage longer than that is a part alone), in reading order. More than
+    `query_summary.judge_parts` parts are cut to that many: those holding the most of
+    `evidence` (the passages retrieved for the query and the questions), then the earliest."""
+    parts: list[list[RetrievedChunk]] = []
+    used = 0
+    for chunk in paper:
+        cost = estimate_tokens(citations.evidence_block([chunk]))
+        if not parts or used + cost > settings.query_summary.context_tokens:
+            parts.append([])
+            used = 0
+        parts[-1].append(chunk)
+        used += cost
+    retrieved = {chunk.chunk_id for chunk in evidence}
+    kept = sorted(
+        range(len(parts)),
+        key=lambda index: (-sum(chunk.chunk_id in retrieved for chunk in parts[index]), index),
+    )[: settings.query_summary.judge_parts]
+    return [parts[index] for index in sorted(kept)]
+
+
+def _widened(
+    source: list[RetrievedChunk],
+    found: list[RetrievedChunk],
+    paper: list[RetrievedChunk],
+    settings: Settings,
+) -> list[RetrievedChunk]:
+    """`source` and, as far as `query_summary.context_tokens` still holds, the `found` passages
+    it lacks, in reading order."""
+    kept = list(source)
+    budget = settings.query_summary.context_tokens - estimate_tokens(
+        citations.evidence_block(source)
+    )
+    for chunk in found:
+        cost = estimate_tokens(citations.evidence_block([chunk]))
+        if chunk in kept or cost > budget:
+            continue
+        kept.append(chunk)
+        budget -= cost
+    return _in_reading_order(kept, paper)
+
+
 def _checked(text: str, source: list[RetrievedChunk], writer: str) -> str:
     """`text` without the markers that resolve to no passage of `source`, after a warning."""
     _, unresolved = citations.citations(text, source)
@@ -251,11 +320,60 @@ def summarize_for_query(
             f"for the query and {len(questions)} questions"
         )
 
+    # What the judge checks each summary against: the summarizer's source when the paper fits
+    # the context (then the source is the whole paper); else, for a model, the whole paper in
+    # parts. The offline judge keeps to the summarizer's source: the offline summarizer adds
+    # only sentences of what it reads, and the passages retrieved for a topic seldom hold the
+    # sentence the offline judge finds best anywhere in the paper, so the loop would run to
+    # its cap (measured on the bundled LitQA2 paper: 15 passes, never approved).
+    judges_whole_paper = (
+        whole_tokens > settings.query_summary.context_tokens
+        and not settings.route(JudgeAgent.name).offline
+    )
+    judged = judge_parts(paper, evidence, settings) if judges_whole_paper else [source]
+    judged_passages = sum(len(part) for part in judged)
+    judge_note = ""
+    if judges_whole_paper:
+        judge_note = (
+            f"; the judge checks the whole paper in {len(judged)} parts"
+            if judged_passages == len(paper)
+            else f"; the judge checks {judged_passages} of its {len(paper)} passages in "
+            f"{len(judged)} parts (query_summary.judge_parts)"
+        )
+
+    acus = (
+        units_from(
+            request.paper_id,
+            run_agent(
+                AcusAgent(),
+                AcusInput(
+                    paper_id=request.paper_id,
+                    title=title,
+                    query=request.query,
+                    passages=source,
+                    most=settings.query_summary.acus,
+                ),
+                settings,
+                prompts,
+                client,
+            ),
+            settings.query_summary.acus,
+        )
+        if settings.query_summary.acus
+        else []
+    )
+
     summarizer, qa_agent, judge = QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent()
     iterations: list[SummaryIteration] = []
     previous = ""
     topics: list[str] = []
     for iteration in range(1, settings.query_summary.max_iterations + 1):
+        if topics and judges_whole_paper and len(source) < len(paper):
+            # The judge read the whole paper: what it found missing may lie outside what the
+            # summarizer read, which then gets the passages retrieved for each topic.
+            source = _widened(
+                source, [c for topic in topics for c in search(topic)], paper, settings
+            )
         inputs = QuerySummaryInput(
             paper_id=request.paper_id,
             title=title,
@@ -292,11 +410,30 @@ def summarize_for_query(
         answers = answers_by_question(
             qa_inputs, run_agent(qa_agent, qa_inputs, settings, prompts, client)
         )
-        judge_inputs = JudgeInput(
-            query=request.query, questions=questions, answers=answers, passages=source
-        )
+        judge_inputs = [
+            JudgeInput(
+                query=request.query,
+                questions=questions,
+                answers=answers,
+                passages=part,
+                part=number,
+                parts=len(judged),
+            )
+            for number, part in enumerate(judged, 1)
+        ]
+        replies = [run_agent(judge, inputs, settings, prompts, client) for inputs in judge_inputs]
         verdict, pairs = verdict_from(
-            judge_inputs, run_agent(judge, judge_inputs, settings, prompts, client)
+            judge_inputs[0],
+            replies[0] if len(replies) == 1 else combined_reply(judge_inputs, replies),
+        )
+        verdict = verdict.model_copy(update={"parts": len(judged)})
+        acu_inputs = AcuCheckInput(summary=summary, units=acus)
+        held = (
+            acu_accuracy(
+                acu_inputs, run_agent(AcuCheckAgent(), acu_inputs, settings, prompts, client)
+            )
+            if acus
+            else None
         )
         iterations.append(
             SummaryIteration(
@@ -307,6 +444,7 @@ def summarize_for_query(
                 citations=found_citations,
                 qa=pairs,
                 verdict=verdict,
+                acu_accuracy=held,
             )
         )
         logger.info(
@@ -328,8 +466,9 @@ def summarize_for_query(
         title=title,
         status="approved" if last.verdict.approved else "max_iterations_reached",
         route=route,
-        route_reason=route_reason,
+        route_reason=route_reason + judge_note,
         questions=questions,
+        acus=acus,
         iterations=iterations,
         max_iterations=settings.query_summary.max_iterations,
         summary=last.summary,
@@ -342,9 +481,16 @@ def summarize_for_query(
 
 
 def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """Hash of all that decides a query summary: the four agents (prompt, schema, code, route),
+    """Hash of all that decides a query summary: the six agents (prompt, schema, code, route),
     this workflow's code and the loop's settings. Retrieval's own version is its stage's."""
-    agents = (QueryQuestionsAgent(), QuerySummaryAgent(), SummaryQAAgent(), JudgeAgent())
+    agents = (
+        QueryQuestionsAgent(),
+        QuerySummaryAgent(),
+        SummaryQAAgent(),
+        JudgeAgent(),
+        AcusAgent(),
+        AcuCheckAgent(),
+    )
     return digest(
         *(version(agent, settings, prompts) for agent in agents),
         # The offline engines' shared helpers.
@@ -355,5 +501,7 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
         str(settings.query_summary.max_iterations),
         str(settings.query_summary.questions),
         str(settings.query_summary.context_tokens),
+        str(settings.query_summary.judge_parts),
+        str(settings.query_summary.acus),
         str(settings.retrieval.evidence_per_question),
     )
