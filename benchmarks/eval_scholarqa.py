@@ -7,8 +7,14 @@ TextRank get the same snippets and budget. Reported: ROUGE-1/2/L F-measures agai
 answer, citation precision and recall of the expert's papers, mean words, per system; and the
 wall time. Offline unless `--model` routes the writer to a model.
 
+`--answer-modes` compares the answer modes instead (`litpipe eval scholarqa-answer-modes`,
+`litpipe/evaluation/scholarqa_answer_modes.py`): single-view, MASS-RAG multi-view and multi-view
+answers, each from the same ranked snippets. `--stub` routes every agent to the local stub
+server (litpipe_tests/stub_llm.py) answering schema-valid replies generated from each request:
+it measures the calls and the plumbing, not the quality of a model.
+
 Usage: python benchmarks/eval_scholarqa.py [DATASET] [--limit N] [--model M] [--api-base URL]
-       [--out DIR]
+       [--answer-modes] [--stub] [--out DIR]
 (DATASET defaults to ../shared/data/scholarqa-multi/scholarqa_multi.jsonl.) Prints the table,
 then one JSON object as the last line.
 """
@@ -19,9 +25,10 @@ import argparse
 import json
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-from litpipe.evaluation.scholarqa import evaluate_scholarqa, figures, format_table
+from litpipe.evaluation import scholarqa, scholarqa_answer_modes
 from litpipe.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,23 +41,45 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="the first N questions only")
     parser.add_argument("--model", help="the writer's model (default: offline)")
     parser.add_argument("--api-base", help="for an OpenAI-compatible server")
-    parser.add_argument("--out", type=Path, help="also write scholarqa_eval.json here")
+    parser.add_argument(
+        "--answer-modes",
+        action="store_true",
+        help="compare single-view, multi-view and multi-view answers on the same snippets",
+    )
+    parser.add_argument(
+        "--stub", action="store_true", help="every agent answered by the local stub server"
+    )
+    parser.add_argument("--out", type=Path, help="also write the evaluation's JSON here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as home:
-        settings = Settings(home=Path(home), llm={"model": args.model, "api_base": args.api_base})
+    module = scholarqa_answer_modes if args.answer_modes else scholarqa
+    evaluate = (
+        scholarqa_answer_modes.evaluate_answer_modes
+        if args.answer_modes
+        else scholarqa.evaluate_scholarqa
+    )
+    with ExitStack() as stack:
+        home = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        llm = {"model": args.model, "api_base": args.api_base}
+        if args.stub:
+            from litpipe_tests.stub_llm import StubLLM
+
+            stub = stack.enter_context(StubLLM(lifetime_s=3600, schema_driven=True))
+            llm = {"model": "openai/stub", "api_base": stub.url}
+        settings = Settings(home=home, llm=llm)
         started = time.perf_counter()
-        evaluation = evaluate_scholarqa(settings, args.dataset, args.limit)
+        evaluation = evaluate(settings, args.dataset, args.limit)
         wall = time.perf_counter() - started
-    print(format_table(evaluation))
+    print(module.format_table(evaluation))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "scholarqa_eval.json").write_text(evaluation.model_dump_json(indent=1))
+        name = "scholarqa_answer_modes.json" if args.answer_modes else "scholarqa_eval.json"
+        (args.out / name).write_text(evaluation.model_dump_json(indent=1))
     summary = {
         "dataset": str(args.dataset),
         "examples": evaluation.examples,
         "engine": evaluation.engine,
         "embedder": evaluation.embedder,
-        **{name: round(value, 4) for name, value in figures(evaluation).items()},
+        **{name: round(value, 4) for name, value in module.figures(evaluation).items()},
         "seconds": round(wall, 1),
     }
     print(json.dumps(summary))

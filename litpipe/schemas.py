@@ -352,10 +352,15 @@ class Answer(BaseModel):
         description="Multi-view answering: what the summarizer, extractor and reasoner each "
         "wrote before the reconciliation (empty in single-view mode).",
     )
+    candidates: dict[str, str] = Field(
+        default_factory=dict,
+        description="`multi_view_answers`: the candidate answer written from each view, which "
+        "the comparison picked from or merged (empty in the other modes).",
+    )
     engine: str = Field(description="`offline` or the model that wrote it.")
 
 
-AnswerMode = Literal["single", "multi_view"]
+AnswerMode = Literal["single", "multi_view", "multi_view_answers"]
 
 
 class PaperAnswers(BaseModel):

@@ -264,10 +264,12 @@ class SynthesisSettings(SettingsGroup):
         le=10,
         description="Questions per paper of each style (broad, inner workings).",
     )
-    answer_mode: Literal["single", "multi_view"] = Field(
+    answer_mode: Literal["single", "multi_view", "multi_view_answers"] = Field(
         default="single",
-        description="How a question is answered from its evidence: one writer, or three views "
-        "(summarizer, extractor, reasoner) reconciled by a fourth (MASS-RAG).",
+        description="How a question is answered from its evidence: one writer; three views "
+        "(summarizer, extractor, reasoner) reconciled by a fourth (MASS-RAG); or three views, "
+        "a candidate answer written from each, and a comparison that picks or merges them "
+        "(MASS-RAG's answer agent).",
     )
     cross_paper_questions: int = Field(
         default=4, ge=3, le=5, description="Comparative questions asked of a whole collection."

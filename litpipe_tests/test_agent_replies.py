@@ -443,6 +443,8 @@ CASES: dict[str, Case] = {
     "massrag_extractor": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
     "massrag_reasoner": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
     "massrag_reconcile": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
+    "massrag_candidate": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
+    "massrag_compare": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
     "cross_paper_questions": Case(_cross_questions, {}),
     "insights": Case(_insights, {}),
     "relationships": Case(_relationships, {}),

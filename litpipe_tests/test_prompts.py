@@ -26,6 +26,8 @@ PACKAGED_AGENTS = [
     "massrag_extractor",
     "massrag_reasoner",
     "massrag_reconcile",
+    "massrag_candidate",
+    "massrag_compare",
     "cross_paper_questions",
     "insights",
     "relationships",

@@ -36,6 +36,7 @@ MODEL_STEPS = {
     "eval_related_work",
     "eval_tldr",
     "eval_scholarqa",
+    "eval_scholarqa_answer_modes",
 }
 
 

@@ -146,11 +146,23 @@ def checked_citations(text: str, inputs: AnswerInput, writer: str) -> str:
     return without_markers(text, unresolved)
 
 
+def cited_answer(text: str, inputs: AnswerInput, writer: str) -> str:
+    """`text` with its unresolvable markers removed (`checked_citations`); the fixed sentence
+    when nothing but blanks and such markers was written, so that no answer is left empty."""
+    cleaned = checked_citations(text, inputs, writer)
+    return cleaned if any(char.isalnum() for char in cleaned) else NO_ANSWER
+
+
 def answer_from(
-    inputs: AnswerInput, text: str, engine: str, views: dict[str, str] | None = None
+    inputs: AnswerInput,
+    text: str,
+    engine: str,
+    views: dict[str, str] | None = None,
+    candidates: dict[str, str] | None = None,
 ) -> Answer:
-    """The reply's text as an `Answer`: unresolvable markers removed, the rest resolved."""
-    cleaned = checked_citations(text, inputs, "the answer")
+    """The reply's text as an `Answer`: unresolvable markers removed (the fixed sentence if
+    nothing is left), the rest resolved."""
+    cleaned = cited_answer(text, inputs, "the answer")
     resolved, _ = citations.citations(cleaned, inputs.evidence)
     return Answer(
         question=inputs.question,
@@ -158,6 +170,7 @@ def answer_from(
         citations=resolved,
         evidence=inputs.evidence,
         views=views or {},
+        candidates=candidates or {},
         engine=engine,
     )
 

@@ -36,7 +36,8 @@ from litpipe.retrieval import text as retrieval_text
 from litpipe.schemas import Answer, QuestionEvidence
 from litpipe.settings import Settings
 
-# Every agent that may answer a question (single-view, or the MASS-RAG views and reconciler):
+# Every agent that may answer a question (single-view, or the MASS-RAG views with
+# their reconciler, or with their candidate answers and comparison):
 # a step answering questions needs a model client if any of them is routed to one.
 ANSWER_AGENTS = (
     "answers",
@@ -44,7 +45,16 @@ ANSWER_AGENTS = (
     "massrag_extractor",
     "massrag_reasoner",
     "massrag_reconcile",
+    "massrag_candidate",
+    "massrag_compare",
 )
+
+# The agent writing the final answer in each `synthesis.answer_mode`.
+FINAL_WRITERS = {
+    "single": "answers",
+    "multi_view": "massrag_reconcile",
+    "multi_view_answers": "massrag_compare",
+}
 
 
 def offline_answer(inputs: AnswerInput) -> AnswerReply:
@@ -69,6 +79,8 @@ def answer_questions(
     """Every question answered from its evidence, in order, as `synthesis.answer_mode` says."""
     if settings.synthesis.answer_mode == "multi_view":
         return massrag.answer_multi_view(items, settings, prompts, client)
+    if settings.synthesis.answer_mode == "multi_view_answers":
+        return massrag.answer_multi_view_answers(items, settings, prompts, client)
     agent = AnswersAgent()
     batch = answer_inputs(items)
     replies = run_batch(agent, batch, settings, prompts, client)
@@ -81,18 +93,21 @@ def answer_questions(
 
 def answers_engine(settings: Settings) -> str:
     """What writes the final answers in the configured mode: `offline` or a model."""
-    writer = "massrag_reconcile" if settings.synthesis.answer_mode == "multi_view" else "answers"
-    return engine_name(settings.route(writer))
+    return engine_name(settings.route(FINAL_WRITERS[settings.synthesis.answer_mode]))
 
 
 def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of all that decides the answers (the mode, its agents' prompts, schemas and routes,
     and the code turning replies into answers): the code_version of the answers asset."""
-    agents: list[Agent[Any, Any]] = (
-        [*massrag.VIEW_AGENTS.values(), massrag.ReconcileAgent()]
-        if settings.synthesis.answer_mode == "multi_view"
-        else [AnswersAgent()]
-    )
+    agents: list[Agent[Any, Any]] = {
+        "single": [AnswersAgent()],
+        "multi_view": [*massrag.VIEW_AGENTS.values(), massrag.ReconcileAgent()],
+        "multi_view_answers": [
+            *massrag.VIEW_AGENTS.values(),
+            massrag.CandidateAgent(),
+            massrag.CompareAgent(),
+        ],
+    }[settings.synthesis.answer_mode]
     code = (
         inspect.getsource(module)
         for module in (sys.modules[__name__], answering, massrag, citations, retrieval_text)

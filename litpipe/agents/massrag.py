@@ -12,6 +12,14 @@ extractor the sentences holding most of the question's terms, the reasoner pairs
 of different passages (different papers first) that share terms, written "<A> [m1] <B> [m2]";
 the reconciler keeps the views' sentences, one of any near-duplicates, ordered by how many views
 hold them, at most four, each with its marker.
+
+The optional answer agent (`answer_mode = "multi_view_answers"`): instead of one reconciliation
+of the three views, `massrag_candidate` writes a candidate answer from each view (one call per
+view and question), then `massrag_compare` weighs the three candidates against the passages and
+picks the best supported or merges them into the final answer. Offline, a candidate is the
+passage sentences its view holds, best first (the view's own cited text when it holds none
+verbatim, as a model's view may); the comparison picks the candidate best supported by the
+passages: the most question terms held by sentences whose words its cited passages hold.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from litpipe import citations
 from litpipe.agents.answering import (
     NO_ANSWER,
     AnswerInput,
@@ -32,6 +41,7 @@ from litpipe.agents.answering import (
     answer_from,
     answer_inputs,
     checked_citations,
+    cited_answer,
     cited_text,
     distinct,
     evidence_sentences,
@@ -40,8 +50,10 @@ from litpipe.agents.answering import (
 from litpipe.agents.base import Agent, BatchClient, Reply, engine_name, run_batch
 from litpipe.citations import chunk_marker
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import Answer, QuestionEvidence
 from litpipe.settings import Settings
+from litpipe.text import cited_sentences, strip_markers
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +65,8 @@ MIN_SHARED_TERMS = 2
 # A link between two papers says more than one between two passages of the same paper.
 CROSS_PAPER_WEIGHT = 2.0
 RECONCILED_SENTENCES = 4
+# A candidate answer is as long as a single-view answer (two to four sentences).
+CANDIDATE_SENTENCES = 3
 
 
 class ViewReply(BaseModel):
@@ -213,21 +227,21 @@ class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
         )
 
 
-def answer_multi_view(
-    items: list[QuestionEvidence],
+def _views_of(
+    batch: list[AnswerInput],
     settings: Settings,
     prompts: PromptLibrary,
     client: BatchClient | None,
-) -> list[Answer]:
-    """Every question answered by the three views and their reconciliation, in order."""
-    batch = answer_inputs(items)
+) -> list[dict[str, str]]:
+    """Each question's three views, by view name, their citations checked: the three views of
+    every question asked as three concurrent batches."""
     with ThreadPoolExecutor(max_workers=len(VIEW_AGENTS)) as pool:
         asked = {
             view: pool.submit(run_batch, agent, batch, settings, prompts, client)
             for view, agent in VIEW_AGENTS.items()
         }
         replies = {view: future.result() for view, future in asked.items()}
-    views = [
+    return [
         {
             view: checked_citations(
                 agent.view_text(replies[view][index], inputs), inputs, f"the {view}"
@@ -236,6 +250,17 @@ def answer_multi_view(
         }
         for index, inputs in enumerate(batch)
     ]
+
+
+def answer_multi_view(
+    items: list[QuestionEvidence],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[Answer]:
+    """Every question answered by the three views and their reconciliation, in order."""
+    batch = answer_inputs(items)
+    views = _views_of(batch, settings, prompts, client)
     reconcile = ReconcileAgent()
     reconciling = [
         ReconcileInput(question=inputs.question, evidence=inputs.evidence, views=found)
@@ -246,4 +271,136 @@ def answer_multi_view(
     return [
         answer_from(inputs, reply.answer, engine, found)
         for inputs, reply, found in zip(batch, answers, views, strict=True)
+    ]
+
+
+# The optional answer agent: a candidate answer from each view, then a comparison.
+
+
+class CandidateInput(AnswerInput):
+    view: str = Field(description="The view the candidate is written from.")
+    view_text: str = Field(description="That view's cited text.")
+
+
+def offline_candidate(inputs: CandidateInput) -> AnswerReply:
+    """The passage sentences the view holds, best first; the view itself when it holds none
+    word for word (a model's paraphrase), and the fixed sentence when it has nothing to say."""
+    view = _collapsed(inputs.view_text)
+    held = [
+        s
+        for s in evidence_sentences(inputs.question.text, inputs.evidence)
+        if s.coverage > 0 and s.cited in view
+    ]
+    if held:
+        # sorted is stable: equal scores keep the evidence order.
+        ranked = sorted(held, key=lambda s: -s.score)
+        return AnswerReply(answer=cited_text(distinct(ranked, CANDIDATE_SENTENCES)))
+    silent = view in (NO_ANSWER, NO_INFERENCE) or not citations.citations(view, inputs.evidence)[0]
+    return AnswerReply(answer=NO_ANSWER if silent else view)
+
+
+class CandidateAgent(Agent[CandidateInput, AnswerReply]):
+    name = "massrag_candidate"
+    offline = staticmethod(offline_candidate)
+
+    def prompt_values(self, inputs: CandidateInput) -> dict[str, str]:
+        return dict(
+            question_and_passages(inputs),
+            view=inputs.view,
+            view_text=fence(inputs.view_text, "view"),
+            no_answer=NO_ANSWER,
+        )
+
+
+class CompareInput(AnswerInput):
+    candidates: dict[str, str] = Field(description="Each view's candidate answer, by view name.")
+
+
+def passage_support(candidate: str, inputs: AnswerInput) -> float:
+    """How well the passages bear out a candidate: over its sentences, the share of the
+    question's terms each holds times the share of its own terms its cited passages hold (a
+    sentence citing nothing, or nothing given, counts for nothing)."""
+    wanted = content_terms(inputs.question.text)
+    if not wanted:
+        return 0.0
+    by_chunk = {chunk.chunk_id: chunk for chunk in inputs.evidence}
+    support = 0.0
+    for sentence in cited_sentences(candidate):
+        resolved, _ = citations.citations(sentence, inputs.evidence)
+        cited_terms = {
+            term
+            for citation in resolved
+            for chunk_id in citation.chunk_ids
+            for term in tokenize(by_chunk[chunk_id].text)
+        }
+        terms = set(tokenize(strip_markers(sentence)))
+        if not terms or not cited_terms:
+            continue
+        support += len(terms & wanted) / len(wanted) * len(terms & cited_terms) / len(terms)
+    return support
+
+
+def offline_compare(inputs: CompareInput) -> AnswerReply:
+    """The candidate best supported by the passages (the first in view order on a tie); the
+    fixed sentence when none is supported at all."""
+    scored = [
+        (passage_support(text, inputs), text)
+        for text in inputs.candidates.values()
+        if text != NO_ANSWER
+    ]
+    best = max(scored, key=lambda item: item[0], default=(0.0, NO_ANSWER))
+    return AnswerReply(answer=best[1] if best[0] > 0 else NO_ANSWER)
+
+
+class CompareAgent(Agent[CompareInput, AnswerReply]):
+    name = "massrag_compare"
+    offline = staticmethod(offline_compare)
+
+    def prompt_values(self, inputs: CompareInput) -> dict[str, str]:
+        return dict(
+            question_and_passages(inputs),
+            summarizer=fence(inputs.candidates["summarizer"], "candidate"),
+            extractor=fence(inputs.candidates["extractor"], "candidate"),
+            reasoner=fence(inputs.candidates["reasoner"], "candidate"),
+            no_answer=NO_ANSWER,
+        )
+
+
+def answer_multi_view_answers(
+    items: list[QuestionEvidence],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[Answer]:
+    """Every question answered by the three views, a candidate answer written from each, and
+    the comparison of the candidates, in order."""
+    batch = answer_inputs(items)
+    views = _views_of(batch, settings, prompts, client)
+    candidate = CandidateAgent()
+    writing = [
+        CandidateInput(
+            question=inputs.question, evidence=inputs.evidence, view=view, view_text=text
+        )
+        for inputs, found in zip(batch, views, strict=True)
+        for view, text in found.items()
+    ]
+    # One batch of every question's three candidates: all in flight together.
+    written = iter(run_batch(candidate, writing, settings, prompts, client))
+    candidates = [
+        {
+            view: cited_answer(next(written).answer, inputs, f"the {view}'s candidate")
+            for view in found
+        }
+        for inputs, found in zip(batch, views, strict=True)
+    ]
+    compare = CompareAgent()
+    comparing = [
+        CompareInput(question=inputs.question, evidence=inputs.evidence, candidates=found)
+        for inputs, found in zip(batch, candidates, strict=True)
+    ]
+    answers = run_batch(compare, comparing, settings, prompts, client)
+    engine = engine_name(settings.route(compare.name))
+    return [
+        answer_from(inputs, reply.answer, engine, found, offered)
+        for inputs, reply, found, offered in zip(batch, answers, views, candidates, strict=True)
     ]

@@ -24,8 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.base import ModelClient
-from litpipe.evaluation import litqa, related_work, scholarqa, tldr
+from litpipe.evaluation import litqa, related_work, scholarqa, scholarqa_answer_modes, tldr
 from litpipe.settings import Settings
 
 # The facts of a run, besides its figures, in the order the CLI's JSON line gives them.
@@ -119,6 +120,21 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
             figures=scholarqa.figures,
             evaluate=scholarqa.evaluate_scholarqa,
             agents=("query_answer",),
+        ),
+        RegisteredEvaluation(
+            name="scholarqa-answer-modes",
+            description="ScholarQA's expert questions answered in each answer mode (single-view, "
+            "MASS-RAG multi-view, multi-view answers) from the same passages: ROUGE against the "
+            "expert answer, citation precision and recall, model calls and time per mode",
+            dataset_help="JSONL with id, query, gold_answer (citing papers as [n]) and papers "
+            "(title, url, year, text)",
+            default_dataset="scholarqa-multi/scholarqa_multi.jsonl",
+            stem="scholarqa_answer_modes",
+            result=scholarqa_answer_modes.AnswerModesEvaluation,
+            table=scholarqa_answer_modes.format_table,
+            figures=scholarqa_answer_modes.figures,
+            evaluate=scholarqa_answer_modes.evaluate_answer_modes,
+            agents=ANSWER_AGENTS,
         ),
         RegisteredEvaluation(
             name="litqa",

@@ -26,7 +26,8 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         backfill_policy=backfill_policy(settings),
         description="Each question of the paper answered only from its reranked evidence, "
         "citing passages as [paper_id:page]; single-view, or multi-view (MASS-RAG: summarizer, "
-        "extractor and reasoner reconciled) as `synthesis.answer_mode` says.",
+        "extractor and reasoner reconciled, or a candidate answer from each view compared) as "
+        "`synthesis.answer_mode` says.",
     )
     def paper_answers(
         context: dg.AssetExecutionContext, llm: LLMResource, artifacts: ArtifactsResource

@@ -1,0 +1,224 @@
+"""The answer modes compared on ScholarQABench's multi-paper questions: single-view (`answers`),
+multi-view (MASS-RAG's three views reconciled) and multi-view answers (a candidate answer from
+each view, then a comparison), each writing from the same passages.
+
+The dataset, the passages and the scoring are those of `litpipe eval scholarqa`
+(`litpipe.evaluation.scholarqa`): each question's snippets, ranked for it by the in-memory hybrid
+retrieval, are the evidence every mode answers from, in the same order; ROUGE-1/2/L F-measures
+against the expert answer with citations removed, and citation precision and recall of the
+expert's papers. The modes write short answers (two to four sentences, as in a paper's Q&A
+pairs), not the expert's length: the comparison is between the modes, not against `eval
+scholarqa`'s budgeted writer. An answer is still cut to the expert answer's word count, in whole
+sentences, so that no mode could gain by length. Each mode's model calls per question (from
+which of its agents are routed to a model) and wall time are reported beside the scores.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from litpipe import citations as citation_markers
+from litpipe.agents.answers import ANSWER_AGENTS, answer_questions
+from litpipe.agents.base import ModelClient, engine_name
+from litpipe.agents.massrag import VIEW_AGENTS
+from litpipe.agents.query_answer import within_words
+from litpipe.agents.related_work import count_words
+from litpipe.evaluation.citation_accuracy import (
+    CitationAccuracy,
+    MeanCitationAccuracy,
+    citation_accuracy,
+    mean_accuracy,
+)
+from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
+from litpipe.evaluation.scholarqa import collection, gold_papers, ranked_evidence, read_examples
+from litpipe.llm import client_unless_offline
+from litpipe.schemas import AnswerMode, Question, QuestionEvidence
+from litpipe.settings import Settings
+
+MODES: tuple[AnswerMode, ...] = ("single", "multi_view", "multi_view_answers")
+
+
+class AnswerModeResult(BaseModel):
+    id: str
+    subject: str
+    papers: int = Field(description="Distinct papers with a snippet.")
+    snippets: int
+    budget_words: int
+    answers: dict[str, str] = Field(description="Each mode's answer, with its markers.")
+    words: dict[str, int]
+    scores: dict[str, Scores]
+    gold_papers: list[str] = Field(description="The papers (`p<k>`) the expert cites.")
+    cited_papers: dict[str, list[str]] = Field(description="The papers each mode's answer cites.")
+    citations: dict[str, CitationAccuracy]
+
+
+class AnswerModesEvaluation(BaseModel):
+    dataset: str
+    examples: int
+    engine: str = Field(description="The engines of the answering agents: `offline` or models.")
+    model: str | None = Field(description="The models the answering agents are routed to.")
+    embedder: str
+    budget: str
+    means: dict[str, Scores]
+    mean_words: dict[str, float]
+    citations: dict[str, MeanCitationAccuracy]
+    calls_per_question: dict[str, int] = Field(
+        description="Each mode's model calls per question (0 offline)."
+    )
+    mode_seconds: dict[str, float] = Field(description="Each mode's wall time, all questions.")
+    seconds: float
+    per_example: list[AnswerModeResult]
+
+
+def mode_agents(mode: AnswerMode) -> tuple[str, ...]:
+    """The agents one question's answer asks in `mode`, once per call."""
+    views = tuple(agent.name for agent in VIEW_AGENTS.values())
+    return {
+        "single": ("answers",),
+        "multi_view": (*views, "massrag_reconcile"),
+        "multi_view_answers": (*views, *["massrag_candidate"] * len(views), "massrag_compare"),
+    }[mode]
+
+
+def with_mode(settings: Settings, mode: AnswerMode) -> Settings:
+    return settings.model_copy(
+        update={"synthesis": settings.synthesis.model_copy(update={"answer_mode": mode})}
+    )
+
+
+def evaluate_answer_modes(
+    settings: Settings,
+    dataset: Path,
+    limit: int | None = None,
+    client: ModelClient | None = None,
+) -> AnswerModesEvaluation:
+    """Every mode's answers to the first `limit` questions, from the same passages, scored;
+    `client` (a step's, recording its usage) or one of its own when an answering agent is
+    routed to a model."""
+    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.workflows.related_work import load_embedder
+
+    started = time.perf_counter()
+    examples = read_examples(dataset, limit)
+    routes = [settings.route(agent) for agent in ANSWER_AGENTS]
+    modelled = next((route for route in routes if not route.offline), None)
+    if client is None and modelled is not None:
+        client = client_unless_offline(settings, modelled)
+    prompts = PromptLibrary(settings.llm.prompts_dir)
+    embedder = load_embedder(settings)
+    collections = [collection(example) for example in examples]
+    budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
+    items = [
+        QuestionEvidence(
+            question=Question(
+                question_id=example.id, paper_id="", style="broad", text=example.query
+            ),
+            chunks=ranked_evidence(example.query, snippets, embedder, settings),
+            reranked=False,
+        )
+        for example, snippets in zip(examples, collections, strict=True)
+    ]
+    answers: dict[str, list[str]] = {}
+    mode_seconds: dict[str, float] = {}
+    for mode in MODES:
+        began = time.perf_counter()
+        written = answer_questions(items, with_mode(settings, mode), prompts, client)
+        mode_seconds[mode] = round(time.perf_counter() - began, 3)
+        answers[mode] = [
+            within_words(answer.text, words) for answer, words in zip(written, budgets, strict=True)
+        ]
+    results = []
+    for index, (example, snippets, budget, item) in enumerate(
+        zip(examples, collections, budgets, items, strict=True)
+    ):
+        gold, _ = gold_papers(example, snippets)
+        reference = without_citations(example.gold_answer)
+        texts = {mode: answers[mode][index] for mode in MODES}
+        cited = {
+            mode: list(
+                dict.fromkeys(c.paper_id for c in citation_markers.citations(text, item.chunks)[0])
+            )
+            for mode, text in texts.items()
+        }
+        results.append(
+            AnswerModeResult(
+                id=example.id,
+                subject=example.subject,
+                papers=len({s.paper_id for s in snippets}),
+                snippets=len(snippets),
+                budget_words=budget,
+                answers=texts,
+                words={mode: count_words(without_citations(text)) for mode, text in texts.items()},
+                scores={
+                    mode: rouge(without_citations(text), reference) for mode, text in texts.items()
+                },
+                gold_papers=gold,
+                cited_papers=cited,
+                citations={mode: citation_accuracy(cited[mode], gold) for mode in MODES},
+            )
+        )
+    engines = list(dict.fromkeys(engine_name(route) for route in routes))
+    models = list(dict.fromkeys(route.model for route in routes if not route.offline))
+    return AnswerModesEvaluation(
+        dataset=str(dataset),
+        examples=len(results),
+        engine=", ".join(engines),
+        model=", ".join(str(model) for model in models) or None,
+        embedder=settings.ingest.embedder,
+        budget="two to four sentences each, cut to the expert answer's words (whole sentences)",
+        means={mode: mean_scores([r.scores[mode] for r in results]) for mode in MODES},
+        mean_words={mode: sum(r.words[mode] for r in results) / len(results) for mode in MODES},
+        citations={mode: mean_accuracy([r.citations[mode] for r in results]) for mode in MODES},
+        calls_per_question={
+            mode: sum(not settings.route(agent).offline for agent in mode_agents(mode))
+            for mode in MODES
+        },
+        mode_seconds=mode_seconds,
+        seconds=round(time.perf_counter() - started, 3),
+        per_example=results,
+    )
+
+
+def figures(evaluation: AnswerModesEvaluation) -> dict[str, float]:
+    """Each mode's mean ROUGE F-measures and citation precision and recall, `<mode>_<metric>`."""
+    found = rouge_figures(evaluation.means)
+    for mode in MODES:
+        cited = evaluation.citations[mode]
+        found[f"{mode}_citation_precision"] = cited.precision
+        if cited.recall is not None:
+            found[f"{mode}_citation_recall"] = cited.recall
+    return found
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def format_table(evaluation: AnswerModesEvaluation) -> str:
+    """A Markdown table: one row per answer mode, ROUGE-1/2/L F-measures and citation precision
+    and recall in percent, mean words, model calls per question and wall time."""
+    lines = [
+        f"ScholarQA answer modes on {Path(evaluation.dataset).name}: {evaluation.examples} "
+        f"questions, answering engine(s) {evaluation.engine}, embedder {evaluation.embedder}; "
+        f"same passages for every mode; length: {evaluation.budget}",
+        "",
+        "| answer mode | ROUGE-1 | ROUGE-2 | ROUGE-L | words | citation precision | "
+        "citation recall | model calls / question | seconds |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for mode, scores in evaluation.means.items():
+        cited = evaluation.citations[mode]
+        lines.append(
+            f"| {mode} | {_percent(scores.rouge1)} | {_percent(scores.rouge2)} | "
+            f"{_percent(scores.rougeL)} | {evaluation.mean_words[mode]:.1f} | "
+            f"{_percent(cited.precision)} | {_percent(cited.recall)} | "
+            f"{evaluation.calls_per_question[mode]} | {evaluation.mode_seconds[mode]:.1f} |"
+        )
+    lines += [
+        "",
+        "Citations: the papers an answer cites against the papers the expert cites, per question.",
+    ]
+    return "\n".join(lines) + "\n"
