@@ -14,6 +14,7 @@ import pytest
 from litpipe.agents.relationship_analysis.relationships import (
     neighbour_pairs,
     offline_relationships,
+    offline_theme,
 )
 from litpipe.schemas import Insight, Relationship
 from litpipe.text import sentences
@@ -176,3 +177,22 @@ def test_nearest_neighbour_candidates_find_the_demo_relationships_between_neighb
     between_neighbours = [r for r in every_pair if {r.source, r.target} in neighbours]
     assert len(between_neighbours) >= 20
     assert all(r in nearest for r in between_neighbours)
+
+
+def test_the_theme_writes_a_phrase_from_an_upper_case_heading_in_prose_case() -> None:
+    """Seen on real RAG papers: "The papers converge on RETRIEVAL-AUGMENTED LARGE LANGUAGE
+    MODELS, ...", a phrase taken from a title set in capitals. Short acronyms stay."""
+    shouted = [
+        insight("s1", "p1", "RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS FOR OPEN QUESTIONS"),
+        insight("s2", "p2", "Retrieval-augmented large language models cite their sources."),
+        insight("s3", "p3", "We study retrieval-augmented large language models with RAG."),
+    ]
+
+    theme = offline_theme(shouted)
+
+    assert "retrieval-augmented large language models" in theme.casefold()
+    assert "RETRIEVAL" not in theme and "LANGUAGE" not in theme
+    assert (
+        offline_theme([insight("s4", "p4", "Faster RAG for LLM agents in clinics.")]).count("RAG")
+        == 1
+    )

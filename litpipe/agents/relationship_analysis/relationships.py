@@ -48,7 +48,7 @@ from litpipe.agents.base import Agent, StructuredClient, run_agent
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.neighbours import nearest_pairs
 from litpipe.retrieval.rerank import term_coverage
-from litpipe.retrieval.text import content_terms, tokenize
+from litpipe.retrieval.text import STOP_WORDS, content_terms, tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
 from litpipe.settings import Settings
 from litpipe.text import (
@@ -633,6 +633,14 @@ def _key_phrases(insights: list[Insight]) -> list[tuple[str, Phrase]]:
     return found
 
 
+# An upper-case word this long or shorter is read as an acronym, not as shouting.
+_ACRONYM_LETTERS = 4
+
+
+def _is_acronym(word: str) -> bool:
+    return len(word) <= _ACRONYM_LETTERS and word.lower() not in STOP_WORDS
+
+
 def offline_theme(insights: list[Insight]) -> str:
     """The key phrases whose words the most papers share, in a fixed frame."""
     candidates = _key_phrases(insights)
@@ -658,13 +666,30 @@ def offline_theme(insights: list[Insight]) -> str:
         ):
             chosen.append(phrase)
     if papers == 1:
-        return f"The paper centres on {_listed([p.text for p in chosen])}."
+        return f"The paper centres on {_listed([_prose_case(p.text) for p in chosen])}."
     if not chosen:
-        firsts = list({paper: phrase.text for paper, phrase in reversed(candidates)}.values())
+        firsts = [
+            _prose_case(text)
+            for text in {paper: phrase.text for paper, phrase in reversed(candidates)}.values()
+        ]
         return (
             f"The papers address separate subjects: {_listed(firsts[::-1][:SHARED_WORDS_SHOWN])}."
         )
-    return f"The papers converge on {_listed([p.text for p in chosen])}."
+    return f"The papers converge on {_listed([_prose_case(p.text) for p in chosen])}."
+
+
+def _prose_case(phrase: str) -> str:
+    """`phrase` as prose writes it: a phrase taken from an upper-case title or heading
+    ("RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS") in lower case, its short acronyms ("RAG",
+    "LLM") kept; a phrase in mixed case as it is."""
+    words = re.findall(r"[^\W\d_]+", phrase)
+    if all(_is_acronym(word) for word in words) or any(not word.isupper() for word in words):
+        return phrase
+    return re.sub(
+        r"[^\W\d_]+",
+        lambda m: m.group() if _is_acronym(m.group()) else m.group().lower(),
+        phrase,
+    )
 
 
 def _sentence(text: str) -> str:
