@@ -160,9 +160,15 @@ def write_synthesis(
     evidence_of: dict[str, list[RetrievedChunk]] = {}
     for chunk in evidence:
         evidence_of.setdefault(chunk.paper_id, []).append(chunk)
+    answers_of = {
+        paper: list(answers[paper].answers) for paper in analysis.papers if paper in answers
+    }
+    for follow_up in analysis.follow_ups:
+        answers_of.setdefault(follow_up.paper_id, []).extend(follow_up.answers)
     writer = synthesis_writer(settings)
     inputs = SynthesisInput(
         collection=analysis.collection,
+        # What `stuff` would give the writer is measured first; the chosen pattern replaces it.
         pattern="stuff",
         theme=analysis.theme,
         narrative=analysis.narrative,
@@ -173,7 +179,7 @@ def write_synthesis(
             PaperMaterial(
                 paper_id=paper,
                 title=titles.get(paper, paper),
-                answers=answers[paper].answers if paper in answers else [],
+                answers=answers_of.get(paper, []),
                 evidence=evidence_of.get(paper, []),
             )
             for paper in analysis.papers
