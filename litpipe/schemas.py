@@ -439,7 +439,7 @@ class RelationshipAnalysis(BaseModel):
     )
 
 
-SynthesisPattern = Literal["stuff", "map_reduce", "hierarchical"]
+SynthesisPattern = Literal["stuff", "map_reduce", "hierarchical", "refine"]
 
 # Grading of a written output (`litpipe.evaluation.grading`): each sentence split into its cited
 # segments, each segment graded against its own markers' passages.
@@ -488,8 +488,8 @@ class Synthesis(BaseModel):
     engine: str
     pattern: SynthesisPattern = Field(
         description="How the writer fit the evidence in its context: all at once (`stuff`), "
-        "one summary per paper then their combination (`map_reduce`), or a tree of cluster "
-        "summaries (`hierarchical`)."
+        "one summary per paper then their combination (`map_reduce`), a tree of cluster "
+        "summaries (`hierarchical`), or one summary refined paper by paper (`refine`)."
     )
     title: str
     text: str = Field(description="Markdown, citing as `[paper_id:page]`.")

@@ -290,10 +290,30 @@ class SynthesisSettings(SettingsGroup):
         "to it by embedding; the analysis weighs only these pairs, so its work grows with the "
         "number of insights, not with its square.",
     )
+    method: Literal["relational", "flat"] = Field(
+        default="relational",
+        description="How the synthesis is written (X-Sum): `relational` (pipeline 2) from the "
+        "relationship analysis, the answers and the relationships in words; `flat` (pipeline "
+        "1) from every paper's answers in one prompt, without the relationship analysis.",
+    )
+    answer_chars: int = Field(
+        default=500,
+        ge=50,
+        description="Characters of each answer the synthesis writer is given (X-Sum cuts at "
+        "500); the cut is at a word, never inside a marker.",
+    )
     context_tokens: int = Field(
         default=12_000,
         ge=1_000,
-        description="Evidence the synthesis writer takes at once; beyond it, map-reduce by paper.",
+        description="Tokens of answers the synthesis writer takes at once (counted with the "
+        "model's tokenizer when litellm knows the model, else the embedder's); beyond them, "
+        "map-reduce by paper.",
+    )
+    pattern: Literal["auto", "stuff", "map_reduce", "hierarchical", "refine"] = Field(
+        default="auto",
+        description="How the synthesis fits the answers in the writer's context: `auto` picks "
+        "`stuff`, `map_reduce` or `hierarchical` by size (never `refine`, whose calls run one "
+        "after another); a named pattern is used whatever the size.",
     )
     hierarchical_min_papers: int = Field(
         default=16,
@@ -502,7 +522,10 @@ FLAT_NAMES: dict[str, str] = {
     "cross_paper_questions": "synthesis.cross_paper_questions",
     "min_insights_per_paper": "synthesis.min_insights_per_paper",
     "follow_up_questions": "synthesis.follow_up_questions",
+    "synthesis_method": "synthesis.method",
+    "synthesis_answer_chars": "synthesis.answer_chars",
     "synthesis_context_tokens": "synthesis.context_tokens",
+    "synthesis_pattern": "synthesis.pattern",
     "hierarchical_min_papers": "synthesis.hierarchical_min_papers",
     "support_threshold": "grading.support_threshold",
     "partial_support_threshold": "grading.partial_support_threshold",

@@ -450,12 +450,12 @@ CASES: dict[str, Case] = {
     "relationships": Case(_relationships, {}),
     "followups": Case(_followups, {}),
     "synthesis": Case(_synthesis, {}),
-    # The smallest context forces the map step (paper summaries), and with 2 papers or more
-    # the tree of cluster summaries.
-    "paper_summary": Case(_synthesis, {"synthesis": {"context_tokens": 1_000}}),
-    "cluster_summary": Case(
-        _synthesis, {"synthesis": {"context_tokens": 1_000, "hierarchical_min_papers": 2}}
-    ),
+    "synthesis_flat": Case(_synthesis, {"synthesis": {"method": "flat"}}),
+    # The patterns named, whatever the collection's size: the map step (paper summaries), the
+    # tree of cluster summaries, the running summary refined paper by paper.
+    "paper_summary": Case(_synthesis, {"synthesis": {"pattern": "map_reduce"}}),
+    "cluster_summary": Case(_synthesis, {"synthesis": {"pattern": "hierarchical"}}),
+    "refine_summary": Case(_synthesis, {"synthesis": {"pattern": "refine"}}),
     "plain_summary": Case(_plain, {}),
     "query_questions": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),
     "query_summary": Case(_query_summary, {"query_summary": {"max_iterations": 2}}),

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import litellm
 import pytest
 
 from litpipe import citations
@@ -23,13 +24,17 @@ from litpipe.agents.synthesis import (
     RELATION_VERBS,
     WrittenReply,
     choose_pattern,
+    clipped,
     covered,
+    question_answer_pairs,
 )
 from litpipe.evaluation.checks import coverage
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.tokens import token_counter
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.centrality import closest_to_centroid
+from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import (
     Answer,
     Citation,
@@ -409,16 +414,16 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
 
 
 def test_too_much_evidence_switches_to_map_reduce_then_hierarchical(tmp_path: Path) -> None:
-    assert (
-        choose_pattern(900, 3, Settings(home=tmp_path, synthesis={"context_tokens": 1000}))
-        == "stuff"
-    )
-    map_reduce = write_offline(tmp_path, synthesis={"context_tokens": 1000})
+    small = Settings(home=tmp_path, synthesis={"context_tokens": 1000})
+    assert choose_pattern(900, 3, small) == "stuff"
+    assert choose_pattern(1001, 3, small) == "map_reduce"
+    tree = Settings(home=tmp_path, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2})
+    assert choose_pattern(1001, 3, tree) == "hierarchical"
+    # The answers of three papers fit the smallest context: the patterns are named to run them.
+    map_reduce = write_offline(tmp_path, synthesis={"pattern": "map_reduce"})
     assert map_reduce.pattern == "map_reduce"
     check_cited_and_faithful(map_reduce)
-    hierarchical = write_offline(
-        tmp_path, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2}
-    )
+    hierarchical = write_offline(tmp_path, synthesis={"pattern": "hierarchical"})
     assert hierarchical.pattern == "hierarchical"
     check_cited_and_faithful(hierarchical)
     # The one cluster of the three papers is headed by their titles.
@@ -504,6 +509,145 @@ def test_request_has_three_parts_and_an_uncited_paper_gets_the_fix(
     assert f"[{GCK}:99]" in warnings and BRCA in warnings
 
 
+def insight_paper(insight_id: str) -> str:
+    return next(i.paper_id for i in make_analysis().insights if i.insight_id == insight_id)
+
+
+def every_answer_cut(request: str) -> None:
+    """Each paper's question-and-answer pairs are in the request, each answer cut to 500
+    characters at a word, with the markers of what was cut after the cut."""
+    for paper in PAPERS:
+        block = request[request.index(f"### Paper {paper}") :]
+        for answer in ANSWERS[paper].answers:
+            assert f"Q: {answer.question.text}\nA: {clipped(answer.text, 500)}" in block
+    long_answer = " ".join(ANSWERS[GCK].answers[1].text.split())
+    assert len(long_answer) > 500 and long_answer not in request
+    assert f"{long_answer[:400]}" in request
+    assert all(f"[{GCK}:{page}]" in request for page in (3, 4, 6, 7, 8))
+
+
+def test_request_gives_every_papers_answers_and_every_relationship_in_words(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """X-Sum's pipeline 2: part 2 is each paper's Q&A pairs, part 3 the relationships in
+    words, and the writer expands the narrative."""
+    reply = " ".join(f"A finding [{paper}:{PASSAGES[paper][0][0][0]}]." for paper in PAPERS)
+    stub_llm.script(SYNTHESIS_REQUEST, {"title": "Variant effects", "text": reply})
+    synthesis = model_synthesis(tmp_path, stub_llm)
+
+    (request,) = synthesis_requests(stub_llm)
+    every_answer_cut(part(request, 2))
+    relationship_map = part(request, 3)
+    for r in RELATIONSHIPS:
+        source, target = insight_paper(r.source), insight_paper(r.target)
+        assert (
+            f'- {r.type}: {source} "{TITLES[source]}" {RELATION_VERBS[r.type]} '
+            f'{target} "{TITLES[target]}": {r.explanation}'
+        ) in relationship_map
+    assert not re.search(r"\bi\d+\b", relationship_map)  # papers, not insight ids
+    assert "Expand the narrative of Part 1 into the full text" in request
+    assert synthesis.text == reply and synthesis.appended == []
+
+
+def test_flat_method_writes_from_every_answer_in_one_prompt_without_the_analysis(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """X-Sum's pipeline 1: one call, every paper's Q&A pairs, no theme, narrative, insight or
+    relationship."""
+    reply = " ".join(f"A finding [{paper}:{PASSAGES[paper][0][0][0]}]." for paper in PAPERS)
+    stub_llm.script(SYNTHESIS_REQUEST, {"title": "Variant effects", "text": reply})
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"method": "flat"})
+
+    (request,) = [user_message(body) for body in stub_llm.requests]
+    assert SYNTHESIS_REQUEST in request
+    every_answer_cut(request)
+    analysis = make_analysis()
+    assert THEME not in request and NARRATIVE not in request
+    assert not any(i.text in request for i in analysis.insights)
+    assert not any(r.explanation in request for r in analysis.relationships)
+    assert synthesis.text == reply and synthesis.engine == "openai/stub"
+
+
+REFINE_REQUEST = "Refine the running summary with paper"
+_REFINE_PAPER = re.compile(r"Refine the running summary with paper (\S+)\.")
+
+
+def refined_summary_reply(body: dict[str, Any]) -> dict[str, Any]:
+    paper = _REFINE_PAPER.search(user_message(body)).group(1)  # type: ignore[union-attr]
+    return {"summary": f"Summary up to {paper} [{paper}:{PASSAGES[paper][0][0][0]}]."}
+
+
+def test_refine_updates_one_summary_paper_by_paper_then_writes_from_it(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    stub_llm.respond(REFINE_REQUEST, refined_summary_reply)
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"pattern": "refine"})
+
+    assert synthesis.pattern == "refine"
+    requests = [user_message(body) for body in stub_llm.requests]
+    assert len(requests) == 4 and SYNTHESIS_REQUEST in requests[3]
+    refines = requests[:3]
+    assert [_REFINE_PAPER.search(r).group(1) for r in refines] == PAPERS  # type: ignore[union-attr]
+    # Each step reads the summary the step before wrote, and the paper's own answers.
+    assert "Summary up to" not in refines[0]
+    for earlier, request in zip(PAPERS, refines[1:], strict=False):
+        assert f"Summary up to {earlier}" in request
+    for paper, request in zip(PAPERS, refines, strict=True):
+        assert clipped(ANSWERS[paper].answers[0].text, 500) in request
+    written_from = part(requests[3], 2)
+    assert f"Summary up to {BRCA}" in written_from and "Q: " not in written_from
+
+
+def test_offline_refine_is_cited_verbatim_and_auto_never_picks_it(tmp_path: Path) -> None:
+    refined = write_offline(tmp_path, synthesis={"pattern": "refine"})
+    assert refined.pattern == "refine"
+    check_cited_and_faithful(refined)
+    huge = Settings(home=tmp_path, synthesis={"hierarchical_min_papers": 2})
+    assert choose_pattern(10**9, 3, huge) == "hierarchical"
+    assert choose_pattern(10**9, 1, huge) == "map_reduce"
+
+
+def test_the_pattern_is_chosen_by_the_tokens_the_model_would_count_not_characters(
+    tmp_path: Path,
+) -> None:
+    """Answers full of figures: a quarter of their characters fits the context, their tokens
+    (the embedder's, offline) do not, so the writer goes map-reduce."""
+    figures = "0.91 " * 150
+    dense = {
+        paper: answers.model_copy(
+            update={
+                "answers": [
+                    a.model_copy(update={"text": figures + a.text}) for a in answers.answers
+                ]
+            }
+        )
+        for paper, answers in ANSWERS.items()
+    }
+    budget = 1100
+    part_2 = [question_answer_pairs(dense[paper].answers, 500) for paper in PAPERS]
+    assert estimate_tokens("\n\n".join(part_2)) < budget  # chars / 4 would choose `stuff`
+    settings = Settings(home=tmp_path, synthesis={"context_tokens": budget})
+    written = write_synthesis(
+        make_analysis(), dense, None, TITLES, settings, PromptLibrary(None), None
+    )
+    assert written.pattern == "map_reduce"
+
+
+def test_tokens_are_counted_with_litellms_tokenizer_for_a_model_it_knows_else_the_embedders(
+    tmp_path: Path,
+) -> None:
+    text = "Fitness correlated with activity (r = 0.91) across 9,003 variants [gck:3]."
+    known = Settings(home=tmp_path, llm={"model": "gpt-4o-mini"})
+    assert token_counter(known, "synthesis")(text) == litellm.token_counter(
+        model="gpt-4o-mini", text=text
+    )
+    embedder = Embedder(known.ingest.embedder).tokenizer
+    by_embedder = len(embedder.token_offsets([text])[0])
+    for other in (Settings(home=tmp_path), Settings(home=tmp_path, llm={"model": "openai/stub"})):
+        assert token_counter(other, "synthesis")(text) == by_embedder
+    assert by_embedder != estimate_tokens(text)
+
+
 _MAP_PAPER = re.compile(r"Summarize paper (\S+) in")
 
 
@@ -519,7 +663,7 @@ def test_map_reduce_maps_every_paper_concurrently_then_reduces_once(
     stub_llm.respond(MAP_REQUEST, scripted_summary)
     stub_llm.latency_s = 0.3  # long enough for the map calls to overlap
     started = time.monotonic()
-    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"context_tokens": 1000})
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"pattern": "map_reduce"})
     assert time.monotonic() - started < 0.3 * 4  # three maps at once, then the reduce
 
     assert synthesis.pattern == "map_reduce"
@@ -545,9 +689,7 @@ def test_hierarchical_maps_then_summarizes_the_cluster_then_writes_from_it(
         f"Paper {paper} adds a part [{paper}:{PASSAGES[paper][1][1][0]}]." for paper in PAPERS
     )
     stub_llm.script(CLUSTER_REQUEST, {"summary": group})
-    synthesis = model_synthesis(
-        tmp_path, stub_llm, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2}
-    )
+    synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"pattern": "hierarchical"})
 
     assert synthesis.pattern == "hierarchical"
     requests = [user_message(body) for body in stub_llm.requests]

@@ -3,7 +3,8 @@
 `base` says what an agent is and runs one, or many at once (offline, or through the LLM client);
 `answering` holds what the answering agents share. A stage with one agent has one module named
 as the stage (`paper_abstract`, `paper_questions`, `cross_paper_questions`, `synthesis` with its
-map and tree steps `paper_summary` and `cluster_summary`, `plain_summary`, `related_work`,
+flat writer `synthesis_flat`, its map and tree steps `paper_summary` and `cluster_summary` and
+its refine step `refine_summary`, `plain_summary`, `related_work`,
 `query_summary`), its prompt `litpipe/prompts/<stage>.md`; a stage with several has a package
 named as the stage (`question_evidence`: the relevance and debate rerankers;
 `relationship_analysis`: insights, relationships, follow-ups), its prompts in

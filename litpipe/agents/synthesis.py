@@ -1,15 +1,22 @@
 """The `synthesis` agent: a collection's expert synthesis, in three parts, every paper cited.
 
-The writer is given (1) the spine: the theme, the narrative and every insight; (2) the evidence
-grouped by paper; (3) the relationship map. It opens from the narrative, grounds each insight in
-its paper's evidence, uses the relationships for transitions and cites every paper.
+The writer (`synthesis.method = "relational"`, X-Sum's pipeline 2) is given (1) the spine: the
+theme, the narrative and every insight; (2) each paper's question-and-answer pairs, every answer
+with its markers and cut to `synthesis.answer_chars` characters; (3) every relationship in
+words: its type, its two papers (id and title) and its explanation. It expands the narrative
+into the full text, keeping its argument, grounds each insight in its paper's answers, uses the
+relationships for transitions and cites every paper. The flat writer (`synthesis.method =
+"flat"`, X-Sum's pipeline 1: `FlatSynthesisAgent`, its own prompt `synthesis_flat`) is given
+part 2 alone and writes prose from the answers, with no relationship analysis.
 
-When the evidence does not fit `synthesis.context_tokens`, part 2 changes (`choose_pattern`):
+When the answers do not fit `synthesis.context_tokens`, part 2 changes (`choose_pattern`):
 map-reduce writes one summary per paper (the `paper_summary` agent, all papers concurrently) and
-gives those instead of the passages; for collections of `synthesis.hierarchical_min_papers` or
+gives those instead of the answers; for collections of `synthesis.hierarchical_min_papers` or
 more, the paper summaries are clustered and summarized (the `cluster_summary` agent) level by
-level until the top level fits, and part 2 holds the top clusters' summaries. That chain is
-`litpipe.workflows.synthesis.write_synthesis`; this module is the writer and its checks.
+level until the top level fits, and part 2 holds the top clusters' summaries. Refine (chosen by
+`synthesis.pattern = "refine"` only) writes one running summary, updated paper by paper (the
+`refine_summary` agent, one call after another), and part 2 holds it. That chain is
+`litpipe.workflows.synthesis.write_synthesis`; this module is the writers and their checks.
 
 Whatever wrote it, the text is checked the same way: markers that resolve to no evidence passage
 are removed, and a paper left uncited gets an "Also in this collection" sentence from its best
@@ -76,6 +83,7 @@ from litpipe.settings import Settings
 from litpipe.text import (
     cited_sentences,
     estimate_tokens,
+    marker,
     markers_in,
     overlap,
     sentences,
@@ -101,19 +109,26 @@ ALSO_IN_COLLECTION = "Also in this collection"
 LISTED_PER_TYPE = 5
 
 
-def choose_pattern(evidence_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:
-    """`stuff` when the evidence fits the writer's context, else `hierarchical` for collections
-    of `synthesis.hierarchical_min_papers` or more, else `map_reduce`."""
-    if evidence_tokens <= settings.synthesis.context_tokens:
+def choose_pattern(material_tokens: int, papers: int, settings: Settings) -> SynthesisPattern:
+    """`synthesis.pattern` when it names one; else (`auto`) `stuff` when the material of part 2
+    (the answers) fits the writer's context, else `hierarchical` for collections of
+    `synthesis.hierarchical_min_papers` or more, else `map_reduce`. Auto never picks `refine`:
+    its calls run one after another and rewrite the first papers' summary once per later
+    paper, where map-reduce's run at once and summarize each paper once."""
+    if settings.synthesis.pattern != "auto":
+        return settings.synthesis.pattern
+    if material_tokens <= settings.synthesis.context_tokens:
         return "stuff"
     return "hierarchical" if papers >= settings.synthesis.hierarchical_min_papers else "map_reduce"
 
 
 class PaperMaterial(BaseModel):
-    """What part 2 holds of one paper: its passages (`stuff`) or its summary (`map_reduce`)."""
+    """What part 2 holds of one paper: its question-and-answer pairs (`stuff`) or its summary
+    (`map_reduce`); its passages are what the map step and the offline engine write from."""
 
     paper_id: str
     title: str
+    answers: list[Answer] = Field(default_factory=list)
     evidence: list[RetrievedChunk] = Field(default_factory=list)
     summary: str = ""
 
@@ -128,9 +143,14 @@ class SynthesisInput(BaseModel):
     type_distribution: dict[str, int]
     papers: list[PaperMaterial] = Field(description="In the analysis' order.")
     groups: list[Member] = Field(
-        default_factory=list, description="`hierarchical`: the top clusters' summaries."
+        default_factory=list,
+        description="`hierarchical`: the top clusters' summaries; `refine`: one, the running "
+        "summary of every paper.",
     )
     comparative: list[Answer] = Field(default_factory=list)
+    answer_chars: int = Field(
+        default=500, description="`synthesis.answer_chars`: where each answer of part 2 is cut."
+    )
     context_tokens: int = Field(
         description="`synthesis.context_tokens`: what the prompt's parts that grow with the "
         "collection (paper list, narrative, insights, part 2, relationships) may take in all."
@@ -146,10 +166,12 @@ class WrittenReply(BaseModel):
 
 
 _PART_2_KINDS: dict[SynthesisPattern, str] = {
-    "stuff": "the evidence passages of each paper, each after its marker",
+    "stuff": "the questions asked of each paper and their answers, each answer citing the "
+    "passages it was written from",
     "map_reduce": "a summary of each paper, written from its evidence passages and citing them",
     "hierarchical": "summaries of groups of related papers (the top of a tree of summaries), "
     "each citing its papers",
+    "refine": "one summary of all the papers, refined paper by paper, citing them",
 }
 
 
@@ -206,11 +228,67 @@ def relationship_map(
     return fence("\n".join(shown) if lines else "(no relationships)")
 
 
+def relationships_in_words(
+    insights: list[Insight],
+    relationships: list[Relationship],
+    titles: Mapping[str, str],
+    tokens: float = math.inf,
+) -> str:
+    """Every relationship (that fits `tokens`), one per line, in words: its type, its two
+    papers by id and title, and its explanation."""
+    paper_of = {insight.insight_id: _insight_paper(insight) for insight in insights}
+
+    def named(insight_id: str) -> str:
+        paper = paper_of.get(insight_id, "?")
+        return f"{paper} {_quoted(titles.get(paper, paper))}"
+
+    lines = [
+        f"- {r.type}: {named(r.source)} {RELATION_VERBS[r.type]} {named(r.target)}: {r.explanation}"
+        for r in relationships
+    ]
+    shown = within(lines, tokens, "relationships")
+    return fence("\n".join(shown) if lines else "(no relationships)")
+
+
+def clipped(text: str, chars: int) -> str:
+    """`text` on one line, cut to `chars` characters (X-Sum's cut of an answer) at a word and
+    never inside a marker, "…" marking the cut, then the markers of what was cut that the kept
+    part does not hold: the sentence the cut ends in is cited by the marker after it, and the
+    writer may still cite every passage the answer rests on."""
+    flat = " ".join(text.split())
+    if len(flat) <= chars:
+        return flat
+    cut = flat[:chars]
+    if cut.rfind("[") > cut.rfind("]"):  # a marker the cut would split goes whole
+        cut = cut[: cut.rfind("[")]
+    elif flat[chars] != " " and " " in cut:  # so does a word
+        cut = cut[: cut.rfind(" ")]
+    kept = set(markers_in(cut))
+    dropped = [found for found in markers_in(flat[len(cut) :]) if found not in kept]
+    return " ".join([cut.rstrip(), "…", *(marker(*found) for found in dict.fromkeys(dropped))])
+
+
+def question_answer_pairs(answers: list[Answer], chars: int) -> str:
+    """Each answer after its question, cut to `chars`."""
+    return "\n\n".join(f"Q: {a.question.text}\nA: {clipped(a.text, chars)}" for a in answers)
+
+
+def part_2_blocks(inputs: SynthesisInput) -> list[str]:
+    """Part 2 of the `stuff` pattern, a block per paper (its title and its question-and-answer
+    pairs): the material whose size decides the pattern."""
+    return [_paper_block(paper, "stuff", inputs.answer_chars) for paper in inputs.papers]
+
+
 def _part_2(inputs: SynthesisInput) -> str:
-    """The evidence by paper, or the papers' summaries, or (`hierarchical`) the top clusters'
+    """The answers by paper, or the papers' summaries, or (`hierarchical`) the top clusters'
     summaries as fit the context: offline, a cluster's summary cites every paper it holds, so
-    the top of a tree over thousands of papers does not fit whole."""
-    if inputs.pattern == "hierarchical":
+    the top of a tree over thousands of papers does not fit whole, or (`refine`) the running
+    summary."""
+    if inputs.pattern == "refine":
+        blocks = [
+            f"### All papers, refined paper by paper\n{fence(g.summary)}" for g in inputs.groups
+        ]
+    elif inputs.pattern == "hierarchical":
         groups = [
             f"### Group {number}: papers {', '.join(group.papers)}\n"
             + fence(f"{group.label}\n\n{group.summary}")
@@ -218,16 +296,17 @@ def _part_2(inputs: SynthesisInput) -> str:
         ]
         blocks = within(groups, inputs.context_tokens, "groups", separator="\n\n")
     else:
-        blocks = [_paper_block(paper, inputs.pattern) for paper in inputs.papers]
+        blocks = [_paper_block(p, inputs.pattern, inputs.answer_chars) for p in inputs.papers]
     if inputs.comparative:
-        answers = "\n\n".join(f"Q: {a.question.text}\nA: {a.text}" for a in inputs.comparative)
+        answers = question_answer_pairs(inputs.comparative, inputs.answer_chars)
         blocks.append(f"### Across papers: the comparative questions\n{fence(answers)}")
     return "\n\n".join(blocks)
 
 
-def _paper_block(paper: PaperMaterial, pattern: SynthesisPattern) -> str:
+def _paper_block(paper: PaperMaterial, pattern: SynthesisPattern, answer_chars: int) -> str:
     if pattern == "stuff":
-        body = f"Passages:\n{citations.evidence_block(paper.evidence)}"
+        pairs = question_answer_pairs(paper.answers, answer_chars)
+        body = f"Questions and answers:\n{fence(pairs or '(no answers)')}"
     else:
         body = f"Summary of its evidence:\n{fence(paper.summary)}"
     return f"### Paper {paper.paper_id}\nTitle:\n{fence(paper.title)}\n{body}"
@@ -267,7 +346,7 @@ def _transition(
 
 def _sections(inputs: SynthesisInput) -> list[tuple[set[str], str, str]]:
     """(papers, heading, paragraph) of the offline text's sections, in order."""
-    if inputs.pattern == "hierarchical":
+    if inputs.pattern in ("hierarchical", "refine"):
         return [(set(g.papers), g.label, g.summary) for g in inputs.groups]
     if inputs.pattern == "map_reduce":
         return [({p.paper_id}, p.title, p.summary) for p in inputs.papers]
@@ -469,20 +548,32 @@ def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
 
 # The agents a synthesis may call (the map and tree steps too): a step writing one needs a
 # client if any of them is routed to a model.
-SYNTHESIS_AGENTS = ("synthesis", "paper_summary", "cluster_summary")
+SYNTHESIS_AGENTS = (
+    "synthesis",
+    "synthesis_flat",
+    "paper_summary",
+    "cluster_summary",
+    "refine_summary",
+)
+
+
+def _paper_list(inputs: SynthesisInput) -> str:
+    papers = [paper.paper_id for paper in inputs.papers]
+    return ", ".join(within(papers, inputs.context_tokens * _PAPERS_SHARE, "papers", ", "))
 
 
 class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
+    """X-Sum's pipeline 2: the relationship analysis and the answers, in three parts."""
+
     name = "synthesis"
     offline = staticmethod(offline_synthesis)
 
     def prompt_values(self, inputs: SynthesisInput) -> dict[str, str]:
         distribution = ", ".join(f"{kind} {n}" for kind, n in inputs.type_distribution.items())
         budget = inputs.context_tokens
-        papers = [paper.paper_id for paper in inputs.papers]
         narrative = [span.text for span in sentences(inputs.narrative)] or [inputs.narrative]
         return dict(
-            papers=", ".join(within(papers, budget * _PAPERS_SHARE, "papers", ", ")),
+            papers=_paper_list(inputs),
             theme=fence(inputs.theme),
             narrative=fence(
                 " ".join(within(narrative, budget * _NARRATIVE_SHARE, "sentences", " "))
@@ -490,11 +581,34 @@ class SynthesisAgent(Agent[SynthesisInput, WrittenReply]):
             insights=spine_insights(inputs.insights, budget * _INSIGHTS_SHARE),
             part_2_kind=_PART_2_KINDS[inputs.pattern],
             part_2=_part_2(inputs),
-            relationships=relationship_map(
-                inputs.insights, inputs.relationships, budget * _RELATIONSHIPS_SHARE
+            relationships=relationships_in_words(
+                inputs.insights,
+                inputs.relationships,
+                inputs.titles(),
+                budget * _RELATIONSHIPS_SHARE,
             ),
             type_distribution=distribution or "(none)",
         )
+
+
+class FlatSynthesisAgent(Agent[SynthesisInput, WrittenReply]):
+    """X-Sum's pipeline 1: every paper's answers in one prompt, prose, no relationship
+    analysis. Offline there is no model to compare, so it writes as the relational writer."""
+
+    name = "synthesis_flat"
+    offline = staticmethod(offline_synthesis)
+
+    def prompt_values(self, inputs: SynthesisInput) -> dict[str, str]:
+        return dict(
+            papers=_paper_list(inputs),
+            part_2_kind=_PART_2_KINDS[inputs.pattern],
+            part_2=_part_2(inputs),
+        )
+
+
+def synthesis_writer(settings: Settings) -> SynthesisAgent | FlatSynthesisAgent:
+    """The writer `synthesis.method` names."""
+    return FlatSynthesisAgent() if settings.synthesis.method == "flat" else SynthesisAgent()
 
 
 def best_insight(insights: list[Insight], theme: str) -> Insight | None:

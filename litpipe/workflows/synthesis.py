@@ -1,10 +1,13 @@
 """The `synthesis` chain: a collection's expert synthesis written from its relationship analysis,
 its answers and its comparative questions, every paper cited.
 
-The pattern is chosen from the size of the evidence (`choose_pattern`): `stuff` gives the writer
-the passages; `map_reduce` first summarizes each paper (the `paper_summary` agent, all papers
-concurrently); `hierarchical` then clusters and summarizes those summaries level by level
-(`summary_tree`, the `cluster_summary` agent). The `synthesis` agent writes from the result, and
+The pattern is chosen from the tokens of the answers (`choose_pattern`, counted with the
+writer's model's tokenizer, or the embedder's): `stuff` gives the writer every paper's
+question-and-answer pairs; `map_reduce` first summarizes each paper (the `paper_summary` agent,
+all papers concurrently); `hierarchical` then clusters and summarizes those summaries level by
+level (`summary_tree`, the `cluster_summary` agent); `refine` (when `synthesis.pattern` names it)
+updates one running summary paper by paper (`refined_summary`, the `refine_summary` agent). The
+writer `synthesis.method` names (`synthesis`, or `synthesis_flat`) writes from the result, and
 its text is checked and fixed (`covered`) as `litpipe/agents/synthesis.py` says.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
+from collections.abc import Callable
 from functools import partial
 
 from litpipe import citations
@@ -24,10 +28,10 @@ from litpipe.agents.cluster_summary import (
     cluster,
 )
 from litpipe.agents.paper_summary import PaperSummaryAgent, SummaryReply
+from litpipe.agents.refine_summary import RefineInput, RefineSummaryAgent
 from litpipe.agents.synthesis import (
     PaperMaterial,
     Resolver,
-    SynthesisAgent,
     SynthesisInput,
     checked_synthesis,
     choose_pattern,
@@ -35,9 +39,12 @@ from litpipe.agents.synthesis import (
     covered,
     evidence_fallbacks,
     paper_summary_inputs,
+    part_2_blocks,
+    synthesis_writer,
 )
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.tokens import token_counter, tokens_up_to
 from litpipe.schemas import (
     CrossPaperQuestions,
     PaperAnswers,
@@ -46,7 +53,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
-from litpipe.text import estimate_tokens, without_markers
+from litpipe.text import without_markers
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +94,11 @@ def summary_tree(
     settings: Settings,
     prompts: PromptLibrary,
     client: ModelClient | None,
+    count: Callable[[str], int],
 ) -> list[Member]:
     """The top of the tree: members clustered and summarized, level by level, until the level
-    fits the writer's context, is one cluster, or clustering merges nothing more."""
+    fits the writer's context (its tokens as `count` counts them), is one cluster, or
+    clustering merges nothing more."""
     level = members
     while len(level) > 1:
         groups = cluster(level)
@@ -105,10 +114,36 @@ def summary_tree(
             )
             for inputs, reply in zip(batch, replies, strict=True)
         ]
-        text = "\n\n".join(member.summary for member in level)
-        if estimate_tokens(text) <= settings.synthesis.context_tokens:
+        budget = settings.synthesis.context_tokens
+        if tokens_up_to((member.summary for member in level), count, budget) <= budget:
             break
     return level
+
+
+def refined_summary(
+    inputs: SynthesisInput,
+    resolve: Resolver,
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+) -> Member:
+    """The refine pattern: one summary of every paper, updated paper by paper in order, each
+    step's invented markers removed before the next reads it."""
+    agent = RefineSummaryAgent()
+    running = ""
+    summarized: list[str] = []
+    for paper, summary_input in zip(inputs.papers, paper_summary_inputs(inputs), strict=True):
+        step = RefineInput(
+            running=running,
+            summarized=summarized,
+            paper=summary_input,
+            answers=paper.answers,
+            answer_chars=inputs.answer_chars,
+        )
+        reply = run_agent(agent, step, settings, prompts, client)
+        running = _without_invented(reply.summary, resolve, f"summary refined by {paper.paper_id}")
+        summarized = [*summarized, paper.paper_id]
+    return Member(label=inputs.theme or inputs.collection, papers=summarized, summary=running)
 
 
 def write_synthesis(
@@ -122,14 +157,19 @@ def write_synthesis(
 ) -> Synthesis:
     """The `synthesis` asset's work: the collection's expert synthesis, every paper cited."""
     evidence = collection_evidence(analysis, answers, comparative)
-    evidence_tokens = estimate_tokens(citations.evidence_block(evidence))
-    pattern = choose_pattern(evidence_tokens, len(analysis.papers), settings)
     evidence_of: dict[str, list[RetrievedChunk]] = {}
     for chunk in evidence:
         evidence_of.setdefault(chunk.paper_id, []).append(chunk)
+    answers_of = {
+        paper: list(answers[paper].answers) for paper in analysis.papers if paper in answers
+    }
+    for follow_up in analysis.follow_ups:
+        answers_of.setdefault(follow_up.paper_id, []).extend(follow_up.answers)
+    writer = synthesis_writer(settings)
     inputs = SynthesisInput(
         collection=analysis.collection,
-        pattern=pattern,
+        # What `stuff` would give the writer is measured first; the chosen pattern replaces it.
+        pattern="stuff",
         theme=analysis.theme,
         narrative=analysis.narrative,
         insights=analysis.insights,
@@ -139,15 +179,22 @@ def write_synthesis(
             PaperMaterial(
                 paper_id=paper,
                 title=titles.get(paper, paper),
+                answers=answers_of.get(paper, []),
                 evidence=evidence_of.get(paper, []),
             )
             for paper in analysis.papers
         ],
         comparative=comparative.answers if comparative else [],
+        answer_chars=settings.synthesis.answer_chars,
         context_tokens=settings.synthesis.context_tokens,
     )
+    count = token_counter(settings, writer.name)
+    budget = settings.synthesis.context_tokens
+    material_tokens = tokens_up_to(part_2_blocks(inputs), count, budget)
+    pattern = choose_pattern(material_tokens, len(analysis.papers), settings)
+    inputs.pattern = pattern
     resolve = evidence_resolver(evidence)
-    if pattern != "stuff":
+    if pattern in ("map_reduce", "hierarchical"):
         summaries = paper_summaries(inputs, resolve, settings, prompts, client)
         inputs.papers = [
             paper.model_copy(update={"evidence": [], "summary": summary})
@@ -157,9 +204,12 @@ def write_synthesis(
         members = [
             Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
         ]
-        inputs.groups = summary_tree(members, analysis.theme, resolve, settings, prompts, client)
-    agent = SynthesisAgent()
-    reply = run_agent(agent, inputs, settings, prompts, client)
+        inputs.groups = summary_tree(
+            members, analysis.theme, resolve, settings, prompts, client, count
+        )
+    if pattern == "refine":
+        inputs.groups = [refined_summary(inputs, resolve, settings, prompts, client)]
+    reply = run_agent(writer, inputs, settings, prompts, client)
     checked = covered(
         reply.text,
         resolve,
@@ -169,17 +219,25 @@ def write_synthesis(
         evidence_fallbacks(analysis.papers, evidence, analysis.theme),
         "no passage of it is among the evidence the writer was given",
     )
-    engine = engine_name(settings.route(agent.name))
+    engine = engine_name(settings.route(writer.name))
     return checked_synthesis(analysis, "expert", engine, pattern, reply, checked)
 
 
 def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """Hash of the three writers (prompt, schema, code, route), this chain and the pattern
-    thresholds."""
-    writers = (SynthesisAgent(), PaperSummaryAgent(), ClusterSummaryAgent())
+    """Hash of the writers (prompt, schema, code, route), this chain, the pattern thresholds
+    and the settings that shape the writer's prompt."""
+    writers = (
+        synthesis_writer(settings),
+        PaperSummaryAgent(),
+        ClusterSummaryAgent(),
+        RefineSummaryAgent(),
+    )
     return digest(
         *(version(writer, settings, prompts) for writer in writers),
         inspect.getsource(sys.modules[__name__]),
         str(settings.synthesis.context_tokens),
         str(settings.synthesis.hierarchical_min_papers),
+        settings.synthesis.method,
+        settings.synthesis.pattern,
+        str(settings.synthesis.answer_chars),
     )

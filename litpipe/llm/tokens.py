@@ -1,0 +1,62 @@
+"""Tokens of a prompt's text as the model that reads it counts them: with the model's tokenizer
+when litellm knows the model (its cost map has it: tiktoken's encodings, or the Hugging Face
+tokenizer litellm picks for Llama, Cohere or Claude models, tiktoken when that is not in the
+cache), else (offline, or a model litellm has no entry for) with the embedder's tokenizer, which
+is always local. Each tokenizer is loaded once per process.
+
+    count = token_counter(settings, "synthesis")
+    count("Q: What does the paper find?")
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import litellm
+from litellm.utils import encode, select_tokenizer
+
+from litpipe.retrieval.embedder import Embedder
+from litpipe.settings import Settings
+
+
+def _known_to_litellm(model: str) -> bool:
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model=model)
+    except Exception:  # litellm raises several kinds for a name it cannot place
+        return False
+    return any(key in litellm.model_cost for key in (model, name, f"{provider}/{name}"))
+
+
+@functools.cache
+def _model_tokenizer(model: str) -> Any | None:
+    """litellm's tokenizer of the model, or None when litellm does not know the model."""
+    return select_tokenizer(model=model) if _known_to_litellm(model) else None
+
+
+@functools.cache
+def _embedder_counter(embedder: str, models_dir: Path) -> Callable[[str], int]:
+    tokenizer = Embedder(embedder, models_dir=models_dir).tokenizer
+    return lambda text: len(tokenizer.token_offsets([text])[0])
+
+
+def token_counter(settings: Settings, agent: str) -> Callable[[str], int]:
+    """A counter of the tokens of a text for the model `agent` is routed to."""
+    route = settings.route(agent)
+    tokenizer = None if route.offline else _model_tokenizer(route.model)
+    if tokenizer is None:
+        return _embedder_counter(settings.ingest.embedder, settings.models_dir)
+    return lambda text: len(encode(model=route.model, text=text, custom_tokenizer=tokenizer))
+
+
+def tokens_up_to(texts: Iterable[str], count: Callable[[str], int], limit: int) -> int:
+    """The texts' tokens in all, counted until they pass `limit` (enough to know they do not
+    fit: a collection of thousands of papers is not tokenized whole to learn that)."""
+    total = 0
+    for text in texts:
+        total += count(text)
+        if total > limit:
+            break
+    return total
