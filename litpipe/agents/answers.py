@@ -33,7 +33,7 @@ from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch, vers
 from litpipe.hashing import digest
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import text as retrieval_text
-from litpipe.schemas import Answer, QuestionEvidence
+from litpipe.schemas import Answer, AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 
 # Every agent that may answer a question (single-view, or the MASS-RAG views with
@@ -99,7 +99,7 @@ def answers_engine(settings: Settings) -> str:
 def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of all that decides the answers (the mode, its agents' prompts, schemas and routes,
     and the code turning replies into answers): the code_version of the answers asset."""
-    agents: list[Agent[Any, Any]] = {
+    agents_of: dict[AnswerMode, list[Agent[Any, Any]]] = {
         "single": [AnswersAgent()],
         "multi_view": [*massrag.VIEW_AGENTS.values(), massrag.ReconcileAgent()],
         "multi_view_answers": [
@@ -107,7 +107,8 @@ def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
             massrag.CandidateAgent(),
             massrag.CompareAgent(),
         ],
-    }[settings.synthesis.answer_mode]
+    }
+    agents = agents_of[settings.synthesis.answer_mode]
     code = (
         inspect.getsource(module)
         for module in (sys.modules[__name__], answering, massrag, citations, retrieval_text)

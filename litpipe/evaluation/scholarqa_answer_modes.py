@@ -136,7 +136,7 @@ def evaluate_answer_modes(
     ):
         gold, _ = gold_papers(example, snippets)
         reference = without_citations(example.gold_answer)
-        texts = {mode: answers[mode][index] for mode in MODES}
+        texts: dict[str, str] = {mode: answers[mode][index] for mode in MODES}
         cited = {
             mode: list(
                 dict.fromkeys(c.paper_id for c in citation_markers.citations(text, item.chunks)[0])

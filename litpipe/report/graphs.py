@@ -194,13 +194,10 @@ def _ring_order(papers: list[str], edges: list[PaperEdge]) -> list[str]:
     ranked = [(0, -degree[paper], index[paper], paper) for paper in papers]
     heapq.heapify(ranked)
     while len(placed) < len(papers):
-        last = placed[-1] if placed else None
-        near = [p for p in (weight[last] if last else ()) if p not in is_placed]
+        near_last = weight[placed[-1]] if placed else Counter()
+        near = [p for p in near_last if p not in is_placed]
         if near:
-            chosen = max(
-                near,
-                key=lambda p, last=last: (weight[last][p], to_placed[p], degree[p], -index[p]),
-            )
+            chosen = max(near, key=lambda p: (near_last[p], to_placed[p], degree[p], -index[p]))
         else:
             while True:
                 negative_count, _, _, chosen = heapq.heappop(ranked)
