@@ -484,16 +484,24 @@ def reference_block(scored: ScoredReference) -> str:
     )
 
 
+def writing_values(inputs: RelatedWorkInput) -> dict[str, str]:
+    """The prompt values the writer and its planner share: the idea, the references' markers and
+    blocks, and the number of sentences."""
+    return dict(
+        idea=fence(inputs.idea, "idea"),
+        ids=", ".join(citation([i]) for i in inputs.ids),
+        references="\n\n".join(reference_block(scored) for scored in inputs.references),
+        sentences=str(inputs.sentences),
+    )
+
+
 class RelatedWorkAgent(Agent[RelatedWorkInput, RelatedWorkReply]):
     name = "related_work"
     offline = staticmethod(offline_related_work)
 
     def prompt_values(self, inputs: RelatedWorkInput) -> dict[str, str]:
         return dict(
-            idea=fence(inputs.idea, "idea"),
-            ids=", ".join(citation([i]) for i in inputs.ids),
-            references="\n\n".join(reference_block(scored) for scored in inputs.references),
-            sentences=str(inputs.sentences),
+            writing_values(inputs),
             words=str(inputs.words),
             plan=PLAN_INSTRUCTION.format(plan=inputs.plan.strip()) if inputs.plan.strip() else "",
         )

@@ -16,8 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.agents.related_work import RelatedWorkInput, citation, reference_block
-from litpipe.llm.prompts import fence
+from litpipe.agents.related_work import RelatedWorkInput, citation, writing_values
 
 NO_PLAN = "none"
 AUTO_PLAN = "auto"
@@ -66,9 +65,4 @@ class RelatedWorkPlanAgent(Agent[RelatedWorkInput, RelatedWorkPlanReply]):
     offline = staticmethod(offline_related_work_plan)
 
     def prompt_values(self, inputs: RelatedWorkInput) -> dict[str, str]:
-        return dict(
-            idea=fence(inputs.idea, "idea"),
-            ids=", ".join(citation([i]) for i in inputs.ids),
-            references="\n\n".join(reference_block(scored) for scored in inputs.references),
-            sentences=str(inputs.sentences),
-        )
+        return writing_values(inputs)

@@ -31,7 +31,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -339,13 +339,29 @@ def evaluate_scholarqa(
 def figures(evaluation: ScholarQAEvaluation) -> dict[str, float]:
     """Each system's mean ROUGE F-measures and citation precision and recall, `<system>_<metric>`:
     what is tracked over time."""
-    found = rouge_figures(evaluation.means)
-    for name in SYSTEMS:
-        cited = evaluation.citations[name]
+    return scored_figures(evaluation.means, evaluation.citations)
+
+
+def scored_figures(
+    means: Mapping[str, Scores], citations: Mapping[str, MeanCitationAccuracy]
+) -> dict[str, float]:
+    """`<name>_<metric>` for each name's mean ROUGE F-measures and citation precision and
+    recall (recall only where the expert's papers were known)."""
+    found = rouge_figures(means)
+    for name, cited in citations.items():
         found[f"{name}_citation_precision"] = cited.precision
         if cited.recall is not None:
             found[f"{name}_citation_recall"] = cited.recall
     return found
+
+
+def score_cells(scores: Scores, words: float, cited: MeanCitationAccuracy) -> str:
+    """A table row's ROUGE-1/2/L, mean words and citation precision and recall cells, in percent
+    (words as counted), `n/a` where a figure is missing."""
+    return (
+        f"{_percent(scores.rouge1)} | {_percent(scores.rouge2)} | {_percent(scores.rougeL)} | "
+        f"{words:.1f} | {_percent(cited.precision)} | {_percent(cited.recall)}"
+    )
 
 
 def _percent(value: float | None) -> str:
@@ -366,11 +382,7 @@ def format_table(evaluation: ScholarQAEvaluation) -> str:
     ]
     for name, scores in evaluation.means.items():
         cited = evaluation.citations[name]
-        lines.append(
-            f"| {name} | {_percent(scores.rouge1)} | {_percent(scores.rouge2)} | "
-            f"{_percent(scores.rougeL)} | {evaluation.mean_words[name]:.1f} | "
-            f"{_percent(cited.precision)} | {_percent(cited.recall)} |"
-        )
+        lines.append(f"| {name} | {score_cells(scores, evaluation.mean_words[name], cited)} |")
     lines += [
         "",
         "Citations: papers cited against the papers the expert cites, per question; the "

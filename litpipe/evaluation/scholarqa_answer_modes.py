@@ -32,8 +32,15 @@ from litpipe.evaluation.citation_accuracy import (
     citation_accuracy,
     mean_accuracy,
 )
-from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
-from litpipe.evaluation.scholarqa import collection, gold_papers, ranked_evidence, read_examples
+from litpipe.evaluation.rouge import Scores, mean_scores, rouge, without_citations
+from litpipe.evaluation.scholarqa import (
+    collection,
+    gold_papers,
+    ranked_evidence,
+    read_examples,
+    score_cells,
+    scored_figures,
+)
 from litpipe.llm import client_unless_offline
 from litpipe.schemas import AnswerMode, Question, QuestionEvidence
 from litpipe.settings import Settings
@@ -184,17 +191,7 @@ def evaluate_answer_modes(
 
 def figures(evaluation: AnswerModesEvaluation) -> dict[str, float]:
     """Each mode's mean ROUGE F-measures and citation precision and recall, `<mode>_<metric>`."""
-    found = rouge_figures(evaluation.means)
-    for mode in MODES:
-        cited = evaluation.citations[mode]
-        found[f"{mode}_citation_precision"] = cited.precision
-        if cited.recall is not None:
-            found[f"{mode}_citation_recall"] = cited.recall
-    return found
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.2f}"
+    return scored_figures(evaluation.means, evaluation.citations)
 
 
 def format_table(evaluation: AnswerModesEvaluation) -> str:
@@ -212,9 +209,7 @@ def format_table(evaluation: AnswerModesEvaluation) -> str:
     for mode, scores in evaluation.means.items():
         cited = evaluation.citations[mode]
         lines.append(
-            f"| {mode} | {_percent(scores.rouge1)} | {_percent(scores.rouge2)} | "
-            f"{_percent(scores.rougeL)} | {evaluation.mean_words[mode]:.1f} | "
-            f"{_percent(cited.precision)} | {_percent(cited.recall)} | "
+            f"| {mode} | {score_cells(scores, evaluation.mean_words[mode], cited)} | "
             f"{evaluation.calls_per_question[mode]} | {evaluation.mode_seconds[mode]:.1f} |"
         )
     lines += [
