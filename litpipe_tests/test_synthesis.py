@@ -662,14 +662,14 @@ def test_map_reduce_maps_every_paper_concurrently_then_reduces_once(
 ) -> None:
     stub_llm.respond(MAP_REQUEST, scripted_summary)
     stub_llm.latency_s = 0.3  # long enough for the map calls to overlap
-    started = time.monotonic()
     synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"pattern": "map_reduce"})
-    assert time.monotonic() - started < 0.3 * 4  # three maps at once, then the reduce
 
     assert synthesis.pattern == "map_reduce"
     requests = [user_message(body) for body in stub_llm.requests]
     maps = [request for request in requests if MAP_REQUEST in request]
     assert sorted(_MAP_PAPER.search(m).group(1) for m in maps) == sorted(PAPERS)  # type: ignore[union-attr]
+    # Three maps at once (the server saw them overlap, whatever the machine's load), then the
+    # reduce.
     assert stub_llm.max_in_flight == 3
     assert len(requests) == 4 and SYNTHESIS_REQUEST in requests[-1]
     evidence = part(requests[-1], 2)
