@@ -185,7 +185,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         "--disable-quic",
         "--no-first-run",
         f"--user-data-dir={folder / 'profile'}",
-        "--window-size=1600,1200",
+        # The asset catalog renders only the rows in view: tall enough for every asset (29
+        # rows at 1,200 px hid the last few once the eval assets grew).
+        "--window-size=1600,2400",
     ]:
         options.add_argument(argument)
     # A driver path given explicitly means Selenium Manager is never run; SE_OFFLINE stops it
