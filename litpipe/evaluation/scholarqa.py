@@ -168,6 +168,11 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[ScholarQAExam
     return examples
 
 
+def question_of(example: ScholarQAExample) -> Question:
+    """The example's query as the question every system answers (of no one paper)."""
+    return Question(question_id=example.id, paper_id="", style="broad", text=example.query)
+
+
 def collection(example: ScholarQAExample) -> list[Snippet]:
     """The question's snippets, in the dataset's order, each named by its paper and number."""
     paper_ids: dict[str, str] = {}
@@ -283,9 +288,7 @@ def evaluate_scholarqa(
     budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
     batch = [
         QueryAnswerInput(
-            question=Question(
-                question_id=example.id, paper_id="", style="broad", text=example.query
-            ),
+            question=question_of(example),
             evidence=ranked_evidence(example.query, snippets, embedder, settings),
             words=budget,
         )

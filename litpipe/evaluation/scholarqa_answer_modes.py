@@ -36,13 +36,14 @@ from litpipe.evaluation.rouge import Scores, mean_scores, rouge, without_citatio
 from litpipe.evaluation.scholarqa import (
     collection,
     gold_papers,
+    question_of,
     ranked_evidence,
     read_examples,
     score_cells,
     scored_figures,
 )
 from litpipe.llm import client_unless_offline
-from litpipe.schemas import AnswerMode, Question, QuestionEvidence
+from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 
 MODES: tuple[AnswerMode, ...] = ("single", "multi_view", "multi_view_answers")
@@ -120,9 +121,7 @@ def evaluate_answer_modes(
     budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
     items = [
         QuestionEvidence(
-            question=Question(
-                question_id=example.id, paper_id="", style="broad", text=example.query
-            ),
+            question=question_of(example),
             chunks=ranked_evidence(example.query, snippets, embedder, settings),
             reranked=False,
         )
