@@ -18,8 +18,13 @@ a section still too long loses whole sentences (never one that is the only citat
 reference, the closing one last, as it usually motivates the idea). Sentences are never cut in
 the middle; a section that still does not fit is kept, with a warning, and is marked as such.
 
-The offline engine is extractive, every sentence an abstract's own (less an opener it drops, see
-below), citing that abstract only.
+The offline engine is extractive: every sentence is an abstract's own (less an opener it drops,
+see below), citing that abstract only, but for the last, the idea's own, uncited.
+0. Motivation: the section ends by motivating the idea, as the writer's prompt asks, with the
+   idea's first statement of what it does ("We propose X", "In contrast, we present X", or
+   else "X is proposed"; in an idea without one, its sentence closest to the references). Its
+   words are set aside first, when the references keep two sentences and the words of a typical
+   sentence (below) and still get a quoted one.
 1. Scores: query-focused LexRank (Otterbacher et al. 2005) over the sentences of all the given
    abstracts: PageRank on their TF-IDF cosine graph (`litpipe.retrieval.centrality`, the graph
    of the LexRank baseline), the walk restarting at each sentence in proportion to its TF-IDF
@@ -27,7 +32,7 @@ below), citing that abstract only.
    shared subject of the works cited) and is close to the idea; a peripheral sentence that
    merely shares a rare word with the idea does not.
 2. Coverage: a sentence for each of as many references as have room for one, the rest named
-   in one closing sentence ("Also related are "A" [a] and [b].", titles dropped when they do
+   in one listing sentence ("Also related are "A" [a] and [b].", titles dropped when they do
    not fit). A reference is quoted only when every quoted one has the words of a typical
    sentence of the abstracts (the median length of all of them; the best-scored reference
    always has a sentence):
@@ -38,17 +43,22 @@ below), citing that abstract only.
    quoted before it took, over those still to place), or its shortest when none is that short.
 3. Filling: the words and sentences left go to the best-scored further sentences of the quoted
    references, each one fitting the words left and sharing less than REDUNDANT_OVERLAP of its
-   terms with every sentence taken.
+   terms with every sentence taken, and one opening with a word that points back ("This
+   method", "It") only right after the sentence it follows in its abstract; then, the
+   references having no more to say, to the idea's other sentences, in its order.
 Quoted sentences are compressed first (`compressed`): what only says where a claim is made (a
 run-in "Abstract" heading, "In this paper,", "Here,") and a connective pointing at a sentence
-left behind ("However,") are dropped, so "In this paper, we propose X" is quoted "We propose X"
-and the words go to content; the rest is the abstract's, word for word. Each reference's
-sentences stay together, in its abstract's order, the quoted references in the debate's order
-and the named ones after them: the references quoted are first cited most relevant first, then
-those named, most relevant first. One parameter is the engine's own, the redundancy bound
-(0.4); the rest are LexRank's (edges from a cosine of 0.1, damping 0.85: the walk restarts from
-the idea's sentences 15% of the time) and the median, which is the data's. Its ROUGE against
-the extractive baselines: README, "Related work against gold paragraphs".
+left behind ("However,") are dropped, so the words go to content. They are then said of the
+work, as a related-work section cites (`attributed`): the work as subject is its citation, and
+its authors' first person the third, so "In this paper, we propose X and test our model" is
+quoted "[a] propose X and test their model."; the rest is the abstract's, word for word. Each
+reference's sentences stay together, in its abstract's order, the quoted references in the
+debate's order, the named ones after them and the idea's sentences last: the references quoted
+are first cited most relevant first, then those named, most relevant first. One parameter is
+the engine's own, the redundancy bound (0.4); the rest are LexRank's (edges from a cosine of
+0.1, damping 0.85: the walk restarts from the idea's sentences 15% of the time) and the median,
+which is the data's. Its ROUGE against the extractive baselines: README, "Related work against
+gold paragraphs".
 """
 
 from __future__ import annotations
@@ -64,7 +74,7 @@ from pydantic import BaseModel, Field
 from litpipe.agents.base import Agent
 from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
 from litpipe.llm.prompts import fence
-from litpipe.retrieval.centrality import query_focused_lexrank
+from litpipe.retrieval.centrality import query_focused_lexrank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
 from litpipe.text import overlap, sentences
@@ -250,7 +260,7 @@ def _quotable(sentence: str) -> str:
 # points at a sentence of the abstract that is not quoted.
 _OPENER = re.compile(
     r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|article|study|letter|note|report"
-    r"|thesis|chapter)\s*,?\s+|here\s*,?\s+(?=we\b))?"
+    r"|thesis|dissertation|chapter)\s*,?\s+|here\s*,?\s+(?=we\b))?"
     r"(?:(?:however|moreover|furthermore|in addition|additionally|finally|also|thus|hence"
     r"|therefore|consequently|meanwhile|as a result|in particular|to this end|specifically"
     r"|in contrast|instead|then|first|firstly|second|secondly|third|thirdly|lastly)\s*,\s*)?",
@@ -282,6 +292,63 @@ def cited_sentence(sentence: str, ids: list[str]) -> str:
     """The sentence with its citation before its closing full stop ("... works [a]."), always
     ending as a sentence."""
     return _ending(cite(_quotable(sentence), citation(ids)))
+
+
+# The subject of an abstract's sentence that is the work itself: its authors ("We", "I") or the
+# paper ("This paper", "The authors"), followed by its verb (not by "of": "The study of X").
+_SELF_SUBJECT = re.compile(
+    r"^(?:we|i|(?:this|the present|our) (?:paper|work|article|study|letter|note|report|thesis"
+    r"|dissertation|chapter)|the (?:paper|article|authors?))\s+(?!(?:of|on|in|for|from|by|at|to)\b)"
+    r"(?=[a-z])",
+    re.I,
+)
+# "We" after a clause that opens the sentence ("With this approach, we achieve X").
+_INNER_WE = re.compile(r"(?<=, )we\s+(?=[a-z])")
+# What a work proposes, in the passive ("A model is proposed").
+_PROPOSED = re.compile(
+    r"\b(?:is|are)\s+(?:\w+ly\s+)?(?:proposed|presented|introduced|developed|described)\b"
+)
+# First-person words, which in a section about another work are its authors': third person.
+_FIRST_PERSON = re.compile(r"\b(?:[Ww]e|[Oo]ur|[Oo]urs|[Oo]urselves|us)\b")
+_THIRD_PERSON = {
+    "we": "they",
+    "our": "their",
+    "ours": "theirs",
+    "ourselves": "themselves",
+    "us": "them",
+}
+# An opening word that points back at the sentence before ("This method", "It", "These
+# results"), the work itself ("This paper") aside.
+_POINTS_BACK = re.compile(
+    r"^(?:this|these|those|it|its|they|their|such|both)\b(?!\s+(?:paper|work|article|study"
+    r"|letter|note|report|thesis|dissertation|chapter)\b)",
+    re.I,
+)
+
+
+def _third_person(text: str) -> str:
+    """`text` with its first-person words in the third person ("our model" is "their model")."""
+
+    def replaced(word: re.Match[str]) -> str:
+        found = word.group()
+        third = _THIRD_PERSON[found.lower()]
+        return third.capitalize() if found[0].isupper() else third
+
+    return _FIRST_PERSON.sub(replaced, text)
+
+
+def attributed(sentence: str, ids: list[str]) -> str:
+    """The abstract's sentence as a related-work section says it of the work: the work's own
+    subject becomes its citation ("We propose X" is written "[a] propose X.", "This paper
+    studies X" "[a] studies X.", "With it, we reach X" "With it, [a] reach X."), and the rest of
+    its first person the third ("our model" is "their model"); a sentence with no such subject
+    keeps its citation at its end."""
+    quotable = _quotable(sentence)
+    subject = _SELF_SUBJECT.match(quotable) or _INNER_WE.search(quotable)
+    if subject is None:
+        return cited_sentence(_third_person(quotable), ids)
+    rest = _third_person(quotable[subject.end() :])
+    return _ending(f"{quotable[: subject.start()]}{citation(ids)} {rest}")
 
 
 def _quoted_title(title: str) -> str:
@@ -340,6 +407,7 @@ class _Candidate:
     words: int
     terms: frozenset[str]
     score: float
+    points_back: bool = False
 
 
 def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
@@ -357,9 +425,18 @@ def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
     scores = query_focused_lexrank(terms, tokenize(inputs.idea))
     by_reference: list[list[_Candidate]] = [[] for _ in inputs.references]
     for (index, position, sentence), sentence_terms, score in zip(pool, terms, scores, strict=True):
-        text = cited_sentence(compressed(sentence), [inputs.references[index].reference.id])
+        quoted = compressed(sentence)
+        text = attributed(quoted, [inputs.references[index].reference.id])
         by_reference[index].append(
-            _Candidate(index, position, text, count_words(text), frozenset(sentence_terms), score)
+            _Candidate(
+                index,
+                position,
+                text,
+                count_words(text),
+                frozenset(sentence_terms),
+                score,
+                points_back=bool(_POINTS_BACK.match(quoted)),
+            )
         )
     for index, options in enumerate(by_reference):
         if not options:
@@ -384,11 +461,16 @@ def _listed(references: list[ScoredReference], words_left: int) -> str:
     return with_titles if count_words(with_titles) <= words_left else f"{lead_in} {_listing(bare)}."
 
 
+def _typical_words(options: list[list[_Candidate]]) -> float:
+    """The words of a typical sentence of the abstracts: the median of their candidates'."""
+    return statistics.median(c.words for choices in options for c in choices)
+
+
 def _coverage(
     options: list[list[_Candidate]], inputs: RelatedWorkInput
 ) -> tuple[list[_Candidate], str]:
     """A sentence for each of as many references as have room for one, the rest named in one
-    closing listing sentence. The references quoted are those whose best sentence scores
+    listing sentence. The references quoted are those whose best sentence scores
     highest (the score weighs relevance to the idea too); in the debate's order, each takes the
     best-scored of its sentences within an even share of the words left, or its shortest when
     none is that short. A reference is quoted only when every quoted one has the words of a
@@ -397,7 +479,7 @@ def _coverage(
     best-scored reference always has a sentence when the sentences allow one."""
     count = len(inputs.references)
     best_first = sorted(range(count), key=lambda i: (-max(c.score for c in options[i]), i))
-    typical = statistics.median(c.words for choices in options for c in choices)
+    typical = _typical_words(options)
     for own in range(min(count, inputs.sentences), 0, -1):
         if own < count and own + 1 > inputs.sentences:
             continue  # the listing needs a sentence of its own
@@ -426,7 +508,8 @@ def _filled(
     chosen: list[_Candidate], options: list[list[_Candidate]], words_left: int, sentences_left: int
 ) -> list[_Candidate]:
     """`chosen` with the words and sentences left spent on the best-scored further sentences of
-    the references that have one, each fitting the words left and unlike those taken."""
+    the references that have one, each fitting the words left and unlike those taken; one that
+    points back ("This method ...") only right after the sentence it follows in its abstract."""
     taken = list(chosen)
     covered = {c.reference for c in chosen}
     rest = [c for i in sorted(covered) for c in options[i] if c not in chosen]
@@ -437,28 +520,139 @@ def _filled(
             continue
         if max(overlap(candidate.terms, c.terms) for c in taken) >= REDUNDANT_OVERLAP:
             continue
+        if candidate.points_back and not any(
+            c.reference == candidate.reference and c.position == candidate.position - 1
+            for c in taken
+        ):
+            continue
         taken.append(candidate)
         words_left -= candidate.words
         sentences_left -= 1
     return taken
 
 
+@dataclass(frozen=True)
+class _IdeaSentence:
+    """A sentence of the idea as the section writes it: uncited, its opener dropped."""
+
+    text: str
+    words: int
+    terms: list[str]
+    # What the work does, said with the work as subject ("We propose X"), or in the passive.
+    by_the_work: bool
+    proposes: bool
+    points_back: bool
+
+
+def _idea_sentences(idea: str) -> list[_IdeaSentence]:
+    """The idea's sentences, fragments left out."""
+    found = []
+    for span in sentences(idea):
+        terms = tokenize(span.text)
+        if len(terms) < MIN_SENTENCE_TERMS:
+            continue
+        quoted = compressed(" ".join(span.text.split()))
+        text = _ending(_quotable(quoted))
+        found.append(
+            _IdeaSentence(
+                text,
+                count_words(text),
+                terms,
+                by_the_work=bool(_SELF_SUBJECT.match(quoted) or _INNER_WE.search(quoted)),
+                proposes=bool(_PROPOSED.search(quoted)),
+                points_back=bool(_POINTS_BACK.match(quoted)),
+            )
+        )
+    return found
+
+
+def _motivation(idea: list[_IdeaSentence], options: list[list[_Candidate]]) -> int | None:
+    """The idea's sentence that ends the section by motivating the idea, as the writer's prompt
+    asks: the idea's first statement of what it does ("We propose X", or else "X is
+    proposed"); in an idea of several sentences without one, the sentence closest to the
+    references (the largest sum of TF-IDF cosines with their sentences), where the idea meets
+    them. None for an idea of one sentence that states no work (a query), which would only be
+    repeated."""
+    for stating in (
+        [i for i, sentence in enumerate(idea) if sentence.by_the_work],
+        [i for i, sentence in enumerate(idea) if sentence.proposes],
+    ):
+        if stating:
+            return stating[0]
+    if len(idea) < 2:
+        return None
+    pool = [list(c.terms) for choices in options for c in choices]
+    idea_terms = [sentence.terms for sentence in idea]
+    closeness = tfidf_cosines(idea_terms + pool, idea_terms)[:, len(idea) :].sum(axis=1)
+    return int(closeness.argmax())
+
+
+def _idea_filled(
+    idea: list[_IdeaSentence], motivation: int, words_left: int, sentences_left: int
+) -> list[int]:
+    """The motivating sentence with, when the references have no more to say, the idea's other
+    sentences that fit the words left, in the idea's order; one that points back only right
+    after the sentence it follows."""
+    written = [motivation]
+    for index, sentence in enumerate(idea):
+        if sentences_left == 0:
+            break
+        if index == motivation or sentence.words > words_left:
+            continue
+        if sentence.points_back and index - 1 not in written:
+            continue
+        written.append(index)
+        words_left -= sentence.words
+        sentences_left -= 1
+    return sorted(written)
+
+
+def _room_for_the_references(
+    inputs: RelatedWorkInput, options: list[list[_Candidate]], idea: list[_IdeaSentence]
+) -> tuple[int | None, RelatedWorkInput]:
+    """The idea's motivating sentence, when the section has room for it, and the sentences and
+    words it leaves the references: the motivation is written only when they keep the words of
+    a typical sentence and two sentences (one quoting, one naming the others)."""
+    motivation = _motivation(idea, options)
+    if motivation is None or inputs.sentences < 3:
+        return None, inputs
+    words_left = inputs.words - idea[motivation].words
+    if words_left < _typical_words(options):
+        return None, inputs
+    return motivation, inputs.model_copy(
+        update={"words": words_left, "sentences": inputs.sentences - 1}
+    )
+
+
 def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
     """A section of the references' own sentences, within N sentences and W words where it can
     be: a sentence each for the references with room for one, best-scored first (the rest
-    named in a closing sentence), then further sentences; each reference's sentences together,
-    in its abstract's order, the quoted references most relevant first."""
+    named in a listing sentence), then further sentences; each reference's sentences together,
+    in its abstract's order, the quoted references most relevant first. It ends with the
+    idea's sentence motivating it where there is room, followed by the idea's other sentences
+    when the references leave words."""
     if not inputs.references:
         return RelatedWorkReply(text="")
     options = _candidates(inputs)
-    chosen, listing = _coverage(options, inputs)
+    idea = _idea_sentences(inputs.idea)
+    motivation, room = _room_for_the_references(inputs, options, idea)
+    chosen, listing = _coverage(options, room)
+    if motivation is not None and not chosen:
+        # The idea's sentence never takes the place of every reference's.
+        motivation, room = None, inputs
+        chosen, listing = _coverage(options, room)
     used = sum(c.words for c in chosen) + count_words(listing)
-    sentences_left = inputs.sentences - len(chosen) - (1 if listing else 0)
-    written = _filled(chosen, options, inputs.words - used, sentences_left) if chosen else []
+    sentences_left = room.sentences - len(chosen) - (1 if listing else 0)
+    written = _filled(chosen, options, room.words - used, sentences_left) if chosen else []
     ordered = sorted(written, key=lambda c: (c.reference, c.position))
     parts = [c.text for c in ordered]
     if listing:
         parts.append(listing)
+    if motivation is not None:
+        words_left = room.words - used - sum(c.words for c in written[len(chosen) :])
+        sentences_left -= len(written) - len(chosen)
+        closing = _idea_filled(idea, motivation, words_left, sentences_left)
+        parts.extend(idea[i].text for i in closing)
     return RelatedWorkReply(text=" ".join(parts))
 
 
