@@ -455,18 +455,17 @@ def test_the_section_ends_by_motivating_the_idea_in_its_own_words() -> None:
     assert all(bracketed(sentence) for sentence in section_sentences(query.text))
 
 
-def test_words_left_go_to_the_idea_once_the_references_have_no_more_to_say() -> None:
+def test_words_the_references_leave_are_not_padded_with_the_ideas_other_sentences() -> None:
     reference = scored_reference(
         "a", "", "Graph networks predict molecular properties from labelled molecules."
     )
     reply = offline_related_work(
         RelatedWorkInput(idea=THEORY_IDEA, references=[reference], sentences=8, words=60)
     )
-    # The idea's other sentences follow, in its order: the problem, then what it does.
+    # The reference has no more to say: the section is shorter rather than repeating the
+    # idea's problem back to its author; only its statement of what it does closes it.
     assert section_sentences(reply.text) == [
         "Graph networks predict molecular properties from labelled molecules [a].",
-        "Graph networks predict the properties of molecules.",
-        "Yet they need many labelled molecules.",
         "We propose graph networks that learn from unlabelled molecules.",
     ]
 

@@ -44,8 +44,9 @@ see below), citing that abstract only, but for the last, the idea's own, uncited
 3. Filling: the words and sentences left go to the best-scored further sentences of the quoted
    references, each one fitting the words left and sharing less than REDUNDANT_OVERLAP of its
    terms with every sentence taken, and one opening with a word that points back ("This
-   method", "It") only right after the sentence it follows in its abstract; then, the
-   references having no more to say, to the idea's other sentences, in its order.
+   method", "It") only right after the sentence it follows in its abstract. When the
+   references have no more to say, the section is shorter: the idea's other sentences are not
+   repeated back to its author.
 Quoted sentences are compressed first (`compressed`): what only says where a claim is made (a
 run-in "Abstract" heading, "In this paper,", "Here,") and a connective pointing at a sentence
 left behind ("However,") are dropped, so the words go to content. They are then said of the
@@ -53,7 +54,7 @@ work, as a related-work section cites (`attributed`): the work as subject is its
 its authors' first person the third, so "In this paper, we propose X and test our model" is
 quoted "[a] propose X and test their model."; the rest is the abstract's, word for word. Each
 reference's sentences stay together, in its abstract's order, the quoted references in the
-debate's order, the named ones after them and the idea's sentences last: the references quoted
+debate's order, the named ones after them and the idea's sentence last: the references quoted
 are first cited most relevant first, then those named, most relevant first. One parameter is
 the engine's own, the redundancy bound (0.4); the rest are LexRank's (edges from a cosine of
 0.1, damping 0.85: the walk restarts from the idea's sentences 15% of the time) and the median,
@@ -541,7 +542,6 @@ class _IdeaSentence:
     # What the work does, said with the work as subject ("We propose X"), or in the passive.
     by_the_work: bool
     proposes: bool
-    points_back: bool
 
 
 def _idea_sentences(idea: str) -> list[_IdeaSentence]:
@@ -560,7 +560,6 @@ def _idea_sentences(idea: str) -> list[_IdeaSentence]:
                 terms,
                 by_the_work=bool(_SELF_SUBJECT.match(quoted) or _INNER_WE.search(quoted)),
                 proposes=bool(_PROPOSED.search(quoted)),
-                points_back=bool(_POINTS_BACK.match(quoted)),
             )
         )
     return found
@@ -587,26 +586,6 @@ def _motivation(idea: list[_IdeaSentence], options: list[list[_Candidate]]) -> i
     return int(closeness.argmax())
 
 
-def _idea_filled(
-    idea: list[_IdeaSentence], motivation: int, words_left: int, sentences_left: int
-) -> list[int]:
-    """The motivating sentence with, when the references have no more to say, the idea's other
-    sentences that fit the words left, in the idea's order; one that points back only right
-    after the sentence it follows."""
-    written = [motivation]
-    for index, sentence in enumerate(idea):
-        if sentences_left == 0:
-            break
-        if index == motivation or sentence.words > words_left:
-            continue
-        if sentence.points_back and index - 1 not in written:
-            continue
-        written.append(index)
-        words_left -= sentence.words
-        sentences_left -= 1
-    return sorted(written)
-
-
 def _room_for_the_references(
     inputs: RelatedWorkInput, options: list[list[_Candidate]], idea: list[_IdeaSentence]
 ) -> tuple[int | None, RelatedWorkInput]:
@@ -629,8 +608,8 @@ def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
     be: a sentence each for the references with room for one, best-scored first (the rest
     named in a listing sentence), then further sentences; each reference's sentences together,
     in its abstract's order, the quoted references most relevant first. It ends with the
-    idea's sentence motivating it where there is room, followed by the idea's other sentences
-    when the references leave words."""
+    idea's sentence motivating it where there is room; words the references leave stay unused
+    (the idea is not repeated back to its author)."""
     if not inputs.references:
         return RelatedWorkReply(text="")
     options = _candidates(inputs)
@@ -649,10 +628,7 @@ def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
     if listing:
         parts.append(listing)
     if motivation is not None:
-        words_left = room.words - used - sum(c.words for c in written[len(chosen) :])
-        sentences_left -= len(written) - len(chosen)
-        closing = _idea_filled(idea, motivation, words_left, sentences_left)
-        parts.extend(idea[i].text for i in closing)
+        parts.append(idea[motivation].text)
     return RelatedWorkReply(text=" ".join(parts))
 
 
