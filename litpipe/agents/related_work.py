@@ -28,9 +28,11 @@ see below), citing that abstract only, but for the last, the idea's own, uncited
 1. Scores: query-focused LexRank (Otterbacher et al. 2005) over the sentences of all the given
    abstracts: PageRank on their TF-IDF cosine graph (`litpipe.retrieval.centrality`, the graph
    of the LexRank baseline), the walk restarting at each sentence in proportion to its TF-IDF
-   cosine with the idea. A sentence scores high when it says what the other abstracts say (the
-   shared subject of the works cited) and is close to the idea; a peripheral sentence that
-   merely shares a rare word with the idea does not.
+   cosine with what the idea is about: its sentences less those reporting its evaluation
+   (figures, results, experiments, benchmarks), which would make the references' own figures
+   look relevant. A sentence scores high when it says what the other abstracts say (the shared
+   subject of the works cited) and is close to the idea; a peripheral sentence that merely
+   shares a rare word with the idea does not.
 2. Coverage: a sentence for each of as many references as have room for one, the rest named
    in one listing sentence ("Also related are "A" [a] and [b].", titles dropped when they do
    not fit). A reference is quoted only when every quoted one has the words of a typical
@@ -44,21 +46,23 @@ see below), citing that abstract only, but for the last, the idea's own, uncited
 3. Filling: the words and sentences left go to the best-scored further sentences of the quoted
    references, each one fitting the words left and sharing less than REDUNDANT_OVERLAP of its
    terms with every sentence taken, and one opening with a word that points back ("This
-   method", "It") only right after the sentence it follows in its abstract. When the
-   references have no more to say, the section is shorter: the idea's other sentences are not
-   repeated back to its author.
+   method", "It") only right after the sentence it follows in its abstract, and none that
+   reports an evaluation: a related-work section describes what works do, not how they
+   scored. When the references have no more to say, the section is shorter: the idea's other
+   sentences are not repeated back to its author.
 Quoted sentences are compressed first (`compressed`): what only says where a claim is made (a
 run-in "Abstract" heading, "In this paper,", "Here,") and a connective pointing at a sentence
 left behind ("However,") are dropped, so the words go to content. They are then said of the
 work, as a related-work section cites (`attributed`): the work as subject is its citation, and
 its authors' first person the third, so "In this paper, we propose X and test our model" is
 quoted "[a] propose X and test their model."; the rest is the abstract's, word for word. Each
-reference's sentences stay together, in its abstract's order, the quoted references in the
-debate's order, the named ones after them and the idea's sentence last: the references quoted
-are first cited most relevant first, then those named, most relevant first. One parameter is
-the engine's own, the redundancy bound (0.4); the rest are LexRank's (edges from a cosine of
-0.1, damping 0.85: the walk restarts from the idea's sentences 15% of the time) and the median,
-which is the data's. Its ROUGE against the extractive baselines: README, "Related work against
+reference's sentences stay together, in its abstract's order; the quoted references stand in a
+chain of likeness, as a person groups works on one theme: the most relevant first, then each
+followed by the one most like it (TF-IDF cosine of their sentences' terms); the named ones
+follow, most relevant first, and the idea's sentence comes last. One parameter is the engine's
+own, the redundancy bound (0.4); the rest are LexRank's (edges from a cosine of 0.1, damping
+0.85: the walk restarts from the idea's sentences 15% of the time) and the median, which is the
+data's. Its ROUGE against the extractive baselines: README, "Related work against
 gold paragraphs".
 """
 
@@ -327,6 +331,16 @@ _POINTS_BACK = re.compile(
 )
 
 
+# What a sentence reports of an evaluation rather than of an approach: a figure, results,
+# experiments, accuracy, a benchmark, the state of the art. A related-work section describes
+# what works do; how they scored is neither what it is about nor what it pads its words with.
+_REPORTS_EVALUATION = re.compile(
+    r"\d|\b(?:results?|experiment\w*|outperform\w*|accuracy|evaluat\w*|benchmark\w*"
+    r"|state[- ]of[- ]the[- ]art)\b",
+    re.I,
+)
+
+
 def _third_person(text: str) -> str:
     """`text` with its first-person words in the third person ("our model" is "their model")."""
 
@@ -409,12 +423,14 @@ class _Candidate:
     terms: frozenset[str]
     score: float
     points_back: bool = False
+    reports_evaluation: bool = False
 
 
-def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
+def _candidates(inputs: RelatedWorkInput, idea: list[_IdeaSentence]) -> list[list[_Candidate]]:
     """Each reference's candidate sentences, scored by query-focused LexRank over the sentences
     of all the references: PageRank on their TF-IDF cosine graph whose walk restarts at a
-    sentence in proportion to its TF-IDF cosine with the idea. A sentence is scored as the
+    sentence in proportion to its TF-IDF cosine with what the idea is about (`_idea_query`).
+    A sentence is scored as the
     abstract has it and written `compressed`. A reference whose abstract has no sentence has the
     sentence naming it as its only candidate."""
     pool = [
@@ -423,7 +439,7 @@ def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
         for position, sentence in enumerate(abstract_sentences(scored.reference.abstract))
     ]
     terms = [tokenize(sentence) for _, _, sentence in pool]
-    scores = query_focused_lexrank(terms, tokenize(inputs.idea))
+    scores = query_focused_lexrank(terms, _idea_query(idea, inputs.idea))
     by_reference: list[list[_Candidate]] = [[] for _ in inputs.references]
     for (index, position, sentence), sentence_terms, score in zip(pool, terms, scores, strict=True):
         quoted = compressed(sentence)
@@ -437,6 +453,7 @@ def _candidates(inputs: RelatedWorkInput) -> list[list[_Candidate]]:
                 frozenset(sentence_terms),
                 score,
                 points_back=bool(_POINTS_BACK.match(quoted)),
+                reports_evaluation=bool(_REPORTS_EVALUATION.search(quoted)),
             )
         )
     for index, options in enumerate(by_reference):
@@ -510,14 +527,16 @@ def _filled(
 ) -> list[_Candidate]:
     """`chosen` with the words and sentences left spent on the best-scored further sentences of
     the references that have one, each fitting the words left and unlike those taken; one that
-    points back ("This method ...") only right after the sentence it follows in its abstract."""
+    points back ("This method ...") only right after the sentence it follows in its abstract,
+    and none that reports an evaluation ("Experiments show a 3% gain"): a reference's further
+    sentences say more of what it does, not how it scored."""
     taken = list(chosen)
     covered = {c.reference for c in chosen}
     rest = [c for i in sorted(covered) for c in options[i] if c not in chosen]
     for candidate in sorted(rest, key=lambda c: (-c.score, c.reference, c.position)):
         if sentences_left == 0:
             break
-        if candidate.words > words_left:
+        if candidate.words > words_left or candidate.reports_evaluation:
             continue
         if max(overlap(candidate.terms, c.terms) for c in taken) >= REDUNDANT_OVERLAP:
             continue
@@ -542,6 +561,7 @@ class _IdeaSentence:
     # What the work does, said with the work as subject ("We propose X"), or in the passive.
     by_the_work: bool
     proposes: bool
+    reports_evaluation: bool
 
 
 def _idea_sentences(idea: str) -> list[_IdeaSentence]:
@@ -560,9 +580,21 @@ def _idea_sentences(idea: str) -> list[_IdeaSentence]:
                 terms,
                 by_the_work=bool(_SELF_SUBJECT.match(quoted) or _INNER_WE.search(quoted)),
                 proposes=bool(_PROPOSED.search(quoted)),
+                reports_evaluation=bool(_REPORTS_EVALUATION.search(quoted)),
             )
         )
     return found
+
+
+def _idea_query(idea: list[_IdeaSentence], text: str) -> list[str]:
+    """What the idea is about, the query the references' sentences are scored against: the
+    terms of its sentences that do not report its evaluation ("Our model reaches 91% accuracy
+    on X" would make the references' own figures and benchmarks look relevant); all its terms
+    when every sentence does."""
+    about = [
+        term for sentence in idea if not sentence.reports_evaluation for term in sentence.terms
+    ]
+    return about or tokenize(text)
 
 
 def _motivation(idea: list[_IdeaSentence], options: list[list[_Candidate]]) -> int | None:
@@ -603,17 +635,39 @@ def _room_for_the_references(
     )
 
 
+def _in_reading_order(written: list[_Candidate]) -> list[_Candidate]:
+    """Each reference's sentences together, in its abstract's order, and the references in a
+    chain of likeness, as a person groups works on one theme: the most relevant first, then
+    each followed by the one still to place whose sentences are most like its own (TF-IDF
+    cosine of their terms)."""
+    by_reference: dict[int, list[_Candidate]] = {}
+    for candidate in sorted(written, key=lambda c: (c.reference, c.position)):
+        by_reference.setdefault(candidate.reference, []).append(candidate)
+    groups = list(by_reference.values())
+    if not groups:
+        return []
+    terms = [sorted(set().union(*(c.terms for c in group))) for group in groups]
+    likeness = tfidf_cosines(terms, terms)
+    chain = [0]
+    while len(chain) < len(groups):
+        last = chain[-1]
+        rest = [i for i in range(len(groups)) if i not in chain]
+        chain.append(max(rest, key=lambda i: likeness[last, i]))
+    return [c for i in chain for c in groups[i]]
+
+
 def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
     """A section of the references' own sentences, within N sentences and W words where it can
     be: a sentence each for the references with room for one, best-scored first (the rest
     named in a listing sentence), then further sentences; each reference's sentences together,
-    in its abstract's order, the quoted references most relevant first. It ends with the
+    in its abstract's order, the quoted references the most relevant first and then by
+    likeness (`_in_reading_order`). It ends with the
     idea's sentence motivating it where there is room; words the references leave stay unused
     (the idea is not repeated back to its author)."""
     if not inputs.references:
         return RelatedWorkReply(text="")
-    options = _candidates(inputs)
     idea = _idea_sentences(inputs.idea)
+    options = _candidates(inputs, idea)
     motivation, room = _room_for_the_references(inputs, options, idea)
     chosen, listing = _coverage(options, room)
     if motivation is not None and not chosen:
@@ -623,8 +677,7 @@ def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
     used = sum(c.words for c in chosen) + count_words(listing)
     sentences_left = room.sentences - len(chosen) - (1 if listing else 0)
     written = _filled(chosen, options, room.words - used, sentences_left) if chosen else []
-    ordered = sorted(written, key=lambda c: (c.reference, c.position))
-    parts = [c.text for c in ordered]
+    parts = [c.text for c in _in_reading_order(written)]
     if listing:
         parts.append(listing)
     if motivation is not None:
