@@ -551,6 +551,37 @@ def test_what_the_idea_reports_of_its_evaluation_does_not_choose_the_quote() -> 
     )
 
 
+def test_a_named_work_is_quoted_when_the_words_left_allow() -> None:
+    references = [
+        scored_reference(
+            "a",
+            "",
+            "Graph networks predict the properties of molecules from their atoms and bonds.",
+        ),
+        scored_reference("b", "", "Graph networks embed molecules."),
+        scored_reference(
+            "c",
+            "",
+            "Convolutional networks classify images of handwritten digits from pixels and strokes.",
+        ),
+    ]
+
+    def section(words: int) -> str:
+        inputs = RelatedWorkInput(
+            idea="graph networks for molecules", references=references, sentences=5, words=words
+        )
+        return offline_related_work(inputs).text
+
+    # The words [b]'s sentence leaves are enough for [c]'s: described rather than named. [a]'s
+    # would fit too, but says again what [b]'s says: it stays named.
+    assert section(20) == (
+        "Graph networks embed molecules [b]. Convolutional networks classify images of "
+        "handwritten digits from pixels and strokes [c]. Closely related is [a]."
+    )
+    # Fewer words: both are named.
+    assert section(16) == "Graph networks embed molecules [b]. Also related are [a] and [c]."
+
+
 def test_works_alike_stand_together_after_the_most_relevant() -> None:
     references = [
         scored_reference(

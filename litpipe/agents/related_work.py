@@ -43,13 +43,15 @@ see below), citing that abstract only, but for the last, the idea's own, uncited
    scores highest (the score weighs relevance to the idea too); in the debate's order, each
    takes its best-scored sentence within an even share of the words left (W less what the
    quoted before it took, over those still to place), or its shortest when none is that short.
-3. Filling: the words and sentences left go to the best-scored further sentences of the quoted
-   references, each one fitting the words left and sharing less than REDUNDANT_OVERLAP of its
-   terms with every sentence taken, and one opening with a word that points back ("This
-   method", "It") only right after the sentence it follows in its abstract, and none that
-   reports an evaluation: a related-work section describes what works do, not how they
-   scored. When the references have no more to say, the section is shorter: the idea's other
-   sentences are not repeated back to its author.
+3. Filling: the words and sentences left first quote the named references where they can,
+   best-scored first (a work described tells the reader more than a work named), each with its
+   best-scored sentence that fits once it leaves the listing; then they go to the best-scored
+   further sentences of the quoted references. Each sentence fits the words left and shares
+   less than REDUNDANT_OVERLAP of its terms with every sentence taken, one opening with a word
+   that points back ("This method", "It") comes only right after the sentence it follows in
+   its abstract, and none reports an evaluation: a related-work section describes what works
+   do, not how they scored. When the references have no more to say, the section is shorter:
+   the idea's other sentences are not repeated back to its author.
 Quoted sentences are compressed first (`compressed`): what only says where a claim is made (a
 run-in "Abstract" heading, "In this paper,", "Here,") and a connective pointing at a sentence
 left behind ("However,") are dropped, so the words go to content. They are then said of the
@@ -465,7 +467,10 @@ def _candidates(inputs: RelatedWorkInput, idea: list[_IdeaSentence]) -> list[lis
 
 def _listed(references: list[ScoredReference], words_left: int) -> str:
     """One sentence naming `references` by title and citation ("Also related are "A" [a] and
-    [b]."), or by citation alone when the titles do not fit in `words_left`."""
+    [b]."), or by citation alone when the titles do not fit in `words_left`; none when there
+    are no references to name."""
+    if not references:
+        return ""
     ids = [scored.reference.id for scored in references]
     titled = [
         f"{_quoted_title(s.reference.title)} {citation([s.reference.id])}"
@@ -496,13 +501,13 @@ def _coverage(
     peripheral sentences, and naming costs three words for all the named together. The
     best-scored reference always has a sentence when the sentences allow one."""
     count = len(inputs.references)
-    best_first = sorted(range(count), key=lambda i: (-max(c.score for c in options[i]), i))
+    best_first = _best_first(options)
     typical = _typical_words(options)
     for own in range(min(count, inputs.sentences), 0, -1):
         if own < count and own + 1 > inputs.sentences:
             continue  # the listing needs a sentence of its own
         named = [inputs.references[i] for i in sorted(best_first[own:])]
-        listing = _listed(named, inputs.words) if named else ""
+        listing = _listed(named, inputs.words)
         words_left = inputs.words - count_words(listing)
         if own > 1 and own * typical > words_left:
             continue
@@ -522,28 +527,72 @@ def _coverage(
     return [], _listed(inputs.references, inputs.words)
 
 
+def _best_first(options: list[list[_Candidate]]) -> list[int]:
+    """The references, those whose best sentence scores highest first."""
+    return sorted(range(len(options)), key=lambda i: (-max(c.score for c in options[i]), i))
+
+
+def _fits_the_section(candidate: _Candidate, taken: list[_Candidate]) -> bool:
+    """Whether a further sentence may join `taken`: unlike each of them (less than
+    REDUNDANT_OVERLAP of shared terms), not reporting an evaluation (a section describes what
+    works do, not how they scored), and, when it points back ("This method ..."), right after
+    the sentence it follows in its abstract."""
+    if max(overlap(candidate.terms, c.terms) for c in taken) >= REDUNDANT_OVERLAP:
+        return False
+    if candidate.reports_evaluation:
+        return False
+    return not candidate.points_back or any(
+        c.reference == candidate.reference and c.position == candidate.position - 1 for c in taken
+    )
+
+
+def _named_quoted(
+    chosen: list[_Candidate], options: list[list[_Candidate]], inputs: RelatedWorkInput
+) -> tuple[list[_Candidate], str]:
+    """`chosen` with the named references quoted where the words left allow, best-scored
+    first, and the listing sentence naming those still left: a work described tells the reader
+    more than a work named. Each takes its best-scored sentence that fits the words left once
+    it leaves the listing and may join those taken (`_fits_the_section`)."""
+    quoted = list(chosen)
+    for index in _best_first(options):
+        if any(c.reference == index for c in quoted):
+            continue
+        listing = _listed(_still_named(quoted, inputs, but=index), inputs.words)
+        words_left = inputs.words - sum(c.words for c in quoted) - count_words(listing)
+        if len(quoted) + 1 + (1 if listing else 0) > inputs.sentences:
+            continue
+        fitting = [
+            c
+            for c in options[index]
+            # A reference without an abstract has only the sentence naming it.
+            if c.terms and c.words <= words_left and _fits_the_section(c, quoted)
+        ]
+        if fitting:
+            quoted.append(max(fitting, key=lambda c: c.score))
+    return quoted, _listed(_still_named(quoted, inputs), inputs.words)
+
+
+def _still_named(
+    quoted: list[_Candidate], inputs: RelatedWorkInput, but: int | None = None
+) -> list[ScoredReference]:
+    """The references not quoted (nor `but`), in the debate's order."""
+    covered = {c.reference for c in quoted} | {but}
+    return [scored for i, scored in enumerate(inputs.references) if i not in covered]
+
+
 def _filled(
     chosen: list[_Candidate], options: list[list[_Candidate]], words_left: int, sentences_left: int
 ) -> list[_Candidate]:
     """`chosen` with the words and sentences left spent on the best-scored further sentences of
-    the references that have one, each fitting the words left and unlike those taken; one that
-    points back ("This method ...") only right after the sentence it follows in its abstract,
-    and none that reports an evaluation ("Experiments show a 3% gain"): a reference's further
-    sentences say more of what it does, not how it scored."""
+    the references that have one, each fitting the words left and able to join those taken
+    (`_fits_the_section`): a reference's further sentences say more of what it does."""
     taken = list(chosen)
     covered = {c.reference for c in chosen}
     rest = [c for i in sorted(covered) for c in options[i] if c not in chosen]
     for candidate in sorted(rest, key=lambda c: (-c.score, c.reference, c.position)):
         if sentences_left == 0:
             break
-        if candidate.words > words_left or candidate.reports_evaluation:
-            continue
-        if max(overlap(candidate.terms, c.terms) for c in taken) >= REDUNDANT_OVERLAP:
-            continue
-        if candidate.points_back and not any(
-            c.reference == candidate.reference and c.position == candidate.position - 1
-            for c in taken
-        ):
+        if candidate.words > words_left or not _fits_the_section(candidate, taken):
             continue
         taken.append(candidate)
         words_left -= candidate.words
@@ -674,6 +723,8 @@ def offline_related_work(inputs: RelatedWorkInput) -> RelatedWorkReply:
         # The idea's sentence never takes the place of every reference's.
         motivation, room = None, inputs
         chosen, listing = _coverage(options, room)
+    if chosen:
+        chosen, listing = _named_quoted(chosen, options, room)
     used = sum(c.words for c in chosen) + count_words(listing)
     sentences_left = room.sentences - len(chosen) - (1 if listing else 0)
     written = _filled(chosen, options, room.words - used, sentences_left) if chosen else []
