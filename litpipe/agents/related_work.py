@@ -28,11 +28,11 @@ see below), citing that abstract only, but for the last, the idea's own, uncited
 1. Scores: query-focused LexRank (Otterbacher et al. 2005) over the sentences of all the given
    abstracts: PageRank on their TF-IDF cosine graph (`litpipe.retrieval.centrality`, the graph
    of the LexRank baseline), the walk restarting at each sentence in proportion to its TF-IDF
-   cosine with what the idea is about: its sentences less those reporting its evaluation
-   (figures, results, experiments, benchmarks), which would make the references' own figures
-   look relevant. A sentence scores high when it says what the other abstracts say (the shared
-   subject of the works cited) and is close to the idea; a peripheral sentence that merely
-   shares a rare word with the idea does not.
+   cosine with what the idea is about: its statement of what it does and its other sentences
+   but those reporting its evaluation (figures, results, experiments, benchmarks), which would
+   make the references' own figures look relevant. A sentence scores high when it says what
+   the other abstracts say (the shared subject of the works cited) and is close to the idea; a
+   peripheral sentence that merely shares a rare word with the idea does not.
 2. Coverage: a sentence for each of as many references as have room for one, the rest named
    in one listing sentence ("Also related are "A" [a] and [b].", titles dropped when they do
    not fit). A reference is quoted only when every quoted one has the words of a typical
@@ -635,13 +635,28 @@ def _idea_sentences(idea: str) -> list[_IdeaSentence]:
     return found
 
 
+def _statement(idea: list[_IdeaSentence]) -> int | None:
+    """The idea's first statement of what it does ("We propose X", or else "X is proposed")."""
+    for stating in (
+        [i for i, sentence in enumerate(idea) if sentence.by_the_work],
+        [i for i, sentence in enumerate(idea) if sentence.proposes],
+    ):
+        if stating:
+            return stating[0]
+    return None
+
+
 def _idea_query(idea: list[_IdeaSentence], text: str) -> list[str]:
-    """What the idea is about, the query the references' sentences are scored against: the
-    terms of its sentences that do not report its evaluation ("Our model reaches 91% accuracy
-    on X" would make the references' own figures and benchmarks look relevant); all its terms
-    when every sentence does."""
+    """What the idea is about, the query the references' sentences are scored against: its
+    statement of what it does and its other sentences that do not report its evaluation ("Our
+    model reaches 91% accuracy on X" would make the references' own figures and benchmarks look
+    relevant); all its terms when no sentence is left."""
+    statement = _statement(idea)
     about = [
-        term for sentence in idea if not sentence.reports_evaluation for term in sentence.terms
+        term
+        for index, sentence in enumerate(idea)
+        if index == statement or not sentence.reports_evaluation
+        for term in sentence.terms
     ]
     return about or tokenize(text)
 
@@ -653,12 +668,9 @@ def _motivation(idea: list[_IdeaSentence], options: list[list[_Candidate]]) -> i
     references (the largest sum of TF-IDF cosines with their sentences), where the idea meets
     them. None for an idea of one sentence that states no work (a query), which would only be
     repeated."""
-    for stating in (
-        [i for i, sentence in enumerate(idea) if sentence.by_the_work],
-        [i for i, sentence in enumerate(idea) if sentence.proposes],
-    ):
-        if stating:
-            return stating[0]
+    statement = _statement(idea)
+    if statement is not None:
+        return statement
     if len(idea) < 2:
         return None
     pool = [list(c.terms) for choices in options for c in choices]
