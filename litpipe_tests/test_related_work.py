@@ -509,6 +509,28 @@ def test_offline_spends_the_words_left_on_the_abstracts_other_sentences() -> Non
     )
 
 
+def test_a_table_of_contents_given_as_an_abstract_is_named_not_quoted() -> None:
+    contents = (
+        "I. Introduction, 488. \u2014 II. The model with automobiles as an example, 489. "
+        "\u2014 III. Examples and applications, 492. \u2014 IV. Conclusion, 500."
+    )
+    references = [
+        scored_reference("g", "", "Graph networks model molecules from their chemical bonds."),
+        scored_reference("m", "The market for lemons", contents),
+    ]
+    reply = offline_related_work(
+        RelatedWorkInput(
+            idea="graph networks for molecules", references=references, sentences=5, words=60
+        )
+    )
+    # Its entries and page numbers say nothing of the work: the section gives its title.
+    assert "489" not in reply.text and "\u2014" not in reply.text
+    assert section_sentences(reply.text) == [
+        "Graph networks model molecules from their chemical bonds [g].",
+        'Closely related is "The market for lemons" [m].',
+    ]
+
+
 def test_the_words_left_go_to_what_a_work_does_not_to_how_it_scored() -> None:
     abstract = (
         "Graph networks model molecules. Message passing carries features along chemical "

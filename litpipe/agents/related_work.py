@@ -376,14 +376,22 @@ def _listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+# An entry of a table of contents ("The model, 489. — III."): a title, its page number and the
+# next entry's numeral. Two of them make an abstract a table of contents, with no sentence to quote.
+_CONTENTS_ENTRY = re.compile(r",\s*\d+\s*\.?\s*[\u2014\u2013-]+\s*[IVXLC]+\b")
+
+
 def terms_of(text: str) -> set[str]:
     return set(tokenize(text))
 
 
 def abstract_sentences(abstract: str) -> list[str]:
     """The abstract's sentences, each on one line, fragments (fewer than MIN_SENTENCE_TERMS
-    terms: "Code is available.") left out unless nothing else is left."""
+    terms: "Code is available.") left out unless nothing else is left; none when the abstract is
+    a table of contents (some journals' records give one)."""
     spans = [" ".join(span.text.split()) for span in sentences(abstract)]
+    if sum(bool(_CONTENTS_ENTRY.search(s)) for s in spans) >= 2:
+        return []
     return [s for s in spans if len(tokenize(s)) >= MIN_SENTENCE_TERMS] or spans
 
 
