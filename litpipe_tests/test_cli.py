@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,63 @@ def test_table_rows_fail_one_by_one(tmp_path: Path, tiny_model: Path) -> None:
     assert report["collection"] == "search"
     assert report["papers"] == 2
     assert sorted(f["row"] for f in report["failed_papers"]) == [2, 3]
+
+
+STRUCTURED_ABSTRACTS = [
+    (
+        "s1",
+        "Acupuncture after stroke",
+        "[Purpose] This study examined whether electro-acupuncture reduces depression after "
+        "stroke. [Subjects] Forty patients with post-stroke depression took part. [Methods] "
+        "Depression scales were given every four weeks of treatment. [Results] Depression fell "
+        "more in patients with good motor function. [Conclusion] Motor function shapes the "
+        "benefit of electro-acupuncture.",
+    ),
+    (
+        "s2",
+        "Exercise and depression",
+        "BACKGROUND Depression is common after stroke and slows recovery. METHODS We randomised "
+        "120 patients to supervised exercise or usual care. RESULTS Exercise lowered depression "
+        "scores at twelve weeks. CONCLUSIONS Supervised exercise eases depression after stroke.",
+    ),
+    (
+        "s3",
+        "Antidepressants after stroke",
+        "Background: Antidepressants are often given after stroke. Methods: We pooled twelve "
+        "trials of antidepressants in stroke survivors. Results: Antidepressants reduced "
+        "depression but raised the risk of falls. Conclusions: Their benefit must be weighed "
+        "against falls.",
+    ),
+]
+
+
+def test_the_labels_of_structured_abstracts_stay_out_of_the_texts_and_citations(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """Abstracts labelled in brackets, in capitals and before colons: what litpipe writes
+    quotes their sentences, never a label, and its only square brackets are citations."""
+    table = tmp_path / "stroke.csv"
+    rows = "".join(f'{key},{title},"{abstract}"\n' for key, title, abstract in STRUCTURED_ABSTRACTS)
+    table.write_text("id,title,abstract\n" + rows, encoding="utf-8")
+
+    code, report = run(tmp_path / "home", tiny_model, str(table))
+
+    assert code == 0 and report["papers"] == 3
+    labels = re.compile(
+        r"\[(?:Purpose|Subjects|Methods|Results|Conclusion)\]|\b(?:BACKGROUND|"
+        r"METHODS|RESULTS|CONCLUSIONS)\b|\b(?:Background|Methods|Results|"
+        r"Conclusions):"
+    )
+    outputs = report["synthesis"]["outputs"]
+    for name in ("synthesis.md", "plain.md"):
+        written = Path(outputs[name]).read_text("utf-8")
+        assert "depression" in written.lower()
+        assert not labels.search(written), name
+        cited = {paper_id for paper_id, _ in markers_in(written)}
+        assert cited <= {f"stroke.{key}" for key, _, _ in STRUCTURED_ABSTRACTS}
+        # Every square bracket of the text is one of its citations (a picture's alt text aside).
+        brackets = re.findall(r"(?<!!)\[([^\]]*)\]", written)
+        assert all(markers_in(f"[{inside}]") for inside in brackets), brackets
 
 
 def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from litpipe.ingest.structured_abstracts import without_part_labels
 from litpipe.ingest.tables import document_from_row, read_table
 from litpipe.schemas import sha256_text
 
@@ -205,3 +206,53 @@ def test_the_shipped_iclr_tables_read_cleanly() -> None:
     assert len(full) == 618 and len(demo) == 40
     assert [s.external_id for s in demo] == [s.external_id for s in full[:40]]
     assert set(full[0].fields) == {"title", "abstract", "tldr_first", "tldrs_all"}
+
+
+@pytest.mark.parametrize(
+    ("abstract", "prose"),
+    [
+        (
+            "[Purpose] We test X. [Subjects] Forty adults took part. [Results] X helped.",
+            "We test X.\n\nForty adults took part.\n\nX helped.",
+        ),
+        (
+            "BACKGROUND Risk is high. METHODS AND RESULTS we enrolled 40 adults. "
+            "OUTCOME MEASURE - Death. CONCLUSIONS: Treat early.",
+            "Risk is high.\n\nwe enrolled 40 adults.\n\nDeath.\n\nTreat early.",
+        ),
+        (
+            "Background: Risk is high. Main outcome measures: death at one year.",
+            "Risk is high.\n\ndeath at one year.",
+        ),
+    ],
+)
+def test_the_labels_of_a_structured_abstract_are_dropped_its_parts_kept(
+    abstract: str, prose: str
+) -> None:
+    assert without_part_labels(abstract) == prose
+
+
+@pytest.mark.parametrize(
+    "abstract",
+    [
+        # Capitals that are not a label, a label word inside a sentence, a sentence about
+        # backgrounds, square brackets of mathematics, a bracket inside a sentence.
+        "BERT Models read text. DNA Methylation matters.",
+        "We report RESULTS from many runs. Background subtraction is hard.",
+        "Scores lie in [0, 1]. We compare [Methods] of two kinds.",
+    ],
+)
+def test_prose_that_only_looks_like_a_label_is_kept(abstract: str) -> None:
+    assert without_part_labels(abstract) == abstract
+
+
+def test_a_structured_row_becomes_its_prose_without_labels(tmp_path: Path) -> None:
+    table = write(
+        tmp_path,
+        "labelled.csv",
+        "id,title,abstract\nx1,Trial,BACKGROUND Risk is high. RESULTS: Treatment helped.\n",
+    )
+    (source,), _ = read_table(table, "bio")
+    document = document_from_row(source)
+    assert document.text == document.abstract == "Risk is high.\n\nTreatment helped."
+    assert source.fields["abstract"] == "BACKGROUND Risk is high. RESULTS: Treatment helped."

@@ -116,6 +116,25 @@ def test_offline_cites_every_top_k_reference_and_nothing_else_within_the_length(
     assert len(related.candidates) == 20 and related.table_rows == 40
 
 
+def test_a_structured_abstract_is_quoted_without_its_labels(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    table = tmp_path / "trials.csv"
+    table.write_text(
+        "id,title,abstract\n"
+        'g1,Graphs,"BACKGROUND Graph networks predict molecular properties. METHODS We train '
+        'message passing networks on molecules. RESULTS: Errors fell."\n'
+        'g2,Bonds,"[Purpose] Chemical bonds carry messages between atoms. [Design] Atoms '
+        'exchange features along bonds."\n',
+        encoding="utf-8",
+    )
+    settings = Settings(home=tmp_path)
+    request = make_request(IDEA, settings, sentences=6, words=120, top_k=2)
+    related = run_related_work(table, request, settings, PromptLibrary(None), None, fake_embedder)
+    assert related.cited_ids and "molecul" in related.text
+    assert not re.search(r"BACKGROUND|METHODS|RESULTS|\[(?:Purpose|Design)\]", related.text)
+
+
 def quoted_and_named(text: str) -> tuple[list[str], list[str]]:
     """The ids of the sentences quoting an abstract, in order of first citation, and those of
     the closing sentence naming references."""

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from litpipe.ingest.ids import table_paper_id
+from litpipe.ingest.structured_abstracts import without_part_labels
 from litpipe.schemas import FailedPaper, PaperDocument, PaperSource, sha256_text
 
 REQUIRED_COLUMNS = ("id", "title", "abstract")
@@ -55,8 +56,9 @@ def read_table(path: Path, collection: str) -> tuple[list[PaperSource], list[Fai
 
 
 def document_from_row(source: PaperSource) -> PaperDocument:
-    """A table row as a one-section document: the abstract is the text, the title kept apart."""
-    abstract = source.fields["abstract"]
+    """A table row as a one-section document: the abstract is the text, without the labels of
+    a structured abstract's parts; the title kept apart."""
+    abstract = without_part_labels(source.fields["abstract"])
     return PaperDocument.single_section(
         heading="Abstract",
         text=abstract,

@@ -75,6 +75,7 @@ from litpipe.agents.related_work_plan import (
 from litpipe.agents.search_queries import SearchQueriesAgent, SearchQueriesInput, usable_queries
 from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
+from litpipe.ingest import structured_abstracts
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.prompts import PromptLibrary
@@ -170,7 +171,9 @@ def load_references(path: Path) -> ReferenceTable:
             Reference(
                 id=reference_id,
                 title=" ".join(source.fields["title"].split()),
-                abstract=source.fields["abstract"].strip(),
+                abstract=structured_abstracts.without_part_labels(
+                    source.fields["abstract"].strip()
+                ),
             )
         )
     for reason in skipped:
@@ -772,8 +775,9 @@ def generate_related_work(
 
 
 def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """Hash of what decides a section besides its inputs: both agents (prompt, schema, code,
-    route), this module and the notice its files carry, and the retrieval and length
+    """Hash of what decides a section besides its inputs: its agents (prompt, schema, code,
+    route), this module, the reading of structured abstracts and the notice its files carry,
+    and the retrieval and length
     settings. Not the embedder, whose version (its model files) its asset's code version
     takes."""
     return digest(
@@ -782,6 +786,7 @@ def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
         version(RelatedWorkPlanAgent(), settings, prompts),
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
+        inspect.getsource(structured_abstracts),
         inspect.getsource(notices),
         str(settings.ingest.chunk_tokens),
         str(settings.ingest.chunk_overlap_tokens),

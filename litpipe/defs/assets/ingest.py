@@ -13,7 +13,7 @@ from litpipe.defs.resources import (
     EmbedderResource,
 )
 from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
-from litpipe.ingest import chunking, pdf, tables
+from litpipe.ingest import chunking, pdf, structured_abstracts, tables
 from litpipe.ingest.ids import file_sha256
 from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
 from litpipe.settings import Settings
@@ -50,7 +50,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         return build_papers(context, artifacts.store(), build)
 
     @versioned_asset(
-        CodeVersion(modules=(pdf, tables), output=PaperDocument),
+        CodeVersion(modules=(pdf, tables, structured_abstracts), output=PaperDocument),
         settings,
         partitions_def=papers,
         group_name=GROUP,
