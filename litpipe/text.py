@@ -184,6 +184,21 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     return [span for span in map(_trimmed, found) if span is not None]
 
 
+# What a sentence reports of an evaluation rather than of an approach: a figure, results,
+# experiments, accuracy, a benchmark, the state of the art.
+_REPORTS_EVALUATION = re.compile(
+    r"\d|\b(?:results?|experiment\w*|outperform\w*|accuracy|evaluat\w*|benchmark\w*"
+    r"|state[- ]of[- ]the[- ]art)\b",
+    re.I,
+)
+
+
+def reports_evaluation(sentence: str) -> bool:
+    """Whether the sentence reports how a work scored (not what it does or is about): what a
+    related-work section does not pad its words with, and no theme of a collection."""
+    return bool(_REPORTS_EVALUATION.search(sentence))
+
+
 def _content_word(core: str) -> bool:
     if len(core) < 2 or not any(char.isalpha() for char in core):
         return False

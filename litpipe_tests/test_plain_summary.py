@@ -52,7 +52,7 @@ def test_offline_plain_summary_is_the_shortest_faithful_version(tmp_path: Path) 
     )
     assert plain.audience == "plain" and plain.engine == "offline"
     assert plain.pattern == expert_synthesis.pattern and plain.papers == PAPERS
-    assert THEME in plain.title
+    assert plain.title == "In plain words: what the 3 papers of variants report"
     # The collection's most central finding, then one line per other paper, in a plain frame,
     # its contribution cited to it alone.
     lines = plain.text.split("\n\n")

@@ -179,20 +179,42 @@ def test_nearest_neighbour_candidates_find_the_demo_relationships_between_neighb
     assert all(r in nearest for r in between_neighbours)
 
 
-def test_the_theme_writes_a_phrase_from_an_upper_case_heading_in_prose_case() -> None:
-    """Seen on real RAG papers: "The papers converge on RETRIEVAL-AUGMENTED LARGE LANGUAGE
-    MODELS, ...", a phrase taken from a title set in capitals. Short acronyms stay."""
-    shouted = [
-        insight("s1", "p1", "RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS FOR OPEN QUESTIONS"),
-        insight("s2", "p2", "Retrieval-augmented large language models cite their sources."),
-        insight("s3", "p3", "We study retrieval-augmented large language models with RAG."),
+def test_the_theme_is_the_sentence_most_central_to_what_the_papers_share() -> None:
+    """Seen on the bundled biology papers: "The papers converge on protein complementation
+    assays, human genome and protein language models.", phrases listed in a frame, which nine
+    papers on separate subjects do not converge on. The theme is one sentence of the papers,
+    one most like the other papers' sentences; a paper saying one thing five times does not
+    make it central."""
+    about_forks = [
+        "Stalled replication forks need DNA damage tolerance to restart replication.",
+        "Tolerance of DNA damage lets stalled replication forks restart.",
+        "Replication forks stall at DNA damage and need tolerance to go on.",
     ]
-
-    theme = offline_theme(shouted)
-
-    assert "retrieval-augmented large language models" in theme.casefold()
-    assert "RETRIEVAL" not in theme and "LANGUAGE" not in theme
-    assert (
-        offline_theme([insight("s4", "p4", "Faster RAG for LLM agents in clinics.")]).count("RAG")
-        == 1
+    yeast = "Yeast proteins fold faster in warm wort during fermentation"
+    insights = [
+        *(insight(f"y{n}", "p1", f"{yeast}, as run {n} shows") for n in range(5)),
+        *(insight(f"f{n}", f"p{n + 2}", text.rstrip(".")) for n, text in enumerate(about_forks)),
+    ]
+    assert offline_theme(insights) in about_forks
+    # How the papers scored is not what they are about, however many papers say it.
+    separate = [
+        "Stalled replication forks need helicases to move on.",
+        "Alkylation damage of DNA slows polymerases in yeast cells.",
+        "Repair proteins gather at chromatin within minutes.",
+    ]
+    scored = insight(
+        "e1",
+        "p9",
+        "Experiments show that stalled replication forks, alkylation damage of DNA and repair "
+        "proteins at chromatin slow polymerases",
     )
+    others = [insight(f"s{n}", f"p{n + 5}", t.rstrip(".")) for n, t in enumerate(separate)]
+    assert offline_theme([scored, *others]) in separate
+    # A heading an insight quoted in capitals, or a fragment, is never the theme.
+    headed = [
+        insight("h1", "p1", "RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS FOR OPEN QUESTIONS"),
+        insight("h2", "p2", "retrieval-augmented large language models cite their sources"),
+        insight("h3", "p3", "We study retrieval-augmented large language models with RAG"),
+    ]
+    assert offline_theme(headed) == "We study retrieval-augmented large language models with RAG."
+    assert offline_theme([insight("f1", "p1", "See Fig 2")]) == ""

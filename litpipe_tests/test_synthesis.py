@@ -374,6 +374,24 @@ def write_offline(tmp_path: Path, **overrides: Any) -> Synthesis:
     )
 
 
+def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path) -> None:
+    analysis = make_analysis()
+    paper_insight = analysis.insights[0]
+    comparative = [
+        paper_insight.model_copy(
+            update={"insight_id": f"c{n}", "paper_id": None, "question_ids": [f"cmp:q{n:02d}"]}
+        )
+        for n in range(2)
+    ]
+    analysis = analysis.model_copy(update={"insights": [*analysis.insights, *comparative]})
+    settings = Settings(home=tmp_path)
+    synthesis = write_synthesis(
+        analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), None
+    )
+    across = synthesis.text.split("## Across the papers")[1].split("\n## ")[0]
+    assert across.count(paper_insight.text) == 1
+
+
 def check_cited_and_faithful(synthesis: Synthesis) -> None:
     assert {c.paper_id for c in synthesis.citations} == set(PAPERS)
     found, unresolved = citations.citations(synthesis.text, EVIDENCE)
@@ -389,7 +407,8 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
     synthesis = write_offline(tmp_path)
     assert synthesis.pattern == "stuff" and synthesis.engine == "offline"
     assert synthesis.audience == "expert" and synthesis.papers == PAPERS
-    assert synthesis.title == THEME
+    # What the text is of: not the theme, a sentence the text's first paragraph quotes.
+    assert synthesis.title == "What the 3 papers of variants report"
     check_cited_and_faithful(synthesis)
     text = synthesis.text
     # One theme sentence, a finding of a paper, cited: not the analysis' narrative.

@@ -39,6 +39,7 @@ from litpipe.text import cited_sentences, marker, markers_in
 
 
 class PlainSummaryInput(BaseModel):
+    collection: str
     theme: str
     narrative: str
     papers: list[str]
@@ -70,7 +71,10 @@ def offline_plain_summary(inputs: PlainSummaryInput) -> WrittenReply:
     rest = [finding for finding in findings.values() if finding != opening]
     for number, finding in enumerate(rest):
         lines.append(f"{'One study' if number == 0 else 'Another study'} found: {finding}")
-    return WrittenReply(title=f"In plain words: {inputs.theme}", text="\n\n".join(lines))
+    title = synthesis.offline_title(inputs.collection, count)
+    return WrittenReply(
+        title=f"In plain words: {title[:1].lower()}{title[1:]}", text="\n\n".join(lines)
+    )
 
 
 # The agents a plain summary may call: a step writing one needs a client if any is routed.
@@ -130,6 +134,7 @@ def write_plain_summary(
     """The `plain_summary` asset's work: the plain-language summary, every paper cited with a
     citation of the expert synthesis or of an insight."""
     inputs = PlainSummaryInput(
+        collection=analysis.collection,
         theme=analysis.theme,
         narrative=analysis.narrative,
         papers=analysis.papers,

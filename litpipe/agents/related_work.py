@@ -84,7 +84,7 @@ from litpipe.llm.prompts import fence
 from litpipe.retrieval.centrality import query_focused_lexrank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
-from litpipe.text import overlap, sentences
+from litpipe.text import overlap, reports_evaluation, sentences
 
 log = logging.getLogger(__name__)
 
@@ -333,16 +333,6 @@ _POINTS_BACK = re.compile(
 )
 
 
-# What a sentence reports of an evaluation rather than of an approach: a figure, results,
-# experiments, accuracy, a benchmark, the state of the art. A related-work section describes
-# what works do; how they scored is neither what it is about nor what it pads its words with.
-_REPORTS_EVALUATION = re.compile(
-    r"\d|\b(?:results?|experiment\w*|outperform\w*|accuracy|evaluat\w*|benchmark\w*"
-    r"|state[- ]of[- ]the[- ]art)\b",
-    re.I,
-)
-
-
 def _third_person(text: str) -> str:
     """`text` with its first-person words in the third person ("our model" is "their model")."""
 
@@ -463,7 +453,7 @@ def _candidates(inputs: RelatedWorkInput, idea: list[_IdeaSentence]) -> list[lis
                 frozenset(sentence_terms),
                 score,
                 points_back=bool(_POINTS_BACK.match(quoted)),
-                reports_evaluation=bool(_REPORTS_EVALUATION.search(quoted)),
+                reports_evaluation=reports_evaluation(quoted),
             )
         )
     for index, options in enumerate(by_reference):
@@ -637,7 +627,7 @@ def _idea_sentences(idea: str) -> list[_IdeaSentence]:
                 terms,
                 by_the_work=bool(_SELF_SUBJECT.match(quoted) or _INNER_WE.search(quoted)),
                 proposes=bool(_PROPOSED.search(quoted)),
-                reports_evaluation=bool(_REPORTS_EVALUATION.search(quoted)),
+                reports_evaluation=reports_evaluation(quoted),
             )
         )
     return found

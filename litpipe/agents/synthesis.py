@@ -62,7 +62,11 @@ from litpipe.agents.paper_summary import (
     offline_paper_summary,
 )
 from litpipe.llm.prompts import fence
-from litpipe.retrieval.centrality import closest_to_centroid, query_focused_lexrank
+from litpipe.retrieval.centrality import (
+    CENTRAL_SAMPLE,
+    closest_to_centroid,
+    query_focused_lexrank,
+)
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
@@ -394,10 +398,6 @@ def _relationships_by_type(inputs: SynthesisInput, titles: dict[str, str]) -> li
     return ["## Relationships", *lines] if lines else []
 
 
-# The most central finding of a collection (or a cluster) is looked for among at most this many
-# of its findings, those closest to the centroid of all: LexRank's graph is quadratic in its
-# sentences, and a collection may hold thousands of papers.
-CENTRAL_SAMPLE = 200
 # A sentence sharing this much of its terms with a paper's title (cosine of the term sets) says
 # what the title says (an answer that found the title page): it is not the paper's finding.
 TITLE_OVERLAP = 0.5
@@ -537,13 +537,25 @@ def offline_synthesis(inputs: SynthesisInput) -> WrittenReply:
         paragraph = " ".join([*found[:1], *([transition] if transition else []), *found[1:]])
         parts += [paragraph] if paragraph else []
         earlier |= papers
-    across = [f"- {cited_insight(i)}" for i in inputs.insights if not i.paper_id]
+    # Two comparative questions can be answered by one passage: its sentence is said once.
+    across = list(dict.fromkeys(f"- {cited_insight(i)}" for i in inputs.insights if not i.paper_id))
     if across:
         parts += ["## Across the papers", "\n".join(across)]
     relationships = _relationships_by_type(inputs, titles)
     if relationships:
         parts.append("\n".join(relationships))
-    return WrittenReply(title=inputs.theme or inputs.collection, text="\n\n".join(parts))
+    return WrittenReply(
+        title=offline_title(inputs.collection, len(inputs.papers)), text="\n\n".join(parts)
+    )
+
+
+def offline_title(collection: str, papers: int) -> str:
+    """The offline engine's title: what the text is of, in a fixed frame. Not the theme, which
+    is one paper's sentence and opens the text: as a title it would claim that paper's finding
+    for the collection."""
+    if papers == 1:
+        return f"What the paper of {collection} reports"
+    return f"What the {papers} papers of {collection} report"
 
 
 # The agents a synthesis may call (the map and tree steps too): a step writing one needs a

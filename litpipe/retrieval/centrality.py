@@ -31,6 +31,10 @@ from numpy.typing import NDArray
 
 DAMPING = 0.85
 LEXRANK_THRESHOLD = 0.1
+# A collection's (or a cluster's) most central sentence is looked for among at most this many
+# of its sentences, those `closest_to_centroid`: LexRank's graph is quadratic in its sentences,
+# and a collection may hold thousands of papers.
+CENTRAL_SAMPLE = 200
 _ITERATIONS = 100
 _TOLERANCE = 1e-8
 

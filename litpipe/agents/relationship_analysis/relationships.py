@@ -27,8 +27,8 @@ It cannot parse, so it misses opposite claims worded differently (a paraphrase, 
 and object, "X beats Y" against "Y beats X", numbers that disagree) and cannot tell whether two
 claims were made under the same conditions; parallel and complementary do not mean the findings
 agree. It explains each relationship in a fixed frame naming both papers and the words they
-share, takes the theme from the key phrases most papers share, and builds the narrative from
-each paper's best insight, verbatim, in fixed frames.
+share, takes as the theme the sentence most central to what the papers share (`offline_theme`),
+and builds the narrative from each paper's best insight, verbatim, in fixed frames.
 """
 
 from __future__ import annotations
@@ -45,18 +45,24 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent, StructuredClient, run_agent
+from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS
 from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.retrieval.centrality import (
+    CENTRAL_SAMPLE,
+    closest_to_centroid,
+    lexrank_similarity,
+    pagerank,
+)
 from litpipe.retrieval.neighbours import nearest_pairs
 from litpipe.retrieval.rerank import term_coverage
-from litpipe.retrieval.text import STOP_WORDS, content_terms, tokenize
+from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship, RelationshipType
 from litpipe.settings import Settings
 from litpipe.text import (
-    Phrase,
     looks_named,
     marker,
     markers_in,
-    phrases,
+    reports_evaluation,
     sentences,
     strip_markers,
     without_markers,
@@ -624,72 +630,45 @@ def _listed(items: list[str]) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-def _key_phrases(insights: list[Insight]) -> list[tuple[str, Phrase]]:
-    """(paper, phrase) for every key phrase of the insights, in order."""
-    found = []
-    for insight in insights:
-        text = strip_markers(insight.text)
-        found += [(_paper_of(insight), p) for s in sentences(text) for p in phrases(text, s)]
-    return found
+# A theme sentence is a whole sentence ("... we show that X."), not the tail of one a passage
+# cut, nor a heading an insight quoted (most of its words in capitals).
+_WHOLE_SENTENCE = re.compile(r"^[A-Z0-9].*[.!?][\"'\u201d\u2019)]*$", re.S)
+_WORD = re.compile(r"[^\W\d_]+")
 
 
-# An upper-case word this long or shorter is read as an acronym, not as shouting.
-_ACRONYM_LETTERS = 4
-
-
-def _is_acronym(word: str) -> bool:
-    return len(word) <= _ACRONYM_LETTERS and word.lower() not in STOP_WORDS
+def _reads_as_prose(sentence: str) -> bool:
+    found = _WORD.findall(sentence)
+    in_lower_case = sum(any(char.islower() for char in word) for word in found)
+    return bool(_WHOLE_SENTENCE.match(sentence)) and 2 * in_lower_case >= len(found)
 
 
 def offline_theme(insights: list[Insight]) -> str:
-    """The key phrases whose words the most papers share, in a fixed frame."""
-    candidates = _key_phrases(insights)
-    if not candidates:
+    """The collection's most central sentence, what its papers share: of the insights' whole
+    sentences in prose (markers removed, at least MIN_SENTENCE_TERMS terms), the one LexRank
+    ranks first on the graph of their TF-IDF cosines with the edges between sentences of one
+    paper dropped, so that a paper repeating itself makes no theme; ranked over the
+    CENTRAL_SAMPLE closest to their TF-IDF centroid, so that the work stays linear in the
+    insights. A sentence reporting an evaluation is taken only when no other is left. For one
+    paper, its most central sentence; empty when no insight has a whole sentence."""
+    candidates = [
+        (_paper_of(insight), text)
+        for insight in insights
+        for span in sentences(strip_markers(insight.text))
+        if _reads_as_prose(text := " ".join(span.text.split()))
+    ]
+    terms = [tokenize(text) for _, text in candidates]
+    whole = [i for i, found in enumerate(terms) if len(found) >= MIN_SENTENCE_TERMS]
+    # What the papers are about, not how they scored ("Experiments show that X outperforms Y"),
+    # where any sentence says more.
+    kept = [i for i in whole if not reports_evaluation(candidates[i][1])] or whole
+    if not kept:
         return ""
-    words_of: dict[str, set[str]] = {}
-    for paper, phrase in candidates:
-        words_of.setdefault(paper, set()).update(phrase.words)
-    papers_with = Counter(word for held in words_of.values() for word in held)
-    papers = len(words_of)
-
-    def shared(phrase: Phrase) -> int:
-        return sum(papers_with[word] for word in phrase.words if papers_with[word] > 1)
-
-    ranked = sorted(range(len(candidates)), key=lambda i: (-shared(candidates[i][1]), i))
-    chosen: list[Phrase] = []
-    for index in ranked:
-        phrase = candidates[index][1]
-        if len(chosen) == SHARED_WORDS_SHOWN or (papers > 1 and not shared(phrase)):
-            break
-        if not any(
-            set(phrase.words) <= set(c.words) or set(c.words) <= set(phrase.words) for c in chosen
-        ):
-            chosen.append(phrase)
-    if papers == 1:
-        return f"The paper centres on {_listed([_prose_case(p.text) for p in chosen])}."
-    if not chosen:
-        firsts = [
-            _prose_case(text)
-            for text in {paper: phrase.text for paper, phrase in reversed(candidates)}.values()
-        ]
-        return (
-            f"The papers address separate subjects: {_listed(firsts[::-1][:SHARED_WORDS_SHOWN])}."
-        )
-    return f"The papers converge on {_listed([_prose_case(p.text) for p in chosen])}."
-
-
-def _prose_case(phrase: str) -> str:
-    """`phrase` as prose writes it: a phrase taken from an upper-case title or heading
-    ("RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS") in lower case, its short acronyms ("RAG",
-    "LLM") kept; a phrase in mixed case as it is."""
-    words = re.findall(r"[^\W\d_]+", phrase)
-    if all(_is_acronym(word) for word in words) or any(not word.isupper() for word in words):
-        return phrase
-    return re.sub(
-        r"[^\W\d_]+",
-        lambda m: m.group() if _is_acronym(m.group()) else m.group().lower(),
-        phrase,
-    )
+    sample = [kept[i] for i in closest_to_centroid([terms[i] for i in kept], CENTRAL_SAMPLE)]
+    weights = lexrank_similarity([terms[i] for i in sample])
+    papers = np.array([candidates[i][0] for i in sample])
+    across = np.where(papers[:, None] != papers[None, :], weights, 0.0)
+    scores = pagerank(across if across.any() else weights)
+    return candidates[sample[int(np.argmax(scores))]][1]
 
 
 def _sentence(text: str) -> str:
