@@ -199,6 +199,21 @@ def reports_evaluation(sentence: str) -> bool:
     return bool(_REPORTS_EVALUATION.search(sentence))
 
 
+# A citation of other work in a paper's own text: author and year ("(Diss and Lehner 2018;",
+# "Faure et al. 2022", "(Smith, 2010)") or a numbered reference ("[12]", "[3, 4]", "[5-7]").
+_CITES_OTHER_WORK = re.compile(
+    r"\bet al\.?,? \(?\d{4}"
+    r"|\([A-Z][\w'\u2019-]+(?: (?:and|&) [A-Z][\w'\u2019-]+)?,? \d{4}[a-z]?[;,)]"
+    r"|\[\d+(?:\s*[,\u2013-]\s*\d+)*\]"
+)
+
+
+def cites_other_work(sentence: str) -> bool:
+    """Whether the sentence cites other work as its paper wrote it: what it says is that work's
+    finding (background), not the paper's own."""
+    return bool(_CITES_OTHER_WORK.search(sentence))
+
+
 def _content_word(core: str) -> bool:
     if len(core) < 2 or not any(char.isalpha() for char in core):
         return False

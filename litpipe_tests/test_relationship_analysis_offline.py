@@ -210,6 +210,14 @@ def test_the_theme_is_the_sentence_most_central_to_what_the_papers_share() -> No
     )
     others = [insight(f"s{n}", f"p{n + 5}", t.rstrip(".")) for n, t in enumerate(separate)]
     assert offline_theme([scored, *others]) in separate
+    # Nor is what a paper cites of other work, though it be the most general sentence.
+    background = insight(
+        "b1",
+        "p9",
+        "Stalled replication forks, alkylation damage of DNA and repair proteins at chromatin "
+        "slow polymerases (Smith et al. 2008; Diss and Lehner 2018)",
+    )
+    assert offline_theme([background, *others]) in separate
     # A heading an insight quoted in capitals, or a fragment, is never the theme.
     headed = [
         insight("h1", "p1", "RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS FOR OPEN QUESTIONS"),

@@ -23,6 +23,7 @@ from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
     RELATION_VERBS,
     WrittenReply,
+    central_findings,
     choose_pattern,
     clipped,
     covered,
@@ -390,6 +391,22 @@ def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path
     )
     across = synthesis.text.split("## Across the papers")[1].split("\n## ")[0]
     assert across.count(paper_insight.text) == 1
+
+
+def test_a_paper_is_introduced_by_its_own_finding_not_one_it_cites() -> None:
+    """Seen on the bundled biology papers: the synthesis opened with "Protein complementation
+    assays (Tarassov et al. 2008; Michnick et al. 2016) have also successfully been used ...",
+    an introduction's sentence about other work, central because it is generic."""
+    theme = "complementation assays measure protein binding in yeast"
+    cited_work = [
+        "Complementation assays measure protein binding in yeast (Tarassov et al. 2008) [p:2].",
+        "Complementation assays measure protein binding in yeast [3, 4] [p:2].",
+    ]
+    own = "We scored 9,003 mutants of the kinase for activity [p:5]."
+    for background in cited_work:
+        assert central_findings([background, own], theme, [])[0] == own
+    # A paper whose every finding cites other work still has one.
+    assert central_findings(cited_work, theme, [])[0] in cited_work
 
 
 def check_cited_and_faithful(synthesis: Synthesis) -> None:

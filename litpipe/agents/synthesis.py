@@ -86,6 +86,7 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 from litpipe.text import (
     cited_sentences,
+    cites_other_work,
     estimate_tokens,
     marker,
     markers_in,
@@ -453,12 +454,14 @@ def cited_units(text: str) -> list[str]:
 
 def _is_finding(sentence: _Sentence) -> bool:
     """A cited, whole sentence (not a heading an answer quoted, nor the tail of one a passage
-    cut: "showed that ..."), long enough to say something."""
+    cut: "showed that ..."), long enough to say something, and the paper's own: one citing
+    other work ("X has been used (Smith et al. 2008)") reports that work's finding."""
     return (
         bool(markers_in(sentence.text))
         and (sentence.text[:1].isupper() or sentence.text[:1].isdigit())
         and bool(_TERMINAL.search(sentence.plain))
         and len(sentence.terms) >= MIN_SENTENCE_TERMS
+        and not cites_other_work(sentence.plain)
     )
 
 

@@ -659,7 +659,8 @@ def offline_theme(insights: list[Insight]) -> str:
     terms = [tokenize(text) for _, text in candidates]
     whole = [i for i, found in enumerate(terms) if len(found) >= MIN_SENTENCE_TERMS]
     # What the papers are about, not how they scored ("Experiments show that X outperforms Y"),
-    # where any sentence says more.
+    # where any sentence says more. A figure counts as a report, so a sentence citing other work
+    # by year or number ("(Smith et al. 2008)", "[12]") is passed over too.
     kept = [i for i in whole if not reports_evaluation(candidates[i][1])] or whole
     if not kept:
         return ""
