@@ -19,6 +19,7 @@ from litpipe.agents.related_work import (
     REVISION_REQUEST,
     RelatedWorkAgent,
     RelatedWorkInput,
+    RelatedWorkReply,
     cited_ids,
     count_sentences,
     count_words,
@@ -89,6 +90,18 @@ def assert_keeps_the_rules(related: RelatedWork, table: Path) -> None:
     assert related.sentences == count_sentences(related.text) <= related.request.sentences
     assert related.words == count_words(related.text) <= related.request.words
     assert related.within_length
+
+
+def on_molecules(references: list[ScoredReference], sentences: int, words: int) -> RelatedWorkReply:
+    """The offline section for the idea "graph networks for molecules"."""
+    return offline_related_work(
+        RelatedWorkInput(
+            idea="graph networks for molecules",
+            references=references,
+            sentences=sentences,
+            words=words,
+        )
+    )
 
 
 # Offline, on the bundled abstracts.
@@ -379,11 +392,7 @@ def test_short_shares_name_references_rather_than_quote_their_asides() -> None:
         )
         for n, subject in enumerate(subjects)
     ]
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules", references=references, sentences=10, words=30
-        )
-    )
+    reply = on_molecules(references=references, sentences=10, words=30)
     quoted, named = quoted_and_named(reply.text)
     assert len(quoted) == 2 and len(named) == 2 and "released" not in reply.text
     assert section_sentences(reply.text)[-1] == f"{ALSO_RELATED} [{named[0]}] and [{named[1]}]."
@@ -396,14 +405,7 @@ def test_a_quoted_sentence_drops_what_only_says_where_its_claim_is_made() -> Non
         "message passing over molecular graphs. However, graph networks overfit small "
         "molecular datasets. Abstract interpretation bounds the outputs of neural classifiers."
     )
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules",
-            references=[scored_reference("m", "", abstract)],
-            sentences=4,
-            words=60,
-        )
-    )
+    reply = on_molecules(references=[scored_reference("m", "", abstract)], sentences=4, words=60)
     # The work itself, the subject of two of them, is its citation: the way a section cites.
     assert section_sentences(reply.text) == [
         "[m] studies graph networks for molecules.",
@@ -422,14 +424,7 @@ def test_a_quoted_sentence_speaks_of_the_work_in_the_third_person() -> None:
         "We train graph networks on our molecular datasets. With this approach, we predict "
         "toxicity of unseen molecules. The study of protein folding is growing quickly."
     )
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules",
-            references=[scored_reference("g", "", abstract)],
-            sentences=3,
-            words=60,
-        )
-    )
+    reply = on_molecules(references=[scored_reference("g", "", abstract)], sentences=3, words=60)
     assert section_sentences(reply.text) == [
         # "We" was the authors of [g]: the citation is the subject, "our" is "their".
         "[g] train graph networks on their molecular datasets.",
@@ -512,13 +507,8 @@ def test_offline_spends_the_words_left_on_the_abstracts_other_sentences() -> Non
         "Graph networks model molecules. Training uses stochastic gradient descent with "
         "momentum. Atoms exchange messages along their chemical bonds."
     )
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules",
-            references=[scored_reference("s", "Survey", abstract)],
-            sentences=5,
-            words=60,
-        )
+    reply = on_molecules(
+        references=[scored_reference("s", "Survey", abstract)], sentences=5, words=60
     )
     # The two sentences sharing no term with the idea still fill the words, in the
     # abstract's order.
@@ -537,11 +527,7 @@ def test_a_table_of_contents_given_as_an_abstract_is_named_not_quoted() -> None:
         scored_reference("g", "", "Graph networks model molecules from their chemical bonds."),
         scored_reference("m", "The market for lemons", contents),
     ]
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules", references=references, sentences=5, words=60
-        )
-    )
+    reply = on_molecules(references=references, sentences=5, words=60)
     # Its entries and page numbers say nothing of the work: the section gives its title.
     assert "489" not in reply.text and "\u2014" not in reply.text
     assert section_sentences(reply.text) == [
@@ -555,14 +541,7 @@ def test_the_words_left_go_to_what_a_work_does_not_to_how_it_scored() -> None:
         "Graph networks model molecules. Message passing carries features along chemical "
         "bonds. Experiments show a 12% gain on thirty public datasets."
     )
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules",
-            references=[scored_reference("s", "", abstract)],
-            sentences=10,
-            words=60,
-        )
-    )
+    reply = on_molecules(references=[scored_reference("s", "", abstract)], sentences=10, words=60)
     # The words are there for the evaluation's report, but the section describes the approach.
     assert reply.text == (
         "Graph networks model molecules [s]. Message passing carries features along chemical "
@@ -631,11 +610,7 @@ def test_works_alike_stand_together_after_the_most_relevant() -> None:
         scored_reference("b", "", "Convolutional networks classify images of handwritten digits."),
         scored_reference("c", "", "Message passing over bonds predicts properties of molecules."),
     ]
-    reply = offline_related_work(
-        RelatedWorkInput(
-            idea="graph networks for molecules", references=references, sentences=10, words=60
-        )
-    )
+    reply = on_molecules(references=references, sentences=10, words=60)
     # [c] says what [a] says and follows it, ahead of [b], the debate's second but unlike [a].
     assert [bracketed(sentence) for sentence in section_sentences(reply.text)] == [
         {"a"},
