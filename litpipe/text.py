@@ -199,6 +199,21 @@ def reports_evaluation(sentence: str) -> bool:
     return bool(_REPORTS_EVALUATION.search(sentence))
 
 
+# An opening word that points back at the sentence before ("This method", "It", "These
+# results"), the work itself ("This paper") aside.
+_POINTS_BACK = re.compile(
+    r"^(?:this|these|those|it|its|they|their|such|both)\b(?!\s+(?:paper|work|article|study"
+    r"|letter|note|report|thesis|dissertation|chapter)\b)",
+    re.I,
+)
+
+
+def points_back(sentence: str) -> bool:
+    """Whether the sentence opens by pointing back at the one before it: alone, it names
+    nothing."""
+    return bool(_POINTS_BACK.match(sentence))
+
+
 # A citation of other work in a paper's own text: author and year ("(Diss and Lehner 2018;",
 # "Faure et al. 2022", "(Smith, 2010)") or a numbered reference ("[12]", "[3, 4]", "[5-7]").
 _CITES_OTHER_WORK = re.compile(

@@ -218,6 +218,14 @@ def test_the_theme_is_the_sentence_most_central_to_what_the_papers_share() -> No
         "slow polymerases (Smith et al. 2008; Diss and Lehner 2018)",
     )
     assert offline_theme([background, *others]) in separate
+    # Nor a sentence that names nothing without the one before it.
+    pointing = insight(
+        "t1",
+        "p9",
+        "They slow polymerases at stalled replication forks, alkylation damage of DNA and "
+        "repair proteins at chromatin",
+    )
+    assert offline_theme([pointing, *others]) in separate
     # A heading an insight quoted in capitals, or a fragment, is never the theme.
     headed = [
         insight("h1", "p1", "RETRIEVAL-AUGMENTED LARGE LANGUAGE MODELS FOR OPEN QUESTIONS"),

@@ -84,7 +84,7 @@ from litpipe.llm.prompts import fence
 from litpipe.retrieval.centrality import query_focused_lexrank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
-from litpipe.text import overlap, reports_evaluation, sentences
+from litpipe.text import overlap, points_back, reports_evaluation, sentences
 
 log = logging.getLogger(__name__)
 
@@ -324,13 +324,6 @@ _THIRD_PERSON = {
     "ourselves": "themselves",
     "us": "them",
 }
-# An opening word that points back at the sentence before ("This method", "It", "These
-# results"), the work itself ("This paper") aside.
-_POINTS_BACK = re.compile(
-    r"^(?:this|these|those|it|its|they|their|such|both)\b(?!\s+(?:paper|work|article|study"
-    r"|letter|note|report|thesis|dissertation|chapter)\b)",
-    re.I,
-)
 
 
 def _third_person(text: str) -> str:
@@ -452,7 +445,7 @@ def _candidates(inputs: RelatedWorkInput, idea: list[_IdeaSentence]) -> list[lis
                 count_words(text),
                 frozenset(sentence_terms),
                 score,
-                points_back=bool(_POINTS_BACK.match(quoted)),
+                points_back=points_back(quoted),
                 reports_evaluation=reports_evaluation(quoted),
             )
         )

@@ -62,6 +62,7 @@ from litpipe.text import (
     looks_named,
     marker,
     markers_in,
+    points_back,
     reports_evaluation,
     sentences,
     strip_markers,
@@ -648,7 +649,8 @@ def offline_theme(insights: list[Insight]) -> str:
     ranks first on the graph of their TF-IDF cosines with the edges between sentences of one
     paper dropped, so that a paper repeating itself makes no theme; ranked over the
     CENTRAL_SAMPLE closest to their TF-IDF centroid, so that the work stays linear in the
-    insights. A sentence reporting an evaluation is taken only when no other is left. For one
+    insights. A sentence reporting an evaluation, or opening by pointing back ("They ..."), is
+    taken only when no other is left. For one
     paper, its most central sentence; empty when no insight has a whole sentence."""
     candidates = [
         (_paper_of(insight), text)
@@ -662,6 +664,8 @@ def offline_theme(insights: list[Insight]) -> str:
     # where any sentence says more. A figure counts as a report, so a sentence citing other work
     # by year or number ("(Smith et al. 2008)", "[12]") is passed over too.
     kept = [i for i in whole if not reports_evaluation(candidates[i][1])] or whole
+    # A theme stands alone: "They accumulate in stem cells" names nothing without its antecedent.
+    kept = [i for i in kept if not points_back(candidates[i][1])] or kept
     if not kept:
         return ""
     sample = [kept[i] for i in closest_to_centroid([terms[i] for i in kept], CENTRAL_SAMPLE)]
