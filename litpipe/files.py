@@ -15,10 +15,13 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from litpipe.stopping import WAKE_S
 
 
 def temporary_path(path: Path) -> Path:
@@ -54,10 +57,20 @@ def write_atomically(path: Path, content: str | bytes) -> Path:
 def exclusive_lock(path: Path) -> Iterator[None]:
     """Held by one process of this machine at a time (an exclusive `flock` on `path`, created
     with its folder when missing); the system releases it when its process dies, so a killed
-    holder never blocks the others. Not re-entrant: a process taking it twice waits for itself."""
+    holder never blocks the others. Not re-entrant: a process taking it twice waits for itself.
+
+    A taken lock is tried again after a wait that doubles up to `WAKE_S`, rather than waited
+    for in one blocking call, which a signal handled on another thread would not interrupt."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        wait_s = 0.001
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(wait_s)
+                wait_s = min(2 * wait_s, WAKE_S)
         try:
             yield
         finally:

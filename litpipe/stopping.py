@@ -7,12 +7,33 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from contextlib import contextmanager
 from types import FrameType
+from typing import TypeVar
 
 # Ctrl-C and `kill`: the signals that ask a command to stop.
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 STOPPED_EXIT = 130  # the shell's code for a command stopped by Ctrl-C
+# The longest the main thread waits on another thread or process before it wakes. The kernel may
+# deliver SIGTERM to any thread of the process; Python runs the handler on the main thread only
+# once that thread wakes, so an unbounded wait (for a model's reply, for a lock) would hold a stop
+# until the wait ended on its own.
+WAKE_S = 0.2
+
+R = TypeVar("R")
+
+
+def result_when_done(future: futures.Future[R]) -> R:
+    """`future.result()`, waking every `WAKE_S` so that a signal is handled while it waits; if
+    the wait is interrupted (a stop), the future is cancelled: nothing is left waiting on it."""
+    try:
+        while not future.done():
+            futures.wait([future], timeout=WAKE_S)
+    except BaseException:
+        future.cancel()
+        raise
+    return future.result()
 
 
 @contextmanager

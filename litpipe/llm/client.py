@@ -46,6 +46,7 @@ from litpipe.llm.errors import (
 )
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.settings import Route, Settings, StructuredOutput
+from litpipe.stopping import result_when_done
 from litpipe.url_credentials import split_basic_auth
 
 logger = logging.getLogger(__name__)
@@ -718,4 +719,4 @@ def _run_sync(coroutine: Coroutine[Any, Any, R]) -> R:
     if running is loop:
         coroutine.close()
         raise RuntimeError("a synchronous call from the model-call loop would wait for itself")
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+    return result_when_done(asyncio.run_coroutine_threadsafe(coroutine, loop))
