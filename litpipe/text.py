@@ -29,10 +29,13 @@ _OPENING_MARKS = "\"'\u201c\u2018([{"
 _CLOSING_MARKS = "\"'\u201d\u2019)]}.,;:!?"
 # A full stop, ! or ? (and any closing quotes or brackets) followed by space and a capital or digit.
 # Bracketed references written after the full stop ("... sites. [12]", "... sites. [a:3]") end
-# the sentence they follow rather than open the next one.
+# the sentence they follow rather than open the next one. One written before it ("... sites
+# [a:3].") ends its sentence whatever follows: a quoted sentence may open in lower case, where a
+# passage began mid-sentence.
 _SENTENCE_END = re.compile(
     r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,120}\])*"
     r"(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
+    r"|(?<=\])[.!?](?=\s)"
 )
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)$")
@@ -411,6 +414,27 @@ _PARTS = re.compile(r"([A-Za-z0-9._-]+):(\d+)")
 
 def marker(paper_id: str, page: int) -> str:
     return f"[{paper_id}:{page}]"
+
+
+_TERMINAL = re.compile(r"([.!?])$")
+# A whole sentence opens with a capital, a digit or an opening mark and ends with its stop.
+_WHOLE = re.compile(r"[\"'\u201c\u2018(\[]*[A-Z0-9].*[.!?][\"'\u201d\u2019)\]]*", re.S)
+
+
+def whole_sentence(sentence: str) -> bool:
+    """Whether the sentence (markers removed) is whole, not one cut by a passage's boundary."""
+    return bool(_WHOLE.fullmatch(sentence))
+
+
+def cite(sentence: str, written_marker: str) -> str:
+    """The sentence with its marker before its closing full stop ("... [p1:3].").
+
+    Inside the sentence, so that the marker never opens the next one when sentences are split.
+    """
+    sentence = " ".join(sentence.split())
+    if _TERMINAL.search(sentence):
+        return f"{sentence[:-1]} {written_marker}{sentence[-1]}"
+    return f"{sentence} {written_marker}"
 
 
 def markers_in(text: str) -> list[tuple[str, int]]:

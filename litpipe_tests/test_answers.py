@@ -27,7 +27,8 @@ from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 # A marker and the text before it, back to the previous marker.
-_CITED_UNIT = re.compile(r"\s*(.*?)\s*\[([A-Za-z0-9._-]+):(\d+)\]")
+# A cited sentence: its words, its marker, and its closing full stop ("... damage [p1:5].").
+_CITED_UNIT = re.compile(r"\s*(.*?)\s*\[([A-Za-z0-9._-]+):(\d+)\]([.!?]?)")
 
 
 REV1 = "Loss of REV1 caused the strongest sensitivity to alkylation damage."
@@ -67,8 +68,11 @@ SENSITIVITY = question("Which genes confer sensitivity to alkylation damage?")
 
 
 def cited_units(text: str) -> list[tuple[str, str, int]]:
-    """(sentence, paper id, page) for every marker of `text`; fails on uncited text."""
-    units = [(m.group(1), m.group(2), int(m.group(3))) for m in _CITED_UNIT.finditer(text)]
+    """(sentence, paper id, page) for every marker of `text`, the sentence as written in its
+    passage; fails on uncited text."""
+    units = [
+        (m.group(1) + m.group(4), m.group(2), int(m.group(3))) for m in _CITED_UNIT.finditer(text)
+    ]
     assert _CITED_UNIT.sub("", text).strip() == "", f"uncited text in {text!r}"
     return units
 
@@ -92,7 +96,7 @@ def test_offline_answer_is_evidence_sentences_each_cited_and_resolving() -> None
     assert_verbatim_and_cited(reply.answer, EVIDENCE)
     # A sentence broken over lines in the passage is quoted with its words, spaced once.
     assert reply.answer.startswith(
-        "In human cells, REV1 knockdown increased sensitivity to temozolomide. [lee2024:3]"
+        "In human cells, REV1 knockdown increased sensitivity to temozolomide [lee2024:3]."
     )
 
 
@@ -100,9 +104,32 @@ def test_offline_answer_picks_the_answering_sentence_over_off_topic_ones() -> No
     reply = offline_answer(AnswerInput(question=SENSITIVITY, evidence=EVIDENCE))
     sentences = [sentence for sentence, _, _ in cited_units(reply.answer)]
     assert sentences[0] == REV1
-    assert f"{REV1} [smith2023:5]" in reply.answer
+    assert f"{REV1[:-1]} [smith2023:5]." in reply.answer
     for off_topic in (GROWTH, "Plates were imaged daily.", "Figure 3 shows growth curves."):
         assert off_topic not in reply.answer
+
+
+def test_a_passage_cut_mid_sentence_is_not_quoted_from_its_fragment() -> None:
+    # The chunker cut a long sentence: the second passage opens on its tail.
+    whole = "Furthermore, we showed that the REV1 protein performs several functions in damage tolerance."
+    evidence = [
+        retrieved_chunk("smith2023", 0, 4, REV1),
+        retrieved_chunk(
+            "smith2023", 1, 5, "showed that the REV1 protein performs several functions."
+        ),
+        retrieved_chunk("smith2023", 2, 6, whole),
+    ]
+    functions = question("Which functions does the REV1 protein perform?")
+    reply = offline_answer(AnswerInput(question=functions, evidence=evidence))
+    assert (
+        "showed that the REV1 protein performs several functions [smith2023:5]" not in reply.answer
+    )
+    assert reply.answer.startswith(f"{whole[:-1]} [smith2023:6].")
+    # Where nothing whole answers, the fragment is better than nothing.
+    only_cut = offline_answer(AnswerInput(question=functions, evidence=evidence[1:2]))
+    assert (
+        only_cut.answer == "showed that the REV1 protein performs several functions [smith2023:5]."
+    )
 
 
 def test_the_better_ranked_passage_wins_a_tie() -> None:
@@ -110,7 +137,7 @@ def test_the_better_ranked_passage_wins_a_tie() -> None:
     evidence = [retrieved_chunk("lee2024", 0, 2, same), retrieved_chunk("smith2023", 1, 6, same)]
     reply = offline_answer(AnswerInput(question=SENSITIVITY, evidence=evidence))
     # Said twice, quoted once: from the passage the reranker put first.
-    assert reply.answer == f"{same} [lee2024:2]"
+    assert reply.answer == "Alkylation damage stalls replication forks [lee2024:2]."
 
 
 def test_a_question_the_passages_do_not_touch_gets_the_fixed_sentence(tmp_path: Path) -> None:

@@ -113,3 +113,14 @@ def test_a_marker_after_the_full_stop_ends_the_sentence_it_cites() -> None:
         "Taken together, forks stall. [smith2020:3].",
         "Repair then resumes [a:1; b:2].",
     ]
+
+
+def test_a_marker_before_the_full_stop_ends_its_sentence_whatever_follows() -> None:
+    # A quoted passage may open mid-sentence, in lower case; it is still a sentence of its own.
+    text = "Flies lacking REV1 are sensitive [a:2]. mutants of pol zeta are too [b:3]. Both matter."
+
+    assert cited_sentences(text) == [
+        "Flies lacking REV1 are sensitive [a:2].",
+        "mutants of pol zeta are too [b:3].",
+        "Both matter.",
+    ]

@@ -113,13 +113,13 @@ def test_the_offline_answer_draws_on_every_paper_before_saying_more_of_one() -> 
     answer = offline_query_answer(QueryAnswerInput(question=question, evidence=evidence, words=15))
     # Paper a's second sentence scores above b's and c's, but each paper is cited first.
     assert answer.answer == (
-        "Protein coronas form by adsorption. [pa:1] Serum protein binds to lipids. [pb:1] "
-        "Corona size was measured. [pc:1]"
+        "Protein coronas form by adsorption [pa:1]. Serum protein binds to lipids [pb:1]. "
+        "Corona size was measured [pc:1]."
     )
     roomy = offline_query_answer(QueryAnswerInput(question=question, evidence=evidence, words=40))
     # With words to spare, the rest of the passages follow, the unrelated sentence last.
     assert roomy.answer.endswith(
-        "Coronas then form again in plasma. [pa:1] The weather was fine. [pc:1]"
+        "Coronas then form again in plasma [pa:1]. The weather was fine [pc:1]."
     )
 
 
@@ -142,7 +142,7 @@ def test_every_citation_names_a_paper_of_its_question(
         for paper_id, number in markers:
             assert (paper_id, int(number)) in snippets
         # Offline, every sentence is a snippet's own words, cited with that snippet's marker.
-        cited_sentences = re.findall(r"\s*(.+?) \[(p\d+):(\d+)\]", result.answer)
+        cited_sentences = re.findall(r"\s*(.+?) \[(p\d+):(\d+)\][.!?]?", result.answer)
         assert len(cited_sentences) == len(markers)
         for text, paper_id, number in cited_sentences:
             assert text in " ".join(snippets[(paper_id, int(number))].split())

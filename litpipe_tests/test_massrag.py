@@ -93,8 +93,8 @@ def test_the_offline_reasoner_pairs_sentences_of_different_papers_sharing_terms(
 
 
 def test_offline_reconciliation_orders_by_support_across_views() -> None:
-    once = f"{TLS} [lee2024:3]"
-    thrice = f"{REV1} [smith2023:5]"
+    once = f"{TLS[:-1]} [lee2024:3]."
+    thrice = f"{REV1[:-1]} [smith2023:5]."
     views = {"summarizer": f"{once} {thrice}", "extractor": thrice, "reasoner": thrice}
     reply = offline_reconcile(ReconcileInput(question=SENSITIVITY, evidence=EVIDENCE, views=views))
     assert reply.answer == f"{thrice} {once}"

@@ -22,7 +22,7 @@ from litpipe.citations import chunk_marker
 from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import Answer, Question, QuestionEvidence, RetrievedChunk
-from litpipe.text import without_markers
+from litpipe.text import cite, whole_sentence, without_markers
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,8 @@ class EvidenceSentence:
 
     @property
     def cited(self) -> str:
-        return f"{self.text} {chunk_marker(self.chunk)}"
+        """The sentence with its passage's marker before its full stop."""
+        return cite(self.text, chunk_marker(self.chunk))
 
 
 def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> list[EvidenceSentence]:
@@ -116,8 +117,10 @@ def best_sentences(
     question: str, evidence: Sequence[RetrievedChunk], most: int = MAX_ANSWER_SENTENCES
 ) -> list[EvidenceSentence]:
     """The sentences that best answer the question, best first; none when no sentence holds any
-    of its terms."""
+    of its terms. Whole sentences only, unless none is: a passage cut mid-sentence opens on a
+    fragment ("showed that the REV1 protein ...") that the passage before it holds whole."""
     relevant = [s for s in evidence_sentences(question, evidence) if s.coverage > 0]
+    relevant = [s for s in relevant if whole_sentence(s.text)] or relevant
     if not relevant:
         return []
     floor = MIN_SHARE_OF_BEST * max(s.score for s in relevant)
@@ -127,7 +130,8 @@ def best_sentences(
 
 
 def cited_text(sentences: Sequence[EvidenceSentence], nothing: str = NO_ANSWER) -> str:
-    """The sentences, each followed by its passage's marker; `nothing` when there are none."""
+    """The sentences, each with its passage's marker before its full stop; `nothing` when there
+    are none."""
     return " ".join(s.cited for s in sentences) if sentences else nothing
 
 

@@ -10,8 +10,6 @@ evidence sentence is the passage's own sentence, its marker put before its closi
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field
 
 from litpipe import citations
@@ -20,6 +18,7 @@ from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import Insight, RetrievedChunk
 from litpipe.text import (
+    cite,
     markers_in,
     overlap,
     sentences,
@@ -35,18 +34,6 @@ EVIDENCE_SENTENCES = 3
 MAX_REDUNDANCY = 0.8
 # Fewer terms than this is a fragment ("See Fig. 2."), not a claim.
 MIN_SENTENCE_TERMS = 4
-_TERMINAL = re.compile(r"([.!?])$")
-
-
-def cite(sentence: str, written_marker: str) -> str:
-    """The sentence with its marker before its closing full stop ("... [p1:3].").
-
-    Inside the sentence, so that the marker never opens the next one when sentences are split.
-    """
-    sentence = " ".join(sentence.split())
-    if _TERMINAL.search(sentence):
-        return f"{sentence[:-1]} {written_marker}{sentence[-1]}"
-    return f"{sentence} {written_marker}"
 
 
 def cited_insight(insight: Insight) -> str:

@@ -17,7 +17,6 @@ what the judge found missing, and ends when nothing is.
 from __future__ import annotations
 
 import functools
-import re
 
 from pydantic import BaseModel, Field
 
@@ -27,13 +26,11 @@ from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RetrievedChunk
-from litpipe.text import sentences, strip_markers
+from litpipe.text import sentences, strip_markers, whole_sentence
 
 # A first draft this short leaves the judge something to find, as MAIS's loop expects.
 FIRST_DRAFT_SENTENCES = 3
 HIGHLIGHTS = 3
-# A whole sentence opens with a capital, a digit or an opening mark and ends with its stop.
-_WHOLE = re.compile(r"[\"'\u201c\u2018(\[]*[A-Z0-9].*[.!?][\"'\u201d\u2019)\]]*", re.S)
 NO_PREVIOUS = "(none: this is the first draft)"
 NO_TOPICS = "(none)"
 
@@ -76,7 +73,7 @@ def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
     are often cut by its boundaries (the neighbouring chunk holds them whole), and a fragment
     would run into the next sentence of a summary. All of them if none is whole."""
     cited = evidence_sentences(passages)
-    whole = [sentence for sentence in cited if _WHOLE.fullmatch(unmarked(sentence))]
+    whole = [sentence for sentence in cited if whole_sentence(unmarked(sentence))]
     return whole or cited
 
 

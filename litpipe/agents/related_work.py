@@ -79,12 +79,12 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS, cite
+from litpipe.agents.paper_summary import MIN_SENTENCE_TERMS
 from litpipe.llm.prompts import fence
 from litpipe.retrieval.centrality import query_focused_lexrank, tfidf_cosines
 from litpipe.retrieval.text import tokenize
 from litpipe.schemas import ScoredReference
-from litpipe.text import overlap, points_back, reports_evaluation, sentences
+from litpipe.text import cite, overlap, points_back, reports_evaluation, sentences
 
 log = logging.getLogger(__name__)
 
