@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import json
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -29,7 +28,7 @@ from pydantic import BaseModel
 
 from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers
 from litpipe.agents.answers import answer_questions
-from litpipe.agents.base import Agent, run_agent
+from litpipe.agents.base import Agent, ModelBatch, run_agent
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.plain_summary import write_plain_summary
@@ -74,7 +73,7 @@ from litpipe.workflows.relationship_analysis import analyse
 from litpipe.workflows.synthesis import write_synthesis
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
-from litpipe_tests.schema_replies import Choices, SeededChoices, drawn, reply, vocabulary
+from litpipe_tests.schema_replies import Choices, drawn, reply, vocabulary
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -94,28 +93,19 @@ class GeneratedClient:
     """Stands in for `LLMClient`: every reply generated from the schema asked for, then parsed
     and validated as the client does, with one repair (a second reply).
 
-    On the test's thread hypothesis draws every choice (so failures shrink). A stage that asks
-    from worker threads (MASS-RAG's three views) gets replies seeded by a drawn number and the
-    messages, hypothesis allowing no draw off its thread: the same replies whatever the order
-    the threads run in.
+    Hypothesis draws every choice, so failures shrink.
     """
 
     def __init__(self, data: st.DataObject) -> None:
         self.data = data
-        self.thread = threading.get_ident()
-        self.seed = data.draw(st.integers(0, 2**32))
         self.agents: list[str] = []
 
     def complete_sync(self, route: Route, messages: list[dict[str, str]], schema: type[T]) -> T:
         self.agents.append(route.agent)
         words = vocabulary(messages)
         problem = ""
-        for attempt in range(2):
-            choices: Choices = (
-                drawn(self.data)
-                if threading.get_ident() == self.thread
-                else SeededChoices(f"{self.seed}:{attempt}:{json.dumps(messages)}")
-            )
+        for _ in range(2):
+            choices: Choices = drawn(self.data)
             text = json.dumps(reply(schema.model_json_schema(), choices, words), ensure_ascii=False)
             try:
                 return parse_reply(text, schema)
@@ -130,6 +120,9 @@ class GeneratedClient:
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
     ) -> list[T]:
         return [self.complete_sync(route, messages, schema) for messages in list_of_messages]
+
+    def complete_batches_sync(self, batches: Sequence[ModelBatch]) -> list[list[BaseModel]]:
+        return [self.complete_many_sync(*batch) for batch in batches]
 
 
 @cache

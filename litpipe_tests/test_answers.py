@@ -111,7 +111,10 @@ def test_offline_answer_picks_the_answering_sentence_over_off_topic_ones() -> No
 
 def test_a_passage_cut_mid_sentence_is_not_quoted_from_its_fragment() -> None:
     # The chunker cut a long sentence: the second passage opens on its tail.
-    whole = "Furthermore, we showed that the REV1 protein performs several functions in damage tolerance."
+    whole = (
+        "Furthermore, we showed that the REV1 protein performs several functions in damage "
+        "tolerance."
+    )
     evidence = [
         retrieved_chunk("smith2023", 0, 4, REV1),
         retrieved_chunk(

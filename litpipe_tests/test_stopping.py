@@ -1,8 +1,8 @@
 """A stop signal the kernel hands to a thread other than the main one (it may pick any thread of
-the process) still stops the main thread's waits at once: for a model's reply, and for a lock
-another process holds. Python runs the handler on the main thread only when that thread wakes;
-a wait that never woke held the stop until the reply came (CI saw `litpipe backfill` ignore
-SIGTERM for the stub's 300 s)."""
+the process) still stops the main thread's waits at once: for a model's replies (MASS-RAG's
+three views among them), and for a lock another process holds. Python runs the handler on the
+main thread only when that thread wakes; a wait that never woke held the stop until the reply
+came (CI saw `litpipe backfill` ignore SIGTERM for the stub's 300 s)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,22 @@ import fcntl
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from litpipe.agents.answers import answer_questions
+from litpipe.agents.massrag import VIEW_AGENTS
 from litpipe.files import exclusive_lock
 from litpipe.llm.client import LLMClient, model_call_loop
+from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
+from litpipe.schemas import QuestionEvidence
 from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_answers import EVIDENCE, SENSITIVITY
 
 
 class StopAsked(Exception):
@@ -59,21 +64,44 @@ def sigterm_on_another_thread(when: threading.Event) -> threading.Thread:
     return thread
 
 
-def test_a_stop_taken_on_another_thread_ends_the_wait_for_a_reply_and_cancels_the_call(
-    tmp_path: Path,
+def ask_for_a_note(client: LLMClient) -> None:
+    client.complete_sync(client.settings.route("note"), [{"role": "user", "content": "hi"}], Note)
+
+
+def ask_for_the_three_views(client: LLMClient) -> None:
+    """A question answered by MASS-RAG: its summarizer, extractor and reasoner asked at once."""
+    settings = client.settings.model_copy(
+        update={
+            "synthesis": client.settings.synthesis.model_copy(update={"answer_mode": "multi_view"})
+        }
+    )
+    item = QuestionEvidence(question=SENSITIVITY, chunks=EVIDENCE, reranked=True)
+    answer_questions([item], settings, PromptLibrary(None), client)
+
+
+@pytest.mark.parametrize(
+    ("asking", "calls"), [(ask_for_a_note, 1), (ask_for_the_three_views, len(VIEW_AGENTS))]
+)
+def test_a_stop_taken_on_another_thread_ends_the_wait_for_replies_and_cancels_the_calls(
+    tmp_path: Path, asking: Callable[[LLMClient], None], calls: int
 ) -> None:
     asked = threading.Event()
+    received: list[object] = []
+
+    def on_request(body: object) -> None:
+        received.append(body)
+        if len(received) == calls:
+            asked.set()
+
     with StubLLM(latency_s=120, lifetime_s=180) as stub, sigterm_raises_stop_asked():
-        stub.respond("stub", lambda body: asked.set())
+        stub.respond("stub", on_request)
         client = LLMClient(stub_settings(tmp_path, stub), UsageLedger(tmp_path / "usage.jsonl"))
         loop = model_call_loop()
         tasks_before = asyncio.run_coroutine_threadsafe(_tasks_left(), loop).result()
         sigterm_on_another_thread(asked)
         started = time.monotonic()
         with pytest.raises(StopAsked):
-            client.complete_sync(
-                client.settings.route("note"), [{"role": "user", "content": "hi"}], Note
-            )
+            asking(client)
         waited = time.monotonic() - started
         # The call was abandoned, not left running on the model-call loop.
         deadline = time.monotonic() + 10
@@ -82,7 +110,7 @@ def test_a_stop_taken_on_another_thread_ends_the_wait_for_a_reply_and_cancels_th
             if tasks_after <= tasks_before:
                 break
             time.sleep(0.05)
-    assert asked.is_set() and waited < 10, f"the stop waited {waited:.1f} s for the reply"
+    assert asked.is_set() and waited < 10, f"the stop waited {waited:.1f} s for the replies"
     assert tasks_after <= tasks_before
 
 

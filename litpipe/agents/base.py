@@ -34,13 +34,19 @@ class StructuredClient(Protocol):
     ) -> Schema: ...
 
 
+# One agent's batch for a model: its route, one conversation per input, its reply schema.
+ModelBatch = tuple[Route, Sequence[list[dict[str, str]]], type[BaseModel]]
+
+
 class BatchClient(Protocol):
     """What a stage asking an agent many things at once needs of the LLM client: validated
-    replies to many conversations, sent concurrently."""
+    replies to many conversations, sent concurrently; and several agents' batches at once."""
 
     def complete_many_sync(
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[Schema]
     ) -> list[Schema]: ...
+
+    def complete_batches_sync(self, batches: Sequence[ModelBatch]) -> list[list[BaseModel]]: ...
 
 
 class ModelClient(StructuredClient, BatchClient, Protocol):
@@ -123,11 +129,20 @@ def run_agent(
     route = settings.route(agent.name)
     if route.offline:
         return agent.offline(inputs)
+    return _given(client, agent, route).complete_sync(
+        route, agent.messages(inputs, prompts), agent.reply_schema
+    )
+
+
+C = TypeVar("C")
+
+
+def _given(client: C | None, agent: Agent[Any, Any], route: Route) -> C:
     if client is None:
         raise ValueError(
             f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
         )
-    return client.complete_sync(route, agent.messages(inputs, prompts), agent.reply_schema)
+    return client
 
 
 def run_batch(
@@ -142,11 +157,33 @@ def run_batch(
     route = settings.route(agent.name)
     if route.offline:
         return [agent.offline(inputs) for inputs in batch]
-    if client is None:
-        raise ValueError(
-            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
-        )
+    model_client = _given(client, agent, route)
     if not batch:
         return []
     conversations = [agent.messages(inputs, prompts) for inputs in batch]
-    return client.complete_many_sync(route, conversations, agent.reply_schema)
+    return model_client.complete_many_sync(route, conversations, agent.reply_schema)
+
+
+def run_batches(
+    agents: Sequence[Agent[In, Any]],
+    batch: Sequence[In],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: BatchClient | None,
+) -> list[list[Any]]:
+    """Each agent's replies to the same inputs, as `run_batch` gives them; the model calls of
+    all the agents go at once, and the caller waits for them in one wait (which a stop ends:
+    no thread is left waiting on a reply)."""
+    replies: dict[int, list[Any]] = {}
+    asked: dict[int, ModelBatch] = {}
+    for index, agent in enumerate(agents):
+        route = settings.route(agent.name)
+        if route.offline or not batch:
+            replies[index] = run_batch(agent, batch, settings, prompts, client)
+        else:
+            _given(client, agent, route)
+            conversations = [agent.messages(inputs, prompts) for inputs in batch]
+            asked[index] = (route, conversations, agent.reply_schema)
+    if asked and client is not None:
+        replies.update(zip(asked, client.complete_batches_sync(list(asked.values())), strict=True))
+    return [replies[index] for index in range(len(agents))]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from typing import Any
 
@@ -47,7 +46,7 @@ from litpipe.agents.answering import (
     evidence_sentences,
     question_and_passages,
 )
-from litpipe.agents.base import Agent, BatchClient, Reply, engine_name, run_batch
+from litpipe.agents.base import Agent, BatchClient, Reply, engine_name, run_batch, run_batches
 from litpipe.citations import chunk_marker
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.retrieval.text import content_terms, tokenize
@@ -235,12 +234,8 @@ def _views_of(
 ) -> list[dict[str, str]]:
     """Each question's three views, by view name, their citations checked: the three views of
     every question asked as three concurrent batches."""
-    with ThreadPoolExecutor(max_workers=len(VIEW_AGENTS)) as pool:
-        asked = {
-            view: pool.submit(run_batch, agent, batch, settings, prompts, client)
-            for view, agent in VIEW_AGENTS.items()
-        }
-        replies = {view: future.result() for view, future in asked.items()}
+    asked = run_batches(list(VIEW_AGENTS.values()), batch, settings, prompts, client)
+    replies = dict(zip(VIEW_AGENTS, asked, strict=True))
     return [
         {
             view: checked_citations(

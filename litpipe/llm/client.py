@@ -151,6 +151,24 @@ class LLMClient:
             return [cast(T, cached) for _, cached in lookups]
         return _run_sync(self._complete_many(route, list_of_messages, schema, lookups))
 
+    def complete_batches_sync(
+        self, batches: Sequence[tuple[Route, Sequence[Messages], type[BaseModel]]]
+    ) -> list[list[BaseModel]]:
+        """`complete_many_sync` of several batches (several agents' conversations) at once:
+        their calls share `llm.concurrency`, and the caller waits once for all of them. As in
+        `complete_many`, every call runs to its end before the first failure is raised."""
+
+        async def every_batch() -> list[list[BaseModel]]:
+            replies = await asyncio.gather(
+                *(self.complete_many(*batch) for batch in batches), return_exceptions=True
+            )
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+            return cast(list[list[BaseModel]], replies)
+
+        return _run_sync(every_batch())
+
     def _lookup(
         self, route: Route, messages: Messages, schema: type[T]
     ) -> tuple[str | None, T | None]:
