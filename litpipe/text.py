@@ -421,9 +421,13 @@ _TERMINAL = re.compile(r"([.!?])$")
 _WHOLE = re.compile(r"[\"'\u201c\u2018(\[]*[A-Z0-9].*[.!?][\"'\u201d\u2019)\]]*", re.S)
 
 
+# A bracket closed before any is opened: the sentence opens inside one ("2016), traced ...").
+_CLOSED_UNOPENED = re.compile(r"[^(\[]*?[)\]]")
+
+
 def whole_sentence(sentence: str) -> bool:
     """Whether the sentence (markers removed) is whole, not one cut by a passage's boundary."""
-    return bool(_WHOLE.fullmatch(sentence))
+    return bool(_WHOLE.fullmatch(sentence)) and not _CLOSED_UNOPENED.match(sentence)
 
 
 def cite(sentence: str, written_marker: str) -> str:

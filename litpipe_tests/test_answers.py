@@ -109,30 +109,31 @@ def test_offline_answer_picks_the_answering_sentence_over_off_topic_ones() -> No
         assert off_topic not in reply.answer
 
 
-def test_a_passage_cut_mid_sentence_is_not_quoted_from_its_fragment() -> None:
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "showed that the REV1 protein performs several functions",
+        "2016), showed that the REV1 protein performs several functions",
+    ],
+)
+def test_a_passage_cut_mid_sentence_is_not_quoted_from_its_fragment(fragment: str) -> None:
     # The chunker cut a long sentence: the second passage opens on its tail.
     whole = (
-        "Furthermore, we showed that the REV1 protein performs several functions in damage "
-        "tolerance."
+        "Furthermore, as others did (Smith et al. 2016), we showed that the REV1 protein performs "
+        "several functions in damage tolerance."
     )
     evidence = [
         retrieved_chunk("smith2023", 0, 4, REV1),
-        retrieved_chunk(
-            "smith2023", 1, 5, "showed that the REV1 protein performs several functions."
-        ),
+        retrieved_chunk("smith2023", 1, 5, f"{fragment}."),
         retrieved_chunk("smith2023", 2, 6, whole),
     ]
     functions = question("Which functions does the REV1 protein perform?")
     reply = offline_answer(AnswerInput(question=functions, evidence=evidence))
-    assert (
-        "showed that the REV1 protein performs several functions [smith2023:5]" not in reply.answer
-    )
+    assert f"{fragment} [smith2023:5]" not in reply.answer
     assert reply.answer.startswith(f"{whole[:-1]} [smith2023:6].")
     # Where nothing whole answers, the fragment is better than nothing.
     only_cut = offline_answer(AnswerInput(question=functions, evidence=evidence[1:2]))
-    assert (
-        only_cut.answer == "showed that the REV1 protein performs several functions [smith2023:5]."
-    )
+    assert only_cut.answer == f"{fragment} [smith2023:5]."
 
 
 def test_the_better_ranked_passage_wins_a_tie() -> None:

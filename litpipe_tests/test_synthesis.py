@@ -16,7 +16,11 @@ import pytest
 from litpipe import citations
 from litpipe.agents import synthesis as synthesis_agent
 from litpipe.agents.cluster_summary import Member, cluster
-from litpipe.agents.paper_summary import EVIDENCE_SENTENCES
+from litpipe.agents.paper_summary import (
+    EVIDENCE_SENTENCES,
+    PaperSummaryInput,
+    offline_paper_summary,
+)
 from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.relationship_analysis.relationships import type_distribution
 from litpipe.agents.synthesis import (
@@ -57,6 +61,7 @@ from litpipe.text import (
     strip_markers,
 )
 from litpipe.workflows.synthesis import synthesis_version, write_synthesis
+from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
 
@@ -1051,3 +1056,26 @@ def test_the_centroid_sample_keeps_the_sentences_most_like_the_others() -> None:
     ]
     assert closest_to_centroid(terms, 3) == [0, 2, 3]
     assert closest_to_centroid(terms, 10) == [0, 1, 2, 3]
+
+
+def test_a_paper_summary_is_grounded_in_whole_sentences_not_a_passage_cut_mid_sentence() -> None:
+    # Two passages the chunker cut inside sentences: each opens on a tail ("2016), traced ...",
+    # "showed that ..."), which the passage before holds whole.
+    evidence = [
+        retrieved_chunk(
+            "ale", 0, 2, "2016), traced the ecological origins of beer brewing strains."
+        ),
+        retrieved_chunk("ale", 1, 3, "showed that ale yeast proteins change across fermentation."),
+        retrieved_chunk(
+            "ale", 2, 4, "We profiled ale yeast proteins across entire fermentation cycles."
+        ),
+    ]
+    inputs = PaperSummaryInput(
+        paper_id="ale",
+        title="Ale yeast protein dynamics",
+        theme="How ale yeast proteins change across fermentation",
+        insights=[],
+        evidence=evidence,
+    )
+    summary = offline_paper_summary(inputs).summary
+    assert summary == "We profiled ale yeast proteins across entire fermentation cycles [ale:4]."

@@ -23,6 +23,7 @@ from litpipe.text import (
     overlap,
     sentences,
     strip_markers,
+    whole_sentence,
 )
 
 # MMR's trade-off between relevance to the insights and novelty (as the retrieval's default).
@@ -45,14 +46,17 @@ def cited_insight(insight: Insight) -> str:
 
 
 def evidence_sentences(evidence: list[RetrievedChunk]) -> list[str]:
-    """Every sentence of the passages, each cited with its passage's marker, in order."""
-    found: list[str] = []
+    """The passages' whole sentences, each cited with its passage's marker, in order: a chunk's
+    first and last sentences are often cut by its boundaries (the neighbouring chunk holds them
+    whole), and a fragment would run into the next sentence of a summary. All of them if none
+    is whole."""
+    found: dict[str, bool] = {}
     for chunk in evidence:
         written_marker = citations.chunk_marker(chunk)
         for span in sentences(chunk.text):
             if len(tokenize(span.text)) >= MIN_SENTENCE_TERMS:
-                found.append(cite(span.text, written_marker))
-    return list(dict.fromkeys(found))
+                found[cite(span.text, written_marker)] = whole_sentence(" ".join(span.text.split()))
+    return [sentence for sentence, whole in found.items() if whole] or list(found)
 
 
 def _terms(text: str) -> set[str]:

@@ -26,7 +26,7 @@ from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
 from litpipe.llm.prompts import fence
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.schemas import RetrievedChunk
-from litpipe.text import sentences, strip_markers, whole_sentence
+from litpipe.text import sentences, strip_markers
 
 # A first draft this short leaves the judge something to find, as MAIS's loop expects.
 FIRST_DRAFT_SENTENCES = 3
@@ -68,15 +68,6 @@ class QuerySummaryReply(BaseModel):
     # judge rejects an empty summary like any other that answers nothing.
 
 
-def source_sentences(passages: list[RetrievedChunk]) -> list[str]:
-    """The passages' whole sentences, each cited, in order: a chunk's first and last sentences
-    are often cut by its boundaries (the neighbouring chunk holds them whole), and a fragment
-    would run into the next sentence of a summary. All of them if none is whole."""
-    cited = evidence_sentences(passages)
-    whole = [sentence for sentence in cited if whole_sentence(unmarked(sentence))]
-    return whole or cited
-
-
 def unmarked(sentence: str) -> str:
     """A cited sentence without its markers, spaced once: what two copies of it share."""
     return " ".join(strip_markers(sentence).split())
@@ -110,7 +101,7 @@ def highlights_of(chosen: list[str], query: str) -> list[str]:
 
 
 def offline_query_summary(inputs: QuerySummaryInput) -> QuerySummaryReply:
-    candidates = source_sentences(inputs.passages)
+    candidates = evidence_sentences(inputs.passages)
     if not inputs.revising:
         relevant = {sentence for _, sentence in ranked_sentences(inputs.query, candidates)}
         if not relevant:

@@ -14,13 +14,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.agents.paper_summary import mmr_sentences
-from litpipe.agents.query_summary import (
-    ranked_sentences,
-    source_sentences,
-    summary_sentences,
-    unmarked,
-)
+from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
+from litpipe.agents.query_summary import ranked_sentences, summary_sentences, unmarked
 from litpipe.agents.summary_judge import covers
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import fence
@@ -46,7 +41,7 @@ class AcusReply(BaseModel):
 
 
 def offline_acus(inputs: AcusInput) -> AcusReply:
-    candidates = source_sentences(inputs.passages)
+    candidates = evidence_sentences(inputs.passages)
     relevant = {sentence for _, sentence in ranked_sentences(inputs.query, candidates)}
     # In passage order, so that MMR's ties go to the earlier sentence.
     in_order = [sentence for sentence in candidates if sentence in relevant]

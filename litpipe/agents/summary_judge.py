@@ -21,7 +21,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.agents.query_summary import ranked_sentences, source_sentences, terms_of
+from litpipe.agents.paper_summary import evidence_sentences
+from litpipe.agents.query_summary import ranked_sentences, terms_of
 from litpipe.agents.summary_qa import NOT_IN_SUMMARY
 from litpipe.citations import evidence_block
 from litpipe.llm.prompts import fence
@@ -79,7 +80,7 @@ def best_source_sentences(question: str, candidates: list[str]) -> list[str]:
 
 
 def offline_judge(inputs: JudgeInput) -> JudgeReply:
-    candidates = source_sentences(inputs.passages)
+    candidates = evidence_sentences(inputs.passages)
     judgements: list[QuestionJudgement] = []
     topics: list[str] = []
     for question in inputs.questions:
