@@ -93,6 +93,7 @@ from litpipe.text import (
     overlap,
     sentences,
     strip_markers,
+    whole_sentence,
     without_markers,
 )
 
@@ -433,7 +434,6 @@ def _restates_title(sentence: _Sentence, titles: list[tuple[str, set[str]]]) -> 
 # into the next when split as prose.
 _NEXT_UNIT = re.compile(r"(?<=\])\s+(?=[A-Z])")
 _LAST_BRACKET = re.compile(r"\[[^\[\]\n]*\][.!?]?$")
-_TERMINAL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
 
 
 def cited_units(text: str) -> list[str]:
@@ -458,8 +458,7 @@ def _is_finding(sentence: _Sentence) -> bool:
     other work ("X has been used (Smith et al. 2008)") reports that work's finding."""
     return (
         bool(markers_in(sentence.text))
-        and (sentence.text[:1].isupper() or sentence.text[:1].isdigit())
-        and bool(_TERMINAL.search(sentence.plain))
+        and whole_sentence(sentence.plain)
         and len(sentence.terms) >= MIN_SENTENCE_TERMS
         and not cites_other_work(sentence.plain)
     )

@@ -158,16 +158,7 @@ class LLMClient:
         their calls share `llm.concurrency`, and the caller waits once for all of them. As in
         `complete_many`, every call runs to its end before the first failure is raised."""
 
-        async def every_batch() -> list[list[BaseModel]]:
-            replies = await asyncio.gather(
-                *(self.complete_many(*batch) for batch in batches), return_exceptions=True
-            )
-            for reply in replies:
-                if isinstance(reply, BaseException):
-                    raise reply
-            return cast(list[list[BaseModel]], replies)
-
-        return _run_sync(every_batch())
+        return _run_sync(_all_or_first_failure([self.complete_many(*batch) for batch in batches]))
 
     def _lookup(
         self, route: Route, messages: Messages, schema: type[T]
@@ -201,17 +192,12 @@ class LLMClient:
                 return cached
             return await self._ask_and_record(route, messages, schema, key)
 
-        results = await asyncio.gather(
-            *(
+        return await _all_or_first_failure(
+            [
                 one(messages, key, cached)
                 for messages, (key, cached) in zip(list_of_messages, lookups, strict=True)
-            ),
-            return_exceptions=True,
+            ]
         )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return cast(list[T], results)
 
     async def _ask_and_record(
         self, route: Route, messages: Messages, schema: type[T], key: str | None
@@ -719,6 +705,16 @@ def model_call_loop() -> asyncio.AbstractEventLoop:
             threading.Thread(target=loop.run_forever, name="litpipe-llm", daemon=True).start()
             _loop_of_process = (os.getpid(), loop)
         return _loop_of_process[1]
+
+
+async def _all_or_first_failure(calls: Sequence[Coroutine[Any, Any, R]]) -> list[R]:
+    """Each call's result, in order; every call runs to its end (its reply cached) before the
+    first failure is raised, so that a rerun repeats only the calls that failed."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return cast(list[R], results)
 
 
 async def _on_model_call_loop(coroutine: Coroutine[Any, Any, R]) -> R:

@@ -66,6 +66,7 @@ from litpipe.text import (
     reports_evaluation,
     sentences,
     strip_markers,
+    whole_sentence,
     without_markers,
     words,
 )
@@ -631,16 +632,15 @@ def _listed(items: list[str]) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-# A theme sentence is a whole sentence ("... we show that X."), not the tail of one a passage
-# cut, nor a heading an insight quoted (most of its words in capitals).
-_WHOLE_SENTENCE = re.compile(r"^[A-Z0-9].*[.!?][\"'\u201d\u2019)]*$", re.S)
 _WORD = re.compile(r"[^\W\d_]+")
 
 
 def _reads_as_prose(sentence: str) -> bool:
+    """A theme sentence is a whole sentence ("... we show that X."), not the tail of one a
+    passage cut, nor a heading an insight quoted (most of its words in capitals)."""
     found = _WORD.findall(sentence)
     in_lower_case = sum(any(char.islower() for char in word) for word in found)
-    return bool(_WHOLE_SENTENCE.match(sentence)) and 2 * in_lower_case >= len(found)
+    return whole_sentence(sentence) and 2 * in_lower_case >= len(found)
 
 
 def offline_theme(insights: list[Insight]) -> str:
