@@ -27,7 +27,13 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime import backfill as backfilling
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, paper_asset_keys
-from litpipe.schemas import CrossPaperQuestions, PaperChunks, PaperEvidence
+from litpipe.schemas import (
+    CrossPaperQuestions,
+    PaperChunks,
+    PaperEvidence,
+    RelationshipAnalysis,
+    Synthesis,
+)
 from litpipe.settings import Settings
 from litpipe.text import markers_in
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
@@ -448,3 +454,31 @@ def test_a_paper_another_process_built_while_the_backfill_waited_for_it_is_not_b
     ).records[0]
     assert latest.run_id == built_meanwhile[0]
     assert report.rebuilt["chunk_embeddings"] == 2 and not report.failed_papers
+
+
+def test_a_paper_the_backfill_has_not_reached_is_left_out_of_the_collection_not_cited(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """A paper registered while a backfill runs is not in its batches: the collection built
+    under the new embedder leaves it out (named, with why) rather than cite its chunks, which
+    the new embedder's table does not hold. The concurrency soak saw the synthesis fail its
+    citation_validity check."""
+    folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
+    home = tmp_path / "home"
+    run = ["run", str(folder), "--collection", COLLECTION, "--home", str(home)]
+    assert main([*run, "--embedder", str(tiny_model)]) == 0
+    other = with_pooling(tiny_model, tmp_path / "models", "cls")
+    settings = Settings(home=home, ingest={"embedder": str(other)})
+    instance = open_instance(settings)
+    first, registered_meanwhile = instance.get_dynamic_partitions(papers.name)
+
+    report = backfilling.backfill(settings, instance, [first])
+
+    assert report.collection_failure is None and not report.failed_papers
+    assert "synthesis" in report.collections[COLLECTION]
+    new = ArtifactStore(home / "artifacts", Embedder(str(other)).embedder_id, PER_EMBEDDER_ASSETS)
+    synthesis = new.read(["synthesis"], COLLECTION, Synthesis)
+    assert {paper for paper, _ in markers_in(synthesis.text)} == {first}
+    analysis = new.read(["relationship_analysis"], COLLECTION, RelationshipAnalysis)
+    assert analysis.papers == [first]
+    assert [left.paper_id for left in analysis.left_out] == [registered_meanwhile]

@@ -16,6 +16,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.hybrid import HybridRetriever, paper_retrievers
 from litpipe.retrieval.store import ChunkStore, TextEncoder
 from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
+from litpipe.schemas import EmbeddingResult
 from litpipe.settings import Settings
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
@@ -42,10 +43,11 @@ class CatalogResource(dg.ConfigurableResource):
 # tokens, retrieved from its table or cite ids of chunks in it. Each embedder's are stored
 # apart, so that a backfill to another embedder beside a `litpipe run` (or two runs) never
 # changes what the other reads. test_definitions checks this is paper_chunks' descendants.
+CHUNK_EMBEDDINGS = "chunk_embeddings"
 PER_EMBEDDER_ASSETS = frozenset(
     {
         "paper_chunks",
-        "chunk_embeddings",
+        CHUNK_EMBEDDINGS,
         "corpus_index",
         "question_evidence",
         "query_summary",
@@ -91,13 +93,26 @@ class ArtifactsResource(dg.ConfigurableResource):
     def of_papers(
         self, asset: str, paper_ids: Iterable[str], model: type[Model]
     ) -> dict[str, Model]:
-        """The asset's output of each paper that has one, in the order given."""
+        """The asset's output of each paper that has one, in the order given. An output kept
+        per embedder counts only for a paper this embedder has embedded: where this embedder
+        never wrote it, another embedder's copy is read (a backfill leaves answers unchanged
+        when the new embedder finds the same evidence), and that copy's citations hold only if
+        the paper's chunks are in this embedder's table. A paper registered while a backfill ran
+        is not, until the backfill reaches it."""
         store = self.store()
         return {
             paper_id: store.read([asset], paper_id, model)
             for paper_id in paper_ids
             if store.exists([asset], paper_id)
+            and (asset not in PER_EMBEDDER_ASSETS or self._embedded(store, paper_id))
         }
+
+    def _embedded(self, store: ArtifactStore, paper_id: str) -> bool:
+        path = [CHUNK_EMBEDDINGS]
+        return (
+            store.exists(path, paper_id)
+            and store.read(path, paper_id, EmbeddingResult).embedder_id == self.embedder_id
+        )
 
 
 class EmbedderResource(dg.ConfigurableResource):
