@@ -253,6 +253,11 @@ class LLMUsage(BaseModel):
     made: int = 0
     cached: int = 0
     failed: int = 0
+    fallbacks: int = Field(
+        default=0,
+        description="Items written by the offline engine because the model's reply could not "
+        "be used (marked `offline fallback` where they are shown).",
+    )
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0

@@ -37,6 +37,8 @@ ENV_PREFIX = "LITPIPE_"
 
 # How a reply's JSON schema reaches the model (`Settings.llm.structured_output`).
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+# max_tokens of an agent that names no size for its reply (`Agent.reply_tokens`).
+DEFAULT_REPLY_TOKENS = 2048
 EmbedderBackend = Literal["torch", "torch-int8", "onnx", "model2vec"]
 # The fastest backend within 0.01 of torch's SciFact hybrid nDCG@10 (README, "Embedding
 # backends"), as issue 18 asks of the default.
@@ -50,6 +52,7 @@ class AgentRoute(BaseModel):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    context_tokens: int | None = Field(default=None, ge=256)
     # Per agent too: one server (a LiteLLM proxy, OpenRouter) can serve models that differ in
     # what they take, and an agent can already be given a model of its own.
     structured_output: StructuredOutput | None = None
@@ -63,6 +66,8 @@ class Route(BaseModel):
     api_base: str | None
     temperature: float
     max_tokens: int
+    # The model's context window where the settings give it (else litellm or the server tells).
+    context_tokens: int | None = None
     # Not in the agents' code_version (which takes only the model and sampling from the route):
     # a reply is validated against the same schema whichever way the schema reached the model,
     # and the reply cache ignores the mode too, so a rerun for it would only replay the cache.
@@ -156,8 +161,31 @@ class LLMSettings(SettingsGroup):
         "in the system message) or `prompt` (the schema in the system message only).",
     )
     temperature: float = Field(default=0.0, ge=0, le=2)
-    max_tokens: int = Field(default=2048, ge=1)
-    concurrency: int = Field(default=8, ge=1, description="Model calls in flight at most.")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most tokens of one reply; unset, each agent's own size for its reply "
+        "(a few questions get a few hundred tokens, a synthesis a few thousand).",
+    )
+    context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="The model's context window in tokens (prompt plus reply); unset, what "
+        "litellm knows of the model, else what its server reports (llama.cpp's /props, vLLM's "
+        "/v1/models). Every request is fitted to it.",
+    )
+    on_unusable: Literal["offline", "fail"] = Field(
+        default="offline",
+        description="What becomes of an item whose reply is still unusable after one repair, or "
+        "that cannot fit the window: `offline` writes it with the offline engine, marked "
+        "`offline fallback` and counted in report.json; `fail` fails it alone.",
+    )
+    concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Model calls in flight at most, per model; fewer where its server says it "
+        "decodes fewer at once (llama.cpp's /props total_slots).",
+    )
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(
         default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
@@ -734,7 +762,9 @@ class Settings(BaseSettings):
         """The setting at a dotted path (`retrieval.candidates`)."""
         return functools.reduce(getattr, path.split("."), self)
 
-    def route(self, agent: str) -> Route:
+    def route(self, agent: str, reply_tokens: int = DEFAULT_REPLY_TOKENS) -> Route:
+        """The agent's model, sampling and window; `reply_tokens` is the agent's own size for
+        its reply, its max_tokens where the settings set none."""
         override = self.llm.agents.get(agent, AgentRoute())
         return Route(
             agent=agent,
@@ -743,7 +773,8 @@ class Settings(BaseSettings):
             temperature=(
                 override.temperature if override.temperature is not None else self.llm.temperature
             ),
-            max_tokens=override.max_tokens or self.llm.max_tokens,
+            max_tokens=override.max_tokens or self.llm.max_tokens or reply_tokens,
+            context_tokens=override.context_tokens or self.llm.context_tokens,
             structured_output=override.structured_output or self.llm.structured_output,
         )
 

@@ -102,6 +102,9 @@ class StubLLM:
         self._in_flight = 0
         self._max_in_flight = 0
         self._faults: list[_Fault] = []
+        # The response_format types this server refuses, as llama-cpp-python's server refuses
+        # `json_schema`: an HTTP 500 naming the types it takes.
+        self.refused_formats: set[str] = set()
         self._queued: dict[str, deque[Reply]] = {}
         self._functions: dict[str, ReplyFunction] = {}
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -250,7 +253,11 @@ class _Handler(BaseHTTPRequestHandler):
             stub._end()
 
     def _answer(self, body: dict[str, Any], fault: _Fault | None, scripted: Reply | None) -> None:
-        if fault is None:
+        format_type = (body.get("response_format") or {}).get("type")
+        if format_type in self.server.stub.refused_formats:
+            message = "1 validation error: response_format.type Input should be 'text' or ..."
+            self._send_json(500, {"error": {"message": message, "type": "server_error"}})
+        elif fault is None:
             self._send_completion(body, _content(scripted, body, self.server.stub.schema_driven))
         elif fault.kind == "hang":
             self.server.stub._wait(fault.seconds)

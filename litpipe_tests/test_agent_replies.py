@@ -42,7 +42,7 @@ from litpipe.agents.relationship_analysis.relationships import relate
 from litpipe.agents.tldr import TldrInput, write_tldrs
 from litpipe.evaluation.grading import grade_coherence, grade_output
 from litpipe.llm.client import UnusableReply, parse_reply
-from litpipe.llm.errors import ReplyValidationError
+from litpipe.llm.errors import LLMError, ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
     Answer,
@@ -121,8 +121,21 @@ class GeneratedClient:
     ) -> list[T]:
         return [self.complete_sync(route, messages, schema) for messages in list_of_messages]
 
-    def complete_batches_sync(self, batches: Sequence[ModelBatch]) -> list[list[BaseModel]]:
-        return [self.complete_many_sync(*batch) for batch in batches]
+    def complete_each_sync(
+        self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
+    ) -> list[T | LLMError]:
+        replies: list[T | LLMError] = []
+        for messages in list_of_messages:
+            try:
+                replies.append(self.complete_sync(route, messages, schema))
+            except LLMError as error:
+                replies.append(error)
+        return replies
+
+    def complete_batches_sync(
+        self, batches: Sequence[ModelBatch]
+    ) -> list[list[BaseModel | LLMError]]:
+        return [list(self.complete_each_sync(*batch)) for batch in batches]
 
 
 @cache

@@ -59,14 +59,18 @@ def route(client: LLMClient, model: str | None = None) -> Route:
     return default if model is None else default.model_copy(update={"model": model})
 
 
+# litellm knows this model, and that it takes no JSON-schema response format.
+UNSTRUCTURED_MODEL = "openai/gpt-4"
+
+
 def test_a_model_without_structured_output_is_told_the_schema(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     client = make_client(tmp_path, stub_llm)
-    result = client.complete_sync(route(client), MESSAGES, Findings)
+    result = client.complete_sync(route(client, UNSTRUCTURED_MODEL), MESSAGES, Findings)
     assert isinstance(result, Findings) and len(result.findings) == 2
     (request,) = stub_llm.requests
-    assert request["model"] == "stub" and "response_format" not in request
+    assert request["model"] == "gpt-4" and "response_format" not in request
     system = request["messages"][0]["content"]
     assert system.startswith("You extract findings from papers.\n\n")
     assert '"Findings"' in system and "```json" in system
@@ -134,13 +138,15 @@ def test_a_reply_still_invalid_after_the_repair_fails_clearly(
 
 
 def test_rate_limits_wait_as_long_as_retry_after_says(tmp_path: Path, stub_llm: StubLLM) -> None:
+    client = make_client(tmp_path, stub_llm, llm={"cache": False})
+    # The first call asks the server what it is (its window, its slots) once: not timed.
+    client.complete_sync(route(client), MESSAGES, Findings)
     stub_llm.fail_next("rate_limit", retry_after=1)
-    client = make_client(tmp_path, stub_llm)
     started = time.perf_counter()
     client.complete_sync(route(client), MESSAGES, Findings)
     waited = time.perf_counter() - started
     assert 1.0 <= waited < 1.6  # Retry-After (plus up to 10%), not the 10 ms backoff
-    (record,) = client.usage.records
+    (_, record) = client.usage.records
     assert (record.retries, record.requests, record.failed) == (1, 2, False)
 
 

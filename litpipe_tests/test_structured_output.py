@@ -38,7 +38,8 @@ def told_the_schema(request: dict[str, Any]) -> bool:
 @pytest.mark.parametrize(
     ("mode", "model", "response_format", "instructed"),
     [
-        ("auto", UNKNOWN_MODEL, None, True),
+        # A model litellm does not know (the user's own server) is asked with a schema first.
+        ("auto", UNKNOWN_MODEL, JSON_SCHEMA_FORMAT, False),
         ("auto", KNOWN_MODEL, JSON_SCHEMA_FORMAT, False),
         ("json_schema", UNKNOWN_MODEL, JSON_SCHEMA_FORMAT, False),
         ("json_schema", KNOWN_MODEL, JSON_SCHEMA_FORMAT, False),
@@ -181,3 +182,48 @@ def test_the_cli_flag_reaches_every_request(
     for request in stub_llm.requests:
         assert request["response_format"] == {"type": "json_object"}
         assert "Answer with one JSON object" in request["messages"][0]["content"]
+
+
+def test_auto_asks_again_once_in_json_object_when_the_server_refuses_json_schema_and_remembers(
+    tmp_path: Path, stub_llm: StubLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    """llama-cpp-python's server answers a json_schema format with HTTP 500 naming the formats
+    it takes: asked again at once in json_object (the schema in the prompt), never retried as
+    a transient error, and the next call goes straight to json_object; one warning says so."""
+    stub_llm.refused_formats = {"json_schema"}
+    client = make_client(tmp_path, stub_llm)
+    other = [MESSAGES[0], {"role": "user", "content": "Paper p2: we measured more."}]
+    with caplog.at_level("WARNING", logger="litpipe.llm.client"):
+        for messages in (MESSAGES, other):
+            assert isinstance(client.complete_sync(route(client), messages, Findings), Findings)
+    kinds = [(r.get("response_format") or {}).get("type") for r in stub_llm.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert told_the_schema(stub_llm.requests[1])
+    refusals = [r for r in caplog.records if "refuses structured output" in r.getMessage()]
+    assert len(refusals) == 1 and "'json_object'" in refusals[0].getMessage()
+    assert client.usage.summary().failed == 0
+
+
+def test_auto_falls_through_to_the_prompt_when_the_server_takes_no_format(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    stub_llm.refused_formats = {"json_schema", "json_object"}
+    client = make_client(tmp_path, stub_llm)
+    assert isinstance(client.complete_sync(route(client), MESSAGES, Findings), Findings)
+    kinds = [(r.get("response_format") or {}).get("type") for r in stub_llm.requests]
+    assert kinds == ["json_schema", "json_object", None]
+    assert told_the_schema(stub_llm.requests[-1])
+
+
+def test_a_chosen_format_the_server_refuses_fails_at_once_naming_the_setting(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """Not retried (the server will refuse it every time), and the message says what to set."""
+    stub_llm.refused_formats = {"json_schema"}
+    client = make_client(tmp_path, stub_llm, llm={"structured_output": "json_schema"})
+    with pytest.raises(PermanentLLMError) as caught:
+        client.complete_sync(route(client), MESSAGES, Findings)
+    assert stub_llm.request_count == 1
+    assert "does not take structured output 'json_schema' (llm.structured_output)" in str(
+        caught.value
+    )

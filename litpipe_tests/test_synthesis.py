@@ -934,7 +934,9 @@ class CountingClient:
     def _reply(self, messages: list[dict[str, str]], schema: type[Any]) -> Any:
         prompt = "\n".join(message["content"] for message in messages)
         self.prompt_tokens.append(estimate_tokens(prompt))
-        paper, page = markers_in(prompt)[0]
+        # The first marker of the material it is given, as a model cites.
+        material = "\n".join(m["content"] for m in messages if m["role"] == "user")
+        paper, page = markers_in(material)[0]
         if schema is WrittenReply:
             return WrittenReply(title="Many assays", text=f"Assays agree {marker(paper, page)}.")
         return schema(summary=f"The group's first paper measures assays {marker(paper, page)}.")
@@ -946,6 +948,8 @@ class CountingClient:
         self, route: Any, list_of_messages: list[list[dict[str, str]]], schema: type[Any]
     ) -> list[Any]:
         return [self._reply(messages, schema) for messages in list_of_messages]
+
+    complete_each_sync = complete_many_sync
 
 
 @pytest.mark.slow

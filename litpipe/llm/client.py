@@ -4,11 +4,16 @@ Calls go through litellm's `acompletion`, so any litellm model string works. How
 schema reaches the model is the route's `structured_output`: by default (`auto`) a model that
 litellm says takes a JSON-schema response format gets one, and any other is told the schema in
 its system message; `json_schema`, `json_object` and `prompt` choose for a server whose model
-litellm does not know. A reply is parsed tolerantly (fences and surrounding prose), and one that
-fails validation gets one repair request quoting the error. Transient failures are retried with
-backoff; permanent ones fail at once with a message saying what to fix. Validated replies are
-cached on disk; every call is recorded in the usage ledger, and a budget stops a run before a
-call could take it over.
+litellm does not know. In `auto`, a model litellm does not know is asked with a JSON schema
+first, and a server that refuses a response format is asked again in the next mode
+(`json_schema`, then `json_object`, then `prompt`), which is remembered for that server and
+model. Every request is fitted to the model's context window (`litpipe.llm.window`): its reply
+gets what room the prompt leaves, down to `MIN_REPLY_TOKENS`, else it fails as
+`ContextOverflowError` before anything is sent. A reply is parsed tolerantly (fences and
+surrounding prose), and one that fails validation gets one repair request quoting the error.
+Transient failures are retried with backoff; permanent ones fail at once with a message saying
+what to fix. Validated replies are cached on disk; every call is recorded in the usage ledger,
+and a budget stops a run before a call could take it over.
 
 Every model call of every client runs on one event loop per process, in a daemon thread: a
 client's concurrency bound then holds across all its callers (async or not, from any thread),
@@ -19,6 +24,7 @@ are served on the caller's thread and never wait for that loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import gc
 import json
@@ -39,12 +45,22 @@ from pydantic import BaseModel, ValidationError
 from litpipe.llm.cache import LLMCache
 from litpipe.llm.errors import (
     BudgetExceededError,
+    ContextOverflowError,
+    LLMError,
     PermanentLLMError,
     ReplyValidationError,
     TransientLLMError,
     one_line,
 )
 from litpipe.llm.usage import CallRecord, UsageLedger
+from litpipe.llm.window import (
+    ContextWindow,
+    context_window,
+    known_to_litellm,
+    messages_tokens,
+    server_slots,
+    token_counter,
+)
 from litpipe.settings import Route, Settings, StructuredOutput
 from litpipe.stopping import result_when_done
 from litpipe.url_credentials import split_basic_auth
@@ -89,6 +105,17 @@ _PROVIDER_ERRORS = (
 )
 # Besides 5xx: request timeout, conflict, too early, too many requests.
 _TRANSIENT_STATUS = {408, 409, 425, 429}
+# How a server that does not take a response format says so: a bad request (or, from
+# llama-cpp-python's server, a 500) naming the format.
+_REFUSAL_STATUS = {400, 415, 422, 500, 501}
+_NAMES_A_FORMAT = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+# In `auto`, the mode to ask in once a server refuses one: each carries the schema less strictly.
+_NEXT_MODE: dict[StructuredOutput, StructuredOutput] = {
+    "json_schema": "json_object",
+    "json_object": "prompt",
+}
+# A reply squeezed into less room than this cannot be of use: the request does not fit.
+MIN_REPLY_TOKENS = 64
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
@@ -112,6 +139,32 @@ class LLMClient:
         self.cache = LLMCache(settings.cache_dir) if settings.llm.cache else None
         self._slots = asyncio.Semaphore(settings.llm.concurrency)
         self._budget = _Budget(settings.llm.budget_usd, usage)
+
+    def window(self, route: Route) -> ContextWindow:
+        """The route's context window, and where litpipe learnt it."""
+        return context_window(route.model, route.api_base, route.context_tokens)
+
+    def count_tokens(self, route: Route, text: str) -> int:
+        """The text's tokens as the route's model reads them."""
+        return token_counter(route.model, route.api_base)(text)
+
+    def prompt_budget(self, route: Route, schema: type[BaseModel]) -> int | None:
+        """The most tokens an agent's messages may take so that they, what litpipe adds to
+        them (the schema, where it goes in the prompt) and the reply fit the route's window;
+        None where the window is unknown."""
+        window = self.window(route).tokens
+        if window is None:
+            return None
+        added = 0
+        if _mode(route, _model_facts(route.model)) != "json_schema":
+            added = self.count_tokens(route, _schema_instruction(schema))
+        return window - route.max_tokens - added
+
+    def record_fallback(self, route: Route, reason: str) -> None:
+        """An item the agent's offline engine wrote because the model's reply could not be used:
+        counted with the calls (`LLMUsage.fallbacks`) and logged."""
+        record = CallRecord(agent=route.agent, model=route.model, fallback=True, error=reason)
+        self._record(record, time.perf_counter())
 
     async def complete(self, route: Route, messages: Messages, schema: type[T]) -> T:
         """The agent's reply to `messages`, validated against `schema`."""
@@ -151,14 +204,54 @@ class LLMClient:
             return [cast(T, cached) for _, cached in lookups]
         return _run_sync(self._complete_many(route, list_of_messages, schema, lookups))
 
+    def complete_each_sync(
+        self, route: Route, list_of_messages: Sequence[Messages], schema: type[T]
+    ) -> list[T | LLMError]:
+        """`complete_many_sync`, with each call's failure in its place rather than raised: the
+        caller decides what becomes of an item whose call failed."""
+        return self.complete_batches_sync([(route, list_of_messages, schema)])[0]  # type: ignore[return-value]
+
     def complete_batches_sync(
         self, batches: Sequence[tuple[Route, Sequence[Messages], type[BaseModel]]]
-    ) -> list[list[BaseModel]]:
-        """`complete_many_sync` of several batches (several agents' conversations) at once:
-        their calls share `llm.concurrency`, and the caller waits once for all of them. As in
-        `complete_many`, every call runs to its end before the first failure is raised."""
+    ) -> list[list[BaseModel | LLMError]]:
+        """Several batches (several agents' conversations) at once: their calls share
+        `llm.concurrency`, and the caller waits once for all of them. Each call runs to its end;
+        a call that failed has its `LLMError` in its place (any other error is raised)."""
+        lookups = [
+            [self._lookup(route, messages, schema) for messages in list_of_messages]
+            for route, list_of_messages, schema in batches
+        ]
+        if all(cached is not None for batch in lookups for _, cached in batch):
+            return [[cast(BaseModel, cached) for _, cached in batch] for batch in lookups]
 
-        return _run_sync(_all_or_first_failure([self.complete_many(*batch) for batch in batches]))
+        async def each(
+            route: Route,
+            list_of_messages: Sequence[Messages],
+            schema: type[BaseModel],
+            found: list[tuple[str | None, BaseModel | None]],
+        ) -> list[BaseModel | LLMError]:
+            async def one(
+                messages: Messages, key: str | None, cached: BaseModel | None
+            ) -> BaseModel | LLMError:
+                if cached is not None:
+                    return cached
+                try:
+                    return await self._ask_and_record(route, messages, schema, key)
+                except LLMError as error:
+                    return error
+
+            return await asyncio.gather(
+                *(
+                    one(messages, key, cached)
+                    for messages, (key, cached) in zip(list_of_messages, found, strict=True)
+                )
+            )
+
+        return _run_sync(
+            _all_or_first_failure(
+                [each(*batch, found) for batch, found in zip(batches, lookups, strict=True)]
+            )
+        )
 
     def _lookup(
         self, route: Route, messages: Messages, schema: type[T]
@@ -207,7 +300,8 @@ class LLMClient:
         record = CallRecord(agent=route.agent, model=route.model)
         try:
             facts = _model_facts(route.model)
-            async with self._slots:
+            server = await _server_slots(route)
+            async with self._slots, server:
                 value = await self._ask(route, messages, schema, facts, record)
         except BaseException as error:
             record.failed = True
@@ -255,8 +349,9 @@ class LLMClient:
         record: CallRecord,
     ) -> T:
         """Ask, and if the reply does not validate, ask once more quoting the error."""
-        request, response_format = _structured_request(messages, schema, _mode(route, facts))
-        reply = await self._send(route, request, response_format, facts, record)
+        request, response_format, reply = await self._first_reply(
+            route, messages, schema, facts, record
+        )
         try:
             return parse_reply(reply.text, schema, _cut_off_at(reply, route))
         except UnusableReply as problem:
@@ -281,6 +376,38 @@ class LLMClient:
                 f"repair: {problem}"
             ) from None
 
+    async def _first_reply(
+        self,
+        route: Route,
+        messages: Messages,
+        schema: type[BaseModel],
+        facts: _ModelFacts,
+        record: CallRecord,
+    ) -> tuple[Messages, dict[str, Any] | None, _Reply]:
+        """The first reply, and the request and format it was asked in: in `auto`, a server
+        that refuses the format is asked again in the next mode, remembered for the route."""
+        mode = _mode(route, facts)
+        while True:
+            request, response_format = _structured_request(messages, schema, mode)
+            try:
+                reply = await self._send(route, request, response_format, facts, record)
+            except _FormatRefused as refusal:
+                following = _NEXT_MODE.get(mode) if route.structured_output == "auto" else None
+                if following is None:
+                    raise _format_error(route, mode, refusal.said) from refusal
+                logger.warning(
+                    "llm %s at %s refuses structured output %r (%s): asking in %r from now on",
+                    route.model,
+                    route.api_base or "its provider",
+                    mode,
+                    refusal.said,
+                    following,
+                )
+                _WORKING_MODE[(route.api_base, route.model)] = following
+                mode = following
+                continue
+            return request, response_format, reply
+
     async def _send(
         self,
         route: Route,
@@ -289,12 +416,16 @@ class LLMClient:
         facts: _ModelFacts,
         record: CallRecord,
     ) -> _Reply:
-        """One request to the model (retried while it fails transiently), within the budget."""
+        """One request to the model (retried while it fails transiently), within the budget and
+        the model's context window."""
+        max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
         estimate = self._budget.admit(route, messages, response_format, facts)
         cost = 0.0
         try:
             response = await self._with_retries(
-                route, self._request(route, messages, response_format, facts), record
+                route,
+                self._request(route, messages, response_format, facts, max_tokens),
+                record,
             )
             usage = getattr(response, "usage", None)
             record.tokens_in += getattr(usage, "prompt_tokens", None) or 0
@@ -306,18 +437,44 @@ class LLMClient:
         choice = response.choices[0]
         return _Reply(text=choice.message.content or "", finish_reason=choice.finish_reason)
 
+    def _reply_room(self, route: Route, messages: Messages) -> int:
+        """The reply's max_tokens: the route's, or what the prompt leaves of the window where
+        that is less (a repair request carries the first reply too)."""
+        window = self.window(route).tokens
+        if window is None:
+            return route.max_tokens
+        prompt = messages_tokens(messages, token_counter(route.model, route.api_base))
+        room = window - prompt
+        if room >= route.max_tokens:
+            return route.max_tokens
+        if room < MIN_REPLY_TOKENS:
+            raise ContextOverflowError(
+                f"{route.agent}: the prompt takes {prompt:,} tokens of {route.model}'s "
+                f"{window:,}-token window, leaving {max(room, 0)} for the reply: fewer than "
+                f"{MIN_REPLY_TOKENS}; nothing was sent"
+            )
+        logger.info(
+            "llm %s %s: the reply gets %d tokens, what the %d-token prompt leaves of the window",
+            route.agent,
+            route.model,
+            room,
+            prompt,
+        )
+        return room
+
     def _request(
         self,
         route: Route,
         messages: Messages,
         response_format: dict[str, Any] | None,
         facts: _ModelFacts,
+        max_tokens: int,
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": route.model,
             "messages": messages,
             "temperature": route.temperature,
-            "max_tokens": route.max_tokens,
+            "max_tokens": max_tokens,
             "timeout": self.settings.llm.timeout_s,
             # Retries are this client's (counted, logged, honouring Retry-After): none beneath.
             "max_retries": 0,
@@ -352,6 +509,8 @@ class LLMClient:
             try:
                 return await litellm.acompletion(**request)
             except _PROVIDER_ERRORS as error:
+                if _refuses_format(error, request.get("response_format")):
+                    raise _FormatRefused(one_line(_said(error), 200)) from error
                 if not _is_transient(error):
                     raise _permanent_error(error, route, request.get("response_format")) from error
                 if retry >= max_retries:
@@ -397,9 +556,25 @@ class UnusableReply(Exception):
     """What is wrong with a reply, in words the model can act on (asked for a repair)."""
 
 
+class _FormatRefused(Exception):
+    """The server does not take the response format sent; `said` is its message."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+# The structured output that works, per (api_base, model), learnt in `auto` from a refusal: for
+# the process, so that each server refuses once. Touched only on the model-call loop.
+_WORKING_MODE: dict[tuple[str | None, str], StructuredOutput] = {}
+# Per (api_base, model): as many calls at once as the server decodes at once, where it says.
+_SERVER_SLOTS: dict[tuple[str | None, str], asyncio.Semaphore | contextlib.nullcontext[None]] = {}
+
+
 @dataclass(frozen=True)
 class _ModelFacts:
     provider: str
+    known: bool  # litellm's model map has the model
     structured: bool  # litellm says the model takes a JSON-schema response format
     takes_response_format: bool  # litellm passes a response_format on to the model at all
     priced: bool  # litellm knows its price per token
@@ -475,11 +650,13 @@ def _model_facts(model: str) -> _ModelFacts:
             model,
         )
     structured = litellm.supports_response_schema(model=model, custom_llm_provider=provider)
+    known = known_to_litellm(model)
     # Asked of the provider's own name for the model (`gpt-4`, not `openai/gpt-4`), as litellm
     # asks when it sends the request.
     supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
     return _ModelFacts(
         provider=provider,
+        known=known,
         structured=structured,
         takes_response_format="response_format" in (supported or []),
         priced=priced,
@@ -497,10 +674,27 @@ def _schema_instruction(schema: type[BaseModel]) -> str:
 
 
 def _mode(route: Route, facts: _ModelFacts) -> StructuredOutput:
-    """The route's structured output, `auto` resolved by what litellm knows of the model."""
+    """The route's structured output, `auto` resolved by what this process learnt of the
+    server, else by what litellm knows of the model: a model it does not know (one served by
+    the user's own server) is asked with a JSON schema first."""
     if route.structured_output != "auto":
         return route.structured_output
-    return "json_schema" if facts.structured else "prompt"
+    learnt = _WORKING_MODE.get((route.api_base, route.model))
+    if learnt is not None:
+        return learnt
+    return "json_schema" if facts.structured or not facts.known else "prompt"
+
+
+async def _server_slots(route: Route) -> asyncio.Semaphore | contextlib.nullcontext[None]:
+    """The process's bound on calls to the route's server, as many as it decodes at once (no
+    bound where it does not say)."""
+    key = (route.api_base, route.model)
+    if key not in _SERVER_SLOTS:
+        slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
+        _SERVER_SLOTS.setdefault(
+            key, contextlib.nullcontext() if slots is None else asyncio.Semaphore(slots)
+        )
+    return _SERVER_SLOTS[key]
 
 
 def _structured_request(
@@ -569,6 +763,29 @@ def _describe(error: ValidationError, most: int = 8) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+def _said(error: Exception) -> str:
+    return str(getattr(error, "message", None) or error)
+
+
+def _refuses_format(error: Exception, response_format: dict[str, Any] | None) -> bool:
+    """Whether the error is the server refusing the response format sent."""
+    status = getattr(error, "status_code", None)
+    return (
+        response_format is not None
+        and status in _REFUSAL_STATUS
+        and not isinstance(error, litellm.ContextWindowExceededError)
+        and _NAMES_A_FORMAT.search(_said(error)) is not None
+    )
+
+
+def _format_error(route: Route, mode: StructuredOutput, said: str) -> PermanentLLMError:
+    return PermanentLLMError(
+        f"{route.agent}: the server of {route.model} does not take structured output {mode!r} "
+        f"(llm.structured_output): set it to `auto`, which falls back to what the server takes, "
+        f"or to `json_object` or `prompt` — {said}"
+    )
+
+
 def _is_transient(error: Exception) -> bool:
     if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
         return True  # dropped connections included
@@ -600,7 +817,7 @@ def _permanent_error(
             f"llm.agents.{route.agent}.model — {said}"
         )
     if isinstance(error, litellm.ContextWindowExceededError):
-        return PermanentLLMError(
+        return ContextOverflowError(
             f"{where}: the messages do not fit the model's context window: use a model with a "
             f"larger one or shorten the agent's input — {said}"
         )

@@ -21,6 +21,11 @@ class PermanentLLMError(LLMError):
     """Retrying cannot help (a refused key, a bad request, an unknown model): fix the setting."""
 
 
+class ContextOverflowError(PermanentLLMError):
+    """The request does not fit the model's context window, even with the least room for a
+    reply: the agent's input must be cut."""
+
+
 class TransientLLMError(LLMError):
     """The provider kept failing (rate limits, 5xx, timeouts, dropped connections)."""
 

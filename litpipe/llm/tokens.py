@@ -1,8 +1,9 @@
-"""Tokens of a prompt's text as the model that reads it counts them: with the model's tokenizer
-when litellm knows the model (its cost map has it: tiktoken's encodings, or the Hugging Face
-tokenizer litellm picks for Llama, Cohere or Claude models, tiktoken when that is not in the
-cache), else (offline, or a model litellm has no entry for) with the embedder's tokenizer, which
-is always local. Each tokenizer is loaded once per process.
+"""Tokens of a prompt's text as the model that reads it counts them: by the model's server where
+it tokenizes (llama.cpp, vLLM); else with the model's tokenizer when litellm knows the model (its
+cost map has it: tiktoken's encodings, or the Hugging Face tokenizer litellm picks for Llama,
+Cohere or Claude models, tiktoken when that is not in the cache); else (offline, or a model
+litellm has no entry for) with the embedder's tokenizer, which is always local. Each tokenizer
+is loaded once per process.
 
     count = token_counter(settings, "synthesis")
     count("Q: What does the paper find?")
@@ -15,25 +16,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import litellm
 from litellm.utils import encode, select_tokenizer
 
+from litpipe.llm import window
+from litpipe.llm.window import known_to_litellm, served_name, server_report
 from litpipe.retrieval.embedder import Embedder
 from litpipe.settings import Settings
-
-
-def _known_to_litellm(model: str) -> bool:
-    try:
-        name, provider, _, _ = litellm.get_llm_provider(model=model)
-    except Exception:  # litellm raises several kinds for a name it cannot place
-        return False
-    return any(key in litellm.model_cost for key in (model, name, f"{provider}/{name}"))
 
 
 @functools.cache
 def _model_tokenizer(model: str) -> Any | None:
     """litellm's tokenizer of the model, or None when litellm does not know the model."""
-    return select_tokenizer(model=model) if _known_to_litellm(model) else None
+    return select_tokenizer(model=model) if known_to_litellm(model) else None
 
 
 @functools.cache
@@ -45,6 +39,9 @@ def _embedder_counter(embedder: str, models_dir: Path) -> Callable[[str], int]:
 def token_counter(settings: Settings, agent: str) -> Callable[[str], int]:
     """A counter of the tokens of a text for the model `agent` is routed to."""
     route = settings.route(agent)
+    served = None if route.offline or route.api_base is None else route.api_base
+    if served is not None and server_report(served, served_name(route.model)).tokenizes:
+        return window.token_counter(route.model, served)
     tokenizer = None if route.offline else _model_tokenizer(route.model)
     if tokenizer is None:
         return _embedder_counter(settings.ingest.embedder, settings.models_dir)

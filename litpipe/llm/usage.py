@@ -2,7 +2,8 @@
 
 Every step of a run appends its calls to the run's file, one `write` of one line each with
 O_APPEND, so steps in several processes can share it without locks; summing the file gives the
-run's usage (for `report.json` and the budget).
+run's usage (for `report.json` and the budget). Whoever watches the calls of this process as they
+happen (the CLI's progress display) hears of them through `watch_calls`.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -35,6 +38,11 @@ class CallRecord(BaseModel):
     requests: int = Field(default=0, description="HTTP requests sent: tries, retries, repair.")
     retries: int = 0
     repaired: bool = Field(default=False, description="The first reply was invalid.")
+    fallback: bool = Field(
+        default=False,
+        description="Not a call: an item the agent's offline engine wrote because the model's "
+        "reply could not be used (llm.on_unusable = offline); `error` says why.",
+    )
     error: str | None = Field(default=None, description="Why it failed (one line, no keys).")
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
@@ -42,6 +50,9 @@ class CallRecord(BaseModel):
 def summarize(records: Iterable[CallRecord]) -> LLMUsage:
     usage = LLMUsage()
     for record in records:
+        if record.fallback:
+            usage.fallbacks += 1
+            continue
         usage.made += int(not record.cached and not record.failed)
         usage.cached += int(record.cached)
         usage.failed += int(record.failed)
@@ -53,7 +64,49 @@ def summarize(records: Iterable[CallRecord]) -> LLMUsage:
 
 def calls_line(usage: LLMUsage) -> str:
     """The model calls and their cost as the commands print them."""
-    return f"{usage.made} made, {usage.cached} cached, {usage.failed} failed, ${usage.cost_usd:.4f}"
+    fallbacks = f", {usage.fallbacks} offline fallbacks" if usage.fallbacks else ""
+    return (
+        f"{usage.made} made, {usage.cached} cached, {usage.failed} failed{fallbacks}, "
+        f"${usage.cost_usd:.4f}"
+    )
+
+
+class CallObserver(Protocol):
+    """Hears of model calls as they happen, from every ledger of the process: announced
+    (`expect`), then each one finished (`finished`: made, served from the cache, or failed)."""
+
+    def expect(self, agent: str, calls: int) -> None: ...
+
+    def finished(self, call: CallRecord) -> None: ...
+
+
+# The ledgers are made deep inside the steps (one per step), so the observers are the process's.
+_observers: list[CallObserver] = []
+_observers_lock = threading.Lock()
+
+
+@contextmanager
+def watch_calls(observer: CallObserver) -> Iterator[None]:
+    """While open, `observer` hears of the calls every ledger of this process announces and
+    records, from whichever thread records them."""
+    with _observers_lock:
+        _observers.append(observer)
+    try:
+        yield
+    finally:
+        with _observers_lock:
+            _observers.remove(observer)
+
+
+def _tell_observers(tell: Callable[[CallObserver], None]) -> None:
+    with _observers_lock:
+        observers = list(_observers)
+    for observer in observers:
+        try:
+            tell(observer)
+        except Exception:
+            # Watching a call must never fail it, nor the step that made it.
+            logger.debug("a call observer failed", exc_info=True)
 
 
 class UsageLedger:
@@ -74,6 +127,11 @@ class UsageLedger:
         with self._lock:
             return list(self._records)
 
+    def expect(self, agent: str, calls: int) -> None:
+        """Announces that `agent` is about to ask for `calls` replies (those the cache holds
+        included): what a progress display counts the stage's finished calls against."""
+        _tell_observers(lambda observer: observer.expect(agent, calls))
+
     def record(self, call: CallRecord) -> None:
         line = (call.model_dump_json() + "\n").encode("utf-8")
         with self._lock:
@@ -84,6 +142,7 @@ class UsageLedger:
                     os.write(descriptor, line)
                 finally:
                     os.close(descriptor)
+        _tell_observers(lambda observer: observer.finished(call))
 
     def summary(self) -> LLMUsage:
         """The calls made through this ledger object: what a step reports."""

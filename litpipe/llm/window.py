@@ -1,0 +1,221 @@
+"""What a route's model can read and write at once, and how many calls its server decodes at once.
+
+A request must fit the model's context window: its prompt, counted with the model's own
+tokenizer, plus `max_tokens`. The window comes from, first to last: `llm.context_tokens` (or the
+agent's own), what litellm knows of the model (`max_input_tokens`), what the server reports
+(llama.cpp's `/props`: `n_ctx`; vLLM's `/v1/models`: `max_model_len`). Tokens are counted by the
+server's `/tokenize` where it has one (llama.cpp, vLLM), else by litellm's counter for the model.
+The server's decoding slots (llama.cpp's `total_slots`) bound the calls sent to it at once: a call
+beyond them waits in the server's queue, where litpipe's timeout would run out while the server
+still means to decode it.
+
+Each server is asked once per process; an unreachable or silent one tells nothing, and litpipe
+then goes by what litellm knows.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+import litellm
+
+from litpipe.url_credentials import split_basic_auth
+
+logger = logging.getLogger(__name__)
+
+WindowSource = Literal["setting", "litellm", "server", "unknown"]
+# Beyond the messages' own text: the chat template's role markers and separators, per message.
+TEMPLATE_TOKENS_PER_MESSAGE = 8
+# How long litpipe waits for a server to describe itself: it is on hand or it is not.
+PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """A route's window in tokens (None: unknown), and where that figure came from."""
+
+    tokens: int | None
+    source: WindowSource
+
+    def describe(self) -> str:
+        where = {
+            "setting": "llm.context_tokens",
+            "litellm": "litellm's model map",
+            "server": "the server's report",
+            "unknown": "nothing says",
+        }[self.source]
+        size = f"{self.tokens:,} tokens" if self.tokens is not None else "unknown"
+        return f"{size} ({where})"
+
+
+@dataclass(frozen=True)
+class ServerReport:
+    """What an OpenAI-compatible server says of itself (each None where it does not say)."""
+
+    context_tokens: int | None = None
+    slots: int | None = None
+    tokenizes: bool = False
+
+
+def context_window(model: str, api_base: str | None, configured: int | None) -> ContextWindow:
+    """The route's context window: the setting, else litellm's figure, else the server's."""
+    if configured is not None:
+        return ContextWindow(configured, "setting")
+    known = _litellm_window(model)
+    if known is not None:
+        return ContextWindow(known, "litellm")
+    if api_base is not None:
+        reported = server_report(api_base, served_name(model)).context_tokens
+        if reported is not None:
+            return ContextWindow(reported, "server")
+    return ContextWindow(None, "unknown")
+
+
+def server_slots(api_base: str | None, model: str) -> int | None:
+    """How many calls the route's server decodes at once, where it says."""
+    return None if api_base is None else server_report(api_base, served_name(model)).slots
+
+
+def token_counter(model: str, api_base: str | None) -> Callable[[str], int]:
+    """A counter of a text's tokens as the route's model reads them."""
+    if api_base is not None and server_report(api_base, served_name(model)).tokenizes:
+        return functools.partial(_server_tokens, api_base)
+    return functools.partial(_litellm_tokens, model)
+
+
+def messages_tokens(messages: list[dict[str, str]], count: Callable[[str], int]) -> int:
+    """The prompt's tokens: each message's text and its share of the chat template."""
+    return sum(count(message["content"]) + TEMPLATE_TOKENS_PER_MESSAGE for message in messages)
+
+
+def served_name(model: str) -> str:
+    """The name the server knows the model by: litellm's `openai/<name>` without the provider."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+def known_to_litellm(model: str) -> bool:
+    """Whether litellm's model map has the model (its window, price and tokenizer)."""
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model=model)
+    except Exception:  # litellm raises several kinds for a name it cannot place
+        return False
+    return any(key in litellm.model_cost for key in (model, name, f"{provider}/{name}"))
+
+
+def _litellm_window(model: str) -> int | None:
+    if not known_to_litellm(model):
+        return None
+    try:
+        info = litellm.get_model_info(model=model)
+    except Exception:  # litellm raises several kinds for a model it has no entry for
+        return None
+    tokens = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(tokens) if tokens else None
+
+
+@functools.cache
+def server_report(api_base: str, served_name: str) -> ServerReport:
+    """Asked once per process: llama.cpp's `/props`, vLLM's `/v1/models`, and whether the
+    server answers `/tokenize`."""
+    context_tokens, slots = _llama_cpp_props(api_base)
+    if context_tokens is None:
+        context_tokens = _vllm_model_length(api_base, served_name)
+    report = ServerReport(
+        context_tokens=context_tokens, slots=slots, tokenizes=_tokenize(api_base, "x") is not None
+    )
+    logger.debug("the server at %s says: %s", _shown(api_base), report)
+    return report
+
+
+def _shown(api_base: str) -> str:
+    return split_basic_auth(api_base)[0]
+
+
+def _get(api_base: str, path: str) -> Any | None:
+    url, headers = _where(api_base, path)
+    try:
+        response = httpx.get(url, timeout=PROBE_TIMEOUT_S, headers=headers)
+    except httpx.HTTPError:
+        return None
+    return _json(response)
+
+
+def _post(api_base: str, path: str, body: dict[str, Any]) -> Any | None:
+    url, headers = _where(api_base, path)
+    try:
+        response = httpx.post(url, json=body, timeout=PROBE_TIMEOUT_S, headers=headers)
+    except httpx.HTTPError:
+        return None
+    return _json(response)
+
+
+def _where(api_base: str, path: str) -> tuple[str, dict[str, str]]:
+    """The URL of `path` (`/props` under the server's root, `v1/models` under the API's base:
+    a leading slash means the root) and the basic-auth header the base's user info stands for."""
+    base, authorization = split_basic_auth(api_base)
+    base = base.rstrip("/")
+    if path.startswith("/"):
+        base = base.removesuffix("/v1")
+    url = f"{base}{path}" if path.startswith("/") else f"{base}/{path}"
+    return url, {} if authorization is None else {"Authorization": authorization}
+
+
+def _json(response: httpx.Response) -> Any | None:
+    if response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except json.JSONDecodeError:
+        return None
+
+
+def _llama_cpp_props(api_base: str) -> tuple[int | None, int | None]:
+    props = _get(api_base, "/props")
+    if not isinstance(props, dict):
+        return None, None
+    settings = props.get("default_generation_settings")
+    n_ctx = (settings if isinstance(settings, dict) else {}).get("n_ctx", props.get("n_ctx"))
+    slots = props.get("total_slots")
+    return (
+        n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None,
+        slots if isinstance(slots, int) and slots > 0 else None,
+    )
+
+
+def _vllm_model_length(api_base: str, served_name: str) -> int | None:
+    listing = _get(api_base, "models")
+    models = listing.get("data") if isinstance(listing, dict) else None
+    for entry in models if isinstance(models, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == served_name:
+            length = entry.get("max_model_len")
+            return length if isinstance(length, int) and length > 0 else None
+    return None
+
+
+def _tokenize(api_base: str, text: str) -> int | None:
+    """The text's tokens by the server's `/tokenize` (llama.cpp's `content`, vLLM's `prompt`)."""
+    reply = _post(api_base, "/tokenize", {"content": text, "prompt": text, "add_special": False})
+    if not isinstance(reply, dict):
+        return None
+    if isinstance(reply.get("count"), int):
+        return int(reply["count"])
+    tokens = reply.get("tokens")
+    return len(tokens) if isinstance(tokens, list) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _server_tokens(api_base: str, text: str) -> int:
+    counted = _tokenize(api_base, text)
+    # A server that stopped answering mid-run: litellm's general counter rather than none.
+    return counted if counted is not None else _litellm_tokens("gpt-4o", text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _litellm_tokens(model: str, text: str) -> int:
+    return int(litellm.token_counter(model=model, text=text))
