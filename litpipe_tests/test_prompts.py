@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from litpipe.llm.prompts import (
     fence,
     packaged_path,
 )
+from litpipe.text import markers_in
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGED_AGENTS = [
@@ -68,6 +70,21 @@ def test_packaged_prompt_is_found_and_renders_as_system_then_user(agent: str) ->
     assert text == (ROOT / "litpipe" / "prompts" / packaged_path(agent)).read_text("utf-8")
     assert library.source(agent) == "package"
     assert "## system" in text and "## user" in text
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    sorted((ROOT / "litpipe" / "prompts").rglob("*.md")),
+    ids=lambda path: str(path.relative_to(ROOT / "litpipe" / "prompts")),
+)
+def test_no_packaged_prompt_holds_a_marker_a_model_could_copy_as_a_citation(prompt: Path) -> None:
+    """A small model copied the example markers of a prompt (`[paper_a:3]`) into its replies as
+    if they were citations: an example marker is written schematically (`[paper_id:page]`, which
+    no citation matches), its paper named, if at all, by a placeholder its agent fills with the
+    paper's own id, and never with a page (`[{{paper_id}}:3]` would cite page 3 of that paper,
+    whatever it says)."""
+    rendered = re.sub(r"\{\{\w+\}\}", "10.1093_nar_gkae252", prompt.read_text("utf-8"))
+    assert markers_in(rendered) == []
 
 
 def test_packaged_prompts_are_shipped_as_package_data() -> None:
