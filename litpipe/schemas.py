@@ -143,6 +143,32 @@ class LeftOutPaper(BaseModel):
     reason: str = Field(description="One line: why it is not in the synthesis.")
 
 
+# The collection steps the synthesis can do without: a model that fails one costs only it.
+OptionalStep = Literal["cross_paper_questions", "follow_up_questions", "plain_summary"]
+OPTIONAL_STEP_NAMES: dict[OptionalStep, str] = {
+    "cross_paper_questions": "the cross-paper questions",
+    "follow_up_questions": "the follow-up questions",
+    "plain_summary": "the plain-language summary",
+}
+
+
+class StepNotRun(BaseModel):
+    """An optional collection step whose model work failed: its output is left empty (or
+    without that part) and the synthesis is written all the same."""
+
+    step: OptionalStep
+    paper_id: str | None = Field(
+        default=None, description="For follow-up questions: the thin paper they were for."
+    )
+    reason: str = Field(description="One line: the model error.")
+
+    def line(self) -> str:
+        """What a reader is told: which step did not run, and why."""
+        name = OPTIONAL_STEP_NAMES[self.step]
+        for_paper = f" for {self.paper_id}" if self.paper_id else ""
+        return f"{name[:1].upper()}{name[1:]}{for_paper} did not run: {self.reason}"
+
+
 class CheckReport(BaseModel):
     """The latest result of one asset check of a collection."""
 
@@ -382,6 +408,9 @@ class CrossPaperQuestions(BaseModel):
     collection: str
     engine: str
     answers: list[Answer] = Field(description="One per comparative question, in their order.")
+    not_run: StepNotRun | None = Field(
+        default=None, description="Why there are none, when the model work failed."
+    )
 
 
 RelationshipType = Literal["extension", "contradiction", "complementary", "improvement", "parallel"]
@@ -436,6 +465,11 @@ class RelationshipAnalysis(BaseModel):
     )
     follow_ups: list[FollowUp] = Field(
         default_factory=list, description="The refinement pass: papers asked again, and why."
+    )
+    follow_ups_not_run: list[StepNotRun] = Field(
+        default_factory=list,
+        description="The thin papers whose follow-up questions failed (a model error), with why: "
+        "the analysis is made without them.",
     )
     left_out: list[LeftOutPaper] = Field(
         default_factory=list,
@@ -516,6 +550,11 @@ class Synthesis(BaseModel):
         default=None,
         description="The faithfulness check's grade of each sentence, for the page to mark "
         "the unsupported ones (None until graded).",
+    )
+    not_run: StepNotRun | None = Field(
+        default=None,
+        description="For the plain-language summary, optional: why it is empty, when its model "
+        "work failed.",
     )
 
 

@@ -69,11 +69,16 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
         (asset, check)
         for asset in ("synthesis", "plain_summary")
         for check in ("coverage", "citation_validity", "support", "coherence")
-    } | {("synthesis", "completeness")}
+    } | {("synthesis", "completeness")} | {
+        (asset, "optional_step")
+        for asset in ("cross_paper_questions", "relationship_analysis", "plain_summary")
+    }
     for asset in ("synthesis", "plain_summary"):
         assert checks[(asset, "coverage")]["passed"]
         assert checks[(asset, "citation_validity")]["passed"]
         assert "cites 2 of 2 papers" in checks[(asset, "coverage")]["description"]
+    # Offline, every optional step runs.
+    assert checks[("cross_paper_questions", "optional_step")]["passed"]
 
     code, again = run(home, tiny_model, str(folder), "--collection", "bio")
     assert code == 0

@@ -1,13 +1,15 @@
-"""The latest result of each check of a collection's syntheses, for `report.json` and the
-command line: what the Dagster UI shows on the assets' Checks tab, without opening it."""
+"""The latest result of each check of a collection's assets (its syntheses', and whether its
+optional steps ran), for `report.json` and the command line: what the Dagster UI shows on the
+assets' Checks tab, without opening it."""
 
+from collections.abc import Sequence
 from typing import Literal
 
 import dagster as dg
 
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.evaluation.checks import CheckOutcome
-from litpipe.schemas import CheckReport
+from litpipe.schemas import OPTIONAL_STEP_NAMES, CheckReport, OptionalStep, StepNotRun
 
 # Check executions of other collections can come between two runs of one collection.
 _HISTORY_SCANNED = 50
@@ -72,4 +74,35 @@ def check_result(
             },
             **{key: markdown_metadata(text) for key, text in outcome.markdown.items()},
         },
+    )
+
+
+# The check of an optional collection step (`litpipe.workflows.optional_steps`): it warns when
+# the step did not run, naming why, so that the UI, `report.json` and the command say so; it
+# never blocks, since the synthesis is written without the step.
+OPTIONAL_STEP_CHECK = "optional_step"
+
+
+def optional_step_spec(asset: str, step: OptionalStep) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        OPTIONAL_STEP_CHECK,
+        asset=asset,
+        blocking=False,
+        description=f"Whether {OPTIONAL_STEP_NAMES[step]} ran. The step is optional: when its "
+        "model work fails (a model error), it is recorded as not run, with why, and the "
+        "synthesis is written without it; the check then warns with that reason.",
+    )
+
+
+def optional_step_result(
+    asset: str, step: OptionalStep, not_run: Sequence[StepNotRun]
+) -> dg.AssetCheckResult:
+    """Passed when `step` ran in full; else a warning naming each part that did not, and why."""
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=OPTIONAL_STEP_CHECK,
+        passed=not not_run,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(record.line() for record in not_run)
+        or f"{OPTIONAL_STEP_NAMES[step]} ran",
     )

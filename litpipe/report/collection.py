@@ -40,6 +40,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     RetrievedChunk,
     SentenceGrade,
+    StepNotRun,
     Synthesis,
 )
 
@@ -50,11 +51,13 @@ def synthesis_markdown(
     titles: Mapping[str, str],
     figures: Mapping[str, str] | None = None,
     analysis: RelationshipAnalysis | None = None,
+    not_run: Sequence[StepNotRun] = (),
 ) -> str:
     """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
     it or the `analysis` it is built from, how it was written, its text, the pictures in
     `figures` (file name, next to the Markdown, to its alternative text), the papers it leaves
-    out (with why), and the references (each cited paper by title, with the pages cited)."""
+    out (with why), the optional steps that did not run (`not_run`, with why), and the
+    references (each cited paper by title, with the pages cited)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     text = "\n".join(
         [
@@ -68,6 +71,7 @@ def synthesis_markdown(
             "",
             *(["## Relationships in pictures", "", *pictures] if pictures else []),
             *_left_out_markdown(synthesis, titles),
+            *_not_run_markdown(not_run),
             "## References",
             "",
             *reference_lines([synthesis.text], titles),
@@ -105,6 +109,39 @@ def _left_out_html(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
     )
 
 
+def steps_not_run(
+    plain: Synthesis, analysis: RelationshipAnalysis, comparative: CrossPaperQuestions | None
+) -> list[StepNotRun]:
+    """The collection's optional steps that did not run, in the graph's order, each with why."""
+    return [
+        *([comparative.not_run] if comparative is not None and comparative.not_run else []),
+        *analysis.follow_ups_not_run,
+        *([plain.not_run] if plain.not_run else []),
+    ]
+
+
+def _not_run_markdown(not_run: Sequence[StepNotRun]) -> list[str]:
+    """A section naming the optional steps that did not run, each with why."""
+    if not not_run:
+        return []
+    return [
+        "## Not run",
+        "",
+        "Optional steps that did not run; this is written without them:",
+        "",
+        *(f"- {record.line()}" for record in not_run),
+        "",
+    ]
+
+
+def _not_run_html(not_run: Sequence[StepNotRun]) -> str:
+    items = "".join(f"<li>{html.escape(record.line())}</li>" for record in not_run)
+    return (
+        "<p>Optional steps that did not run; this page is written without them:</p>"
+        f"<ul>{items}</ul>"
+    )
+
+
 # The collection's page, beside `synthesis.md`; its pages of papers are `synthesis-papers-NNN.html`.
 COLLECTION_PAGE = "synthesis.html"
 
@@ -133,7 +170,8 @@ def collection_pages(
     passages: Mapping[str, RetrievedChunk],
 ) -> dict[str, str]:
     """The collection's standalone page, by file name (COLLECTION_PAGE): the expert synthesis,
-    the papers it leaves out (with why), the plain-language summary, the relationship map, each
+    the papers it leaves out (with why), the optional steps that did not run (with why), the
+    plain-language summary, the relationship map, each
     paper's Q&A, the comparative Q&A, and the cited passages. Beyond PAPERS_PER_PAGE papers
     the Q&A are on pages of their own, each with its passages, which the page lists and links.
 
@@ -186,6 +224,7 @@ def collection_pages(
         named = [_paper_names(end, titles) if end else "?" for end in ends]
         return f"{named[0]} {relation.type} {named[1]}"
 
+    not_run = steps_not_run(plain, analysis, comparative)
     # In page order: the Passages section lists the passages in the order they are first cited.
     sections = [
         (
@@ -198,6 +237,7 @@ def collection_pages(
             if synthesis.left_out
             else []
         ),
+        *([("not-run", "Steps not run", _not_run_html(not_run))] if not_run else []),
         ("plain", "Plain-language summary", _plain_summary_section(plain, links)),
     ]
     table, relationship_files = item_pages(
@@ -254,6 +294,8 @@ def _all_answers(
 
 
 def _plain_summary_section(plain: Synthesis, links: CitationLinks) -> str:
+    if plain.not_run is not None:
+        return f"<p>{html.escape(plain.not_run.line())}</p>"
     return f"<h3>{html.escape(plain.title)}</h3>\n" + links.markdown(
         plain.text, plain.citations, 4, _sentence_grades(plain)
     )
@@ -348,6 +390,8 @@ def _qa_list(answers: list[Answer], links: CitationLinks) -> str:
 def _comparative(
     comparative: CrossPaperQuestions | None, titles: Mapping[str, str], links: CitationLinks
 ) -> str:
+    if comparative is not None and comparative.not_run is not None:
+        return f"<p>{html.escape(comparative.not_run.line())}</p>"
     if comparative is None or not comparative.answers:
         return "<p>No comparative questions were asked.</p>"
     compared = "".join(
@@ -374,8 +418,12 @@ def write_collection_outputs(
     PAPERS_PER_PAGE) and the pictures the Markdown shows (`relationships.svg`,
     `relationship_types.svg`) into `out_dir`; their paths by file name."""
     contents = {
-        "synthesis.md": synthesis_markdown(synthesis, titles, FIGURES, analysis),
-        "plain.md": synthesis_markdown(plain, titles, analysis=analysis),
+        "synthesis.md": synthesis_markdown(
+            synthesis, titles, FIGURES, analysis, steps_not_run(plain, analysis, comparative)
+        ),
+        "plain.md": synthesis_markdown(
+            plain, titles, analysis=analysis, not_run=[plain.not_run] if plain.not_run else []
+        ),
         **collection_pages(synthesis, plain, analysis, answers, comparative, titles, passages),
         **analysis_figures(analysis, titles),
     }

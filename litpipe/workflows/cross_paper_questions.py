@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 
 from litpipe.agents.base import engine_name
 from litpipe.agents.cross_paper_questions import comparative_questions
+from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import CrossPaperQuestions, PaperAbstract, PaperQuestions
 from litpipe.settings import Settings
+from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
 if TYPE_CHECKING:
@@ -28,28 +30,30 @@ def cross_paper(
     client: ModelClient | None,
 ) -> CrossPaperQuestions:
     """`cross_paper_questions`: comparative questions from all the abstracts together, each
-    searched across every paper of the collection and answered."""
-    questions = comparative_questions(collection, abstracts, settings, prompts, client)
-    answers = (
-        ask(
-            PaperQuestions(
-                paper_id="",
-                engine=engine_name(settings.route("cross_paper_questions")),
-                questions=questions,
-            ),
-            collection,
-            retriever,
-            reranker,
-            "all",
-            settings,
-            prompts,
-            client,
+    searched across every paper of the collection and answered. Optional: when the model work
+    fails, none, and why (`optional_steps`)."""
+    route = settings.route("cross_paper_questions")
+    try:
+        questions = comparative_questions(collection, abstracts, settings, prompts, client)
+        answers = (
+            ask(
+                PaperQuestions(paper_id="", engine=engine_name(route), questions=questions),
+                collection,
+                retriever,
+                reranker,
+                "all",
+                settings,
+                prompts,
+                client,
+            )
+            if questions
+            else []
         )
-        if questions
-        else []
-    )
-    return CrossPaperQuestions(
-        collection=collection,
-        engine=engine_name(settings.route("cross_paper_questions")),
-        answers=answers,
-    )
+    except LLMError as error:
+        return CrossPaperQuestions(
+            collection=collection,
+            engine=engine_name(route),
+            answers=[],
+            not_run=not_run("cross_paper_questions", error),
+        )
+    return CrossPaperQuestions(collection=collection, engine=engine_name(route), answers=answers)

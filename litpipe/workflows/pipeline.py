@@ -15,8 +15,9 @@ Per paper: its document (`paper_document`: a PDF parsed, or an abstract table's 
 (`chunk_embeddings`), abstract, questions, evidence and answers. Then for the collection:
 comparative questions (`cross_paper_questions`, over the collection's BM25 index, which
 `corpus_index` builds), the relationship analysis with its follow-up questions, the expert
-synthesis and the plain summary. A paper that cannot be read is left out, named with why, as
-the graph leaves out a paper whose run failed.
+synthesis and the plain summary. A paper that cannot be read, or whose model stages fail (a
+model error), is left out, named with why, as the graph leaves out a paper whose run failed; an
+optional collection step that the model fails is recorded as not run (`optional_steps`).
 
 What the graph adds and this does not: the catalog and its partitions, artifacts and data
 versions (every call here runs again), the grades and checks of the syntheses (the evaluation
@@ -32,9 +33,9 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
-from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.ingest.sources import unique_papers
+from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
@@ -59,7 +60,9 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 from litpipe.workflows.cross_paper_questions import cross_paper
 from litpipe.workflows.ingest import chunk_paper, read_document
+from litpipe.workflows.optional_steps import error_reason
 from litpipe.workflows.paper_answers import answer_paper
+from litpipe.workflows.plain_summary import plain_summary
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 from litpipe.workflows.synthesis import write_synthesis
 
@@ -123,16 +126,6 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
     embedded = {
         result.paper_id: result for result in store.embed_papers(list(chunks.values()), embedder)
     }
-    abstracts = {
-        paper_id: paper_abstract_from(document, settings, prompts, client)
-        for paper_id, document in documents.items()
-    }
-    questions = {
-        paper_id: paper_questions_from(
-            abstract, settings, prompts, client, per_style=settings.synthesis.questions_per_style
-        )
-        for paper_id, abstract in abstracts.items()
-    }
 
     def retriever(paper_id: str | None = None) -> HybridRetriever:
         """Over one paper (its BM25 index in memory), or over the collection (its index saved
@@ -148,8 +141,14 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
         )
 
     reranker = reranker_for(settings, prompts, client)
-    evidence = {
-        paper_id: gather_evidence(
+
+    def built(paper_id: str, document: PaperDocument) -> PaperResult:
+        """The paper's model stages, from its abstract to its answers."""
+        abstract = paper_abstract_from(document, settings, prompts, client)
+        asked = paper_questions_from(
+            abstract, settings, prompts, client, per_style=settings.synthesis.questions_per_style
+        )
+        found = gather_evidence(
             asked,
             collection,
             retriever(paper_id if settings.retrieval.evidence_scope == "own" else None),
@@ -159,12 +158,26 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
             rerank_candidates=settings.retrieval.rerank_candidates,
             keep=settings.retrieval.evidence_per_question,
         )
-        for paper_id, asked in questions.items()
-    }
-    answers = {
-        paper_id: answer_paper(found, settings, prompts, client)
-        for paper_id, found in evidence.items()
-    }
+        return PaperResult(
+            document=document,
+            chunks=chunks[paper_id],
+            embeddings=embedded[paper_id],
+            abstract=abstract,
+            questions=asked,
+            evidence=found,
+            answers=answer_paper(found, settings, prompts, client),
+        )
+
+    results: dict[str, PaperResult] = {}
+    for paper_id, document in documents.items():
+        try:
+            results[paper_id] = built(paper_id, document)
+        except LLMError as error:  # as the graph leaves out a paper whose own run failed
+            left_out.append(
+                LeftOutPaper(paper_id=paper_id, reason=f"its own run failed: {error_reason(error)}")
+            )
+    abstracts = {paper_id: result.abstract for paper_id, result in results.items()}
+    answers = {paper_id: result.answers for paper_id, result in results.items()}
 
     comparative = cross_paper(
         collection, list(abstracts.values()), retriever(), reranker, settings, prompts, client
@@ -183,21 +196,10 @@ def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
     analysis.left_out = left_out
     titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}
     synthesis = write_synthesis(analysis, answers, comparative, titles, settings, prompts, client)
-    plain = write_plain_summary(analysis, synthesis, titles, settings, prompts, client)
+    plain = plain_summary(analysis, synthesis, titles, settings, prompts, client)
     return PipelineResult(
         collection=collection,
-        papers=[
-            PaperResult(
-                document=documents[paper_id],
-                chunks=chunks[paper_id],
-                embeddings=embedded[paper_id],
-                abstract=abstracts[paper_id],
-                questions=questions[paper_id],
-                evidence=evidence[paper_id],
-                answers=answers[paper_id],
-            )
-            for paper_id in documents
-        ],
+        papers=list(results.values()),
         left_out=left_out,
         cross_paper_questions=comparative,
         relationship_analysis=analysis,

@@ -22,6 +22,7 @@ from litpipe.agents.relationship_analysis.relationships import (
     relate,
     type_distribution,
 )
+from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
     Answer,
@@ -34,6 +35,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
 )
 from litpipe.settings import Settings
+from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
 if TYPE_CHECKING:
@@ -87,7 +89,8 @@ def analyse(
 ) -> RelationshipAnalysis:
     """`relationship_analysis`: insights, relationships, theme and narrative; papers left thin
     (too few insights, or absent from the narrative) are asked follow-up questions once, and the
-    analysis is made again with their answers. With an `encoder` (the collection's embedder),
+    analysis is made again with their answers; a paper whose follow-ups fail (a model error) is
+    recorded with why and left as it was. With an `encoder` (the collection's embedder),
     relationship candidates are each insight's nearest neighbours (`relate`)."""
     papers = list(answers)
     titles = {paper_id: abstracts[paper_id].title for paper_id in papers}
@@ -103,15 +106,22 @@ def analyse(
         settings.synthesis.min_insights_per_paper,
     )
     follow_ups = []
+    follow_ups_not_run = []
     for paper_id, reason in thin.items():
         asked = [answer.question for answer in answers[paper_id].answers]
-        questions = follow_up_questions(
-            abstracts[paper_id], asked, reason, settings, prompts, client
-        )
-        if questions:
-            follow_ups.append(
-                FollowUp(paper_id=paper_id, reason=reason, answers=follow_up(paper_id, questions))
+        # Optional: a paper whose follow-ups fail keeps the insights it has.
+        try:
+            questions = follow_up_questions(
+                abstracts[paper_id], asked, reason, settings, prompts, client
             )
+            if questions:
+                follow_ups.append(
+                    FollowUp(
+                        paper_id=paper_id, reason=reason, answers=follow_up(paper_id, questions)
+                    )
+                )
+        except LLMError as error:
+            follow_ups_not_run.append(not_run("follow_up_questions", error, paper_id))
     if follow_ups:
         logger.info(
             "%s: follow-up questions for %d thin papers: %s",
@@ -132,6 +142,7 @@ def analyse(
         relationships=draft.relationships,
         type_distribution=type_distribution(draft.relationships),
         follow_ups=follow_ups,
+        follow_ups_not_run=follow_ups_not_run,
     )
 
 

@@ -1,10 +1,13 @@
 """Per-collection comparative questions, from all the abstracts together, answered across papers."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from litpipe.agents.cross_paper_questions import CrossPaperQuestionsAgent
 from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.defs.assets.paper_answers import qa_preview
+from litpipe.defs.check_results import optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import markdown_metadata
@@ -39,9 +42,12 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
         partitions_def=collections,
         group_name="cross_paper_questions",
         deps=[dg.AssetDep("paper_abstract", partition_mapping=dg.AllPartitionMapping())],
+        check_specs=[optional_step_spec("cross_paper_questions", "cross_paper_questions")],
         description="3-5 comparative questions written from all the collection's abstracts "
         "together (\"what distinguishes X's approach from Y's?\"), each searched across every "
-        "paper and answered from its evidence like a paper's own questions.",
+        "paper and answered from its evidence like a paper's own questions. Optional: when the "
+        "model fails them, there are none, the check says why, and the synthesis is written "
+        "without them.",
     )
     def cross_paper_questions(
         context: dg.AssetExecutionContext,
@@ -52,7 +58,7 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
         lancedb: LanceDBResource,
         retrieval: RetrievalResource,
         llm: LLMResource,
-    ) -> dg.Output[CrossPaperQuestions]:
+    ) -> Iterator[dg.Output[CrossPaperQuestions] | dg.AssetCheckResult]:
         collection = context.partition_key
         abstracts = artifacts.of_papers(
             "paper_abstract", catalog.catalog().papers(collection), PaperAbstract
@@ -73,13 +79,18 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
             f"{collection}: {len(found.answers)} comparative questions over "
             f"{corpus_index.papers} papers"
         )
-        return step.output(
+        yield step.output(
             found,
             {
                 "questions": len(found.answers),
                 "engine": found.engine,
                 "preview": markdown_metadata(qa_preview(found.answers)),
             },
+        )
+        yield optional_step_result(
+            "cross_paper_questions",
+            "cross_paper_questions",
+            [found.not_run] if found.not_run else [],
         )
 
     return [cross_paper_questions]

@@ -1,11 +1,14 @@
 """Per-collection relationship analysis: insights, typed relationships, theme and narrative."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.agents.relationship_analysis.followups import FollowUpsAgent
 from litpipe.agents.relationship_analysis.insights import InsightsAgent
 from litpipe.agents.relationship_analysis.relationships import RelationshipsAgent
+from litpipe.defs.check_results import optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, analysis_preview, markdown_metadata
@@ -58,11 +61,13 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         partitions_def=collections,
         group_name="relationship_analysis",
         deps=[dg.AssetDep("paper_answers", partition_mapping=dg.AllPartitionMapping())],
+        check_specs=[optional_step_spec("relationship_analysis", "follow_up_questions")],
         description="One key insight per question-and-answer pair (none skipped), typed "
         "relationships between insights of different papers (extension, contradiction, "
         "complementary, improvement, parallel), an overall theme and a narrative naming every "
-        "paper; thin papers are asked follow-up questions first. Papers without answers (their "
-        "own assets failed) are left out, each named with why.",
+        "paper; thin papers are asked follow-up questions first (optional: a paper whose "
+        "follow-ups the model fails is analysed as it is, the check says why). Papers without "
+        "answers (their own assets failed) are left out, each named with why.",
     )
     def relationship_analysis(
         context: dg.AssetExecutionContext,
@@ -73,7 +78,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         lancedb: LanceDBResource,
         retrieval: RetrievalResource,
         llm: LLMResource,
-    ) -> dg.Output[RelationshipAnalysis]:
+    ) -> Iterator[dg.Output[RelationshipAnalysis] | dg.AssetCheckResult]:
         collection = context.partition_key
         members = catalog.catalog().papers(collection)
         answers = artifacts.of_papers("paper_answers", members, PaperAnswers)
@@ -123,7 +128,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 f"({max(distribution, key=distribution.__getitem__)}): a sign the analysis "
                 "did not tell the papers apart"
             )
-        return step.output(
+        yield step.output(
             analysis,
             {
                 "engine": analysis.engine,
@@ -142,6 +147,9 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                     analysis, {paper: abstract.title for paper, abstract in abstracts.items()}
                 ),
             },
+        )
+        yield optional_step_result(
+            "relationship_analysis", "follow_up_questions", analysis.follow_ups_not_run
         )
 
     return [relationship_analysis]

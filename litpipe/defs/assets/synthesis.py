@@ -9,6 +9,9 @@ others their synthesis). The grading checks (support, sentence by sentence; comp
 the expert synthesis; coherence, by a judge only) warn, or block when `grading.blocking` is
 set. The sentence grades are kept on the output, so the page marks the sentences they flag.
 
+The plain-language summary is optional: when its model fails it (a model error), it is empty
+and ungraded, its `optional_step` check warns with why, and the page is written all the same.
+
 The judges are part of a writer's code version, since the grades are kept on its output: another
 judge (prompt, model, offline bands) regrades, and a model's text then comes from the reply cache.
 """
@@ -20,13 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from litpipe import text
-from litpipe.agents.plain_summary import (
-    PLAIN_SUMMARY_AGENTS,
-    plain_summary_version,
-    write_plain_summary,
-)
+from litpipe.agents.plain_summary import PLAIN_SUMMARY_AGENTS, plain_summary_version
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS
-from litpipe.defs.check_results import check_result
+from litpipe.defs.check_results import check_result, optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, markdown_metadata, outputs_preview
@@ -61,6 +60,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.workflows import plain_summary as plain_workflow
 from litpipe.workflows.synthesis import synthesis_version, write_synthesis
 
 _CHECKS = {
@@ -86,14 +86,18 @@ def _blocking(name: str, settings: Settings) -> bool:
     return name in _ALWAYS_BLOCKING or settings.grading.blocking
 
 
+def _check_names(asset: str) -> list[str]:
+    """The checks of a writer's text."""
+    return [name for name in _CHECKS if asset == "synthesis" or name not in _EXPERT_ONLY]
+
+
 def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
-            name, asset=asset, description=description, blocking=_blocking(name, settings)
+            name, asset=asset, description=_CHECKS[name], blocking=_blocking(name, settings)
         )
-        for name, description in _CHECKS.items()
-        if asset == "synthesis" or name not in _EXPERT_ONLY
-    ]
+        for name in _check_names(asset)
+    ] + ([optional_step_spec(asset, "plain_summary")] if asset == "plain_summary" else [])
 
 
 # The grades are kept on the output: another judge regrades (the text from the reply cache).
@@ -103,7 +107,10 @@ SYNTHESIS_STEP = ModelStep(
 )
 PLAIN_STEP = ModelStep(
     agents=PLAIN_SUMMARY_AGENTS + GRADING_AGENTS,
-    code=CodeVersion(versions=(NamedVersion("plain", plain_summary_version), GRADING)),
+    code=CodeVersion(
+        versions=(NamedVersion("plain", plain_summary_version), GRADING),
+        modules=(plain_workflow,),
+    ),
 )
 
 
@@ -158,7 +165,8 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         group_name="synthesis",
         check_specs=_check_specs("plain_summary", settings),
         description="The same argument as the synthesis for a general audience, from the same "
-        "spine, each paper's contribution still distinguishable and cited.",
+        "spine, each paper's contribution still distinguishable and cited. Optional: when the "
+        "model fails it, it is empty, ungraded, and its optional_step check says why.",
     )
     def plain_summary(
         context: dg.AssetExecutionContext,
@@ -173,7 +181,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         def write(
             titles: dict[str, str], answers: dict[str, PaperAnswers], step: StepRun
         ) -> Synthesis:
-            return write_plain_summary(
+            return plain_workflow.plain_summary(
                 relationship_analysis,
                 synthesis,
                 titles,
@@ -269,6 +277,15 @@ def _written_and_checked(
     with model_step.run(context, llm) as step:
         judge = step.client(GRADING_AGENTS)
         written = write(titles, answers, step)
+        if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
+            yield _output(step, written, analysis, {})
+            # Each of its checks is reported (Dagster requires it), as not applying.
+            skipped = CheckOutcome(passed=True, description=f"skipped: {written.not_run.line()}")
+            yield from _check_results(
+                asset, dict.fromkeys(_check_names(asset), skipped), step.settings
+            )
+            yield optional_step_result(asset, written.not_run.step, [written.not_run])
+            return
         grades, graded = grading.graded_checks(
             written.text,
             grading.cited_passages(written.citations, passages),
@@ -293,6 +310,8 @@ def _written_and_checked(
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
     yield _output(step, written, analysis, plots)
     yield from _check_results(asset, outcomes, step.settings)
+    if asset == "plain_summary":
+        yield optional_step_result(asset, "plain_summary", [])
 
 
 def _output(
