@@ -75,8 +75,9 @@ def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Pa
     reply = run_agent(agent, INPUTS, configured, prompts, client)
     assert reply is SCRIPTED
     [(route, messages, schema)] = client.calls
-    assert route == configured.route("paper_questions")
-    assert route.model == "gpt-4o-mini"
+    # The agent's own size for its reply, where the settings set no max_tokens.
+    assert route == configured.route("paper_questions", agent.reply_tokens)
+    assert route.model == "gpt-4o-mini" and route.max_tokens == agent.reply_tokens
     assert messages == agent.messages(INPUTS, prompts)
     assert schema is QuestionsReply
 
@@ -142,7 +143,7 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
         settings(tmp_path, llm={"model": "gpt-4o-mini"}),
         settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(model="gpt-4o")}}),
         settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(temperature=0.7)}}),
-        settings(tmp_path, llm={"max_tokens": 512}),
+        settings(tmp_path, llm={"max_tokens": 300}),
     ]
     versions = {version(agent, each, prompts) for each in changed}
     assert len(versions) == len(changed) and base not in versions

@@ -66,6 +66,7 @@ def offline_verdict(inputs: AnswerJudgeInput) -> AnswerVerdict:
 
 class AnswerJudgeAgent(Agent[AnswerJudgeInput, AnswerVerdict]):
     name = "answer_judge"
+    reply_tokens = 256
     offline = staticmethod(offline_verdict)
 
     def prompt_values(self, inputs: AnswerJudgeInput) -> dict[str, str]:

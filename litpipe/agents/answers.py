@@ -64,6 +64,7 @@ def offline_answer(inputs: AnswerInput) -> AnswerReply:
 
 class AnswersAgent(Agent[AnswerInput, AnswerReply]):
     name = "answers"
+    reply_tokens = 512
     offline = staticmethod(offline_answer)
 
     def prompt_values(self, inputs: AnswerInput) -> dict[str, str]:

@@ -71,6 +71,7 @@ def offline_claim_judge(inputs: ClaimInput) -> ClaimReply:
 
 class ClaimJudgeAgent(Agent[ClaimInput, ClaimReply]):
     name = "claim_judge"
+    reply_tokens = 256
     offline = staticmethod(offline_claim_judge)
 
     def prompt_values(self, inputs: ClaimInput) -> dict[str, str]:

@@ -139,6 +139,7 @@ def offline_cluster_summary(inputs: ClusterSummaryInput) -> SummaryReply:
 
 class ClusterSummaryAgent(Agent[ClusterSummaryInput, SummaryReply]):
     name = "cluster_summary"
+    reply_tokens = 768
     offline = staticmethod(offline_cluster_summary)
 
     def prompt_values(self, inputs: ClusterSummaryInput) -> dict[str, str]:

@@ -28,6 +28,7 @@ class CoherenceReply(BaseModel):
 
 class CoherenceJudgeAgent(Agent[CoherenceInput, CoherenceReply]):
     name = "coherence_judge"
+    reply_tokens = 256
 
     def prompt_values(self, inputs: CoherenceInput) -> dict[str, str]:
         # The text (its title too) is a model's, quoting the papers: fenced, like them.

@@ -149,6 +149,7 @@ def offline_cross_paper_questions(inputs: CrossPaperQuestionsInput) -> CrossPape
 
 class CrossPaperQuestionsAgent(Agent[CrossPaperQuestionsInput, CrossPaperQuestionsReply]):
     name = "cross_paper_questions"
+    reply_tokens = 384
     offline = staticmethod(offline_cross_paper_questions)
 
     def prompt_values(self, inputs: CrossPaperQuestionsInput) -> dict[str, str]:

@@ -101,6 +101,7 @@ class ViewAgent(Agent[AnswerInput, Reply]):
 
 class SummarizerAgent(ViewAgent[ViewReply]):
     name = "massrag_summarizer"
+    reply_tokens = 512
     view = "summarizer"
     nothing = NO_ANSWER
 
@@ -120,6 +121,7 @@ class SummarizerAgent(ViewAgent[ViewReply]):
 
 class ExtractorAgent(ViewAgent[ExtractorReply]):
     name = "massrag_extractor"
+    reply_tokens = 768
     view = "extractor"
     nothing = NO_ANSWER
 
@@ -171,6 +173,7 @@ def _linked_pairs(inputs: AnswerInput) -> list[tuple[EvidenceSentence, EvidenceS
 
 class ReasonerAgent(ViewAgent[ViewReply]):
     name = "massrag_reasoner"
+    reply_tokens = 512
     view = "reasoner"
     nothing = NO_INFERENCE
 
@@ -214,6 +217,7 @@ def offline_reconcile(inputs: ReconcileInput) -> AnswerReply:
 
 class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
     name = "massrag_reconcile"
+    reply_tokens = 512
     offline = staticmethod(offline_reconcile)
 
     def prompt_values(self, inputs: ReconcileInput) -> dict[str, str]:
@@ -296,6 +300,7 @@ def offline_candidate(inputs: CandidateInput) -> AnswerReply:
 
 class CandidateAgent(Agent[CandidateInput, AnswerReply]):
     name = "massrag_candidate"
+    reply_tokens = 512
     offline = staticmethod(offline_candidate)
 
     def prompt_values(self, inputs: CandidateInput) -> dict[str, str]:
@@ -349,6 +354,7 @@ def offline_compare(inputs: CompareInput) -> AnswerReply:
 
 class CompareAgent(Agent[CompareInput, AnswerReply]):
     name = "massrag_compare"
+    reply_tokens = 512
     offline = staticmethod(offline_compare)
 
     def prompt_values(self, inputs: CompareInput) -> dict[str, str]:

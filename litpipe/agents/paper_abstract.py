@@ -255,6 +255,7 @@ def _excerpt(text: str, regions: list[tuple[int, int]], budget: int, skip: set[i
 
 class PaperAbstractAgent(Agent[AbstractInput, AbstractReply]):
     name = "paper_abstract"
+    reply_tokens = 1024
     offline = staticmethod(offline_abstract)
 
     def prompt_values(self, inputs: AbstractInput) -> dict[str, str]:

@@ -253,6 +253,7 @@ def offline_questions(inputs: QuestionsInput) -> QuestionsReply:
 
 class PaperQuestionsAgent(Agent[QuestionsInput, QuestionsReply]):
     name = "paper_questions"
+    reply_tokens = 512
     offline = staticmethod(offline_questions)
 
     def prompt_values(self, inputs: QuestionsInput) -> dict[str, str]:

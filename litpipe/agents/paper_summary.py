@@ -126,6 +126,7 @@ def offline_paper_summary(inputs: PaperSummaryInput) -> SummaryReply:
 
 class PaperSummaryAgent(Agent[PaperSummaryInput, SummaryReply]):
     name = "paper_summary"
+    reply_tokens = 768
     offline = staticmethod(offline_paper_summary)
 
     def prompt_values(self, inputs: PaperSummaryInput) -> dict[str, str]:

@@ -83,6 +83,7 @@ PLAIN_SUMMARY_AGENTS = ("plain_summary",)
 
 class PlainSummaryAgent(Agent[PlainSummaryInput, WrittenReply]):
     name = "plain_summary"
+    reply_tokens = 1024
     offline = staticmethod(offline_plain_summary)
 
     def prompt_values(self, inputs: PlainSummaryInput) -> dict[str, str]:

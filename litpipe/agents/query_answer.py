@@ -87,6 +87,7 @@ def offline_query_answer(inputs: QueryAnswerInput) -> AnswerReply:
 
 class QueryAnswerAgent(Agent[QueryAnswerInput, AnswerReply]):
     name = "query_answer"
+    reply_tokens = 512
     offline = staticmethod(offline_query_answer)
 
     def prompt_values(self, inputs: QueryAnswerInput) -> dict[str, str]:

@@ -103,6 +103,7 @@ def offline_query_questions(inputs: QueryQuestionsInput) -> QueryQuestionsReply:
 
 class QueryQuestionsAgent(Agent[QueryQuestionsInput, QueryQuestionsReply]):
     name = "query_questions"
+    reply_tokens = 512
     offline = staticmethod(offline_query_questions)
 
     def prompt_values(self, inputs: QueryQuestionsInput) -> dict[str, str]:

@@ -128,6 +128,7 @@ def offline_query_summary(inputs: QuerySummaryInput) -> QuerySummaryReply:
 
 class QuerySummaryAgent(Agent[QuerySummaryInput, QuerySummaryReply]):
     name = "query_summary"
+    reply_tokens = 1024
     offline = staticmethod(offline_query_summary)
 
     def prompt_values(self, inputs: QuerySummaryInput) -> dict[str, str]:

@@ -34,6 +34,7 @@ def offline_refine(inputs: RefineInput) -> SummaryReply:
 
 class RefineSummaryAgent(Agent[RefineInput, SummaryReply]):
     name = "refine_summary"
+    reply_tokens = 1024
     offline = staticmethod(offline_refine)
 
     def prompt_values(self, inputs: RefineInput) -> dict[str, str]:

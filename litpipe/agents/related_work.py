@@ -774,6 +774,7 @@ def writing_values(inputs: RelatedWorkInput) -> dict[str, str]:
 
 class RelatedWorkAgent(Agent[RelatedWorkInput, RelatedWorkReply]):
     name = "related_work"
+    reply_tokens = 1024
     offline = staticmethod(offline_related_work)
 
     def prompt_values(self, inputs: RelatedWorkInput) -> dict[str, str]:

@@ -62,6 +62,7 @@ def offline_related_work_plan(inputs: RelatedWorkInput) -> RelatedWorkPlanReply:
 
 class RelatedWorkPlanAgent(Agent[RelatedWorkInput, RelatedWorkPlanReply]):
     name = "related_work_plan"
+    reply_tokens = 512
     offline = staticmethod(offline_related_work_plan)
 
     def prompt_values(self, inputs: RelatedWorkInput) -> dict[str, str]:

@@ -74,6 +74,7 @@ def offline_search_queries(inputs: SearchQueriesInput) -> SearchQueriesReply:
 
 class SearchQueriesAgent(Agent[SearchQueriesInput, SearchQueriesReply]):
     name = "search_queries"
+    reply_tokens = 256
     offline = staticmethod(offline_search_queries)
 
     def prompt_values(self, inputs: SearchQueriesInput) -> dict[str, str]:

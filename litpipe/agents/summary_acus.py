@@ -51,6 +51,7 @@ def offline_acus(inputs: AcusInput) -> AcusReply:
 
 class AcusAgent(Agent[AcusInput, AcusReply]):
     name = "summary_acus"
+    reply_tokens = 768
     offline = staticmethod(offline_acus)
 
     def prompt_values(self, inputs: AcusInput) -> dict[str, str]:
@@ -101,6 +102,7 @@ def offline_acu_check(inputs: AcuCheckInput) -> AcuCheckReply:
 
 class AcuCheckAgent(Agent[AcuCheckInput, AcuCheckReply]):
     name = "summary_acu_check"
+    reply_tokens = 512
     offline = staticmethod(offline_acu_check)
 
     def prompt_values(self, inputs: AcuCheckInput) -> dict[str, str]:

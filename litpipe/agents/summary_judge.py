@@ -107,6 +107,7 @@ def offline_judge(inputs: JudgeInput) -> JudgeReply:
 
 class JudgeAgent(Agent[JudgeInput, JudgeReply]):
     name = "summary_judge"
+    reply_tokens = 512
     offline = staticmethod(offline_judge)
 
     def prompt_values(self, inputs: JudgeInput) -> dict[str, str]:

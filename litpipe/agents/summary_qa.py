@@ -61,6 +61,7 @@ def offline_summary_qa(inputs: SummaryQAInput) -> SummaryQAReply:
 
 class SummaryQAAgent(Agent[SummaryQAInput, SummaryQAReply]):
     name = "summary_qa"
+    reply_tokens = 768
     offline = staticmethod(offline_summary_qa)
 
     def prompt_values(self, inputs: SummaryQAInput) -> dict[str, str]:

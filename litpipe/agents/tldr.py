@@ -73,6 +73,7 @@ def offline_tldr(inputs: TldrInput, title_weight: float = TITLE_WEIGHT) -> TldrR
 
 class TldrAgent(Agent[TldrInput, TldrReply]):
     name = "tldr"
+    reply_tokens = 256
     offline = staticmethod(offline_tldr)
 
     def prompt_values(self, inputs: TldrInput) -> dict[str, str]:

@@ -45,6 +45,8 @@ from litpipe.agents.base import (
     ModelClient,
     StructuredClient,
     engine_name,
+    fitted_messages,
+    route_of,
     run_agent,
     run_batch,
     version,
@@ -78,6 +80,7 @@ from litpipe.hashing import digest
 from litpipe.ingest import structured_abstracts
 from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
+from litpipe.llm.errors import ContextOverflowError, ReplyValidationError, one_line
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown
@@ -567,26 +570,33 @@ def write_section(
     """The section for `inputs`: from the offline engine, or from the model with one revision
     request when its first reply breaks a rule; then `settle`d either way."""
     agent = RelatedWorkAgent()
-    route = settings.route(agent.name)
+    route = route_of(agent, settings)
     if route.offline:
         return settle(agent.offline(inputs).text, inputs, "related_work (offline)")
-    if client is None:
-        raise ValueError(
-            f"agent {agent.name!r} is routed to model {route.model!r} but no LLM client was given"
-        )
-    messages = agent.messages(inputs, prompts)
-    reply = client.complete_sync(route, messages, RelatedWorkReply)
+    reply = run_agent(agent, inputs, settings, prompts, client)
+    engine = engine_name(route)
+    if engine != route.model:  # the offline engine wrote it in the model's place
+        return settle(reply.text, inputs, f"related_work ({engine})")
     first = review(_without_headings(reply.text), inputs.ids, inputs.sentences, inputs.words)
     if first.ok:
         return settle(reply.text, inputs, f"related_work ({route.model})")
     problems = "; ".join(first.problems(inputs.ids))
     log.warning("related_work (%s): asking for one revision: %s", route.model, problems)
+    assert client is not None  # run_agent asked it
     revision = [
-        *messages,
+        *fitted_messages(agent, inputs, prompts, client, route),
         {"role": "assistant", "content": reply.model_dump_json()},
         {"role": "user", "content": REVISION_REQUEST.format(problems=problems)},
     ]
-    revised = client.complete_sync(route, revision, RelatedWorkReply)
+    try:
+        revised = client.complete_sync(route, revision, RelatedWorkReply)
+    except (ReplyValidationError, ContextOverflowError) as error:
+        log.warning(
+            "related_work (%s): the revision is unusable, the first reply stands: %s",
+            route.model,
+            one_line(str(error), 200),
+        )
+        return settle(reply.text, inputs, f"related_work ({route.model})")
     return settle(revised.text, inputs, f"related_work ({route.model})", revised=True)
 
 

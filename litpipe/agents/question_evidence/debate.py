@@ -112,4 +112,5 @@ def offline_debate(inputs: PassageInput) -> DebateReply:
 
 class DebateAgent(PassageAgent[DebateReply]):
     name = "debate"
+    reply_tokens = 768
     offline = staticmethod(offline_debate)

@@ -39,4 +39,5 @@ def offline_relevance(inputs: PassageInput) -> RelevanceReply:
 
 class RelevanceAgent(PassageAgent[RelevanceReply]):
     name = "relevance"
+    reply_tokens = 128
     offline = staticmethod(offline_relevance)

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic
 
-from litpipe.agents.base import BatchClient, Reply, version
+from litpipe.agents.base import BatchClient, Reply, route_of, run_batch, version
 from litpipe.agents.question_evidence import passages
 from litpipe.agents.question_evidence.debate import DebateAgent, DebateReply, verbatim_quotes
 from litpipe.agents.question_evidence.passages import PassageAgent, PassageInput
@@ -42,12 +42,13 @@ class AgentReranker(ABC, Generic[Reply]):
     def __init__(
         self, settings: Settings, prompts: PromptLibrary, client: BatchClient | None
     ) -> None:
-        self.route = settings.route(self.agent.name)
+        self.route = route_of(self.agent, settings)
         if not self.route.offline and client is None:
             raise ValueError(
                 f"reranker {self.name!r} is routed to model {self.route.model!r} but no LLM "
                 "client was given"
             )
+        self.settings = settings
         self.prompts = prompts
         self.client = client
         self._version = self.version_for(settings, prompts)
@@ -77,17 +78,10 @@ class AgentReranker(ABC, Generic[Reply]):
         return reply
 
     def replies(self, query: str, candidates: Sequence[RetrievedChunk]) -> list[Reply]:
-        """The agent's reply about each candidate, in order; LLMError if a model call fails."""
+        """The agent's reply about each candidate, in order (a candidate whose reply cannot be
+        used scored offline, as `llm.on_unusable` says); LLMError if a model call fails."""
         asked = [self.inputs(query, candidate) for candidate in candidates]
-        if self.route.offline:
-            answers = [self.agent.offline(inputs) for inputs in asked]
-        else:
-            assert self.client is not None  # checked at construction
-            answers = self.client.complete_many_sync(
-                self.route,
-                [self.agent.messages(inputs, self.prompts) for inputs in asked],
-                self.agent.reply_schema,
-            )
+        answers = run_batch(self.agent, asked, self.settings, self.prompts, self.client)
         return [self.reviewed(one, answer) for one, answer in zip(asked, answers, strict=True)]
 
     def rerank(self, query: str, candidates: list[RetrievedChunk]) -> list[RetrievedChunk]:

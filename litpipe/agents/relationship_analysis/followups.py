@@ -65,6 +65,7 @@ def offline_follow_ups(inputs: FollowUpsInput) -> FollowUpsReply:
 
 class FollowUpsAgent(Agent[FollowUpsInput, FollowUpsReply]):
     name = "followups"
+    reply_tokens = 256
     offline = staticmethod(offline_follow_ups)
 
     def prompt_values(self, inputs: FollowUpsInput) -> dict[str, str]:

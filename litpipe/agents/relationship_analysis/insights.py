@@ -88,6 +88,7 @@ def offline_insights(inputs: InsightsInput) -> InsightsReply:
 
 class InsightsAgent(Agent[InsightsInput, InsightsReply]):
     name = "insights"
+    reply_tokens = 1024
     offline = staticmethod(offline_insights)
 
     def prompt_values(self, inputs: InsightsInput) -> dict[str, str]:
