@@ -614,8 +614,11 @@ def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.staleness import State, partition_states
+    from litpipe.llm.window import routes_described
     from litpipe.runtime.runner import collection_asset_keys, open_instance, paper_asset_keys
 
+    for line in routes_described(settings):
+        print(line)
     catalog = Catalog(settings.catalog_path)
     instance = open_instance(settings)
     defs = build_definitions(settings)

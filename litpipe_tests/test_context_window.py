@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from litpipe.agents.answers import AnswersAgent, answer_questions
 from litpipe.agents.base import ModelBatch, engine_name, route_of
+from litpipe.cli import main
 from litpipe.llm.errors import ContextOverflowError, LLMError, ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.window import messages_tokens
@@ -126,7 +127,10 @@ def long_evidence(passages: int, words: int) -> QuestionEvidence:
         for page in range(1, passages + 1)
     ]
     question = Question(
-        question_id="p1-q1", paper_id="p1", text="How fast do proteins fold at room temperature?", style="broad"
+        question_id="p1-q1",
+        paper_id="p1",
+        text="How fast do proteins fold at room temperature?",
+        style="broad",
     )
     return QuestionEvidence(question=question, chunks=chunks, reranked=False)
 
@@ -211,3 +215,13 @@ def test_an_unusable_reply_is_written_offline_marked_and_counted(
     # The next answer of the same agent is the model's again: the mark is per run.
     answer_questions([long_evidence(1, 20)], settings, PromptLibrary(), client)
     assert engine_name(route_of(AnswersAgent(), settings)) == model
+
+
+def test_status_says_each_models_window_and_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", '{"answers": {"context_tokens": 4096}}')
+    assert main(["status", "--home", str(tmp_path), "--model", "openai/gpt-4o-mini"]) == 0
+    shown = capsys.readouterr().out
+    assert "model for every agent: openai/gpt-4o-mini; window 128,000 tokens (litellm" in shown
+    assert "model for agent answers: openai/gpt-4o-mini; window 4,096 tokens (llm.context" in shown

@@ -25,7 +25,8 @@ from typing import Any, Literal
 import httpx
 import litellm
 
-from litpipe.url_credentials import split_basic_auth
+from litpipe.settings import Settings
+from litpipe.url_credentials import hide_credentials, split_basic_auth
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,27 @@ def token_counter(model: str, api_base: str | None) -> Callable[[str], int]:
     if api_base is not None and server_report(api_base, served_name(model)).tokenizes:
         return functools.partial(_server_tokens, api_base)
     return functools.partial(_litellm_tokens, model)
+
+
+def routes_described(settings: Settings) -> list[str]:
+    """A line per model the settings route agents to (the default, then each agent's own):
+    where it is served, its context window and where that figure came from, and its server's
+    decoding slots where it says (what `litpipe status` shows)."""
+    routes = {"every agent": settings.route("default")}
+    routes.update(
+        {f"agent {agent}": settings.route(agent) for agent in sorted(settings.llm.agents)}
+    )
+    lines = []
+    for who, route in routes.items():
+        if route.offline:
+            lines.append(f"model for {who}: the offline engine")
+            continue
+        where = f" at {hide_credentials(route.api_base)}" if route.api_base else ""
+        window = context_window(route.model, route.api_base, route.context_tokens)
+        slots = server_slots(route.api_base, route.model)
+        decodes = f"; its server decodes {slots} at once" if slots else ""
+        lines.append(f"model for {who}: {route.model}{where}; window {window.describe()}{decodes}")
+    return lines
 
 
 def messages_tokens(messages: list[dict[str, str]], count: Callable[[str], int]) -> int:
