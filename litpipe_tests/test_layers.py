@@ -38,6 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("defs",),
     # What runs the graph in-process for the commands (runs, backfills, requests, evaluations).
     ("runtime",),
+    # The commands' display of their model calls, stage by stage (heard from llm's ledgers).
+    ("progress",),
     ("cli",),
 ]
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
