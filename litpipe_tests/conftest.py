@@ -17,8 +17,9 @@ from numpy.typing import NDArray
 from litpipe.retrieval.embedder import Embedder
 from litpipe_tests.tiny_model import build_tiny_model
 
-# The local OpenAI-compatible server: its `stub_llm` fixture serves every test module.
-pytest_plugins = ("litpipe_tests.stub_llm",)
+# The local OpenAI-compatible stub (`stub_llm`) and the real llama.cpp server (`llama_server`):
+# their fixtures serve every test module.
+pytest_plugins = ("litpipe_tests.stub_llm", "litpipe_tests.llama_server")
 
 
 class FakeTokenizer:
