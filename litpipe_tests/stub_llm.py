@@ -56,6 +56,7 @@ FaultKind = Literal[
     "drop",  # the connection closes without an answer
     "invalid_json",  # 200 whose content is not JSON
     "invalid_schema",  # 200 whose content is JSON that no object schema accepts
+    "cut_off",  # 200 whose JSON stops mid-way, finish_reason "length" (it ran out of max_tokens)
     "unauthorized",  # 401
     "bad_request",  # 400
     "not_found",  # 404, the model does not exist
@@ -269,13 +270,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_completion(body, '{"this is": not JSON')
         elif fault.kind == "invalid_schema":
             self._send_completion(body, json.dumps(["not", "an", "object"]))
+        elif fault.kind == "cut_off":
+            self._send_completion(body, '{"questions": ["What', finish_reason="length")
         else:
             status, message, error_type, code = _ERRORS[fault.kind]
             error = {"message": message.format(model=body.get("model")), "type": error_type}
             headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else {}
             self._send_json(status, {"error": {**error, "code": code or None}}, headers)
 
-    def _send_completion(self, body: dict[str, Any], content: str) -> None:
+    def _send_completion(
+        self, body: dict[str, Any], content: str, finish_reason: str = "stop"
+    ) -> None:
         prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
         completion_tokens = max(1, len(content) // 4)
         self._send_json(
@@ -289,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "finish_reason": finish_reason,
                     }
                 ],
                 "usage": {

@@ -400,3 +400,17 @@ def test_the_stub_scripts_replies_per_marker(tmp_path: Path, stub_llm: StubLLM) 
     assert client.complete_sync(route(client), MESSAGES, Findings).paper != "scripted"
     assert client.complete_sync(route(client), other, Findings).paper == "scripted"
     assert client.complete_sync(route(client), other, Findings).paper != "scripted"  # used up
+
+
+def test_a_reply_cut_off_at_max_tokens_is_not_sent_back_for_a_repair(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """Under the same limit, with the whole runaway reply in its prompt, a repair would run out
+    too: one request, and the error says to raise max_tokens."""
+    stub_llm.fail_next("cut_off")
+    client = make_client(tmp_path, stub_llm)
+    with pytest.raises(ReplyValidationError, match="cut off at max_tokens=2048"):
+        client.complete_sync(route(client), MESSAGES, Findings)
+    assert stub_llm.request_count == 1
+    (record,) = client.usage.records
+    assert (record.failed, record.repaired) == (True, False)

@@ -348,13 +348,19 @@ class LLMClient:
         facts: _ModelFacts,
         record: CallRecord,
     ) -> T:
-        """Ask, and if the reply does not validate, ask once more quoting the error."""
+        """Ask, and if the reply does not validate, ask once more quoting the error (not when
+        it ran out of max_tokens: under the same limit, with the whole of it in the prompt, a
+        repair runs out too; a small model's runaway reply would cost its minute twice)."""
         request, response_format, reply = await self._first_reply(
             route, messages, schema, facts, record
         )
         try:
             return parse_reply(reply.text, schema, _cut_off_at(reply, route))
         except UnusableReply as problem:
+            if reply.finish_reason == "length":
+                raise ReplyValidationError(
+                    f"{route.agent}: {route.model} gave no valid {schema.__name__}: {problem}"
+                ) from None
             record.repaired = True
             logger.warning(
                 "llm %s %s: unusable reply, asking for a repair: %s",
