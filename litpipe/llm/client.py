@@ -168,6 +168,7 @@ class LLMClient:
 
     async def complete(self, route: Route, messages: Messages, schema: type[T]) -> T:
         """The agent's reply to `messages`, validated against `schema`."""
+        self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
             return cached
@@ -181,6 +182,7 @@ class LLMClient:
         Every call runs to its end, its reply cached, before the first failure is raised: a
         rerun then only repeats the calls that failed.
         """
+        self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
             return [cast(T, cached) for _, cached in lookups]
@@ -190,6 +192,7 @@ class LLMClient:
 
     def complete_sync(self, route: Route, messages: Messages, schema: type[T]) -> T:
         """`complete` for synchronous callers (Dagster steps)."""
+        self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
             return cached
@@ -199,6 +202,7 @@ class LLMClient:
         self, route: Route, list_of_messages: Sequence[Messages], schema: type[T]
     ) -> list[T]:
         """`complete_many` for synchronous callers."""
+        self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
             return [cast(T, cached) for _, cached in lookups]
@@ -217,6 +221,8 @@ class LLMClient:
         """Several batches (several agents' conversations) at once: their calls share
         `llm.concurrency`, and the caller waits once for all of them. Each call runs to its end;
         a call that failed has its `LLMError` in its place (any other error is raised)."""
+        for route, list_of_messages, _ in batches:
+            self.usage.expect(route.agent, len(list_of_messages))
         lookups = [
             [self._lookup(route, messages, schema) for messages in list_of_messages]
             for route, list_of_messages, schema in batches
