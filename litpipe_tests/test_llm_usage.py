@@ -152,7 +152,9 @@ def test_the_budget_stops_a_call_that_could_exceed_it(tmp_path: Path, stub_llm: 
 
 
 def test_calls_in_flight_count_against_the_budget(tmp_path: Path, stub_llm: StubLLM) -> None:
-    stub_llm.latency_s = 0.1
+    # Long enough that every call is admitted (or refused) before the first reply settles its
+    # cost: each call first asks the server what it is and counts its prompt, on other threads.
+    stub_llm.latency_s = 1.0
     # Each call may cost up to ~$0.0006 (1000 output tokens): two fit, a third could not.
     client = make_client(tmp_path, stub_llm, llm={"budget_usd": 0.0015, "max_tokens": 1000})
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(5)]
