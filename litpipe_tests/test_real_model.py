@@ -1,0 +1,120 @@
+"""The whole chain through a real model server: llama.cpp's llama-server, a 2,048-token window,
+one decoding slot, SmolLM2-135M-Instruct (a weak model: its replies are often unusable, which is
+the point), `--structured-output auto`.
+
+Each command runs as a user runs it, in its own process, bounded in time (it must hang nowhere),
+and must exit 0 with everything built: an item the model cannot serve is written offline and
+marked, never lost; no request overflows the window; no error that is not transient is retried;
+a rerun asks the server for nothing (its own token counter does not move). Each test prints the
+command's wall time and its calls and tokens per stage (`pytest -rP` shows them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from litpipe.schemas import RunReport
+from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.llama_server import LlamaServer, skip_unless_available
+from litpipe_tests.real_chain import SERVER_ARGUMENTS, CommandRun, RealChain
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealChain]:
+    skip_unless_available()
+    with LlamaServer(n_ctx=2048, slots=1, extra_args=SERVER_ARGUMENTS) as server:
+        yield RealChain(server, tmp_path_factory.mktemp("real-chain"))
+
+
+def shown(run: CommandRun) -> CommandRun:
+    """Prints the run's figures, and fails with its stderr if it did not exit 0."""
+    print(json.dumps(run.summary(), indent=1))
+    assert run.returncode == 0, f"{run.name} exited {run.returncode}:\n{run.stderr[-4000:]}"
+    return run
+
+
+def assert_served_honestly(run: CommandRun, home: Path) -> None:
+    """No context error, no retry, and every fallback item marked where its output is kept."""
+    assert run.context_errors == [], run.context_errors
+    assert run.retries == 0, [c.error for c in run.calls if c.retries]
+    assert any(not call.cached and not call.failed for call in run.calls), "no model reply"
+    if run.fallbacks:
+        kept = " ".join(p.read_text("utf-8") for p in (home / "artifacts").rglob("*.json"))
+        assert "offline fallback for" in kept
+
+
+def assert_built(chain: RealChain, collection: str, papers: int) -> RunReport:
+    outputs = chain.home / "outputs" / collection
+    report = RunReport.model_validate_json((outputs / "report.json").read_text("utf-8"))
+    assert (report.papers, report.failed_papers, report.collection_failure) == (papers, [], None)
+    assert (outputs / "synthesis.md").read_text("utf-8").strip()
+    assert (outputs / "synthesis.html").is_file()
+    return report
+
+
+def assert_rerun_asks_nothing(chain: RealChain, first: CommandRun, *arguments: str) -> None:
+    again = shown(chain.run(f"{first.name} (again)", *arguments))
+    assert again.server_tokens_generated == 0
+    assert not [call for call in again.calls if not call.cached]
+
+
+def test_run_on_three_bundled_pdfs(chain: RealChain) -> None:
+    arguments = ("run", str(chain.three_pdfs()), "--collection", "three-pdfs")
+    run = shown(chain.run("run three PDFs", *arguments))
+    report = assert_built(chain, "three-pdfs", 3)
+    assert_served_honestly(run, chain.home)
+    counted = sum(usage.fallbacks for usage in report.llm_calls_by_agent.values())
+    assert counted == len(run.fallbacks)
+    assert_rerun_asks_nothing(chain, run, *arguments)
+
+
+def test_run_on_ten_iclr_abstracts(chain: RealChain) -> None:
+    arguments = ("run", str(chain.iclr_abstracts(10)), "--collection", "iclr-10")
+    run = shown(chain.run("run ten abstracts", *arguments))
+    assert_built(chain, "iclr-10", 10)
+    assert_served_honestly(run, chain.home)
+    assert_rerun_asks_nothing(chain, run, *arguments)
+
+
+def test_ask(chain: RealChain) -> None:
+    arguments = (
+        "ask",
+        "--paper",
+        PDFS_BY_SIZE[0].stem,
+        "What does the paper find?",
+    )
+    run = shown(chain.run("ask", *arguments))
+    assert_served_honestly(run, chain.home)
+    assert_rerun_asks_nothing(chain, run, *arguments)
+
+
+def test_related_work(chain: RealChain) -> None:
+    out = chain.work / "related.md"
+    arguments = (
+        "related-work",
+        "--abstracts",
+        str(chain.iclr_abstracts(10)),
+        "--idea",
+        "Continual learning of new classes from few examples without forgetting old ones.",
+        "--out",
+        str(out),
+    )
+    run = shown(chain.run("related-work", *arguments))
+    assert out.read_text("utf-8").strip()
+    assert_served_honestly(run, chain.home)
+    assert_rerun_asks_nothing(chain, run, *arguments)
+
+
+def test_eval_mais_on_two_examples(chain: RealChain) -> None:
+    dataset, corpus = chain.mais_questions(2)
+    arguments = ("eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus))
+    run = shown(chain.run("eval mais", *arguments))
+    figures = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (figures["runs"], figures["failed"]) == (2, 0)
+    assert_served_honestly(run, chain.home)
