@@ -486,14 +486,15 @@ CASES: dict[str, Case] = {
 }
 
 
-def every_agent_name() -> set[str]:
+def agent_classes() -> list[type[Agent[Any, Any]]]:
+    """Every concrete agent class of litpipe.agents, once each, in the order of their names."""
     import importlib
     import inspect
     import pkgutil
 
     import litpipe.agents
 
-    names = set()
+    found: dict[str, type[Agent[Any, Any]]] = {}
     # A stage with several agents keeps them in a subpackage: walk those too.
     for module in pkgutil.walk_packages(litpipe.agents.__path__, "litpipe.agents."):
         for value in vars(importlib.import_module(module.name)).values():
@@ -502,8 +503,12 @@ def every_agent_name() -> set[str]:
                 and issubclass(value, Agent)
                 and not inspect.isabstract(value)
             ):
-                names.add(value.name)
-    return names
+                found.setdefault(value.name, value)
+    return [found[name] for name in sorted(found)]
+
+
+def every_agent_name() -> set[str]:
+    return {agent.name for agent in agent_classes()}
 
 
 def test_every_agent_has_a_case() -> None:

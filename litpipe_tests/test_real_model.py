@@ -15,12 +15,15 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import litellm
 import pytest
 
+from litpipe.llm.client import structured_request
 from litpipe.schemas import RunReport
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.llama_server import LlamaServer, skip_unless_available
 from litpipe_tests.real_chain import SERVER_ARGUMENTS, CommandRun, RealChain
+from litpipe_tests.test_agent_replies import agent_classes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
 
@@ -118,3 +121,27 @@ def test_eval_mais_on_two_examples(chain: RealChain) -> None:
     figures = json.loads(run.stdout.strip().splitlines()[-1])
     assert (figures["runs"], figures["failed"]) == (2, 0)
     assert_served_honestly(run, chain.home)
+
+
+def test_every_agents_reply_schema_is_taken_by_the_real_server_as_a_grammar(
+    chain: RealChain,
+) -> None:
+    """llama-server turns a json_schema response format into a grammar, and refuses (HTTP 400)
+    a schema it cannot turn into one: each agent's schema, as litpipe sends it, is taken (a
+    few tokens are decoded under it)."""
+    refused = {}
+    for agent in agent_classes():
+        _, format_of = structured_request([], agent.reply_schema, "json_schema")
+        try:
+            litellm.completion(
+                model=chain.server.model,
+                api_base=chain.server.api_base,
+                api_key="not-needed",
+                messages=[{"role": "user", "content": "Reply with JSON."}],
+                response_format=format_of,
+                max_tokens=4,
+                max_retries=0,
+            )
+        except litellm.APIError as error:
+            refused[agent.name] = str(error)[:300]
+    assert refused == {}

@@ -400,7 +400,7 @@ class LLMClient:
         that refuses the format is asked again in the next mode, remembered for the route."""
         mode = _mode(route, facts)
         while True:
-            request, response_format = _structured_request(messages, schema, mode)
+            request, response_format = structured_request(messages, schema, mode)
             try:
                 reply = await self._send(route, request, response_format, facts, record)
             except _FormatRefused as refusal:
@@ -709,7 +709,7 @@ async def _server_slots(route: Route) -> asyncio.Semaphore | contextlib.nullcont
     return _SERVER_SLOTS[key]
 
 
-def _structured_request(
+def structured_request(
     messages: Messages, schema: type[BaseModel], mode: StructuredOutput
 ) -> tuple[Messages, dict[str, Any] | None]:
     """The messages to send and the response format, if any: the schema goes in one of them
