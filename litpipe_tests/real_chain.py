@@ -31,10 +31,7 @@ REPOSITORY = Path(__file__).parents[1]
 LITPIPE = Path(sys.executable).parent / "litpipe"
 ICLR = REPOSITORY / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
 LITQA2 = Path(__file__).parent / "data" / "litqa2" / "litqa2_subset_with_pdfs.jsonl"
-IDEA = (
-    "Continual learning without forgetting: a model that learns new classes from a few "
-    "examples while keeping what it learnt before, with a memory of past examples."
-)
+IDEA = "Continual learning of new classes from few examples without forgetting old ones."
 # What a command may take at most before it counts as hung (a small model on two cores).
 COMMAND_TIMEOUT_S = 1200.0
 # Fewer model calls than the defaults, so that the chain runs in minutes on two cores: one
@@ -204,3 +201,25 @@ class RealChain:
         dataset = self.work / "mais.jsonl"
         dataset.write_text("".join(json.dumps(r) + "\n" for r in chosen), "utf-8")
         return dataset, corpus
+
+
+def chain_commands(chain: RealChain) -> dict[str, list[str]]:
+    """The issue's chain, by name: each command's arguments (their inputs made in the work
+    folder). `ask` asks of a paper of `run three PDFs`, so it comes after it."""
+    abstracts = str(chain.iclr_abstracts(10))
+    dataset, corpus = chain.mais_questions(2)
+    return {
+        "run three PDFs": ["run", str(chain.three_pdfs()), "--collection", "three-pdfs"],
+        "run ten abstracts": ["run", abstracts, "--collection", "iclr-10"],
+        "ask": ["ask", "--paper", PDFS_BY_SIZE[0].stem, "What does the paper find?"],
+        "related-work": [
+            "related-work",
+            "--abstracts",
+            abstracts,
+            "--idea",
+            IDEA,
+            "--out",
+            str(chain.work / "related.md"),
+        ],
+        "eval mais": ["eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus)],
+    }

@@ -20,9 +20,8 @@ import pytest
 
 from litpipe.llm.client import structured_request
 from litpipe.schemas import RunReport
-from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.llama_server import LlamaServer, skip_unless_available
-from litpipe_tests.real_chain import SERVER_ARGUMENTS, CommandRun, RealChain
+from litpipe_tests.real_chain import SERVER_ARGUMENTS, CommandRun, RealChain, chain_commands
 from litpipe_tests.test_agent_replies import agent_classes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
@@ -62,13 +61,14 @@ def assert_built(chain: RealChain, collection: str, papers: int) -> RunReport:
 
 
 def assert_rerun_asks_nothing(chain: RealChain, first: CommandRun, *arguments: str) -> None:
+    """The same command again: the server generates nothing, and no call is made."""
     again = shown(chain.run(f"{first.name} (again)", *arguments))
     assert again.server_tokens_generated == 0
     assert not [call for call in again.calls if not call.cached]
 
 
 def test_run_on_three_bundled_pdfs(chain: RealChain) -> None:
-    arguments = ("run", str(chain.three_pdfs()), "--collection", "three-pdfs")
+    arguments = chain_commands(chain)["run three PDFs"]
     run = shown(chain.run("run three PDFs", *arguments))
     report = assert_built(chain, "three-pdfs", 3)
     assert_served_honestly(run, chain.home)
@@ -78,7 +78,7 @@ def test_run_on_three_bundled_pdfs(chain: RealChain) -> None:
 
 
 def test_run_on_ten_iclr_abstracts(chain: RealChain) -> None:
-    arguments = ("run", str(chain.iclr_abstracts(10)), "--collection", "iclr-10")
+    arguments = chain_commands(chain)["run ten abstracts"]
     run = shown(chain.run("run ten abstracts", *arguments))
     assert_built(chain, "iclr-10", 10)
     assert_served_honestly(run, chain.home)
@@ -86,37 +86,22 @@ def test_run_on_ten_iclr_abstracts(chain: RealChain) -> None:
 
 
 def test_ask(chain: RealChain) -> None:
-    arguments = (
-        "ask",
-        "--paper",
-        PDFS_BY_SIZE[0].stem,
-        "What does the paper find?",
-    )
+    arguments = chain_commands(chain)["ask"]
     run = shown(chain.run("ask", *arguments))
     assert_served_honestly(run, chain.home)
     assert_rerun_asks_nothing(chain, run, *arguments)
 
 
 def test_related_work(chain: RealChain) -> None:
-    out = chain.work / "related.md"
-    arguments = (
-        "related-work",
-        "--abstracts",
-        str(chain.iclr_abstracts(10)),
-        "--idea",
-        "Continual learning of new classes from few examples without forgetting old ones.",
-        "--out",
-        str(out),
-    )
+    arguments = chain_commands(chain)["related-work"]
     run = shown(chain.run("related-work", *arguments))
-    assert out.read_text("utf-8").strip()
+    assert (chain.work / "related.md").read_text("utf-8").strip()
     assert_served_honestly(run, chain.home)
     assert_rerun_asks_nothing(chain, run, *arguments)
 
 
 def test_eval_mais_on_two_examples(chain: RealChain) -> None:
-    dataset, corpus = chain.mais_questions(2)
-    arguments = ("eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus))
+    arguments = chain_commands(chain)["eval mais"]
     run = shown(chain.run("eval mais", *arguments))
     figures = json.loads(run.stdout.strip().splitlines()[-1])
     assert (figures["runs"], figures["failed"]) == (2, 0)

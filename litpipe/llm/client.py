@@ -579,8 +579,12 @@ class _FormatRefused(Exception):
 # The structured output that works, per (api_base, model), learnt in `auto` from a refusal: for
 # the process, so that each server refuses once. Touched only on the model-call loop.
 _WORKING_MODE: dict[tuple[str | None, str], StructuredOutput] = {}
-# Per (api_base, model): as many calls at once as the server decodes at once, where it says.
-_SERVER_SLOTS: dict[tuple[str | None, str], asyncio.Semaphore | contextlib.nullcontext[None]] = {}
+# Per (process, api_base, model): as many calls at once as the server decodes at once, where it
+# says. The process is in the key: a forked child has its own model-call loop, and a semaphore
+# serves the loop it was first used on.
+_SERVER_SLOTS: dict[
+    tuple[int, str | None, str], asyncio.Semaphore | contextlib.nullcontext[None]
+] = {}
 
 
 @dataclass(frozen=True)
@@ -700,7 +704,7 @@ def _mode(route: Route, facts: _ModelFacts) -> StructuredOutput:
 async def _server_slots(route: Route) -> asyncio.Semaphore | contextlib.nullcontext[None]:
     """The process's bound on calls to the route's server, as many as it decodes at once (no
     bound where it does not say)."""
-    key = (route.api_base, route.model)
+    key = (os.getpid(), route.api_base, route.model)
     if key not in _SERVER_SLOTS:
         slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
         _SERVER_SLOTS.setdefault(
