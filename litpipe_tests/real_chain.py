@@ -35,11 +35,15 @@ IDEA = "Continual learning of new classes from few examples without forgetting o
 # What a command may take at most before it counts as hung (a small model on two cores).
 COMMAND_TIMEOUT_S = 1200.0
 # Fewer model calls than the defaults, so that the chain runs in minutes on two cores: one
-# question per style, a two-pass MAIS loop with three diagnostic questions.
+# question per style, a two-pass MAIS loop with three diagnostic questions, five related-work
+# candidates debated and one search query.
 QUICK_SETTINGS = {
     "LITPIPE_SYNTHESIS__QUESTIONS_PER_STYLE": "1",
     "LITPIPE_QUERY_SUMMARY__MAX_ITERATIONS": "2",
     "LITPIPE_QUERY_SUMMARY__QUESTIONS": "3",
+    "LITPIPE_RELATED_WORK__CANDIDATES": "5",
+    "LITPIPE_RELATED_WORK__TOP_K": "3",
+    "LITPIPE_RELATED_WORK__SEARCH_QUERIES": "1",
 }
 _CONTEXT_ERROR = re.compile(r"context (window|size|length)|exceeds? the available", re.I)
 

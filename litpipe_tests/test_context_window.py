@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from litpipe.agents.answers import AnswersAgent, answer_questions
 from litpipe.agents.base import ModelBatch, engine_name, route_of
 from litpipe.cli import main
+from litpipe.llm.client import MIN_REPLY_TOKENS
 from litpipe.llm.errors import ContextOverflowError, LLMError, ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.window import messages_tokens
@@ -39,6 +40,11 @@ def tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+def reply_share(route: Route, window: int) -> int:
+    """What the LLM client sets aside for the reply: its max_tokens, at most half the window."""
+    return min(route.max_tokens, window // 2)
+
+
 class WindowedClient:
     """Stands in for `LLMClient` with a context window of `window` tokens: records every
     conversation sent, and answers with the smallest reply its schema allows (or, where that
@@ -50,7 +56,7 @@ class WindowedClient:
         self.fallbacks: list[tuple[str, str]] = []
 
     def prompt_budget(self, route: Route, schema: type[BaseModel]) -> int | None:
-        return self.window - route.max_tokens
+        return self.window - reply_share(route, self.window)
 
     def count_tokens(self, route: Route, text: str) -> int:
         return tokens(text)
@@ -105,7 +111,11 @@ def test_every_request_of_every_stage_fits_the_window(
     case.stage(collection(), settings, PromptLibrary(), client)
     assert client.sent or client.fallbacks, "the agent was neither asked nor replaced"
     for sent_route, messages in client.sent:
-        assert messages_tokens(messages, tokens) + sent_route.max_tokens <= window
+        # A revision request carries the first reply too: the client gives its reply what room
+        # is left, which must be at least MIN_REPLY_TOKENS.
+        revising = any(message["role"] == "assistant" for message in messages)
+        room = MIN_REPLY_TOKENS if revising else reply_share(sent_route, window)
+        assert messages_tokens(messages, tokens) + room <= window
 
 
 def long_evidence(passages: int, words: int) -> QuestionEvidence:
@@ -147,14 +157,14 @@ def test_an_answers_prompt_too_long_for_the_window_loses_its_last_passages_and_s
     ((sent_route, messages),) = client.sent
     prompt = messages[-1]["content"]
     assert "[p1:1]" in prompt and "[p1:8]" not in prompt
-    assert messages_tokens(messages, tokens) + sent_route.max_tokens <= 1536
+    assert messages_tokens(messages, tokens) + reply_share(sent_route, 1536) <= 1536
     (cut,) = [r.getMessage() for r in caplog.records if "cut to fit" in r.getMessage()]
     assert re.search(r"passages: \d of 8 parts left out", cut), cut
     assert answer.engine == MODEL
 
 
 def test_an_item_whose_prompt_cannot_fit_is_written_offline_and_marked(tmp_path: Path) -> None:
-    """A window smaller than the answer's own room: nothing is sent, the answer is the offline
+    """A window too small for the prompt's own words: nothing is sent, the answer is the offline
     engine's, the output's engine says so, and the fallback is counted."""
     settings = Settings(home=tmp_path, llm={"model": MODEL})
     client = WindowedClient(AnswersAgent.reply_tokens + 20)

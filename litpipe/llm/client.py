@@ -158,7 +158,10 @@ class LLMClient:
         added = 0
         if _mode(route, _model_facts(route.model)) != "json_schema":
             added = self.count_tokens(route, _schema_instruction(schema))
-        return window - route.max_tokens - added
+        # At most half the window is set aside for the reply: a synthesis' 2,048 tokens would
+        # leave a 2,048-token window nothing for what it is written from. A reply still gets
+        # all the room its prompt leaves (`_reply_room`).
+        return window - min(route.max_tokens, window // 2) - added
 
     def record_fallback(self, route: Route, reason: str) -> None:
         """An item the agent's offline engine wrote because the model's reply could not be used:
