@@ -1,25 +1,41 @@
-"""Model calls and tokens per stage for the whole chain, litpipe's two synthesis methods against
-X-Sum's two pipelines for the same corpus.
+"""Model calls and input tokens of a whole run, litpipe's two synthesis methods against X-Sum's
+two pipelines on the same papers, N and K, step by step, X-Sum's question generation included.
 
-Runs `litpipe run` in-process on the bundled biology corpus (or `--source`) with every agent
-routed to the local stub server (litpipe_tests/stub_llm.py, answering each agent with a valid,
-scripted reply: litpipe_tests/stub_agents.py), in a fresh home with the cache on, and reads the
-run's usage per agent: once with `synthesis.method = "relational"` (X-Sum's pipeline 2), once
-more in the same home to show what the cache leaves (it must make no call), and once in a fresh
-home with `synthesis.method = "flat"` (pipeline 1). The flat run's relationship analysis still
-runs (the plain summary and the report read it); only the writer's prompt differs.
+Runs `litpipe run` in-process on the bundled biology corpus (or `--source`, its first
+`--papers`), in a fresh home with the cache on, and reads the run's usage per agent: once with
+the default settings (`synthesis.method = "relational"`, X-Sum's pipeline 2), once more in the
+same home (the cache must leave no call), once in a fresh home with `synthesis.method = "flat"`
+(pipeline 1), and once with the extras on (`synthesis.cross_paper_questions = 4`,
+`synthesis.follow_up_questions = 2`), to show what they add. Every agent is routed to the local
+stub server (litpipe_tests/stub_llm.py, answering each agent from its schema with a valid
+scripted reply: litpipe_tests/stub_agents.py), or with `--real-server` to a real one:
+llama.cpp's llama-server with SmolLM2-135M-Instruct (litpipe_tests/llama_server.py), whose
+figures are a floor of the method's cost, not a measure of its quality.
 
-X-Sum's figures are computed for the same N papers and K questions each. Pipeline 1 makes
-K x N + 1 calls (one answer per question, one summary), pipeline 2 two more (the relationship
-analysis and the plain summary). Their tokens are litpipe's measured tokens for the same work:
-K x N answer calls at the mean tokens of litpipe's answer calls, the summary call as litpipe's
-writer of the same pipeline (flat, relational), and for pipeline 2 the analysis as one call
-holding what litpipe's insights and relationships calls hold, and litpipe's plain summary call.
-litpipe's figures add what the method asks for beyond that: the questions themselves,
-comparative questions and their answers, one insights call per paper, follow-ups, and the
-writer's map or tree calls when the answers do not fit.
+X-Sum's calls (Achkar et al., "Ask, Retrieve, Summarize", 2025, and the relational pipeline 2
+built on it that DESIGN.md describes), for N papers and K questions each:
 
-Usage: python benchmarks/llm_calls.py [--source DIR] [--embedder NAME_OR_PATH]
+- per paper: one call writing its K questions from its title and abstract; one answer per
+  question from its 3 best passages (K calls);
+- per collection, pipeline 1: one summary over every question-and-answer pair;
+- pipeline 2 instead: one relationship analysis (an insight per pair, typed relationships,
+  theme, narrative), the summary in three parts (the narrative's spine, the pairs by paper, the
+  relationship map) and its plain-language version.
+
+So pipeline 1 makes N x (K + 1) + 1 calls and pipeline 2 N x (K + 1) + 3. X-Sum is given its
+abstracts (litpipe writes one with a model only for a paper without one: its own row). X-Sum's
+input tokens are its calls' prompts, built by litpipe's prompt code (its wording, held equal)
+from this run's outputs with the method's inputs: each paper's title and abstract, each of its
+own questions with its 3 best passages, the pairs, the analysis, the summary; counted as the
+server counts them (the stub: characters / 4 of the JSON messages; the real server: its
+tokenizer over its chat template). Its output tokens are litpipe's mean per call of the step.
+
+Extras beyond the method are their own rows, left out of the comparison: comparative
+questions, follow-up questions, reranking by a model, and the judges grading the syntheses
+(claim_judge, coherence_judge: a check of the output, not a step of the method).
+
+Usage: python benchmarks/llm_calls.py [--source DIR] [--papers N] [--embedder NAME_OR_PATH]
+       [--no-extras] [--real-server [--n-ctx TOKENS]]
 Prints readable lines, then one JSON object as the last line.
 """
 
@@ -28,35 +44,96 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # litpipe_tests, for the stub server and its scripted agents
+sys.path.insert(0, str(ROOT))  # litpipe_tests, for the servers and the stub's scripted agents
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from pydantic import BaseModel  # noqa: E402
+
+from litpipe.agents.answers import answer_questions  # noqa: E402
+from litpipe.agents.paper_questions import paper_questions_from  # noqa: E402
+from litpipe.agents.plain_summary import write_plain_summary  # noqa: E402
+from litpipe.agents.relationship_analysis.analysis import analysed, analysis_input  # noqa: E402
 from litpipe.ingest.sources import discover  # noqa: E402
+from litpipe.llm.prompts import PromptLibrary  # noqa: E402
 from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers  # noqa: E402
-from litpipe.schemas import LLMUsage  # noqa: E402
-from litpipe.settings import DEFAULT_EMBEDDER  # noqa: E402
-from litpipe_tests.stub_agents import serve_every_agent  # noqa: E402
-from litpipe_tests.stub_llm import StubLLM, stub_settings  # noqa: E402
+from litpipe.schemas import (  # noqa: E402
+    LLMUsage,
+    PaperAbstract,
+    PaperAnswers,
+    PaperEvidence,
+    QuestionEvidence,
+    RelationshipAnalysis,
+    Synthesis,
+)
+from litpipe.settings import DEFAULT_EMBEDDER, Route, Settings  # noqa: E402
+from litpipe.workflows.synthesis import write_synthesis  # noqa: E402
+from litpipe_tests.stub_agents import answer_as_agent, serve_every_agent  # noqa: E402
+from litpipe_tests.stub_llm import StubLLM, example_from_schema  # noqa: E402
 
-# What X-Sum's one relationship-analysis call does, litpipe's analysis does in these calls.
-ANALYSIS_AGENTS = ("insights", "relationships")
+T = TypeVar("T", bound=BaseModel)
+
+# X-Sum's passages per question (DESIGN.md: ~100 candidates, reranked, the top 3 kept).
+XSUM_PASSAGES = 3
+# The method's steps, and the litpipe agents that make each.
+STEPS: dict[str, tuple[str, ...]] = {
+    "abstracts": ("paper_abstract",),
+    "questions": ("paper_questions",),
+    "answers": (
+        "answers",
+        "massrag_summarizer",
+        "massrag_extractor",
+        "massrag_reasoner",
+        "massrag_reconcile",
+        "massrag_candidate",
+        "massrag_compare",
+    ),
+    "analysis": ("analysis", "insights", "relationships"),
+    "summary": (
+        "synthesis",
+        "synthesis_flat",
+        "paper_summary",
+        "cluster_summary",
+        "refine_summary",
+    ),
+    "plain summary": ("plain_summary",),
+}
+# Beyond the method: their own rows, out of the comparison.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "comparative questions": ("cross_paper_questions",),
+    "follow-up questions": ("followups",),
+    "reranking by a model": ("relevance", "debate"),
+    "grading (judges)": ("claim_judge", "coherence_judge"),
+}
+# The answers to comparative and follow-up questions go through `answers` too.
+EXTRA_ANSWERS = "answers to extra questions"
+# The extras as a user turns them on.
+EXTRAS_ON = {"cross_paper_questions": 4, "follow_up_questions": 2}
+
+Counter = Callable[[list[dict[str, str]]], int]
 
 
-def run_once(
-    home: Path, stub: StubLLM, source: Path, embedder: str, method: str
-) -> tuple[PapersRun, float]:
-    settings = stub_settings(
-        home, stub, ingest={"embedder": embedder}, synthesis={"method": method}, corpus_roots=[]
-    )
+def stub_tokens(messages: list[dict[str, str]]) -> int:
+    """A request's prompt tokens as the stub server counts them (litpipe_tests/stub_llm.py)."""
+    return max(1, len(json.dumps(messages)) // 4)
+
+
+# --- the runs ------------------------------------------------------------------------------
+
+
+def run_once(settings: Settings, source: Path) -> tuple[PapersRun, float]:
     instance = open_instance(settings)
     started = time.perf_counter()
     run = run_papers(settings, instance, register(settings, instance, discover(source, "bench")))
@@ -65,89 +142,385 @@ def run_once(
     return run, time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=ROOT / "corpora" / "biology-cc-by")
-    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
-    args = parser.parse_args()
-
-    # Three runs of the chain on a loaded machine outlast the stub's default lifetime.
-    with StubLLM(lifetime_s=3600) as stub:
-        serve_every_agent(stub)
-        with tempfile.TemporaryDirectory() as home:
-            relational, seconds = run_once(
-                Path(home), stub, args.source, args.embedder, "relational"
-            )
-            second, _ = run_once(Path(home), stub, args.source, args.embedder, "relational")
-        with tempfile.TemporaryDirectory() as home:
-            flat, _ = run_once(Path(home), stub, args.source, args.embedder, "flat")
-
-    papers = len(relational.outcomes)
-    questions = sum(o.questions for o in relational.outcomes)
-    questions_per_paper = round(questions / papers, 2)
-    print(f"{papers} papers (N), {questions_per_paper} questions each (K), in {seconds:.1f} s")
-    for name, run in (("relational", relational), ("flat", flat)):
-        print(f"litpipe {name}:")
-        print(f"  {'agent':<20}{'calls':>7}{'tokens in':>12}{'tokens out':>12}")
-        for agent, usage in run.llm_usage_by_agent.items():
-            print(f"  {agent:<20}{usage.made:>7}{usage.tokens_in:>12}{usage.tokens_out:>12}")
-        total = run.llm_usage
-        print(f"  {'total':<20}{total.made:>7}{total.tokens_in:>12}{total.tokens_out:>12}")
-
-    pipelines = {
-        "litpipe_relational": _figures(relational.llm_usage),
-        "litpipe_flat": _figures(flat.llm_usage),
-        "xsum_p1": xsum_pipeline(questions, flat, "synthesis_flat", analysis=False),
-        "xsum_p2": xsum_pipeline(questions, relational, "synthesis", analysis=True),
-    }
-    print(f"for the same N = {papers} and K = {questions_per_paper} (X-Sum's computed):")
-    print(f"  {'':<20}{'calls':>7}{'tokens in':>12}{'tokens out':>12}")
-    for name, f in pipelines.items():
-        print(f"  {name:<20}{f['calls']:>7}{f['tokens_in']:>12}{f['tokens_out']:>12}")
-    print(f"second run: {second.llm_usage.made} calls made, {second.llm_usage.cached} cached")
-    print(
-        json.dumps(
-            {
-                "papers": papers,
-                "questions_per_paper": questions_per_paper,
-                "pipelines": pipelines,
-                "calls_per_agent": {
-                    "relational": {a: u.made for a, u in relational.llm_usage_by_agent.items()},
-                    "flat": {a: u.made for a, u in flat.llm_usage_by_agent.items()},
-                },
-                "ratio_relational_to_xsum_p2": round(
-                    pipelines["litpipe_relational"]["calls"] / pipelines["xsum_p2"]["calls"], 3
-                ),
-                "ratio_flat_to_xsum_p1": round(
-                    pipelines["litpipe_flat"]["calls"] / pipelines["xsum_p1"]["calls"], 3
-                ),
-                "second_run_calls": second.llm_usage.made,
-                "seconds": round(seconds, 1),
-            }
-        )
+def settings_for(home: Path, route: dict[str, Any], embedder: str, **synthesis: Any) -> Settings:
+    return Settings(
+        home=home,
+        llm=route,
+        ingest={"embedder": embedder},
+        synthesis=synthesis,
+        corpus_roots=[],
     )
+
+
+@contextmanager
+def papers_of(source: Path, papers: int | None) -> Iterator[Path]:
+    """`source`, or a folder holding its first `papers` PDFs (by name)."""
+    if papers is None:
+        yield source
+        return
+    if not source.is_dir():
+        raise SystemExit("--papers takes a folder of PDFs as --source")
+    chosen = sorted(source.rglob("*.pdf"))[:papers]
+    with tempfile.TemporaryDirectory() as folder:
+        for pdf in chosen:
+            shutil.copy(pdf, Path(folder) / pdf.name)
+        yield Path(folder)
+
+
+# --- X-Sum's calls, built from a run's outputs ---------------------------------------------
+
+
+class Recorder:
+    """Stands in for the LLM client: counts each request's prompt tokens (`count`) by agent,
+    sends nothing, and answers with a valid reply built from the prompt (the stub's)."""
+
+    def __init__(self, count: Counter) -> None:
+        self.count = count
+        self.tokens: dict[str, list[int]] = {}
+
+    def _reply(self, route: Route, messages: list[dict[str, str]], schema: type[T]) -> T:
+        self.tokens.setdefault(route.agent, []).append(self.count(messages))
+        json_schema = schema.model_json_schema()
+        body = {
+            "messages": messages,
+            "response_format": {"type": "json_schema", "json_schema": {"schema": json_schema}},
+        }
+        try:
+            return schema.model_validate(answer_as_agent(body))
+        except ValueError:
+            return schema.model_validate(example_from_schema(json_schema))
+
+    def complete_sync(self, route: Route, messages: list[dict[str, str]], schema: type[T]) -> T:
+        return self._reply(route, messages, schema)
+
+    def complete_many_sync(
+        self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
+    ) -> list[T]:
+        return [self._reply(route, messages, schema) for messages in list_of_messages]
+
+    complete_each_sync = complete_many_sync
+
+    def complete_batches_sync(
+        self, batches: Sequence[tuple[Route, Sequence[list[dict[str, str]]], type[BaseModel]]]
+    ) -> list[list[BaseModel]]:
+        return [self.complete_many_sync(*batch) for batch in batches]
+
+
+def _outputs(home: Path, asset: str, model: type[T]) -> list[T]:
+    return [
+        model.model_validate_json(path.read_text(encoding="utf-8"))
+        for path in sorted((home / "artifacts" / asset).rglob("*.json"))
+    ]
+
+
+def xsum_prompt_tokens(home: Path, settings: Settings, count: Counter) -> dict[str, list[int]]:
+    """Each of X-Sum's calls' prompt tokens, by step (`questions`, `answers`, `analysis`,
+    `summary p2`, `plain summary`, `summary p1`), built from the run in `home` with the
+    method's inputs (its papers' own questions, 3 passages each, no extras)."""
+    abstracts = {a.paper_id: a for a in _outputs(home, "paper_abstract", PaperAbstract)}
+    evidence = _outputs(home, "question_evidence", PaperEvidence)
+    answers = {a.paper_id: a for a in _outputs(home, "paper_answers", PaperAnswers)}
+    (analysis,) = _outputs(home, "relationship_analysis", RelationshipAnalysis)
+    (expert,) = _outputs(home, "synthesis", Synthesis)
+    titles = {paper: abstracts[paper].title for paper in analysis.papers}
+    own = {
+        paper: PaperAnswers(
+            paper_id=paper,
+            collection=answers[paper].collection,
+            mode="single",
+            engine="x-sum",
+            answers=[a for a in answers[paper].answers if a.question.paper_id == paper],
+        )
+        for paper in analysis.papers
+    }
+    # X-Sum's analysis knows no comparative or follow-up question.
+    method_analysis = analysis.model_copy(
+        update={
+            "follow_ups": [],
+            "insights": [i for i in analysis.insights if i.paper_id],
+        }
+    )
+    method = settings.model_copy(
+        update={
+            "synthesis": settings.synthesis.model_copy(
+                update={"answer_mode": "single", "pattern": "stuff"}
+            )
+        }
+    )
+    flat = method.model_copy(
+        update={"synthesis": method.synthesis.model_copy(update={"method": "flat"})}
+    )
+    prompts = PromptLibrary(settings.llm.prompts_dir)
+    steps: dict[str, Recorder] = {}
+
+    def step(name: str) -> Recorder:
+        steps[name] = Recorder(count)
+        return steps[name]
+
+    recorder = step("questions")
+    for paper in analysis.papers:
+        paper_questions_from(
+            abstracts[paper],
+            method,
+            prompts,
+            recorder,
+            per_style=method.synthesis.questions_per_style,
+        )
+    items = [
+        QuestionEvidence(
+            question=item.question, chunks=item.chunks[:XSUM_PASSAGES], reranked=item.reranked
+        )
+        for paper in evidence
+        if paper.paper_id in own
+        for item in paper.questions
+        if item.question.paper_id == paper.paper_id
+    ]
+    answer_questions(items, method, prompts, step("answers"))
+    pairs = [answer for paper in analysis.papers for answer in own[paper].answers]
+    analysed(analysis_input(analysis.collection, pairs, titles), method, prompts, step("analysis"))
+    write_synthesis(method_analysis, own, None, titles, method, prompts, step("summary p2"))
+    write_plain_summary(method_analysis, expert, titles, method, prompts, step("plain summary"))
+    write_synthesis(method_analysis, own, None, titles, flat, prompts, step("summary p1"))
+    return {
+        name: [tokens for agent in sorted(r.tokens) for tokens in r.tokens[agent]]
+        for name, r in steps.items()
+    }
+
+
+# --- the tables ------------------------------------------------------------------------------
+
+
+def usage_of(run: PapersRun, agents: Sequence[str]) -> LLMUsage:
+    by_agent = run.llm_usage_by_agent
+    return sum((by_agent[a] for a in agents if a in by_agent), LLMUsage())
+
+
+def litpipe_steps(
+    run: PapersRun, own_questions: int, own_answers: dict[str, int] | None = None
+) -> dict[str, dict[str, int]]:
+    """The run's calls and tokens by step of the method, then by extra. The answers beyond the
+    papers' own questions (comparative, follow-up) are what is left once `own_answers` (those of
+    a run without extras, the same calls) are taken; without it, at the mean of an answer."""
+    rows: dict[str, dict[str, int]] = {}
+    for name, agents in STEPS.items():
+        rows[name] = _figures(usage_of(run, agents))
+    answers = rows["answers"]
+    extra = max(answers["calls"] - own_questions, 0)
+    moved = _figures(LLMUsage())
+    if extra and own_answers is not None and own_answers["calls"] == own_questions:
+        moved = {key: answers[key] - own_answers[key] for key in answers}
+    elif extra:
+        share = extra / answers["calls"]
+        moved = {key: round(value * share) for key, value in answers.items()}
+        moved["calls"] = extra
+    rows["answers"] = {key: answers[key] - moved[key] for key in answers}
+    rows[EXTRA_ANSWERS] = moved
+    for name, agents in EXTRAS.items():
+        rows[name] = _figures(usage_of(run, agents))
+    return rows
+
+
+def xsum_steps(
+    papers: int,
+    own_questions: int,
+    prompt_tokens: dict[str, list[int]],
+    litpipe: dict[str, dict[str, int]],
+    pipeline: int,
+) -> dict[str, dict[str, int]]:
+    """X-Sum's calls by step (pipeline 1 or 2), their prompt tokens as built, their output
+    tokens at litpipe's mean per call of the step."""
+    calls = {
+        "abstracts": 0,
+        "questions": papers,
+        "answers": own_questions,
+        "analysis": 1 if pipeline == 2 else 0,
+        "summary": 1,
+        "plain summary": 1 if pipeline == 2 else 0,
+    }
+    built = {
+        "questions": prompt_tokens["questions"],
+        "answers": prompt_tokens["answers"],
+        "analysis": prompt_tokens["analysis"] if pipeline == 2 else [],
+        "summary": prompt_tokens["summary p2" if pipeline == 2 else "summary p1"],
+        "plain summary": prompt_tokens["plain summary"] if pipeline == 2 else [],
+    }
+    rows = {}
+    for step, n in calls.items():
+        ours = litpipe[step]
+        mean_out = ours["tokens_out"] / ours["calls"] if ours["calls"] else 0
+        rows[step] = {
+            "calls": n,
+            "tokens_in": sum(built.get(step, [])[:n]),
+            "tokens_out": round(n * mean_out),
+        }
+    return rows
 
 
 def _figures(usage: LLMUsage) -> dict[str, int]:
     return {"calls": usage.made, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
 
 
-def xsum_pipeline(questions: int, run: PapersRun, writer: str, analysis: bool) -> dict[str, int]:
-    """X-Sum's calls for `questions` questions in all (K x N), and its tokens from the run's
-    measured ones (single-view answers, the benchmark's setting): each answer at the mean of
-    the run's answer calls, the summary as the run's writer, and (pipeline 2) the analysis as
-    the run's insights and relationships calls together, and its plain summary."""
-    usage = run.llm_usage_by_agent
-    answers = usage["answers"]
-    calls = questions + 1
-    tokens_in = round(questions * answers.tokens_in / answers.made) + usage[writer].tokens_in
-    tokens_out = round(questions * answers.tokens_out / answers.made) + usage[writer].tokens_out
-    if analysis:
-        extra = [usage[agent] for agent in (*ANALYSIS_AGENTS, "plain_summary") if agent in usage]
-        calls += 2
-        tokens_in += sum(u.tokens_in for u in extra)
-        tokens_out += sum(u.tokens_out for u in extra)
-    return {"calls": calls, "tokens_in": tokens_in, "tokens_out": tokens_out}
+def total(rows: dict[str, dict[str, int]], names: Sequence[str]) -> dict[str, int]:
+    return {
+        key: sum(rows[name][key] for name in names if name in rows)
+        for key in ("calls", "tokens_in", "tokens_out")
+    }
+
+
+def print_table(columns: dict[str, dict[str, dict[str, int]]]) -> None:
+    names = list(columns)
+    print(f"  {'step':<28}" + "".join(f"{name:>26}" for name in names))
+    print(f"  {'':<28}" + "".join(f"{'calls':>8}{'in':>9}{'out':>9}" for _ in names))
+
+    def line(label: str, rows: list[dict[str, int] | None]) -> None:
+        cells = "".join(
+            f"{r['calls']:>8}{r['tokens_in']:>9}{r['tokens_out']:>9}" if r else f"{'-':>26}"
+            for r in rows
+        )
+        print(f"  {label:<28}{cells}")
+
+    for step in STEPS:
+        line(step, [columns[name].get(step) for name in names])
+    line("total (the method's steps)", [total(columns[name], list(STEPS)) for name in names])
+    print("  extras, not in the total:")
+    for extra in (EXTRA_ANSWERS, *EXTRAS):
+        line(f"  {extra}", [columns[name].get(extra) for name in names])
+
+
+def per_agent(run: PapersRun, title: str) -> None:
+    print(f"{title}, per agent:")
+    print(f"  {'agent':<24}{'calls':>7}{'fallbacks':>10}{'tokens in':>11}{'tokens out':>11}")
+    for agent, usage in sorted(run.llm_usage_by_agent.items()):
+        print(
+            f"  {agent:<24}{usage.made:>7}{usage.fallbacks:>10}"
+            f"{usage.tokens_in:>11}{usage.tokens_out:>11}"
+        )
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def measure(
+    route: dict[str, Any],
+    count: Counter,
+    source: Path,
+    embedder: str,
+    flat: bool,
+    extras: bool,
+) -> dict[str, Any]:
+    """The runs, the tables, and the figures for the JSON line."""
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        relational, seconds = run_once(settings_for(home, route, embedder), source)
+        second, _ = run_once(settings_for(home, route, embedder), source)
+        prompt_tokens = xsum_prompt_tokens(home, settings_for(home, route, embedder), count)
+    runs = {"litpipe relational": relational}
+    if flat:
+        with tempfile.TemporaryDirectory() as home:
+            runs["litpipe flat"], _ = run_once(
+                settings_for(Path(home), route, embedder, method="flat"), source
+            )
+    if extras:
+        with tempfile.TemporaryDirectory() as home:
+            runs["litpipe + extras"], _ = run_once(
+                settings_for(Path(home), route, embedder, **EXTRAS_ON), source
+            )
+
+    papers = len(relational.outcomes)
+    own_questions = sum(o.questions for o in relational.outcomes)
+    k = round(own_questions / papers, 2)
+    columns = {"litpipe relational": litpipe_steps(relational, own_questions)}
+    own_answers = columns["litpipe relational"]["answers"]
+    for name, run in runs.items():
+        columns[name] = litpipe_steps(run, own_questions, own_answers)
+    columns["X-Sum P2"] = xsum_steps(
+        papers, own_questions, prompt_tokens, columns["litpipe relational"], 2
+    )
+    if flat:
+        columns["X-Sum P1"] = xsum_steps(
+            papers, own_questions, prompt_tokens, columns["litpipe flat"], 1
+        )
+    print(f"{papers} papers (N), {k} questions each (K), the first run in {seconds:.1f} s")
+    for name, run in runs.items():
+        per_agent(run, name)
+    print(f"for the same N = {papers} and K = {k} (X-Sum's calls built from the same run):")
+    print_table(columns)
+    ours, theirs = (
+        total(columns["litpipe relational"], list(STEPS)),
+        total(columns["X-Sum P2"], list(STEPS)),
+    )
+    extras_default = total(columns["litpipe relational"], [EXTRA_ANSWERS, *EXTRAS])
+    print(
+        f"defaults against X-Sum P2: {ours['calls']} calls and {ours['tokens_in']} tokens in, "
+        f"against {theirs['calls']} and {theirs['tokens_in']}; beside them the default run's "
+        f"extras (the judges) made {extras_default['calls']} calls, "
+        f"{extras_default['tokens_in']} tokens in"
+    )
+    print(f"second run: {second.llm_usage.made} calls made, {second.llm_usage.cached} cached")
+    return {
+        "papers": papers,
+        "questions_per_paper": k,
+        "steps": columns,
+        "totals": {name: total(rows, list(STEPS)) for name, rows in columns.items()},
+        "extras_of_the_default_run": extras_default,
+        "calls_per_agent": {
+            name: {agent: u.made for agent, u in run.llm_usage_by_agent.items()}
+            for name, run in runs.items()
+        },
+        "fallbacks_per_agent": {
+            name: {a: u.fallbacks for a, u in run.llm_usage_by_agent.items() if u.fallbacks}
+            for name, run in runs.items()
+        },
+        "defaults_within_xsum_p2": ours["calls"] <= theirs["calls"]
+        and ours["tokens_in"] <= theirs["tokens_in"],
+        "second_run_calls": second.llm_usage.made,
+        "seconds": round(seconds, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=ROOT / "corpora" / "biology-cc-by")
+    parser.add_argument("--papers", type=int, help="only the first N PDFs of --source")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
+    parser.add_argument("--no-extras", action="store_true", help="skip the run with the extras on")
+    parser.add_argument(
+        "--real-server",
+        action="store_true",
+        help="llama-server with SmolLM2-135M (litpipe_tests/llama_server.py) instead of the "
+        "stub: slow (about 30 tokens/s written on 2 cores), a floor, not quality; runs the "
+        "default settings and their rerun only",
+    )
+    parser.add_argument(
+        "--n-ctx", type=int, default=8192, help="--real-server's context window (tokens)"
+    )
+    args = parser.parse_args()
+
+    with papers_of(args.source, args.papers) as source:
+        if args.real_server:
+            from litpipe_tests.llama_server import LlamaServer
+
+            with LlamaServer(n_ctx=args.n_ctx, slots=1) as server:
+                print(f"real server: {server.model} (SmolLM2-135M-Instruct), n_ctx {args.n_ctx}")
+
+                def server_tokens(messages: list[dict[str, str]]) -> int:
+                    prompt = server.post("/apply-template", {"messages": messages})["prompt"]
+                    return len(server.post("/tokenize", {"content": prompt})["tokens"])
+
+                # A reply of thousands of tokens at ~30/s outlasts the default timeout.
+                route = {"model": server.model, "api_base": server.api_base, "timeout_s": 1800}
+                figures = measure(route, server_tokens, source, args.embedder, False, False)
+                figures["server"] = f"llama-server, SmolLM2-135M-Instruct, n_ctx {args.n_ctx}"
+        else:
+            # Four runs of the chain on a loaded machine outlast the stub's default lifetime.
+            with StubLLM(lifetime_s=7200) as stub:
+                serve_every_agent(stub)
+                route = {"model": "openai/stub", "api_base": stub.url}
+                figures = measure(
+                    route, stub_tokens, source, args.embedder, True, not args.no_extras
+                )
+                figures["server"] = "stub (litpipe_tests/stub_llm.py)"
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -300,16 +300,28 @@ class SynthesisSettings(SettingsGroup):
         "(MASS-RAG's answer agent).",
     )
     cross_paper_questions: int = Field(
-        default=4, ge=3, le=5, description="Comparative questions asked of a whole collection."
+        default=0,
+        ge=0,
+        le=5,
+        description="Comparative questions asked of a whole collection (3 to 5; 0, the "
+        "default, asks none). An extra beyond X-Sum's pipeline 2: with a model, one call for "
+        'the questions and one answer each (README, "What a run costs").',
     )
     min_insights_per_paper: int = Field(
         default=3,
         ge=1,
         description="A paper with fewer insights (or not named in the narrative) gets "
-        "follow-up questions before the relationship analysis is final.",
+        "follow-up questions before the relationship analysis is final, when "
+        "`follow_up_questions` asks any.",
     )
     follow_up_questions: int = Field(
-        default=2, ge=1, le=5, description="Follow-up questions asked of each thin paper."
+        default=0,
+        ge=0,
+        le=5,
+        description="Follow-up questions asked of each thin paper (the refinement pass); 0, "
+        "the default, makes no refinement pass. An extra beyond X-Sum's pipeline 2: with a "
+        "model, per thin paper one call for the questions and one answer each, then the "
+        'relationship analysis once more (README, "What a run costs").',
     )
     relationship_neighbours: int = Field(
         default=10,
@@ -349,6 +361,13 @@ class SynthesisSettings(SettingsGroup):
         description="From this many papers (when the evidence does not fit), the writer builds "
         "a tree of cluster summaries instead of one summary per paper.",
     )
+
+    @field_validator("cross_paper_questions", mode="after")
+    @classmethod
+    def _none_or_three_to_five(cls, count: int) -> int:
+        if 0 < count < 3:
+            raise ValueError("cross_paper_questions is 0 (none) or 3 to 5")
+        return count
 
 
 class GradingSettings(SettingsGroup):

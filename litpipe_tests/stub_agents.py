@@ -92,6 +92,37 @@ def _relations(text: str) -> dict[str, Any]:
     }
 
 
+_PAIR = re.compile(r"^Pair (i\d{2}) \(([^)]*)\)\. ", re.M)
+
+
+def _analysis(text: str) -> dict[str, Any]:
+    """The one-call analysis: an insight per pair citing its first marker, each pair related to
+    the next of another paper, and a narrative citing every paper."""
+    pairs = _PAIR.findall(text)
+    starts = [match.start() for match in _PAIR.finditer(text)] + [len(text)]
+    insights = []
+    for index, (insight_id, _) in enumerate(pairs):
+        markers = _cited_markers(text[starts[index] : starts[index + 1]])
+        cited = f" {markers[0]}" if markers else ""
+        insights.append({"insight_id": insight_id, "text": f"The pair reports a finding{cited}."})
+    relationships = [
+        {
+            "source": first,
+            "target": second,
+            "type": "extension",
+            "explanation": "The second builds on the first.",
+        }
+        for (first, first_paper), (second, second_paper) in itertools.pairwise(pairs)
+        if first_paper != second_paper and "comparative" not in first_paper + second_paper
+    ]
+    return {
+        "insights": insights,
+        "relationships": relationships,
+        "theme": "A shared theme.",
+        "narrative": _written(text),
+    }
+
+
 def _written(text: str) -> str:
     return " ".join(f"A finding of this paper {marker}." for marker in _cited_markers(text))
 
@@ -128,6 +159,8 @@ def answer_as_agent(body: dict[str, Any]) -> dict[str, Any]:
         return _insights(text)
     if title == "RelationsReply":
         return _relations(text)
+    if title == "AnalysisReply":
+        return _analysis(text)
     if title == "FollowUpsReply":
         asked = ["What else does the paper measure?", "What are the paper's limitations?"]
         return {"questions": [{"text": q} for q in asked[: _count(text, 2)]]}

@@ -36,6 +36,7 @@ from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
 from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, LLMRelevanceReranker
 from litpipe.agents.related_work import RelatedWorkAgent, RelatedWorkInput
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent, plan_text
+from litpipe.agents.relationship_analysis.analysis import analysed, analysis_input
 from litpipe.agents.relationship_analysis.followups import follow_up_questions
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.agents.relationship_analysis.relationships import relate
@@ -284,6 +285,11 @@ def _insights(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedCli
     return insights_for(pairs, s, p, client)
 
 
+def _analysis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    pairs = [answer for paper in c.answers.values() for answer in paper.answers]
+    return analysed(analysis_input("demo", pairs, _titles(c)), s, p, client)
+
+
 def _relationships(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
     return relate("demo", c.analysis.insights, _titles(c), s, p, client)
 
@@ -454,6 +460,7 @@ CASES: dict[str, Case] = {
     "massrag_candidate": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
     "massrag_compare": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
     "cross_paper_questions": Case(_cross_questions, {}),
+    "analysis": Case(_analysis, {}),
     "insights": Case(_insights, {}),
     "relationships": Case(_relationships, {}),
     "followups": Case(_followups, {}),

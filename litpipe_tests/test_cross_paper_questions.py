@@ -69,10 +69,25 @@ def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_pat
 
 
 def test_a_single_paper_has_nothing_to_compare(tmp_path: Path, stub_llm: StubLLM) -> None:
-    settings = stub_settings(tmp_path, stub_llm)
+    settings = stub_settings(tmp_path, stub_llm, synthesis={"cross_paper_questions": 4})
     client = LLMClient(settings, UsageLedger())
     assert comparative_questions("col", ABSTRACTS[:1], settings, PromptLibrary(None), client) == []
     assert stub_llm.request_count == 0
+
+
+def test_by_default_none_are_asked_and_no_call_is_made(tmp_path: Path, stub_llm: StubLLM) -> None:
+    # An extra beyond X-Sum's pipeline 2 (README, "What a run costs"): off unless asked for.
+    settings = stub_settings(tmp_path, stub_llm)
+    assert settings.synthesis.cross_paper_questions == 0
+    client = LLMClient(settings, UsageLedger())
+    assert comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client) == []
+    assert stub_llm.request_count == 0
+
+
+@pytest.mark.parametrize("count", [1, 2, 6])
+def test_a_count_other_than_none_or_three_to_five_is_refused(tmp_path: Path, count: int) -> None:
+    with pytest.raises(ValueError, match="cross_paper_questions"):
+        Settings(home=tmp_path, synthesis={"cross_paper_questions": count})
 
 
 def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: StubLLM) -> None:
@@ -90,6 +105,7 @@ def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: St
         tmp_path,
         stub_llm,
         llm={"agents": {"cross_paper_questions": {"model": "openai/stub-cross"}}},
+        synthesis={"cross_paper_questions": 4},  # none are asked by default
     )
     client = LLMClient(settings, UsageLedger())
     questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client)

@@ -76,7 +76,10 @@ def test_a_model_repeating_an_asked_question_is_not_kept(tmp_path: Path, stub_ll
         },
     )
     settings = stub_settings(
-        tmp_path, stub_llm, llm={"agents": {"followups": {"model": "openai/stub-followups"}}}
+        tmp_path,
+        stub_llm,
+        llm={"agents": {"followups": {"model": "openai/stub-followups"}}},
+        synthesis={"follow_up_questions": 2},  # the refinement pass is off by default
     )
     client = LLMClient(settings, UsageLedger())
     questions = follow_up_questions(

@@ -80,8 +80,10 @@ def test_every_optional_step_refused_the_synthesis_and_its_page_are_written_and_
             {"cross_paper_questions": optional, "followups": optional, "plain_summary": optional}
         ),
     )
-    # Every paper thin, so that each is asked follow-up questions.
+    # Every paper thin, so that each is asked follow-up questions; the extras are off by default.
     monkeypatch.setenv("LITPIPE_SYNTHESIS__MIN_INSIGHTS_PER_PAPER", "99")
+    monkeypatch.setenv("LITPIPE_SYNTHESIS__FOLLOW_UP_QUESTIONS", "2")
+    monkeypatch.setenv("LITPIPE_SYNTHESIS__CROSS_PAPER_QUESTIONS", "4")
     stub_llm.fail_next("unauthorized", 1000, marker="stub-optional")
     table = abstract_table(tmp_path / "papers")
 
@@ -138,6 +140,7 @@ def test_a_paper_the_provider_refuses_is_left_out_and_the_others_get_their_synth
     which name the paper left out and the step not run, each with why."""
     serve_every_agent(stub_llm)
     monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps({"answers": {"model": "openai/stub"}}))
+    monkeypatch.setenv("LITPIPE_SYNTHESIS__CROSS_PAPER_QUESTIONS", "4")  # off by default
     stub_llm.fail_next("bad_request", 1000, marker=REFUSED)
     table = abstract_table(tmp_path / "papers")
 
@@ -172,6 +175,7 @@ def test_a_paper_whose_model_stages_fail_is_left_out_of_the_notebook_chain(
         stub_llm,
         llm={"model": None, "agents": {"answers": {"model": "openai/stub"}}},
         ingest={"embedder": str(tiny_model)},
+        synthesis={"cross_paper_questions": 4},  # off by default
     )
     table = abstract_table(tmp_path / "papers")
 
@@ -197,7 +201,7 @@ def test_a_thin_paper_whose_follow_ups_fail_keeps_its_insights_and_the_others_ar
         tmp_path,
         stub_llm,
         llm={"model": None, "agents": {"followups": {"model": "openai/stub"}}},
-        synthesis={"min_insights_per_paper": 99},
+        synthesis={"min_insights_per_paper": 99, "follow_up_questions": 2},  # off by default
     )
     abstracts = {
         paper: PaperAbstract(

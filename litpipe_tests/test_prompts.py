@@ -31,6 +31,7 @@ PACKAGED_AGENTS = [
     "massrag_candidate",
     "massrag_compare",
     "cross_paper_questions",
+    "analysis",
     "insights",
     "relationships",
     "followups",

@@ -180,7 +180,8 @@ def requests_of(stub: StubLLM, schema_title: str, since: int = 0) -> list[str]:
     """The user messages of the recorded requests for one agent's reply schema."""
     found = []
     for body in stub.requests[since:]:
-        text = json.dumps(body["messages"])
+        # The schema is in the response format (json_schema) or in the messages (the others).
+        text = json.dumps({"messages": body["messages"], "format": body.get("response_format")})
         if f'"title": "{schema_title}"' in text or f'\\"title\\": \\"{schema_title}\\"' in text:
             found.append("\n".join(m["content"] for m in body["messages"] if m["role"] == "user"))
     return found
@@ -207,18 +208,15 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _instance, first = build(settings, folder)
     paper_ids = [outcome.paper_id for outcome in first.outcomes]
-    stages = {
-        "paper_questions",
-        "answers",
-        "cross_paper_questions",
-        "insights",
-        "relationships",
-        "synthesis",
-    }
+    # X-Sum's pipeline 2: the relationship analysis in one call, no extras by default.
+    stages = {"paper_questions", "answers", "analysis", "synthesis"}
     assert stages | {"plain_summary"} <= set(made(first))
+    assert not {"cross_paper_questions", "followups", "insights", "relationships"} & set(
+        made(first)
+    )
 
     # What the method prescribes reaches each prompt: every paper's evidence in the synthesis'
-    # part 2, every insight in the relationship analysis, each paper's pairs in its insights call.
+    # part 2, every pair of every paper in the one call of the relationship analysis.
     (synthesis_request,) = requests_of(stub_llm, "WrittenReply")[:1]
     parts = synthesis_request.split("=== Part ")
     assert [part[:2] for part in parts[1:]] == ["1:", "2:", "3:"]
@@ -227,32 +225,26 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     analysis = artifact_store(settings).read(
         ["relationship_analysis"], COLLECTION, RelationshipAnalysis
     )
-    (relations_request,) = requests_of(stub_llm, "RelationsReply")
-    assert all(f"{insight.insight_id} (" in relations_request for insight in analysis.insights)
+    (analysis_request,) = requests_of(stub_llm, "AnalysisReply")
+    assert all(f"Pair {insight.insight_id} (" in analysis_request for insight in analysis.insights)
     for paper_id in paper_ids:
         answers = artifact_store(settings).read(["paper_answers"], paper_id, PaperAnswers)
-        asked = [r for r in requests_of(stub_llm, "InsightsReply") if f"{paper_id}:q00" in r]
-        assert len(asked) == 1
-        assert all(answer.question.question_id in asked[0] for answer in answers.answers)
+        assert all(answer.question.question_id in analysis_request for answer in answers.answers)
 
     # (a) Nothing changed: no model call, no embedding.
     _, again = build(settings, folder)
     assert made(again) == {} and sum(o.embedded for o in again.outcomes) == 0
 
-    # (b) An edited relationships prompt: calls for the analysis and what follows it only.
+    # (b) An edited analysis prompt: calls for the analysis and what follows it only.
     packaged = (
-        Path(__file__).parents[1]
-        / "litpipe"
-        / "prompts"
-        / "relationship_analysis"
-        / "relationships.md"
+        Path(__file__).parents[1] / "litpipe" / "prompts" / "relationship_analysis" / "analysis.md"
     )
     edited = packaged.read_text("utf-8").replace("## user\n", "## user\nBe concise.\n", 1)
-    (prompts / "relationships.md").write_text(edited, "utf-8")
+    (prompts / "analysis.md").write_text(edited, "utf-8")
     _, after_edit = build(settings, folder)
-    assert "relationships" in made(after_edit)
+    assert "analysis" in made(after_edit)
     assert set(made(after_edit)) <= {
-        "relationships",
+        "analysis",
         "synthesis",
         "paper_summary",
         "cluster_summary",
@@ -267,8 +259,8 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     (new,) = [o for o in grown.outcomes if o.paper_id not in paper_ids]
     calls = made(grown)
     assert calls["paper_questions"] == 1 and calls["answers"] >= new.questions
-    # Answers asked again: the new paper's, and the new comparative questions (they compare it).
+    # Answers asked again: the new paper's only (no comparative questions by default).
     for request in requests_of(stub_llm, "AnswerReply", before):
-        assert new.paper_id in request or "What distinguishes" in request
-    assert {"insights", "relationships", "synthesis"} <= set(calls)
+        assert new.paper_id in request
+    assert {"analysis", "synthesis"} <= set(calls)
     assert sum(o.embedded for o in grown.outcomes) == new.chunks == new.embedded

@@ -195,8 +195,9 @@ def comparative_questions(
     client: StructuredClient | None,
 ) -> list[Question]:
     """The collection's comparative questions (settings.synthesis.cross_paper_questions of
-    them); none for a collection of one paper, which has nothing to compare."""
-    if len(abstracts) < 2:
+    them); none, and no call, when that is 0 (the default) or for a collection of one paper,
+    which has nothing to compare."""
+    if settings.synthesis.cross_paper_questions == 0 or len(abstracts) < 2:
         return []
     inputs = CrossPaperQuestionsInput(
         collection=collection,

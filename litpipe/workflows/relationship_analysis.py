@@ -1,7 +1,9 @@
 """`relationship_analysis` (X-Sum's "pipeline 2" after the answers): one insight per
-question-and-answer pair, typed relationships between papers, theme and narrative, refined by
-follow-up questions for thin papers. The expert synthesis and its plain-language version are
-written from the analysis by `litpipe/workflows/synthesis.py`.
+question-and-answer pair, typed relationships between papers, theme and narrative, made in one
+model call where it fits the model's window (`analysis`, as X-Sum makes it), else in two steps
+(`insights` per paper, then `relationships`); refined, when `synthesis.follow_up_questions` asks
+any, by follow-up questions for thin papers. The expert synthesis and its plain-language version
+are written from the analysis by `litpipe/workflows/synthesis.py`.
 
     follow_up = follow_up_answerer(collection, retriever_of, reranker, settings, prompts, client)
     analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings,
@@ -15,9 +17,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from litpipe.agents.base import engine_name
+from litpipe.agents.relationship_analysis.analysis import AnalysisAgent, one_call_analysis
 from litpipe.agents.relationship_analysis.followups import follow_up_questions, thin_papers
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.agents.relationship_analysis.relationships import (
+    RelationshipDraft,
+    RelationshipsAgent,
     papers_named,
     relate,
     type_distribution,
@@ -28,6 +33,7 @@ from litpipe.schemas import (
     Answer,
     CrossPaperQuestions,
     FollowUp,
+    Insight,
     PaperAbstract,
     PaperAnswers,
     PaperQuestions,
@@ -87,9 +93,10 @@ def analyse(
     client: ModelClient | None,
     encoder: TextEncoder | None = None,
 ) -> RelationshipAnalysis:
-    """`relationship_analysis`: insights, relationships, theme and narrative; papers left thin
-    (too few insights, or absent from the narrative) are asked follow-up questions once, and the
-    analysis is made again with their answers; a paper whose follow-ups fail (a model error) is
+    """`relationship_analysis`: insights, relationships, theme and narrative; with
+    `synthesis.follow_up_questions` set, papers left thin (too few insights, or absent from the
+    narrative) are asked follow-up questions once, and the analysis is made again with their
+    answers; a paper whose follow-ups fail (a model error) is
     recorded with why and left as it was. With an `encoder` (the collection's embedder),
     relationship candidates are each insight's nearest neighbours (`relate`)."""
     papers = list(answers)
@@ -97,13 +104,19 @@ def analyse(
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
     pairs += comparative.answers if comparative is not None else []
 
-    insights = insights_for(pairs, settings, prompts, client)
-    draft = relate(collection, insights, titles, settings, prompts, client, encoder)
-    thin = thin_papers(
-        papers,
-        insights,
-        papers_named(draft.narrative, draft.citations, titles),
-        settings.synthesis.min_insights_per_paper,
+    insights, draft, writer = _analysed(
+        collection, pairs, titles, settings, prompts, client, encoder
+    )
+    # The refinement pass, an extra beyond X-Sum's pipeline 2: off unless follow-ups are asked.
+    thin = (
+        thin_papers(
+            papers,
+            insights,
+            papers_named(draft.narrative, draft.citations, titles),
+            settings.synthesis.min_insights_per_paper,
+        )
+        if settings.synthesis.follow_up_questions
+        else {}
     )
     follow_ups = []
     follow_ups_not_run = []
@@ -130,11 +143,18 @@ def analyse(
             ", ".join(item.paper_id for item in follow_ups),
         )
         extra = [answer for item in follow_ups for answer in item.answers]
-        insights = insights_for(_in_paper_order(pairs, extra, papers), settings, prompts, client)
-        draft = relate(collection, insights, titles, settings, prompts, client, encoder)
+        insights, draft, writer = _analysed(
+            collection,
+            _in_paper_order(pairs, extra, papers),
+            titles,
+            settings,
+            prompts,
+            client,
+            encoder,
+        )
     return RelationshipAnalysis(
         collection=collection,
-        engine=engine_name(settings.route("relationships")),
+        engine=engine_name(settings.route(writer)),
         papers=papers,
         theme=draft.theme,
         narrative=draft.narrative,
@@ -144,6 +164,26 @@ def analyse(
         follow_ups=follow_ups,
         follow_ups_not_run=follow_ups_not_run,
     )
+
+
+def _analysed(
+    collection: str,
+    pairs: list[Answer],
+    titles: dict[str, str],
+    settings: Settings,
+    prompts: PromptLibrary,
+    client: ModelClient | None,
+    encoder: TextEncoder | None,
+) -> tuple[list[Insight], RelationshipDraft, str]:
+    """The insights and the analysis of `pairs`, and the agent whose engine wrote the analysis:
+    in one call (`analysis`, X-Sum's pipeline 2) where it fits, else in two steps (`insights`,
+    one call per paper, then `relationships`)."""
+    one_call = one_call_analysis(collection, pairs, titles, settings, prompts, client)
+    if one_call is not None:
+        return *one_call, AnalysisAgent.name
+    insights = insights_for(pairs, settings, prompts, client)
+    draft = relate(collection, insights, titles, settings, prompts, client, encoder)
+    return insights, draft, RelationshipsAgent.name
 
 
 def _in_paper_order(pairs: list[Answer], extra: list[Answer], papers: list[str]) -> list[Answer]:

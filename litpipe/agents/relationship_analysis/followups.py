@@ -109,7 +109,10 @@ def follow_up_questions(
     client: StructuredClient | None,
 ) -> list[Question]:
     """settings.synthesis.follow_up_questions new questions for a thin paper, none repeating one
-    asked (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ..."""
+    asked (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ...; none, and no call,
+    when that is 0 (the default: no refinement pass)."""
+    if settings.synthesis.follow_up_questions == 0:
+        return []
     inputs = FollowUpsInput(
         paper_id=abstract.paper_id,
         title=abstract.title,

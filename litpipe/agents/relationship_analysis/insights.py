@@ -92,11 +92,11 @@ class InsightsAgent(Agent[InsightsInput, InsightsReply]):
     offline = staticmethod(offline_insights)
 
     def prompt_values(self, inputs: InsightsInput) -> dict[str, str]:
-        pairs = "\n\n".join(_pair_block(answer) for answer in inputs.answers)
+        pairs = "\n\n".join(pair_block(answer) for answer in inputs.answers)
         return dict(count=str(len(inputs.answers)), pairs=pairs)
 
 
-def _pair_block(answer: Answer) -> str:
+def pair_block(answer: Answer) -> str:
     markers = ", ".join(citation.marker for citation in answer.citations)
     return (
         f"Question {answer.question.question_id}:\n{fence(answer.question.text)}\n"
@@ -126,7 +126,7 @@ def checked(inputs: InsightsInput, reply: InsightsReply) -> list[tuple[str, list
     return kept
 
 
-def _groups(answers: list[Answer]) -> list[InsightsInput]:
+def pair_groups(answers: list[Answer]) -> list[InsightsInput]:
     """The answers by paper, papers in order of first appearance, then the comparative ones."""
     by_paper: dict[str, list[Answer]] = {}
     comparative: list[Answer] = []
@@ -156,8 +156,14 @@ def insights_for(
 ) -> list[Insight]:
     """One insight per answer, numbered `i01`, `i02`, ... papers in the order given, then the
     comparative answers; one agent call per paper, sent concurrently."""
-    groups = _groups(answers)
+    groups = pair_groups(answers)
     replies = run_batch(InsightsAgent(), groups, settings, prompts, client)
+    return insights_from(groups, replies)
+
+
+def insights_from(groups: list[InsightsInput], replies: list[InsightsReply]) -> list[Insight]:
+    """The insights of `groups` (`pair_groups`) from each group's reply, checked (`checked`)
+    and numbered `i01`, `i02`, ... in the groups' order."""
     insights: list[Insight] = []
     for group, reply in zip(groups, replies, strict=True):
         for answer, (text, cited) in zip(group.answers, checked(group, reply), strict=True):

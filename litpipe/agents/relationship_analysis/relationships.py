@@ -855,6 +855,12 @@ def relate(
         candidates=candidates,
     )
     reply = run_agent(RelationshipsAgent(), inputs, settings, prompts, client)
+    return draft_from(reply, insights)
+
+
+def draft_from(reply: RelationsReply, insights: list[Insight]) -> RelationshipDraft:
+    """The analysis as written, checked against `insights`: relationships between known
+    insights of different papers, the narrative's markers that no insight cites removed."""
     narrative, cited = narrative_citations(" ".join(reply.narrative.split()), insights)
     return RelationshipDraft(
         relationships=checked_relationships(reply.relationships, insights),

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from litpipe.agents.question_evidence.rerankers import reranker_for
+from litpipe.agents.relationship_analysis.analysis import AnalysisAgent
 from litpipe.agents.relationship_analysis.followups import FollowUpsAgent
 from litpipe.agents.relationship_analysis.insights import InsightsAgent
 from litpipe.agents.relationship_analysis.relationships import RelationshipsAgent
@@ -34,13 +35,14 @@ from litpipe.settings import Settings
 from litpipe.workflows import relationship_analysis as workflow
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 
-ANALYSIS_AGENTS = ("insights", "relationships", "followups")
+# `analysis` makes in one call what `insights` and `relationships` make in two steps.
+ANALYSIS_AGENTS = ("analysis", "insights", "relationships", "followups")
 
 
 STEP = ModelStep(
     agents=(*ANALYSIS_AGENTS, *ASKING_AGENTS),
     code=CodeVersion(
-        agents=(InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
+        agents=(AnalysisAgent(), InsightsAgent(), RelationshipsAgent(), FollowUpsAgent()),
         # Follow-up questions are retrieved and answered like a paper's own.
         versions=(ASKING,),
         # Relationship candidates are the insights' nearest neighbours by the embedder.
