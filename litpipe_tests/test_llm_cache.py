@@ -167,12 +167,15 @@ def test_with_the_cache_off_every_call_is_made(tmp_path: Path, stub_llm: StubLLM
     assert not (tmp_path / "cache").exists()
 
 
-def test_failed_calls_are_not_cached(tmp_path: Path, stub_llm: StubLLM) -> None:
+def test_failed_calls_are_not_cached_but_an_unusable_reply_is(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """A provider's failure may pass, so it is asked again; a reply unusable even after its
+    repair would be the same again (the key holds the sampling), so a rerun reads it."""
     client = make_client(tmp_path, stub_llm, llm={"max_retries": 0})
     stub_llm.fail_next("server_error")
     stub_llm.fail_next("not_found")
-    stub_llm.fail_next("invalid_schema", 2)
-    for expected in (TransientLLMError, PermanentLLMError, ReplyValidationError):
+    for expected in (TransientLLMError, PermanentLLMError):
         with pytest.raises(expected):
             client.complete_sync(agent_route(client), MESSAGES, Summary)
     assert not list((tmp_path / "cache").rglob("*.json"))
@@ -180,8 +183,15 @@ def test_failed_calls_are_not_cached(tmp_path: Path, stub_llm: StubLLM) -> None:
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
     assert client.usage.summary().model_dump(include={"made", "failed"}) == {
         "made": 1,
-        "failed": 3,
+        "failed": 2,
     }
+    other = [{"role": "user", "content": "Summarize paper p2."}]
+    stub_llm.fail_next("invalid_schema", 2)
+    for _ in range(2):
+        with pytest.raises(ReplyValidationError, match="even after one repair"):
+            client.complete_sync(agent_route(client), other, Summary)
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
+    assert stub_llm.request_count == 5  # 2 failures, 1 reply, the unusable one and its repair
 
 
 def test_a_cached_reply_that_no_longer_validates_is_a_miss(

@@ -174,7 +174,7 @@ class LLMClient:
         self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
-            return cached
+            return _raised_if_unusable(cached)
         return await _on_model_call_loop(self._ask_and_record(route, messages, schema, key))
 
     async def complete_many(
@@ -188,7 +188,7 @@ class LLMClient:
         self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
-            return [cast(T, cached) for _, cached in lookups]
+            return [_raised_if_unusable(cast(T, cached)) for _, cached in lookups]
         return await _on_model_call_loop(
             self._complete_many(route, list_of_messages, schema, lookups)
         )
@@ -198,7 +198,7 @@ class LLMClient:
         self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
-            return cached
+            return _raised_if_unusable(cached)
         return _run_sync(self._ask_and_record(route, messages, schema, key))
 
     def complete_many_sync(
@@ -208,7 +208,7 @@ class LLMClient:
         self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
-            return [cast(T, cached) for _, cached in lookups]
+            return [_raised_if_unusable(cast(T, cached)) for _, cached in lookups]
         return _run_sync(self._complete_many(route, list_of_messages, schema, lookups))
 
     def complete_each_sync(
@@ -237,10 +237,12 @@ class LLMClient:
             route: Route,
             list_of_messages: Sequence[Messages],
             schema: type[BaseModel],
-            found: list[tuple[str | None, BaseModel | None]],
+            found: list[tuple[str | None, BaseModel | ReplyValidationError | None]],
         ) -> list[BaseModel | LLMError]:
             async def one(
-                messages: Messages, key: str | None, cached: BaseModel | None
+                messages: Messages,
+                key: str | None,
+                cached: BaseModel | ReplyValidationError | None,
             ) -> BaseModel | LLMError:
                 if cached is not None:
                     return cached
@@ -264,8 +266,9 @@ class LLMClient:
 
     def _lookup(
         self, route: Route, messages: Messages, schema: type[T]
-    ) -> tuple[str | None, T | None]:
-        """The call's cache key, and its cached reply if there is one (then recorded as a hit).
+    ) -> tuple[str | None, T | ReplyValidationError | None]:
+        """The call's cache key, and its cached reply if there is one (then recorded as a hit):
+        a validated reply, or the error of one that could not be used.
 
         Runs on the caller's thread: a hit never waits for the model-call loop.
         """
@@ -279,7 +282,15 @@ class LLMClient:
         key = self.cache.key(route.model, messages, _schema_json(schema), params)
         cached = self._from_cache(key, schema)
         if cached is not None:
-            self._record(CallRecord(agent=route.agent, model=route.model, cached=True), started)
+            unusable = isinstance(cached, ReplyValidationError)
+            record = CallRecord(
+                agent=route.agent,
+                model=route.model,
+                cached=True,
+                failed=unusable,
+                error=str(cached) if unusable else None,
+            )
+            self._record(record, started)
         return key, cached
 
     async def _complete_many(
@@ -287,11 +298,13 @@ class LLMClient:
         route: Route,
         list_of_messages: Sequence[Messages],
         schema: type[T],
-        lookups: list[tuple[str | None, T | None]],
+        lookups: list[tuple[str | None, T | ReplyValidationError | None]],
     ) -> list[T]:
-        async def one(messages: Messages, key: str | None, cached: T | None) -> T:
+        async def one(
+            messages: Messages, key: str | None, cached: T | ReplyValidationError | None
+        ) -> T:
             if cached is not None:
-                return cached
+                return _raised_if_unusable(cached)
             return await self._ask_and_record(route, messages, schema, key)
 
         return await _all_or_first_failure(
@@ -315,6 +328,19 @@ class LLMClient:
         except BaseException as error:
             record.failed = True
             record.error = one_line(str(error)) or type(error).__name__
+            if isinstance(error, ReplyValidationError) and self.cache is not None and key:
+                # Asked again, the same request would get the same unusable reply (the cache
+                # key holds the sampling): a rerun reads the failure, and its item is written
+                # offline again, with no call.
+                self.cache.put(
+                    key,
+                    {
+                        "model": route.model,
+                        "schema": schema.__name__,
+                        "unusable": str(error),
+                        "created": record.at.isoformat(),
+                    },
+                )
             raise
         finally:
             self._record(record, started)
@@ -337,11 +363,13 @@ class LLMClient:
         self.usage.record(record)
         _log_call(record)
 
-    def _from_cache(self, key: str, schema: type[T]) -> T | None:
+    def _from_cache(self, key: str, schema: type[T]) -> T | ReplyValidationError | None:
         assert self.cache is not None
         entry = self.cache.get(key)
         if entry is None:
             return None
+        if "unusable" in entry:
+            return ReplyValidationError(str(entry["unusable"]))
         try:
             return schema.model_validate(entry["value"])
         except (KeyError, ValidationError):
@@ -641,6 +669,13 @@ class _Budget:
         """A call's record, with its cost, is now in the ledger's file."""
         if self.limit is not None:
             self.pending -= cost
+
+
+def _raised_if_unusable(cached: T | ReplyValidationError) -> T:
+    """A cached reply, or the cached failure of one that could not be used, raised again."""
+    if isinstance(cached, ReplyValidationError):
+        raise cached
+    return cached
 
 
 def _check_route(route: Route) -> None:
