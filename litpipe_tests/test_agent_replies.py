@@ -459,11 +459,12 @@ CASES: dict[str, Case] = {
     "massrag_reconcile": Case(_answers, {"synthesis": {"answer_mode": "multi_view"}}),
     "massrag_candidate": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
     "massrag_compare": Case(_answers, {"synthesis": {"answer_mode": "multi_view_answers"}}),
-    "cross_paper_questions": Case(_cross_questions, {}),
+    # Extras off by default (no call): asked for here.
+    "cross_paper_questions": Case(_cross_questions, {"synthesis": {"cross_paper_questions": 4}}),
     "analysis": Case(_analysis, {}),
     "insights": Case(_insights, {}),
     "relationships": Case(_relationships, {}),
-    "followups": Case(_followups, {}),
+    "followups": Case(_followups, {"synthesis": {"follow_up_questions": 2}}),
     "synthesis": Case(_synthesis, {}),
     "synthesis_flat": Case(_synthesis, {"synthesis": {"method": "flat"}}),
     # The patterns named, whatever the collection's size: the map step (paper summaries), the
