@@ -544,6 +544,8 @@ FLAT_NAMES: dict[str, str] = {
     "llm_structured_output": "llm.structured_output",
     "llm_temperature": "llm.temperature",
     "llm_max_tokens": "llm.max_tokens",
+    "llm_context_tokens": "llm.context_tokens",
+    "llm_on_unusable": "llm.on_unusable",
     "llm_concurrency": "llm.concurrency",
     "llm_timeout_s": "llm.timeout_s",
     "llm_max_retries": "llm.max_retries",

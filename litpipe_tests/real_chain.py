@@ -125,6 +125,9 @@ class RealChain:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            # A small model on two busy cores writes a 1,024-token reply in over 120 s (the
+            # default timeout): a user of such a server raises it, as here.
+            "LITPIPE_LLM__TIMEOUT_S": "900",
             **(QUICK_SETTINGS if quick else {}),
         }
 

@@ -130,6 +130,9 @@ def test_a_paper_that_fails_in_its_batch_fails_alone_with_its_reason(
         return questions_reply(body)
 
     stub_llm.respond("stub", reply)
+    # An unusable reply fails its item (by default it would be written offline, and pass).
+    llm = batch_settings.llm.model_copy(update={"on_unusable": "fail"})
+    batch_settings = batch_settings.model_copy(update={"llm": llm})
     table = write_table(tmp_path / "src", ABSTRACTS[:3])
     instance = open_instance(batch_settings)
     registrations = register(batch_settings, instance, discover(table))
