@@ -90,6 +90,22 @@ ALLOWED = (ReplyValidationError,)
 LEAST_VALID = 0.5
 
 
+def each_or_its_error(
+    complete: Callable[[Route, list[dict[str, str]], type[T]], T],
+    route: Route,
+    list_of_messages: Sequence[list[dict[str, str]]],
+    schema: type[T],
+) -> list[T | LLMError]:
+    """A fake client's `complete_each_sync`: each reply, or its call's LLMError in its place."""
+    replies: list[T | LLMError] = []
+    for messages in list_of_messages:
+        try:
+            replies.append(complete(route, messages, schema))
+        except LLMError as error:
+            replies.append(error)
+    return replies
+
+
 class GeneratedClient:
     """Stands in for `LLMClient`: every reply generated from the schema asked for, then parsed
     and validated as the client does, with one repair (a second reply).
@@ -125,13 +141,7 @@ class GeneratedClient:
     def complete_each_sync(
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
     ) -> list[T | LLMError]:
-        replies: list[T | LLMError] = []
-        for messages in list_of_messages:
-            try:
-                replies.append(self.complete_sync(route, messages, schema))
-            except LLMError as error:
-                replies.append(error)
-        return replies
+        return each_or_its_error(self.complete_sync, route, list_of_messages, schema)
 
     def complete_batches_sync(
         self, batches: Sequence[ModelBatch]

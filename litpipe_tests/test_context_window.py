@@ -28,7 +28,13 @@ from litpipe.llm.window import messages_tokens
 from litpipe.schemas import Question, QuestionEvidence, RetrievedChunk
 from litpipe.settings import AgentRoute, Route, Settings
 from litpipe_tests.stub_llm import StubLLM, example_from_schema
-from litpipe_tests.test_agent_replies import CASES, MODEL, collection, offline_settings
+from litpipe_tests.test_agent_replies import (
+    CASES,
+    MODEL,
+    collection,
+    each_or_its_error,
+    offline_settings,
+)
 from litpipe_tests.test_llm_client import MESSAGES, Findings, make_client, route
 
 T = TypeVar("T", bound=BaseModel)
@@ -74,13 +80,7 @@ class WindowedClient:
     def complete_each_sync(
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
     ) -> list[T | LLMError]:
-        replies: list[T | LLMError] = []
-        for messages in list_of_messages:
-            try:
-                replies.append(self.complete_sync(route, messages, schema))
-            except LLMError as error:
-                replies.append(error)
-        return replies
+        return each_or_its_error(self.complete_sync, route, list_of_messages, schema)
 
     def complete_many_sync(
         self, route: Route, list_of_messages: Sequence[list[dict[str, str]]], schema: type[T]
