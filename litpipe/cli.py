@@ -346,7 +346,13 @@ def _run_stoppable(
             return 2
         asking = eval_litqa_command if args.evaluation == "litqa" else eval_mais_command
         return asking(
-            settings, args.dataset, args.corpus, args.collection, args.out, stop_requested
+            settings,
+            args.dataset,
+            args.corpus,
+            args.collection,
+            args.out,
+            stop_requested,
+            args.limit,
         )
     # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
     from litpipe.runtime.evaluations import eval_command
@@ -398,6 +404,9 @@ def _add_paper_questions(parser: argparse.ArgumentParser, dataset_help: str, out
         "--corpus", type=Path, required=True, help="folder holding the questions' PDFs"
     )
     parser.add_argument("--collection", help="collection name (default: the folder's name)")
+    parser.add_argument(
+        "--limit", type=int, help="ask only the first N questions (and build only their papers)"
+    )
     parser.add_argument("--out", type=Path, help=out_help)
     parser.add_argument(
         "--max-iterations",
@@ -1073,8 +1082,10 @@ def eval_mais_command(
     collection: str | None,
     out: Path | None,
     stop_requested: Callable[[], bool] = lambda: False,
+    limit: int | None = None,
 ) -> int:
-    """Each question of the dataset asked of its own paper through the `query_summary` asset
+    """Each question of the dataset (its first `limit`) asked of its own paper through the
+    `query_summary` asset
     (so every request is a partition in the instance, and a rerun is served from it), then the
     convergence report over them (none when stopped on request before every question was
     asked)."""
@@ -1095,7 +1106,7 @@ def eval_mais_command(
 
     started = time.perf_counter()
     asking = ask_dataset(
-        "eval mais", settings, dataset, PaperQuestion, corpus, collection, stop_requested
+        "eval mais", settings, dataset, PaperQuestion, corpus, collection, stop_requested, limit
     )
     if isinstance(asking, int):
         return asking

@@ -113,6 +113,18 @@ def tokens_generated(server: LlamaServer) -> int:
     return int(float(found.group(1)))
 
 
+def calls_since(home: Path, moment: datetime) -> list[CallRecord]:
+    """The model calls the usage ledgers of `home` recorded from `moment` on."""
+    calls = []
+    for ledger in (home / "usage").rglob("*.jsonl"):
+        for line in ledger.read_text("utf-8").splitlines():
+            if line.strip():
+                call = CallRecord.model_validate_json(line)
+                if call.at >= moment:
+                    calls.append(call)
+    return calls
+
+
 class RealChain:
     """The commands of one home against one server, run one at a time."""
 
@@ -161,19 +173,9 @@ class RealChain:
             seconds=time.perf_counter() - started,
             stdout=finished.stdout,
             stderr=finished.stderr,
-            calls=self._calls_since(started_at),
+            calls=calls_since(self.home, started_at),
             server_tokens_generated=tokens_generated(self.server) - generated_before,
         )
-
-    def _calls_since(self, moment: datetime) -> list[CallRecord]:
-        calls = []
-        for ledger in (self.home / "usage").rglob("*.jsonl"):
-            for line in ledger.read_text("utf-8").splitlines():
-                if line.strip():
-                    call = CallRecord.model_validate_json(line)
-                    if call.at >= moment:
-                        calls.append(call)
-        return calls
 
     # The inputs, made in the work folder.
 

@@ -17,7 +17,7 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.cli import main
-from litpipe.defs.partitions import query_requests
+from litpipe.defs.partitions import papers, query_requests
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
@@ -382,6 +382,30 @@ def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["up_to_date"] == 2 and again["materialized"] == 0
     assert again["accuracy_by_iteration"] == figures["accuracy_by_iteration"]
+
+
+def test_eval_mais_with_a_limit_asks_the_first_questions_and_builds_only_their_papers(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for pdf in PDFS_BY_SIZE[:2]:
+        shutil.copy(pdf, corpus)
+    records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
+    chosen = [r for r in records if r["pdf_file"] in {pdf.name for pdf in PDFS_BY_SIZE[:2]}]
+    dataset = tmp_path / "questions.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in chosen), "utf-8")
+    home = tmp_path / "home"
+    command = ["eval", "mais", "--dataset", str(dataset), "--corpus", str(corpus)]
+    assert main([*command, "--limit", "0", "--home", str(home)]) == 2
+    assert "--limit must be at least 1, not 0" in capsys.readouterr().err
+
+    assert main([*command, "--limit", "1", "--home", str(home), *tiny(tiny_model)]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["questions"] == 1 and figures["runs"] == 1
+    # The corpus' other paper is not built: a limited evaluation pays for what it asks of.
+    instance = open_instance(Settings(home=home))
+    assert instance.get_dynamic_partitions(papers.name) == [chosen[0]["pdf_file"][:-4]]
 
 
 def test_eval_mais_refuses_a_bad_dataset_or_corpus(

@@ -26,7 +26,14 @@ from pydantic import BaseModel
 
 from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.base import ModelClient
-from litpipe.evaluation import litqa, related_work, scholarqa, scholarqa_answer_modes, tldr
+from litpipe.evaluation import (
+    litqa,
+    related_work,
+    scholarqa,
+    scholarqa_answer_modes,
+    synthesis_pipelines,
+    tldr,
+)
 from litpipe.settings import Settings
 
 # The facts of a run, besides its figures, in the order the CLI's JSON line gives them.
@@ -135,6 +142,21 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
             figures=scholarqa_answer_modes.figures,
             evaluate=scholarqa_answer_modes.evaluate_answer_modes,
             agents=ANSWER_AGENTS,
+        ),
+        RegisteredEvaluation(
+            name="synthesis-pipelines",
+            description="X-Sum's pipeline 1 (flat) against pipeline 2 (relational) on one "
+            "collection: each expert synthesis graded for support, completeness and coherence, "
+            "with its synthesis stage's model calls",
+            dataset_help="a folder of PDFs or an abstract table (.csv/.jsonl with id,title,"
+            "abstract), as `litpipe run` reads it; --limit N takes its first N papers",
+            default_dataset="litqa2-cc-by/pdfs",
+            stem="synthesis_pipelines",
+            result=synthesis_pipelines.SynthesisPipelinesEvaluation,
+            table=synthesis_pipelines.format_table,
+            figures=synthesis_pipelines.figures,
+            evaluate=synthesis_pipelines.evaluate_synthesis_pipelines,
+            agents=synthesis_pipelines.AGENTS,
         ),
         RegisteredEvaluation(
             name="litqa",

@@ -157,13 +157,15 @@ def ask_questions(
     collection: str | None,
     progress: Callable[[str], None],
     stop_requested: Callable[[], bool] = lambda: False,
+    only_their_papers: bool = False,
 ) -> AskedQuestions:
     """The corpus' papers built as `litpipe run` builds them, then each question asked of its
     paper (`pdf_file`) through the `query_summary` asset: every request is a partition in the
     instance, and a fresh one is served from it. A ValueError when the corpus is not a folder or
     holds none of the questions' PDFs; lines of progress go to `progress`. No further run starts
     once `stop_requested` or once a signal interrupted a run's step: the questions not reached
-    are `not_asked`."""
+    are `not_asked`. With `only_their_papers`, the corpus' other papers are not built (a
+    `--limit`ed evaluation pays for the papers it asks of, not for the whole folder)."""
     from litpipe.ingest.sources import discover
     from litpipe.report.query_summary import outcome_line
     from litpipe.workflows.query_summary import request_for
@@ -171,6 +173,11 @@ def ask_questions(
     if not corpus.is_dir():
         raise ValueError(f"{corpus}: not a folder of PDFs")
     discovery = discover(corpus, collection)
+    if only_their_papers:
+        asked_files = {question.pdf_file for question in questions}
+        discovery = discovery.model_copy(
+            update={"sources": [s for s in discovery.sources if Path(s.path).name in asked_files]}
+        )
     paper_of = {Path(source.path).name: source.paper_id for source in discovery.sources}
     missing = [q for q in questions if q.pdf_file not in paper_of]
     for question in missing:
@@ -267,15 +274,27 @@ def ask_dataset(
     corpus: Path,
     collection: str | None,
     stop_requested: Callable[[], bool],
+    limit: int | None = None,
 ) -> tuple[Sequence[PaperQuestion], AskedQuestions] | int:
-    """The dataset's questions (each a `model`) and `ask_questions`' outcome, progress on
-    stderr; instead the exit status of `litpipe <command>`, said why on stderr, when the dataset
-    or the corpus is unusable (2) or when it was stopped on request (`STOPPED_EXIT`)."""
+    """The dataset's questions (each a `model`; its first `limit`, whose papers alone are built)
+    and `ask_questions`' outcome, progress on stderr; instead the exit status of `litpipe
+    <command>`, said why on stderr, when the dataset or the corpus is unusable (2) or when it was
+    stopped on request (`STOPPED_EXIT`)."""
     from litpipe.evaluation.litqa import read_questions
 
     try:
-        questions = read_questions(dataset, model)
-        asked = ask_questions(settings, questions, corpus, collection, _stderr, stop_requested)
+        if limit is not None and limit < 1:
+            raise ValueError(f"--limit must be at least 1, not {limit}")
+        questions = read_questions(dataset, model)[:limit]
+        asked = ask_questions(
+            settings,
+            questions,
+            corpus,
+            collection,
+            _stderr,
+            stop_requested,
+            only_their_papers=limit is not None,
+        )
     except ValueError as error:
         print(f"litpipe {command}: {error}", file=sys.stderr)
         return 2
@@ -292,11 +311,12 @@ def eval_litqa_command(
     collection: str | None,
     out: Path | None,
     stop_requested: Callable[[], bool] = lambda: False,
+    limit: int | None = None,
 ) -> int:
-    """Each question asked of its own paper (`ask_questions`), each final summary graded for
-    whether it states the ideal answer or a distractor; the table and JSON written, and the
-    `eval_litqa` materialization reported to the instance (neither when stopped on request
-    before every question was asked)."""
+    """Each question (the first `limit`) asked of its own paper (`ask_questions`), each final
+    summary graded for whether it states the ideal answer or a distractor; the table and JSON
+    written, and the `eval_litqa` materialization reported to the instance (neither when
+    stopped on request before every question was asked)."""
     from litpipe.agents.answer_judge import (
         OFFLINE_RULE,
         AnswerJudgeAgent,
@@ -310,7 +330,7 @@ def eval_litqa_command(
     entry = EVALUATIONS["litqa"]
     started = time.perf_counter()
     asking = ask_dataset(
-        "eval litqa", settings, dataset, LitQAQuestion, corpus, collection, stop_requested
+        "eval litqa", settings, dataset, LitQAQuestion, corpus, collection, stop_requested, limit
     )
     if isinstance(asking, int):
         return asking

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from litpipe.agents.base import ModelClient
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
 from litpipe.agents.question_evidence.rerankers import reranker_for
@@ -98,13 +99,16 @@ class PipelineResult(BaseModel):
     plain_summary: Synthesis
 
 
-def run(papers: Sequence[PaperSource], settings: Settings) -> PipelineResult:
+def run(
+    papers: Sequence[PaperSource], settings: Settings, client: ModelClient | None = None
+) -> PipelineResult:
     """The main chain over `papers` (one collection's), offline or with the model `settings`
-    routes each agent to."""
+    routes each agent to: through `client` when given (a caller's, recording its usage), else
+    one of its own."""
     sources = sorted(unique_papers(iter(papers)), key=lambda source: source.paper_id)
     collection = _collection(sources)
     prompts = PromptLibrary(settings.llm.prompts_dir)
-    client = model_client(settings)
+    client = client if client is not None else model_client(settings)
     embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
 

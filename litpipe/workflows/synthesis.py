@@ -223,6 +223,25 @@ def write_synthesis(
     return checked_synthesis(analysis, "expert", engine, pattern, reply, checked)
 
 
+def given_chunks(
+    answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions
+) -> dict[str, RetrievedChunk]:
+    """Every passage a writer was given, by chunk id."""
+    every_answer = [a for paper in answers.values() for a in paper.answers]
+    return {
+        chunk.chunk_id: chunk
+        for answer in [*every_answer, *comparative.answers]
+        for chunk in answer.evidence
+    }
+
+
+def given_passages(
+    answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions
+) -> dict[str, str]:
+    """The texts of `given_chunks`, by chunk id: what a written synthesis is graded against."""
+    return {chunk_id: chunk.text for chunk_id, chunk in given_chunks(answers, comparative).items()}
+
+
 def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
     """Hash of the writers (prompt, schema, code, route), this chain, the pattern thresholds
     and the settings that shape the writer's prompt."""

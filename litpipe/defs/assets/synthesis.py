@@ -56,12 +56,16 @@ from litpipe.schemas import (
     PaperAbstract,
     PaperAnswers,
     RelationshipAnalysis,
-    RetrievedChunk,
     Synthesis,
 )
 from litpipe.settings import Settings
 from litpipe.workflows import plain_summary as plain_workflow
-from litpipe.workflows.synthesis import synthesis_version, write_synthesis
+from litpipe.workflows.synthesis import (
+    given_chunks,
+    given_passages,
+    synthesis_version,
+    write_synthesis,
+)
 
 _CHECKS = {
     "coverage": "The writer cites every paper of the collection at least once. A paper it "
@@ -236,7 +240,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             answers,
             cross_paper_questions,
             titles,
-            _chunks(answers, cross_paper_questions),
+            given_chunks(answers, cross_paper_questions),
         )
         outputs = CollectionOutputs(
             collection=collection, files={name: str(path) for name, path in written.items()}
@@ -268,7 +272,7 @@ def _written_and_checked(
     """A writer's step: the text written and graded, then its checks."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     titles = _titles(artifacts, analysis.papers)
-    passages = _passages(answers, comparative)
+    passages = given_passages(answers, comparative)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
     # The passages are stored chunks, whose vectors LanceDB holds: only sentences are encoded.
     encoder = embedder.cached(
@@ -344,22 +348,6 @@ def _titles(artifacts: ArtifactsResource, papers: list[str]) -> dict[str, str]:
             "paper_abstract", papers, PaperAbstract
         ).items()
     }
-
-
-def _chunks(
-    answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions
-) -> dict[str, RetrievedChunk]:
-    """Every passage a writer was given, by chunk id."""
-    every_answer = [a for paper in answers.values() for a in paper.answers]
-    return {
-        chunk.chunk_id: chunk
-        for answer in [*every_answer, *comparative.answers]
-        for chunk in answer.evidence
-    }
-
-
-def _passages(answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions) -> dict[str, str]:
-    return {chunk_id: chunk.text for chunk_id, chunk in _chunks(answers, comparative).items()}
 
 
 def _chunk_vectors(
