@@ -20,7 +20,13 @@ from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
 from litpipe.progress import calls_shown_on_stderr
 from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
-from litpipe.settings import OFFLINE, Settings, StructuredOutput, preset_names
+from litpipe.settings import (
+    OFFLINE,
+    Settings,
+    StructuredOutput,
+    SynthesisSettings,
+    preset_names,
+)
 from litpipe.stopping import STOPPED_EXIT, stop_line, stop_on_signals
 
 if TYPE_CHECKING:
@@ -72,7 +78,24 @@ def main(argv: list[str] | None = None) -> int:
 
     ui = commands.add_parser("ui", help="serve the Dagster UI on this litpipe home")
     _add_common(ui)
-    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument(
+        "--port", type=int, default=3000, help="port of the UI on localhost (default: 3000)"
+    )
+
+    config = commands.add_parser(
+        "config",
+        help="print every setting in force, each with where it came from (default, preset, "
+        "toml, environment or flag)",
+    )
+    _add_common(config)
+
+    init = commands.add_parser(
+        "init", help="write a litpipe.toml holding every setting, commented, at its default"
+    )
+    init.add_argument(
+        "path", type=Path, nargs="?", default=Path("litpipe.toml"), help="(default: litpipe.toml)"
+    )
+    init.add_argument("--force", action="store_true", help="replace a file already there")
 
     evaluate = commands.add_parser("eval", help="measure litpipe's components on benchmarks")
     evaluations = evaluate.add_subparsers(dest="evaluation", required=True)
@@ -169,7 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     _add_common(related)
 
     args = parser.parse_args(argv)
-    settings = Settings(**_settings_from_flags(args))
+    if args.command == "init":
+        return init_command(args.path, args.force)
+    try:
+        flags = _settings_from_flags(args)
+        settings = Settings(**flags)
+    except ValueError as error:  # an unknown --set key, or a value its setting refuses
+        print(f"litpipe {args.command}: {_one_line(error)}", file=sys.stderr)
+        return 2
+    if args.command == "config":
+        from litpipe.config import config_lines
+
+        print("\n".join(config_lines(settings, flags)))
+        return 0
     with other_libraries_to_the_log(settings.home, args.verbose), calls_shown_on_stderr():
         return _command(args, settings)
 
@@ -314,17 +349,24 @@ def _settings_from_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the common flags give, nested as `Settings` takes them (a flag not given
     leaves its setting to the environment, litpipe.toml, the preset and the default)."""
 
+    from litpipe.config import assignments
+
     def given(**values: object) -> dict[str, object]:
         return {name: value for name, value in values.items() if value is not None}
 
-    groups = {
+    # The named flags win over a --set of the same setting: they are the more specific.
+    settings = assignments(args.assignments or [])
+    named = {
         "ingest": given(embedder=args.embedder),
         "llm": given(
             model=args.model, api_base=args.api_base, structured_output=args.structured_output
         ),
+        "synthesis": given(method=args.method, pattern=args.pattern, answer_mode=args.answer_mode),
     }
-    top = given(home=args.home, preset=args.preset)
-    return top | {group: values for group, values in groups.items() if values}
+    for group, values in named.items():
+        if values:
+            settings[group] = {**settings.get(group, {}), **values}
+    return settings | given(home=args.home, preset=args.preset)
 
 
 def _run_stoppable(
@@ -387,6 +429,31 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="how the reply's JSON schema reaches the model: json_schema suits vLLM, llama.cpp, "
         "Ollama and LM Studio (default: $LITPIPE_LLM__STRUCTURED_OUTPUT or auto, as litellm "
         "knows the model)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=get_args(SynthesisSettings.model_fields["method"].annotation),
+        help="how the synthesis is written: relational (X-Sum pipeline 2, from the relationship "
+        "analysis; default) or flat (pipeline 1, every paper's answers in one prompt)",
+    )
+    parser.add_argument(
+        "--pattern",
+        choices=get_args(SynthesisSettings.model_fields["pattern"].annotation),
+        help="how the synthesis fits the writer's context (default: auto, by size)",
+    )
+    parser.add_argument(
+        "--answer-mode",
+        choices=get_args(SynthesisSettings.model_fields["answer_mode"].annotation),
+        help="how a question is answered from its evidence: single (default), multi_view "
+        "(MASS-RAG) or multi_view_answers",
+    )
+    parser.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any setting by its dotted name, e.g. --set grading.blocking=true (repeatable; "
+        "`litpipe config` lists them with their values; a named flag wins over it)",
     )
     parser.add_argument(
         "--preset",
@@ -1181,3 +1248,26 @@ def ui_command(settings: Settings, port: int) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def init_command(path: Path, force: bool) -> int:
+    """`litpipe init`: a commented litpipe.toml at `path`, unless one is there (`force`)."""
+    from litpipe.config import commented_toml
+
+    if path.exists() and not force:
+        print(f"litpipe init: {path} exists; --force replaces it", file=sys.stderr)
+        return 2
+    write_atomically(path, commented_toml().encode("utf-8"))
+    print(f"Wrote {path}: every setting, commented out at its default.")
+    return 0
+
+
+def _one_line(error: ValueError) -> str:
+    """A settings error in one line: a pydantic ValidationError as `setting: message`."""
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
+        )
+    return " ".join(str(error).split())

@@ -118,7 +118,9 @@ class IngestSettings(SettingsGroup):
         "`model2vec` (a static model distilled once from the embedder: fastest, lower nDCG). "
         "Part of the embedder id: a switch re-embeds, like another model.",
     )
-    embed_batch_size: int = Field(default=32, ge=1)
+    embed_batch_size: int = Field(
+        default=32, ge=1, description="Chunks the embedder encodes at once."
+    )
     embed_device: str = Field(default="cpu", description="torch device for the embedder.")
     chunk_tokens: int | None = Field(
         default=None,
@@ -126,7 +128,12 @@ class IngestSettings(SettingsGroup):
         description="Chunk size in the embedder's tokens; default and ceiling: the embedder's "
         "max_seq_length less its special tokens.",
     )
-    chunk_overlap_tokens: int = Field(default=32, ge=0)
+    chunk_overlap_tokens: int = Field(
+        default=32,
+        ge=0,
+        description="Tokens a chunk shares with the one before it, so that a sentence cut at a "
+        "boundary is whole in one of them.",
+    )
 
 
 # Agents renamed after their stage (one name per stage); a route under the old name still works.
@@ -160,7 +167,13 @@ class LLMSettings(SettingsGroup):
         "vLLM, llama.cpp's server, Ollama, LM Studio), `json_object` (JSON mode, and the schema "
         "in the system message) or `prompt` (the schema in the system message only).",
     )
-    temperature: float = Field(default=0.0, ge=0, le=2)
+    temperature: float = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description="Sampling temperature of every agent (0: the same prompt gives the same "
+        "reply, which the reply cache relies on); `llm.agents` may set one per agent.",
+    )
     max_tokens: int | None = Field(
         default=None,
         ge=1,
@@ -186,7 +199,12 @@ class LLMSettings(SettingsGroup):
         description="Model calls in flight at most, per model; fewer where its server says it "
         "decodes fewer at once (llama.cpp's /props total_slots).",
     )
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds a call may take, its wait for a server slot included; a small "
+        "model on a CPU may need 900.",
+    )
     max_retries: int = Field(
         default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
     )

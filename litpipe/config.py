@@ -1,0 +1,263 @@
+"""Every setting by its dotted name (`synthesis.method`), as the command line reaches it: the
+`--set KEY=VALUE` assignments, the effective value of each setting and where it came from
+(`litpipe config`), and a commented `litpipe.toml` (`litpipe init`).
+
+The names and their documentation come from the pydantic models of `litpipe.settings`, so a
+setting added there is reachable here with nothing else to write.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from litpipe.settings import (
+    ENV_PREFIX,
+    FLAT_NAMES,
+    Settings,
+    SettingsGroup,
+    config_file,
+    preset_values,
+)
+from litpipe.url_credentials import hide_credentials
+
+Source = Literal["default", "preset", "toml", "environment", "flag"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its dotted name, its field and the group model holding it."""
+
+    path: str
+    field: FieldInfo
+    group: str | None
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def environment_name(self) -> str:
+        return ENV_PREFIX + self.path.replace(".", "__").upper()
+
+    @property
+    def type_name(self) -> str:
+        """The type as a reader writes it: `int`, `'relational' | 'flat'`, `str | None`."""
+        return _type_name(self.field.annotation)
+
+
+def settings_fields() -> list[Setting]:
+    """Every setting of `Settings`, top-level ones first, then each group's in order."""
+    found: list[Setting] = []
+    for name, field in Settings.model_fields.items():
+        model = field.annotation
+        if isinstance(model, type) and issubclass(model, SettingsGroup):
+            found += [
+                Setting(f"{name}.{inner}", inner_field, name)
+                for inner, inner_field in model.model_fields.items()
+            ]
+        else:
+            found.append(Setting(name, field, None))
+    return sorted(found, key=lambda setting: setting.group is not None)
+
+
+def settings_by_path() -> dict[str, Setting]:
+    return {setting.path: setting for setting in settings_fields()}
+
+
+class UnknownSettingError(ValueError):
+    """A `--set` key that names no setting; the message names the closest ones."""
+
+
+def assignments(items: list[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` items as `Settings` takes them, nested by group. A value is a string
+    for pydantic to convert (`5`, `true`, `flat`), or JSON where it opens a list or a table
+    (`llm.agents={"synthesis": {"model": "gpt-4o"}}`). A ValueError names a malformed item or
+    an unknown key with the closest names."""
+    known = settings_by_path()
+    nested: dict[str, Any] = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. synthesis.method=flat")
+        if key not in known:
+            raise UnknownSettingError(f"--set {key}: no such setting{_closest(key, known)}")
+        parsed: Any = value
+        if value.lstrip()[:1] in ("{", "["):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"--set {key}: not JSON ({error.msg})") from error
+        group, _, name = key.rpartition(".")
+        (nested.setdefault(group, {}) if group else nested)[name] = parsed
+    return nested
+
+
+def _closest(key: str, known: Mapping[str, Setting]) -> str:
+    """`; did you mean a, b or c?` from the names nearest to `key`, whole or by its last part
+    (`method` finds `synthesis.method`)."""
+    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
+    names = list(dict.fromkeys(setting.name for setting in known.values()))
+    near = difflib.get_close_matches(key.rpartition(".")[2], names, n=3, cutoff=0.75)
+    by_name = [path for name in near for path, setting in known.items() if setting.name == name]
+    suggestions = list(dict.fromkeys([*close, *by_name]))[:3]
+    if not suggestions:
+        return " (`litpipe config` lists them all)"
+    if len(suggestions) == 1:
+        return f"; did you mean {suggestions[0]}?"
+    return f"; did you mean {', '.join(suggestions[:-1])} or {suggestions[-1]}?"
+
+
+def origins(settings: Settings, flags: Mapping[str, Any]) -> dict[str, Source]:
+    """Where each setting's value came from, by the order `Settings` reads its sources: a flag
+    (or `--set`), the environment, litpipe.toml, the preset, or the default."""
+    toml = _nested_names(_toml_values())
+    preset = _nested_names(preset_values(settings.preset)) if settings.preset else {}
+    environment = _environment_paths()
+    given = _paths_of(flags)
+    found: dict[str, Source] = {}
+    for setting in settings_fields():
+        path = setting.path
+        if path in given:
+            found[path] = "flag"
+        elif path in environment:
+            found[path] = "environment"
+        elif path in toml:
+            found[path] = "toml"
+        elif path in preset:
+            found[path] = "preset"
+        else:
+            found[path] = "default"
+    return found
+
+
+def effective(settings: Settings) -> Iterator[tuple[Setting, Any]]:
+    """Each setting with its value in `settings`, as JSON would write it."""
+    dumped = settings.model_dump(mode="json")
+    for setting in settings_fields():
+        value: Any = dumped
+        for part in setting.path.split("."):
+            value = value[part]
+        yield setting, value
+
+
+def config_lines(settings: Settings, flags: Mapping[str, Any]) -> list[str]:
+    """`litpipe config`: one line per setting, `path = value  # source`, values as JSON, a
+    password in a URL hidden."""
+    source = origins(settings, flags)
+    width = max(len(setting.path) for setting in settings_fields())
+    return [
+        f"{setting.path:<{width}} = {hide_credentials(json.dumps(value))}  # {source[setting.path]}"
+        for setting, value in effective(settings)
+    ]
+
+
+def commented_toml() -> str:
+    """A `litpipe.toml` with every setting commented out at its default, each after its
+    description: a user uncomments what they change."""
+    lines = [
+        "# litpipe.toml: litpipe's settings for commands run in this folder (or the file",
+        "# $LITPIPE_CONFIG names). Every setting is commented out at its default; uncomment a",
+        "# line to change it. An environment variable (shown for each) or a flag wins over",
+        '# this file; a preset (`preset = "fast"`) fills what neither sets.',
+        "",
+    ]
+    defaults = Settings.model_construct().model_dump(mode="json")
+    group: str | None = None
+    for setting in settings_fields():
+        if setting.group != group:
+            group = setting.group
+            lines += ["", f"[{group}]"] if group else []
+        description = " ".join((setting.field.description or "").split())
+        lines += [f"# {part}" for part in _wrapped(description, 96)]
+        lines.append(f"# ({setting.type_name}; {setting.environment_name})")
+        value = _default_of(setting, defaults)
+        lines.append(f"# {setting.name} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _default_of(setting: Setting, defaults: dict[str, Any]) -> Any:
+    value: Any = defaults
+    for part in setting.path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return "  (not set by default)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict) and not value:
+        return "{}"
+    return json.dumps(value)
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return [*lines, line] if line else lines
+
+
+def _type_name(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " | ".join(repr(choice) for choice in get_args(annotation))
+    if origin is not None and get_args(annotation):
+        arguments = [_type_name(argument) for argument in get_args(annotation)]
+        if str(origin) in ("typing.Union", "<class 'types.UnionType'>"):
+            return " | ".join(arguments)
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(arguments)}]"
+    if annotation is type(None):
+        return "None"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation.__name__
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _paths_of(values: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted settings a nested mapping gives (a group's table: its keys)."""
+    groups = {s.group for s in settings_fields() if s.group}
+    found: set[str] = set()
+    for key, value in values.items():
+        if not prefix and key in groups and isinstance(value, Mapping):
+            found |= {f"{key}.{name}" for name in value}
+        else:
+            found.add(prefix + key)
+    return found
+
+
+def _nested_names(values: Mapping[str, Any]) -> set[str]:
+    """The dotted settings a TOML or preset table gives, its flat old names included."""
+    flat = {FLAT_NAMES[key] for key in values if key in FLAT_NAMES}
+    return _paths_of({k: v for k, v in values.items() if k not in FLAT_NAMES}) | flat
+
+
+def _environment_paths() -> set[str]:
+    given = {name.upper() for name in os.environ}
+    found = {s.path for s in settings_fields() if s.environment_name in given}
+    flat = {path for name, path in FLAT_NAMES.items() if f"{ENV_PREFIX}{name}".upper() in given}
+    return found | flat
+
+
+def _toml_values() -> dict[str, Any]:
+    path = config_file()
+    if not path.is_file():
+        return {}
+    with path.open("rb") as file:
+        return tomllib.load(file)
