@@ -2,12 +2,12 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Offline at run time: no hub look-ups, no litellm price-list fetch (DESIGN.md "Installing here").
+# Offline at run time: no hub look-ups, no litellm price-list fetch (docs/design.md, "Installing here").
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test lint ui clean
+.PHONY: demo test lint docs ui clean
 
 $(BIN)/litpipe: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,13 +40,18 @@ test: $(BIN)/litpipe $(VENV)/.real-model
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: $(BIN)/litpipe
-	$(BIN)/ruff check litpipe litpipe_tests benchmarks
-	$(BIN)/ruff format --check litpipe litpipe_tests benchmarks
+	$(BIN)/ruff check litpipe litpipe_tests benchmarks docs/hooks
+	$(BIN)/ruff format --check litpipe litpipe_tests benchmarks docs/hooks
 	# Types of litpipe/ with the pydantic plugin (pyproject.toml [tool.mypy]).
 	$(BIN)/python -m mypy
+
+# The docs site, into site/ (open site/index.html). --strict: a broken link, an anchor not found
+# or a setting without a description fails the build (docs/hooks/reference.py).
+docs: $(BIN)/litpipe
+	$(BIN)/mkdocs build --strict
 
 ui: $(BIN)/litpipe
 	$(BIN)/litpipe ui
 
 clean:
-	rm -rf $(VENV) .litpipe
+	rm -rf $(VENV) .litpipe site

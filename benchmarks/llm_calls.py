@@ -13,7 +13,7 @@ llama.cpp's llama-server with SmolLM2-135M-Instruct (litpipe_tests/llama_server.
 figures are a floor of the method's cost, not a measure of its quality.
 
 X-Sum's calls (Achkar et al., "Ask, Retrieve, Summarize", 2025, and the relational pipeline 2
-built on it that DESIGN.md describes), for N papers and K questions each:
+built on it that docs/design.md describes), for N papers and K questions each:
 
 - per paper: one call writing its K questions from its title and abstract; one answer per
   question from its 3 best passages (K calls);
@@ -87,7 +87,7 @@ from litpipe_tests.stub_llm import StubLLM, example_from_schema  # noqa: E402
 
 T = TypeVar("T", bound=BaseModel)
 
-# X-Sum's passages per question (DESIGN.md: ~100 candidates, reranked, the top 3 kept).
+# X-Sum's passages per question (docs/design.md: ~100 candidates, reranked, the top 3 kept).
 XSUM_PASSAGES = 3
 # The method's steps, and the litpipe agents that make each.
 STEPS: dict[str, tuple[str, ...]] = {

@@ -42,7 +42,8 @@ LOG_FILE = Path("logs") / "litpipe.log"
 HF_PROGRESS_BARS = "HF_HUB_DISABLE_PROGRESS_BARS"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and flag (the docs' command reference is generated from it)."""
     parser = argparse.ArgumentParser(prog="litpipe", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -191,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     related.add_argument("--out", type=Path, help="also copy the Markdown to this file")
     _add_common(related)
 
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "init":
         return init_command(args.path, args.force)
     try:

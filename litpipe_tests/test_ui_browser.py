@@ -32,21 +32,15 @@ import pytest
 from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
+from litpipe_tests.browser import PAGE_S, headless_chromium, needs_chromium
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.test_cli import folder_with
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 pytestmark = [
     pytest.mark.xdist_group("test_ui_browser"),
     pytest.mark.slow,
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()),
-        reason=f"Debian's Chromium is not installed ({CHROMIUM} and {CHROMEDRIVER} needed): "
-        "apt-get install chromium chromium-driver (as .ci/run does)",
-    ),
+    needs_chromium,
 ]
 
 # selenium is a `dev` extra: an older .venv lacks it until `make test` reinstalls.
@@ -54,8 +48,6 @@ webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
 )
 from selenium.common.exceptions import TimeoutException  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -64,7 +56,6 @@ COLLECTION = "bio"
 REPOSITORY = Path(__file__).resolve().parents[1]
 # Generous: two shared cores, with the UI's code server importing the whole graph first.
 SERVER_START_S = 120
-PAGE_S = 90
 
 
 @dataclass(frozen=True)
@@ -170,37 +161,8 @@ def tail(log: Path, lines: int = 40) -> str:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     """Headless Debian Chromium through Debian's ChromeDriver, with a fresh profile."""
-    folder = tmp_path_factory.mktemp("chromium")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for argument in [
-        "--headless=new",
-        "--no-sandbox",  # as root, Chromium refuses to start with its sandbox
-        "--disable-dev-shm-usage",  # containers' /dev/shm is often too small for it
-        "--disable-gpu",
-        # The machine's network is closed: no update, sync or other background fetches.
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        "--no-first-run",
-        f"--user-data-dir={folder / 'profile'}",
-        # The asset catalog renders only the rows in view: tall enough for every asset (29
-        # rows at 1,200 px hid the last few once the eval assets grew).
-        "--window-size=1600,2400",
-    ]:
-        options.add_argument(argument)
-    # A driver path given explicitly means Selenium Manager is never run; SE_OFFLINE stops it
-    # from downloading anything should a later selenium call it anyway.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SE_OFFLINE", "true")
-        service = Service(executable_path=str(CHROMEDRIVER), log_output=str(folder / "driver.log"))
-        driver = webdriver.Chrome(service=service, options=options)
-    driver.set_page_load_timeout(PAGE_S)
-    try:
+    with headless_chromium(tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def screenshot_folder() -> Path:

@@ -239,7 +239,7 @@ class LLMResource(dg.ConfigurableResource):
     # The whole settings model, as JSON: its steps read every group (an answer's mode, the
     # retrieval of follow-up questions' evidence, the query-summary loop), not only `llm`, and
     # Dagster config holds `dg.Config` classes but not the pydantic models of litpipe.settings
-    # (nor their Literal and Path fields), which stay below Dagster (DESIGN.md, layers).
+    # (nor their Literal and Path fields), which stay below Dagster (docs/design.md, "Layers").
     # Its llm.api_base has the password of its user info as ***: this config is in every run's
     # job snapshot, which the instance stores and the UI shows.
     settings_json: str
