@@ -10,9 +10,10 @@ time is up (a command running then is let finish, within `--grace` seconds):
 - backfill: `litpipe backfill --embedder TINY --collection soak --batch 4`, TINY being a one-layer
   sentence-transformers model built offline from the packaged MiniLM's tokenizer
   (litpipe_tests/tiny_model.py): a second embedder, its own LanceDB table, and the per-paper
-  assets' code versions flipping between the two embedders (README, "Swapping the embedding
-  model": the instance keeps one latest materialization per asset partition, so the runs and
-  the backfill take turns rebuilding them); `--backfill-embedder same`: MiniLM, the runs' own;
+  assets' code versions flipping between the two embedders (docs/how-to/embedders-and-backfill.md,
+  "Swapping the embedding model": the instance keeps one latest materialization per asset
+  partition, so the runs and the backfill take turns rebuilding them); `--backfill-embedder
+  same`: MiniLM, the runs' own;
 - ask: `litpipe ask --paper P QUERY`, over two shared papers and three queries in turn.
 
 Offline (no model) by default; `--stub` routes every agent to the local stub server

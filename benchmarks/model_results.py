@@ -1,4 +1,4 @@
-"""The README's "Results with a model": each evaluation run as a user runs it, once offline and
+"""docs/results.md's "Results with a model": each evaluation run as a user runs it, once offline and
 once through a model, on the same first N examples, and the figures of both side by side.
 
 Each row is one command, `litpipe eval <name> ... --limit N`, with `--model` and `--api-base`

@@ -40,8 +40,8 @@ StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
 # max_tokens of an agent that names no size for its reply (`Agent.reply_tokens`).
 DEFAULT_REPLY_TOKENS = 2048
 EmbedderBackend = Literal["torch", "torch-int8", "onnx", "model2vec"]
-# The fastest backend within 0.01 of torch's SciFact hybrid nDCG@10 (README, "Embedding
-# backends"), as issue 18 asks of the default.
+# The fastest backend within 0.01 of torch's SciFact hybrid nDCG@10
+# (docs/how-to/embedders-and-backfill.md, "Embedding backends"), as issue 18 asks of the default.
 DEFAULT_EMBEDDER_BACKEND: EmbedderBackend = "torch-int8"
 
 
@@ -323,7 +323,7 @@ class SynthesisSettings(SettingsGroup):
         le=5,
         description="Comparative questions asked of a whole collection (3 to 5; 0, the "
         "default, asks none). An extra beyond X-Sum's pipeline 2: with a model, one call for "
-        'the questions and one answer each (README, "What a run costs").',
+        'the questions and one answer each (docs/how-to/models.md, "What a run costs").',
     )
     min_insights_per_paper: int = Field(
         default=3,
@@ -339,7 +339,7 @@ class SynthesisSettings(SettingsGroup):
         description="Follow-up questions asked of each thin paper (the refinement pass); 0, "
         "the default, makes no refinement pass. An extra beyond X-Sum's pipeline 2: with a "
         "model, per thin paper one call for the questions and one answer each, then the "
-        'relationship analysis once more (README, "What a run costs").',
+        'relationship analysis once more (docs/how-to/models.md, "What a run costs").',
     )
     relationship_neighbours: int = Field(
         default=10,
@@ -402,7 +402,7 @@ class GradingSettings(SettingsGroup):
         "closest cited passage sentence, mixed with the share of its terms they hold).",
     )
     partial_support_threshold: float = Field(
-        # Measured on the same labelled pairs (README, "Grading outputs"): below it ~97% of
+        # Measured on the same labelled pairs (docs/methods.md, "Grading outputs"): below it ~97% of
         # pairs are mismatched; between it and `support_threshold` one in five is a true pair.
         default=0.45,
         ge=0,

@@ -76,7 +76,8 @@ def test_a_single_paper_has_nothing_to_compare(tmp_path: Path, stub_llm: StubLLM
 
 
 def test_by_default_none_are_asked_and_no_call_is_made(tmp_path: Path, stub_llm: StubLLM) -> None:
-    # An extra beyond X-Sum's pipeline 2 (README, "What a run costs"): off unless asked for.
+    # An extra beyond X-Sum's pipeline 2 (docs/how-to/models.md, "What a run costs"): off unless
+    # asked for.
     settings = stub_settings(tmp_path, stub_llm)
     assert settings.synthesis.cross_paper_questions == 0
     client = LLMClient(settings, UsageLedger())

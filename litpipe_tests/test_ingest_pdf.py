@@ -195,3 +195,13 @@ def test_bad_input_raises_a_one_line_ingest_error(tmp_path: Path) -> None:
 def test_missing_file_raises_an_ingest_error(tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="file not found"):
         parse_pdf(tmp_path / "absent.pdf", "absent", "tests")
+
+
+def test_a_space_drawn_between_kerned_letters_does_not_split_the_word() -> None:
+    # NAR's typesetter draws a space glyph (font "dummy-space") between kerned letters: read as
+    # drawn, "to evaluate the performance" became "to e v aluate the perf ormance".
+    document = parse_pdf(CORPUS / "10.1093_nar_gkae252.pdf", "nar", "biology-cc-by")
+    text = document.text
+    assert "e v aluate" not in text and "perf ormance" not in text and "co v ariates" not in text
+    # The real spaces around the word are kept.
+    assert "used to evaluate the performance" in text

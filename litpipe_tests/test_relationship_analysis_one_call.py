@@ -142,7 +142,8 @@ def test_the_default_analysis_makes_no_more_calls_than_x_sum(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     # X-Sum's pipeline 2 analyses a collection in one call; so does litpipe by default, with
-    # no refinement pass (follow-up questions are an extra: README, "What a run costs").
+    # no refinement pass (follow-up questions are an extra: docs/how-to/models.md, "What a
+    # run costs").
     serve_every_agent(stub_llm)
     settings = stub_settings(tmp_path, stub_llm)
     assert settings.synthesis.follow_up_questions == 0

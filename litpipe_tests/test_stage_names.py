@@ -1,5 +1,6 @@
 """A stage is found by its name: its asset, group, agent, prompt and test file share it, so
-`git ls-files | grep <stage>` lists where it lives (the README's development section)."""
+`git ls-files | grep <stage>` lists where it lives (docs/development.md, "A stage is found by
+its name")."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
-# The README's table: each must be found by its name as an asset, an agent, a prompt and a test.
+# The table of docs/development.md: each must be found by its name as an asset, an agent, a
+# prompt and a test.
 STAGES = [
     "paper_questions",
     "question_evidence",

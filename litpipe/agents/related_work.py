@@ -64,7 +64,7 @@ followed by the one most like it (TF-IDF cosine of their sentences' terms); the 
 follow, most relevant first, and the idea's sentence comes last. One parameter is the engine's
 own, the redundancy bound (0.4); the rest are LexRank's (edges from a cosine of 0.1, damping
 0.85: the walk restarts from the idea's sentences 15% of the time) and the median, which is the
-data's. Its ROUGE against the extractive baselines: README, "Related work against
+data's. Its ROUGE against the extractive baselines: docs/results.md, "Related work against
 gold paragraphs".
 """
 

@@ -5,7 +5,8 @@ import warnings
 import dagster as dg
 
 # Content-hash data versions are how litpipe stops recomputation where outputs did not change
-# (docs/design.md, "Rules"); Dagster marks the parameter beta, and the warning would repeat per step.
+# (docs/design.md, "Rules"); Dagster marks the parameter beta, and the warning would repeat per
+# step.
 warnings.filterwarnings("ignore", message=r"Parameter `data_version`", category=dg.BetaWarning)
 # Tokenizing and embedding run a backfill's batch of papers per run, the model-calling stages
 # one paper per run (BackfillPolicy); a job holding both, like `paper_pipeline`, then backfills

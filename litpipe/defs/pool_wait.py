@@ -14,7 +14,7 @@ the run on a captured signal. Dagster has no hook to choose an executor's concur
 and `execute_in_process` always uses its own executor, so `install` puts litpipe's in the place
 of Dagster's in the executor modules that create one. (The multiprocess executor of launched
 runs never sleeps between polls, whatever the context says: it still spins while all of its
-runnable steps wait, as the README says.)
+runnable steps wait, as docs/how-to/scale-out.md says.)
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ from litpipe.schemas import IngestError, PaperDocument, Section
 _TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _BOLD_FLAG = 16
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|[.,+-]B$", re.I)
+# Below this share of the font size between two letters, a space span between them is kerning.
+_KERNING_GAP = 0.1
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
 _SOFT_HYPHEN = "\u00ad"
@@ -272,9 +274,26 @@ def _bold_font(name: str) -> bool:
     return bool(_BOLD_FONT.search(name))
 
 
+def _without_kerning_spaces(spans: list[dict]) -> list[dict]:
+    """The spans less each space drawn where the letters on its sides touch: some producers
+    set a space glyph (its own span) between kerned letters of one word, which would read
+    "e v aluate". A real space leaves a gap of about a quarter of the font size."""
+    kept = []
+    for index, span in enumerate(spans):
+        if not span["text"].strip() and 0 < index < len(spans) - 1:
+            before, after = spans[index - 1], spans[index + 1]
+            gap = after["bbox"][0] - before["bbox"][2]
+            size = max(before["size"], after["size"])
+            if before["text"].strip() and after["text"].strip() and gap < _KERNING_GAP * size:
+                continue
+        kept.append(span)
+    return kept
+
+
 def _line_from_spans(
     page: int, bbox: tuple[float, float, float, float], spans: list[dict]
 ) -> _Line | None:
+    spans = _without_kerning_spaces(spans)
     text = _clean("".join(span["text"] for span in spans)).strip()
     if not text:
         return None

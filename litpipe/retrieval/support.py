@@ -30,7 +30,7 @@ from litpipe.text import sentences
 
 # Weight of the lexical share in the combined score (the semantic cosine has the rest), fitted
 # with the threshold (`grading.support_threshold`'s default) on the train half of the labelled
-# pairs by `benchmarks/support_calibration.py` (figures in the README's "Support score"). The
+# pairs by `benchmarks/support_calibration.py` (figures in docs/methods.md, "Support score"). The
 # fit gave the lexical share no weight: once the cosine is taken sentence by sentence, mixing in
 # the share lowers the train AUC, so it stays a diagnostic (`missing`) and the fallback when no
 # encoder is given.
