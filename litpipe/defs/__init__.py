@@ -13,6 +13,13 @@ warnings.filterwarnings("ignore", message=r"Parameter `data_version`", category=
 # one paper per run, which is what Dagster's warnings about either would say.
 warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", message=r"Asset job .* with varying BackfillPolicies")
+# A collection's (or a request's) check results belong to its partition, so that the UI shows
+# each collection's apart; Dagster marks partitioned checks a preview.
+warnings.filterwarnings(
+    "ignore",
+    message=r"Specifying a partitions_def on an AssetCheckSpec",
+    category=dg.PreviewWarning,
+)
 
 from litpipe.defs import pool_wait  # noqa: E402  (after the filters: it imports Dagster's executors)
 

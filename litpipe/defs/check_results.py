@@ -7,6 +7,7 @@ from typing import Literal
 
 import dagster as dg
 
+from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.evaluation.checks import CheckOutcome
 from litpipe.schemas import OPTIONAL_STEP_NAMES, CheckReport, OptionalStep, StepNotRun
@@ -22,8 +23,9 @@ _SEVERITIES: dict[dg.AssetCheckSeverity, Literal["error", "warn"]] = {
 def latest_check_results(
     instance: dg.DagsterInstance, defs: dg.Definitions, collection: str
 ) -> list[CheckReport]:
-    """Per check of the collection assets, its latest evaluation for `collection` (a check
-    result carries no partition: its run's partition tag says which collection it graded)."""
+    """Per check of the collection assets, its latest evaluation for `collection`: its run's
+    partition tag says which collection it graded (a result carries its partition since the
+    checks are partitioned, but those a home recorded before do not)."""
     partition_of: dict[str, str | None] = {}
     found: list[CheckReport] = []
     for key in sorted(defs.resolve_asset_graph().asset_check_keys, key=str):
@@ -87,6 +89,7 @@ def optional_step_spec(asset: str, step: OptionalStep) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         OPTIONAL_STEP_CHECK,
         asset=asset,
+        partitions_def=collections,
         blocking=False,
         description=f"Whether {OPTIONAL_STEP_NAMES[step]} ran. The step is optional: when its "
         "model work fails (a model error), it is recorded as not run, with why, and the "

@@ -142,12 +142,19 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             dg.AssetCheckSpec(
                 CITATION_CHECK,
                 asset=ASSET,
+                partitions_def=query_requests,
                 blocking=True,
                 description="Every citation of the summary and its highlights resolves to a "
                 "stored chunk of the paper, on the cited page.",
             ),
             *(
-                dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
+                dg.AssetCheckSpec(
+                    name,
+                    asset=ASSET,
+                    partitions_def=query_requests,
+                    blocking=grading_blocks,
+                    description=text,
+                )
                 for name, text in GRADING_CHECKS.items()
             ),
         ],

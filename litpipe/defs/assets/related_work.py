@@ -163,7 +163,13 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         partitions_def=related_work_requests,
         group_name=GROUP,
         check_specs=[
-            dg.AssetCheckSpec(name, asset=ASSET, blocking=grading_blocks, description=text)
+            dg.AssetCheckSpec(
+                name,
+                asset=ASSET,
+                partitions_def=related_work_requests,
+                blocking=grading_blocks,
+                description=text,
+            )
             for name, text in GRADING_CHECKS.items()
         ],
         description="A related-work section for a research idea from an abstracts table "

@@ -98,7 +98,11 @@ def _check_names(asset: str) -> list[str]:
 def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
-            name, asset=asset, description=_CHECKS[name], blocking=_blocking(name, settings)
+            name,
+            asset=asset,
+            partitions_def=collections,
+            description=_CHECKS[name],
+            blocking=_blocking(name, settings),
         )
         for name in _check_names(asset)
     ] + ([optional_step_spec(asset, "plain_summary")] if asset == "plain_summary" else [])
