@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import dagster as dg
@@ -31,7 +32,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.defs.staleness import PARTITION_VERSION
 from litpipe.defs.versions import batch_data_version, data_version
 from litpipe.llm.errors import LLMError, TransientLLMError, one_line
-from litpipe.schemas import PaperFailure
+from litpipe.schemas import PaperAbstract, PaperFailure, PaperSource
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -88,6 +89,7 @@ def build_papers(
             context,
             paper_id,
             {
+                **paper_heading(store, paper_id, built.value),
                 "path": dg.MetadataValue.path(str(path)),
                 PARTITION_VERSION: versions[paper_id].value,
                 **built.metadata,
@@ -106,6 +108,34 @@ def build_papers(
             allow_retries=retriable,
         )
     return dg.MaterializeResult(data_version=batch_data_version(versions))
+
+
+def paper_heading(store: ArtifactStore, paper_id: str, value: BaseModel) -> dict[str, str]:
+    """What a reader of a paper's page in the UI looks for first, its title and collection,
+    from the output itself where it has them, else from the paper's stored source and abstract
+    (a PDF's title is known once its document is parsed)."""
+    source = _stored(store, "paper_source", paper_id, PaperSource)
+    if isinstance(value, PaperSource):
+        source = value
+    abstract = _stored(store, "paper_abstract", paper_id, PaperAbstract)
+    title = (
+        getattr(value, "title", None)
+        or (abstract.title if abstract else None)
+        or (source.fields.get("title") if source else None)
+        or (Path(source.path).name if source and source.kind == "pdf" else None)
+    )
+    heading = {"title": str(title)} if title else {}
+    collection = getattr(value, "collection", None) or (source.collection if source else None)
+    return heading | ({"collection": str(collection)} if collection else {})
+
+
+def _stored(store: ArtifactStore, asset: str, paper_id: str, model: type[Output]) -> Output | None:
+    if not store.exists([asset], paper_id):
+        return None
+    try:
+        return store.read([asset], paper_id, model)
+    except (OSError, ValueError):  # an artifact of an older schema: the heading goes without
+        return None
 
 
 def add_paper_metadata(

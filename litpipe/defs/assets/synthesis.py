@@ -286,7 +286,7 @@ def _written_and_checked(
         judge = step.client(GRADING_AGENTS)
         written = write(titles, answers, step)
         if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
-            yield _output(step, written, analysis, {})
+            yield _output(step, written, analysis, titles, {})
             # Each of its checks is reported (Dagster requires it), as not applying.
             skipped = CheckOutcome(passed=True, description=f"skipped: {written.not_run.line()}")
             yield from _check_results(
@@ -316,7 +316,7 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(step, written, analysis, plots)
+    yield _output(step, written, analysis, titles, plots)
     yield from _check_results(asset, outcomes, step.settings)
     if asset == "plain_summary":
         yield optional_step_result(asset, "plain_summary", [])
@@ -326,6 +326,7 @@ def _output(
     step: StepRun,
     written: Synthesis,
     analysis: RelationshipAnalysis,
+    titles: Mapping[str, str],
     plots: Mapping[str, dg.MetadataValue],
 ) -> dg.Output[Synthesis]:
     notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
@@ -340,9 +341,17 @@ def _output(
             "preview": markdown_metadata(
                 "\n".join([f"# {written.title}", "", *notice, written.text])
             ),
+            # The UI names papers by id: the table says which paper each id is.
+            "paper_titles": markdown_metadata(_titles_table(written.papers, titles)),
             **plots,
         },
     )
+
+
+def _titles_table(papers: list[str], titles: Mapping[str, str]) -> str:
+    cells = {paper_id: titles.get(paper_id, "").replace("|", "\\|") for paper_id in papers}
+    rows = [f"| {paper_id} | {title} |" for paper_id, title in cells.items()]
+    return "\n".join(["| paper | title |", "|---|---|", *rows])
 
 
 def _titles(artifacts: ArtifactsResource, papers: list[str]) -> dict[str, str]:
