@@ -106,7 +106,7 @@ def evaluations(data: Path) -> list[Evaluation]:
             ),
             tuple(
                 f"{pipeline}_{figure}"
-                for figure in ("supported", "completeness", "coherence", "calls")
+                for figure in ("supported", "completeness", "coherence", "calls", "fallbacks")
                 for pipeline in ("flat", "relational")
             ),
         ),

@@ -78,6 +78,9 @@ class GradedPipeline(BaseModel):
     completeness: float = Field(description="Share of the analysis' key insights it carries.")
     coherence: int | None = Field(description="1-5 from the coherence judge; None offline.")
     calls: int = Field(description="Its synthesis stage's model calls, cached replies included.")
+    fallbacks: int = Field(
+        description="Items of its synthesis stage written offline: the model's reply was unusable."
+    )
     tokens_in: int
     tokens_out: int
 
@@ -206,7 +209,8 @@ def _graded(
         partially_supported=_share(verdicts.count("partially_supported"), len(verdicts)),
         completeness=share if isinstance(share, float) else 0.0,
         coherence=coherence.score if coherence is not None else None,
-        calls=len(calls),
+        calls=sum(not call.fallback for call in calls),
+        fallbacks=sum(call.fallback for call in calls),
         tokens_in=sum(call.tokens_in for call in calls),
         tokens_out=sum(call.tokens_out for call in calls),
     )
@@ -220,7 +224,7 @@ def figures(evaluation: SynthesisPipelinesEvaluation) -> dict[str, float]:
     """Each pipeline's grades and calls, `<pipeline>_<figure>`."""
     found: dict[str, float] = {}
     for name, graded in evaluation.pipelines.items():
-        for figure in ("supported", "completeness", "words", "calls", "tokens_in"):
+        for figure in ("supported", "completeness", "words", "calls", "fallbacks", "tokens_in"):
             found[f"{name}_{figure}"] = float(getattr(graded, figure))
         if graded.coherence is not None:
             found[f"{name}_coherence"] = float(graded.coherence)
@@ -236,15 +240,16 @@ def format_table(evaluation: SynthesisPipelinesEvaluation) -> str:
         f"{evaluation.embedder}; the same papers' answers for both",
         "",
         "| pipeline | supported | partially | completeness | coherence | words | papers cited | "
-        "synthesis-stage calls | tokens in | tokens out |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "synthesis-stage calls | offline fallbacks | tokens in | tokens out |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for graded in evaluation.pipelines.values():
         coherence = "n/a" if graded.coherence is None else f"{graded.coherence} / 5"
         lines.append(
             f"| {graded.pipeline} | {graded.supported:.0%} of {graded.cited_sentences} | "
             f"{graded.partially_supported:.0%} | {graded.completeness:.0%} | {coherence} | "
-            f"{graded.words} | {graded.papers_cited} | {graded.calls} | {graded.tokens_in:,} | "
+            f"{graded.words} | {graded.papers_cited} | {graded.calls} | {graded.fallbacks} | "
+            f"{graded.tokens_in:,} | "
             f"{graded.tokens_out:,} |"
         )
     lines += [
