@@ -49,10 +49,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
-        help="ingest a folder of PDFs or an abstract table (.csv/.jsonl) and write its synthesis",
+        help="ingest a folder of PDFs, an abstract table (.csv/.jsonl), a Zotero library or a "
+        "BibTeX file and write its synthesis",
     )
-    run.add_argument("source", type=Path, help="folder of PDFs, or a table with id,title,abstract")
-    run.add_argument("--collection", help="collection name (default: the folder or table name)")
+    # Exactly one source: argparse says so, with the usage, when none or two are given.
+    sources = run.add_mutually_exclusive_group(required=True)
+    sources.add_argument(
+        "source",
+        type=Path,
+        nargs="?",
+        help="folder of PDFs, or a table with id,title,abstract",
+    )
+    sources.add_argument(
+        "--zotero",
+        type=Path,
+        nargs="?",
+        const=Path("~/Zotero"),
+        metavar="DATA_DIR",
+        help="Zotero's data directory, holding zotero.sqlite (default: ~/Zotero): each item's "
+        "PDF with its title, authors, year, venue and DOI, or its abstract without a PDF; read "
+        "without disturbing a running Zotero",
+    )
+    sources.add_argument(
+        "--bibtex",
+        type=Path,
+        metavar="FILE",
+        help="a .bib file: the entries with a PDF in their file field (relative to the .bib's "
+        "folder) or an abstract",
+    )
+    run.add_argument(
+        "--zotero-collection",
+        metavar="NAME",
+        help="with --zotero: only this Zotero collection's items (its sub-collections' too; "
+        "Parent/Child names one among several of that name)",
+    )
+    run.add_argument(
+        "--collection",
+        help="collection name (default: the folder or table name, the Zotero collection's "
+        "name or `zotero`, the .bib file's name)",
+    )
     run.add_argument(
         "--move",
         action="store_true",
@@ -380,7 +415,13 @@ def _run_stoppable(
     """`run`, `backfill` and the evaluations that run Dagster runs: each starts no further run
     once `stop_requested`."""
     if args.command == "run":
-        return run_command(settings, args.source, args.collection, stop_requested, move=args.move)
+        if args.zotero_collection is not None and args.zotero is None:
+            print("litpipe run: --zotero-collection goes with --zotero", file=sys.stderr)
+            return 2
+        source, reader = _run_source(args)
+        return run_command(
+            settings, source, args.collection, stop_requested, move=args.move, reader=reader
+        )
     if args.command == "backfill":
         return backfill_command(settings, args.collection, args.batch, stop_requested)
     if args.evaluation in {"litqa", "mais"}:
@@ -507,12 +548,34 @@ def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None
         _add_common(command)
 
 
+# What finds a run's papers in its source (a Zotero data directory, a .bib file), given the
+# `--collection` asked for.
+SourceReader = Callable[[Path, str | None], "Discovery"]
+
+
+def _run_source(args: argparse.Namespace) -> tuple[Path, SourceReader | None]:
+    """The run's source, and the reader of a reference manager's (None for a folder or a
+    table: `discover`)."""
+    if args.zotero is not None:
+        from litpipe.ingest.zotero import discover_zotero
+
+        return args.zotero.expanduser(), functools.partial(
+            discover_zotero, zotero_collection=args.zotero_collection
+        )
+    if args.bibtex is not None:
+        from litpipe.ingest.bibtex import discover_bibtex
+
+        return args.bibtex, discover_bibtex
+    return args.source, None
+
+
 def run_command(
     settings: Settings,
     source: Path,
     collection: str | None,
     stop_requested: Callable[[], bool] = lambda: False,
     move: bool = False,
+    reader: SourceReader | None = None,
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.catalog import PaperInAnotherCollection
@@ -524,7 +587,7 @@ def run_command(
 
     started = time.perf_counter()
     try:
-        discovery = discover(source, collection)
+        discovery = (reader or discover)(source, collection)
     except ValueError as error:
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
@@ -540,6 +603,8 @@ def run_command(
         f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
         file=sys.stderr,
     )
+    for note in discovery.notes:
+        print(f"  note: {note}", file=sys.stderr)
     for failure in discovery.failed:
         print(f"  failed: {_describe(failure)}", file=sys.stderr)
     discovered = time.perf_counter()

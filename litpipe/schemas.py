@@ -29,7 +29,9 @@ class PaperSource(BaseModel):
     content_sha256: str = Field(description="Of the file's bytes, or of the row's fields.")
     size_bytes: int = 0
     fields: dict[str, str] = Field(
-        default_factory=dict, description="A table row's columns (title, abstract and extras)."
+        default_factory=dict,
+        description="A table row's columns (title, abstract and extras), or what a reference "
+        "manager knows of a PDF (title, authors, year, venue, doi, abstract).",
     )
 
 
@@ -41,6 +43,41 @@ class Section(BaseModel):
     page_end: int
 
 
+class PaperReference(BaseModel):
+    """What a reference list says of a paper besides its title: from the user's reference
+    manager (Zotero, BibTeX) or an abstract table's columns."""
+
+    authors: list[str] = Field(
+        default_factory=list,
+        description="In order; `Family, Given` where the family name is known, else as written.",
+    )
+    year: int | None = None
+    venue: str | None = Field(default=None, description="Journal, proceedings, book or publisher.")
+    doi: str | None = None
+
+    def label(self) -> str:
+        """The author-year label: `Müller (2021)`, `Müller and Smith (2021)`, `Müller et al.
+        (2021)`; `n.d.` without a year, the year alone without authors."""
+        year = str(self.year) if self.year is not None else "n.d."
+        names = [family_name(author) for author in self.authors if author.strip()]
+        if not names:
+            return f"({year})"
+        if len(names) == 1:
+            who = names[0]
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        return f"{who} ({year})"
+
+
+def family_name(author: str) -> str:
+    """The family name of `Family, Given`; a name written without a comma (an organisation,
+    or a name whose parts are not known) is given whole."""
+    family, comma, _ = author.partition(",")
+    return " ".join((family if comma else author).split())
+
+
 class PaperDocument(BaseModel):
     """A parsed paper: clean body text (no references) and where each part of it lies."""
 
@@ -49,6 +86,12 @@ class PaperDocument(BaseModel):
     source_path: str
     title: str
     authors: list[str] = Field(default_factory=list)
+    year: int | None = Field(
+        default=None, description="Publication year, from a reference manager or a table."
+    )
+    venue: str | None = Field(
+        default=None, description="Journal, proceedings, book or publisher, as `year`."
+    )
     abstract: str = ""
     text: str = Field(description="Body text, sections in reading order, references excluded.")
     sections: list[Section] = Field(default_factory=list)
@@ -61,6 +104,16 @@ class PaperDocument(BaseModel):
     doi: str | None = None
     arxiv_id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+
+    def reference(self) -> PaperReference | None:
+        """What a reference list says of the paper: None unless a reference manager or a
+        table gave its year or venue (a PDF's own first page gives neither, and its authors,
+        read from the layout, are a guess)."""
+        if self.year is None and not self.venue:
+            return None
+        return PaperReference(
+            authors=self.authors, year=self.year, venue=self.venue or None, doi=self.doi
+        )
 
     @classmethod
     def single_section(cls, *, heading: str, text: str, **fields: Any) -> PaperDocument:
@@ -248,6 +301,10 @@ class PaperAbstract(BaseModel):
     abstract: str
     source: Literal["parsed", "generated"]
     engine: str = Field(description="`parsed`, `offline` or the model that wrote it.")
+    reference: PaperReference | None = Field(
+        default=None,
+        description="Authors, year, venue and DOI, where a reference manager or a table gave them.",
+    )
 
 
 QuestionStyle = Literal["broad", "inner_workings", "comparative", "follow_up"]
@@ -475,6 +532,11 @@ class RelationshipAnalysis(BaseModel):
         default_factory=list,
         description="The collection's papers without answers (their own assets failed or are "
         "not built yet), with why: the analysis and the syntheses are of the others.",
+    )
+    references: dict[str, PaperReference] = Field(
+        default_factory=dict,
+        description="Authors, year, venue and DOI of the papers whose reference manager (or "
+        "table) gave them, by paper id: the reference lists' author-year labels.",
     )
 
 

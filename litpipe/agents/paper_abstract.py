@@ -287,6 +287,7 @@ def paper_abstract_from(
             abstract=document.abstract,
             source="parsed",
             engine="parsed",
+            reference=document.reference(),
         )
     agent = PaperAbstractAgent()
     reply = run_agent(agent, AbstractInput.of(document), settings, prompts, client)
@@ -296,4 +297,5 @@ def paper_abstract_from(
         abstract=reply.abstract,
         source="generated",
         engine=engine_name(settings.route(agent.name)),
+        reference=document.reference(),
     )

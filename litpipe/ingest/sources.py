@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from litpipe.ingest.ids import file_sha256, pdf_paper_id, slug
 from litpipe.ingest.tables import read_table
@@ -21,6 +21,11 @@ class Discovery(BaseModel):
     collection: str
     sources: list[PaperSource]
     failed: list[FailedPaper]
+    notes: list[str] = Field(
+        default_factory=list,
+        description="One line each: what a reference manager's reader left aside or worked "
+        "around (entries without a PDF or an abstract, a PDF gone so the abstract stands in).",
+    )
 
 
 def collection_name(source: Path) -> str:

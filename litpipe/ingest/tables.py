@@ -9,7 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from litpipe.ingest.ids import table_paper_id
@@ -57,9 +58,10 @@ def read_table(path: Path, collection: str) -> tuple[list[PaperSource], list[Fai
 
 def document_from_row(source: PaperSource) -> PaperDocument:
     """A table row as a one-section document: the abstract is the text, without the labels of
-    a structured abstract's parts; the title kept apart."""
+    a structured abstract's parts; the title kept apart; its authors, year, venue and DOI
+    (`with_bibliography`) where the row has them."""
     abstract = without_part_labels(source.fields["abstract"])
-    return PaperDocument.single_section(
+    document = PaperDocument.single_section(
         heading="Abstract",
         text=abstract,
         paper_id=source.paper_id,
@@ -73,6 +75,52 @@ def document_from_row(source: PaperSource) -> PaperDocument:
             if name not in ("title", "abstract")
         },
     )
+    return with_bibliography(document, source.fields)
+
+
+# Authors in a row's (or a reference manager's) `authors`: `Family, Given; Family, Given`.
+AUTHOR_SEPARATOR = ";"
+_YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|2\d\d\d)(?!\d)")
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.I)
+
+
+def with_bibliography(document: PaperDocument, fields: Mapping[str, str]) -> PaperDocument:
+    """The document with what `fields` say of the paper (a reference manager's metadata, or an
+    abstract table's columns): their title, authors (separated by `;`), year, venue and DOI win
+    over what the PDF's first page yields; their abstract fills in one the PDF lacks."""
+    update: dict[str, object] = {}
+    title = " ".join(fields.get("title", "").split())
+    if title:
+        update["title"] = title
+    authors = [" ".join(name.split()) for name in fields.get("authors", "").split(AUTHOR_SEPARATOR)]
+    if any(authors):
+        update["authors"] = [name for name in authors if name]
+    year = publication_year(fields.get("year", ""))
+    if year is not None:
+        update["year"] = year
+    venue = " ".join(fields.get("venue", "").split())
+    if venue:
+        update["venue"] = venue
+    doi = normalized_doi(fields.get("doi", ""))
+    if doi:
+        update["doi"] = doi
+    abstract = without_part_labels(fields.get("abstract", "").strip())
+    if abstract and not document.abstract.strip():
+        update["abstract"] = abstract
+    return document.model_copy(update=update) if update else document
+
+
+def publication_year(text: str) -> int | None:
+    """The first plausible year in a date as written (`2021`, `2021-03-15`, `March 2021`)."""
+    found = _YEAR.search(text)
+    return int(found.group(1)) if found else None
+
+
+def normalized_doi(text: str) -> str:
+    """A DOI as `10.…/…`, lowercase (DOIs are case-insensitive), without a resolver's prefix;
+    empty for anything that is not one."""
+    doi = _DOI_PREFIX.sub("", text.strip()).strip().rstrip(".").lower()
+    return doi if re.fullmatch(r"10\.\d{4,9}/\S+", doi) else ""
 
 
 def _sources_from_rows(

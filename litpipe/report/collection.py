@@ -57,7 +57,8 @@ def synthesis_markdown(
     it or the `analysis` it is built from, how it was written, its text, the pictures in
     `figures` (file name, next to the Markdown, to its alternative text), the papers it leaves
     out (with why), the optional steps that did not run (`not_run`, with why), and the
-    references (each cited paper by title, with the pages cited)."""
+    references (each cited paper by title, with the pages cited, led by its author-year
+    label where the `analysis` knows its authors and year)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     text = "\n".join(
         [
@@ -74,7 +75,9 @@ def synthesis_markdown(
             *_not_run_markdown(not_run),
             "## References",
             "",
-            *reference_lines([synthesis.text], titles),
+            *reference_lines(
+                [synthesis.text], titles, analysis.references if analysis is not None else None
+            ),
             "",
         ]
     )

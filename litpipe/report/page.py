@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE
-from litpipe.schemas import Citation, RetrievedChunk, SentenceGrade
+from litpipe.schemas import Citation, PaperReference, RetrievedChunk, SentenceGrade
 from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -59,19 +59,43 @@ GRADE_CSS = """
 _GRADE_MARKS = {"unsupported": "✗", "partially_supported": "≈"}
 
 
-def reference_lines(texts: Iterable[str], titles: Mapping[str, str]) -> list[str]:
+def reference_lines(
+    texts: Iterable[str],
+    titles: Mapping[str, str],
+    references: Mapping[str, PaperReference] | None = None,
+) -> list[str]:
     """A Markdown reference list: each paper the texts cite, with its cited pages in order of
-    first citation."""
+    first citation; a paper whose authors, year, venue or DOI are known (`references`, from the
+    user's reference manager) is led by its author-year label and followed by its venue and
+    DOI."""
     pages: dict[str, dict[int, None]] = {}
     for paper_id, page in (found for text in texts for found in markers_in(text)):
         pages.setdefault(paper_id, {})[page] = None
     if not pages:
         return ["(no citations)"]
+    known = references or {}
     return [
-        f"- **{titles.get(paper_id, paper_id)}** (`{paper_id}`): "
+        f"- {_described(titles.get(paper_id, paper_id), known.get(paper_id))} (`{paper_id}`): "
         + ", ".join(f"p. {page} `{marker(paper_id, page)}`" for page in cited_pages)
         for paper_id, cited_pages in pages.items()
     ]
+
+
+def _described(title: str, reference: PaperReference | None) -> str:
+    """A reference's text before its id: `Müller et al. (2021). **Title**. *Venue*.
+    https://doi.org/…` (`**Title** (2021).` without authors), or the bold title alone when
+    nothing more is known."""
+    if reference is None:
+        return f"**{title}**"
+    if reference.authors:
+        parts = [f"{reference.label()}.", f"**{title.rstrip('.')}**."]
+    else:
+        parts = [f"**{title.rstrip('.')}**" + (f" ({reference.year})." if reference.year else ".")]
+    if reference.venue:
+        parts.append(f"*{reference.venue.rstrip('.')}*.")
+    if reference.doi:
+        parts.append(f"https://doi.org/{reference.doi}")
+    return " ".join(parts)
 
 
 def chunk_anchor(chunk_id: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import PdfLimits, parse_pdf
-from litpipe.ingest.tables import document_from_row
+from litpipe.ingest.tables import document_from_row, with_bibliography
 from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import PaperChunks, PaperDocument, PaperSource
 from litpipe.settings import Settings
@@ -16,9 +16,11 @@ from litpipe.settings import Settings
 
 def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
     """`paper_document`: title, authors, abstract and sections of the PDF, or of the table's
-    row. Raises `IngestError` for a paper that cannot be read: the user's input, not a fault."""
+    row; a reference manager's metadata of the PDF (`source.fields`) wins over what its first
+    page yields. Raises `IngestError` for a paper that cannot be read: the user's input, not a
+    fault."""
     if source.kind == "pdf":
-        return parse_pdf(
+        document = parse_pdf(
             Path(source.path),
             source.paper_id,
             source.collection,
@@ -26,6 +28,7 @@ def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
                 max_bytes=settings.ingest.max_pdf_bytes, max_pages=settings.ingest.max_pdf_pages
             ),
         )
+        return with_bibliography(document, source.fields) if source.fields else document
     return document_from_row(source)
 
 

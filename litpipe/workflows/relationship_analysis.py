@@ -163,6 +163,11 @@ def analyse(
         type_distribution=type_distribution(draft.relationships),
         follow_ups=follow_ups,
         follow_ups_not_run=follow_ups_not_run,
+        references={
+            paper_id: reference
+            for paper_id in papers
+            if (reference := abstracts[paper_id].reference) is not None
+        },
     )
 
 

@@ -1,0 +1,149 @@
+"""Papers from a reference manager (Zotero, BibTeX): what `litpipe.ingest.zotero` and
+`litpipe.ingest.bibtex` read, made into the same `Discovery` that `discover` returns.
+
+An entry with a PDF is that PDF, carrying the manager's title, authors, year, venue, DOI and
+abstract in `PaperSource.fields` (they win over what the PDF's first page yields when it is
+parsed). An entry without one enters by its title and abstract, as a row of an abstract table
+does. An entry whose PDF is gone enters by its abstract when it has one, else fails alone with
+one line naming it and the missing file; an entry with neither a PDF nor an abstract is left
+aside, counted in a note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from litpipe.ingest.ids import doi_paper_id, file_sha256, pdf_paper_id, table_paper_id
+from litpipe.ingest.sources import Discovery
+from litpipe.ingest.tables import AUTHOR_SEPARATOR, normalized_doi, publication_year
+from litpipe.schemas import FailedPaper, PaperSource, sha256_text
+
+# Entries named in a note before the rest are counted.
+NAMED_IN_NOTE = 5
+
+
+@dataclass
+class LibraryEntry:
+    """One item of a reference manager, as its reader found it."""
+
+    # Zotero's item key, or the BibTeX cite key.
+    key: str
+    # How a line names it: `Zotero item ABCD2345 “Title”`, `entry smith2020 (line 12)`.
+    name: str
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    # As written: `2021`, `2021-03-15 March 15, 2021` (Zotero's stored date), `in press`.
+    year: str = ""
+    venue: str = ""
+    doi: str = ""
+    abstract: str = ""
+    # Its PDF files, in order of preference: the first one there is the paper.
+    pdfs: list[Path] = field(default_factory=list)
+    # Why a PDF it names cannot be found other than by a missing file (a path the reader
+    # cannot resolve).
+    problem: str = ""
+
+    def fields(self) -> dict[str, str]:
+        """What the entry says of the paper, as `PaperSource.fields` carries it: only what is
+        known; authors joined by `;`."""
+        known = {
+            "title": " ".join(self.title.split()),
+            "authors": f"{AUTHOR_SEPARATOR} ".join(a for a in self.authors if a.strip()),
+            "year": str(publication_year(self.year) or ""),
+            "venue": " ".join(self.venue.split()),
+            "doi": normalized_doi(self.doi),
+            "abstract": self.abstract.strip(),
+        }
+        return {name: value for name, value in known.items() if value}
+
+
+def library_discovery(
+    entries: Iterable[LibraryEntry], collection: str, origin: Path, what: str
+) -> Discovery:
+    """The papers of a reference manager's entries in `collection`; `origin` is the database
+    or `.bib` file (what an entry without a PDF comes from), `what` how its entries are called
+    (`item`, `entry`).
+
+    Raises ValueError, with a one-line reason, when no entry has a PDF or an abstract.
+    """
+    sources: dict[str, PaperSource] = {}
+    named: dict[str, str] = {}
+    failed: list[FailedPaper] = []
+    notes: list[str] = []
+    aside: list[str] = []
+    for entry in entries:
+        fields = entry.fields()
+        present = [path for path in entry.pdfs if path.is_file()]
+        missing = [path for path in entry.pdfs if not path.is_file()]
+        gone = f"its PDF {missing[0]} is not there" if missing else entry.problem
+        if present:
+            source = _pdf_source(present[0], collection, entry.key, fields)
+        elif fields.get("abstract") and fields.get("title"):
+            source = _abstract_source(origin, collection, entry.key, fields)
+            if gone:
+                notes.append(f"{entry.name}: {gone}; it enters by its abstract")
+        elif gone:
+            reason = f"{entry.name}: {gone}, and it has no abstract to enter by"
+            failed.append(FailedPaper(paper_id=_doi_id(fields), file=str(origin), reason=reason))
+            continue
+        else:
+            aside.append(entry.key)
+            continue
+        if source.paper_id in sources:
+            notes.append(
+                f"{entry.name} is the same paper as {named[source.paper_id]} "
+                f"({source.paper_id}): taken once"
+            )
+            continue
+        sources[source.paper_id] = source
+        named[source.paper_id] = entry.name
+    if aside:
+        shown = ", ".join(aside[:NAMED_IN_NOTE])
+        more = f" and {len(aside) - NAMED_IN_NOTE} more" if len(aside) > NAMED_IN_NOTE else ""
+        notes.append(
+            f"{len(aside)} {what}{'s' if len(aside) > 1 else ''} without a PDF or an abstract "
+            f"left aside: {shown}{more}"
+        )
+    if not sources and not failed:
+        raise ValueError(f"{origin}: no {what} has a PDF or an abstract to run on")
+    return Discovery(
+        collection=collection, sources=list(sources.values()), failed=failed, notes=notes
+    )
+
+
+def _doi_id(fields: dict[str, str]) -> str | None:
+    return doi_paper_id(fields["doi"]) if "doi" in fields else None
+
+
+def _pdf_source(pdf: Path, collection: str, key: str, fields: dict[str, str]) -> PaperSource:
+    """The PDF, named by the manager's DOI when it knows one (else as any PDF is), its bytes
+    hashed as any PDF's are (a changed file is caught before it is parsed)."""
+    return PaperSource(
+        paper_id=_doi_id(fields) or pdf_paper_id(pdf),
+        collection=collection,
+        kind="pdf",
+        path=str(pdf.resolve()),
+        external_id=key,
+        content_sha256=file_sha256(pdf),
+        size_bytes=pdf.stat().st_size,
+        fields=fields,
+    )
+
+
+def _abstract_source(
+    origin: Path, collection: str, key: str, fields: dict[str, str]
+) -> PaperSource:
+    """The entry as an abstract table's row: named by its DOI, else by its key in the
+    collection."""
+    return PaperSource(
+        paper_id=_doi_id(fields) or table_paper_id(collection, key),
+        collection=collection,
+        kind="table_row",
+        path=str(origin.resolve()),
+        external_id=key,
+        content_sha256=sha256_text(json.dumps(fields, sort_keys=True, ensure_ascii=False)),
+        fields=fields,
+    )

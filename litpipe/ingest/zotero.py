@@ -1,0 +1,309 @@
+"""A Zotero library as the source of `litpipe run --zotero [DATA_DIR]`.
+
+Zotero keeps its library in `DATA_DIR/zotero.sqlite` and the files it stores in
+`DATA_DIR/storage/<attachment key>/<file>` (an attachment's `path` is then `storage:<file>`;
+a linked file's is its absolute path). A running Zotero holds the database under an
+exclusive lock, so it is read in SQLite's immutable mode, which takes no lock and writes
+nothing; when a write transaction is under way (a journal beside the database) a copy of both
+is read instead, which SQLite rolls back to the last commit. Item types and field names are
+looked up by name: Zotero numbers them when it builds the database.
+
+Each item (not an attachment, a note, an annotation, nor an item in the trash) is a paper:
+its first PDF attachment whose file is there, carrying the item's title, authors (its
+creators of type author in their order, or all its creators without one), year (from its
+date), venue, DOI and abstract; without a PDF it enters by its title and abstract. A PDF
+stored without a parent item is a paper of its own, read as any PDF is. The rest follows
+`litpipe.ingest.library`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from litpipe.ingest.ids import slug
+from litpipe.ingest.library import LibraryEntry, library_discovery
+from litpipe.ingest.sources import Discovery
+
+DEFAULT_DATA_DIR = Path("~/Zotero")
+DATABASE = "zotero.sqlite"
+# The collection a whole library's papers go to when --collection does not name one.
+LIBRARY_COLLECTION = "zotero"
+# Where to find the data directory, for the line that says it is not there.
+WHERE_IT_IS = "Zotero shows its data directory in Settings, Advanced, Files and Folders"
+NOT_PAPERS = ("attachment", "note", "annotation")
+PDF_TYPE = "application/pdf"
+# Attachment link modes (Zotero.Attachments.LINK_MODE_*): a linked URL has no file.
+LINKED_URL = 3
+STORAGE = "storage:"
+# Linked files relative to the base directory set in Zotero's preferences, not in the database.
+BASE_DIRECTORY = "attachments:"
+TITLE_FIELDS = ("title", "caseName", "nameOfAct", "subject")
+# Where each item type keeps what it was published in, in order: a journal's, proceedings',
+# book's, website's title, then a thesis' university, a report's institution, a preprint's
+# repository, a book's publisher (an item type has only its own fields).
+VENUE_FIELDS = (
+    "publicationTitle",
+    "proceedingsTitle",
+    "bookTitle",
+    "conferenceName",
+    "encyclopediaTitle",
+    "dictionaryTitle",
+    "websiteTitle",
+    "blogTitle",
+    "forumTitle",
+    "programTitle",
+    "university",
+    "institution",
+    "repository",
+    "publisher",
+)
+FIELDS = (*TITLE_FIELDS, *VENUE_FIELDS, "date", "DOI", "extra", "abstractNote")
+_DOI_IN_EXTRA = re.compile(r"^\s*DOI:\s*(\S+)", re.I | re.M)
+_TITLE_SHOWN = 60
+
+
+@dataclass
+class _Item:
+    key: str
+    type_name: str | None
+    fields: dict[str, str] = field(default_factory=dict)
+    creators: list[tuple[str, str]] = field(default_factory=list)  # (name, creator type)
+    pdfs: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def discover_zotero(
+    data_dir: Path, collection: str | None = None, zotero_collection: str | None = None
+) -> Discovery:
+    """The papers of the Zotero library in `data_dir` (or of its collection
+    `zotero_collection`, sub-collections included), in the litpipe collection `collection`
+    (default: the Zotero collection's name, slugged, or `zotero` for the whole library).
+
+    Raises ValueError, with a one-line reason, for a library there is nothing to run on: no
+    such folder, no database in it, a database that cannot be read, no such collection, no
+    item with a PDF or an abstract.
+    """
+    data_dir = data_dir.expanduser()
+    if not data_dir.is_dir():
+        problem = "not a folder" if data_dir.exists() else "no such folder"
+        raise ValueError(
+            f"{data_dir}: {problem}; --zotero takes Zotero's data directory, the folder "
+            f"holding {DATABASE} ({WHERE_IT_IS})"
+        )
+    database = data_dir / DATABASE
+    if not database.is_file():
+        raise ValueError(
+            f"{data_dir}: no {DATABASE} in this folder; is it Zotero's data directory? "
+            f"({WHERE_IT_IS})"
+        )
+    try:
+        with _read_only(database) as db:
+            name, items = _library(db, data_dir, zotero_collection)
+    except sqlite3.Error as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{database}: cannot read the Zotero database: {reason}") from error
+    chosen = slug(collection) if collection else slug(name) if name else LIBRARY_COLLECTION
+    return library_discovery((_entry(item) for item in items), chosen, database, "item")
+
+
+@contextmanager
+def _read_only(database: Path) -> Iterator[sqlite3.Connection]:
+    """A connection that reads the database as it was last committed, disturbing no Zotero
+    that has it open: immutable (no lock taken, nothing written), or, while a transaction has
+    its journal beside it, a copy of both, which SQLite opens by rolling the journal back."""
+    side_files = [
+        Path(f"{database}{suffix}")
+        for suffix in ("-journal", "-wal")
+        if Path(f"{database}{suffix}").exists()
+    ]
+    if not side_files:
+        uri = f"{database.resolve().as_uri()}?mode=ro&immutable=1"
+        with closing(sqlite3.connect(uri, uri=True)) as db:
+            yield db
+        return
+    with tempfile.TemporaryDirectory(prefix="litpipe-zotero-") as folder:
+        copy = Path(folder) / DATABASE
+        shutil.copyfile(database, copy)
+        for side in side_files:
+            shutil.copyfile(side, Path(folder) / side.name)
+        with closing(sqlite3.connect(copy)) as db:
+            yield db
+
+
+def _library(
+    db: sqlite3.Connection, data_dir: Path, zotero_collection: str | None
+) -> tuple[str | None, list[_Item]]:
+    """The chosen collection's name (None for the whole library) and its items, in the order
+    they were added."""
+    deleted = "SELECT itemID FROM deletedItems"
+    items: dict[int, _Item] = {}
+    for item_id, key, type_name in db.execute(
+        "SELECT items.itemID, items.key, itemTypes.typeName FROM items "
+        "LEFT JOIN itemTypes ON itemTypes.itemTypeID = items.itemTypeID "
+        f"WHERE items.itemID NOT IN ({deleted}) ORDER BY items.itemID"
+    ):
+        items[item_id] = _Item(key=key, type_name=type_name)
+    name = None
+    if zotero_collection is not None:
+        name, chosen = _collection_items(db, zotero_collection)
+        wanted = {item_id for item_id in items if item_id in chosen}
+    else:
+        wanted = set(items)
+    placeholders = ",".join("?" * len(FIELDS))
+    for item_id, field_name, value in db.execute(
+        "SELECT itemData.itemID, fields.fieldName, itemDataValues.value FROM itemData "
+        "JOIN fields ON fields.fieldID = itemData.fieldID "
+        "JOIN itemDataValues ON itemDataValues.valueID = itemData.valueID "
+        f"WHERE fields.fieldName IN ({placeholders})",
+        FIELDS,
+    ):
+        if item_id in items and value is not None:
+            items[item_id].fields[field_name] = str(value)
+    for item_id, first, last, field_mode, creator_type in db.execute(
+        "SELECT itemCreators.itemID, creators.firstName, creators.lastName, creators.fieldMode, "
+        "creatorTypes.creatorType FROM itemCreators "
+        "JOIN creators ON creators.creatorID = itemCreators.creatorID "
+        "LEFT JOIN creatorTypes ON creatorTypes.creatorTypeID = itemCreators.creatorTypeID "
+        "ORDER BY itemCreators.itemID, itemCreators.orderIndex"
+    ):
+        if item_id in items:
+            items[item_id].creators.append((_creator_name(first, last, field_mode), creator_type))
+    papers = {item_id: item for item_id, item in items.items() if item.type_name not in NOT_PAPERS}
+    for item_id, parent_id, link_mode, content_type, path in db.execute(
+        "SELECT itemID, parentItemID, linkMode, contentType, path FROM itemAttachments "
+        f"WHERE itemID NOT IN ({deleted}) ORDER BY itemID"
+    ):
+        if item_id not in items or not _is_pdf(content_type, path) or link_mode == LINKED_URL:
+            continue
+        if parent_id is None:  # a PDF without a parent item: a paper of its own
+            papers[item_id] = _Item(key=items[item_id].key, type_name="attachment")
+            parent_id = item_id
+        if parent_id not in papers:
+            continue
+        found = _attachment_file(data_dir, items[item_id].key, path)
+        if isinstance(found, Path):
+            papers[parent_id].pdfs.append(found)
+        else:
+            papers[parent_id].problems.append(found)
+    return name, [item for item_id, item in papers.items() if item_id in wanted]
+
+
+def _collection_items(db: sqlite3.Connection, wanted: str) -> tuple[str, set[int]]:
+    """The name of the collection `wanted` names (its name, or its path of names from a top
+    collection: `Parent/Child`) and the items in it or in its sub-collections.
+
+    Raises ValueError when no collection, or more than one, has that name."""
+    trashed = (
+        "SELECT collectionID FROM deletedCollections"
+        if _has_table(db, "deletedCollections")
+        else "SELECT NULL WHERE 0"
+    )
+    rows = db.execute(
+        "SELECT collectionID, collectionName, parentCollectionID FROM collections "
+        f"WHERE collectionID NOT IN ({trashed}) ORDER BY collectionID"
+    ).fetchall()
+    names = {row[0]: row[1] for row in rows}
+    parents = {row[0]: row[2] for row in rows}
+
+    def path(collection_id: int) -> str:
+        parts: list[str] = []
+        seen: set[int] = set()
+        current: int | None = collection_id
+        while current is not None and current in names and current not in seen:
+            seen.add(current)
+            parts.append(names[current])
+            current = parents[current]
+        return "/".join(reversed(parts))
+
+    found = [c for c in names if path(c) == wanted or names[c] == wanted]
+    if not found:
+        found = [c for c in names if wanted.casefold() in (path(c).casefold(), names[c].casefold())]
+    if not found:
+        known = sorted(path(c) for c in names)
+        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+        raise ValueError(
+            f"no Zotero collection named {wanted!r} (its collections: {listed or 'none'})"
+        )
+    if len(found) > 1:
+        raise ValueError(
+            f"{len(found)} Zotero collections are named {wanted!r} "
+            f"({', '.join(path(c) for c in found)}); give its path, as Parent/Child"
+        )
+    chosen = {found[0]}
+    grown = True
+    while grown:
+        children = {c for c, parent in parents.items() if parent in chosen} - chosen
+        chosen |= children
+        grown = bool(children)
+    marks = ",".join("?" * len(chosen))
+    items = {
+        row[0]
+        for row in db.execute(
+            f"SELECT itemID FROM collectionItems WHERE collectionID IN ({marks})", sorted(chosen)
+        )
+    }
+    return names[found[0]], items
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return db.execute(query, (name,)).fetchone() is not None
+
+
+def _creator_name(first: str | None, last: str | None, field_mode: int | None) -> str:
+    """`Family, Given`; a name kept in one field (an organisation) as it is."""
+    family, given = " ".join((last or "").split()), " ".join((first or "").split())
+    if field_mode == 1 or not given:
+        return family or given
+    return f"{family}, {given}" if family else given
+
+
+def _is_pdf(content_type: str | None, path: str | None) -> bool:
+    return content_type == PDF_TYPE or (path or "").lower().endswith(".pdf")
+
+
+def _attachment_file(data_dir: Path, key: str, path: str | None) -> Path | str:
+    """The attachment's file (there or not), or why it cannot be found."""
+    if not path:
+        return f"its PDF attachment {key} has no file path"
+    if path.startswith(STORAGE):
+        return data_dir / "storage" / key / path.removeprefix(STORAGE)
+    if path.startswith(BASE_DIRECTORY):
+        return (
+            f"its PDF {path.removeprefix(BASE_DIRECTORY)} is linked relative to the base "
+            "directory set in Zotero's preferences, which litpipe cannot read"
+        )
+    return Path(path).expanduser()
+
+
+def _entry(item: _Item) -> LibraryEntry:
+    values = item.fields
+    title = next((values[name] for name in TITLE_FIELDS if values.get(name, "").strip()), "")
+    shown = " ".join(title.split())
+    if len(shown) > _TITLE_SHOWN:
+        shown = shown[: _TITLE_SHOWN - 1].rstrip() + "…"
+    if item.type_name == "attachment":  # a PDF without a parent: read as any PDF is
+        return LibraryEntry(key=item.key, name=f"Zotero attachment {item.key}", pdfs=item.pdfs)
+    authors = [name for name, kind in item.creators if kind == "author" and name]
+    doi = values.get("DOI", "")
+    if not doi and (found := _DOI_IN_EXTRA.search(values.get("extra", ""))):
+        doi = found.group(1)
+    return LibraryEntry(
+        key=item.key,
+        name=f"Zotero item {item.key}" + (f" “{shown}”" if shown else ""),
+        title=title,
+        authors=authors or [name for name, _ in item.creators if name],
+        year=values.get("date", ""),
+        venue=next((values[name] for name in VENUE_FIELDS if values.get(name, "").strip()), ""),
+        doi=doi,
+        abstract=values.get("abstractNote", ""),
+        pdfs=item.pdfs,
+        problem="; ".join(item.problems),
+    )
