@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("text", "files", "hashing", "url_credentials", "stopping"),
     ("artifacts", "schemas"),
     ("settings", "catalog"),
+    # Every setting by its dotted name, for the command line (`--set`, `config`, `init`).
+    ("config",),
     ("ingest", "llm", "retrieval"),
     # Markers resolved against evidence, and the evidence block a writer is given.
     ("citations",),
