@@ -326,16 +326,22 @@ def test_through_a_model_the_judge_disapproving_twice_makes_three_iterations_in_
 # The convergence report over a question set.
 
 
-def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and_json(
-    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    corpus = tmp_path / "corpus"
+def two_questions_with_their_papers(folder: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A corpus of the two smallest bundled PDFs, and the LitQA2 questions asked of them."""
+    corpus = folder / "corpus"
     corpus.mkdir()
     for pdf in PDFS_BY_SIZE[:2]:
         shutil.copy(pdf, corpus)
     records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
     chosen = [r for r in records if r["pdf_file"] in {pdf.name for pdf in PDFS_BY_SIZE[:2]}]
     assert len(chosen) == 2
+    return corpus, chosen
+
+
+def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and_json(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus, chosen = two_questions_with_their_papers(tmp_path)
     elsewhere = {**chosen[0], "id": "not-here", "pdf_file": "10.0000_missing.pdf"}
     dataset = tmp_path / "questions.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in [*chosen, elsewhere]), "utf-8")
@@ -387,12 +393,7 @@ def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and
 def test_eval_mais_with_a_limit_asks_the_first_questions_and_builds_only_their_papers(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for pdf in PDFS_BY_SIZE[:2]:
-        shutil.copy(pdf, corpus)
-    records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
-    chosen = [r for r in records if r["pdf_file"] in {pdf.name for pdf in PDFS_BY_SIZE[:2]}]
+    corpus, chosen = two_questions_with_their_papers(tmp_path)
     dataset = tmp_path / "questions.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in chosen), "utf-8")
     home = tmp_path / "home"
