@@ -37,6 +37,7 @@ MODEL_STEPS = {
     "eval_tldr",
     "eval_scholarqa",
     "eval_scholarqa_answer_modes",
+    "eval_synthesis_pipelines",
 }
 
 
@@ -81,7 +82,11 @@ def test_offline_steps_claim_no_slot_and_an_llm_reranker_puts_evidence_in_the_po
             llm={"agents": {"paper_questions": {"model": "openai/any"}}},
         )
     )
-    assert {name for name, (pools, _) in questions_only.items() if pools} == {"paper_questions"}
+    # (and the pipelines' evaluation, which runs the whole chain, its questions included)
+    assert {name for name, (pools, _) in questions_only.items() if pools} == {
+        "paper_questions",
+        "eval_synthesis_pipelines",
+    }
 
     reranked = pools_and_retries(
         Settings(
