@@ -198,9 +198,11 @@ class RealChain:
         return table
 
     def mais_questions(self, examples: int = 2) -> tuple[Path, Path]:
-        """The first `examples` LitQA2 questions whose paper ships in the bundled corpus: their
-        JSONL and a folder of their PDFs."""
-        bundled = {pdf.name for pdf in CORPUS.glob("*.pdf")}
+        """The first `examples` LitQA2 questions whose paper ships in the bundled corpus, and is
+        not one of `three_pdfs` (a paper belongs to one collection, and those are run into
+        theirs first): their JSONL and a folder of their PDFs."""
+        run_first = {pdf.name for pdf in PDFS_BY_SIZE[:3]}
+        bundled = {pdf.name for pdf in CORPUS.glob("*.pdf")} - run_first
         records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
         chosen = [record for record in records if record["pdf_file"] in bundled][:examples]
         corpus = self.work / "mais-corpus"
