@@ -114,9 +114,11 @@ def paper_heading(store: ArtifactStore, paper_id: str, value: BaseModel) -> dict
     """What a reader of a paper's page in the UI looks for first, its title and collection,
     from the output itself where it has them, else from the paper's stored source and abstract
     (a PDF's title is known once its document is parsed)."""
-    source = _stored(store, "paper_source", paper_id, PaperSource)
-    if isinstance(value, PaperSource):
-        source = value
+    source = (
+        value
+        if isinstance(value, PaperSource)
+        else _stored(store, "paper_source", paper_id, PaperSource)
+    )
     abstract = _stored(store, "paper_abstract", paper_id, PaperAbstract)
     title = (
         getattr(value, "title", None)
