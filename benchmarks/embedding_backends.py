@@ -67,7 +67,7 @@ class BackendFigures(BaseModel):
 def chunk_texts(corpus: Path, count: int, settings: Settings, embedder: Embedder) -> list[str]:
     """The chunk texts of the corpus's first `count` documents, as the evaluation chunks them."""
     dataset = load_beir(corpus.parent, "test")
-    documents = corpus_documents(dataset, "beir-scifact")[:count]
+    documents = corpus_documents(dataset)[:count]
     return [
         chunk.text
         for document in documents

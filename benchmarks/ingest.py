@@ -88,7 +88,7 @@ def raw_pymupdf_text(path: Path) -> None:
 
 def parse_and_chunk(path: Path, embedder: Embedder, overlap: int) -> PaperChunks:
     return chunk_document(
-        parse_pdf(path, path.stem, "benchmark"),
+        parse_pdf(path, path.stem),
         embedder.tokenizer,
         max_tokens=embedder.max_chunk_tokens,
         overlap_tokens=overlap,

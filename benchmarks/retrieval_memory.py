@@ -94,7 +94,6 @@ def synthetic_papers(chunks: int, rng: np.random.Generator) -> tuple[list[PaperC
                 Chunk(
                     chunk_id=f"{paper_id}:{index:04d}",
                     paper_id=paper_id,
-                    collection=COLLECTION,
                     index=index,
                     section="Body",
                     page_start=1,
@@ -109,7 +108,6 @@ def synthetic_papers(chunks: int, rng: np.random.Generator) -> tuple[list[PaperC
         papers.append(
             PaperChunks(
                 paper_id=paper_id,
-                collection=COLLECTION,
                 title=f"Paper {paper_id}",
                 tokenizer="words",
                 max_tokens=256,

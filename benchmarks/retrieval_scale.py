@@ -200,7 +200,6 @@ def papers_of(corpus: Corpus, chunks: int) -> list[PaperChunks]:
         papers.append(
             PaperChunks(
                 paper_id=paper_id,
-                collection=COLLECTION,
                 title=corpus.titles[start // CHUNKS_PER_PAPER],
                 tokenizer=EMBEDDER_ID,
                 max_tokens=256,
@@ -209,7 +208,6 @@ def papers_of(corpus: Corpus, chunks: int) -> list[PaperChunks]:
                     Chunk(
                         chunk_id=f"{paper_id}:{index:04d}",
                         paper_id=paper_id,
-                        collection=COLLECTION,
                         index=index,
                         section="Body",
                         page_start=1,

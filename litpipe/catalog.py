@@ -9,10 +9,12 @@ nightly digest of a day lists the papers that arrived that day. A changed file k
 arrival: it is re-ingested, but it is not a new paper, and a digest that listed it again each
 time it is edited would bury the papers that are new.
 
-A paper belongs to one collection: its chunks' rows in LanceDB carry it, and retrieval, the
-collection's index and its syntheses select by it. Registering it into another collection is
-refused (`PaperInAnotherCollection`) unless asked to move it, so that no collection lists a
-paper whose chunks it cannot find.
+A paper may belong to several collections: membership is a relation here (`memberships`), not
+a property of the paper. What is done of the paper alone (its document, chunks, vectors,
+questions, own evidence and answers) is done once, whatever collections hold it; each
+collection's retrieval, index and syntheses read the papers the catalog lists for it. A paper
+registered into a second collection is *joined* to it, and nothing of it is built again;
+registered with `move`, it also leaves every other collection.
 """
 
 from __future__ import annotations
@@ -75,16 +77,7 @@ class Registration(StrEnum):
     NEW = "new"
     CHANGED = "changed"
     UNCHANGED = "unchanged"
-    MOVED = "moved"  # from another collection: rebuilt, its content changed or not
-
-
-class PaperInAnotherCollection(ValueError):
-    def __init__(self, paper_id: str, collection: str, wanted: str) -> None:
-        super().__init__(
-            f"paper {paper_id!r} is already in collection {collection!r}, not {wanted!r}; "
-            f"a paper belongs to one collection (`litpipe run <source> --collection {wanted} "
-            "--move` moves it)"
-        )
+    JOINED = "joined"  # known, unchanged, and new to this collection: only it is rebuilt
 
 
 class Catalog:
@@ -118,33 +111,37 @@ class Catalog:
             db.close()
 
     def register(
-        self, source: PaperSource, now: datetime | None = None, move: bool = False
+        self,
+        source: PaperSource,
+        collection: str,
+        now: datetime | None = None,
+        move: bool = False,
     ) -> Registration:
-        """Record a paper (idempotent); a known id with new content replaces the old source.
+        """Record a paper as a member of `collection` (idempotent); a known id with new content
+        replaces the old source, and a known paper keeps its other collections unless `move`.
 
         `now` (timezone-aware, default: the clock) is a new paper's arrival; a known paper
-        keeps its first one. A paper known in another collection raises
-        `PaperInAnotherCollection`, or with `move` leaves that collection for this one.
+        keeps its first one.
         """
         with self._connect() as db:
             # The write lock first: the check and the write see the same catalog.
             db.execute("BEGIN IMMEDIATE")
             row = db.execute(
-                "SELECT content_sha256, source_json FROM papers WHERE paper_id = ?",
-                (source.paper_id,),
+                "SELECT content_sha256 FROM papers WHERE paper_id = ?", (source.paper_id,)
             ).fetchone()
-            held_by = PaperSource.model_validate_json(row[1]).collection if row else None
-            if held_by is not None and held_by != source.collection and not move:
-                raise PaperInAnotherCollection(source.paper_id, held_by, source.collection)
+            member = db.execute(
+                "SELECT 1 FROM memberships WHERE collection = ? AND paper_id = ?",
+                (collection, source.paper_id),
+            ).fetchone()
             if row is None:
                 outcome = Registration.NEW
-            elif held_by != source.collection:
-                outcome = Registration.MOVED
-            elif row[0] == source.content_sha256:
-                outcome = Registration.UNCHANGED
-            else:
+            elif row[0] != source.content_sha256:
                 outcome = Registration.CHANGED
-            if outcome is not Registration.UNCHANGED:
+            elif member is None:
+                outcome = Registration.JOINED
+            else:
+                outcome = Registration.UNCHANGED
+            if outcome in (Registration.NEW, Registration.CHANGED):
                 db.execute(
                     "INSERT INTO papers VALUES (?, ?, ?, ?) ON CONFLICT(paper_id) DO UPDATE SET "
                     "content_sha256 = excluded.content_sha256, source_json = excluded.source_json",
@@ -155,30 +152,39 @@ class Catalog:
                         _stamp(now or datetime.now(UTC)),
                     ),
                 )
-            if outcome is Registration.MOVED:
-                db.execute("DELETE FROM memberships WHERE paper_id = ?", (source.paper_id,))
+            if move:
+                db.execute(
+                    "DELETE FROM memberships WHERE paper_id = ? AND collection != ?",
+                    (source.paper_id, collection),
+                )
             db.execute(
-                "INSERT OR IGNORE INTO memberships VALUES (?, ?)",
-                (source.collection, source.paper_id),
+                "INSERT OR IGNORE INTO memberships VALUES (?, ?)", (collection, source.paper_id)
             )
         return outcome
 
-    def collections_of(self, paper_ids: list[str]) -> dict[str, str]:
-        """The collection of each of the papers the catalog knows."""
-        held: dict[str, str] = {}
+    def collections_of(self, paper_ids: list[str]) -> dict[str, list[str]]:
+        """The collections of each of the papers, in the order it joined them (a paper the
+        catalog does not know, or that left every collection, is not a key)."""
+        held: dict[str, list[str]] = {}
         with self._connect() as db:
             for start in range(0, len(paper_ids), _IDS_PER_QUERY):
                 some = paper_ids[start : start + _IDS_PER_QUERY]
                 rows = db.execute(
-                    "SELECT paper_id, source_json FROM papers "
-                    f"WHERE paper_id IN ({', '.join('?' * len(some))})",
+                    "SELECT paper_id, collection FROM memberships "
+                    f"WHERE paper_id IN ({', '.join('?' * len(some))}) ORDER BY rowid",
                     some,
                 ).fetchall()
-                held.update(
-                    (paper_id, PaperSource.model_validate_json(source_json).collection)
-                    for paper_id, source_json in rows
-                )
+                for paper_id, collection in rows:
+                    held.setdefault(paper_id, []).append(collection)
         return held
+
+    def home_collection(self, paper_id: str) -> str:
+        """The first collection the paper joined of those that hold it, where what is asked
+        of the paper alone (a query-focused summary) is written; a KeyError when none does."""
+        held = self.collections_of([paper_id])
+        if paper_id not in held:
+            raise KeyError(f"paper {paper_id!r} is in no collection of the catalog {self.path}")
+        return held[paper_id][0]
 
     def _paper_column(self, paper_id: str, column: str) -> str:
         """The paper's `column`; a KeyError when the catalog does not hold the paper."""

@@ -91,9 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--move",
         action="store_true",
-        help="move papers already in another collection into this one (a paper belongs to one "
-        "collection): their chunks are rebuilt here, and the collections they leave rebuilt "
-        "without them",
+        help="take the papers out of the other collections that hold them (without it, a paper "
+        "stays in every collection it was run into, its per-paper work shared): those "
+        "collections are rebuilt without them, and nothing of the papers themselves",
     )
     _add_common(run)
 
@@ -578,7 +578,6 @@ def run_command(
     reader: SourceReader | None = None,
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
-    from litpipe.catalog import PaperInAnotherCollection
     from litpipe.ingest.sources import discover
     from litpipe.report.graphs import counted
     from litpipe.retrieval.embedder import Embedder
@@ -592,12 +591,6 @@ def run_command(
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
     elsewhere = _in_other_collections(settings, discovery)
-    if elsewhere and not move:
-        print(
-            f"litpipe run: {_elsewhere_line(source, discovery.collection, elsewhere)}",
-            file=sys.stderr,
-        )
-        return 2
     found = len(discovery.sources) + len(discovery.failed)
     print(
         f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
@@ -610,17 +603,9 @@ def run_command(
     discovered = time.perf_counter()
 
     if elsewhere:
-        print(
-            f"moving {counted(len(elsewhere), 'paper')} into {discovery.collection!r} from "
-            f"{', '.join(map(repr, sorted(set(elsewhere.values()))))}",
-            file=sys.stderr,
-        )
+        print(_elsewhere_line(discovery.collection, elsewhere, move), file=sys.stderr)
     instance = open_instance(settings)
-    try:
-        registrations = register(settings, instance, discovery, move=move)
-    except PaperInAnotherCollection as error:  # registered there since the check, by another
-        print(f"litpipe run: {error}", file=sys.stderr)
-        return 2
+    registrations = register(settings, instance, discovery, move=move)
 
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
@@ -648,7 +633,7 @@ def run_command(
         on_progress=show,
         on_batch=starting,
         stop_requested=stop_requested,
-        left_collections=sorted(set(elsewhere.values())),
+        left_collections=sorted({c for held in elsewhere.values() for c in held}) if move else (),
     )
     outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
     if papers_run.stopped:
@@ -728,9 +713,8 @@ def run_command(
             print(f"  left out: {paper.paper_id}: {paper.reason}", file=sys.stderr)
     # Also when a blocking check stopped the collection's assets: it says why.
     for check in papers_run.checks.get(discovery.collection, []):
-        verdict = "passed" if check.passed else f"FAILED ({check.severity})"
         print(
-            f"  check {check.asset}/{check.check}: {verdict}: {check.description}",
+            f"  check {check.asset}/{check.check}: {check.verdict()}: {check.description}",
             file=sys.stderr,
         )
     if report.collection_failure:
@@ -738,42 +722,45 @@ def run_command(
     return 0 if report.papers and not report.collection_failure else 1
 
 
-def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str, str]:
-    """The source's papers that the catalog holds in another collection, with that collection;
-    read only (a home without a catalog holds none)."""
+def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str, list[str]]:
+    """The source's papers that the catalog holds in other collections, with those; read only
+    (a home without a catalog holds none)."""
     from litpipe.catalog import Catalog
 
     if not settings.catalog_path.exists():
         return {}
     held = Catalog(settings.catalog_path).collections_of([s.paper_id for s in discovery.sources])
-    return {
-        paper_id: collection
-        for paper_id, collection in held.items()
-        if collection != discovery.collection
+    others = {
+        paper_id: [name for name in collections if name != discovery.collection]
+        for paper_id, collections in held.items()
     }
+    return {paper_id: names for paper_id, names in others.items() if names}
 
 
-# Papers named per collection in the line that refuses a run; the rest are counted.
+# Papers named per collection in the line about papers of other collections; the rest counted.
 NAMED_PAPERS = 5
 
 
-def _elsewhere_line(source: Path, collection: str, elsewhere: dict[str, str]) -> str:
-    """Why a run is refused, in one line: which papers are in which other collection, and how
-    to move them."""
+def _elsewhere_line(collection: str, elsewhere: dict[str, list[str]], move: bool) -> str:
+    """One line on the papers other collections hold already: shared with them (built once,
+    nothing of them built again), or with `move` taken out of them."""
     from litpipe.report.graphs import counted
 
     by_collection: dict[str, list[str]] = {}
-    for paper_id, other in sorted(elsewhere.items()):
-        by_collection.setdefault(other, []).append(paper_id)
+    for paper_id, others in sorted(elsewhere.items()):
+        for other in others:
+            by_collection.setdefault(other, []).append(paper_id)
     held = "; ".join(
-        f"in {other!r}: {', '.join(ids[:NAMED_PAPERS])}"
+        f"{other!r}: {', '.join(ids[:NAMED_PAPERS])}"
         + (f" and {len(ids) - NAMED_PAPERS} more" if len(ids) > NAMED_PAPERS else "")
         for other, ids in by_collection.items()
     )
+    papers = counted(len(elsewhere), "paper")
+    if move:
+        return f"moving {papers} into {collection!r} out of {held}"
     return (
-        f"{counted(len(elsewhere), 'paper')} of {source} already in another collection ({held}); "
-        f"a paper belongs to one collection: add --move to move "
-        f"{'it' if len(elsewhere) == 1 else 'them'} into {collection!r} (nothing was run)"
+        f"{papers} also in other collections ({held}): their per-paper work is shared, not "
+        f"done again (--move takes them out of those)"
     )
 
 
@@ -1141,7 +1128,7 @@ def _grading_lines(checks: list[CheckReport], asset: str, names: Iterable[str]) 
     order = list(names)
     graded = [c for c in checks if c.asset == asset and c.check in order]
     return [
-        f"Check {c.check}: {'passed' if c.passed else f'FAILED ({c.severity})'}: {c.description}"
+        f"Check {c.check}: {c.verdict()}: {c.description}"
         for c in sorted(graded, key=lambda c: order.index(c.check))
     ]
 

@@ -21,7 +21,6 @@ class PaperSource(BaseModel):
     """Where a paper comes from: a PDF file, or one row of an abstract table."""
 
     paper_id: str
-    collection: str
     kind: Literal["pdf", "table_row"]
     path: str = Field(description="The PDF, or the table the row came from.")
     row_number: int | None = Field(default=None, description="1-based data row in the table.")
@@ -82,7 +81,6 @@ class PaperDocument(BaseModel):
     """A parsed paper: clean body text (no references) and where each part of it lies."""
 
     paper_id: str
-    collection: str
     source_path: str
     title: str
     authors: list[str] = Field(default_factory=list)
@@ -133,7 +131,6 @@ class PaperDocument(BaseModel):
 class Chunk(BaseModel):
     chunk_id: str = Field(description="`<paper_id>:<index>`, stable while the text is.")
     paper_id: str
-    collection: str
     index: int
     section: str
     page_start: int
@@ -147,7 +144,6 @@ class Chunk(BaseModel):
 
 class PaperChunks(BaseModel):
     paper_id: str
-    collection: str
     title: str = Field(
         default="", description="The paper's title: BM25 reads it with each of its chunks."
     )
@@ -227,9 +223,18 @@ class CheckReport(BaseModel):
 
     asset: str
     check: str
-    passed: bool
+    passed: bool | None = Field(
+        description="null when the check could not run (skipped: neither passed nor failed; "
+        "`description` says why)."
+    )
     severity: Literal["error", "warn"] = Field(description="`error` checks block what follows.")
     description: str
+
+    def verdict(self) -> str:
+        """As the command line says it: passed, skipped, or FAILED with its severity."""
+        if self.passed is None:
+            return "skipped"
+        return "passed" if self.passed else f"FAILED ({self.severity})"
 
 
 class SynthesisReport(BaseModel):
@@ -389,10 +394,9 @@ class QuestionEvidence(BaseModel):
 
 class PaperEvidence(BaseModel):
     paper_id: str
-    collection: str
     scope: Literal["own", "all", "others"] = Field(
-        description="Where the questions looked: the paper's own chunks, the whole collection, "
-        "or the other papers."
+        description="Where the questions looked: the paper's own chunks, or the chunks of every "
+        "paper that shares a collection with it (`all`), or of those papers but it (`others`)."
     )
     reranker: str = Field(description="The configured reranker's version, `none` without one.")
     questions: list[QuestionEvidence]
@@ -453,7 +457,6 @@ AnswerMode = Literal["single", "multi_view", "multi_view_answers"]
 
 class PaperAnswers(BaseModel):
     paper_id: str
-    collection: str
     mode: AnswerMode
     engine: str
     answers: list[Answer]

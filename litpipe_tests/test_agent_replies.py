@@ -215,7 +215,6 @@ def collection() -> Collection:
     answers = {
         paper: PaperAnswers(
             paper_id=paper,
-            collection="demo",
             mode="single",
             engine="offline",
             answers=answer_questions(items, offline, prompts, None),
@@ -267,7 +266,6 @@ def _abstract(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedCli
     text = a.abstract
     document = PaperDocument(
         paper_id=a.paper_id,
-        collection="demo",
         source_path="paper.pdf",
         title=a.title,
         text=text,

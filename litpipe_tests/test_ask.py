@@ -208,8 +208,8 @@ def test_a_registered_paper_not_yet_ingested_is_refused_saying_what_to_run(
     folder = tmp_path / "later"
     folder.mkdir()
     shutil.copy(PDFS_BY_SIZE[1], folder)
-    source = pdf_source(folder / PDFS_BY_SIZE[1].name, "later")
-    Catalog(home / "catalog.sqlite").register(source)
+    source = pdf_source(folder / PDFS_BY_SIZE[1].name)
+    Catalog(home / "catalog.sqlite").register(source, "later")
     assert ask(home, tiny_model, "--paper", source.paper_id, QUERY) == 2
     err = capsys.readouterr().err
     assert f"paper {source.paper_id} is not ingested; run `litpipe run {folder}" in err

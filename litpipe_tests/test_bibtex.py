@@ -258,7 +258,7 @@ def test_run_builds_the_good_entries_and_says_which_broke(
     )
     assert references[1].startswith(
         "- García et al. (2019). **Fork reversal under replication stress**. *Proceedings of the "
-        "DNA Repair Meeting*. (`Thesis-refs.garcia2019`): p. 1"
+        "DNA Repair Meeting*. (`refs.garcia2019`): p. 1"
     )
 
 

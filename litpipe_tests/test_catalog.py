@@ -4,14 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.catalog import Catalog, PaperInAnotherCollection, Registration
+from litpipe.catalog import Catalog, Registration
 from litpipe.schemas import PaperSource
 
 
-def source(paper_id: str, sha: str, collection: str = "bio") -> PaperSource:
+def source(paper_id: str, sha: str) -> PaperSource:
     return PaperSource(
         paper_id=paper_id,
-        collection=collection,
         kind="pdf",
         path=f"/x/{paper_id}.pdf",
         content_sha256=sha,
@@ -20,28 +19,37 @@ def source(paper_id: str, sha: str, collection: str = "bio") -> PaperSource:
 
 def test_registration_is_idempotent_and_notices_new_content(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
-    assert catalog.register(source("p1", "aaa")) is Registration.NEW
-    assert catalog.register(source("p1", "aaa")) is Registration.UNCHANGED
-    assert catalog.register(source("p1", "bbb")) is Registration.CHANGED
+    assert catalog.register(source("p1", "aaa"), "bio") is Registration.NEW
+    assert catalog.register(source("p1", "aaa"), "bio") is Registration.UNCHANGED
+    assert catalog.register(source("p1", "bbb"), "bio") is Registration.CHANGED
     assert catalog.source("p1").content_sha256 == "bbb"
     assert catalog.papers("bio") == ["p1"]
 
 
-def test_a_paper_belongs_to_one_collection_until_it_is_moved(tmp_path: Path) -> None:
+def test_a_paper_joins_several_collections_and_leaves_them_when_moved(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
-    catalog.register(source("p1", "aaa", "bio"))
-    catalog.register(source("p2", "ccc", "bio"))
-    with pytest.raises(PaperInAnotherCollection, match="'p1' is already in collection 'bio'"):
-        catalog.register(source("p1", "aaa", "reading-group"))
-    assert catalog.collections() == ["bio"]
-    assert catalog.collections_of(["p1", "p2", "p9"]) == {"p1": "bio", "p2": "bio"}
-
-    assert catalog.register(source("p1", "aaa", "reading-group"), move=True) is Registration.MOVED
+    catalog.register(source("p1", "aaa"), "bio")
+    catalog.register(source("p2", "ccc"), "bio")
+    assert catalog.register(source("p1", "aaa"), "reading-group") is Registration.JOINED
+    assert catalog.register(source("p1", "aaa"), "reading-group") is Registration.UNCHANGED
     assert catalog.collections() == ["bio", "reading-group"]
+    assert catalog.papers("bio") == ["p1", "p2"]
     assert catalog.papers("reading-group") == ["p1"]
-    assert catalog.papers("bio") == ["p2"]
-    assert catalog.source("p1").collection == "reading-group"
-    assert catalog.register(source("p1", "aaa", "reading-group")) is Registration.UNCHANGED
+    # In the order it joined them: its home collection first.
+    assert catalog.collections_of(["p1", "p2", "p9"]) == {
+        "p1": ["bio", "reading-group"],
+        "p2": ["bio"],
+    }
+    assert catalog.home_collection("p1") == "bio"
+    # New content is the paper's in every collection that holds it.
+    assert catalog.register(source("p1", "bbb"), "reading-group") is Registration.CHANGED
+    assert catalog.papers("bio") == ["p1", "p2"]
+
+    assert catalog.register(source("p2", "ccc"), "journal-club", move=True) is Registration.JOINED
+    assert catalog.papers("bio") == ["p1"]
+    assert catalog.collections_of(["p2"]) == {"p2": ["journal-club"]}
+    with pytest.raises(KeyError, match="p9"):
+        catalog.home_collection("p9")
 
 
 def test_unknown_paper_says_which_catalog(tmp_path: Path) -> None:
@@ -56,11 +64,11 @@ def at(day: int, hour: int, tz: timezone = UTC) -> datetime:
 
 def test_a_paper_arrives_when_first_registered_and_keeps_that_arrival(tmp_path: Path) -> None:
     catalog = Catalog(tmp_path / "catalog.sqlite")
-    catalog.register(source("p1", "aaa"), now=at(2, 9))
-    catalog.register(source("p2", "ccc"), now=at(3, 1, timezone(timedelta(hours=2))))  # 23:00Z
-    catalog.register(source("p3", "ddd", "other"), now=at(3, 12))
-    catalog.register(source("p1", "bbb"), now=at(3, 8))  # changed: not a new arrival
-    catalog.register(source("p1", "bbb", "other"), now=at(3, 8), move=True)  # and moves
+    catalog.register(source("p1", "aaa"), "bio", now=at(2, 9))
+    catalog.register(source("p2", "ccc"), "bio", now=at(3, 1, timezone(timedelta(hours=2))))
+    catalog.register(source("p3", "ddd"), "other", now=at(3, 12))
+    catalog.register(source("p1", "bbb"), "bio", now=at(3, 8))  # changed: not a new arrival
+    catalog.register(source("p1", "bbb"), "other", now=at(3, 8), move=True)  # and moves
 
     assert catalog.registered_at("p1") == at(2, 9)
     assert catalog.registered_at("p2") == at(2, 23)
@@ -74,7 +82,7 @@ def test_a_paper_arrives_when_first_registered_and_keeps_that_arrival(tmp_path: 
     assert catalog.papers("other", arrived_before=at(3, 0)) == ["p1"]
     assert catalog.papers("other") == ["p1", "p3"]
     with pytest.raises(ValueError, match="timezone-aware"):
-        catalog.register(source("p4", "eee"), now=datetime(2026, 1, 2, 9))
+        catalog.register(source("p4", "eee"), "bio", now=datetime(2026, 1, 2, 9))
 
 
 def test_an_older_catalog_is_migrated_to_sortable_arrivals(tmp_path: Path) -> None:

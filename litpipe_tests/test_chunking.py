@@ -58,7 +58,6 @@ def synthetic_paper(seed: int = 7) -> PaperDocument:
     page_starts = [round(len(text) * page / 6) for page in range(6)]
     return PaperDocument(
         paper_id="bio.p1",
-        collection="bio",
         source_path="p1.pdf",
         title="A synthetic paper",
         text=text,
@@ -158,7 +157,7 @@ def test_pages_ids_and_metadata(paper: PaperDocument, minilm_chunks: PaperChunks
     for chunk in chunks:
         assert chunk.page_start == paper.page_at(chunk.char_start)
         assert chunk.page_end == paper.page_at(chunk.char_end - 1)
-        assert chunk.paper_id == "bio.p1" and chunk.collection == "bio"
+        assert chunk.paper_id == "bio.p1"
     assert chunks[0].page_start == 1 and chunks[-1].page_end == 6
     assert any(chunk.page_end > chunk.page_start for chunk in chunks)
     assert chunks[-1].section == "Discussion"
@@ -167,7 +166,7 @@ def test_pages_ids_and_metadata(paper: PaperDocument, minilm_chunks: PaperChunks
 
 def test_whole_sentences_are_kept_when_they_fit() -> None:
     text = "One two three. Four five six. Seven eight nine. Ten eleven twelve."
-    doc = PaperDocument(paper_id="p", collection="c", source_path="x", title="t", text=text)
+    doc = PaperDocument(paper_id="p", source_path="x", title="t", text=text)
     chunks = chunk_document(doc, FakeTokenizer(), 8, 4, "fake").chunks
     assert [chunk.text for chunk in chunks] == [
         "One two three. Four five six.",
@@ -180,7 +179,7 @@ def test_whole_sentences_are_kept_when_they_fit() -> None:
 def test_without_overlap_chunks_tile_the_text() -> None:
     rng = random.Random(3)
     text = " ".join(sentence(rng, rng.randint(3, 30)) for _ in range(100))
-    doc = PaperDocument(paper_id="p", collection="c", source_path="x", title="t", text=text)
+    doc = PaperDocument(paper_id="p", source_path="x", title="t", text=text)
     chunks = chunk_document(doc, FakeTokenizer(), 40, 0, "fake").chunks
     for before, after in itertools.pairwise(chunks):
         assert before.char_end <= after.char_start
@@ -192,7 +191,6 @@ def test_text_outside_every_section_joins_a_section_and_blank_sections_are_skipp
     text = "Front matter here.\n\nIntro body.   \n\nMethods body."
     doc = PaperDocument(
         paper_id="p",
-        collection="c",
         source_path="x",
         title="t",
         text=text,
@@ -210,7 +208,7 @@ def test_text_outside_every_section_joins_a_section_and_blank_sections_are_skipp
 
 
 def test_an_empty_document_has_no_chunks() -> None:
-    doc = PaperDocument(paper_id="p", collection="c", source_path="x", title="t", text="  \n ")
+    doc = PaperDocument(paper_id="p", source_path="x", title="t", text="  \n ")
     assert chunk_document(doc, FakeTokenizer(), 50, 8, "fake").chunks == []
 
 

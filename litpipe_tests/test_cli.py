@@ -77,6 +77,9 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
         assert checks[(asset, "coverage")]["passed"]
         assert checks[(asset, "citation_validity")]["passed"]
         assert "cites 2 of 2 papers" in checks[(asset, "coverage")]["description"]
+        # Offline, coherence (a model's grade) could not run: skipped, saying why, not passed.
+        coherence = checks[(asset, "coherence")]
+        assert coherence["passed"] is None and "needs a model" in coherence["description"]
     # Offline, every optional step runs.
     assert checks[("cross_paper_questions", "optional_step")]["passed"]
 
@@ -209,44 +212,63 @@ def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixt
     assert f"{only_bad}: 1 paper in collection 'bad'" in said and "0 papers ingested" in said
 
 
+def materializations(home: Path, asset: str, partition: str) -> int:
+    records = (
+        open_instance(Settings(home=home))
+        .fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]),
+            limit=100,
+        )
+        .records
+    )
+    return len(records)
+
+
+PER_PAPER = ["paper_chunks", "chunk_embeddings", "paper_questions", "paper_answers"]
+
+
 @pytest.mark.slow
-def test_a_paper_of_another_collection_is_refused_at_once_then_moved_with_move(
+def test_a_paper_in_two_collections_is_built_once_and_cited_by_both(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = tmp_path / "home"
     first = folder_of_short_papers(tmp_path / "a", 2)
-    moved_paper, other_paper = sorted(first.iterdir())
+    shared_paper, other_paper = sorted(first.iterdir())
     assert run(home, tiny_model, str(first))[0] == 0
-    moving = folder_with(tmp_path / "b", [moved_paper])
-    paper_id = pdf_paper_id(moved_paper)
-    stays = pdf_paper_id(other_paper)
-    runs = len(open_instance(Settings(home=home)).get_run_records())
+    shared, stays = pdf_paper_id(shared_paper), pdf_paper_id(other_paper)
+    built = {asset: materializations(home, asset, shared) for asset in PER_PAPER}
+    syntheses_of_a = materializations(home, "synthesis", "a")
     capsys.readouterr()
 
-    code, _ = run(home, tiny_model, str(moving))
-    said = capsys.readouterr().err.splitlines()
-    assert code == 2
-    assert said == [
-        f"litpipe run: 1 paper of {moving} already in another collection (in 'a': {paper_id}); "
-        "a paper belongs to one collection: add --move to move it into 'b' (nothing was run)"
-    ]
-    assert len(open_instance(Settings(home=home)).get_run_records()) == runs
-    assert not (home / "outputs" / "b").exists()
-
-    code, report = run(home, tiny_model, str(moving), "--move")
-    assert code == 0
+    # The same PDF, from another folder, into collection b: nothing of the paper is built again.
+    code, report = run(home, tiny_model, str(folder_with(tmp_path / "b", [shared_paper])))
+    said = capsys.readouterr().err
+    assert code == 0, said
+    assert f"1 paper also in other collections ('a': {shared})" in said
     assert report["collection"] == "b" and report["papers"] == 1
-    assert report["papers_materialized"] == 1 and report["embedded_chunks"] == 0
-    assert "moving 1 paper into 'b' from 'a'" in capsys.readouterr().err
-    # Its chunks are found in 'b', no longer in 'a', whose synthesis was written again without it.
-    store = ChunkStore(home / "lancedb")
-    rows = store.collection_rows(report["embedder"], "b", ["paper_id"])
-    assert set(rows.column("paper_id").to_pylist()) == {paper_id}
-    rows = store.collection_rows(report["embedder"], "a", ["paper_id"])
-    assert set(rows.column("paper_id").to_pylist()) == {stays}
+    assert report["papers_up_to_date"] == 1 and report["embedded_chunks"] == 0
+    assert {asset: materializations(home, asset, shared) for asset in PER_PAPER} == built
+    assert materializations(home, "synthesis", "a") == syntheses_of_a
     artifacts = ArtifactStore(home / "artifacts", report["embedder"], PER_EMBEDDER_ASSETS)
+    for collection, papers in [("a", [shared, stays]), ("b", [shared])]:
+        written = artifacts.read(["synthesis"], collection, Synthesis)
+        assert written.papers == sorted(papers)
+        assert shared in {paper_id for paper_id, _ in markers_in(written.text)}, collection
+
+    # --move takes it out of a: a is rebuilt without it, b and the paper are left as they are.
+    syntheses_of_b = materializations(home, "synthesis", "b")
+    code, report = run(home, tiny_model, str(tmp_path / "b"), "--move")
+    assert code == 0
+    assert f"moving 1 paper into 'b' out of 'a': {shared}" in capsys.readouterr().err
+    assert report["papers_up_to_date"] == 1 and report["embedded_chunks"] == 0
+    assert {asset: materializations(home, asset, shared) for asset in PER_PAPER} == built
+    assert materializations(home, "synthesis", "b") == syntheses_of_b
     assert artifacts.read(["synthesis"], "a", Synthesis).papers == [stays]
-    assert artifacts.read(["synthesis"], "b", Synthesis).papers == [paper_id]
+    assert artifacts.read(["synthesis"], "b", Synthesis).papers == [shared]
+    # One row per chunk in the store, whatever collections hold the paper.
+    store = ChunkStore(home / "lancedb")
+    rows = store.chunk_rows(report["embedder"], ["chunk_id"]).column("chunk_id").to_pylist()
+    assert len(rows) == len(set(rows))
 
 
 def test_status_lists_fresh_and_stale(

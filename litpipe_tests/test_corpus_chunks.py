@@ -24,7 +24,7 @@ pytestmark = pytest.mark.xdist_group("test_corpus_chunks")
 def corpus_chunks(minilm: Embedder) -> list[tuple[dict, PaperChunks]]:
     chunked = []
     for truth in PAPERS:
-        document = parse_pdf(CORPUS / truth["file"], truth["paper_id"], "biology-cc-by")
+        document = parse_pdf(CORPUS / truth["file"], truth["paper_id"])
         chunks = chunk_document(
             document,
             minilm.tokenizer,

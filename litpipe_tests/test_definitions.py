@@ -97,8 +97,8 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
 
 def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: Settings) -> None:
     instance = open_instance(settings)
-    source = pdf_source(SMALL_PDF, "bio")
-    Catalog(settings.catalog_path).register(source)
+    source = pdf_source(SMALL_PDF)
+    Catalog(settings.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
 
     result = (
@@ -159,8 +159,8 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
         update={"ingest": settings.ingest.model_copy(update={"embedder": str(short)})}
     )
     instance = open_instance(settings)
-    source = pdf_source(SMALL_PDF, "bio")
-    Catalog(settings.catalog_path).register(source)
+    source = pdf_source(SMALL_PDF)
+    Catalog(settings.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
     ingest = [dg.AssetKey(name) for name in ("paper_source", "paper_document", "paper_chunks")]
 
@@ -225,8 +225,8 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(SMALL_PDF, folder)
-    source = pdf_source(folder / SMALL_PDF.name, "bio")
-    Catalog(settings.catalog_path).register(source)
+    source = pdf_source(folder / SMALL_PDF.name)
+    Catalog(settings.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id, "never-built"])
     defs = build_definitions(settings)
     defs.resolve_job_def("paper_pipeline").execute_in_process(

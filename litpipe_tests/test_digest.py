@@ -82,7 +82,6 @@ def answers_of(paper_id: str) -> PaperAnswers:
     text = f"{chunk.text} [{paper_id}:{chunk.page_start}]"
     return PaperAnswers(
         paper_id=paper_id,
-        collection=COLLECTION,
         mode="single",
         engine="offline",
         answers=[answer(f"{paper_id}:q00", "What does it find?", text, [chunk], paper_id)],
@@ -106,7 +105,6 @@ def arrival(paper_id: str, hour: int) -> PaperArrival:
         collections=[COLLECTION],
         source=PaperSource(
             paper_id=paper_id,
-            collection=COLLECTION,
             kind="pdf",
             path=f"/inbox/{COLLECTION}/{paper_id}.pdf",
             content_sha256="0" * 64,

@@ -47,7 +47,7 @@ def normalized(text: str) -> str:
 @pytest.fixture(scope="module")
 def documents() -> dict[str, PaperDocument]:
     return {
-        paper["file"]: parse_pdf(CORPUS / paper["file"], paper["paper_id"], "biology-cc-by")
+        paper["file"]: parse_pdf(CORPUS / paper["file"], paper["paper_id"])
         for paper in PAPERS
     }
 
@@ -169,7 +169,7 @@ def _write_two_column_pdf(path: Path) -> None:
 def test_generated_two_column_pdf(tmp_path: Path) -> None:
     path = tmp_path / "columns.pdf"
     _write_two_column_pdf(path)
-    document = parse_pdf(path, "generated", "tests")
+    document = parse_pdf(path, "generated")
     text = document.text
     assert "Journal of Generated Tests" not in text
     assert "strong and clear regulation of the genes" in text
@@ -186,7 +186,7 @@ def test_generated_two_column_pdf(tmp_path: Path) -> None:
 def test_bad_input_raises_a_one_line_ingest_error(tmp_path: Path) -> None:
     for name, (path, reason) in write_bad_pdfs(tmp_path).items():
         with pytest.raises(IngestError) as raised:
-            parse_pdf(path, "bad", "tests")
+            parse_pdf(path, "bad")
         message = str(raised.value)
         assert message.startswith(reason), (name, message)
         assert "\n" not in message
@@ -194,13 +194,13 @@ def test_bad_input_raises_a_one_line_ingest_error(tmp_path: Path) -> None:
 
 def test_missing_file_raises_an_ingest_error(tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="file not found"):
-        parse_pdf(tmp_path / "absent.pdf", "absent", "tests")
+        parse_pdf(tmp_path / "absent.pdf", "absent")
 
 
 def test_a_space_drawn_between_kerned_letters_does_not_split_the_word() -> None:
     # NAR's typesetter draws a space glyph (font "dummy-space") between kerned letters: read as
     # drawn, "to evaluate the performance" became "to e v aluate the perf ormance".
-    document = parse_pdf(CORPUS / "10.1093_nar_gkae252.pdf", "nar", "biology-cc-by")
+    document = parse_pdf(CORPUS / "10.1093_nar_gkae252.pdf", "nar")
     text = document.text
     assert "e v aluate" not in text and "perf ormance" not in text and "co v ariates" not in text
     # The real spaces around the word are kept.

@@ -204,7 +204,7 @@ def two_page_pdf(path: Path) -> Path:
 def test_a_pdf_over_the_page_limit_fails_with_one_line_naming_the_setting(tmp_path: Path) -> None:
     pdf = two_page_pdf(tmp_path / "long.pdf")
     with pytest.raises(IngestError) as refused:
-        parse_pdf(pdf, "long", "c", PdfLimits(max_pages=1))
+        parse_pdf(pdf, "long", PdfLimits(max_pages=1))
     assert str(refused.value) == "2 pages, over the limit of 1 (setting ingest.max_pdf_pages)"
 
 
@@ -213,7 +213,7 @@ def test_a_file_over_the_byte_limit_fails_before_it_is_opened(tmp_path: Path) ->
     big = tmp_path / "big.pdf"
     big.write_bytes(b"x" * 2_000)
     with pytest.raises(IngestError) as refused:
-        parse_pdf(big, "big", "c", PdfLimits(max_bytes=1_000))
+        parse_pdf(big, "big", PdfLimits(max_bytes=1_000))
     assert (
         str(refused.value) == "2,000 bytes, over the limit of 1,000 (setting ingest.max_pdf_bytes)"
     )

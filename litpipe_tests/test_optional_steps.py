@@ -121,11 +121,12 @@ def test_every_optional_step_refused_the_synthesis_and_its_page_are_written_and_
     assert checks[("synthesis", "citation_validity")]["passed"]
     plain = Path(synthesis["outputs"]["plain.md"]).read_text("utf-8")
     assert "The plain-language summary did not run: " in plain
-    # Its own checks do not apply, and say so.
+    # Its own checks could not run: skipped (neither passed nor failed), each saying why.
     for name in ("coverage", "citation_validity", "support", "coherence"):
         check = checks[("plain_summary", name)]
-        assert check["passed"]
-        assert check["description"].startswith("skipped: The plain-language summary did not run")
+        assert check["passed"] is None
+        assert check["description"].startswith("The plain-language summary did not run")
+        assert f"  check plain_summary/{name}: skipped: {check['description']}" in err
 
 
 @pytest.mark.slow  # a whole `litpipe run`
@@ -179,7 +180,7 @@ def test_a_paper_whose_model_stages_fail_is_left_out_of_the_notebook_chain(
     )
     table = abstract_table(tmp_path / "papers")
 
-    result = pipeline.run(discover(table, "bio").sources, settings)
+    result = pipeline.run(discover(table, "bio"), settings)
 
     (left_out,) = result.left_out
     assert left_out.paper_id == "bio.b2"

@@ -48,7 +48,7 @@ class ScriptedClient:
 @pytest.fixture(scope="module")
 def documents() -> list[PaperDocument]:
     return [
-        parse_pdf(CORPUS / paper["file"], paper["paper_id"], "biology-cc-by") for paper in PAPERS
+        parse_pdf(CORPUS / paper["file"], paper["paper_id"]) for paper in PAPERS
     ]
 
 

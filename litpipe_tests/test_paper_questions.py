@@ -48,7 +48,7 @@ def papers() -> list[QuestionsInput]:
     """The nine bundled PDFs (title and parsed abstract) and a few rows of the ICLR table."""
     inputs = []
     for paper in PAPERS:
-        document = parse_pdf(CORPUS / paper["file"], paper["paper_id"], "biology-cc-by")
+        document = parse_pdf(CORPUS / paper["file"], paper["paper_id"])
         inputs.append(
             QuestionsInput(
                 paper_id=paper["paper_id"], title=document.title, abstract=document.abstract

@@ -127,7 +127,7 @@ def _write_ieee_page(path: Path, rows: int = 40) -> None:
 def test_acm_columns_are_read_one_after_the_other_under_the_title_block(tmp_path: Path) -> None:
     path = tmp_path / "acm.pdf"
     _write_acm_page(path)
-    text = parse_pdf(path, "acm", "tests").text
+    text = parse_pdf(path, "acm").text
     assert _TOKEN.findall(text) == _expected_tokens(22)
     assert text.index("summary4") < text.index("west00")
     assert text.index("Service Assistants") < text.index("summary0")
@@ -136,7 +136,7 @@ def test_acm_columns_are_read_one_after_the_other_under_the_title_block(tmp_path
 def test_ieee_columns_with_a_narrow_gutter_are_read_one_after_the_other(tmp_path: Path) -> None:
     path = tmp_path / "ieee.pdf"
     _write_ieee_page(path)
-    text = parse_pdf(path, "ieee", "tests").text
+    text = parse_pdf(path, "ieee").text
     assert _TOKEN.findall(text) == _expected_tokens(40)
     assert text.index("Abstract") < text.index("west00")
 
@@ -144,7 +144,7 @@ def test_ieee_columns_with_a_narrow_gutter_are_read_one_after_the_other(tmp_path
 def test_footnotes_are_left_out_of_the_body_text(tmp_path: Path) -> None:
     path = tmp_path / "footnotes.pdf"
     _write_acm_page(path, footnote=True)
-    document = parse_pdf(path, "footnotes", "tests")
+    document = parse_pdf(path, "footnotes")
     text = document.text
     assert "internship" not in text and "Corresponding author" not in text
     assert "distilled weights" not in text

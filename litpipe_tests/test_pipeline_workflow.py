@@ -34,7 +34,7 @@ from litpipe.workflows import pipeline
 
 home, embedder, folder = sys.argv[1:]
 settings = Settings(home=Path(home), ingest={"embedder": embedder})
-result = pipeline.run(discover(Path(folder), "genes").sources, settings)
+result = pipeline.run(discover(Path(folder), "genes"), settings)
 print("dagster" in sys.modules)
 print(result.model_dump_json())
 """

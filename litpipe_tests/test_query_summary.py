@@ -578,14 +578,14 @@ def test_requests_are_keyed_by_paper_and_query_whatever_their_spacing() -> None:
     assert re.fullmatch(r"q-[0-9a-f]{16}", key)
 
 
-def test_an_unknown_paper_is_refused_naming_the_known_ones(
+def test_an_unknown_paper_is_refused_and_nothing_is_written(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     store = ChunkStore(tmp_path / "lancedb")
     store.embed_paper(stored_paper("p1", TEXTS), fake_embedder)
     rows = store.count_rows(fake_embedder.embedder_id)
-    with pytest.raises(QuerySummaryError, match=r"unknown paper 'nope'.*bio.*p1"):
-        paper_passages(store, fake_embedder.embedder_id, "bio", "nope")
+    with pytest.raises(QuerySummaryError, match=r"unknown paper 'nope': no chunk of it"):
+        paper_passages(store, fake_embedder.embedder_id, "nope")
     with pytest.raises(QuerySummaryError, match="unknown paper 'nope'"):
         summarize_for_query(
             QuerySummaryRequest(paper_id="nope", query=QUERY),
@@ -612,7 +612,7 @@ def test_a_stored_paper_is_summarized_through_hybrid_retrieval(
     store.embed_papers(
         [stored_paper(PAPER_ID, TEXTS), stored_paper("other", TEXTS[:2])], fake_embedder
     )
-    passages = paper_passages(store, fake_embedder.embedder_id, "bio", PAPER_ID)
+    passages = paper_passages(store, fake_embedder.embedder_id, PAPER_ID)
     assert [chunk.text for chunk in passages] == TEXTS
     assert [chunk.fused_rank for chunk in passages] == list(range(1, len(TEXTS) + 1))
     settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
@@ -642,14 +642,14 @@ def test_a_litqa2_question_is_summarized_offline_from_its_bundled_paper(
     records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]
     record = next(r for r in records if "microcin" in r["question"])
     paper_id = record["pdf_file"].removesuffix(".pdf")
-    document = parse_pdf(CORPUS / record["pdf_file"], paper_id, "bio")
+    document = parse_pdf(CORPUS / record["pdf_file"], paper_id)
     store = ChunkStore(tmp_path / "lancedb")
     store.embed_paper(
         chunk_document(document, fake_embedder.tokenizer, 64, 16, fake_embedder.embedder_id),
         fake_embedder,
     )
     settings = Settings(home=tmp_path)
-    passages = paper_passages(store, fake_embedder.embedder_id, "bio", paper_id)
+    passages = paper_passages(store, fake_embedder.embedder_id, paper_id)
     retriever = HybridRetriever(store, fake_embedder, "bio", None, papers=[paper_id])
     result = summarize_for_query(
         request_for(paper_id, record["question"]),

@@ -27,7 +27,6 @@ def _analyse(settings: Settings) -> Any:
     answers = {
         paper: PaperAnswers(
             paper_id=paper,
-            collection="col",
             mode="single",
             engine="openai/stub",
             answers=[a for a in ANSWERS if a.question.paper_id == paper],

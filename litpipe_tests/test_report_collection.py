@@ -221,14 +221,12 @@ def demo_collection() -> Collection:
         answers={
             REPAIR: PaperAnswers(
                 paper_id=REPAIR,
-                collection="demo",
                 mode="single",
                 engine="offline",
                 answers=[repair_answer],
             ),
             FEARNET: PaperAnswers(
                 paper_id=FEARNET,
-                collection="demo",
                 mode="single",
                 engine="offline",
                 answers=[fearnet_answer],

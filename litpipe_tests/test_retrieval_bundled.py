@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_retrieval_bundled"
 
 @pytest.fixture(scope="module")
 def documents() -> dict[str, PaperDocument]:
-    return {pdf.stem: parse_pdf(pdf, pdf.stem, COLLECTION) for pdf in sorted(CORPUS.glob("*.pdf"))}
+    return {pdf.stem: parse_pdf(pdf, pdf.stem) for pdf in sorted(CORPUS.glob("*.pdf"))}
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,6 @@ def test_evidence_of_own_scope_cites_the_paper_with_its_pages(
     for paper in questions:
         found = gather_evidence(
             paper,
-            COLLECTION,
             retriever,
             NoReranker(),
             scope="own",

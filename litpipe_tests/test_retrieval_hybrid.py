@@ -35,12 +35,15 @@ PAPERS = {
     ],
 }
 
+# The collection "bio": the catalog's list of its papers (x1, in the same table, is not one).
+BIO = sorted(PAPERS)
+
 
 @pytest.fixture
 def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> ChunkStore:
     store = ChunkStore(tmp_path / "lancedb")
-    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
-    papers.append(paper("x1", ["Aspirin in another collection."], "other"))
+    papers = [paper(paper_id, texts) for paper_id, texts in PAPERS.items()]
+    papers.append(paper("x1", ["Aspirin in another collection."]))
     results = store.embed_papers(papers, fake_embedder, batch_papers=2)
     assert [result.embedded for result in results] == [2, 2, 2, 1]
     # Two batches, two encode calls: not one per paper.
@@ -49,8 +52,8 @@ def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> ChunkStore:
 
 
 def test_embed_papers_reuses_stored_vectors(store: ChunkStore, fake_embedder: FakeEmbedder) -> None:
-    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
-    papers[0] = paper("p1", [PAPERS["p1"][0]], "bio")
+    papers = [paper(paper_id, texts) for paper_id, texts in PAPERS.items()]
+    papers[0] = paper("p1", [PAPERS["p1"][0]])
     results = store.embed_papers(papers, fake_embedder)
     assert [result.embedded for result in results] == [0, 0, 0]
     assert results[0].removed == 1
@@ -61,7 +64,7 @@ def test_embed_papers_reuses_stored_vectors(store: ChunkStore, fake_embedder: Fa
 def test_search_fuses_both_retrievers_with_provenance(
     store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path
 ) -> None:
-    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25", papers=BIO)
     assert len(retriever) == 6
     results = retriever.search("aspirin platelet aggregation", limit=3, diversify=False)
     assert results[0].chunk_id == "p1:0001"
@@ -74,7 +77,7 @@ def test_search_fuses_both_retrievers_with_provenance(
     assert top.text == PAPERS["p1"][1]
     assert top.bm25_rank == 1 and top.dense_rank is not None and top.fused_rank == 1
     assert [result.fused_rank for result in results] == [1, 2, 3]
-    # The other collection's chunk is never returned.
+    # A paper the collection does not hold (x1 is in the table, not in `BIO`) is never found.
     everything = retriever.search("aspirin", limit=10, candidates=10)
     assert all(result.paper_id != "x1" for result in everything)
     assert len({result.chunk_id for result in everything}) == len(everything)
@@ -84,7 +87,7 @@ def test_every_chunk_keeps_its_own_vector_in_a_table_holding_chunks_twice(
     tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db_dir = tmp_path / "lancedb"
-    papers = [paper(paper_id, texts, "bio") for paper_id, texts in PAPERS.items()]
+    papers = [paper(paper_id, texts) for paper_id, texts in PAPERS.items()]
     ChunkStore(db_dir).embed_papers(papers, fake_embedder)
     store_chunks_twice(db_dir, fake_embedder.embedder_id, ["p1:0000"], before="p3")
     # Even a table not repaired yet (another process may hold it) pairs chunks and vectors
@@ -104,7 +107,7 @@ def test_every_chunk_keeps_its_own_vector_in_a_table_holding_chunks_twice(
 
 
 def test_scope_filters(store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path) -> None:
-    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25", papers=BIO)
     own = retriever.search("aspirin adults", limit=10, scope="own", paper_id="p3")
     assert {result.paper_id for result in own} == {"p3"}
     others = retriever.search("aspirin adults", limit=10, scope="others", paper_id="p1")
@@ -118,17 +121,19 @@ def test_scope_filters(store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path:
 def test_bm25_index_is_reused_by_a_new_retriever(
     store: ChunkStore, fake_embedder: FakeEmbedder, tmp_path: Path
 ) -> None:
-    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
-    assert not HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
-    store.embed_papers([paper("p3", ["Protein folding with deep learning."], "bio")], fake_embedder)
-    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25").bm25.built
+    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25", papers=BIO).bm25.built
+    assert not HybridRetriever(
+        store, fake_embedder, "bio", tmp_path / "bm25", papers=BIO
+    ).bm25.built
+    store.embed_papers([paper("p3", ["Protein folding with deep learning."])], fake_embedder)
+    assert HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25", papers=BIO).bm25.built
 
 
 def test_a_later_chunk_matches_its_papers_title_by_bm25(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     store = ChunkStore(tmp_path / "lancedb")
-    titled = paper("t1", ["Background on the cohort.", "Doses were given weekly."], "bio")
+    titled = paper("t1", ["Background on the cohort.", "Doses were given weekly."])
     titled.title = "Tocilizumab in giant cell arteritis"
     other = paper(
         "t2",
@@ -138,7 +143,6 @@ def test_a_later_chunk_matches_its_papers_title_by_bm25(
             "Yeast proteomes across fermentation.",
             "Mutation rates in hypomethylated genes.",
         ],
-        "bio",
     )
     store.embed_papers([titled, other], fake_embedder)
     retriever = HybridRetriever(store, fake_embedder, "bio", None)
@@ -155,14 +159,14 @@ def test_a_table_written_before_titles_gets_them_when_papers_are_written_again(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     store = ChunkStore(tmp_path / "lancedb")
-    titled = paper("t1", ["Doses were given weekly."], "bio")
+    titled = paper("t1", ["Doses were given weekly."])
     titled.title = "Tocilizumab in giant cell arteritis"
     store.embed_papers([titled], fake_embedder)
     store.open_table(fake_embedder.embedder_id).drop_columns(["title"])
 
     (result,) = store.embed_papers([titled], fake_embedder)
     assert result.embedded == 0
-    rows = store.collection_rows(fake_embedder.embedder_id, "bio", ["chunk_id", "title"])
+    rows = store.chunk_rows(fake_embedder.embedder_id, ["chunk_id", "title"])
     assert rows.to_pylist() == [{"chunk_id": "t1:0000", "title": titled.title}]
 
 
@@ -192,21 +196,22 @@ def test_search_reads_only_its_candidates_rows_and_ranks_as_an_in_memory_search(
         for number in range(20)
     }
     store = ChunkStore(tmp_path / "lancedb")
-    store.embed_papers(
-        [paper(p, chunk_texts, "bio") for p, chunk_texts in texts.items()], fake_embedder
-    )
-    HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")  # builds and saves BM25
+    store.embed_papers([paper(p, chunk_texts) for p, chunk_texts in texts.items()], fake_embedder)
+    # The collection is every paper of the table: searched without a filter naming each.
+    HybridRetriever(
+        store, fake_embedder, "q", tmp_path / "bm25", papers=sorted(texts)
+    )  # saves BM25
 
     reads: list[tuple[list[str], int]] = []
-    collection_rows = ChunkStore.collection_rows
+    chunk_rows = ChunkStore.chunk_rows
 
     def recorded(self: ChunkStore, *args: object, **kwargs: object) -> object:
-        rows = collection_rows(self, *args, **kwargs)  # type: ignore[arg-type]
+        rows = chunk_rows(self, *args, **kwargs)  # type: ignore[arg-type]
         reads.append((rows.column_names, rows.num_rows))
         return rows
 
-    monkeypatch.setattr(ChunkStore, "collection_rows", recorded)
-    retriever = HybridRetriever(store, fake_embedder, "bio", tmp_path / "bm25")
+    monkeypatch.setattr(ChunkStore, "chunk_rows", recorded)
+    retriever = HybridRetriever(store, fake_embedder, "q", tmp_path / "bm25", papers=sorted(texts))
     assert not retriever.bm25.built and len(retriever) == 60
     assert all("text" not in columns and "vector" not in columns for columns, _ in reads)
 
@@ -243,14 +248,14 @@ def test_a_batchs_paper_retrievers_read_once_and_find_what_a_papers_own_retrieve
     in memory, after one read of the batch's rows; the results, scores and provenance are those
     of the retriever that reads LanceDB for that paper alone."""
     reads: list[int] = []
-    collection_rows = ChunkStore.collection_rows
+    chunk_rows = ChunkStore.chunk_rows
 
     def recorded(self: ChunkStore, *args: object, **kwargs: object) -> object:
         reads.append(1)
-        return collection_rows(self, *args, **kwargs)  # type: ignore[arg-type]
+        return chunk_rows(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ChunkStore, "collection_rows", recorded)
-    held = paper_retrievers(store, fake_embedder, "bio", ["p1", "p2", "p3", "x1", "absent"])
+    monkeypatch.setattr(ChunkStore, "chunk_rows", recorded)
+    held = paper_retrievers(store, fake_embedder, ["p1", "p2", "p3", "x1", "absent"])
     assert len(reads) == 1
     for query in ["aspirin platelet adults", "IL-6 arthritis receptor", "protein sequence"]:
         for paper_id in ["p1", "p2", "p3"]:
@@ -267,6 +272,7 @@ def test_a_batchs_paper_retrievers_read_once_and_find_what_a_papers_own_retrieve
                     exclude={"dense_score", "fused_score"}
                 )
             assert reads == []
-    # A paper of another collection, or with no chunks, has a retriever that finds nothing.
-    assert held["x1"].search("aspirin", scope="own", paper_id="x1") == []
+    # A paper's own retriever is the same whatever collections hold it; one without chunks
+    # finds nothing.
+    assert [c.paper_id for c in held["x1"].search("aspirin", scope="own", paper_id="x1")] == ["x1"]
     assert held["absent"].search("aspirin", scope="own", paper_id="absent") == []

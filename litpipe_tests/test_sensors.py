@@ -118,15 +118,24 @@ def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, i
     ]
 
 
-def test_a_paper_already_in_another_collection_stays_there(tmp_path: Path, inbox: Path) -> None:
+def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
+    tmp_path: Path, inbox: Path
+) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
     first = tick(settings, instance, None)
+    paper_id = pdf_paper_id(PDFS[0])
+    instance.add_dynamic_partitions("papers", [paper_id])
+    build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
+        partition_key=paper_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
+    )
     (inbox / "reading").mkdir()
     shutil.copy(PDFS[0], inbox / "reading")
 
     second = tick(settings, instance, first.cursor)
+    # The same content, built already: no paper run; the collection's partition is added.
     assert second.run_requests == []
+    assert added_partitions(second, "collections") == ["reading"]
     catalog = Catalog(settings.catalog_path)
-    assert catalog.papers("reading") == []
-    assert catalog.collections_of([pdf_paper_id(PDFS[0])]) == {pdf_paper_id(PDFS[0]): "bio"}
+    assert catalog.papers("reading") == [paper_id]
+    assert catalog.collections_of([paper_id]) == {paper_id: ["bio", "reading"]}

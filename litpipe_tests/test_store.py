@@ -9,6 +9,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pytest
+from lancedb.index import Bitmap
 from lancedb.query import LanceVectorQueryBuilder
 
 from litpipe.retrieval import store as store_module
@@ -17,14 +18,13 @@ from litpipe.schemas import Chunk, PaperChunks, sha256_text
 from litpipe_tests.conftest import FakeEmbedder
 
 
-def paper(paper_id: str, texts: list[str], collection: str = "bio") -> PaperChunks:
+def paper(paper_id: str, texts: list[str]) -> PaperChunks:
     chunks, offset = [], 0
     for index, text in enumerate(texts):
         chunks.append(
             Chunk(
                 chunk_id=f"{paper_id}:{index:04d}",
                 paper_id=paper_id,
-                collection=collection,
                 index=index,
                 section="Results",
                 page_start=1 + index // 3,
@@ -39,7 +39,6 @@ def paper(paper_id: str, texts: list[str], collection: str = "bio") -> PaperChun
         offset += len(text) + 1
     return PaperChunks(
         paper_id=paper_id,
-        collection=collection,
         tokenizer="fake-hash-32",
         max_tokens=64,
         overlap_tokens=0,
@@ -79,7 +78,7 @@ def test_stored_rows_keep_the_chunk_and_its_vector(
     rows = table.search().where("chunk_id = 'p1:0004'").limit(None).to_list()
     assert len(rows) == 1
     row, chunk = rows[0], chunks.chunks[4]
-    for field in ("paper_id", "collection", "section", "page_start", "char_start", "text"):
+    for field in ("paper_id", "section", "page_start", "char_start", "text"):
         assert row[field] == getattr(chunk, field)
     assert row["embedder_id"] == "fake-hash-32"
     assert np.allclose(row["vector"], fake_embedder.encode([chunk.text])[0])
@@ -134,7 +133,7 @@ def test_identical_text_in_another_paper_reuses_the_stored_vector(
 ) -> None:
     store.embed_paper(paper("p1", TEXTS), fake_embedder)
     shared = [TEXTS[2], "Only the second paper has this sentence.", TEXTS[5]]
-    result = store.embed_paper(paper("p2", shared, collection="other"), fake_embedder)
+    result = store.embed_paper(paper("p2", shared), fake_embedder)
     assert (result.embedded, result.reused) == (1, 2)
     assert fake_embedder.encode_calls[-1] == ["Only the second paper has this sentence."]
     assert store.count_rows("fake-hash-32") == 11
@@ -331,7 +330,7 @@ def test_a_prefilter_by_paper_keeps_working_with_the_index(
     eid = encoder.embedder_id
     assert store.ensure_vector_index(eid, min_rows=1000)
     query = encoder.vectors["q7 chunk 3"]
-    own = store.dense_search(eid, query, 150, where="collection = 'bio' AND paper_id = 'q7'")
+    own = store.dense_search(eid, query, 150, where="paper_id IN ('q6', 'q7') AND paper_id = 'q7'")
     assert len(own) == 100 and {row["paper_id"] for row in own} == {"q7"}
     assert own[0]["chunk_id"] == "q7:0003" and own[0]["score"] == pytest.approx(1.0, abs=1e-5)
     others = store.dense_search(eid, query, 20, where="paper_id != 'q7'")
@@ -363,3 +362,24 @@ def test_rows_added_after_the_index_are_found_then_indexed(
     assert _ids(maintaining.dense_search(eid, encoder.vectors["late1 chunk 4"], 1)) == [
         "late1:0004"
     ]
+
+
+def test_a_table_with_the_old_collection_column_is_migrated_in_place(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    """Tables written when a paper belonged to one collection carried it in a column (with an
+    index). Opened now, the column is dropped, the vectors kept: nothing is embedded again."""
+    db_dir = tmp_path / "lancedb"
+    ChunkStore(db_dir).embed_paper(paper("p1", TEXTS), fake_embedder)
+    old = lancedb.connect(str(db_dir)).open_table(table_name(fake_embedder.embedder_id))
+    old.add_columns({"collection": "'bio'"})
+    old.create_index("collection", config=Bitmap())
+    calls = len(fake_embedder.encode_calls)
+
+    store = ChunkStore(db_dir)
+    table = store.open_table(fake_embedder.embedder_id)
+    assert table is not None and "collection" not in table.schema.names
+    assert all(index.columns != ["collection"] for index in table.list_indices())
+    assert store.embed_paper(paper("p1", TEXTS), fake_embedder).embedded == 0
+    assert len(fake_embedder.encode_calls) == calls
+    assert store.count_rows(fake_embedder.embedder_id) == len(TEXTS)

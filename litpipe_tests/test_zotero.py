@@ -370,7 +370,7 @@ def test_a_collection_brings_its_items_and_its_sub_collections_once_each(zotero:
     # Without a PDF, an item enters by its title and abstract, as a table's row does.
     abstract_only = by_key["ABSTRACT"]
     assert abstract_only.kind == "table_row" and abstract_only.path == str(zotero / "zotero.sqlite")
-    assert abstract_only.paper_id == "Reading.ABSTRACT"
+    assert abstract_only.paper_id == "zotero.ABSTRACT"
     assert abstract_only.fields["authors"] == "DNA Repair Consortium"
     assert abstract_only.fields["abstract"] == REPAIR_ABSTRACT
     assert by_key["GONE1KEY"].kind == "table_row"
@@ -443,18 +443,18 @@ def test_run_builds_a_collection_whose_references_say_what_zotero_knows(
     references = synthesis.split("## References", 1)[1]
     lines = {line.split("(`", 1)[1].split("`", 1)[0]: line
              for line in references.splitlines() if line.startswith("- ")}  # fmt: skip
-    assert set(lines) == {"10.1093_nar_gkae252", "10.1073_pnas.2322520121", "Reading.ABSTRACT",
-                          "Reading.GONE1KEY"}  # fmt: skip
+    assert set(lines) == {"10.1093_nar_gkae252", "10.1073_pnas.2322520121", "zotero.ABSTRACT",
+                          "zotero.GONE1KEY"}  # fmt: skip
     # Zotero's title, authors, year, venue and DOI, not what the PDF's first page says.
     assert lines["10.1093_nar_gkae252"].startswith(
         f"- Müller et al. (2024). **{REV1_TITLE}**. *Nucleic Acids Research*. "
         "https://doi.org/10.1093/nar/gkae252 (`10.1093_nar_gkae252`): p. "
     )
     assert lines["10.1073_pnas.2322520121"].startswith("- Gong and Lindahl (2024). **PARP1 ")
-    assert lines["Reading.ABSTRACT"].startswith(
+    assert lines["zotero.ABSTRACT"].startswith(
         "- DNA Repair Consortium (2023). **REV1 at stalled forks**. *Genes & Development*."
     )
-    assert lines["Reading.GONE1KEY"].startswith("- Nakamura (2022). **Fork reversal")
+    assert lines["zotero.GONE1KEY"].startswith("- Nakamura (2022). **Fork reversal")
 
 
 def test_a_library_that_is_not_there_or_not_readable_exits_2_in_one_line(

@@ -29,6 +29,7 @@ import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
+from litpipe.catalog import Catalog
 from litpipe.defs.staleness import PARTITION_VERSION
 from litpipe.defs.versions import batch_data_version, data_version
 from litpipe.llm.errors import LLMError, TransientLLMError, one_line
@@ -56,13 +57,16 @@ class PaperBuild(Generic[Output]):
 def build_papers(
     context: dg.AssetExecutionContext,
     store: ArtifactStore,
+    catalog: Catalog,
     build: Callable[[str], PaperBuild[Any]],
     asset: str | None = None,
 ) -> dg.MaterializeResult:
     """Builds the step's asset for each paper of its partitions with `build`, writes each output
-    to its artifact and its metadata to its partition; fails at the end, naming the papers that
-    failed, if any did."""
+    to its artifact and its metadata to its partition (opening with the paper's title and the
+    `catalog`'s collections of it); fails at the end, naming the papers that failed, if any
+    did."""
     name = asset or context.asset_key.to_user_string()
+    collections_of = catalog.collections_of(list(context.partition_keys))
     versions: dict[str, dg.DataVersion] = {}
     failures: dict[str, str] = {}
     retriable = False
@@ -89,7 +93,7 @@ def build_papers(
             context,
             paper_id,
             {
-                **paper_heading(store, paper_id, built.value),
+                **paper_heading(store, paper_id, built.value, collections_of.get(paper_id, [])),
                 "path": dg.MetadataValue.path(str(path)),
                 PARTITION_VERSION: versions[paper_id].value,
                 **built.metadata,
@@ -110,10 +114,12 @@ def build_papers(
     return dg.MaterializeResult(data_version=batch_data_version(versions))
 
 
-def paper_heading(store: ArtifactStore, paper_id: str, value: BaseModel) -> dict[str, str]:
-    """What a reader of a paper's page in the UI looks for first, its title and collection,
-    from the output itself where it has them, else from the paper's stored source and abstract
-    (a PDF's title is known once its document is parsed)."""
+def paper_heading(
+    store: ArtifactStore, paper_id: str, value: BaseModel, collections: list[str]
+) -> dict[str, str]:
+    """What a reader of a paper's page in the UI looks for first, its title and collections:
+    the title from the output itself where it has one, else from the paper's stored source and
+    abstract (a PDF's title is known once its document is parsed)."""
     source = (
         value
         if isinstance(value, PaperSource)
@@ -127,8 +133,7 @@ def paper_heading(store: ArtifactStore, paper_id: str, value: BaseModel) -> dict
         or (Path(source.path).name if source and source.kind == "pdf" else None)
     )
     heading = {"title": str(title)} if title else {}
-    collection = getattr(value, "collection", None) or (source.collection if source else None)
-    return heading | ({"collection": str(collection)} if collection else {})
+    return heading | ({"collections": ", ".join(collections)} if collections else {})
 
 
 def _stored(store: ArtifactStore, asset: str, paper_id: str, model: type[Output]) -> Output | None:

@@ -200,32 +200,42 @@ class RetrievalResource(dg.ConfigurableResource):
         )
 
     def retriever(
-        self,
-        store: ChunkStore,
-        embedder: TextEncoder,
-        collection: str,
-        paper_id: str | None = None,
+        self, store: ChunkStore, embedder: TextEncoder, collection: str, papers: list[str]
     ) -> HybridRetriever:
-        """Over the collection, its BM25 index saved; or over one paper, its index in memory
-        (a hundred chunks index in milliseconds, and the paper's results then depend on no
-        other paper)."""
+        """Over the collection's `papers` (the catalog's list), its BM25 index saved under the
+        collection's name."""
         return HybridRetriever(
             store,
             embedder,
             collection,
-            None if paper_id else Path(self.index_dir),
+            Path(self.index_dir),
             rrf_k=self.rrf_k,
             mmr_lambda=self.mmr_lambda,
-            papers=[paper_id] if paper_id else None,
+            papers=papers,
+        )
+
+    def paper_retriever(
+        self, store: ChunkStore, embedder: TextEncoder, paper_id: str
+    ) -> HybridRetriever:
+        """Over one paper, its BM25 index in memory (a hundred chunks index in milliseconds,
+        and the paper's results then depend on no other paper)."""
+        return HybridRetriever(
+            store,
+            embedder,
+            paper_id,
+            None,
+            rrf_k=self.rrf_k,
+            mmr_lambda=self.mmr_lambda,
+            papers=[paper_id],
         )
 
     def paper_retrievers(
-        self, store: ChunkStore, embedder: TextEncoder, collection: str, paper_ids: list[str]
+        self, store: ChunkStore, embedder: TextEncoder, paper_ids: list[str]
     ) -> dict[str, HybridRetriever]:
-        """`retriever(..., paper_id)` for each of `paper_ids`, their chunks read in one query
-        and searched in memory: a step's batch of papers costs one read, not a dozen each."""
+        """`paper_retriever` for each of `paper_ids`, their chunks read in one query and
+        searched in memory: a step's batch of papers costs one read, not a dozen each."""
         return paper_retrievers(
-            store, embedder, collection, paper_ids, rrf_k=self.rrf_k, mmr_lambda=self.mmr_lambda
+            store, embedder, paper_ids, rrf_k=self.rrf_k, mmr_lambda=self.mmr_lambda
         )
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.catalog import PaperInAnotherCollection, Registration
+from litpipe.catalog import Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
@@ -23,8 +23,8 @@ def file_fingerprint(path: Path) -> str:
 def unbuilt(
     instance: dg.DagsterInstance, registered: list[tuple[PaperSource, Registration]]
 ) -> list[PaperSource]:
-    """The papers a tick requests: the new and changed ones, and the unchanged ones whose
-    content `paper_source` never built.
+    """The papers a tick requests: the new and changed ones, and the unchanged ones (joined
+    to one more collection, or not) whose content `paper_source` never built.
 
     The catalog is written during the tick, but Dagster stores the tick's run requests and
     cursor only after it returns: a tick that fails in between leaves papers registered and
@@ -32,14 +32,16 @@ def unbuilt(
     request was stored after all: Dagster starts one run per run key.
     """
     latest = {source.paper_id: (source, registration) for source, registration in registered}
-    unchanged = [paper_id for paper_id, (_, how) in latest.items() if how is Registration.UNCHANGED]
+    unchanged = [paper_id for paper_id, (_, how) in latest.items() if how in _SAME_CONTENT]
     built = built_contents(instance, unchanged) if unchanged else {}
     return [
         source
         for paper_id, (source, registration) in latest.items()
-        if registration is not Registration.UNCHANGED
-        or built.get(paper_id) != source.content_sha256[:16]
+        if registration not in _SAME_CONTENT or built.get(paper_id) != source.content_sha256[:16]
     ]
+
+
+_SAME_CONTENT = (Registration.UNCHANGED, Registration.JOINED)
 
 
 def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
@@ -65,15 +67,14 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         batch = pending[: settings.operations.sensor_batch_size]
         papers_catalog = catalog.catalog()
         registered: list[tuple[PaperSource, Registration]] = []
+        batch_collections: set[str] = set()
         for path, collection, _ in batch:
             discovery = discover_file(path, collection)
             for failure in discovery.failed:
                 context.log.warning(f"{failure.file} row {failure.row}: {failure.reason}")
             for source in discovery.sources:
-                try:
-                    registered.append((source, papers_catalog.register(source)))
-                except PaperInAnotherCollection as error:
-                    context.log.warning(f"{path}: {error}")
+                registered.append((source, papers_catalog.register(source, collection)))
+                batch_collections.add(collection)
         to_build = unbuilt(context.instance, registered)
         run_requests = [
             dg.RunRequest(
@@ -89,7 +90,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
             run_requests=run_requests,
             dynamic_partitions_requests=[
                 papers.build_add_request(sorted({source.paper_id for source in to_build})),
-                collections.build_add_request(sorted({source.collection for source in to_build})),
+                collections.build_add_request(sorted(batch_collections)),
             ],
             cursor=json.dumps(handled),
         )

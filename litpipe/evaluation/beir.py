@@ -110,7 +110,7 @@ def load_beir(folder: Path, split: str) -> BeirDataset:
     return BeirDataset(name=folder.name, corpus=corpus, queries=queries, qrels=qrels)
 
 
-def corpus_documents(dataset: BeirDataset, collection: str) -> list[PaperDocument]:
+def corpus_documents(dataset: BeirDataset) -> list[PaperDocument]:
     """Each document as a one-section paper whose text is its title and its text."""
     documents = []
     for doc_id, (title, body) in dataset.corpus.items():
@@ -120,7 +120,6 @@ def corpus_documents(dataset: BeirDataset, collection: str) -> list[PaperDocumen
                 heading="Abstract",
                 text=text,
                 paper_id=doc_id,
-                collection=collection,
                 source_path=f"beir:{dataset.name}/{doc_id}",
                 title=title,
                 abstract=body,
@@ -146,7 +145,7 @@ def index_corpus(
             settings.ingest.chunk_overlap_tokens,
             embedder.embedder_id,
         )
-        for document in corpus_documents(dataset, collection)
+        for document in corpus_documents(dataset)
     ]
     results = store.embed_papers(papers, embedder)
     return collection, papers, sum(result.embedded for result in results)
@@ -180,7 +179,13 @@ def evaluate_retrieval(
         embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
     collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
-    retriever = HybridRetriever(store, embedder, collection, settings.home / "bm25")
+    retriever = HybridRetriever(
+        store,
+        embedder,
+        collection,
+        settings.home / "bm25",
+        papers=[paper.paper_id for paper in papers],
+    )
     query_ids = sorted(dataset.queries)[:max_queries]
     results = [
         _evaluate_method(

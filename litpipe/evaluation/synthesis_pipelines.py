@@ -124,7 +124,9 @@ def evaluate_synthesis_pipelines(
     from litpipe.workflows.synthesis import given_passages, write_synthesis
 
     started = time.perf_counter()
-    sources = discover(dataset).sources[:limit]
+    found = discover(dataset)
+    discovery = found.model_copy(update={"sources": found.sources[:limit]})
+    sources = discovery.sources
     if len(sources) < 2:
         raise ValueError(f"{dataset}: two papers at least are compared, not {len(sources)}")
     relational = settings.model_copy(
@@ -141,7 +143,7 @@ def evaluate_synthesis_pipelines(
 
     heard = _CallsHeard()
     with watch_calls(heard):
-        built = pipeline.run(sources, relational, client)
+        built = pipeline.run(discovery, relational, client)
         relational_calls = [call for call in heard.calls if call.agent in _RELATIONAL_STAGE]
         flat_from = len(heard.calls)
         answers = {paper.answers.paper_id: paper.answers for paper in built.papers}

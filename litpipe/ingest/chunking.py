@@ -80,7 +80,6 @@ def chunk_document(
         Chunk(
             chunk_id=f"{doc.paper_id}:{index:04d}",
             paper_id=doc.paper_id,
-            collection=doc.collection,
             index=index,
             section=region.heading,
             page_start=doc.page_at(start),
@@ -95,7 +94,6 @@ def chunk_document(
     ]
     return PaperChunks(
         paper_id=doc.paper_id,
-        collection=doc.collection,
         title=doc.title,
         tokenizer=tokenizer_name,
         max_tokens=max_tokens,

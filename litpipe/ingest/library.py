@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from litpipe.ingest.ids import doi_paper_id, file_sha256, pdf_paper_id, table_paper_id
+from litpipe.ingest.ids import doi_paper_id, file_sha256, pdf_paper_id, slug, table_paper_id
 from litpipe.ingest.sources import Discovery
 from litpipe.ingest.tables import AUTHOR_SEPARATOR, normalized_doi, publication_year
 from litpipe.schemas import FailedPaper, PaperSource, sha256_text
@@ -80,9 +80,9 @@ def library_discovery(
         missing = [path for path in entry.pdfs if not path.is_file()]
         gone = f"its PDF {missing[0]} is not there" if missing else entry.problem
         if present:
-            source = _pdf_source(present[0], collection, entry.key, fields)
+            source = _pdf_source(present[0], entry.key, fields)
         elif fields.get("abstract") and fields.get("title"):
-            source = _abstract_source(origin, collection, entry.key, fields)
+            source = _abstract_source(origin, entry.key, fields)
             if gone:
                 notes.append(f"{entry.name}: {gone}; it enters by its abstract")
         elif gone:
@@ -118,12 +118,11 @@ def _doi_id(fields: dict[str, str]) -> str | None:
     return doi_paper_id(fields["doi"]) if "doi" in fields else None
 
 
-def _pdf_source(pdf: Path, collection: str, key: str, fields: dict[str, str]) -> PaperSource:
+def _pdf_source(pdf: Path, key: str, fields: dict[str, str]) -> PaperSource:
     """The PDF, named by the manager's DOI when it knows one (else as any PDF is), its bytes
     hashed as any PDF's are (a changed file is caught before it is parsed)."""
     return PaperSource(
         paper_id=_doi_id(fields) or pdf_paper_id(pdf),
-        collection=collection,
         kind="pdf",
         path=str(pdf.resolve()),
         external_id=key,
@@ -133,14 +132,11 @@ def _pdf_source(pdf: Path, collection: str, key: str, fields: dict[str, str]) ->
     )
 
 
-def _abstract_source(
-    origin: Path, collection: str, key: str, fields: dict[str, str]
-) -> PaperSource:
-    """The entry as an abstract table's row: named by its DOI, else by its key in the
-    collection."""
+def _abstract_source(origin: Path, key: str, fields: dict[str, str]) -> PaperSource:
+    """The entry as an abstract table's row: named by its DOI, else by its key in the library
+    or `.bib` file (not by the collection: an item in two collections is one paper)."""
     return PaperSource(
-        paper_id=_doi_id(fields) or table_paper_id(collection, key),
-        collection=collection,
+        paper_id=_doi_id(fields) or table_paper_id(slug(origin.stem), key),
         kind="table_row",
         path=str(origin.resolve()),
         external_id=key,

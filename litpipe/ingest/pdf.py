@@ -1382,7 +1382,7 @@ class PdfLimits:
 
 
 def parse_pdf(
-    path: Path, paper_id: str, collection: str, limits: PdfLimits | None = None
+    path: Path, paper_id: str, limits: PdfLimits | None = None
 ) -> PaperDocument:
     """Parses one PDF; raises `IngestError` with a one-line reason when the file is unusable or
     over the `limits` (its size checked before it is opened, its page count before any page is
@@ -1413,7 +1413,6 @@ def parse_pdf(
     )
     return PaperDocument(
         paper_id=paper_id,
-        collection=collection,
         source_path=str(path),
         title=title,
         authors=_authors(paragraphs, layout.title_index, source.metadata.get("author", "")),

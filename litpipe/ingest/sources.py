@@ -41,12 +41,11 @@ def is_pdf(path: Path) -> bool:
     return path.suffix.lower() == ".pdf"
 
 
-def pdf_source(path: Path, collection: str) -> PaperSource:
+def pdf_source(path: Path) -> PaperSource:
     # Hashed block by block: a PDF over `ingest.max_pdf_bytes` is refused when parsed, and its bytes
     # never all in memory at once.
     return PaperSource(
         paper_id=pdf_paper_id(path),
-        collection=collection,
         kind="pdf",
         path=str(path.resolve()),
         content_sha256=file_sha256(path),
@@ -76,7 +75,7 @@ def discover(source: Path, collection: str | None = None) -> Discovery:
     if not pdfs:
         raise ValueError(f"{source}: no .pdf file in this folder or below it; {ACCEPTED}")
     return Discovery(
-        collection=name, sources=unique_papers(pdf_source(p, name) for p in pdfs), failed=[]
+        collection=name, sources=unique_papers(pdf_source(p) for p in pdfs), failed=[]
     )
 
 
@@ -85,7 +84,7 @@ def discover_file(path: Path, collection: str) -> Discovery:
     if is_table(path):
         sources, failed = read_table(path, collection)
         return Discovery(collection=collection, sources=sources, failed=failed)
-    return Discovery(collection=collection, sources=[pdf_source(path, collection)], failed=[])
+    return Discovery(collection=collection, sources=[pdf_source(path)], failed=[])
 
 
 def unique_papers(sources: Iterator[PaperSource]) -> list[PaperSource]:

@@ -65,7 +65,6 @@ def document_from_row(source: PaperSource) -> PaperDocument:
         heading="Abstract",
         text=abstract,
         paper_id=source.paper_id,
-        collection=source.collection,
         source_path=source.path,
         title=source.fields["title"],
         abstract=abstract,
@@ -182,7 +181,6 @@ def _source_from_row(
         raise
     return PaperSource(
         paper_id=paper_id,
-        collection=collection,
         kind="table_row",
         path=str(path),
         row_number=row_number,

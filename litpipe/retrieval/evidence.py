@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
 def gather_evidence(
     questions: PaperQuestions,
-    collection: str,
     retriever: HybridRetriever,
     reranker: Reranker,
     scope: Scope,
@@ -44,7 +43,6 @@ def gather_evidence(
         )
     return PaperEvidence(
         paper_id=questions.paper_id,
-        collection=collection,
         scope=scope,
         reranker=reranker.version,
         questions=found,

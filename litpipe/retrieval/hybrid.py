@@ -1,5 +1,5 @@
-"""Hybrid retrieval over one collection: BM25 and dense search fused by Reciprocal Rank Fusion,
-then diversified by MMR.
+"""Hybrid retrieval over one collection's papers: BM25 and dense search fused by Reciprocal
+Rank Fusion, then diversified by MMR.
 
 Defaults tuned on SciFact's train split (809 queries; `litpipe eval retrieval`), fusing at chunk
 level and scoring each document by its best chunk: BM25 k1 0.9 / b 0.4, RRF k 10 with equal
@@ -37,8 +37,9 @@ _PAPERS_PER_READ = 1000
 
 
 class HybridRetriever:
-    """BM25 + dense retrieval over the chunks of `collection` embedded with `embedder`, or over
-    those of `papers` only.
+    """BM25 + dense retrieval over the chunks of `papers` (a collection's, as the catalog lists
+    them, or one paper's) embedded with `embedder`; None: over every paper of the embedder's
+    table. `collection` names the saved BM25 index.
 
     Construction lists the chunks' ids and finds their BM25 index: loaded from `index_dir`
     (or built and saved there if the collection changed since, the one time the texts are
@@ -75,6 +76,13 @@ class HybridRetriever:
         self.papers = sorted(papers) if papers is not None else None
         self._held = _HeldRows(held) if held is not None else None
         listing = self._rows(_LISTING_COLUMNS).to_pydict()
+        # Papers that are all the table holds (a home of one collection) are searched without
+        # a filter naming each of them: thousands of ids cost a dense search ~2x.
+        self._papers_filter = (
+            self.papers is not None
+            and held is None
+            and store.count_rows(embedder.embedder_id) != len(listing["chunk_id"])
+        )
         # A table that holds a chunk twice (written by racing processes before
         # `ChunkStore.repair`) lists it once, at its first place, with its last row's fields.
         last_row = {chunk_id: row for row, chunk_id in enumerate(listing["chunk_id"])}
@@ -114,9 +122,8 @@ class HybridRetriever:
         """The columns of this retriever's chunks, or of its chunks `chunk_ids`."""
         if self._held is not None:
             return self._held.rows(columns, chunk_ids)
-        return self.store.collection_rows(
+        return self.store.chunk_rows(
             self.embedder.embedder_id,
-            self.collection,
             columns,
             paper_ids=self.papers if chunk_ids is None else None,
             chunk_ids=chunk_ids,
@@ -173,14 +180,16 @@ class HybridRetriever:
         if self._held is not None:
             own = paper_id if scope != "all" else None
             return self._held.nearest(query_vector, limit, own, keep_own=scope == "own")
-        where = f"collection = {_sql(self.collection)}"
-        if self.papers is not None:
-            where += f" AND paper_id IN ({', '.join(_sql(paper) for paper in self.papers)})"
+        conditions = []
+        if self._papers_filter:
+            conditions.append(f"paper_id IN ({', '.join(_sql(paper) for paper in self.papers)})")
         if scope == "own":
-            where += f" AND paper_id = {_sql(_required(paper_id, scope))}"
+            conditions.append(f"paper_id = {_sql(_required(paper_id, scope))}")
         elif scope == "others":
-            where += f" AND paper_id != {_sql(_required(paper_id, scope))}"
-        rows = self.store.dense_search(self.embedder.embedder_id, query_vector, limit, where)
+            conditions.append(f"paper_id != {_sql(_required(paper_id, scope))}")
+        rows = self.store.dense_search(
+            self.embedder.embedder_id, query_vector, limit, " AND ".join(conditions) or None
+        )
         ranking: dict[str, float] = {}  # a chunk stored twice is ranked once, at its best
         for row in rows:
             if row["chunk_id"] in self.bm25:
@@ -243,19 +252,14 @@ class HybridRetriever:
 
 
 def paper_retrievers(
-    store: ChunkStore,
-    embedder: TextEncoder,
-    collection: str,
-    paper_ids: list[str],
-    **options: Any,
+    store: ChunkStore, embedder: TextEncoder, paper_ids: list[str], **options: Any
 ) -> dict[str, HybridRetriever]:
     """A retriever over each paper's own chunks (scope "own"), searching them in memory: their
     rows read from LanceDB together, in one query per thousand papers. `options` are
     `HybridRetriever`'s (rrf_k, mmr_lambda, ...); each paper's BM25 index is its own."""
     parts = [
-        store.collection_rows(
+        store.chunk_rows(
             embedder.embedder_id,
-            collection,
             _HELD_COLUMNS,
             paper_ids=paper_ids[start : start + _PAPERS_PER_READ],
         )
@@ -270,7 +274,7 @@ def paper_retrievers(
             else pa.table({name: pa.array([], pa.string()) for name in _HELD_COLUMNS})
         )
         retrievers[paper_id] = HybridRetriever(
-            store, embedder, collection, None, papers=[paper_id], held=held, **options
+            store, embedder, paper_id, None, papers=[paper_id], held=held, **options
         )
     return retrievers
 

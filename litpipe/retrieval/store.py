@@ -35,7 +35,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import Bitmap, BTree, HnswSq
+from lancedb.index import BTree, HnswSq
 from lancedb.query import LanceVectorQueryBuilder
 from lancedb.table import Table
 from numpy.typing import NDArray
@@ -50,7 +50,7 @@ COMMIT_ATTEMPTS = 6
 # The vector index: IVF_HNSW_SQ (per IVF partition, an HNSW graph over 8-bit scalar-quantized
 # vectors), chosen on benchmarks/retrieval_scale.py's 200k synthetic chunks (384-d, cosine, 2
 # cores), where an exact scan takes ~400 ms. Measured there (recall@10 against exact search, p50
-# with the collection prefilter, build time):
+# with a collection's prefilter, build time):
 #   IVF_HNSW_SQ, 4 graphs, m 16, ef_construction 100, ef 200: 0.975, 12 ms; with refine_factor 2
 #     0.992, 13 ms; built in 22 s (1 graph: 0.962)
 #   IVF_HNSW_SQ, 4 graphs, m 20, ef_construction 150, ef 200: 0.981, 14 ms; built in 36 s
@@ -78,9 +78,8 @@ REFINE_FACTOR = 2
 VECTOR_UNINDEXED_ROWS = 2000
 VECTOR_UNINDEXED_SHARE = 0.1
 # Prefilters are SQL over these columns: indexed, they cost a lookup instead of a scan.
-# (`HybridRetriever` reads the rows of its hits by chunk_id.)
-SCALAR_INDEXES: dict[str, Bitmap | BTree] = {
-    "collection": Bitmap(),
+# (`HybridRetriever` selects a collection's papers by paper_id, and reads its hits by chunk_id.)
+SCALAR_INDEXES: dict[str, BTree] = {
     "paper_id": BTree(),
     "chunk_id": BTree(),
 }
@@ -106,7 +105,6 @@ def chunk_schema(dimension: int) -> pa.Schema:
         [
             pa.field("chunk_id", pa.string(), nullable=False),
             pa.field("paper_id", pa.string(), nullable=False),
-            pa.field("collection", pa.string(), nullable=False),
             pa.field("index", pa.int32(), nullable=False),
             pa.field("section", pa.string(), nullable=False),
             pa.field("page_start", pa.int32(), nullable=False),
@@ -164,15 +162,33 @@ class ChunkStore:
 
     def open_table(self, embedder_id: str) -> Table | None:
         """The embedder's table, or None before anything was embedded with it; the first time
-        this store opens it, repaired (see `repair`)."""
+        this store opens it, repaired (see `repair`) and migrated (see `_drop_collection`)."""
         name = table_name(embedder_id)
         if name not in self.table_names():
             return None
         table = self._db.open_table(name)
         if name not in self._repaired:
             self._repaired.add(name)
+            self._drop_collection(table)
             self._remove_duplicates(table)
         return table
+
+    def _drop_collection(self, table: Table) -> None:
+        """Tables written before a paper could belong to several collections carried each
+        chunk's one collection in a column. Membership is the catalog's now: the column (and
+        its index) is dropped in place, the vectors kept, nothing embedded again."""
+        if "collection" not in table.schema.names:
+            return
+
+        def drop() -> None:
+            # Checked again on each attempt: on object storage, where there is no lock, another
+            # process may have dropped it meanwhile.
+            if "collection" in table.schema.names:
+                table.drop_columns(["collection"])
+
+        with self._writing(table.name):
+            _with_commit_retries(drop, "dropping the collection column")
+        log.info("%s: collection column dropped (membership is the catalog's)", table.name)
 
     def repair(self, embedder_id: str) -> int:
         """Keep one row per chunk_id in the embedder's table (the last written); the number of
@@ -311,24 +327,26 @@ class ChunkStore:
             for row in rows
         ]
 
-    def collection_rows(
+    def chunk_rows(
         self,
         embedder_id: str,
-        collection: str,
         columns: list[str],
         paper_ids: list[str] | None = None,
         chunk_ids: list[str] | None = None,
     ) -> pa.Table:
-        """The given columns of every chunk of a collection, or of its papers `paper_ids`, or of
-        its chunks `chunk_ids` (empty when there is none)."""
+        """The given columns of the chunks of `paper_ids` (a collection's papers, or one paper),
+        or of those of them in `chunk_ids` (empty when there is none); None: every paper's,
+        every chunk's."""
         table = self.open_table(embedder_id)
         if table is None or paper_ids == [] or chunk_ids == []:
             return pa.table({name: [] for name in columns})
-        where = f"collection = {_sql(collection)}"
-        if paper_ids is not None:
-            where += f" AND paper_id IN ({', '.join(_sql(paper_id) for paper_id in paper_ids)})"
-        if chunk_ids is not None:
-            where += f" AND chunk_id IN ({', '.join(_sql(chunk_id) for chunk_id in chunk_ids)})"
+        where = " AND ".join(
+            f"{column} IN ({', '.join(map(_sql, values))})"
+            for column, values in (("paper_id", paper_ids), ("chunk_id", chunk_ids))
+            if values is not None
+        )
+        if not where:
+            return table.search().select(columns).limit(None).to_arrow()
         return _select(table, where, columns)
 
     def _embed_batch_once(

@@ -176,8 +176,11 @@ def backfill(
     rebuilt: dict[dg.AssetKey, set[str]] = {}
     failed_ids = {failure.paper_id for failure in failed}
     batch_outcomes: list[BatchOutcome] = []
-    collections_of = {p: catalog.source(p).collection for p in wanted}
-    built_collections: dict[str, list[str]] = {c: [] for c in sorted(set(collections_of.values()))}
+    # Every collection of a rebuilt paper reads it (with `--collection`, others may hold it too).
+    held_by = catalog.collections_of(wanted).values()
+    built_collections: dict[str, list[str]] = {
+        c: [] for c in sorted({c for h in held_by for c in h})
+    }
     collection_failure = None
     unfinished_collections: set[str] = set()
     # Once stopped, the phases left only record what they would have built.

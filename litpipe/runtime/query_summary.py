@@ -81,7 +81,7 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
         )
     )
     if not ingested:
-        raise QuerySummaryError(not_ingested(source))
+        raise QuerySummaryError(not_ingested(source, catalog.home_collection(paper_id)))
     return source
 
 
@@ -115,7 +115,7 @@ def summarize_request(
     """The request's summary: stored, partitioned and materialized when not fresh. The paper
     must be `ready_paper`."""
     defs = defs or build_definitions(settings)
-    collection = Catalog(settings.catalog_path).source(request.paper_id).collection
+    collection = Catalog(settings.catalog_path).home_collection(request.paper_id)
     outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
     artifacts = artifact_store(settings)
     submission = submit_request(

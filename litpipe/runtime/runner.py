@@ -160,13 +160,14 @@ def register(
     now: datetime | None = None,
     move: bool = False,
 ) -> dict[str, Registration]:
-    """Records the papers in the catalog and adds their partitions to the instance; a new
-    paper arrives `now` (default: the clock), which puts it in that day's nightly digest. A
-    paper of another collection raises `PaperInAnotherCollection`, or with `move` comes into
-    this one."""
+    """Records the papers in the catalog as members of the discovery's collection and adds
+    their partitions to the instance; a new paper arrives `now` (default: the clock), which puts
+    it in that day's nightly digest. A paper of other collections stays in them too, or with
+    `move` leaves them."""
     catalog = Catalog(settings.catalog_path)
     registrations = {
-        source.paper_id: catalog.register(source, now, move) for source in discovery.sources
+        source.paper_id: catalog.register(source, discovery.collection, now, move)
+        for source in discovery.sources
     }
     add_partitions(instance, COLLECTIONS, [discovery.collection])
     add_partitions(instance, PAPERS, list(registrations))
@@ -215,9 +216,12 @@ def run_papers(
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
     catalog = Catalog(settings.catalog_path)
+    # Every collection of a paper reads what is built of it: each is brought up to date (one
+    # whose papers did not change is found fresh, and left as it is).
     papers_of: dict[str, list[str]] = {}
-    for paper_id in paper_ids:
-        papers_of.setdefault(catalog.source(paper_id).collection, []).append(paper_id)
+    for paper_id, held_by in catalog.collections_of(paper_ids).items():
+        for collection in held_by:
+            papers_of.setdefault(collection, []).append(paper_id)
     left = [
         collection
         for collection in dict.fromkeys(left_collections)
@@ -316,7 +320,7 @@ def partitions_read(
         if kind == papers:
             return catalog.papers(partition)
         if kind == collections:
-            return [catalog.source(partition).collection]
+            return catalog.collections_of([partition]).get(partition, [])
         return []
 
     return read
@@ -343,7 +347,7 @@ def build_batch(
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> BatchBuild:
     """Builds a batch of papers' `keys` (one phase's), their build locks held: everything for
-    a paper that moved collection or whose current content was never built (a new or changed
+    a paper whose current content was never built (a new or changed
     source that no other process built meanwhile); otherwise what is missing or stale, one
     level at a time, so that a stage whose output came back the same leaves what reads it fresh
     (staleness counts everything downstream of a stale asset, in any phase). Neighbouring papers
@@ -467,11 +471,9 @@ def _execute_batch(
 def _content_unbuilt(
     catalog: Catalog, paper_id: str, registration: Registration, built: dict[str, str]
 ) -> bool:
-    """Whether the paper's content, as registered now, was never built into its collection
-    (`built`: each paper's content as last built)."""
-    if registration is Registration.MOVED:  # the same content, built into another collection
-        return True
-    if registration is Registration.UNCHANGED:
+    """Whether the paper's content, as registered now, was never built (`built`: each paper's
+    content as last built). A paper joined to another collection was built for the first."""
+    if registration in (Registration.UNCHANGED, Registration.JOINED):
         return False
     return built.get(paper_id) != catalog.source(paper_id).content_sha256[:16]
 

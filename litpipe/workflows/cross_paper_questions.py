@@ -38,7 +38,6 @@ def cross_paper(
         answers = (
             ask(
                 PaperQuestions(paper_id="", engine=engine_name(route), questions=questions),
-                collection,
                 retriever,
                 reranker,
                 "all",

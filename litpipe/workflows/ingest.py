@@ -23,7 +23,6 @@ def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
         document = parse_pdf(
             Path(source.path),
             source.paper_id,
-            source.collection,
             PdfLimits(
                 max_bytes=settings.ingest.max_pdf_bytes, max_pages=settings.ingest.max_pdf_pages
             ),

@@ -1,7 +1,7 @@
 """`paper_answers`: each paper's questions answered only from their evidence, and the same for
 questions asked later (follow-ups, comparative questions), which are searched first.
 
-    evidence = gather_evidence(questions, collection, retriever, reranker, "own", 100, 20, 3)
+    evidence = gather_evidence(questions, retriever, reranker, "own", 100, 20, 3)
     answers = answer_paper(evidence, settings, prompts, client)
 """
 
@@ -31,7 +31,6 @@ def answer_paper(
     answers = answer_questions(evidence.questions, settings, prompts, client)
     return PaperAnswers(
         paper_id=evidence.paper_id,
-        collection=evidence.collection,
         mode=settings.synthesis.answer_mode,
         engine=answers_engine(settings),
         answers=answers,
@@ -40,7 +39,6 @@ def answer_paper(
 
 def ask(
     questions: PaperQuestions,
-    collection: str,
     retriever: HybridRetriever,
     reranker: Reranker,
     scope: Scope,
@@ -51,7 +49,6 @@ def ask(
     """Questions retrieved (candidates, fusion, MMR, reranking) and answered like a paper's own."""
     evidence = gather_evidence(
         questions,
-        collection,
         retriever,
         reranker,
         scope=scope,

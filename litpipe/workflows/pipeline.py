@@ -7,7 +7,7 @@ order.
     from litpipe.workflows import pipeline
 
     settings = Settings(home=Path("lit-home"))  # offline; set llm.model for a model
-    result = pipeline.run(discover(Path("papers/")).sources, settings)
+    result = pipeline.run(discover(Path("papers/")), settings)
     print(result.synthesis.text)
 
 Per paper: its document (`paper_document`: a PDF parsed, or an abstract table's row), chunks
@@ -26,7 +26,6 @@ layer sits above the workflows) and the files of `collection_outputs`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -35,7 +34,7 @@ from litpipe.agents.base import ModelClient
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
 from litpipe.agents.question_evidence.rerankers import reranker_for
-from litpipe.ingest.sources import unique_papers
+from litpipe.ingest.sources import Discovery, unique_papers
 from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -54,7 +53,6 @@ from litpipe.schemas import (
     PaperDocument,
     PaperEvidence,
     PaperQuestions,
-    PaperSource,
     RelationshipAnalysis,
     Synthesis,
 )
@@ -100,13 +98,13 @@ class PipelineResult(BaseModel):
 
 
 def run(
-    papers: Sequence[PaperSource], settings: Settings, client: ModelClient | None = None
+    discovery: Discovery, settings: Settings, client: ModelClient | None = None
 ) -> PipelineResult:
-    """The main chain over `papers` (one collection's), offline or with the model `settings`
-    routes each agent to: through `client` when given (a caller's, recording its usage), else
-    one of its own."""
-    sources = sorted(unique_papers(iter(papers)), key=lambda source: source.paper_id)
-    collection = _collection(sources)
+    """The main chain over the papers of `discovery` (one collection's), offline or with the
+    model `settings` routes each agent to: through `client` when given (a caller's, recording
+    its usage), else one of its own."""
+    sources = sorted(unique_papers(iter(discovery.sources)), key=lambda s: s.paper_id)
+    collection = discovery.collection
     prompts = PromptLibrary(settings.llm.prompts_dir)
     client = client if client is not None else model_client(settings)
     embedder = Embedder.from_settings(settings)
@@ -141,7 +139,7 @@ def run(
             None if paper_id else settings.bm25_dir,
             rrf_k=settings.retrieval.rrf_k,
             mmr_lambda=settings.retrieval.mmr_lambda,
-            papers=[paper_id] if paper_id else None,
+            papers=[paper_id] if paper_id else list(chunks),
         )
 
     reranker = reranker_for(settings, prompts, client)
@@ -154,7 +152,6 @@ def run(
         )
         found = gather_evidence(
             asked,
-            collection,
             retriever(paper_id if settings.retrieval.evidence_scope == "own" else None),
             reranker,
             scope=settings.retrieval.evidence_scope,
@@ -191,7 +188,7 @@ def run(
         answers,
         comparative,
         abstracts,
-        follow_up_answerer(collection, retriever, reranker, settings, prompts, client),
+        follow_up_answerer(retriever, reranker, settings, prompts, client),
         settings,
         prompts,
         client,
@@ -222,13 +219,3 @@ def model_client(settings: Settings) -> LLMClient | None:
     from litpipe.llm.client import LLMClient
 
     return LLMClient(settings, UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"))
-
-
-def _collection(sources: list[PaperSource]) -> str:
-    collections = sorted({source.collection for source in sources})
-    if len(collections) != 1:
-        raise ValueError(
-            f"expected the papers of one collection, got {len(collections)}: "
-            f"{', '.join(collections) or 'no papers'}"
-        )
-    return collections[0]

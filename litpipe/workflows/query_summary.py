@@ -24,8 +24,8 @@ first given) that the summary holds (`summary_acus`).
 
 Runs without Dagster:
 
-    passages = paper_passages(store, embedder.embedder_id, collection, paper_id)
-    retriever = HybridRetriever(store, embedder, collection, None, papers=[paper_id])
+    passages = paper_passages(store, embedder.embedder_id, paper_id)
+    retriever = HybridRetriever(store, embedder, paper_id, None, papers=[paper_id])
     search = paper_search(retriever, NoReranker(), paper_id, settings)
     result = summarize_for_query(request, title, abstract, passages, search, settings, prompts,
                                  client)
@@ -108,26 +108,15 @@ def request_for(paper_id: str, query: str) -> QuerySummaryRequest:
         raise QuerySummaryError(reasons) from None
 
 
-def paper_passages(
-    store: ChunkStore, embedder_id: str, collection: str, paper_id: str
-) -> list[RetrievedChunk]:
+def paper_passages(store: ChunkStore, embedder_id: str, paper_id: str) -> list[RetrievedChunk]:
     """The whole paper as passages: its stored chunks in reading order (consecutive chunks
     overlap a little, as stored, so that every citation resolves to a stored chunk).
 
-    An unknown paper is a QuerySummaryError naming the collection's papers."""
-    rows = store.collection_rows(embedder_id, collection, _STORED_COLUMNS, paper_ids=[paper_id])
+    A paper without stored chunks is a QuerySummaryError."""
+    rows = store.chunk_rows(embedder_id, _STORED_COLUMNS, paper_ids=[paper_id])
     if rows.num_rows == 0:
-        known = sorted(
-            set(
-                store.collection_rows(embedder_id, collection, ["paper_id"])
-                .column("paper_id")
-                .to_pylist()
-            )
-        )
-        listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "") if known else "none"
         raise QuerySummaryError(
-            f"unknown paper {paper_id!r}: collection {collection!r} has no chunk of it "
-            f"(embedder {embedder_id}); its papers: {listed}"
+            f"unknown paper {paper_id!r}: no chunk of it is stored for the embedder {embedder_id}"
         )
     ordered = sorted(rows.to_pylist(), key=lambda row: row["index"])
     return [

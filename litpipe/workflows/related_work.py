@@ -293,7 +293,6 @@ class AbstractIndex:
                 heading="Abstract",
                 text=f"{reference.title}\n\n{reference.abstract}",
                 paper_id=f"r{position}",
-                collection=_TABLE_COLLECTION,
                 source_path="",
                 title=reference.title,
             )

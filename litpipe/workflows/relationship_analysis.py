@@ -57,7 +57,6 @@ FollowUpAnswerer = Callable[[str, list[Question]], list[Answer]]
 
 
 def follow_up_answerer(
-    collection: str,
     retriever_of: Callable[[str], HybridRetriever],
     reranker: Reranker,
     settings: Settings,
@@ -70,7 +69,6 @@ def follow_up_answerer(
     def follow_up(paper_id: str, questions: list[Question]) -> list[Answer]:
         return ask(
             PaperQuestions(paper_id=paper_id, engine="follow_up", questions=questions),
-            collection,
             retriever_of(paper_id),
             reranker,
             "own",

@@ -3,7 +3,12 @@
 import dagster as dg
 
 from litpipe.defs.partitions import collections
-from litpipe.defs.resources import EmbedderResource, LanceDBResource, RetrievalResource
+from litpipe.defs.resources import (
+    CatalogResource,
+    EmbedderResource,
+    LanceDBResource,
+    RetrievalResource,
+)
 from litpipe.defs.versions import CodeVersion, data_version, versioned_asset, versioned_output
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
@@ -26,13 +31,15 @@ def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def corpus_index(
         context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
         embedder: EmbedderResource,
         lancedb: LanceDBResource,
         retrieval: RetrievalResource,
     ) -> dg.Output[CorpusIndex]:
         collection = context.partition_key
         model = embedder.embedder()
-        retriever = retrieval.retriever(lancedb.store(), model, collection)
+        members = catalog.catalog().papers(collection)
+        retriever = retrieval.retriever(lancedb.store(), model, collection, members)
         index = CorpusIndex(
             collection=collection,
             embedder_id=model.embedder_id,

@@ -60,10 +60,9 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
         llm: LLMResource,
     ) -> Iterator[dg.Output[CrossPaperQuestions] | dg.AssetCheckResult]:
         collection = context.partition_key
-        abstracts = artifacts.of_papers(
-            "paper_abstract", catalog.catalog().papers(collection), PaperAbstract
-        )
-        retriever = retrieval.retriever(lancedb.store(), embedder.embedder(), collection)
+        members = catalog.catalog().papers(collection)
+        abstracts = artifacts.of_papers("paper_abstract", members, PaperAbstract)
+        retriever = retrieval.retriever(lancedb.store(), embedder.embedder(), collection, members)
         with STEP.run(context, llm) as step:
             client = step.client()
             found = cross_paper(

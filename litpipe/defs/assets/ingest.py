@@ -43,11 +43,11 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 source = _check_file_unchanged(source)
             return PaperBuild(
                 source,
-                {"file": source.path, "collection": source.collection, "kind": source.kind},
+                {"file": source.path, "kind": source.kind},
                 dg.DataVersion(source.content_sha256[:16]),
             )
 
-        return build_papers(context, artifacts.store(), build)
+        return build_papers(context, artifacts.store(), papers_catalog, build)
 
     @versioned_asset(
         CodeVersion(modules=(pdf, tables, structured_abstracts), output=PaperDocument),
@@ -61,7 +61,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         description="Title, authors, abstract, sections with pages; references kept apart.",
     )
     def paper_document(
-        context: dg.AssetExecutionContext, artifacts: ArtifactsResource
+        context: dg.AssetExecutionContext, catalog: CatalogResource, artifacts: ArtifactsResource
     ) -> dg.MaterializeResult:
         store = artifacts.store()
 
@@ -85,7 +85,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 },
             )
 
-        return build_papers(context, store, build)
+        return build_papers(context, store, catalog.catalog(), build)
 
     @versioned_asset(
         CodeVersion(
@@ -108,6 +108,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def paper_chunks(
         context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
         embedder: EmbedderResource,
         chunker: ChunkingResource,
         artifacts: ArtifactsResource,
@@ -132,7 +133,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 },
             )
 
-        return build_papers(context, store, build)
+        return build_papers(context, store, catalog.catalog(), build)
 
     return [paper_source, paper_document, paper_chunks]
 

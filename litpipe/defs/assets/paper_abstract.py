@@ -6,7 +6,7 @@ from litpipe.agents.paper_abstract import PaperAbstractAgent, paper_abstract_fro
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
-from litpipe.defs.resources import ArtifactsResource, LLMResource
+from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
 from litpipe.defs.versions import CodeVersion, backfill_policy
 from litpipe.schemas import PaperAbstract, PaperDocument
 from litpipe.settings import Settings
@@ -27,7 +27,10 @@ def build_paper_abstract_assets(settings: Settings) -> list[dg.AssetsDefinition]
         "agent (offline: whole sentences of the paper) when it has none.",
     )
     def paper_abstract(
-        context: dg.AssetExecutionContext, llm: LLMResource, artifacts: ArtifactsResource
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        llm: LLMResource,
+        artifacts: ArtifactsResource,
     ) -> dg.MaterializeResult:
         store = artifacts.store()
         with STEP.run(context, llm) as step:
@@ -45,6 +48,6 @@ def build_paper_abstract_assets(settings: Settings) -> list[dg.AssetsDefinition]
                     },
                 )
 
-            return build_papers(context, store, build)
+            return build_papers(context, store, catalog.catalog(), build)
 
     return [paper_abstract]

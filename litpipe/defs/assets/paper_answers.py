@@ -7,7 +7,7 @@ from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import ArtifactsResource, LLMResource
+from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
 from litpipe.defs.versions import ANSWERS, CodeVersion, backfill_policy
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence
 from litpipe.settings import Settings
@@ -30,7 +30,10 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "`synthesis.answer_mode` says.",
     )
     def paper_answers(
-        context: dg.AssetExecutionContext, llm: LLMResource, artifacts: ArtifactsResource
+        context: dg.AssetExecutionContext,
+        catalog: CatalogResource,
+        llm: LLMResource,
+        artifacts: ArtifactsResource,
     ) -> dg.MaterializeResult:
         store = artifacts.store()
         with STEP.run(context, llm) as step:
@@ -50,7 +53,7 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     },
                 )
 
-            return build_papers(context, store, build)
+            return build_papers(context, store, catalog.catalog(), build)
 
     return [paper_answers]
 

@@ -75,34 +75,37 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
             if store.exists(["paper_questions"], paper_id)
         }
         model.encode_ahead(q.text for asked in questions.values() for q in asked.questions)
-        # A collection's retriever serves every paper of the batch in it. For scope "own", each
-        # paper has its own, over its chunks: those of the whole batch are read in one query.
-        retrievers: dict[str, HybridRetriever] = {}
-        own_retrievers: dict[str, dict[str, HybridRetriever]] = {}
+        # For scope "own", each paper has its own retriever, over its chunks: those of the whole
+        # batch are read in one query. Otherwise a paper searches the papers it shares a
+        # collection with, and one retriever serves every paper of the batch held by the same
+        # collections.
+        own_retrievers: dict[str, HybridRetriever] = {}
+        shared: dict[tuple[str, ...], HybridRetriever] = {}
+        held_by = papers_catalog.collections_of(list(context.partition_keys))
 
-        def retriever(collection: str, paper_id: str) -> HybridRetriever:
+        def retriever(paper_id: str) -> HybridRetriever:
             if retrieval.scope == "own":
-                if collection not in own_retrievers:
-                    own_retrievers[collection] = retrieval.paper_retrievers(
-                        chunk_store, model, collection, list(context.partition_keys)
+                if not own_retrievers:
+                    own_retrievers.update(
+                        retrieval.paper_retrievers(chunk_store, model, list(context.partition_keys))
                     )
-                return own_retrievers[collection][paper_id]
-            if collection not in retrievers:
-                retrievers[collection] = retrieval.retriever(chunk_store, model, collection)
-            return retrievers[collection]
+                return own_retrievers[paper_id]
+            names = tuple(held_by.get(paper_id, []))
+            if names not in shared:
+                members = sorted({p for name in names for p in papers_catalog.papers(name)})
+                shared[names] = retrieval.retriever(chunk_store, model, "+".join(names), members)
+            return shared[names]
 
         with question_evidence_step(llm.settings()).run(context, llm) as step:
             reranker = reranker_for(step.settings, step.prompts, step.client())
 
             def build(paper_id: str) -> PaperBuild[PaperEvidence]:
-                collection = papers_catalog.source(paper_id).collection
                 found = gather_evidence(
                     # A paper without questions fails alone: its read says which file is missing.
                     questions[paper_id]
                     if paper_id in questions
                     else store.read(["paper_questions"], paper_id, PaperQuestions),
-                    collection,
-                    retriever(collection, paper_id),
+                    retriever(paper_id),
                     reranker,
                     scope=retrieval.scope,
                     candidates=retrieval.candidates,
@@ -129,7 +132,7 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                     answered_version(found),
                 )
 
-            return build_papers(context, store, build)
+            return build_papers(context, store, papers_catalog, build)
 
     return [question_evidence]
 

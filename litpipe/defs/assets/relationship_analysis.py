@@ -95,8 +95,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         with STEP.run(context, llm) as step:
             client = step.client()
             follow_up = follow_up_answerer(
-                collection,
-                lambda paper_id: retrieval.retriever(store, model, collection, paper_id=paper_id),
+                lambda paper_id: retrieval.paper_retriever(store, model, paper_id),
                 reranker_for(step.settings, step.prompts, client),
                 step.settings,
                 step.prompts,
