@@ -228,7 +228,6 @@ def xsum_prompt_tokens(home: Path, settings: Settings, count: Counter) -> dict[s
     own = {
         paper: PaperAnswers(
             paper_id=paper,
-            collection=answers[paper].collection,
             mode="single",
             engine="x-sum",
             answers=[a for a in answers[paper].answers if a.question.paper_id == paper],

@@ -26,10 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import lancedb
 import numpy as np
 
 from litpipe.retrieval.hybrid import HybridRetriever
-from litpipe.retrieval.store import ChunkStore
+from litpipe.retrieval.store import ChunkStore, table_name
 from litpipe.schemas import Chunk, PaperChunks, sha256_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,23 +43,31 @@ VOCABULARY = 20_000
 COLLECTION = "bench"
 EMBEDDER_ID = "synthetic-384"
 
-# Run in a fresh process per side: argv = source of the retriever's module (or "" for the
-# working tree's), lancedb folder, bm25 folder, queries file.
+# Run in a fresh process per side: argv = folder of the retriever's and the store's modules at
+# the revision compared with (or "" for the working tree's), lancedb folder, bm25 folder,
+# queries file.
 _SIDE = r"""
 import importlib.util, json, sys
 import numpy as np
-from litpipe.retrieval.store import ChunkStore
 
 def rss_kib(field):
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
 
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
 source, db_dir, bm25_dir, queries_file = sys.argv[1:5]
 if source:
-    spec = importlib.util.spec_from_file_location("hybrid_side", source)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # The store of that revision too: it reads the table as that retriever expects it.
+    ChunkStore = load("litpipe.retrieval.store", source + "/store.py").ChunkStore
+    module = load("hybrid_side", source + "/hybrid.py")
 else:
+    from litpipe.retrieval.store import ChunkStore
     import litpipe.retrieval.hybrid as module
 queries = json.loads(open(queries_file).read())
 
@@ -162,6 +171,10 @@ def measure_size(chunks: int, queries: int, before_source: Path, folder: Path) -
     del papers, vectors, texts
     # The saved BM25 index both sides load, as `corpus_index` leaves it.
     HybridRetriever(store, LookupEncoder({}), COLLECTION, folder / "bm25")
+    # The table as that revision wrote it, with each chunk's collection: the working tree's
+    # store, opened after it, drops the column again (its migration).
+    table = lancedb.connect(str(folder / "lancedb")).open_table(table_name(EMBEDDER_ID))
+    table.add_columns({"collection": f"'{COLLECTION}'"})
     queries_file = folder / "queries.json"
     queries_file.write_text(json.dumps(query_vectors))
     before = run_side(str(before_source), folder, queries_file)
@@ -179,16 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(int(size) for size in args.sizes.split(","))
     results = []
     with tempfile.TemporaryDirectory() as scratch:
-        before_source = Path(scratch) / "hybrid_before.py"
-        before_source.write_text(
-            subprocess.run(
-                ["git", "show", f"{args.before}:litpipe/retrieval/hybrid.py"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
+        before_source = Path(scratch) / "before"
+        before_source.mkdir()
+        for module in ("hybrid", "store"):
+            (before_source / f"{module}.py").write_text(
+                subprocess.run(
+                    ["git", "show", f"{args.before}:litpipe/retrieval/{module}.py"],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
         for chunks in sizes:
             folder = Path(scratch) / str(chunks)
             result = measure_size(chunks, args.queries, before_source, folder)

@@ -6,7 +6,8 @@ For each size, one collection of synthetic chunks is stored in a fresh store thr
 are timed on the product's own query path, one after the other:
 
 - BM25: `BM25Index.search`, the retriever's index, for 100 candidates (what hybrid asks for);
-- dense: `ChunkStore.dense_search` with the collection filter hybrid uses, 100 candidates,
+- dense: `ChunkStore.dense_search` as hybrid calls it for a collection that is the whole table
+  (no filter), 100 candidates,
   first an exact scan (no index yet), then with the vector index `ChunkStore.ensure_vector_index`
   builds (IVF_HNSW_SQ, see store.py);
 - hybrid: `HybridRetriever.search` with its defaults (100 candidates from each retriever, RRF,
@@ -273,19 +274,17 @@ def measure_size(corpus: Corpus, chunks: int, queries: int, warm_up: int, folder
     store.embed_papers(papers, encoder)
     fill_s = time.perf_counter() - started
     started = time.perf_counter()
-    retriever = HybridRetriever(
-        store=store, embedder=encoder, collection=COLLECTION, index_dir=folder / "bm25"
-    )
+    members = [paper.paper_id for paper in papers]
+    retriever = HybridRetriever(store, encoder, COLLECTION, folder / "bm25", papers=members)
     retriever_build_s = time.perf_counter() - started
     started = time.perf_counter()
-    HybridRetriever(store=store, embedder=encoder, collection=COLLECTION, index_dir=folder / "bm25")
+    HybridRetriever(store, encoder, COLLECTION, folder / "bm25", papers=members)
     retriever_load_s = time.perf_counter() - started
     if len(retriever) != chunks or not retriever.bm25.built:
         raise RuntimeError(f"the retriever holds {len(retriever)} chunks, not {chunks}")
-    where = f"collection = '{COLLECTION}'"
 
     def dense(vector: NDArray[np.float32], limit: int = CANDIDATES) -> list[str]:
-        rows = store.dense_search(EMBEDDER_ID, vector, limit, where)
+        rows = store.dense_search(EMBEDDER_ID, vector, limit)
         return [row["chunk_id"] for row in rows]
 
     bm25, _ = timed(lambda text: retriever.bm25.search(text, CANDIDATES), query_texts, warm_up)

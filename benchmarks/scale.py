@@ -160,7 +160,7 @@ def run_size(
         texts = [
             str(text)
             for text in ChunkStore(settings.lancedb_dir)
-            .collection_rows(embedder.embedder_id, COLLECTION, ["text"], paper_ids)
+            .chunk_rows(embedder.embedder_id, ["text"], paper_ids)
             .column("text")
             .to_pylist()
         ]
@@ -226,7 +226,6 @@ def run_ingest(rows: list[Abstract], count: int, embedder: Embedder) -> IngestFi
                     heading="Abstract",
                     text=text,
                     paper_id=table_paper_id(INGEST_COLLECTION, str(number)),
-                    collection=INGEST_COLLECTION,
                     source_path="recombined",
                     title=f"Recombined text {number}",
                     abstract=text,

@@ -199,8 +199,8 @@ class RealChain:
 
     def mais_questions(self, examples: int = 2) -> tuple[Path, Path]:
         """The first `examples` LitQA2 questions whose paper ships in the bundled corpus, and is
-        not one of `three_pdfs` (a paper belongs to one collection, and those are run into
-        theirs first): their JSONL and a folder of their PDFs."""
+        not one of `three_pdfs` (so that `eval mais` builds papers of its own through the model,
+        not ones the run built first): their JSONL and a folder of their PDFs."""
         run_first = {pdf.name for pdf in PDFS_BY_SIZE[:3]}
         bundled = {pdf.name for pdf in CORPUS.glob("*.pdf")} - run_first
         records = [json.loads(line) for line in LITQA2.read_text("utf-8").splitlines() if line]

@@ -17,6 +17,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.resources import artifact_store
 from litpipe.evaluation import grading
+from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -189,16 +190,18 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     assert "REV1 inserts cytosine" in outcome.markdown["flagged_table"]
     coherence = grading.grade_coherence("T", COMPARATIVE, settings, PromptLibrary(None), client)
     checked = grading.coherence(coherence, "expert synthesis", "openai/stub-judge")
+    assert isinstance(checked, CheckOutcome)
     assert checked.passed and checked.metadata["score"] == 4
 
 
-def test_coherence_offline_is_skipped_and_passes(tmp_path: Path) -> None:
+def test_coherence_offline_is_skipped_not_passed(tmp_path: Path) -> None:
     settings = offline(tmp_path)
     reply = grading.grade_coherence("T", COMPARATIVE, settings, PromptLibrary(None), None)
 
     outcome = grading.coherence(reply, "expert synthesis", "offline")
 
-    assert reply is None and outcome.passed and outcome.description.startswith("skipped")
+    assert reply is None and isinstance(outcome, CheckSkipped)
+    assert outcome.reason.startswith("coherence of the expert synthesis needs a model")
 
 
 def insight(insight_id: str, paper_id: str, text: str) -> Insight:

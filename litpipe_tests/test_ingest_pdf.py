@@ -46,10 +46,7 @@ def normalized(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def documents() -> dict[str, PaperDocument]:
-    return {
-        paper["file"]: parse_pdf(CORPUS / paper["file"], paper["paper_id"])
-        for paper in PAPERS
-    }
+    return {paper["file"]: parse_pdf(CORPUS / paper["file"], paper["paper_id"]) for paper in PAPERS}
 
 
 @pytest.fixture(params=PAPERS, ids=IDS)

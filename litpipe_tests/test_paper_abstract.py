@@ -47,9 +47,7 @@ class ScriptedClient:
 
 @pytest.fixture(scope="module")
 def documents() -> list[PaperDocument]:
-    return [
-        parse_pdf(CORPUS / paper["file"], paper["paper_id"]) for paper in PAPERS
-    ]
+    return [parse_pdf(CORPUS / paper["file"], paper["paper_id"]) for paper in PAPERS]
 
 
 def offline_settings(tmp_path: Path) -> Settings:

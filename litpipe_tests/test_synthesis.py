@@ -882,7 +882,6 @@ def small_collection(size: int) -> tuple[RelationshipAnalysis, dict[str, PaperAn
         found, _ = citations.citations(cited, [passage])
         answers[paper] = PaperAnswers(
             paper_id=paper,
-            collection="many",
             mode="single",
             engine="offline",
             answers=[

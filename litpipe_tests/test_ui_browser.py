@@ -1,9 +1,10 @@
 """The Dagster UI and synthesis.html as a reader sees them: in Debian's headless Chromium.
 
-A small demo (three bundled PDFs, the tiny embedder) is materialized offline, then `litpipe ui`
-serves it on 127.0.0.1 exactly as a user starts it; the tests open the asset graph, the catalog
-and asset pages, and follow a citation in synthesis.html to its passage. Every page is saved as
-a PNG under the test's tmp_path and copied to `$LITPIPE_SCREENSHOTS` (default
+A small demo (two collections: three bundled PDFs, and a table of two abstracts; the tiny
+embedder) is materialized offline, then `litpipe ui` serves it on 127.0.0.1 exactly as a user
+starts it; the tests open the asset graph, the catalog and asset pages, each collection's check
+results, a paper's page, and follow a citation in synthesis.html to its passage. Every page is
+saved as a PNG under the test's tmp_path and copied to `$LITPIPE_SCREENSHOTS` (default
 `litpipe_tests/.artifacts/screenshots/`, git-ignored) so CI keeps them.
 
 Chromium and ChromeDriver come from Debian (`apt-get install chromium chromium-driver`, which
@@ -29,11 +30,14 @@ from pathlib import Path
 
 import pytest
 
+from litpipe.defs.resources import artifact_store
 from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import open_instance, register, run_papers
+from litpipe.schemas import PaperAbstract
 from litpipe.settings import Settings
 from litpipe_tests.browser import PAGE_S, headless_chromium, needs_chromium
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.test_check_partitions import abstracts
 from litpipe_tests.test_cli import folder_with
 
 pytestmark = [
@@ -50,9 +54,12 @@ webdriver = pytest.importorskip(
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 COLLECTION = "bio"
+# The second collection, of two abstracts: its checks' results say 2 papers where bio's say 3.
+OTHER = "plants"
 REPOSITORY = Path(__file__).resolve().parents[1]
 # Generous: two shared cores, with the UI's code server importing the whole graph first.
 SERVER_START_S = 120
@@ -62,20 +69,34 @@ SERVER_START_S = 120
 class Demo:
     settings: Settings
     model: Path
-    paper_ids: list[str]
+    paper_ids: list[str]  # of every collection
+    papers_of: dict[str, list[str]]  # each collection's
+
+    @property
+    def collections(self) -> list[str]:
+        return sorted(self.papers_of)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Demo:
-    """Three bundled PDFs materialized offline, the papers' and the collection's assets."""
+    """Two collections materialized offline in one home, the papers' and the collections'
+    assets: three bundled PDFs (`COLLECTION`), and a table of two abstracts (`OTHER`)."""
     root = tmp_path_factory.mktemp("ui-demo")
     settings = Settings(home=root / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)})
-    papers = folder_with(root / "papers", PDFS_BY_SIZE[:3])
+    sources = {
+        COLLECTION: folder_with(root / "papers", PDFS_BY_SIZE[:3]),
+        OTHER: abstracts(root, OTHER, "nitrogen uptake"),
+    }
     instance = open_instance(settings)
-    run = run_papers(settings, instance, register(settings, instance, discover(papers, COLLECTION)))
-    assert run.collection_failure is None
-    assert all(outcome.status == "materialized" for outcome in run.outcomes)
-    return Demo(settings, tiny_model, sorted(o.paper_id for o in run.outcomes))
+    papers_of = {}
+    for collection, source in sources.items():
+        registered = register(settings, instance, discover(source, collection))
+        run = run_papers(settings, instance, registered)
+        assert run.collection_failure is None
+        assert all(outcome.status == "materialized" for outcome in run.outcomes)
+        papers_of[collection] = sorted(o.paper_id for o in run.outcomes)
+    every = sorted(paper for papers in papers_of.values() for paper in papers)
+    return Demo(settings, tiny_model, every, papers_of)
 
 
 def free_port() -> int:
@@ -285,7 +306,10 @@ def test_the_catalog_lists_the_assets_with_their_partitions(
     ui: str, browser: WebDriver, demo: Demo, tmp_path: Path
 ) -> None:
     assets = litpipe_assets()
-    expected = {"papers": f"{len(demo.paper_ids)} partitions", "collections": "1 partition"}
+    expected = {
+        "papers": f"{len(demo.paper_ids)} partitions",
+        "collections": f"{len(demo.collections)} partitions",
+    }
     dismiss_welcome(browser, ui)
 
     def counts(driver: WebDriver) -> dict[str, str | None]:
@@ -326,7 +350,7 @@ def test_the_catalog_lists_the_assets_with_their_partitions(
 def test_an_asset_page_lists_its_materialized_partitions(
     ui: str, browser: WebDriver, demo: Demo, tmp_path: Path, asset: str, partitions: str
 ) -> None:
-    keys = demo.paper_ids if partitions == "papers" else [COLLECTION]
+    keys = demo.paper_ids if partitions == "papers" else demo.collections
     dismiss_welcome(browser, ui)
 
     def every_partition_listed(driver: WebDriver) -> bool:
@@ -376,3 +400,133 @@ def test_a_citation_in_synthesis_html_leads_to_its_passage(
         style = "return getComputedStyle(arguments[0]).backgroundColor"
         assert browser.execute_script(style, target) != browser.execute_script(style, others[0])
     screenshot(browser, tmp_path, "synthesis-citation")
+
+
+def check_page(driver: WebDriver, tmp_path: Path, ui: str, asset: str, check: str) -> None:
+    """Opens the asset's Checks tab on `check`, then the check's own Partitions tab (one
+    collection a partition), and waits for every collection to be listed there."""
+    dismiss_welcome(driver, ui)
+    open_page(
+        driver,
+        tmp_path,
+        f"{ui}/assets/{asset}?view=checks&checkDetail={check}",
+        f"checks-{asset}-{check}",
+        lambda d: bool(d.find_elements(By.XPATH, _CHECK_PARTITIONS_TAB)),
+    )
+    driver.find_element(By.XPATH, _CHECK_PARTITIONS_TAB).click()
+
+
+# The selected check's "Partitions" tab (the asset's own is a link, not a button).
+_CHECK_PARTITIONS_TAB = "//button[normalize-space()='Partitions']"
+
+
+def partition_row(driver: WebDriver, key: str) -> list[WebElement]:
+    """The partition's row in the list beside a check's partition detail."""
+    return driver.find_elements(
+        By.CSS_SELECTOR, f"[class*='assetListContainer'] [data-tooltip='{key}']"
+    )
+
+
+def test_each_collections_check_results_are_shown_under_its_name(
+    ui: str, browser: WebDriver, demo: Demo, tmp_path: Path
+) -> None:
+    """Two collections in one home: a check's Partitions tab lists both, each passed, and
+    each one's result is its own (its description counts its own papers)."""
+    check_page(browser, tmp_path, ui, "synthesis", "coverage")
+    passed = f"Passed ({len(demo.collections)})"
+
+    def every_collection_listed(driver: WebDriver) -> bool:
+        lines = body_lines(driver)
+        return passed in lines and all(partition_row(driver, c) for c in demo.collections)
+
+    WebDriverWait(browser, PAGE_S, poll_frequency=0.5).until(every_collection_listed)
+    screenshot(browser, tmp_path, "check-coverage-partitions")
+    assert {"Failed (0)", "Skipped (0)", "Missing (0)"} <= set(body_lines(browser))
+    for collection in demo.collections:
+        papers = len(demo.papers_of[collection])
+        partition_row(browser, collection)[0].click()
+        cites = f"expert synthesis: the writer cites {papers} of {papers} papers"
+
+        def its_result_shown(
+            driver: WebDriver, collection: str = collection, cites: str = cites
+        ) -> bool:
+            lines = body_lines(driver)
+            return cites in lines and _follows(lines, [collection, "Passed", "Latest execution"])
+
+        try:
+            WebDriverWait(browser, PAGE_S, poll_frequency=0.5).until(its_result_shown)
+        finally:
+            screenshot(browser, tmp_path, f"check-coverage-{collection}")
+        lines = body_lines(browser)
+        assert lines[lines.index("Description") + 1] == cites
+
+
+def test_a_check_that_could_not_run_is_shown_skipped_not_passed(
+    ui: str, browser: WebDriver, demo: Demo, tmp_path: Path
+) -> None:
+    """Offline, coherence (a model's grade) cannot run: the UI shows it skipped in every
+    collection, never passed, and the asset's metadata says why."""
+    check_page(browser, tmp_path, ui, "synthesis", "coherence")
+    skipped = f"Skipped ({len(demo.collections)})"
+    WebDriverWait(browser, PAGE_S, poll_frequency=0.5).until(
+        lambda driver: skipped in body_lines(driver)
+    )
+    screenshot(browser, tmp_path, "check-coherence-partitions")
+    lines = body_lines(browser)
+    assert "Passed (0)" in lines and "Failed (0)" in lines
+    # In the list of the asset's checks, each followed by its status.
+    assert lines[lines.index("coherence") + 1] == "Skipped"
+    assert lines[lines.index("coverage") + 1] == "Succeeded"
+    partition_row(browser, COLLECTION)[0].click()
+    WebDriverWait(browser, PAGE_S, poll_frequency=0.5).until(
+        lambda driver: _follows(body_lines(driver), [COLLECTION, "Skipped", "Latest execution"])
+    )
+    screenshot(browser, tmp_path, "check-coherence-bio")
+    assert "Passed" not in body_lines(browser)
+
+    # Why: the collection's synthesis names the check it could not run.
+    def says_why(driver: WebDriver) -> bool:
+        lines = body_lines(driver)
+        return "skipped_checks" in lines and any(
+            '"coherence": "coherence of the expert synthesis needs a model' in line
+            for line in lines[lines.index("skipped_checks") :]
+        )
+
+    open_page(
+        browser,
+        tmp_path,
+        f"{ui}/assets/synthesis?view=partitions&partition={COLLECTION}",
+        "synthesis-skipped-checks",
+        says_why,
+    )
+
+
+def test_a_papers_page_opens_with_its_title_and_collection(
+    ui: str, browser: WebDriver, demo: Demo, tmp_path: Path
+) -> None:
+    paper_id = demo.papers_of[COLLECTION][0]
+    title = artifact_store(demo.settings).read(["paper_abstract"], paper_id, PaperAbstract).title
+    assert title and title != paper_id
+    dismiss_welcome(browser, ui)
+
+    def metadata_shown(driver: WebDriver) -> bool:
+        lines = body_lines(driver)
+        return "Metadata" in lines and title in lines
+
+    open_page(
+        browser,
+        tmp_path,
+        f"{ui}/assets/paper_answers?view=partitions&partition={paper_id}",
+        "paper-answers-title",
+        metadata_shown,
+    )
+    lines = body_lines(browser)
+    metadata = lines.index("Metadata")
+    # The first entries: the title, then its collections (under their key).
+    assert lines[metadata + 1 : metadata + 3] == ["title", title]
+    assert COLLECTION in lines[metadata + 3 : metadata + 5]
+
+
+def _follows(lines: list[str], run: list[str]) -> bool:
+    """Whether `run` appears in `lines` as consecutive lines."""
+    return any(lines[at : at + len(run)] == run for at in range(len(lines) - len(run) + 1))

@@ -1,7 +1,7 @@
 """What the Dagster UI shows a researcher who built two collections: each collection's check
 results under its own collection (the checks of the collection assets are partitioned by
 collection, so a second collection does not hide the first's), per-paper pages that open with
-the paper's title and collection, and a table from paper id to title on the synthesis."""
+the paper's title and collections, and a table from paper id to title on the synthesis."""
 
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def test_a_paper_page_opens_with_its_title_and_collection(instance: dg.DagsterIn
             limit=1,
         ).records
         metadata = found[0].asset_materialization.metadata  # type: ignore[union-attr]
-        assert list(metadata)[:2] == ["title", "collection"], (asset, list(metadata))
+        assert list(metadata)[:2] == ["title", "collections"], (asset, list(metadata))
         assert metadata["title"].value == "Nitrogen Uptake in yeast"
-        assert metadata["collection"].value == "alpha"
+        assert metadata["collections"].value == "alpha"
 
 
 def test_the_synthesis_names_each_paper_id_by_its_title(instance: dg.DagsterInstance) -> None:

@@ -18,6 +18,7 @@ import pytest
 from litpipe.cli import main
 from litpipe.ingest.zotero import discover_zotero
 from litpipe_tests.bundled import short_paper
+from litpipe_tests.test_cli import PER_PAPER, materializations
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
 REV1_PDF = CORPUS / "10.1093_nar_gkae252.pdf"
@@ -455,6 +456,19 @@ def test_run_builds_a_collection_whose_references_say_what_zotero_knows(
         "- DNA Repair Consortium (2023). **REV1 at stalled forks**. *Genes & Development*."
     )
     assert lines["zotero.GONE1KEY"].startswith("- Nakamura (2022). **Fork reversal")
+
+    # REV1KEY1 is in Zotero's "Other" too: run into that collection, it is built once.
+    rev1 = "10.1093_nar_gkae252"
+    built = {asset: materializations(home, asset, rev1) for asset in PER_PAPER}
+    code, _ = run(home, tiny_model, "--zotero", str(zotero), "--zotero-collection", "Other")
+    said = capsys.readouterr().err
+    assert code == 0, said
+    other = json.loads((home / "outputs" / "Other" / "report.json").read_text())
+    assert other["papers"] == 2 and other["papers_up_to_date"] == 1
+    assert {asset: materializations(home, asset, rev1) for asset in PER_PAPER} == built
+    assert f"1 paper also in other collections ('Reading': {rev1})" in said
+    synthesis = (home / "outputs" / "Other" / "synthesis.md").read_text()
+    assert f"- Müller et al. (2024). **{REV1_TITLE}**" in synthesis.split("## References", 1)[1]
 
 
 def test_a_library_that_is_not_there_or_not_readable_exits_2_in_one_line(

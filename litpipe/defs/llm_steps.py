@@ -109,12 +109,15 @@ class ModelStep:
     code: CodeVersion
 
     def asset(
-        self, settings: Settings, **asset_args: Any
+        self, settings: Settings, *, checks_may_skip: bool = False, **asset_args: Any
     ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-        """`dg.asset` with the step's pool, retry policy and code version under `settings`."""
+        """`dg.asset` with the step's pool, retry policy and code version under `settings`;
+        with `checks_may_skip`, one whose step may leave a check it could not run unreported
+        (`versioned_asset`)."""
         return versioned_asset(
             self.code,
             settings,
+            checks_may_skip=checks_may_skip,
             pool=llm_pool(settings, self.agents),
             retry_policy=llm_retry_policy(settings, self.agents),
             **asset_args,
@@ -124,7 +127,19 @@ class ModelStep:
     def run(self, context: dg.AssetExecutionContext, llm: LLMResource) -> Iterator[StepRun]:
         """The step's model calls: their usage counted towards the run's scope, a model error
         failing the step (`model_failures_as_step_failures`). The `StepRun` stays usable after
-        the block, for the output and its usage metadata."""
+        the block, for the output and its usage metadata.
+
+        A step whose checks may be skipped can be launched for its checks alone (the UI offers
+        it): they grade the text it writes, so it refuses, saying to materialize the asset."""
+        if not context.selected_asset_keys:
+            selected = context.selected_asset_check_keys
+            asset = ", ".join(sorted({key.asset_key.to_user_string() for key in selected}))
+            checks = ", ".join(sorted(key.name for key in selected))
+            raise dg.Failure(
+                description=f"the checks of {asset} ({checks}) grade what it writes: they run "
+                f"when it is materialized, not alone (materialize {asset})",
+                allow_retries=False,
+            )
         step_settings = llm.settings()
         step = StepRun(
             settings=step_settings,

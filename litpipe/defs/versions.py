@@ -117,15 +117,53 @@ def declared_code_version(name: str, code: CodeVersion, settings: Settings) -> s
     return code.of(settings, PromptLibrary(settings.llm.prompts_dir))
 
 
+# What `dg.asset` takes that belongs to the asset itself (not to its step): in a multi-asset,
+# its `AssetOut`'s (the description is the step's too, as `dg.asset` makes it).
+_ASSET_OUT_ARGS = (
+    "group_name",
+    "description",
+    "metadata",
+    "io_manager_key",
+    "tags",
+    "kinds",
+    "owners",
+    "automation_condition",
+)
+
+
 def versioned_asset(
-    code: CodeVersion, settings: Settings, **asset_args: Any
+    code: CodeVersion, settings: Settings, *, checks_may_skip: bool = False, **asset_args: Any
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """`dg.asset` with the code version `code` declares."""
+    """`dg.asset` with the code version `code` declares.
+
+    With `checks_may_skip`, the same asset as a subsettable one-asset `dg.multi_asset` (its
+    output named `result` as `dg.asset`'s is): a plain asset must report every check it
+    declares, or its step fails; this one's step may leave a check it could not run unreported,
+    and Dagster shows that check as not run (skipped), not as passed (`check_results.checked`).
+    Its checks can then be launched without it, which its step refuses (`ModelStep.run`)."""
 
     def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
         name = asset_args.get("name") or compute.__name__
         version_of = declared_code_version(name, code, settings)
-        return dg.asset(code_version=version_of, **asset_args)(compute)
+        if not checks_may_skip:
+            return dg.asset(code_version=version_of, **asset_args)(compute)
+        step_args = {
+            key: value
+            for key, value in asset_args.items()
+            if key not in _ASSET_OUT_ARGS and key != "name"
+        }
+        out = dg.AssetOut(
+            key=dg.AssetKey(name),
+            code_version=version_of,
+            **{key: value for key, value in asset_args.items() if key in _ASSET_OUT_ARGS},
+        )
+        return dg.multi_asset(
+            name=name,
+            outs={"result": out},
+            can_subset=True,
+            description=asset_args.get("description"),
+            **step_args,
+        )(compute)
 
     return decorate
 

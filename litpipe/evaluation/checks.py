@@ -33,6 +33,14 @@ class CheckOutcome(BaseModel):
     )
 
 
+class CheckSkipped(BaseModel):
+    """A check that could not run (coherence with no model to judge it; the checks of an
+    optional text whose model failed): neither passed nor failed. The step reports it as not
+    run, with why."""
+
+    reason: str = Field(description="Why it could not run, one line a user reads.")
+
+
 def coverage(synthesis: Synthesis) -> CheckOutcome:
     """Passes when the writer's own text cites every paper of the collection at least once.
 

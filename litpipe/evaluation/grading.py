@@ -38,7 +38,7 @@ from litpipe.agents.base import (
 from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
 from litpipe.agents.related_work import cited_ids
-from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.support import Encoder, support_scores
 from litpipe.schemas import (
@@ -354,7 +354,8 @@ def check_descriptions(what: str, cited: str) -> dict[str, str]:
         "score against `grading.support_threshold`; with a model: supported, partially supported "
         "or unsupported, with a reason). The metadata holds every sentence's grades.",
         COHERENCE_CHECK: f"The {what} reads as one argument: the coherence_judge agent's score, "
-        f"{LEAST_COHERENCE} of 5 or more (skipped without a model).",
+        f"{LEAST_COHERENCE} of 5 or more (not run without a model: the asset's `skipped_checks` "
+        "metadata then says so).",
     }
 
 
@@ -369,10 +370,10 @@ def graded_checks(
     keys_in: KeysIn = page_markers,
     title: str = "",
     prose: str | None = None,
-) -> tuple[OutputGrades, dict[str, CheckOutcome]]:
+) -> tuple[OutputGrades, dict[str, CheckOutcome | CheckSkipped]]:
     """An output's sentence grades (`grade_output`) and the outcomes of its support and
-    coherence checks. Coherence reads `prose` when given (a summary without its highlights,
-    say), else `text`."""
+    coherence checks (coherence skipped without a model). Coherence reads `prose` when given
+    (a summary without its highlights, say), else `text`."""
     grades = grade_output(text, passages, settings, prompts, client, encoder, keys_in)
     reply = grade_coherence(title, prose if prose is not None else text, settings, prompts, client)
     judge = engine_name(settings.route(CoherenceJudgeAgent.name))
@@ -397,15 +398,13 @@ def grade_coherence(
     return run_agent(agent, CoherenceInput(title=title, text=text), settings, prompts, client)
 
 
-def coherence(reply: CoherenceReply | None, what: str, grader: str) -> CheckOutcome:
+def coherence(reply: CoherenceReply | None, what: str, grader: str) -> CheckOutcome | CheckSkipped:
     """The coherence check: passes at `LEAST_COHERENCE` or above; with no grade (offline) it
-    passes, saying it was skipped."""
+    could not run, and says why (it neither passes nor fails)."""
     if reply is None:
-        return CheckOutcome(
-            passed=True,
-            description=f"skipped: coherence of the {what} needs a model (route coherence_judge "
-            "to one, or set llm.model)",
-            metadata={"skipped": True},
+        return CheckSkipped(
+            reason=f"coherence of the {what} needs a model (route coherence_judge to one, or "
+            "set llm.model)"
         )
     description = f"the {what} scores {reply.score} of 5 for coherence (graded by {grader})"
     if reply.issues:

@@ -1381,9 +1381,7 @@ class PdfLimits:
     max_pages: int | None = None
 
 
-def parse_pdf(
-    path: Path, paper_id: str, limits: PdfLimits | None = None
-) -> PaperDocument:
+def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> PaperDocument:
     """Parses one PDF; raises `IngestError` with a one-line reason when the file is unusable or
     over the `limits` (its size checked before it is opened, its page count before any page is
     read)."""

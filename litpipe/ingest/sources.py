@@ -74,9 +74,7 @@ def discover(source: Path, collection: str | None = None) -> Discovery:
     pdfs = sorted(p for p in source.rglob("*") if p.is_file() and is_pdf(p))
     if not pdfs:
         raise ValueError(f"{source}: no .pdf file in this folder or below it; {ACCEPTED}")
-    return Discovery(
-        collection=name, sources=unique_papers(pdf_source(p) for p in pdfs), failed=[]
-    )
+    return Discovery(collection=name, sources=unique_papers(pdf_source(p) for p in pdfs), failed=[])
 
 
 def discover_file(path: Path, collection: str) -> Discovery:

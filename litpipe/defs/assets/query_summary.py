@@ -12,7 +12,8 @@ grades kept on the output), and writes `LITPIPE_HOME/outputs/<collection>/query_
 
 Checks: `citation_validity` blocks; `support` (sentence by sentence, by the `claim_judge`
 agent: the calibrated score offline, a model when one is routed) and `coherence` (a model
-only) warn, or block when `grading.blocking` is set. The judges are part of the code
+only: without one it is not run, and the `skipped_checks` metadata says why) warn, or block
+when `grading.blocking` is set. The judges are part of the code
 version: the grades are part of the output, so another judge regrades (the summary itself then
 comes from the reply cache).
 
@@ -31,7 +32,7 @@ import dagster as dg
 from litpipe.agents.base import ModelClient
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
 from litpipe.artifacts import ArtifactStore
-from litpipe.defs.check_results import check_result
+from litpipe.defs.check_results import checked
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.report_metadata import markdown_metadata
@@ -52,7 +53,7 @@ from litpipe.defs.versions import (
     NamedVersion,
 )
 from litpipe.evaluation import checks, grading
-from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
@@ -100,13 +101,26 @@ def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:
     return ";".join(versions)
 
 
-def not_ingested(source: PaperSource) -> str:
-    """The one-line message for a registered paper whose chunks or abstract are not stored."""
-    # A PDF is run with its folder (`litpipe run` takes a folder or a table).
-    again = source.path if source.kind == "table_row" else str(Path(source.path).parent)
+def not_ingested(source: PaperSource, collection: str) -> str:
+    """The one-line message for a registered paper whose chunks or abstract are not stored:
+    the command that ingests it, by the kind of source it came from."""
+    path = Path(source.path)
+    if path.suffix == ".sqlite":  # an item of a Zotero library, entered by its abstract
+        again = f"--zotero {path.parent}"
+    elif path.suffix == ".bib":
+        again = f"--bibtex {path}"
+    elif source.kind == "table_row":
+        again = str(path)
+    elif source.external_id:  # a reference manager's PDF: its library is not recorded
+        return (
+            f"paper {source.paper_id} is not ingested; run the Zotero library or .bib file it "
+            f"came from (its PDF: {path}) with `--collection {collection}` first"
+        )
+    else:  # a PDF is run with its folder
+        again = str(path.parent)
     return (
         f"paper {source.paper_id} is not ingested; run `litpipe run {again} --collection "
-        f"{source.collection}` first"
+        f"{collection}` first"
     )
 
 
@@ -131,6 +145,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
     @STEP.asset(
         settings,
+        checks_may_skip=True,
         name=ASSET,
         partitions_def=query_requests,
         group_name=GROUP,
@@ -189,25 +204,22 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             raise dg.Failure(
                 f"unknown paper {request.paper_id!r}: {error.args[0]}", allow_retries=False
             ) from None
+        collection = catalog.catalog().home_collection(request.paper_id)
         store = artifacts.store()
         if not store.exists(["paper_abstract"], request.paper_id):
-            raise dg.Failure(not_ingested(source), allow_retries=False)
+            raise dg.Failure(not_ingested(source, collection), allow_retries=False)
         abstract = store.read(["paper_abstract"], request.paper_id, PaperAbstract)
         versions = paper_versions(context.instance, request.paper_id)
         chunk_store, model = lancedb.store(), embedder.embedder()
         try:
-            passages = paper_passages(
-                chunk_store, model.embedder_id, source.collection, request.paper_id
-            )
+            passages = paper_passages(chunk_store, model.embedder_id, request.paper_id)
         except QuerySummaryError:
-            raise dg.Failure(not_ingested(source), allow_retries=False) from None
+            raise dg.Failure(not_ingested(source, collection), allow_retries=False) from None
 
         with STEP.run(context, llm) as step:
             client = step.client()
             search = paper_search(
-                retrieval.retriever(
-                    chunk_store, model, source.collection, paper_id=request.paper_id
-                ),
+                retrieval.paper_retriever(chunk_store, model, request.paper_id),
                 reranker_for(step.settings, step.prompts, client),
                 request.paper_id,
                 step.settings,
@@ -226,24 +238,24 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
             result, outcomes = _graded(result, passages, step.settings, step.prompts, client, model)
-        outputs_dir = artifacts.outputs_dir(source.collection)
-        path = report.write_markdown(result, outputs_dir, source.collection)
-        page = report.write_html(result, outputs_dir, source.collection)
+        outputs_dir = artifacts.outputs_dir(collection)
+        path = report.write_markdown(result, outputs_dir, collection)
+        page = report.write_html(result, outputs_dir, collection)
         stored = checks.stored_chunks(
-            chunk_store.collection_rows(
+            chunk_store.chunk_rows(
                 model.embedder_id,
-                source.collection,
                 ["chunk_id", "paper_id", "page_start", "page_end"],
                 paper_ids=[request.paper_id],
             ).to_pylist()
         )
         problems = report.citation_problems(result, stored)
+        graded = checked(ASSET, outcomes, lambda _: grading_blocks)
         last = result.iterations[-1]
         yield step.output(
             result,
             {
                 "paper_id": request.paper_id,
-                "collection": source.collection,
+                "collection": collection,
                 "query": request.query,
                 "status": result.status,
                 "route": result.route,
@@ -259,6 +271,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "trace": markdown_metadata(report.trace_table(result)),
                 "preview": markdown_metadata(path.read_text(encoding="utf-8")),
                 PAPER_VERSIONS: versions,
+                **graded.metadata(),
             },
         )
         yield dg.AssetCheckResult(
@@ -273,8 +286,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             ),
             metadata={"citations": len(result.citations), "problems": len(problems)},
         )
-        for name, outcome in outcomes.items():
-            yield check_result(ASSET, name, outcome, grading_blocks)
+        yield from graded.results
 
     return [query_summary]
 
@@ -286,7 +298,7 @@ def _graded(
     prompts: PromptLibrary,
     client: ModelClient | None,
     encoder: Encoder,
-) -> tuple[QuerySummary, dict[str, CheckOutcome]]:
+) -> tuple[QuerySummary, dict[str, CheckOutcome | CheckSkipped]]:
     """The summary with its sentence grades, and the outcomes of its grading checks. Each
     segment is graded against the chunks its marker cites (any of the paper's chunks)."""
     grades, outcomes = grading.graded_checks(

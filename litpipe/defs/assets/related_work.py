@@ -12,9 +12,10 @@ sentences the grading flags) and `related_work.json` to
 `LITPIPE_HOME/outputs/related_work/<key>/`.
 
 Checks: `support` (sentence by sentence, by the `claim_judge` agent: the calibrated score
-offline, a model when one is routed) and `coherence` (a model only) warn, or block when
-`grading.blocking` is set. The judges are part of the code version, as for
-`query_summary`: another judge regrades, the section itself coming from the reply cache.
+offline, a model when one is routed) and `coherence` (a model only: without one it is not run,
+and the `skipped_checks` metadata says why) warn, or block when `grading.blocking` is set.
+The judges are part of the code version, as for `query_summary`: another judge regrades, the
+section itself coming from the reply cache.
 """
 
 from collections.abc import Iterator
@@ -29,14 +30,14 @@ from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent
 from litpipe.agents.search_queries import SearchQueriesAgent
 from litpipe.artifacts import ArtifactStore, checked_key
-from litpipe.defs.check_results import check_result
+from litpipe.defs.check_results import checked
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
 from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
-from litpipe.evaluation.checks import CheckOutcome
+from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.hashing import digest
 from litpipe.ingest.ids import file_sha256
@@ -159,6 +160,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
     @STEP.asset(
         settings,
+        checks_may_skip=True,
         name=ASSET,
         partitions_def=related_work_requests,
         group_name=GROUP,
@@ -201,6 +203,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         files = write_related_work(related, outputs_folder(Path(artifacts.outputs_root), key))
         for warning in related.warnings:
             context.log.warning(f"{key}: {warning}")
+        graded = checked(ASSET, outcomes, lambda _: grading_blocks)
         yield step.output(
             related,
             {
@@ -218,10 +221,10 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "warnings": len(related.warnings),
                 **{name: dg.MetadataValue.path(str(path)) for name, path in files.items()},
                 "preview": markdown_metadata(files[MARKDOWN_FILE].read_text(encoding="utf-8")),
+                **graded.metadata(),
             },
         )
-        for name, outcome in outcomes.items():
-            yield check_result(ASSET, name, outcome, grading_blocks)
+        yield from graded.results
 
     return [related_work]
 
@@ -232,7 +235,7 @@ def _graded(
     prompts: PromptLibrary,
     client: ModelClient | None,
     encoder: Encoder,
-) -> tuple[RelatedWork, dict[str, CheckOutcome]]:
+) -> tuple[RelatedWork, dict[str, CheckOutcome | CheckSkipped]]:
     """The section with its sentence grades, and the outcomes of its grading checks. An `[id]`
     cites a whole reference: its passage is the title and abstract the writer was given."""
     passages = {

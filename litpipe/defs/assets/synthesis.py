@@ -11,6 +11,8 @@ set. The sentence grades are kept on the output, so the page marks the sentences
 
 The plain-language summary is optional: when its model fails it (a model error), it is empty
 and ungraded, its `optional_step` check warns with why, and the page is written all the same.
+A check that cannot run (coherence without a model; every check of a plain summary not written)
+is not reported: Dagster shows it as not run, and the asset's `skipped_checks` metadata says why.
 
 The judges are part of a writer's code version, since the grades are kept on its output: another
 judge (prompt, model, offline bands) regrades, and a model's text then comes from the reply cache.
@@ -25,7 +27,7 @@ from numpy.typing import NDArray
 from litpipe import text
 from litpipe.agents.plain_summary import PLAIN_SUMMARY_AGENTS, plain_summary_version
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS
-from litpipe.defs.check_results import check_result, optional_step_result, optional_step_spec
+from litpipe.defs.check_results import Checked, checked, optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, markdown_metadata, outputs_preview
@@ -43,7 +45,7 @@ from litpipe.defs.versions import (
     versioned_output,
 )
 from litpipe.evaluation import checks, grading
-from litpipe.evaluation.checks import CheckOutcome, StoredChunk
+from litpipe.evaluation.checks import CheckOutcome, CheckSkipped, StoredChunk
 from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.report import collection as collection_report
 from litpipe.report import graphs as report_graphs
@@ -125,6 +127,7 @@ PLAIN_STEP = ModelStep(
 def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     @SYNTHESIS_STEP.asset(
         settings,
+        checks_may_skip=True,
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("synthesis", settings),
@@ -169,6 +172,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
     @PLAIN_STEP.asset(
         settings,
+        checks_may_skip=True,
         partitions_def=collections,
         group_name="synthesis",
         check_specs=_check_specs("plain_summary", settings),
@@ -273,25 +277,21 @@ def _written_and_checked(
     lancedb: LanceDBResource,
     llm: LLMResource,
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
-    """A writer's step: the text written and graded, then its checks."""
+    """A writer's step: the text written and graded, then its checks (those that could not
+    run named in the output's metadata, not reported)."""
     answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     titles = _titles(artifacts, analysis.papers)
     passages = given_passages(answers, comparative)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
     # The passages are stored chunks, whose vectors LanceDB holds: only sentences are encoded.
-    encoder = embedder.cached(
-        known=_chunk_vectors(lancedb, embedder, analysis.collection, list(passages))
-    )
+    encoder = embedder.cached(known=_chunk_vectors(lancedb, embedder, list(passages)))
     with model_step.run(context, llm) as step:
         judge = step.client(GRADING_AGENTS)
         written = write(titles, answers, step)
         if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
-            yield _output(step, written, analysis, titles, {})
-            # Each of its checks is reported (Dagster requires it), as not applying.
-            skipped = CheckOutcome(passed=True, description=f"skipped: {written.not_run.line()}")
-            yield from _check_results(
-                asset, dict.fromkeys(_check_names(asset), skipped), step.settings
-            )
+            skipped = CheckSkipped(reason=written.not_run.line())
+            not_run = _checked(asset, dict.fromkeys(_check_names(asset), skipped), step.settings)
+            yield _output(step, written, analysis, titles, not_run.metadata())
             yield optional_step_result(asset, written.not_run.step, [written.not_run])
             return
         grades, graded = grading.graded_checks(
@@ -305,7 +305,7 @@ def _written_and_checked(
             title=written.title,
         )
     written = written.model_copy(update={"grades": grades})
-    outcomes = {
+    outcomes: dict[str, CheckOutcome | CheckSkipped] = {
         "coverage": checks.coverage(written),
         "citation_validity": checks.citation_validity(written, _stored(lancedb, embedder, written)),
         **graded,
@@ -316,8 +316,9 @@ def _written_and_checked(
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
-    yield _output(step, written, analysis, titles, plots)
-    yield from _check_results(asset, outcomes, step.settings)
+    results = _checked(asset, outcomes, step.settings)
+    yield _output(step, written, analysis, titles, {**plots, **results.metadata()})
+    yield from results.results
     if asset == "plain_summary":
         yield optional_step_result(asset, "plain_summary", [])
 
@@ -327,7 +328,7 @@ def _output(
     written: Synthesis,
     analysis: RelationshipAnalysis,
     titles: Mapping[str, str],
-    plots: Mapping[str, dg.MetadataValue],
+    more: Mapping[str, dg.MetadataValue],
 ) -> dg.Output[Synthesis]:
     notice = notices.markdown_lines(notices.synthesis_notice(written, analysis))
     return step.output(
@@ -343,7 +344,7 @@ def _output(
             ),
             # The UI names papers by id: the table says which paper each id is.
             "paper_titles": markdown_metadata(_titles_table(written.papers, titles)),
-            **plots,
+            **more,
         },
     )
 
@@ -364,16 +365,15 @@ def _titles(artifacts: ArtifactsResource, papers: list[str]) -> dict[str, str]:
 
 
 def _chunk_vectors(
-    lancedb: LanceDBResource, embedder: EmbedderResource, collection: str, chunk_ids: list[str]
+    lancedb: LanceDBResource, embedder: EmbedderResource, chunk_ids: list[str]
 ) -> dict[str, NDArray[np.float32]]:
     """The stored vectors of the chunks `chunk_ids`, by their text (read a slice at a time: a
     filter naming thousands of ids at once is slow to plan)."""
     store, embedder_id = lancedb.store(), embedder.embedder().embedder_id
     vectors: dict[str, NDArray[np.float32]] = {}
     for start in range(0, len(chunk_ids), _CHUNK_IDS_PER_READ):
-        rows = store.collection_rows(
+        rows = store.chunk_rows(
             embedder_id,
-            collection,
             ["text", "vector"],
             chunk_ids=chunk_ids[start : start + _CHUNK_IDS_PER_READ],
         )
@@ -387,18 +387,18 @@ def _chunk_vectors(
 def _stored(
     lancedb: LanceDBResource, embedder: EmbedderResource, written: Synthesis
 ) -> dict[str, StoredChunk]:
-    """The stored chunks of the cited papers, as the citation check compares them."""
-    rows = lancedb.store().collection_rows(
+    """The stored chunks of the cited papers of the collection, as the citation check compares
+    them (a cited paper the collection does not hold has none)."""
+    cited = {citation.paper_id for citation in written.citations}
+    rows = lancedb.store().chunk_rows(
         embedder.embedder().embedder_id,
-        written.collection,
         ["chunk_id", "paper_id", "page_start", "page_end"],
-        paper_ids=sorted({citation.paper_id for citation in written.citations}),
+        paper_ids=sorted(cited.intersection(written.papers)),
     )
     return checks.stored_chunks(rows.to_pylist())
 
 
-def _check_results(
-    asset: str, outcomes: Mapping[str, CheckOutcome], settings: Settings
-) -> Iterator[dg.AssetCheckResult]:
-    for name, outcome in outcomes.items():
-        yield check_result(asset, name, outcome, _blocking(name, settings))
+def _checked(
+    asset: str, outcomes: Mapping[str, CheckOutcome | CheckSkipped], settings: Settings
+) -> Checked:
+    return checked(asset, outcomes, lambda name: _blocking(name, settings))
