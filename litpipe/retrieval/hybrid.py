@@ -78,10 +78,12 @@ class HybridRetriever:
         listing = self._rows(_LISTING_COLUMNS).to_pydict()
         # Papers that are all the table holds (a home of one collection) are searched without
         # a filter naming each of them: thousands of ids cost a dense search ~2x.
-        self._papers_filter = (
-            self.papers is not None
+        self._papers_where = (
+            f"paper_id IN ({', '.join(map(_sql, self.papers))})"
+            if self.papers is not None
             and held is None
             and store.count_rows(embedder.embedder_id) != len(listing["chunk_id"])
+            else None
         )
         # A table that holds a chunk twice (written by racing processes before
         # `ChunkStore.repair`) lists it once, at its first place, with its last row's fields.
@@ -180,9 +182,7 @@ class HybridRetriever:
         if self._held is not None:
             own = paper_id if scope != "all" else None
             return self._held.nearest(query_vector, limit, own, keep_own=scope == "own")
-        conditions = []
-        if self._papers_filter:
-            conditions.append(f"paper_id IN ({', '.join(_sql(paper) for paper in self.papers)})")
+        conditions = [self._papers_where] if self._papers_where else []
         if scope == "own":
             conditions.append(f"paper_id = {_sql(_required(paper_id, scope))}")
         elif scope == "others":
