@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from litpipe.schemas import PaperArrival, PaperSource
+from litpipe.schemas import PaperArrival, PaperSource, pdf_content_sha256
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -71,6 +71,22 @@ def _sortable_arrivals(db: sqlite3.Connection) -> None:
 _MIGRATIONS = [_sortable_arrivals]
 # Below SQLite's least limit on a statement's parameters (999 before 3.32).
 _IDS_PER_QUERY = 500
+
+
+def _known_better(source: PaperSource, stored_sha256: str, stored_json: str) -> bool:
+    """Whether `source`, a PDF without a reference manager's fields (found in a folder), is the
+    file of the catalog's paper registered with them (from Zotero or BibTeX, whose content hash
+    covers them: `pdf_content_sha256`): the same paper, which the catalog knows better. It is
+    kept as it is: replaced, the paper would be built again with what its PDF's first page
+    says, then again with the library's fields at the next sync, each time one of them runs."""
+    if source.kind != "pdf" or source.fields:
+        return False
+    stored = PaperSource.model_validate_json(stored_json)
+    return (
+        stored.kind == "pdf"
+        and bool(stored.fields)
+        and pdf_content_sha256(source.content_sha256, stored.fields) == stored_sha256
+    )
 
 
 class Registration(StrEnum):
@@ -118,7 +134,9 @@ class Catalog:
         move: bool = False,
     ) -> Registration:
         """Record a paper as a member of `collection` (idempotent); a known id with new content
-        replaces the old source, and a known paper keeps its other collections unless `move`.
+        replaces the old source (but for a PDF from a folder whose file the catalog holds with
+        a reference manager's fields: `_known_better`), and a known paper keeps its other
+        collections unless `move`.
 
         `now` (timezone-aware, default: the clock) is a new paper's arrival; a known paper
         keeps its first one.
@@ -127,7 +145,8 @@ class Catalog:
             # The write lock first: the check and the write see the same catalog.
             db.execute("BEGIN IMMEDIATE")
             row = db.execute(
-                "SELECT content_sha256 FROM papers WHERE paper_id = ?", (source.paper_id,)
+                "SELECT content_sha256, source_json FROM papers WHERE paper_id = ?",
+                (source.paper_id,),
             ).fetchone()
             member = db.execute(
                 "SELECT 1 FROM memberships WHERE collection = ? AND paper_id = ?",
@@ -135,7 +154,7 @@ class Catalog:
             ).fetchone()
             if row is None:
                 outcome = Registration.NEW
-            elif row[0] != source.content_sha256:
+            elif row[0] != source.content_sha256 and not _known_better(source, row[0], row[1]):
                 outcome = Registration.CHANGED
             elif member is None:
                 outcome = Registration.JOINED

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -15,6 +17,16 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pdf_content_sha256(file_digest: str, fields: Mapping[str, str]) -> str:
+    """A PDF's `PaperSource.content_sha256`: its bytes' hash (`file_digest`) alone, or with
+    what a reference manager says of it (`fields`: title, authors, ...), so that an edit of
+    those in the manager is a change of the paper, whose `paper_document` carries them. A plain
+    PDF's is its bytes' hash, as it always was."""
+    if not fields:
+        return file_digest
+    return sha256_text(json.dumps({"file": file_digest, "fields": dict(fields)}, sort_keys=True))
 
 
 class PaperSource(BaseModel):
@@ -25,7 +37,10 @@ class PaperSource(BaseModel):
     path: str = Field(description="The PDF, or the table the row came from.")
     row_number: int | None = Field(default=None, description="1-based data row in the table.")
     external_id: str | None = Field(default=None, description="The table's own id for the row.")
-    content_sha256: str = Field(description="Of the file's bytes, or of the row's fields.")
+    content_sha256: str = Field(
+        description="Of the file's bytes (with a reference manager's fields, "
+        "`pdf_content_sha256`), or of the row's fields."
+    )
     size_bytes: int = 0
     fields: dict[str, str] = Field(
         default_factory=dict,

@@ -38,6 +38,7 @@ from litpipe.defs.resources import (
 from litpipe.defs.schedules import nightly_digest_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.defs.versions import embedder_version
+from litpipe.defs.zotero_sync import build_zotero_sync_sensor
 from litpipe.settings import Settings
 
 
@@ -82,7 +83,11 @@ def build_definitions(
             evaluation_job,
         ],
         schedules=[nightly_digest_schedule],
-        sensors=[build_new_papers_sensor(settings)],
+        sensors=[
+            build_new_papers_sensor(settings),
+            # Only where a Zotero library is named (zotero.data_dir).
+            *([build_zotero_sync_sensor(settings)] if settings.zotero.data_dir else []),
+        ],
         resources={
             "io_manager": PydanticJSONIOManager(
                 base_dir=str(settings.artifacts_dir), embedder_id=embedder_version(settings)

@@ -1,11 +1,12 @@
 """The new-paper sensor: files dropped under a corpus root become partitions and runs."""
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
 
-from litpipe.catalog import Registration
+from litpipe.catalog import Catalog, Registration
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
@@ -44,6 +45,48 @@ def unbuilt(
 _SAME_CONTENT = (Registration.UNCHANGED, Registration.JOINED)
 
 
+def register_sources(
+    catalog: Catalog, sources: Iterable[PaperSource], collection: str
+) -> list[tuple[PaperSource, Registration]]:
+    """Each source registered into `collection`, with the source the catalog holds for its
+    paper now: the one given, or, where the registration changed nothing of the paper, the
+    catalog's own (the same file known better from a reference manager keeps its content,
+    which is what `unbuilt` compares with what was built)."""
+    registered: list[tuple[PaperSource, Registration]] = []
+    for source in sources:
+        registration = catalog.register(source, collection)
+        if registration in _SAME_CONTENT:
+            source = catalog.source(source.paper_id)
+        registered.append((source, registration))
+    return registered
+
+
+def registered_result(
+    instance: dg.DagsterInstance,
+    registered: list[tuple[PaperSource, Registration]],
+    registered_collections: set[str],
+    cursor: str,
+) -> dg.SensorResult:
+    """A tick's result: a `paper_pipeline` run for each paper `unbuilt` finds among those it
+    registered, keyed by its content (a paper found twice, by two sensors or two ticks, runs
+    once), its partition and those of the collections it registered papers into added."""
+    to_build = unbuilt(instance, registered)
+    return dg.SensorResult(
+        run_requests=[
+            dg.RunRequest(
+                partition_key=source.paper_id,
+                run_key=f"{source.paper_id}:{source.content_sha256[:16]}",
+            )
+            for source in to_build
+        ],
+        dynamic_partitions_requests=[
+            papers.build_add_request(sorted({source.paper_id for source in to_build})),
+            collections.build_add_request(sorted(registered_collections)),
+        ],
+        cursor=cursor,
+    )
+
+
 def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
     @dg.sensor(
         job=paper_pipeline,
@@ -72,27 +115,14 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
             discovery = discover_file(path, collection)
             for failure in discovery.failed:
                 context.log.warning(f"{failure.file} row {failure.row}: {failure.reason}")
-            for source in discovery.sources:
-                registered.append((source, papers_catalog.register(source, collection)))
+            registered += register_sources(papers_catalog, discovery.sources, collection)
+            if discovery.sources:
                 batch_collections.add(collection)
-        to_build = unbuilt(context.instance, registered)
-        run_requests = [
-            dg.RunRequest(
-                partition_key=source.paper_id,
-                run_key=f"{source.paper_id}:{source.content_sha256[:16]}",
-            )
-            for source in to_build
-        ]
         handled.update((str(path), fingerprint) for path, _, fingerprint in batch)
         if len(pending) > len(batch):
             context.log.info(f"{len(pending) - len(batch)} more files wait for the next tick")
-        return dg.SensorResult(
-            run_requests=run_requests,
-            dynamic_partitions_requests=[
-                papers.build_add_request(sorted({source.paper_id for source in to_build})),
-                collections.build_add_request(sorted(batch_collections)),
-            ],
-            cursor=json.dumps(handled),
+        return registered_result(
+            context.instance, registered, batch_collections, json.dumps(handled)
         )
 
     return new_papers_sensor

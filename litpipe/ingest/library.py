@@ -3,10 +3,11 @@
 
 An entry with a PDF is that PDF, carrying the manager's title, authors, year, venue, DOI and
 abstract in `PaperSource.fields` (they win over what the PDF's first page yields when it is
-parsed). An entry without one enters by its title and abstract, as a row of an abstract table
-does. An entry whose PDF is gone enters by its abstract when it has one, else fails alone with
-one line naming it and the missing file; an entry with neither a PDF nor an abstract is left
-aside, counted in a note.
+parsed), and hashed with its bytes into its `content_sha256`: an edit of the title in the
+manager is a change of the paper, as an edit of its file is. An entry without one enters by its
+title and abstract, as a row of an abstract table does. An entry whose PDF is gone enters by
+its abstract when it has one, else fails alone with one line naming it and the missing file; an
+entry with neither a PDF nor an abstract is left aside, counted in a note.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from litpipe.ingest.ids import doi_paper_id, file_sha256, pdf_paper_id, slug, table_paper_id
 from litpipe.ingest.sources import Discovery
 from litpipe.ingest.tables import AUTHOR_SEPARATOR, normalized_doi, publication_year
-from litpipe.schemas import FailedPaper, PaperSource, sha256_text
+from litpipe.schemas import FailedPaper, PaperSource, pdf_content_sha256, sha256_text
 
 # Entries named in a note before the rest are counted.
 NAMED_IN_NOTE = 5
@@ -59,15 +60,36 @@ class LibraryEntry:
         }
         return {name: value for name, value in known.items() if value}
 
+    def fingerprint(self) -> str:
+        """What changes when the entry's paper may have: its fields and each of its PDFs'
+        size and mtime (or absence), without reading a PDF; a sync compares it with the last
+        one it saw, and hashes only the entries whose fingerprint changed."""
+        files = []
+        for path in self.pdfs:
+            try:
+                stat = path.stat()
+            except OSError:
+                files.append([str(path), None])
+            else:
+                files.append([str(path), f"{stat.st_size}:{stat.st_mtime_ns}"])
+        seen = {"fields": self.fields(), "pdfs": files, "problem": self.problem}
+        return sha256_text(json.dumps(seen, sort_keys=True, ensure_ascii=False))[:16]
+
 
 def library_discovery(
-    entries: Iterable[LibraryEntry], collection: str, origin: Path, what: str
+    entries: Iterable[LibraryEntry],
+    collection: str,
+    origin: Path,
+    what: str,
+    *,
+    allow_empty: bool = False,
 ) -> Discovery:
     """The papers of a reference manager's entries in `collection`; `origin` is the database
     or `.bib` file (what an entry without a PDF comes from), `what` how its entries are called
     (`item`, `entry`).
 
-    Raises ValueError, with a one-line reason, when no entry has a PDF or an abstract.
+    Raises ValueError, with a one-line reason, when no entry has a PDF or an abstract, unless
+    `allow_empty` (a sync's batch of entries, which may hold none).
     """
     sources: dict[str, PaperSource] = {}
     named: dict[str, str] = {}
@@ -107,7 +129,7 @@ def library_discovery(
             f"{len(aside)} {what}{'s' if len(aside) > 1 else ''} without a PDF or an abstract "
             f"left aside: {shown}{more}"
         )
-    if not sources and not failed:
+    if not sources and not failed and not allow_empty:
         raise ValueError(f"{origin}: no {what} has a PDF or an abstract to run on")
     return Discovery(
         collection=collection, sources=list(sources.values()), failed=failed, notes=notes
@@ -119,14 +141,16 @@ def _doi_id(fields: dict[str, str]) -> str | None:
 
 
 def _pdf_source(pdf: Path, key: str, fields: dict[str, str]) -> PaperSource:
-    """The PDF, named by the manager's DOI when it knows one (else as any PDF is), its bytes
-    hashed as any PDF's are (a changed file is caught before it is parsed)."""
+    """The PDF, named by the manager's DOI when it knows one (else as any PDF is), its content
+    the hash of its bytes and of the manager's fields (`pdf_content_sha256`): an edit of the
+    title in the manager is a changed paper, as a changed file is (caught before it is
+    parsed)."""
     return PaperSource(
         paper_id=_doi_id(fields) or pdf_paper_id(pdf),
         kind="pdf",
         path=str(pdf.resolve()),
         external_id=key,
-        content_sha256=file_sha256(pdf),
+        content_sha256=pdf_content_sha256(file_sha256(pdf), fields),
         size_bytes=pdf.stat().st_size,
         fields=fields,
     )

@@ -79,6 +79,25 @@ class _Item:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ZoteroListing:
+    """The items of a Zotero library (or of one of its collections), listed without reading
+    or hashing a PDF."""
+
+    # The litpipe collection its papers go to.
+    collection: str
+    # The library's zotero.sqlite: what an item without a PDF comes from.
+    database: Path
+    entries: list[LibraryEntry]
+
+    def discovery(self, entries: list[LibraryEntry] | None = None) -> Discovery:
+        """The papers of its entries (or of some of them: a sync's batch, which may have none
+        to run on), their PDFs hashed."""
+        if entries is None:
+            return library_discovery(self.entries, self.collection, self.database, "item")
+        return library_discovery(entries, self.collection, self.database, "item", allow_empty=True)
+
+
 def discover_zotero(
     data_dir: Path, collection: str | None = None, zotero_collection: str | None = None
 ) -> Discovery:
@@ -89,6 +108,18 @@ def discover_zotero(
     Raises ValueError, with a one-line reason, for a library there is nothing to run on: no
     such folder, no database in it, a database that cannot be read, no such collection, no
     item with a PDF or an abstract.
+    """
+    return list_zotero(data_dir, collection, zotero_collection).discovery()
+
+
+def list_zotero(
+    data_dir: Path, collection: str | None = None, zotero_collection: str | None = None
+) -> ZoteroListing:
+    """The items `discover_zotero` makes papers of, listed from the database alone (a file's
+    size and mtime are all a sync reads of it before it hashes the items that changed).
+
+    Raises ValueError, with a one-line reason, for a library that cannot be read: no such
+    folder, no database in it, a database that cannot be read, no such collection.
     """
     data_dir = data_dir.expanduser()
     if not data_dir.is_dir():
@@ -110,7 +141,7 @@ def discover_zotero(
         reason = " ".join(str(error).split()) or type(error).__name__
         raise ValueError(f"{database}: cannot read the Zotero database: {reason}") from error
     chosen = slug(collection) if collection else slug(name) if name else LIBRARY_COLLECTION
-    return library_discovery((_entry(item) for item in items), chosen, database, "item")
+    return ZoteroListing(chosen, database, [_entry(item) for item in items])
 
 
 @contextmanager

@@ -15,7 +15,13 @@ from litpipe.defs.resources import (
 from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
 from litpipe.ingest import chunking, pdf, structured_abstracts, tables
 from litpipe.ingest.ids import file_sha256
-from litpipe.schemas import IngestError, PaperChunks, PaperDocument, PaperSource
+from litpipe.schemas import (
+    IngestError,
+    PaperChunks,
+    PaperDocument,
+    PaperSource,
+    pdf_content_sha256,
+)
 from litpipe.settings import Settings
 from litpipe.workflows.ingest import chunk_paper, read_document
 
@@ -145,7 +151,10 @@ def _check_file_unchanged(source: PaperSource) -> PaperSource:
             description=f"{path}: file not found (moved or deleted since it was registered)",
             allow_retries=False,
         )
-    if file_sha256(path) != source.content_sha256:
+    # A reference manager's PDF hashes its fields with its bytes (`pdf_content_sha256`); one
+    # registered before they were hashed together has its bytes' hash alone.
+    digest = file_sha256(path)
+    if source.content_sha256 not in (digest, pdf_content_sha256(digest, source.fields)):
         raise dg.Failure(
             description=f"{path}: file changed since it was registered; "
             "run `litpipe run` on its folder again to register the new version",
