@@ -3,39 +3,17 @@ read back by later stages, the CLI and people."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel
 
-from litpipe.files import write_atomically
+from litpipe.files import UnsafeKeyError, checked_key, write_atomically
 
 Model = TypeVar("Model", bound=BaseModel)
 
 UNPARTITIONED = "__all__"
-
-# A partition key becomes a file or folder name under the home: only the characters of
-# `litpipe.ingest.ids.slug`, starting with a letter or digit (so never `.`, `..` or a hidden
-# name), short enough for a file name with its suffixes. Every id litpipe makes (slugs, hashes,
-# days) is one; a key added from outside (the UI, GraphQL) may not be. Here, not in `ids`, so
-# that settings can check a collection without importing the PDF reader.
-_SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-
-
-class UnsafeKeyError(ValueError):
-    """A partition key that could name a path outside the home."""
-
-
-def checked_key(key: str, kind: str = "partition key") -> str:
-    """`key` itself when it is safe as a file name under the home; else `UnsafeKeyError`."""
-    if not _SAFE_KEY.fullmatch(key):
-        raise UnsafeKeyError(
-            f"{kind} {key!r} is not a litpipe id (letters, digits, '.', '_' and '-', starting "
-            "with a letter or digit, at most 200 characters): refusing to build a path from it"
-        )
-    return key
 
 
 class ArtifactStore:

@@ -981,11 +981,9 @@ def related_work_command(
 ) -> int:
     """Checks the request, stores it, materializes its `related_work` partition unless that is
     fresh already, and prints the Markdown (stdout) and what was done (stderr)."""
+    from litpipe.report.related_work import HTML_FILE, JSON_FILE, MARKDOWN_FILE
     from litpipe.runtime.evaluations import step_failure
     from litpipe.workflows.related_work import (
-        HTML_FILE,
-        JSON_FILE,
-        MARKDOWN_FILE,
         RelatedWorkInputError,
         check_request,
         load_references,

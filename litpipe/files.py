@@ -1,4 +1,4 @@
-"""Atomic file writes and exclusive locks between processes.
+"""Atomic file writes, exclusive locks between processes, and names safe as file names.
 
 Atomic file writes: a reader (another process, a browser refreshing a page) sees the old file
 or the new one, never half of one, and a write that fails or is killed leaves the old file.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -75,3 +76,25 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# A partition key becomes a file or folder name under the home: only the characters of
+# `litpipe.ingest.ids.slug`, starting with a letter or digit (so never `.`, `..` or a hidden
+# name), short enough for a file name with its suffixes. Every id litpipe makes (slugs, hashes,
+# days) is one; a key added from outside (the UI, GraphQL) may not be. Here, not in `ids`, so
+# that settings can check a collection without importing the PDF reader.
+_SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+class UnsafeKeyError(ValueError):
+    """A partition key that could name a path outside the home."""
+
+
+def checked_key(key: str, kind: str = "partition key") -> str:
+    """`key` itself when it is safe as a file name under the home; else `UnsafeKeyError`."""
+    if not _SAFE_KEY.fullmatch(key):
+        raise UnsafeKeyError(
+            f"{kind} {key!r} is not a litpipe id (letters, digits, '.', '_' and '-', starting "
+            "with a letter or digit, at most 200 characters): refusing to build a path from it"
+        )
+    return key

@@ -29,7 +29,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from litpipe.artifacts import checked_key
+from litpipe.files import checked_key
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 OFFLINE = "offline"

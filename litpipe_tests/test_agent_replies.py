@@ -65,7 +65,7 @@ from litpipe.schemas import (
 from litpipe.settings import AgentRoute, Route, Settings
 from litpipe.workflows.query_summary import summarize_for_query
 from litpipe.workflows.related_work import (
-    AbstractIndex,
+    abstract_index,
     generated_queries,
     score_references,
     write_section,
@@ -422,7 +422,7 @@ def _search_queries(
     idea = "Learning from few examples."
     queries = generated_queries(idea, s, p, client)
     references = [r.reference for r in _references(c)]
-    return AbstractIndex(references, FakeEmbedder(), s).search(idea, 3, 4, queries)
+    return abstract_index(references, FakeEmbedder(), s).search(idea, 3, 4, queries)
 
 
 def _related_work_plan(

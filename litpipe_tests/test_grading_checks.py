@@ -18,12 +18,12 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.evaluation import grading
+from litpipe.report.related_work import HTML_FILE, JSON_FILE
 from litpipe.retrieval.embedder import Embedder
 from litpipe.runtime.runner import open_instance
 from litpipe.schemas import OutputGrades, QuerySummary, RelatedWork, SentenceGrade
 from litpipe.settings import Settings
 from litpipe.workflows.query_summary import request_for
-from litpipe.workflows.related_work import HTML_FILE, JSON_FILE
 from litpipe_tests import test_ask
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_llm import StubLLM

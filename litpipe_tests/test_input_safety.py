@@ -14,19 +14,20 @@ import pytest
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from litpipe.artifacts import ArtifactStore, UnsafeKeyError
+from litpipe.artifacts import ArtifactStore
 from litpipe.cli import main
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource
+from litpipe.files import UnsafeKeyError
 from litpipe.ingest.pdf import PdfLimits, parse_pdf
 from litpipe.report.collection import synthesis_markdown
 from litpipe.report.digest import digest_markdown
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.query_summary import render_markdown as query_summary_markdown
+from litpipe.report.related_work import render_markdown as related_work_markdown
 from litpipe.schemas import IngestError
 from litpipe.settings import Settings
-from litpipe.workflows.related_work import render_markdown as related_work_markdown
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_digest import hand_made_digest
 from litpipe_tests.test_query_summary import offline

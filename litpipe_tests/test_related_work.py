@@ -29,19 +29,17 @@ from litpipe.agents.related_work import (
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
+from litpipe.report.related_work import JSON_FILE, MARKDOWN_FILE, render_markdown
 from litpipe.retrieval.centrality import pagerank
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.schemas import DebateVerdict, RelatedWork, ScoredReference
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import (
-    JSON_FILE,
-    MARKDOWN_FILE,
-    AbstractIndex,
     RelatedWorkInputError,
+    abstract_index,
     generate_related_work,
     load_references,
     make_request,
-    render_markdown,
     run_related_work,
     score_references,
 )
@@ -259,7 +257,7 @@ def test_retrieval_fuses_bm25_and_dense_and_keeps_distinct_references(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     table = load_references(DEMO)
-    index = AbstractIndex(table.references, fake_embedder, Settings(home=tmp_path))
+    index = abstract_index(table.references, fake_embedder, Settings(home=tmp_path))
     found = index.search("posterior collapse in variational autoencoders", 10, 100)
     assert [f.retrieval_rank for f in found] == list(range(1, 11))
     assert len({f.reference.id for f in found}) == 10
@@ -844,7 +842,7 @@ def test_a_writer_prompt_over_its_context_is_refused_before_the_writer_is_called
 
 def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> None:
     references = load_references(DEMO).references[:24]
-    index = AbstractIndex(references, FakeEmbedder(), Settings(home=tmp_path))
+    index = abstract_index(references, FakeEmbedder(), Settings(home=tmp_path))
     candidates = index.search(IDEA, 24, 100)
     latency, bound = 0.05, 3
     with StubLLM(latency_s=latency) as stub:

@@ -14,11 +14,11 @@ from litpipe.cli import main
 from litpipe.defs.assets.related_work import StoredRelatedWorkRequest
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import related_work_requests
+from litpipe.report.related_work import JSON_FILE, MARKDOWN_FILE
 from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance, phases
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
-from litpipe.workflows.related_work import JSON_FILE, MARKDOWN_FILE
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_related_work import (
     DEBATE_REQUEST,

@@ -22,7 +22,7 @@ from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import (
-    AbstractIndex,
+    abstract_index,
     load_references,
     make_request,
     run_related_work,
@@ -71,7 +71,9 @@ def test_blank_repeated_and_surplus_queries_are_not_searched() -> None:
 
 @pytest.mark.slow
 def test_each_aspect_searched_and_fused_keeps_off_topic_abstracts_out(tmp_path: Path) -> None:
-    index = AbstractIndex(load_references(FULL).references, FakeEmbedder(), Settings(home=tmp_path))
+    index = abstract_index(
+        load_references(FULL).references, FakeEmbedder(), Settings(home=tmp_path)
+    )
     alone = [f.reference.title for f in index.search(IDEA, 10, 100)]
     fused = [f.reference.title for f in index.search(IDEA, 10, 100, ASPECTS)]
     off_topic = ("ElimiNet", "Preferences Implicit in the State of the World")

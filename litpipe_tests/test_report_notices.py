@@ -23,6 +23,8 @@ from litpipe.report.query_summary import (
     render_text,
     with_offline_notice,
 )
+from litpipe.report.related_work import render_html as related_work_html
+from litpipe.report.related_work import render_markdown as related_work_markdown
 from litpipe.schemas import (
     DebateVerdict,
     Digest,
@@ -32,8 +34,6 @@ from litpipe.schemas import (
     RelatedWorkRequest,
     ScoredReference,
 )
-from litpipe.workflows.related_work import render_html as related_work_html
-from litpipe.workflows.related_work import render_markdown as related_work_markdown
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.test_digest import hand_made_digest
 from litpipe_tests.test_query_summary import offline as offline_query_summary

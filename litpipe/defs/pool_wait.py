@@ -23,6 +23,9 @@ import time
 from collections.abc import Iterable
 
 import dagster as dg
+
+# Private to Dagster (1.13.27): no public hook chooses an executor's concurrency context (it is
+# a name in each executor's module) or reads the interrupt Dagster captured for its steps.
 from dagster._core.execution.plan import instance_concurrency_context as dagster_context
 from dagster._core.executor import in_process, multiprocess
 from dagster._core.executor.step_delegating import step_delegating_executor

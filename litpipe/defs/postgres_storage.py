@@ -21,6 +21,9 @@ from typing import Any
 
 import sqlalchemy as db
 import sqlalchemy.pool as db_pool
+
+# Private to Dagster (1.13.27): a storage subclass overrides the pool-claim method, whose status
+# type and config data Dagster does not export (no public API extends a storage).
 from dagster._core.storage.event_log.base import ConcurrencyClaimStatus
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.event_log import PostgresEventLogStorage

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import dagster as dg
 
-from litpipe.artifacts import ArtifactStore, checked_key
+from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.versions import embedder_version
+from litpipe.files import checked_key
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder

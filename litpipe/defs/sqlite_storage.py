@@ -21,6 +21,10 @@ import os
 from collections.abc import Sequence
 
 from dagster import DagsterInvariantViolationError
+
+# Private to Dagster (1.13.27): an event log storage is a subclass of its SQLite storage, built
+# from its config data; Dagster has no public API to extend a storage (its docs name these
+# classes in dagster.yaml, but export neither them nor their event types).
 from dagster._core.events import ASSET_EVENTS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log import SqliteEventLogStorage

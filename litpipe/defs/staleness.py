@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import dagster as dg
 
 if TYPE_CHECKING:
-    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
+    # Private to Dagster (1.13.27), named for types only: `Definitions.resolve_asset_graph()`
+    # returns it, and Dagster exports no public type for it.
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 # The root of a paper's assets: its data version, the first 16 hex digits of the content's

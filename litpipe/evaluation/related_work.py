@@ -45,7 +45,8 @@ from litpipe.schemas import Reference, RelatedWork
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    from litpipe.workflows.related_work import AbstractEncoder, AbstractIndex, ReferenceTable
+    from litpipe.retrieval.abstract_index import AbstractEncoder, AbstractIndex
+    from litpipe.workflows.related_work import ReferenceTable
 
 # The writer given the example's cited references, and given the top-k it ranked from the pool.
 GIVEN = "litpipe"
@@ -190,8 +191,8 @@ def evaluate_related_work(
     from litpipe.agents.related_work import RelatedWorkAgent
     from litpipe.workflows.related_work import (
         VECTORS_DIR,
-        AbstractIndex,
         ReferenceTable,
+        abstract_index,
         load_embedder,
     )
 
@@ -202,7 +203,7 @@ def evaluate_related_work(
     embedder = load_embedder(settings)
     references, cited = candidate_pool(examples)
     pool = ReferenceTable(path=Path("candidate-pool"), references=references)
-    index = AbstractIndex(references, embedder, settings, vectors_dir=settings.home / VECTORS_DIR)
+    index = abstract_index(references, embedder, settings, vectors_dir=settings.home / VECTORS_DIR)
     results = []
     for example, example_cited in zip(examples, cited, strict=True):
         budget = count_words(without_citations(example.gold_related_work))

@@ -225,11 +225,11 @@ def ranked_evidence(
     query: str, snippets: Sequence[Snippet], embedder: Any, settings: Settings
 ) -> list[RetrievedChunk]:
     """The snippets ranked for the question by hybrid retrieval, as passages to cite."""
-    from litpipe.workflows.related_work import AbstractIndex
+    from litpipe.workflows.related_work import abstract_index
 
     by_id = {f"{s.paper_id}:{s.number}": s for s in snippets}
     references = [Reference(id=key, title=s.title, abstract=s.text) for key, s in by_id.items()]
-    index = AbstractIndex(references, embedder, settings)
+    index = abstract_index(references, embedder, settings)
     found = index.search(query, len(references), len(references))
     evidence = []
     for result in found:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from litpipe.artifacts import checked_key
-from litpipe.files import write_atomically
+from litpipe.files import checked_key, write_atomically
 from litpipe.report import notices
 from litpipe.report.convergence import render_markdown as convergence_table
 from litpipe.report.markdown import safe_markdown

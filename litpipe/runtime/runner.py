@@ -49,7 +49,8 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    # Internal to Dagster: only named here, for the types of `resolve_asset_graph()`.
+    # Private to Dagster (1.13.27), named for types only: `Definitions.resolve_asset_graph()`
+    # returns it, and Dagster exports no public type for it.
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 

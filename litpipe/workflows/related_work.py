@@ -4,13 +4,14 @@
     request = make_request("We propose ...", settings, top_k=5)
     prompts = PromptLibrary(settings.llm.prompts_dir)
     related = run_related_work(table, request, settings, prompts, None)
-    Path("related_work.md").write_text(render_markdown(related))
+    write_related_work(related, Path("out"))  # litpipe.report.related_work
 
 1. The reference table (CSV or JSONL with `id`, `title`, `abstract`, read as the ingest reads
    abstract tables): a bad row is left out with its reason; a table that cannot be read or lacks
    a column, a top-k larger than the table or an idea longer than the writer's context is
    refused before anything runs (`RelatedWorkInputError`).
-2. Hybrid retrieval over the abstracts, in memory (a few hundred abstracts need no store): BM25
+2. Hybrid retrieval over the abstracts, in memory (a few hundred abstracts need no store;
+   `litpipe.retrieval.abstract_index`): BM25
    over title and abstract, dense search with the configured embedder (an abstract longer than
    the embedder's window is split into windows and scored by its best, as the BEIR evaluation
    scores documents by their best chunk), Reciprocal Rank Fusion, for the idea and for each
@@ -27,18 +28,13 @@
 
 from __future__ import annotations
 
-import html
 import inspect
 import logging
 import re
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import BaseModel, Field, ValidationError
 
 from litpipe.agents.base import (
@@ -75,22 +71,18 @@ from litpipe.agents.related_work_plan import (
     plan_text,
 )
 from litpipe.agents.search_queries import SearchQueriesAgent, SearchQueriesInput, usable_queries
-from litpipe.files import replacing, write_atomically
 from litpipe.hashing import digest
 from litpipe.ingest import structured_abstracts
-from litpipe.ingest.chunking import TokenCounter, chunk_document
 from litpipe.ingest.tables import read_table
 from litpipe.llm.errors import ContextOverflowError, ReplyValidationError, one_line
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
-from litpipe.report.markdown import safe_markdown
-from litpipe.report.page import GRADE_CSS, PAGE_CSS, SentenceMarks, standalone_page
-from litpipe.retrieval.bm25 import BM25Index
-from litpipe.retrieval.fusion import reciprocal_rank_fusion
-from litpipe.retrieval.hybrid import bm25_text, diversify_fused, fuse
+from litpipe.report import related_work as related_work_files
+from litpipe.report.related_work import write_related_work
+from litpipe.retrieval import abstract_index as abstract_index_module
+from litpipe.retrieval.abstract_index import AbstractEncoder, AbstractIndex
 from litpipe.schemas import (
     DebateVerdict,
-    PaperDocument,
     Reference,
     RelatedWork,
     RelatedWorkRequest,
@@ -98,15 +90,12 @@ from litpipe.schemas import (
     ScoredReference,
 )
 from litpipe.settings import Settings
-from litpipe.text import BRACKETED, estimate_tokens, markdown_blocks
+from litpipe.text import estimate_tokens
 
 log = logging.getLogger(__name__)
 
 # What `read_table` names the rows' papers: only its ids' uniqueness matters here.
 _TABLE_COLLECTION = "related-work"
-MARKDOWN_FILE = "related_work.md"
-JSON_FILE = "related_work.json"
-HTML_FILE = "related_work.html"
 # Under LITPIPE_HOME: the abstracts' vectors, per table and embedder.
 VECTORS_DIR = Path("related_work") / "vectors"
 # A Markdown heading line: a section has none (the document around it has its own).
@@ -115,22 +104,6 @@ _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
 
 class RelatedWorkInputError(ValueError):
     """A request that cannot be served as given; the message says what to change."""
-
-
-class AbstractEncoder(Protocol):
-    """What the in-memory search needs of an embedder (`Embedder` is one): vectors, and the
-    tokenizer and window that size the text it sees whole."""
-
-    @property
-    def embedder_id(self) -> str: ...
-
-    @property
-    def max_chunk_tokens(self) -> int: ...
-
-    @property
-    def tokenizer(self) -> TokenCounter: ...
-
-    def encode(self, texts: list[str]) -> NDArray[np.float32]: ...
 
 
 @dataclass
@@ -246,126 +219,6 @@ def check_writer_context(
         )
 
 
-def _encoded(
-    texts: list[str], embedder: AbstractEncoder, vectors_dir: Path | None
-) -> NDArray[np.float32]:
-    """The texts' vectors, kept in `vectors_dir` under a hash of the embedder and the texts: a
-    table asked about again (another idea) is not embedded again (MiniLM on two CPU cores takes
-    some 40 s for 600 abstracts)."""
-    if vectors_dir is None:
-        return np.asarray(embedder.encode(texts), dtype=np.float32)
-    path = Path(vectors_dir) / f"{digest(embedder.embedder_id, *texts)}.npy"
-    if path.is_file():
-        stored = np.load(path)
-        if stored.shape[0] == len(texts):
-            return stored
-    vectors = np.asarray(embedder.encode(texts), dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Written aside, then renamed: another process never loads half a file.
-    with replacing(path) as handle:
-        np.save(handle, vectors)
-    return vectors
-
-
-class AbstractIndex:
-    """BM25 and dense search over a table's abstracts, fused and diversified, in memory."""
-
-    def __init__(
-        self,
-        references: list[Reference],
-        embedder: AbstractEncoder,
-        settings: Settings,
-        vectors_dir: Path | None = None,
-    ) -> None:
-        self.references = list(references)
-        self.embedder = embedder
-        self.rrf_k = settings.retrieval.rrf_k
-        self.mmr_lambda = settings.retrieval.mmr_lambda
-        ids = [reference.id for reference in self.references]
-        self.bm25 = BM25Index(ids, [bm25_text(r.title, r.abstract) for r in self.references])
-        max_tokens = min(
-            settings.ingest.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
-        )
-        windows: list[str] = []
-        starts: list[int] = []
-        for position, reference in enumerate(self.references):
-            document = PaperDocument.single_section(
-                heading="Abstract",
-                text=f"{reference.title}\n\n{reference.abstract}",
-                paper_id=f"r{position}",
-                source_path="",
-                title=reference.title,
-            )
-            chunks = chunk_document(
-                document,
-                embedder.tokenizer,
-                max_tokens,
-                settings.ingest.chunk_overlap_tokens,
-                embedder.embedder_id,
-            ).chunks
-            starts.append(len(windows))
-            windows += [chunk.text for chunk in chunks] or [document.text]
-        self._starts = np.asarray(starts, dtype=np.int64)
-        self._windows = _encoded(windows, embedder, vectors_dir)
-        # A reference's vector for MMR's redundancy: the direction of its windows together.
-        sums = np.add.reduceat(self._windows, self._starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        self._vectors = sums / np.where(norms == 0, 1.0, norms)
-        self._position = {reference_id: i for i, reference_id in enumerate(ids)}
-
-    def __len__(self) -> int:
-        return len(self.references)
-
-    def _reference_vectors(self, reference_ids: list[str]) -> np.ndarray:
-        return self._vectors[[self._position[i] for i in reference_ids]]
-
-    def _fused(
-        self, query: str, query_vector: NDArray[np.float32], candidates: int
-    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], list[tuple[str, float]]]:
-        """The BM25 and dense rankings of one query, and their RRF fusion, `candidates` each."""
-        bm25 = self.bm25.search(query, candidates)
-        # A reference scores as its best window.
-        scores = np.maximum.reduceat(self._windows @ query_vector, self._starts)
-        dense_order = np.argsort(-scores, kind="stable")[:candidates]
-        dense = [(self.references[i].id, float(scores[i])) for i in dense_order]
-        return bm25, dense, fuse(bm25, dense, candidates, self.rrf_k)
-
-    def search(
-        self, idea: str, limit: int, candidates: int, queries: Sequence[str] = ()
-    ) -> list[RetrievedReference]:
-        """The `limit` best references for `idea`: `candidates` from each retriever, fused by
-        RRF, the fused top `candidates` diversified by MMR (as `HybridRetriever.search`).
-
-        Each of `queries` (written from the idea) is searched the same way, and the fused
-        rankings of the idea and of the queries are fused again by RRF, each counting alike;
-        MMR then weighs relevance to the idea. The BM25 and dense ranks recorded are the
-        idea's, the fused score the final one."""
-        candidates = max(candidates, limit)
-        vectors = np.asarray(self.embedder.encode([idea, *queries]), dtype=np.float32)
-        bm25, dense, fused = self._fused(idea, vectors[0], candidates)
-        if queries:
-            rankings = {"idea": [reference_id for reference_id, _ in fused]}
-            for number, (query, vector) in enumerate(zip(queries, vectors[1:], strict=True), 1):
-                rankings[f"query {number}"] = [
-                    i for i, _ in self._fused(query, vector, candidates)[2]
-                ]
-            fused = reciprocal_rank_fusion(rankings, self.rrf_k)[:candidates]
-        order = diversify_fused(vectors[0], fused, self._reference_vectors, self.mmr_lambda, limit)
-        bm25_at = {reference_id: rank for rank, (reference_id, _) in enumerate(bm25, 1)}
-        dense_at = {reference_id: rank for rank, (reference_id, _) in enumerate(dense, 1)}
-        fused_at = dict(fused)
-        return [
-            RetrievedReference(
-                reference=self.references[self._position[reference_id]],
-                retrieval_rank=rank,
-                bm25_rank=bm25_at.get(reference_id),
-                dense_rank=dense_at.get(reference_id),
-                fused_score=fused_at[reference_id],
-            )
-            for rank, reference_id in enumerate(order[:limit], 1)
-        ]
-
-
 def debate_passage(reference: Reference) -> str:
     """What the debate agent reads of a reference: its title, then its abstract."""
     return f"{reference.title}\n\n{reference.abstract}"
@@ -436,6 +289,24 @@ def sentence_plan(
 def top_references(scored: list[ScoredReference], k: int) -> list[ScoredReference]:
     """The `k` most probably relevant, best first; a tie goes to the better retrieved."""
     return sorted(scored, key=lambda s: (-s.verdict.probability, s.retrieval_rank))[:k]
+
+
+def abstract_index(
+    references: list[Reference],
+    embedder: AbstractEncoder,
+    settings: Settings,
+    vectors_dir: Path | None = None,
+) -> AbstractIndex:
+    """The in-memory search over `references`, as the settings size and fuse it."""
+    return AbstractIndex(
+        references,
+        embedder,
+        chunk_tokens=settings.ingest.chunk_tokens,
+        overlap_tokens=settings.ingest.chunk_overlap_tokens,
+        rrf_k=settings.retrieval.rrf_k,
+        mmr_lambda=settings.retrieval.mmr_lambda,
+        vectors_dir=vectors_dir,
+    )
 
 
 def load_embedder(settings: Settings) -> AbstractEncoder:
@@ -615,7 +486,7 @@ def run_related_work(
         table = load_references(Path(table))
     check_request(request, table, settings)
     if index is None:
-        index = AbstractIndex(
+        index = abstract_index(
             table.references,
             embedder if embedder is not None else load_embedder(settings),
             settings,
@@ -658,117 +529,6 @@ def run_related_work(
     )
 
 
-def render_markdown(related: RelatedWork) -> str:
-    """The offline notice when the offline engine wrote or scored it, the idea, the section,
-    and the references it cites, in order of first citation."""
-    by_id = {scored.reference.id: scored for scored in related.references}
-    references = [
-        f"- [{reference_id}] {by_id[reference_id].reference.title} "
-        f"(relevance {by_id[reference_id].verdict.probability}/100)"
-        for reference_id in related.cited_ids
-        if reference_id in by_id
-    ]
-    idea = "\n".join(f"> {line}".rstrip() for line in related.request.idea.splitlines())
-    text = "\n".join(
-        [
-            *notices.markdown_lines(notices.related_work_notice(related)),
-            "## Research idea",
-            "",
-            idea,
-            "",
-            "## Related work",
-            "",
-            related.text.strip(),
-            "",
-            f"*Written by {related.engine} from the {len(related.references)} most relevant of "
-            f"{related.table_rows} references, scored by {related.debate_engine}.*",
-            "",
-            "## References",
-            "",
-            *(references or ["(no citations)"]),
-            "",
-        ]
-    )
-    return safe_markdown(text)
-
-
-def render_html(related: RelatedWork) -> str:
-    """The standalone page: the idea, the section with each `[id]` linked to its reference and
-    each sentence its grades flag marked (the reason as its tooltip), then the references given
-    to the writer, with their abstracts (the passages the section is graded against)."""
-    anchors = {
-        scored.reference.id: f"ref-{number}"
-        for number, scored in enumerate(related.references, start=1)
-    }
-    titles = {scored.reference.id: scored.reference.title for scored in related.references}
-
-    def cite(reference_id: str) -> str:
-        label = html.escape(reference_id)
-        if reference_id not in anchors:
-            return f'<span class="unresolved" title="not a given reference">{label}</span>'
-        return (
-            f'<a class="cite" href="#{anchors[reference_id]}" '
-            f'title="{html.escape(titles[reference_id])}">{label}</a>'
-        )
-
-    def inline(text: str) -> str:
-        pieces: list[str] = []
-        cursor = 0
-        for found in BRACKETED.finditer(text):
-            ids = cited_ids(found.group())
-            if ids:
-                pieces.append(html.escape(text[cursor : found.start()]))
-                pieces.append("[" + "; ".join(cite(reference_id) for reference_id in ids) + "]")
-                cursor = found.end()
-        pieces.append(html.escape(text[cursor:]))
-        return "".join(pieces)
-
-    marks = SentenceMarks(related.grades.sentences if related.grades else [])
-    paragraphs = [
-        f"<p>{marks.render(text, inline)}</p>"
-        for block in markdown_blocks(related.text)
-        for text in block.texts
-    ]
-    section = "\n".join([marks.legend(), *paragraphs] if marks.count else paragraphs)
-    references = "\n".join(
-        f'<div class="passage" id="{anchors[scored.reference.id]}"><p class="where"><strong>'
-        f"[{html.escape(scored.reference.id)}]</strong> {html.escape(scored.reference.title)} · "
-        f"relevance {scored.verdict.probability}/100"
-        f"{'' if scored.reference.id in related.cited_ids else ' · not cited'}</p>"
-        f'<p class="text">{html.escape(" ".join(scored.reference.abstract.split()))}</p></div>'
-        for scored in related.references
-    )
-    idea = "".join(
-        f"<p>{html.escape(line)}</p>" for line in related.request.idea.splitlines() if line.strip()
-    )
-    graded = f" · graded by {html.escape(related.grades.grader)}" if related.grades else ""
-    meta = (
-        f"Written by {html.escape(related.engine)} from the {len(related.references)} most "
-        f"relevant of {related.table_rows} references, scored by "
-        f"{html.escape(related.debate_engine)}{graded}"
-    )
-    sections = [
-        ("idea", "Research idea", f"<blockquote>{idea}</blockquote>"),
-        ("related-work", "Related work", section),
-        ("references", "References", references or "<p>No reference.</p>"),
-    ]
-    notice = notices.related_work_notice(related)
-    return standalone_page("Related work", meta, sections, PAGE_CSS + GRADE_CSS, notice)
-
-
-def write_related_work(related: RelatedWork, folder: Path) -> dict[str, Path]:
-    """`related_work.md`, `related_work.html` and `related_work.json` in `folder`, each
-    written aside then renamed (a reader never sees half a file)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    contents = {
-        MARKDOWN_FILE: render_markdown(related),
-        HTML_FILE: render_html(related),
-        JSON_FILE: related.model_dump_json(indent=1),
-    }
-    return {name: write_atomically(folder / name, text) for name, text in contents.items()}
-
-
 def generate_related_work(
     table_path: Path,
     request: RelatedWorkRequest,
@@ -795,6 +555,8 @@ def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
         version(RelatedWorkPlanAgent(), settings, prompts),
         version(RelatedWorkAgent(), settings, prompts),
         inspect.getsource(sys.modules[__name__]),
+        inspect.getsource(abstract_index_module),
+        inspect.getsource(related_work_files),
         inspect.getsource(structured_abstracts),
         inspect.getsource(notices),
         str(settings.ingest.chunk_tokens),

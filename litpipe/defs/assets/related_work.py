@@ -29,7 +29,7 @@ from litpipe.agents.question_evidence.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent
 from litpipe.agents.search_queries import SearchQueriesAgent
-from litpipe.artifacts import ArtifactStore, checked_key
+from litpipe.artifacts import ArtifactStore
 from litpipe.defs.check_results import checked
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
@@ -39,20 +39,20 @@ from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.files import checked_key
 from litpipe.hashing import digest
 from litpipe.ingest.ids import file_sha256
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.report.related_work import MARKDOWN_FILE, write_related_work
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelatedWork, RelatedWorkRequest
 from litpipe.settings import Settings
 from litpipe.workflows.related_work import (
-    MARKDOWN_FILE,
     ReferenceTable,
     RelatedWorkInputError,
     load_references,
     related_work_version,
     run_related_work,
-    write_related_work,
 )
 
 ASSET = "related_work"
