@@ -15,7 +15,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from litpipe.ingest.pdf import parse_pdf
+from litpipe.ingest.pdf import MODULES, parse_pdf
 from litpipe.schemas import IngestError, PaperDocument
 from litpipe_tests.bundled import CORPUS, PAPERS, write_bad_pdfs
 
@@ -202,3 +202,10 @@ def test_a_space_drawn_between_kerned_letters_does_not_split_the_word() -> None:
     assert "e v aluate" not in text and "perf ormance" not in text and "co v ariates" not in text
     # The real spaces around the word are kept.
     assert "used to evaluate the performance" in text
+
+
+def test_the_code_version_hashes_every_module_of_the_parser() -> None:
+    """`paper_document`'s code version hashes `MODULES`: editing any module of the package marks
+    it stale."""
+    package = Path(str(MODULES[0].__file__)).parent
+    assert {Path(str(module.__file__)) for module in MODULES} == set(package.glob("*.py"))

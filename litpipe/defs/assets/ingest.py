@@ -56,7 +56,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         return build_papers(context, artifacts.store(), papers_catalog, build)
 
     @versioned_asset(
-        CodeVersion(modules=(pdf, tables, structured_abstracts), output=PaperDocument),
+        CodeVersion(modules=(*pdf.MODULES, tables, structured_abstracts), output=PaperDocument),
         settings,
         partitions_def=papers,
         group_name=GROUP,
