@@ -82,8 +82,8 @@ def materializations(home: Path, key: str) -> int:
 
 def stored_rows(home: Path, model: Path) -> dict[str, dict[str, Any]]:
     embedder_id = Embedder(str(model)).embedder_id
-    rows = ChunkStore(home / "lancedb").collection_rows(
-        embedder_id, "bio", ["chunk_id", "paper_id", "page_start", "page_end"], [PAPER_ID]
+    rows = ChunkStore(home / "lancedb").chunk_rows(
+        embedder_id, ["chunk_id", "paper_id", "page_start", "page_end"], [PAPER_ID]
     )
     return {row["chunk_id"]: row for row in rows.to_pylist()}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.cli import HF_PROGRESS_BARS, LOG_FILE, other_libraries_to_the_log
+from litpipe.commands.terminal import HF_PROGRESS_BARS, LOG_FILE, other_libraries_to_the_log
 from litpipe.settings import FlatSettingWarning
 from litpipe_tests.bundled import short_paper
 

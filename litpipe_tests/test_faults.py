@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from litpipe.cli import main, stop_on_signals
+from litpipe.commands.evaluations import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.run_liveness import PID_TAG, process_tags
@@ -27,7 +28,6 @@ from litpipe.ingest.sources import discover
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import table_name
 from litpipe.runtime import backfill as backfilling
-from litpipe.runtime.evaluations import eval_command
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings

@@ -31,7 +31,7 @@ def test_csv_rows_become_sources_with_their_extra_columns() -> None:
     assert [source.external_id for source in sources] == ["W1", "W2", "smith,2020|a"]
     first = sources[0]
     assert first.paper_id == "iclr.W1"
-    assert first.kind == "table_row" and first.collection == "iclr"
+    assert first.kind == "table_row"
     assert first.row_number == 1 and first.path == str(DATA / "abstracts.csv")
     assert first.fields == {
         "title": "Graph networks, revisited",
@@ -66,7 +66,7 @@ def test_document_from_row_is_the_abstract_in_one_section() -> None:
     sources, _ = read_table(DATA / "abstracts.csv", "iclr")
     document = document_from_row(sources[0])
     abstract = sources[0].fields["abstract"]
-    assert document.paper_id == "iclr.W1" and document.collection == "iclr"
+    assert document.paper_id == "iclr.W1"
     assert document.title == "Graph networks, revisited"
     assert document.text == document.abstract == abstract
     assert [(s.heading, s.char_start, s.char_end) for s in document.sections] == [

@@ -42,6 +42,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("runtime",),
     # The commands' display of their model calls, stage by stage (heard from llm's ledgers).
     ("progress",),
+    # The commands' bodies: what each prints and its exit status (parsed and called by the CLI).
+    ("commands",),
     ("cli",),
 ]
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
@@ -268,3 +270,22 @@ def test_the_graph_reader_sees_function_level_and_relative_imports() -> None:
         for name in _imported_names(node, package)
     ]
     assert names == ["litpipe.agents.base", "litpipe.agents.massrag"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
+def test_help_imports_neither_dagster_nor_lancedb_nor_the_embedder(argv: list[str]) -> None:
+    """`litpipe --help` pays for none of the heavy imports: the commands' modules take them
+    inside their functions."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\nfrom litpipe.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('dagster', 'lancedb', 'sentence_transformers') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]"

@@ -218,7 +218,7 @@ def test_the_cli_preset_reaches_the_run_settings(
         given.append(settings)
         return 0
 
-    monkeypatch.setattr(cli, "run_command", run_command)
+    monkeypatch.setattr("litpipe.commands.run.run_command", run_command)
     arguments = ["run", str(tmp_path), "--home", str(tmp_path / "home"), "--preset", "thorough"]
     assert cli.main([*arguments, "--model", "openai/x"]) == 0
     (settings,) = given

@@ -166,7 +166,7 @@ class StepRun:
 
     def client(self, agents: Iterable[str] | None = None) -> LLMClient | None:
         """One client for these agents (by default the step's), or None when all run offline."""
-        return self.llm.client_for_any(self.agents if agents is None else agents, self.ledger)
+        return self.llm.client_for(self.agents if agents is None else agents, self.ledger)
 
     def usage(self) -> dict[str, float | int]:
         return usage_metadata(self.ledger.summary())

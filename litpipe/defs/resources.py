@@ -11,6 +11,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.versions import embedder_version
 from litpipe.files import checked_key
+from litpipe.llm import model_client
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.embedder import Embedder
@@ -279,23 +280,10 @@ class LLMResource(dg.ConfigurableResource):
         """Usage of one step; its calls also count towards its scope's total (and budget)."""
         return UsageLedger(usage_path(self.settings(), scope))
 
-    def client_for(self, agent: str, ledger: UsageLedger) -> LLMClient | None:
-        """The client for an agent's model, or None when the agent runs offline (litellm, slow
-        to import, is then never loaded)."""
-        settings = self.settings()
-        if settings.route(agent).offline:
-            return None
-        from litpipe.llm.client import LLMClient
-
-        return LLMClient(settings, ledger)
-
-    def client_for_any(self, agents: Iterable[str], ledger: UsageLedger) -> LLMClient | None:
-        """One client for a step running several agents, or None when all of them run offline."""
-        for agent in agents:
-            client = self.client_for(agent, ledger)
-            if client is not None:
-                return client
-        return None
+    def client_for(self, agents: Iterable[str], ledger: UsageLedger) -> LLMClient | None:
+        """One client for a step running `agents` (`litpipe.llm.model_client`), or None when
+        all of them run offline."""
+        return model_client(self.settings(), agents, ledger)
 
 
 # The api bases holding credentials that this process built resources from, by their form with

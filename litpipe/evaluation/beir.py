@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.ingest.chunking import chunk_document
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
 from litpipe.settings import Settings
@@ -261,9 +261,7 @@ def _reranker(kind: str, settings: Settings) -> Reranker:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
-    client = (
-        client_unless_offline(settings, settings.route(kind)) if kind in AGENT_RERANKERS else None
-    )
+    client = model_client(settings, [kind] if kind in AGENT_RERANKERS else [])
     retrieval = settings.retrieval.model_copy(update={"reranker": kind})
     chosen = settings.model_copy(update={"retrieval": retrieval})
     reranker = reranker_for(chosen, PromptLibrary(settings.llm.prompts_dir), client)

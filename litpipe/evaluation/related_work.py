@@ -40,7 +40,7 @@ from litpipe.evaluation.rouge import (
     rouge_table,
     without_citations,
 )
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.schemas import Reference, RelatedWork
 from litpipe.settings import Settings
 
@@ -199,7 +199,7 @@ def evaluate_related_work(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(RelatedWorkAgent.name)
-    client = client or client_unless_offline(settings, route)
+    client = client or model_client(settings, [route.agent])
     embedder = load_embedder(settings)
     references, cited = candidate_pool(examples)
     pool = ReferenceTable(path=Path("candidate-pool"), references=references)

@@ -48,7 +48,7 @@ from litpipe.evaluation.citation_accuracy import (
     mean_accuracy,
 )
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.schemas import Question, Reference, RetrievedChunk
 from litpipe.settings import Settings
 
@@ -282,7 +282,7 @@ def evaluate_scholarqa(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(QueryAnswerAgent.name)
-    client = client or client_unless_offline(settings, route)
+    client = client or model_client(settings, [route.agent])
     embedder = load_embedder(settings)
     collections = [collection(example) for example in examples]
     budgets = [count_words(without_citations(example.gold_answer)) for example in examples]

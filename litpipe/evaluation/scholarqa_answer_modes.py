@@ -42,7 +42,7 @@ from litpipe.evaluation.scholarqa import (
     score_cells,
     scored_figures,
 )
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 
@@ -114,7 +114,7 @@ def evaluate_answer_modes(
     routes = [settings.route(agent) for agent in ANSWER_AGENTS]
     modelled = next((route for route in routes if not route.offline), None)
     if client is None and modelled is not None:
-        client = client_unless_offline(settings, modelled)
+        client = model_client(settings, [modelled.agent])
     prompts = PromptLibrary(settings.llm.prompts_dir)
     embedder = load_embedder(settings)
     collections = [collection(example) for example in examples]

@@ -34,7 +34,7 @@ from litpipe.agents.relationship_analysis.analysis import SPLIT_AGENTS
 from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_writer
 from litpipe.evaluation import grading
 from litpipe.evaluation.rouge import without_citations
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import CallRecord, watch_calls
 from litpipe.retrieval.support import Encoder
@@ -138,7 +138,7 @@ def evaluate_synthesis_pipelines(
     routes = [relational.route(agent) for agent in AGENTS]
     modelled = next((route for route in routes if not route.offline), None)
     if client is None and modelled is not None:
-        client = client_unless_offline(relational, modelled)
+        client = model_client(relational, [modelled.agent])
     prompts = PromptLibrary(settings.llm.prompts_dir)
 
     heard = _CallsHeard()

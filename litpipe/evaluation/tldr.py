@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from litpipe.agents.base import ModelClient
 from litpipe.evaluation.baselines import lead, textrank
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
-from litpipe.llm import client_unless_offline
+from litpipe.llm import model_client
 from litpipe.settings import Settings
 
 SYSTEMS = ("litpipe", "lead-1", "textrank-1")
@@ -147,7 +147,7 @@ def evaluate_tldr(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     route = settings.route(TldrAgent.name)
-    client = client or client_unless_offline(settings, route)
+    client = client or model_client(settings, [route.agent])
     written = write_tldrs(
         [TldrInput(title=e.title, abstract=e.abstract) for e in examples],
         settings,

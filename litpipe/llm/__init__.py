@@ -5,19 +5,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from litpipe.llm.client import LLMClient
-    from litpipe.settings import Route, Settings
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.settings import Settings
 
 
-def client_unless_offline(settings: Settings, route: Route) -> LLMClient | None:
-    """A client with a ledger of its own when `route` names a model; None when it is offline
-    (the agent then runs its offline engine, and litellm is never imported)."""
-    if route.offline:
+def model_client(
+    settings: Settings, agents: Iterable[str], ledger: UsageLedger | None = None
+) -> LLMClient | None:
+    """The one way a client is built: for the models `agents` are routed to, their usage kept
+    in `ledger` (default: a ledger of its own); None when every one of them runs offline (each
+    then runs its offline engine, and litellm, seconds to import, is never loaded)."""
+    if all(settings.route(agent).offline for agent in agents):
         return None
     from litpipe.llm.client import LLMClient
     from litpipe.llm.usage import UsageLedger
 
-    return LLMClient(settings, UsageLedger())
+    return LLMClient(settings, ledger if ledger is not None else UsageLedger())

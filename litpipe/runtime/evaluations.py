@@ -1,56 +1,31 @@
-"""`litpipe eval <name>`: the registered evaluations run from the command line, into the
-instance the UI serves (see `litpipe/defs/assets/evaluation.py`).
+"""What runs the graph in-process for `litpipe eval` (the commands themselves, which print,
+are in `litpipe.commands.evaluations`), into the instance the UI serves.
 
-`eval_command` materializes the evaluation's asset in-process (a run in the instance, its figures
-as the materialization's metadata) and prints the table, the files written (stderr) and a last
-line of JSON with the figures. `ask_questions` asks each question of a LitQA-style JSONL of its
-own paper through `query_summary`, as `litpipe eval mais` and `litpipe eval litqa` both do;
-`eval_litqa_command` grades those summaries and reports the `eval_litqa` materialization.
+`run_evaluation` materializes a registered evaluation's asset (a run in the instance, its figures
+as the materialization's metadata; see `litpipe/defs/assets/evaluation.py`), and `step_failure`
+says why a run failed. `ask_questions` asks each question of a LitQA-style JSONL of its own paper
+through `query_summary`, as `litpipe eval mais` and `litpipe eval litqa` both do.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.defs.assets.evaluation import (
-    evaluation_job,
-    output_folder,
-    report_evaluation,
-    write_evaluation,
-)
+from litpipe.defs.assets.evaluation import evaluation_job
 from litpipe.defs.assets.related_work import BAD_INPUT
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.resources import usage_path
 from litpipe.evaluation.litqa import PaperQuestion
-from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
-from litpipe.runtime.execution import execute, interrupted, run_failure
+from litpipe.evaluation.registry import RegisteredEvaluation
+from litpipe.runtime.execution import execute, run_failure
 from litpipe.runtime.query_summary import AskOutcome, summarize_request
 from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
-from litpipe.stopping import STOPPED_EXIT, stop_line
-
-
-def _figures_line(
-    entry: RegisteredEvaluation, evaluation: BaseModel, out: Path, extra: dict | None = None
-) -> str:
-    """The command's last line: the run's facts, the figures (4 decimals), out and seconds."""
-    return json.dumps(
-        {
-            **run_facts(evaluation),
-            **{name: round(value, 4) for name, value in entry.figures(evaluation).items()},
-            **(extra or {}),
-            "out": str(out),
-            "seconds": getattr(evaluation, "seconds", None),
-        }
-    )
+from litpipe.stopping import stop_line
 
 
 def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
@@ -65,53 +40,25 @@ def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
     return run_failure(result), False
 
 
-def eval_command(
+def run_evaluation(
     settings: Settings,
-    name: str,
-    dataset: Path,
-    limit: int | None,
-    out: Path | None,
+    entry: RegisteredEvaluation,
+    config: Mapping[str, object],
     stop_requested: Callable[[], bool] = lambda: False,
-) -> int:
-    """Materialize `eval_<name>` in-process; 2 for a bad dataset or argument (nothing written),
-    1 for another failure, `STOPPED_EXIT` when stopped on request before or during its run."""
-    entry = EVALUATIONS[name]
-    label = f"litpipe eval {name}"
-    if limit is not None and limit < 1:
-        print(f"{label}: --limit must be at least 1", file=sys.stderr)
-        return 2
-    if not dataset.exists():
-        print(f"{label}: {dataset}: no such file", file=sys.stderr)
-        return 2
-    folder = output_folder(settings, out)
-    config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
+) -> dg.ExecuteInProcessResult | None:
+    """`entry`'s asset materialized in-process with `config`, in a run of the instance; None
+    when stopped on request before its run started."""
     defs = build_definitions(settings)
     instance = open_instance(settings)
-    result = (
-        None
-        if stop_requested()
-        else execute(
-            defs,
-            instance,
-            evaluation_job.name,
-            asset_selection=[dg.AssetKey(entry.asset_name)],
-            run_config={"ops": {entry.asset_name: {"config": config}}},
-        )
+    if stop_requested():
+        return None
+    return execute(
+        defs,
+        instance,
+        evaluation_job.name,
+        asset_selection=[dg.AssetKey(entry.asset_name)],
+        run_config={"ops": {entry.asset_name: {"config": config}}},
     )
-    if result is None or interrupted(result):
-        done = "no run started" if result is None else "its run interrupted"
-        print(stop_line(f"eval {name}", done, "nothing written"), file=sys.stderr)
-        return STOPPED_EXIT
-    if not result.success:
-        reason, bad_input = step_failure(result)
-        print(f"{label}: {reason}", file=sys.stderr)
-        return 2 if bad_input else 1
-    json_file = folder / f"{entry.stem}.json"
-    evaluation = entry.result.model_validate_json(json_file.read_text(encoding="utf-8"))
-    print(entry.table(evaluation))
-    print(f"written: {folder / f'{entry.stem}.md'}, {json_file}", file=sys.stderr)
-    print(_figures_line(entry, evaluation, folder))
-    return 0
 
 
 class AskedQuestions(BaseModel):
@@ -260,137 +207,3 @@ def ask_questions(
             *papers_run.not_built,
         ],
     )
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
-def ask_dataset(
-    command: str,
-    settings: Settings,
-    dataset: Path,
-    model: type[PaperQuestion],
-    corpus: Path,
-    collection: str | None,
-    stop_requested: Callable[[], bool],
-    limit: int | None = None,
-) -> tuple[Sequence[PaperQuestion], AskedQuestions] | int:
-    """The dataset's questions (each a `model`; its first `limit`, whose papers alone are built)
-    and `ask_questions`' outcome, progress on stderr; instead the exit status of `litpipe
-    <command>`, said why on stderr, when the dataset or the corpus is unusable (2) or when it was
-    stopped on request (`STOPPED_EXIT`)."""
-    from litpipe.evaluation.litqa import read_questions
-
-    try:
-        if limit is not None and limit < 1:
-            raise ValueError(f"--limit must be at least 1, not {limit}")
-        questions = read_questions(dataset, model)[:limit]
-        asked = ask_questions(
-            settings,
-            questions,
-            corpus,
-            collection,
-            _stderr,
-            stop_requested,
-            only_their_papers=limit is not None,
-        )
-    except ValueError as error:
-        print(f"litpipe {command}: {error}", file=sys.stderr)
-        return 2
-    if asked.stopped:
-        print(asked.stop_line(command), file=sys.stderr)
-        return STOPPED_EXIT
-    return questions, asked
-
-
-def eval_litqa_command(
-    settings: Settings,
-    dataset: Path,
-    corpus: Path,
-    collection: str | None,
-    out: Path | None,
-    stop_requested: Callable[[], bool] = lambda: False,
-    limit: int | None = None,
-) -> int:
-    """Each question (the first `limit`) asked of its own paper (`ask_questions`), each final
-    summary graded for whether it states the ideal answer or a distractor; the table and JSON
-    written, and the `eval_litqa` materialization reported to the instance (neither when
-    stopped on request before every question was asked)."""
-    from litpipe.agents.answer_judge import (
-        OFFLINE_RULE,
-        AnswerJudgeAgent,
-        AnswerJudgeInput,
-        judge_answers,
-    )
-    from litpipe.agents.base import engine_name
-    from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation
-    from litpipe.llm.prompts import PromptLibrary
-
-    entry = EVALUATIONS["litqa"]
-    started = time.perf_counter()
-    asking = ask_dataset(
-        "eval litqa", settings, dataset, LitQAQuestion, corpus, collection, stop_requested, limit
-    )
-    if isinstance(asking, int):
-        return asking
-    _, asked = asking
-    answered = [
-        (question, outcome.result)
-        for question, outcome in asked.answered
-        if isinstance(question, LitQAQuestion) and outcome.result is not None
-    ]
-    judge = settings.route(AnswerJudgeAgent.name)
-    client = None
-    if not judge.offline:
-        from litpipe.llm.client import LLMClient
-        from litpipe.llm.usage import UsageLedger
-
-        client = LLMClient(settings, UsageLedger(usage_path(settings, asked.scope)))
-    verdicts = judge_answers(
-        [
-            AnswerJudgeInput(
-                question=question.question,
-                ideal=question.ideal,
-                distractors=question.distractors,
-                summary=summary.summary,
-            )
-            for question, summary in answered
-        ],
-        settings,
-        PromptLibrary(settings.llm.prompts_dir),
-        client,
-    )
-    graded = [
-        grade(
-            question,
-            summary.request.paper_id,
-            summary.request.key,
-            summary.status,
-            len(summary.iterations),
-            summary.summary,
-            verdict,
-        )
-        for (question, summary), verdict in zip(answered, verdicts, strict=True)
-    ]
-    evaluation = litqa_evaluation(
-        graded,
-        dataset=dataset,
-        corpus=corpus,
-        collection=asked.collection,
-        skipped=len(asked.skipped),
-        failed=len(asked.failures),
-        engine=engine_name(settings.route("query_summary")),
-        embedder=settings.ingest.embedder,
-        grading=f"offline rule: {OFFLINE_RULE}"
-        if judge.offline
-        else f"answer_judge on {judge.model}",
-        seconds=round(time.perf_counter() - started, 3),
-    )
-    folder = output_folder(settings, out)
-    files = write_evaluation(entry, evaluation, folder)
-    report_evaluation(open_instance(settings), entry, evaluation, files)
-    print(entry.table(evaluation))
-    print(f"written: {files['markdown']}, {files['json']}", file=sys.stderr)
-    print(_figures_line(entry, evaluation, folder, {"skipped": len(asked.skipped)}))
-    return 1 if asked.failures else 0

@@ -12,6 +12,8 @@ from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
+from litpipe.defs.partitions import QUERY_REQUESTS, RELATED_WORK_REQUESTS
+from litpipe.defs.staleness import State, partition_states
 from litpipe.runtime.execution import execute
 
 
@@ -75,3 +77,27 @@ def submit_request(
     )
     submission.seconds = round(time.perf_counter() - started, 3)
     return submission
+
+
+def request_states(
+    instance: dg.DagsterInstance, defs: dg.Definitions, asset: str, keys: list[str]
+) -> dict[str, State]:
+    """The state of each of `keys` in the request-partitioned `asset` (by code version:
+    `litpipe ask` also compares the data versions of the paper it summarizes)."""
+    asset_key = dg.AssetKey(asset)
+    return partition_states(instance, defs, [asset_key], keys)[asset_key]
+
+
+def every_request_state(
+    instance: dg.DagsterInstance, defs: dg.Definitions
+) -> dict[str, dict[str, State]]:
+    """Per request-partitioned asset with requests, each request's state (`request_states`)."""
+    found: dict[str, dict[str, State]] = {}
+    for asset, partitions in (
+        ("query_summary", QUERY_REQUESTS),
+        ("related_work", RELATED_WORK_REQUESTS),
+    ):
+        keys = instance.get_dynamic_partitions(partitions)
+        if keys:
+            found[asset] = request_states(instance, defs, asset, list(keys))
+    return found

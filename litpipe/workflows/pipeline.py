@@ -35,6 +35,7 @@ from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
 from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.ingest.sources import Discovery, unique_papers
+from litpipe.llm import model_client
 from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -66,7 +67,7 @@ from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 from litpipe.workflows.synthesis import write_synthesis
 
 if TYPE_CHECKING:
-    from litpipe.llm.client import LLMClient
+    pass
 
 # The usage ledger of a run without Dagster, under `settings.home`/usage/.
 USAGE_SCOPE = "pipeline"
@@ -106,7 +107,16 @@ def run(
     sources = sorted(unique_papers(iter(discovery.sources)), key=lambda s: s.paper_id)
     collection = discovery.collection
     prompts = PromptLibrary(settings.llm.prompts_dir)
-    client = client if client is not None else model_client(settings)
+    # Every agent without a route of its own takes the default one, `route("")`'s.
+    client = (
+        client
+        if client is not None
+        else model_client(
+            settings,
+            ["", *settings.llm.agents],
+            UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"),
+        )
+    )
     embedder = Embedder.from_settings(settings)
     store = ChunkStore(settings.lancedb_dir)
 
@@ -207,15 +217,3 @@ def run(
         synthesis=synthesis,
         plain_summary=plain,
     )
-
-
-def model_client(settings: Settings) -> LLMClient | None:
-    """The client for the agents routed to a model, or None when all run offline (litellm,
-    slow to import, is then never loaded)."""
-    if settings.llm.model is None and not any(
-        route.model for route in settings.llm.agents.values()
-    ):
-        return None
-    from litpipe.llm.client import LLMClient
-
-    return LLMClient(settings, UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"))

@@ -1,0 +1,285 @@
+"""`litpipe run`: a source's papers (a folder of PDFs, an abstract table, a Zotero library, a
+BibTeX file) ingested into a collection and its synthesis written, with a line per paper and
+a summary of what was built (`report.json`)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from litpipe.files import write_atomically
+from litpipe.llm.usage import calls_line
+from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
+from litpipe.settings import OFFLINE, Settings
+from litpipe.stopping import STOPPED_EXIT, stop_line
+
+if TYPE_CHECKING:
+    from litpipe.ingest.sources import Discovery
+    from litpipe.runtime.runner import PaperOutcome
+
+# What finds a run's papers in its source (a Zotero data directory, a .bib file), given the
+# `--collection` asked for.
+SourceReader = Callable[[Path, str | None], "Discovery"]
+
+
+def run_source(
+    source: Path | None, zotero: Path | None, zotero_collection: str | None, bibtex: Path | None
+) -> tuple[Path, SourceReader | None]:
+    """The run's source, and the reader of a reference manager's (None for a folder or a
+    table: `discover`)."""
+    if zotero is not None:
+        from litpipe.ingest.zotero import discover_zotero
+
+        return zotero.expanduser(), functools.partial(
+            discover_zotero, zotero_collection=zotero_collection
+        )
+    if bibtex is not None:
+        from litpipe.ingest.bibtex import discover_bibtex
+
+        return bibtex, discover_bibtex
+    assert source is not None  # argparse requires exactly one source
+    return source, None
+
+
+def run_command(
+    settings: Settings,
+    source: Path,
+    collection: str | None,
+    stop_requested: Callable[[], bool] = lambda: False,
+    move: bool = False,
+    reader: SourceReader | None = None,
+) -> int:
+    # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
+    from litpipe.ingest.sources import discover
+    from litpipe.report.graphs import counted
+    from litpipe.retrieval.embedder import Embedder
+    from litpipe.retrieval.store import ChunkStore
+    from litpipe.runtime.runner import open_instance, register, run_papers
+
+    started = time.perf_counter()
+    try:
+        discovery = (reader or discover)(source, collection)
+    except ValueError as error:
+        print(f"litpipe run: {error}", file=sys.stderr)
+        return 2
+    elsewhere = _in_other_collections(settings, discovery)
+    found = len(discovery.sources) + len(discovery.failed)
+    print(
+        f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
+        file=sys.stderr,
+    )
+    for note in discovery.notes:
+        print(f"  note: {note}", file=sys.stderr)
+    for failure in discovery.failed:
+        print(f"  failed: {_describe(failure)}", file=sys.stderr)
+    discovered = time.perf_counter()
+
+    if elsewhere:
+        print(_elsewhere_line(discovery.collection, elsewhere, move), file=sys.stderr)
+    instance = open_instance(settings)
+    registrations = register(settings, instance, discovery, move=move)
+
+    def show(done: int, total: int, outcome: PaperOutcome) -> None:
+        detail = {
+            "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded, "
+            f"{outcome.questions} questions, {outcome.evidence} evidence chunks, "
+            f"{outcome.answers} answers",
+            "up_to_date": f"up to date ({outcome.chunks} chunks)",
+            "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
+            "interrupted": "interrupted (stop requested)",
+        }[outcome.status]
+        print(
+            f"[{done}/{total}] {outcome.paper_id}: {detail} ({outcome.seconds:.1f} s)",
+            file=sys.stderr,
+        )
+
+    def starting(done: int, papers: int, total: int) -> None:
+        # A batch of papers prints its lines once it is built: say what is under way meanwhile.
+        if papers > 1:
+            print(f"[{done + 1}-{done + papers}/{total}] building {papers} papers", file=sys.stderr)
+
+    papers_run = run_papers(
+        settings,
+        instance,
+        registrations,
+        on_progress=show,
+        on_batch=starting,
+        stop_requested=stop_requested,
+        left_collections=sorted({c for held in elsewhere.values() for c in held}) if move else (),
+    )
+    outcome_list, usage = papers_run.outcomes, papers_run.llm_usage
+    if papers_run.stopped:
+        statuses = Counter(outcome.status for outcome in outcome_list)
+        done = (
+            f"{statuses['materialized']} papers built, {statuses['up_to_date']} up to date, "
+            f"{statuses['failed']} failed, {statuses['interrupted']} interrupted"
+        )
+        left = f"not built: {len(papers_run.not_built)} papers and the collection's synthesis"
+        print(stop_line("run", done, left), file=sys.stderr)
+        return STOPPED_EXIT
+    finished = time.perf_counter()
+
+    embedder = Embedder.from_settings(settings)
+    store = ChunkStore(settings.lancedb_dir)
+    ingested = [o for o in outcome_list if o.status != "failed"]
+    report = RunReport(
+        collection=discovery.collection,
+        source=str(source.resolve()),
+        papers=len(ingested),
+        papers_materialized=sum(o.status == "materialized" for o in outcome_list),
+        papers_up_to_date=sum(o.status == "up_to_date" for o in outcome_list),
+        chunks=sum(o.chunks for o in ingested),
+        embedded_chunks=sum(o.embedded for o in ingested),
+        questions=sum(o.questions for o in ingested),
+        evidence_chunks=sum(o.evidence for o in ingested),
+        answers=sum(o.answers for o in ingested),
+        synthesis=synthesis_report(
+            settings, discovery.collection, papers_run.checks.get(discovery.collection, [])
+        ),
+        collection_failure=papers_run.collection_failure,
+        failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
+        engine=settings.llm.model or OFFLINE,
+        llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
+        llm_calls_by_agent=papers_run.llm_usage_by_agent,
+        tokens={"in": usage.tokens_in, "out": usage.tokens_out},
+        cost_usd=usage.cost_usd,
+        embedder=embedder.embedder_id,
+        lancedb_table=store.table_name(embedder.embedder_id),
+        lancedb_rows=store.count_rows(embedder.embedder_id),
+        timings={
+            "discover_s": round(discovered - started, 3),
+            "pipeline_s": round(finished - discovered, 3),
+            "total_s": round(time.perf_counter() - started, 3),
+        },
+    )
+    out_dir = settings.outputs_dir(discovery.collection)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(out_dir / "report.json", report.model_dump_json(indent=2))
+    print(
+        f"{counted(report.papers, 'paper')} ingested ({report.papers_up_to_date} already up to "
+        "date), "
+        f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
+        f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
+        f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "
+        f"{report.evidence_chunks} evidence chunks "
+        f"(model calls: {calls_line(usage)}). Report: {out_dir / 'report.json'}",
+        file=sys.stderr,
+    )
+    if report.synthesis is not None:
+        written = report.synthesis
+        types = ", ".join(f"{count} {kind}" for kind, count in written.relationship_types.items())
+        appended = (
+            f", {written.appended_papers} of them only by an appended sentence"
+            if written.appended_papers
+            else ""
+        )
+        print(
+            f"{written.papers} papers analysed: {written.insights} insights, "
+            f"{written.relationships} relationships ({types}); synthesis "
+            f"({written.synthesis_pattern}, {written.synthesis_words} words, "
+            f"{written.cited_papers}/{written.papers} papers cited{appended}) and plain summary "
+            f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
+            file=sys.stderr,
+        )
+        for paper in written.left_out:
+            print(f"  left out: {paper.paper_id}: {paper.reason}", file=sys.stderr)
+    # Also when a blocking check stopped the collection's assets: it says why.
+    for check in papers_run.checks.get(discovery.collection, []):
+        print(
+            f"  check {check.asset}/{check.check}: {check.verdict()}: {check.description}",
+            file=sys.stderr,
+        )
+    if report.collection_failure:
+        print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
+    return 0 if report.papers and not report.collection_failure else 1
+
+
+def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str, list[str]]:
+    """The source's papers that the catalog holds in other collections, with those; read only
+    (a home without a catalog holds none)."""
+    from litpipe.catalog import Catalog
+
+    if not settings.catalog_path.exists():
+        return {}
+    held = Catalog(settings.catalog_path).collections_of([s.paper_id for s in discovery.sources])
+    others = {
+        paper_id: [name for name in collections if name != discovery.collection]
+        for paper_id, collections in held.items()
+    }
+    return {paper_id: names for paper_id, names in others.items() if names}
+
+
+# Papers named per collection in the line about papers of other collections; the rest counted.
+NAMED_PAPERS = 5
+
+
+def _elsewhere_line(collection: str, elsewhere: dict[str, list[str]], move: bool) -> str:
+    """One line on the papers other collections hold already: shared with them (built once,
+    nothing of them built again), or with `move` taken out of them."""
+    from litpipe.report.graphs import counted
+
+    by_collection: dict[str, list[str]] = {}
+    for paper_id, others in sorted(elsewhere.items()):
+        for other in others:
+            by_collection.setdefault(other, []).append(paper_id)
+    held = "; ".join(
+        f"{other!r}: {', '.join(ids[:NAMED_PAPERS])}"
+        + (f" and {len(ids) - NAMED_PAPERS} more" if len(ids) > NAMED_PAPERS else "")
+        for other, ids in by_collection.items()
+    )
+    papers = counted(len(elsewhere), "paper")
+    if move:
+        return f"moving {papers} into {collection!r} out of {held}"
+    return (
+        f"{papers} also in other collections ({held}): their per-paper work is shared, not "
+        f"done again (--move takes them out of those)"
+    )
+
+
+def synthesis_report(
+    settings: Settings, collection: str, checks: list[CheckReport]
+) -> SynthesisReport | None:
+    """The collection stages' figures, read from their outputs; None until they exist."""
+    from litpipe.defs.resources import artifact_store
+    from litpipe.schemas import (
+        CollectionOutputs,
+        CrossPaperQuestions,
+        RelationshipAnalysis,
+        Synthesis,
+    )
+
+    artifacts = artifact_store(settings)
+    needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
+    if not all(artifacts.exists([asset], collection) for asset in [*needed, "collection_outputs"]):
+        return None
+    comparative = artifacts.read(["cross_paper_questions"], collection, CrossPaperQuestions)
+    analysis = artifacts.read(["relationship_analysis"], collection, RelationshipAnalysis)
+    expert = artifacts.read(["synthesis"], collection, Synthesis)
+    plain = artifacts.read(["plain_summary"], collection, Synthesis)
+    outputs = artifacts.read(["collection_outputs"], collection, CollectionOutputs)
+    return SynthesisReport(
+        papers=len(analysis.papers),
+        comparative_questions=len(comparative.answers),
+        insights=len(analysis.insights),
+        relationships=len(analysis.relationships),
+        relationship_types=analysis.type_distribution,
+        follow_up_papers=[item.paper_id for item in analysis.follow_ups],
+        synthesis_pattern=expert.pattern,
+        synthesis_words=len(expert.text.split()),
+        plain_words=len(plain.text.split()),
+        cited_papers=len({citation.paper_id for citation in expert.citations}),
+        appended_papers=len(expert.appended),
+        left_out=expert.left_out,
+        outputs=outputs.files,
+        checks=checks,
+    )
+
+
+def _describe(failure: FailedPaper) -> str:
+    where = failure.file if failure.row is None else f"{failure.file} row {failure.row}"
+    return f"{where}: {failure.reason}"

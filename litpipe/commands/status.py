@@ -1,0 +1,55 @@
+"""`litpipe status`: the models each stage calls, and per collection and per request what is
+materialized, stale or missing."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from litpipe.settings import Settings
+
+
+def status_command(settings: Settings, show_all: bool) -> int:
+    from litpipe.catalog import Catalog
+    from litpipe.defs.definitions import build_definitions
+    from litpipe.defs.staleness import State, partition_states
+    from litpipe.llm.window import routes_described
+    from litpipe.runtime.requests import every_request_state
+    from litpipe.runtime.runner import collection_asset_keys, open_instance, paper_asset_keys
+
+    for line in routes_described(settings):
+        print(line)
+    catalog = Catalog(settings.catalog_path)
+    instance = open_instance(settings)
+    defs = build_definitions(settings)
+    keys = paper_asset_keys(defs)
+    collections = catalog.collections()
+    requests = every_request_state(instance, defs)
+    if not collections and not requests:
+        print(f"nothing registered yet under {settings.home}: try `litpipe run SOURCE`")
+        return 0
+    for collection in collections:
+        paper_ids = catalog.papers(collection)
+        print(f"{collection}: {len(paper_ids)} papers")
+        collection_keys = collection_asset_keys(defs)
+        for key, by_collection in partition_states(
+            instance, defs, collection_keys, [collection]
+        ).items():
+            print(f"  {key.to_user_string():<18} {by_collection[collection]}")
+        states = partition_states(instance, defs, keys, paper_ids)
+        for key in keys:
+            by_state: dict[State, list[str]] = {}
+            for paper_id, state in states[key].items():
+                by_state.setdefault(state, []).append(paper_id)
+            counts = ", ".join(f"{len(ids)} {state}" for state, ids in sorted(by_state.items()))
+            print(f"  {key.to_user_string():<18} {counts}")
+            for state, ids in sorted(by_state.items()):
+                if state is State.FRESH:
+                    continue
+                shown = ids if show_all else ids[:5]
+                more = "" if len(shown) == len(ids) else f" (+{len(ids) - len(shown)} more)"
+                print(f"      {state}: {' '.join(shown)}{more}")
+    for asset, states_of_requests in requests.items():
+        request_counts = Counter(str(state) for state in states_of_requests.values())
+        listed = ", ".join(f"{n} {state}" for state, n in sorted(request_counts.items()))
+        print(f"{asset}: {len(states_of_requests)} requests ({listed})")
+    return 0
