@@ -44,6 +44,7 @@ from litpipe.evaluation.beir import corpus_documents, evaluate_retrieval, load_b
 from litpipe.ingest.chunking import chunk_document
 from litpipe.retrieval.embedder import EMBEDDER_BACKENDS, Embedder
 from litpipe.settings import Settings
+from litpipe.workflows.ingest import settings_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"  # ../shared beside the repo
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace, backends: list[str], home: Path) -> int:
     from sentence_transformers import SentenceTransformer
 
     settings = Settings(home=home)
-    reference = Embedder.from_settings(settings)
+    reference = settings_embedder(settings)
     texts = chunk_texts(args.corpus, args.texts, settings, reference)
     bare_model = SentenceTransformer(str(reference.model_dir), device="cpu")
 

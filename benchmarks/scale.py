@@ -56,7 +56,7 @@ from litpipe.runtime.runner import open_instance
 from litpipe.schemas import PaperDocument
 from litpipe.settings import Settings
 from litpipe.text import sentences
-from litpipe.workflows.ingest import chunk_paper
+from litpipe.workflows.ingest import chunk_paper, settings_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"  # ../shared beside the repo
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no SciFact corpus.jsonl at {args.corpus}")
     rows = read_abstracts(args.corpus.parent)
     settings = Settings()
-    embedder = Embedder.from_settings(settings)
+    embedder = settings_embedder(settings)
     common = {
         "embedder": embedder.embedder_id,
         "batch_size": embedder.batch_size,

@@ -36,6 +36,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import markers_in
+from litpipe.workflows.ingest import settings_embedder
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM
@@ -309,9 +310,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:
         def each(outcome: backfilling.BatchOutcome) -> None:
             on_batch(outcome)
-            during.append(
-                (store.count_rows(Embedder.from_settings(args[0]).embedder_id), old_answers())
-            )
+            during.append((store.count_rows(settings_embedder(args[0]).embedder_id), old_answers()))
 
         return real_backfill(*args, on_batch=each, **kwargs)
 

@@ -258,6 +258,27 @@ def test_only_the_graph_imports_dagster() -> None:
     )
 
 
+# The packages that take what they use, never the whole `Settings`: the workflows (and what
+# lies above them) unpack it into explicit arguments. `agents` joins them once its agents are
+# bound to their model once per step (issue 32).
+EXPLICIT_ARGUMENTS = ("ingest", "retrieval", "citations", "report")
+
+
+def test_below_the_workflows_no_function_takes_the_whole_settings() -> None:
+    takers = []
+    for module, path in MODULES.items():
+        if _top(module) not in EXPLICIT_ARGUMENTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                if any(
+                    ast.unparse(a.annotation or ast.Constant(None)) == "Settings" for a in arguments
+                ):
+                    takers.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}")
+    assert not takers, "functions taking the whole Settings: " + ", ".join(takers)
+
+
 def test_the_graph_reader_sees_function_level_and_relative_imports() -> None:
     """The reader resolves `from . import x` and finds an import inside a function body."""
     source = "from . import base\n\ndef f():\n    from .massrag import answer\n"

@@ -20,9 +20,10 @@ def backfill_command(
     these settings, in batches, with a line per batch and a summary (which ends saying what is
     left when it was stopped on request)."""
     from litpipe.catalog import Catalog
-    from litpipe.retrieval.embedder import Embedder, EmbedderError
+    from litpipe.retrieval.embedder import EmbedderError
     from litpipe.runtime import backfill as backfilling
     from litpipe.runtime.runner import open_instance
+    from litpipe.workflows.ingest import settings_embedder
 
     def refused(message: str) -> int:
         print(f"litpipe backfill: {message}", file=sys.stderr)
@@ -32,7 +33,7 @@ def backfill_command(
         return refused(f"--batch must be at least 1, not {batch}")
     try:
         # Before anything runs: a model that cannot be found fails here, not in every paper.
-        embedder_id = Embedder.from_settings(settings).embedder_id
+        embedder_id = settings_embedder(settings).embedder_id
     except EmbedderError as error:
         return refused(str(error))
     if not settings.catalog_path.is_file():

@@ -57,9 +57,9 @@ def run_command(
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.ingest.sources import discover
     from litpipe.report.graphs import counted
-    from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.store import ChunkStore
     from litpipe.runtime.runner import open_instance, register, run_papers
+    from litpipe.workflows.ingest import settings_embedder
 
     started = time.perf_counter()
     try:
@@ -124,7 +124,7 @@ def run_command(
         return STOPPED_EXIT
     finished = time.perf_counter()
 
-    embedder = Embedder.from_settings(settings)
+    embedder = settings_embedder(settings)
     store = ChunkStore(settings.lancedb_dir)
     ingested = [o for o in outcome_list if o.status != "failed"]
     report = RunReport(

@@ -185,10 +185,11 @@ def embedder_version(settings: Settings) -> str:
     """The configured embedder as its id (a local folder's id carries a fingerprint of its
     files), so a model retrained in place makes its chunks and vectors stale like a new name
     does; the setting itself when the model cannot be resolved (the step then says why)."""
-    from litpipe.retrieval.embedder import Embedder, EmbedderError
+    from litpipe.retrieval.embedder import EmbedderError
+    from litpipe.workflows.ingest import settings_embedder
 
     try:
-        return Embedder.from_settings(settings).embedder_id
+        return settings_embedder(settings).embedder_id
     except (EmbedderError, OSError):
         return settings.ingest.embedder
 

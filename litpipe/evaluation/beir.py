@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.hybrid import HybridRetriever
     from litpipe.retrieval.rerank import Reranker
+    from litpipe.workflows.ingest import settings_embedder
 
 METHODS = ("bm25", "dense", "hybrid", "hybrid-mmr")
 # Each reranked method, and the `reranker` setting it evaluates.
@@ -160,7 +161,6 @@ def evaluate_retrieval(
     embedder: Embedder | None = None,
 ) -> RetrievalEvaluation:
     """Index the dataset's corpus (or find it indexed) and score each method on the split."""
-    from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.hybrid import HybridRetriever
 
     unknown = [method for method in methods if method not in (*METHODS, *RERANKED_METHODS)]
@@ -176,7 +176,7 @@ def evaluate_retrieval(
     }
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
-        embedder = Embedder.from_settings(settings)
+        embedder = settings_embedder(settings)
     store = ChunkStore(settings.lancedb_dir)
     collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
     retriever = HybridRetriever(

@@ -119,8 +119,8 @@ def evaluate_synthesis_pipelines(
     abstract table), graded; `client` (a step's) or one of its own when an agent is routed to a
     model. A ValueError when fewer than two papers can be read."""
     from litpipe.ingest.sources import discover
-    from litpipe.retrieval.embedder import Embedder
     from litpipe.workflows import pipeline
+    from litpipe.workflows.ingest import settings_embedder
     from litpipe.workflows.synthesis import given_passages, write_synthesis
 
     started = time.perf_counter()
@@ -152,7 +152,7 @@ def evaluate_synthesis_pipelines(
         flat_synthesis = write_synthesis(analysis, answers, None, titles, flat, prompts, client)
         flat_calls = heard.calls[flat_from:]
         passages = given_passages(answers, built.cross_paper_questions)
-        encoder = Embedder.from_settings(relational)
+        encoder = settings_embedder(relational)
         pipelines = {
             name: _graded(
                 name, synthesis, calls, passages, analysis, method, prompts, client, encoder

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from transformers import PreTrainedTokenizerBase
 
-    from litpipe.settings import Settings
 
 EMBEDDER_BACKENDS: tuple[str, ...] = get_args(EmbedderBackend)
 DEFAULT_EMBEDDER_ID = "all-MiniLM-L6-v2"
@@ -97,17 +96,6 @@ class Embedder:
         # torch's vectors keep the id they always had: homes embedded before backends existed
         # stay current.
         self.embedder_id = self.model_id if backend == "torch" else f"{self.model_id}.{backend}"
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Embedder:
-        """The embedder `settings.ingest` configures, its built models under the home."""
-        return cls(
-            settings.ingest.embedder,
-            device=settings.ingest.embed_device,
-            batch_size=settings.ingest.embed_batch_size,
-            backend=settings.ingest.embedder_backend,
-            models_dir=settings.models_dir,
-        )
 
     def __repr__(self) -> str:
         return f"Embedder({self.embedder_id!r}, device={self.device!r})"

@@ -43,7 +43,6 @@ from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
 from litpipe.defs.staleness import build_next
 from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger, calls_line
-from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import execute, interrupted, run_failure
 from litpipe.runtime.runner import (
@@ -57,6 +56,7 @@ from litpipe.runtime.runner import (
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
+from litpipe.workflows.ingest import settings_embedder
 
 BACKFILL_TAG = "litpipe/backfill"
 
@@ -149,7 +149,7 @@ def backfill(
     if size < 1:
         raise ValueError(f"the batch size must be at least 1, not {size}")
     defs = build_definitions(settings)
-    embedder_id = Embedder.from_settings(settings).embedder_id
+    embedder_id = settings_embedder(settings).embedder_id
     store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
     artifacts = artifact_store(settings)
     catalog = Catalog(settings.catalog_path)

@@ -31,12 +31,12 @@ from litpipe.defs.partitions import QUERY_REQUESTS
 from litpipe.defs.resources import artifact_store
 from litpipe.defs.staleness import State, partition_states
 from litpipe.report.query_summary import markdown_path
-from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import interrupted, run_failure
 from litpipe.runtime.requests import submit_request
 from litpipe.schemas import CheckReport, PaperSource, QuerySummary, QuerySummaryRequest
 from litpipe.settings import Settings
+from litpipe.workflows.ingest import settings_embedder
 from litpipe.workflows.query_summary import QuerySummaryError
 
 QUERY_SUMMARIES = dg.AssetKey(ASSET)
@@ -77,7 +77,7 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
         ) from None
     ingested = artifact_store(settings).exists(["paper_abstract"], paper_id) and (
         ChunkStore(settings.lancedb_dir).paper_chunk_ids(
-            Embedder.from_settings(settings).embedder_id, paper_id
+            settings_embedder(settings).embedder_id, paper_id
         )
     )
     if not ingested:

@@ -14,6 +14,18 @@ from litpipe.schemas import PaperChunks, PaperDocument, PaperSource
 from litpipe.settings import Settings
 
 
+def settings_embedder(settings: Settings) -> Embedder:
+    """The embedder `settings.ingest` configures, its built models under the home: the
+    settings unpacked here, so that retrieval's `Embedder` takes only what it uses."""
+    return Embedder(
+        settings.ingest.embedder,
+        device=settings.ingest.embed_device,
+        batch_size=settings.ingest.embed_batch_size,
+        backend=settings.ingest.embedder_backend,
+        models_dir=settings.models_dir,
+    )
+
+
 def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
     """`paper_document`: title, authors, abstract and sections of the PDF, or of the table's
     row; a reference manager's metadata of the PDF (`source.fields`) wins over what its first

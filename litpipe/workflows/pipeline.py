@@ -39,7 +39,6 @@ from litpipe.llm import model_client
 from litpipe.llm.errors import LLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
-from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
@@ -59,7 +58,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.workflows.cross_paper_questions import cross_paper
-from litpipe.workflows.ingest import chunk_paper, read_document
+from litpipe.workflows.ingest import chunk_paper, read_document, settings_embedder
 from litpipe.workflows.optional_steps import error_reason
 from litpipe.workflows.paper_answers import answer_paper
 from litpipe.workflows.plain_summary import plain_summary
@@ -117,7 +116,7 @@ def run(
             UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"),
         )
     )
-    embedder = Embedder.from_settings(settings)
+    embedder = settings_embedder(settings)
     store = ChunkStore(settings.lancedb_dir)
 
     documents: dict[str, PaperDocument] = {}

@@ -311,9 +311,9 @@ def abstract_index(
 
 def load_embedder(settings: Settings) -> AbstractEncoder:
     # Imported here: sentence-transformers costs seconds, and bad input needs no model.
-    from litpipe.retrieval.embedder import Embedder
+    from litpipe.workflows.ingest import settings_embedder
 
-    return Embedder.from_settings(settings)
+    return settings_embedder(settings)
 
 
 # The writer's step: the section from the offline engine or the model (one revision request
