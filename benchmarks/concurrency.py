@@ -81,8 +81,8 @@ import lancedb  # noqa: E402
 
 from litpipe.catalog import Catalog  # noqa: E402
 from litpipe.defs.definitions import build_definitions  # noqa: E402
-from litpipe.defs.run_liveness import PID_TAG  # noqa: E402
 from litpipe.ingest.ids import table_paper_id  # noqa: E402
+from litpipe.instance.run_liveness import PID_TAG  # noqa: E402
 from litpipe.retrieval.store import TABLE_PREFIX  # noqa: E402
 from litpipe.runtime.runner import open_instance, phases  # noqa: E402
 from litpipe.settings import Settings  # noqa: E402

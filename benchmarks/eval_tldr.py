@@ -3,7 +3,7 @@
 Runs `litpipe.evaluation.tldr.evaluate_tldr` (what `litpipe eval tldr` materializes) on the full
 test split, offline unless `--model` is given, and prints its table. With `--tune`, first scores
 the offline engine's title weight over a grid on the dev split only (`--dev`), which is how
-`litpipe.agents.tldr.TITLE_WEIGHT` was chosen; test is never used for that.
+`litpipe.extractive.tldr.TITLE_WEIGHT` was chosen; test is never used for that.
 
 Usage: python benchmarks/eval_tldr.py [--dataset CSV_OR_JSONL] [--limit N] [--model M]
        [--tune] [--dev JSONL]
@@ -18,10 +18,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from litpipe.agents.tldr import TITLE_WEIGHT, TldrInput, offline_tldr
 from litpipe.evaluation.rouge import ROUGE_TYPES, mean_scores
 from litpipe.evaluation.tldr import best_of_golds, evaluate_tldr, figures, format_table
 from litpipe.evaluation.tldr import read_examples as read_papers
+from litpipe.extractive.tldr import TITLE_WEIGHT, TldrInput, offline_tldr
 from litpipe.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scitldr"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.defs.sqlite_storage import EVENT_BATCH_SIZE
+from litpipe.instance.sqlite_storage import EVENT_BATCH_SIZE
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.instance import managed_config
 from litpipe.settings import Settings

@@ -65,6 +65,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from pydantic import BaseModel  # noqa: E402
 
 from litpipe.agents.answers import answer_questions  # noqa: E402
+from litpipe.agents.asker import Asker  # noqa: E402
 from litpipe.agents.paper_questions import paper_questions_from  # noqa: E402
 from litpipe.agents.plain_summary import write_plain_summary  # noqa: E402
 from litpipe.agents.relationship_analysis.analysis import analysed, analysis_input  # noqa: E402
@@ -254,18 +255,15 @@ def xsum_prompt_tokens(home: Path, settings: Settings, count: Counter) -> dict[s
     prompts = PromptLibrary(settings.llm.prompts_dir)
     steps: dict[str, Recorder] = {}
 
-    def step(name: str) -> Recorder:
+    def step(name: str) -> Asker:
+        """The asker of one of X-Sum's steps, its calls recorded under `name`."""
         steps[name] = Recorder(count)
-        return steps[name]
+        return Asker(method.llm, steps[name], prompts)
 
-    recorder = step("questions")
+    questions = step("questions")
     for paper in analysis.papers:
         paper_questions_from(
-            abstracts[paper],
-            method,
-            prompts,
-            recorder,
-            per_style=method.synthesis.questions_per_style,
+            abstracts[paper], questions, per_style=method.synthesis.questions_per_style
         )
     items = [
         QuestionEvidence(
@@ -276,12 +274,12 @@ def xsum_prompt_tokens(home: Path, settings: Settings, count: Counter) -> dict[s
         for item in paper.questions
         if item.question.paper_id == paper.paper_id
     ]
-    answer_questions(items, method, prompts, step("answers"))
+    answer_questions(items, method.synthesis.answer_mode, step("answers"))
     pairs = [answer for paper in analysis.papers for answer in own[paper].answers]
-    analysed(analysis_input(analysis.collection, pairs, titles), method, prompts, step("analysis"))
-    write_synthesis(method_analysis, own, None, titles, method, prompts, step("summary p2"))
-    write_plain_summary(method_analysis, expert, titles, method, prompts, step("plain summary"))
-    write_synthesis(method_analysis, own, None, titles, flat, prompts, step("summary p1"))
+    analysed(analysis_input(analysis.collection, pairs, titles), step("analysis"))
+    write_synthesis(method_analysis, own, None, titles, method, step("summary p2"))
+    write_plain_summary(method_analysis, expert, titles, step("plain summary"))
+    write_synthesis(method_analysis, own, None, titles, flat, step("summary p1"))
     return {
         name: [tokens for agent in sorted(r.tokens) for tokens in r.tokens[agent]]
         for name, r in steps.items()

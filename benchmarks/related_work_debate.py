@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # litpipe_tests, for the stub server
 
 # litpipe first: importing it keeps litellm from fetching its price list.
+from litpipe.agents.asker import Asker  # noqa: E402
 from litpipe.llm.client import LLMClient  # noqa: E402
 from litpipe.llm.prompts import PromptLibrary  # noqa: E402
 from litpipe.llm.usage import UsageLedger  # noqa: E402
@@ -99,7 +100,8 @@ def warm_up(home: Path, delay: float) -> None:
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = settings_for(home, stub, 4)
         client = LLMClient(settings, UsageLedger())
-        score_references(IDEA, candidates(8), settings, PromptLibrary(None), client)
+        asker = Asker(settings.llm, client, PromptLibrary(None))
+        score_references(IDEA, candidates(8), settings, asker)
 
 
 def measure(
@@ -109,8 +111,9 @@ def measure(
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = settings_for(home, stub, bound)
         client = LLMClient(settings, UsageLedger())
+        asker = Asker(settings.llm, client, PromptLibrary(None))
         started = time.perf_counter()
-        scored = score_references(IDEA, found, settings, PromptLibrary(None), client)
+        scored = score_references(IDEA, found, settings, asker)
         wall = time.perf_counter() - started
         requests, in_flight = stub.request_count, stub.max_in_flight
     usage = client.usage.summary()

@@ -26,22 +26,27 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers
+from litpipe.agents.answer_judge import judge_answers
 from litpipe.agents.answers import answer_questions
-from litpipe.agents.base import Agent, ModelBatch, run_agent
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent, ModelBatch
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.plain_summary import write_plain_summary
-from litpipe.agents.query_answer import QueryAnswerInput, answer_queries
+from litpipe.agents.query_answer import answer_queries
 from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, LLMRelevanceReranker
-from litpipe.agents.related_work import RelatedWorkAgent, RelatedWorkInput
+from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent, plan_text
 from litpipe.agents.relationship_analysis.analysis import analysed, analysis_input
 from litpipe.agents.relationship_analysis.followups import follow_up_questions
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.agents.relationship_analysis.relationships import relate
-from litpipe.agents.tldr import TldrInput, write_tldrs
+from litpipe.agents.tldr import write_tldrs
 from litpipe.evaluation.grading import grade_coherence, grade_output
+from litpipe.extractive.answer_judge import AnswerJudgeInput
+from litpipe.extractive.query_answer import QueryAnswerInput
+from litpipe.extractive.related_work import RelatedWorkInput
+from litpipe.extractive.tldr import TldrInput
 from litpipe.llm.client import UnusableReply, parse_reply
 from litpipe.llm.errors import LLMError, ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
@@ -191,7 +196,8 @@ def collection() -> Collection:
     with DEMO.open(newline="", encoding="utf-8") as table:
         rows = list(csv.DictReader(table))[:PAPERS]
     home = Path("/nonexistent-litpipe-home")
-    offline, prompts = offline_settings(home), PromptLibrary()
+    offline = offline_settings(home)
+    asker = Asker(offline.llm, None, PromptLibrary())
     abstracts = {
         row["id"]: PaperAbstract(
             paper_id=row["id"],
@@ -208,7 +214,7 @@ def collection() -> Collection:
     evidence = {
         paper: [
             QuestionEvidence(question=question, chunks=chunks[paper], reranked=False)
-            for question in paper_questions_from(a, offline, prompts, None).questions
+            for question in paper_questions_from(a, asker).questions
         ]
         for paper, a in abstracts.items()
     }
@@ -217,7 +223,7 @@ def collection() -> Collection:
             paper_id=paper,
             mode="single",
             engine="offline",
-            answers=answer_questions(items, offline, prompts, None),
+            answers=answer_questions(items, offline.synthesis.answer_mode, asker),
         )
         for paper, items in evidence.items()
     }
@@ -226,31 +232,30 @@ def collection() -> Collection:
         answers,
         None,
         abstracts,
-        _follow_up_answerer(chunks, offline, prompts),
+        _follow_up_answerer(chunks, offline, asker),
         offline,
-        prompts,
-        None,
+        asker,
     )
     titles = {paper: a.title for paper, a in abstracts.items()}
-    synthesis = write_synthesis(analysis, answers, None, titles, offline, prompts, None)
+    synthesis = write_synthesis(analysis, answers, None, titles, offline, asker)
     return Collection(abstracts, chunks, evidence, answers, analysis, synthesis)
 
 
 def _follow_up_answerer(
-    chunks: dict[str, list[RetrievedChunk]], settings: Settings, prompts: PromptLibrary
+    chunks: dict[str, list[RetrievedChunk]], settings: Settings, asker: Asker
 ) -> Callable[[str, list[Question]], list[Answer]]:
     def answer(paper: str, questions: list[Question]) -> list[Answer]:
         items = [
             QuestionEvidence(question=q, chunks=chunks[paper], reranked=False) for q in questions
         ]
-        return answer_questions(items, settings, prompts, None)
+        return answer_questions(items, settings.synthesis.answer_mode, asker)
 
     return answer
 
 
 # One case per agent: its stage, run with `settings` (the agent routed to the model).
 
-Stage = Callable[[Collection, Settings, PromptLibrary, GeneratedClient], object]
+Stage = Callable[[Collection, Settings, Asker], object]
 
 
 def _titles(c: Collection) -> dict[str, str]:
@@ -261,7 +266,7 @@ def _first(c: Collection) -> str:
     return next(iter(c.abstracts))
 
 
-def _abstract(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _abstract(c: Collection, s: Settings, asker: Asker) -> object:
     a = c.abstracts[_first(c)]
     text = a.abstract
     document = PaperDocument(
@@ -275,54 +280,56 @@ def _abstract(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedCli
             )
         ],
     )
-    return paper_abstract_from(document, s, p, client)
+    return paper_abstract_from(document, asker)
 
 
-def _questions(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _questions(c: Collection, s: Settings, asker: Asker) -> object:
     from litpipe.agents.paper_questions import paper_questions_from
 
-    return paper_questions_from(c.abstracts[_first(c)], s, p, client)
+    return paper_questions_from(c.abstracts[_first(c)], asker)
 
 
-def _answers(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return answer_questions(c.evidence[_first(c)][:2], s, p, client)
+def _answers(c: Collection, s: Settings, asker: Asker) -> object:
+    return answer_questions(c.evidence[_first(c)][:2], s.synthesis.answer_mode, asker)
 
 
-def _insights(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _insights(c: Collection, s: Settings, asker: Asker) -> object:
     pairs = [answer for paper in c.answers.values() for answer in paper.answers]
-    return insights_for(pairs, s, p, client)
+    return insights_for(pairs, asker)
 
 
-def _analysis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _analysis(c: Collection, s: Settings, asker: Asker) -> object:
     pairs = [answer for paper in c.answers.values() for answer in paper.answers]
-    return analysed(analysis_input("demo", pairs, _titles(c)), s, p, client)
+    return analysed(analysis_input("demo", pairs, _titles(c)), asker)
 
 
-def _relationships(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return relate("demo", c.analysis.insights, _titles(c), s, p, client)
+def _relationships(c: Collection, s: Settings, asker: Asker) -> object:
+    return relate("demo", c.analysis.insights, _titles(c), asker)
 
 
-def _cross_questions(
-    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
-) -> object:
-    return comparative_questions("demo", list(c.abstracts.values()), s, p, client)
+def _cross_questions(c: Collection, s: Settings, asker: Asker) -> object:
+    return comparative_questions(
+        "demo", list(c.abstracts.values()), s.synthesis.cross_paper_questions, asker
+    )
 
 
-def _followups(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _followups(c: Collection, s: Settings, asker: Asker) -> object:
     paper = _first(c)
     asked = [item.question for item in c.evidence[paper]]
-    return follow_up_questions(c.abstracts[paper], asked, "thin", s, p, client)
+    return follow_up_questions(
+        c.abstracts[paper], asked, "thin", s.synthesis.follow_up_questions, asker
+    )
 
 
-def _synthesis(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return write_synthesis(c.analysis, c.answers, None, _titles(c), s, p, client)
+def _synthesis(c: Collection, s: Settings, asker: Asker) -> object:
+    return write_synthesis(c.analysis, c.answers, None, _titles(c), s, asker)
 
 
-def _plain(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return write_plain_summary(c.analysis, c.synthesis, _titles(c), s, p, client)
+def _plain(c: Collection, s: Settings, asker: Asker) -> object:
+    return write_plain_summary(c.analysis, c.synthesis, _titles(c), asker)
 
 
-def _query_summary(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _query_summary(c: Collection, s: Settings, asker: Asker) -> object:
     paper = _first(c)
     a = c.abstracts[paper]
     chunks = c.chunks[paper]
@@ -333,14 +340,11 @@ def _query_summary(c: Collection, s: Settings, p: PromptLibrary, client: Generat
         chunks,
         lambda text: chunks[:1],
         s,
-        p,
-        client,
+        asker,
     )
 
 
-def _long_query_summary(
-    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
-) -> object:
+def _long_query_summary(c: Collection, s: Settings, asker: Asker) -> object:
     """The first paper made longer than the context by the others' abstracts as its later
     pages: the judge reads it whole, in parts, and its replies on each part are combined."""
     paper = _first(c)
@@ -354,18 +358,17 @@ def _long_query_summary(
         chunks,
         lambda text: chunks[:1],
         s,
-        p,
-        client,
+        asker,
     )
 
 
-def _query_answer(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _query_answer(c: Collection, s: Settings, asker: Asker) -> object:
     item = c.evidence[_first(c)][0]
     batch = [QueryAnswerInput(question=item.question, evidence=item.chunks, words=40)]
-    return answer_queries(batch, s, p, client)
+    return answer_queries(batch, asker)
 
 
-def _answer_judge(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _answer_judge(c: Collection, s: Settings, asker: Asker) -> object:
     batch = [
         AnswerJudgeInput(
             question="What does FearNet use?",
@@ -374,21 +377,21 @@ def _answer_judge(c: Collection, s: Settings, p: PromptLibrary, client: Generate
             summary=c.synthesis.text,
         )
     ]
-    return judge_answers(batch, s, p, client)
+    return judge_answers(batch, asker)
 
 
-def _claim_judge(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _claim_judge(c: Collection, s: Settings, asker: Asker) -> object:
     passages = {
         f"{chunk.paper_id}:{chunk.page_start}": [chunk.text]
         for chunks in c.chunks.values()
         for chunk in chunks
     }
     # The opening paragraph: its sentences cite every kind of marker the page does.
-    return grade_output(c.synthesis.text.split("\n\n")[0], passages, s, p, client)
+    return grade_output(c.synthesis.text.split("\n\n")[0], passages, s, asker)
 
 
-def _coherence(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return grade_coherence(c.synthesis.title, c.synthesis.text, s, p, client)
+def _coherence(c: Collection, s: Settings, asker: Asker) -> object:
+    return grade_coherence(c.synthesis.title, c.synthesis.text, s, asker)
 
 
 def _references(c: Collection) -> list[RetrievedReference]:
@@ -402,53 +405,49 @@ def _references(c: Collection) -> list[RetrievedReference]:
     ]
 
 
-def _debate(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
-    return score_references("Learning from few examples.", _references(c), s, p, client)
+def _debate(c: Collection, s: Settings, asker: Asker) -> object:
+    return score_references("Learning from few examples.", _references(c), s, asker)
 
 
-def _related_work(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _related_work(c: Collection, s: Settings, asker: Asker) -> object:
     verdict = DebateVerdict(arguments_for=[], quotes_for=[], arguments_against=[], probability=50)
     scored = [ScoredReference(**r.model_dump(), verdict=verdict) for r in _references(c)]
     inputs = RelatedWorkInput(
         idea="Learning from few examples.", references=scored, sentences=4, words=120
     )
-    return write_section(inputs, s, p, client)
+    return write_section(inputs, s, asker)
 
 
-def _search_queries(
-    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
-) -> object:
+def _search_queries(c: Collection, s: Settings, asker: Asker) -> object:
     """The queries written, then searched with the idea over the collection's abstracts."""
     idea = "Learning from few examples."
-    queries = generated_queries(idea, s, p, client)
+    queries = generated_queries(idea, s, asker)
     references = [r.reference for r in _references(c)]
     return abstract_index(references, FakeEmbedder(), s).search(idea, 3, 4, queries)
 
 
-def _related_work_plan(
-    c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient
-) -> object:
+def _related_work_plan(c: Collection, s: Settings, asker: Asker) -> object:
     """The plan written, then rendered into the writer's prompt."""
     verdict = DebateVerdict(arguments_for=[], quotes_for=[], arguments_against=[], probability=50)
     scored = [ScoredReference(**r.model_dump(), verdict=verdict) for r in _references(c)]
     inputs = RelatedWorkInput(
         idea="Learning from few examples.", references=scored, sentences=4, words=120
     )
-    plan = plan_text(run_agent(RelatedWorkPlanAgent(), inputs, s, p, client))
-    return RelatedWorkAgent().messages(inputs.model_copy(update={"plan": plan}), p)
+    plan = plan_text(asker.ask(RelatedWorkPlanAgent(), inputs))
+    return RelatedWorkAgent().messages(inputs.model_copy(update={"plan": plan}), asker.prompts)
 
 
 def _reranker(kind: type[LLMRelevanceReranker] | type[LLMDebateReranker]) -> Stage:
-    def stage(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+    def stage(c: Collection, s: Settings, asker: Asker) -> object:
         candidates = [chunk for chunks in c.chunks.values() for chunk in chunks]
-        return kind(s, p, client).rerank("How is memory consolidated?", candidates)
+        return kind(asker).rerank("How is memory consolidated?", candidates)
 
     return stage
 
 
-def _tldr(c: Collection, s: Settings, p: PromptLibrary, client: GeneratedClient) -> object:
+def _tldr(c: Collection, s: Settings, asker: Asker) -> object:
     batch = [TldrInput(title=a.title, abstract=a.abstract) for a in c.abstracts.values()]
-    return write_tldrs(batch, s, p, client)
+    return write_tldrs(batch, asker)
 
 
 @dataclass(frozen=True)
@@ -555,7 +554,7 @@ def test_any_reply_the_schema_allows_gives_a_result_or_a_one_line_reason(
     def run(data: st.DataObject) -> None:
         client = GeneratedClient(data)
         try:
-            case.stage(built, routed, prompts, client)
+            case.stage(built, routed, Asker(routed.llm, client, prompts))
             outcome = "result"
         except ALLOWED as error:
             assert str(error) and "\n" not in str(error), repr(error)

@@ -8,13 +8,10 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from litpipe.agents.base import Agent, run_agent, version
-from litpipe.agents.paper_questions import (
-    PaperQuestionsAgent,
-    QuestionsInput,
-    QuestionsReply,
-    paper_questions_from,
-)
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
+from litpipe.agents.paper_questions import PaperQuestionsAgent, paper_questions_from
+from litpipe.extractive.paper_questions import QuestionsInput, QuestionsReply
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import PaperAbstract
 from litpipe.settings import AgentRoute, Route, Settings
@@ -62,9 +59,9 @@ def settings(tmp_path: Path, **values: Any) -> Settings:
 def test_offline_route_never_touches_the_client(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
     agent = PaperQuestionsAgent()
-    offline = run_agent(agent, INPUTS, settings(tmp_path), prompts, UntouchableClient())
+    offline = Asker(settings(tmp_path).llm, UntouchableClient(), prompts).ask(agent, INPUTS)
     assert offline == agent.offline(INPUTS)
-    assert run_agent(agent, INPUTS, settings(tmp_path), prompts, None) == offline
+    assert Asker(settings(tmp_path).llm, None, prompts).ask(agent, INPUTS) == offline
 
 
 def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Path) -> None:
@@ -72,7 +69,7 @@ def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Pa
     agent = PaperQuestionsAgent()
     client = ScriptedClient(SCRIPTED)
     configured = settings(tmp_path, llm={"model": "gpt-4o-mini", "api_base": "http://localhost:9"})
-    reply = run_agent(agent, INPUTS, configured, prompts, client)
+    reply = Asker(configured.llm, client, prompts).ask(agent, INPUTS)
     assert reply is SCRIPTED
     [(route, messages, schema)] = client.calls
     # The agent's own size for its reply, where the settings set no max_tokens.
@@ -84,12 +81,8 @@ def test_model_route_calls_the_client_once_with_the_rendered_prompt(tmp_path: Pa
 
 def test_a_model_route_without_a_client_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="routed to model 'gpt-4o-mini' but no LLM client"):
-        run_agent(
-            PaperQuestionsAgent(),
-            INPUTS,
-            settings(tmp_path, llm={"model": "gpt-4o-mini"}),
-            PromptLibrary(None),
-            None,
+        Asker(settings(tmp_path, llm={"model": "gpt-4o-mini"}).llm, None, PromptLibrary(None)).ask(
+            PaperQuestionsAgent(), INPUTS
         )
 
 
@@ -102,13 +95,15 @@ def test_paper_questions_from_records_the_engine(tmp_path: Path) -> None:
         engine="parsed",
     )
     prompts = PromptLibrary(None)
-    offline = paper_questions_from(abstract, settings(tmp_path), prompts, None, per_style=2)
+    offline = paper_questions_from(
+        abstract, Asker(settings(tmp_path).llm, None, prompts), per_style=2
+    )
     assert offline.engine == "offline" and len(offline.questions) == 4
     per_agent = settings(
         tmp_path, llm={"agents": {"paper_questions": AgentRoute(model="ollama/llama3.1")}}
     )
     client = ScriptedClient(SCRIPTED)
-    modelled = paper_questions_from(abstract, per_agent, prompts, client)
+    modelled = paper_questions_from(abstract, Asker(per_agent.llm, client, prompts))
     assert modelled.engine == "ollama/llama3.1"
     assert [q.text for q in modelled.questions] == [q.text for q in SCRIPTED.questions]
     assert [q.question_id for q in modelled.questions] == ["SJ1Xmf-Rb:q00", "SJ1Xmf-Rb:q01"]
@@ -131,35 +126,40 @@ def test_version_follows_prompt_schema_and_route_but_not_api_base(tmp_path: Path
     folder.mkdir()
     prompts = PromptLibrary(folder)
     agent: Agent = PaperQuestionsAgent()
-    base = version(agent, settings(tmp_path), prompts)
-    assert base == version(PaperQuestionsAgent(), settings(tmp_path), PromptLibrary(None))
+    base = Asker(settings(tmp_path).llm, None, prompts).version(agent)
+    assert base == Asker(settings(tmp_path).llm, None, PromptLibrary(None)).version(
+        PaperQuestionsAgent()
+    )
     # Both subclasses live in this module: they differ in their reply schema only.
-    same_schema = version(QuestionsWithSameSchema(), settings(tmp_path), prompts)
-    assert version(QuestionsWithAnotherSchema(), settings(tmp_path), prompts) != same_schema
+    same_schema = Asker(settings(tmp_path).llm, None, prompts).version(QuestionsWithSameSchema())
+    assert (
+        Asker(settings(tmp_path).llm, None, prompts).version(QuestionsWithAnotherSchema())
+        != same_schema
+    )
 
     unchanged_model = settings(tmp_path, llm={"api_base": "http://gpu-box:8000/v1"})
-    assert version(agent, unchanged_model, prompts) == base
+    assert Asker(unchanged_model.llm, None, prompts).version(agent) == base
     changed = [
         settings(tmp_path, llm={"model": "gpt-4o-mini"}),
         settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(model="gpt-4o")}}),
         settings(tmp_path, llm={"agents": {"paper_questions": AgentRoute(temperature=0.7)}}),
         settings(tmp_path, llm={"max_tokens": 300}),
     ]
-    versions = {version(agent, each, prompts) for each in changed}
+    versions = {Asker(each.llm, None, prompts).version(agent) for each in changed}
     assert len(versions) == len(changed) and base not in versions
     # Another agent's route is not this agent's business.
     other_agent = settings(tmp_path, llm={"agents": {"paper_abstract": AgentRoute(model="gpt-4o")}})
-    assert version(agent, other_agent, prompts) == base
+    assert Asker(other_agent.llm, None, prompts).version(agent) == base
 
     (folder / "paper_questions.md").write_text(
         PromptLibrary(None).text("paper_questions") + "\nBe brief.\n"
     )
-    edited = version(agent, settings(tmp_path), prompts)
+    edited = Asker(settings(tmp_path).llm, None, prompts).version(agent)
     assert edited != base
     (folder / "paper_abstract.md").write_text(
         PromptLibrary(None).text("paper_abstract") + "\nBe brief.\n"
     )
-    assert version(agent, settings(tmp_path), prompts) == edited
+    assert Asker(settings(tmp_path).llm, None, prompts).version(agent) == edited
 
 
 class NoteInput(BaseModel):
@@ -210,10 +210,10 @@ def test_an_agent_asks_with_its_reply_type_and_its_prompt_values(tmp_path: Path)
         (VerdictNoteAgent(), OtherReply(questions=[])),
     ):
         client = ScriptedClient(reply)
-        assert run_agent(agent, NoteInput(note="tea"), modelled, prompts, client) is reply
+        assert Asker(modelled.llm, client, prompts).ask(agent, NoteInput(note="tea")) is reply
         [(_, messages, schema)] = client.calls
         assert messages == [{"role": "user", "content": "Summarize: tea"}]
         assert schema is type(reply)
-    assert run_agent(NoteAgent(), NoteInput(note="tea"), settings(tmp_path), prompts, None) == (
+    assert Asker(settings(tmp_path).llm, None, prompts).ask(NoteAgent(), NoteInput(note="tea")) == (
         NoteReply(summary="tea")
     )

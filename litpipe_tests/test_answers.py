@@ -10,14 +10,10 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.answering import NO_ANSWER, AnswerInput
-from litpipe.agents.answers import (
-    AnswersAgent,
-    answer_questions,
-    answers_version,
-    offline_answer,
-)
+from litpipe.agents.answers import AnswersAgent, answer_questions, answers_version
+from litpipe.agents.asker import Asker
 from litpipe.citations import chunk_marker, resolve
+from litpipe.extractive.answering import NO_ANSWER, AnswerInput, offline_answer
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -147,7 +143,8 @@ def test_the_better_ranked_passage_wins_a_tie() -> None:
 def test_a_question_the_passages_do_not_touch_gets_the_fixed_sentence(tmp_path: Path) -> None:
     unrelated = question("How does photosynthetic carbon fixation vary with latitude?")
     items = [QuestionEvidence(question=unrelated, chunks=EVIDENCE, reranked=False)]
-    (answer,) = answer_questions(items, Settings(home=tmp_path), PromptLibrary(None), None)
+    settings = Settings(home=tmp_path)
+    (answer,) = answer_questions(items, settings.synthesis.answer_mode, Asker(settings.llm))
     assert answer.text == NO_ANSWER
     assert answer.citations == []
     assert answer.engine == "offline" and answer.views == {}
@@ -156,7 +153,8 @@ def test_a_question_the_passages_do_not_touch_gets_the_fixed_sentence(tmp_path: 
 
 def test_offline_answers_resolve_to_the_chunks_they_quote(tmp_path: Path) -> None:
     items = [QuestionEvidence(question=SENSITIVITY, chunks=EVIDENCE, reranked=True)]
-    (answer,) = answer_questions(items, Settings(home=tmp_path), PromptLibrary(None), None)
+    settings = Settings(home=tmp_path)
+    (answer,) = answer_questions(items, settings.synthesis.answer_mode, Asker(settings.llm))
     by_marker = {c.marker: c.chunk_ids for c in answer.citations}
     assert by_marker["[smith2023:5]"] == ["smith2023:4"]
     assert by_marker["[lee2024:3]"] == ["lee2024:2"]
@@ -180,7 +178,9 @@ def model_answers(
 ) -> list[Answer]:
     settings = stub_settings(tmp_path, stub, **overrides)
     return answer_questions(
-        items, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())
+        items,
+        settings.synthesis.answer_mode,
+        Asker(settings.llm, LLMClient(settings, UsageLedger())),
     )
 
 
@@ -251,15 +251,19 @@ def test_answers_version_follows_the_mode_and_the_prompt(tmp_path: Path) -> None
     single = Settings(home=tmp_path)
     packaged = PromptLibrary(None)
     multi = Settings(home=tmp_path, synthesis={"answer_mode": "multi_view"})
-    assert answers_version(single, packaged) == answers_version(single, packaged)
-    assert answers_version(single, packaged) != answers_version(multi, packaged)
+
+    def version_of(settings: Settings, prompts: PromptLibrary) -> str:
+        return answers_version(settings.synthesis.answer_mode, Asker(settings.llm, None, prompts))
+
+    assert version_of(single, packaged) == version_of(single, packaged)
+    assert version_of(single, packaged) != version_of(multi, packaged)
     overrides = tmp_path / "prompts"
     overrides.mkdir()
     edited = packaged.text("answers").replace("Be direct and brief", "Be brief")
     (overrides / "answers.md").write_text(edited, "utf-8")
-    assert answers_version(single, PromptLibrary(overrides)) != answers_version(single, packaged)
+    assert version_of(single, PromptLibrary(overrides)) != version_of(single, packaged)
     # The single-view prompt decides nothing in multi-view mode.
-    assert answers_version(multi, PromptLibrary(overrides)) == answers_version(multi, packaged)
+    assert version_of(multi, PromptLibrary(overrides)) == version_of(multi, packaged)
 
 
 def test_messages_render_every_placeholder_of_the_packaged_prompt() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.evaluation.checks import (
     CheckOutcome,
@@ -21,7 +22,6 @@ from litpipe.evaluation.grading import (
     grade_output,
     prose_sentences,
 )
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import Citation, SegmentGrade, Synthesis
 from litpipe.settings import Settings
 from litpipe.text import marker, sentences
@@ -85,8 +85,7 @@ def support(written: Synthesis, chunk_texts: dict[str, str], threshold: float) -
         written.text,
         cited_passages(written.citations, chunk_texts),
         settings,
-        PromptLibrary(None),
-        None,
+        Asker(settings.llm),
     )
     return faithfulness(grades, "expert synthesis")
 

@@ -19,7 +19,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from litpipe.agents.answers import AnswersAgent, answer_questions
-from litpipe.agents.base import ModelBatch, engine_name, route_of
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import ModelBatch
 from litpipe.cli import main
 from litpipe.llm.client import MIN_REPLY_TOKENS
 from litpipe.llm.errors import ContextOverflowError, LLMError, ReplyValidationError
@@ -108,7 +109,7 @@ def test_every_request_of_every_stage_fits_the_window(
         llm={"on_unusable": "offline", "agents": {agent: AgentRoute(model=MODEL)}},
     )
     client = WindowedClient(window)
-    case.stage(collection(), settings, PromptLibrary(), client)
+    case.stage(collection(), settings, Asker(settings.llm, client, PromptLibrary()))
     assert client.sent or client.fallbacks, "the agent was neither asked nor replaced"
     for sent_route, messages in client.sent:
         # A revision request carries the first reply too: the client gives its reply what room
@@ -153,7 +154,11 @@ def test_an_answers_prompt_too_long_for_the_window_loses_its_last_passages_and_s
     settings = Settings(home=tmp_path, llm={"model": MODEL})
     client = WindowedClient(1536)
     with caplog.at_level(logging.WARNING, logger="litpipe.agents.base"):
-        (answer,) = answer_questions([long_evidence(8, 100)], settings, PromptLibrary(), client)
+        (answer,) = answer_questions(
+            [long_evidence(8, 100)],
+            settings.synthesis.answer_mode,
+            Asker(settings.llm, client, PromptLibrary()),
+        )
     ((sent_route, messages),) = client.sent
     prompt = messages[-1]["content"]
     assert "[p1:1]" in prompt and "[p1:8]" not in prompt
@@ -168,7 +173,11 @@ def test_an_item_whose_prompt_cannot_fit_is_written_offline_and_marked(tmp_path:
     engine's, the output's engine says so, and the fallback is counted."""
     settings = Settings(home=tmp_path, llm={"model": MODEL})
     client = WindowedClient(AnswersAgent.reply_tokens + 20)
-    (answer,) = answer_questions([long_evidence(2, 50)], settings, PromptLibrary(), client)
+    (answer,) = answer_questions(
+        [long_evidence(2, 50)],
+        settings.synthesis.answer_mode,
+        Asker(settings.llm, client, PromptLibrary()),
+    )
     assert client.sent == []
     assert answer.engine.startswith(f"{MODEL}, offline fallback for 1 of 1: answers:")
     assert "[p1:" in answer.text  # the offline engine's cited sentence
@@ -179,7 +188,11 @@ def test_with_on_unusable_fail_an_unusable_item_fails_alone(tmp_path: Path) -> N
     settings = Settings(home=tmp_path, llm={"model": MODEL, "on_unusable": "fail"})
     client = WindowedClient(AnswersAgent.reply_tokens + 20)
     with pytest.raises(ContextOverflowError, match="does not fit"):
-        answer_questions([long_evidence(2, 50)], settings, PromptLibrary(), client)
+        answer_questions(
+            [long_evidence(2, 50)],
+            settings.synthesis.answer_mode,
+            Asker(settings.llm, client, PromptLibrary()),
+        )
     assert client.fallbacks == []
 
 
@@ -216,18 +229,20 @@ def test_an_unusable_reply_is_written_offline_marked_and_counted(
     stub_llm.fail_next("invalid_json", 2)
     client = make_client(tmp_path, stub_llm)
     settings = client.settings
-    (answer,) = answer_questions([long_evidence(2, 50)], settings, PromptLibrary(), client)
-    model = route_of(AnswersAgent(), settings).model
+    asker = Asker(settings.llm, client, PromptLibrary())
+    mode = settings.synthesis.answer_mode
+    (answer,) = answer_questions([long_evidence(2, 50)], mode, asker)
+    model = asker.route(AnswersAgent()).model
     assert answer.engine.startswith(f"{model}, offline fallback for 1 of 1: answers: {model}")
     assert "even after one repair" in answer.engine
     usage = client.usage.summary()
     assert (usage.failed, usage.fallbacks) == (1, 1)
     # Answered again, the unusable reply comes from the cache: no request, the same fallback.
-    (again,) = answer_questions([long_evidence(2, 50)], settings, PromptLibrary(), client)
+    (again,) = answer_questions([long_evidence(2, 50)], mode, asker)
     assert again.engine == answer.engine and stub_llm.request_count == 2
     # The next answer of the same agent is the model's again: the mark is per run.
-    answer_questions([long_evidence(1, 20)], settings, PromptLibrary(), client)
-    assert engine_name(route_of(AnswersAgent(), settings)) == model
+    answer_questions([long_evidence(1, 20)], mode, asker)
+    assert asker.engine(AnswersAgent()) == model
 
 
 def test_status_says_each_models_window_and_where_it_came_from(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.summary_acus import AcusInput, offline_acus
+from litpipe.agents.asker import Asker
 from litpipe.evaluation.convergence import convergence_report
+from litpipe.extractive.summary_acus import AcusInput, offline_acus
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report.convergence import render_markdown, render_svg
 from litpipe.schemas import (
@@ -206,8 +206,7 @@ def test_acu_accuracy_is_reported_per_iteration_and_drops_when_the_summary_omits
         PAPER,
         term_search(PAPER),
         settings,
-        PromptLibrary(None),
-        LLMClient(settings, UsageLedger()),
+        Asker(settings.llm, LLMClient(settings, UsageLedger())),
     )
     assert [unit.text for unit in result.acus] == [unit.text for unit in units]
     omitted = (len(units) - 1) / len(units)

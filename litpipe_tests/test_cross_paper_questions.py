@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents import cross_paper_questions as cross_paper_module
-from litpipe.agents.cross_paper_questions import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.cross_paper_questions import comparative_questions
+from litpipe.extractive import cross_paper_questions as cross_paper_module
+from litpipe.extractive.cross_paper_questions import (
     ComparedPaper,
     CrossPaperQuestionsInput,
-    comparative_questions,
     offline_cross_paper_questions,
 )
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import PaperAbstract
 from litpipe.settings import Settings
@@ -53,7 +53,9 @@ ABSTRACTS = [
 
 def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, synthesis={"cross_paper_questions": 4})
-    questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), None)
+    questions = comparative_questions(
+        "col", ABSTRACTS, settings.synthesis.cross_paper_questions, Asker(settings.llm)
+    )
     assert [q.question_id for q in questions] == [f"col:x{i:02d}" for i in range(4)]
     assert all(q.style == "comparative" and q.paper_id == "" for q in questions)
     assert all(q.text.endswith("?") for q in questions)
@@ -71,7 +73,15 @@ def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_pat
 def test_a_single_paper_has_nothing_to_compare(tmp_path: Path, stub_llm: StubLLM) -> None:
     settings = stub_settings(tmp_path, stub_llm, synthesis={"cross_paper_questions": 4})
     client = LLMClient(settings, UsageLedger())
-    assert comparative_questions("col", ABSTRACTS[:1], settings, PromptLibrary(None), client) == []
+    assert (
+        comparative_questions(
+            "col",
+            ABSTRACTS[:1],
+            settings.synthesis.cross_paper_questions,
+            Asker(settings.llm, client),
+        )
+        == []
+    )
     assert stub_llm.request_count == 0
 
 
@@ -81,7 +91,12 @@ def test_by_default_none_are_asked_and_no_call_is_made(tmp_path: Path, stub_llm:
     settings = stub_settings(tmp_path, stub_llm)
     assert settings.synthesis.cross_paper_questions == 0
     client = LLMClient(settings, UsageLedger())
-    assert comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client) == []
+    assert (
+        comparative_questions(
+            "col", ABSTRACTS, settings.synthesis.cross_paper_questions, Asker(settings.llm, client)
+        )
+        == []
+    )
     assert stub_llm.request_count == 0
 
 
@@ -109,7 +124,9 @@ def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: St
         synthesis={"cross_paper_questions": 4},  # none are asked by default
     )
     client = LLMClient(settings, UsageLedger())
-    questions = comparative_questions("col", ABSTRACTS, settings, PromptLibrary(None), client)
+    questions = comparative_questions(
+        "col", ABSTRACTS, settings.synthesis.cross_paper_questions, Asker(settings.llm, client)
+    )
     assert [(q.question_id, q.papers, q.text) for q in questions] == [
         ("col:x00", ["base", "prime"], "How do the editors differ?"),
         ("col:x01", ["microcins", "base"], "What links microcins and editing?"),

@@ -10,19 +10,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.question_evidence.debate import (
-    DebateAgent,
-    DebateReply,
-    offline_debate,
-    verbatim_quotes,
-)
-from litpipe.agents.question_evidence.passages import PassageInput
-from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, reranker_for
+from litpipe.agents.asker import Asker
+from litpipe.agents.question_evidence.debate import DebateAgent, verbatim_quotes
+from litpipe.agents.question_evidence.rerankers import LLMDebateReranker
+from litpipe.extractive.debate import DebateReply, offline_debate
+from litpipe.extractive.passages import PassageInput
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import DebateVerdict
 from litpipe.settings import Settings
+from litpipe.workflows.reranking import settings_reranker
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_relevance import INJECTION, QUERY, passage_id
 from litpipe_tests.test_rerank import PASSAGES, make_candidates
@@ -55,7 +53,8 @@ def model_reranker(home: Path, stub: StubLLM) -> LLMDebateReranker:
     settings = stub_settings(
         home, stub, llm={"model": "openai/stub-model"}, retrieval={"reranker": "debate"}
     )
-    reranker = reranker_for(settings, PromptLibrary(None), LLMClient(settings, UsageLedger()))
+    client = LLMClient(settings, UsageLedger())
+    reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
     assert isinstance(reranker, LLMDebateReranker)
     return reranker
 
@@ -95,7 +94,7 @@ def test_offline_probability_ranks_passages_with_the_query_terms_higher() -> Non
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, retrieval={"reranker": "debate"})
-    reranker = reranker_for(settings, PromptLibrary(None), None)
+    reranker = settings_reranker(settings, Asker(settings.llm, None, PromptLibrary(None)))
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[4], ABSTRACT]))
     assert [chunk.chunk_id for chunk in reranked] == ["p2:0", "p1:0", "p0:0"]
     assert [chunk.rerank_score for chunk in reranked] == [75.0, 26.0, 1.0]

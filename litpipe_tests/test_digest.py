@@ -10,12 +10,12 @@ from xml.etree import ElementTree
 
 import dagster as dg
 
+from litpipe.agents.asker import Asker
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.sources import discover
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.report.digest import NOT_ANALYSED, digest_html, digest_markdown, write_digest
 from litpipe.report.page import PAPERS_PER_PAGE, chunk_anchor
@@ -151,8 +151,7 @@ def hand_made_digest(tmp_path: Path) -> Digest:
         {COLLECTION: [OLD, LATE]},
         sources,
         settings,
-        PromptLibrary(None),
-        None,
+        Asker(settings.llm),
     )
 
 
@@ -223,7 +222,7 @@ def test_the_digest_renders_as_markdown_and_an_escaped_standalone_page(tmp_path:
 
 def test_a_day_without_papers_says_nothing_new(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
-    empty = build_digest(DAY, [], {}, MappingSources(), settings, PromptLibrary(None), None)
+    empty = build_digest(DAY, [], {}, MappingSources(), settings, Asker(settings.llm))
 
     assert empty.papers == [] and empty.collections == []
     assert digest_markdown(empty) == (
@@ -369,8 +368,7 @@ def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_dig
         {COLLECTION: [OLD, LATE]},
         sources,
         settings,
-        PromptLibrary(None),
-        client,
+        Asker(settings.llm, client),
     )
 
     assert digest.engine == "openai/stub"

@@ -13,11 +13,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.agents.answer_judge import AnswerJudgeInput, judge_answers, offline_verdict
+from litpipe.agents.answer_judge import judge_answers
+from litpipe.agents.asker import Asker
 from litpipe.cli import main
 from litpipe.evaluation.litqa import LitQAEvaluation, LitQAQuestion, read_questions
+from litpipe.extractive.answer_judge import AnswerJudgeInput, offline_verdict
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
@@ -91,7 +92,7 @@ def test_a_model_judge_keeps_only_the_listed_distractors(tmp_path: Path, stub_ll
     )
     inputs = _inputs("The UBM domain matters most.", "DTD", ["BRCT", "UBM"])
     client = LLMClient(settings, UsageLedger())
-    (verdict,) = judge_answers([inputs], settings, PromptLibrary(None), client)
+    (verdict,) = judge_answers([inputs], Asker(settings.llm, client))
     assert not verdict.states_ideal and verdict.stated_distractors == ["UBM"]
     user = stub_llm.requests[0]["messages"][-1]["content"]
     assert "The UBM domain matters most." in user and "- BRCT" in user

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import litpipe.workflows.related_work as workflow
-from litpipe.agents.related_work import count_words
 from litpipe.cli import main
 from litpipe.evaluation import related_work as related_work_eval
 from litpipe.evaluation.baselines import lead, lexrank, pagerank, textrank, within_budget
@@ -24,6 +23,7 @@ from litpipe.evaluation.related_work import (
     rouge,
     without_citations,
 )
+from litpipe.extractive.related_work import count_words
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder
 

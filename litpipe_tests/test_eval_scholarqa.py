@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import litpipe.workflows.related_work as workflow
-from litpipe.agents.query_answer import QueryAnswerInput, offline_query_answer, within_words
+from litpipe.agents.query_answer import within_words
 from litpipe.cli import main
 from litpipe.evaluation.citation_accuracy import citation_accuracy, mean_accuracy
 from litpipe.evaluation.scholarqa import (
@@ -24,6 +24,7 @@ from litpipe.evaluation.scholarqa import (
     gold_papers,
     read_examples,
 )
+from litpipe.extractive.query_answer import QueryAnswerInput, offline_query_answer
 from litpipe.schemas import Question
 from litpipe.settings import Settings
 from litpipe_tests.conftest import FakeEmbedder

@@ -15,7 +15,7 @@ import litpipe.workflows.related_work as workflow
 from litpipe.cli import main
 from litpipe.evaluation.scholarqa import collection, read_examples
 from litpipe.evaluation.scholarqa_answer_modes import MODES, evaluate_answer_modes
-from litpipe.schemas import QuestionEvidence
+from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 from litpipe.text import markers_in
 from litpipe_tests.conftest import FakeEmbedder
@@ -34,9 +34,9 @@ def recorded_passages(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[st
     seen: dict[str, list[list[str]]] = {}
     answer = answer_modes.answer_questions
 
-    def recording(items: list[QuestionEvidence], settings: Settings, *rest: Any) -> Any:
-        seen[settings.synthesis.answer_mode] = [[c.chunk_id for c in i.chunks] for i in items]
-        return answer(items, settings, *rest)
+    def recording(items: list[QuestionEvidence], mode: AnswerMode, *rest: Any) -> Any:
+        seen[mode] = [[c.chunk_id for c in i.chunks] for i in items]
+        return answer(items, mode, *rest)
 
     monkeypatch.setattr(answer_modes, "answer_questions", recording)
     return seen

@@ -10,9 +10,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from litpipe.agents.tldr import TldrInput, offline_tldr
 from litpipe.cli import main
 from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr, read_examples
+from litpipe.extractive.tldr import TldrInput, offline_tldr
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe.text import sentences

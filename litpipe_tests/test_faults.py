@@ -23,8 +23,8 @@ from litpipe.cli import main, stop_on_signals
 from litpipe.commands.evaluations import eval_command
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.defs.partitions import collections, papers
-from litpipe.defs.run_liveness import PID_TAG, process_tags
 from litpipe.ingest.sources import discover
+from litpipe.instance.run_liveness import PID_TAG, process_tags
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import table_name
 from litpipe.runtime import backfill as backfilling

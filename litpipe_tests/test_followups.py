@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from litpipe.agents.paper_questions import QuestionsInput, offline_questions
+from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.followups import follow_up_questions, thin_papers
+from litpipe.extractive.paper_questions import QuestionsInput, offline_questions
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Insight, PaperAbstract, Question
 from litpipe.settings import Settings
@@ -54,7 +54,11 @@ def test_offline_follow_ups_are_new_questions(tmp_path: Path) -> None:
     asked = asked_questions()
     settings = Settings(home=tmp_path, synthesis={"follow_up_questions": 3})
     questions = follow_up_questions(
-        ABSTRACT, asked, "too few insights", settings, PromptLibrary(None), None
+        ABSTRACT,
+        asked,
+        "too few insights",
+        settings.synthesis.follow_up_questions,
+        Asker(settings.llm),
     )
     assert [q.question_id for q in questions] == ["rev1:f00", "rev1:f01", "rev1:f02"]
     assert all(q.style == "follow_up" and q.paper_id == "rev1" for q in questions)
@@ -83,7 +87,11 @@ def test_a_model_repeating_an_asked_question_is_not_kept(tmp_path: Path, stub_ll
     )
     client = LLMClient(settings, UsageLedger())
     questions = follow_up_questions(
-        ABSTRACT, asked, "not named", settings, PromptLibrary(None), client
+        ABSTRACT,
+        asked,
+        "not named",
+        settings.synthesis.follow_up_questions,
+        Asker(settings.llm, client),
     )
     assert [q.text for q in questions] == [
         "How long do REV1-deficient larvae survive?",

@@ -12,12 +12,13 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litpipe.agents.claim_judge import ClaimInput, offline_claim_judge, offline_verdict
+from litpipe.agents.asker import Asker
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.resources import artifact_store
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
+from litpipe.extractive.claim_judge import ClaimInput, offline_claim_judge, offline_verdict
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
@@ -55,7 +56,7 @@ def offline(tmp_path: Path) -> Settings:
 
 
 def graded(text: str, passages: dict[str, list[str]], settings: Settings) -> OutputGrades:
-    return grading.grade_output(text, passages, settings, PromptLibrary(None), None)
+    return grading.grade_output(text, passages, settings, Asker(settings.llm))
 
 
 def test_a_sentence_citing_two_papers_is_graded_segment_by_segment(tmp_path: Path) -> None:
@@ -126,9 +127,7 @@ def test_an_embedder_gives_the_middle_band_and_is_called_once(
     )
     settings = settings.model_copy(update={"grading": strict})
 
-    grades = grading.grade_output(
-        text, passages, settings, PromptLibrary(None), None, fake_embedder
-    )
+    grades = grading.grade_output(text, passages, settings, Asker(settings.llm), fake_embedder)
 
     assert len(fake_embedder.encode_calls) == 1  # every segment scored in one batch
     segments = [s for sentence in grades.sentences for s in sentence.segments]
@@ -172,7 +171,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     client = LLMClient(settings, UsageLedger())
 
     grades = grading.grade_output(
-        f"{COMPARATIVE} A closing remark.", passages, settings, PromptLibrary(None), client
+        f"{COMPARATIVE} A closing remark.", passages, settings, Asker(settings.llm, client)
     )
 
     assert grades.grader == "openai/stub-judge"
@@ -188,7 +187,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     assert outcome.metadata["unsupported"] == [COMPARATIVE]
     assert outcome.metadata["uncited"] == ["A closing remark."]
     assert "REV1 inserts cytosine" in outcome.markdown["flagged_table"]
-    coherence = grading.grade_coherence("T", COMPARATIVE, settings, PromptLibrary(None), client)
+    coherence = grading.grade_coherence("T", COMPARATIVE, settings, Asker(settings.llm, client))
     checked = grading.coherence(coherence, "expert synthesis", "openai/stub-judge")
     assert isinstance(checked, CheckOutcome)
     assert checked.passed and checked.metadata["score"] == 4
@@ -196,7 +195,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
 
 def test_coherence_offline_is_skipped_not_passed(tmp_path: Path) -> None:
     settings = offline(tmp_path)
-    reply = grading.grade_coherence("T", COMPARATIVE, settings, PromptLibrary(None), None)
+    reply = grading.grade_coherence("T", COMPARATIVE, settings, Asker(settings.llm))
 
     outcome = grading.coherence(reply, "expert synthesis", "offline")
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.citations import citations
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, Question, QuestionStyle, RetrievedChunk
 from litpipe.settings import Settings
@@ -80,7 +80,7 @@ ANSWERS = [
 def test_offline_gives_one_insight_per_pair_in_paper_order_then_comparative(
     tmp_path: Path,
 ) -> None:
-    insights = insights_for(ANSWERS, Settings(home=tmp_path), PromptLibrary(None), None)
+    insights = insights_for(ANSWERS, Asker(Settings(home=tmp_path).llm))
     assert [(i.insight_id, i.question_ids) for i in insights] == [
         ("i01", ["alpha:q00"]),
         ("i02", ["alpha:q01"]),
@@ -129,7 +129,7 @@ def test_model_insights_are_checked_against_the_pairs(tmp_path: Path, stub_llm: 
         tmp_path, stub_llm, llm={"agents": {"insights": {"model": "openai/stub-insights"}}}
     )
     client = LLMClient(settings, UsageLedger())
-    insights = insights_for(ANSWERS, settings, PromptLibrary(None), client)
+    insights = insights_for(ANSWERS, Asker(settings.llm, client))
 
     # One request per paper, and one for the comparative answers, each holding all its pairs.
     requests = [user_message(body) for body in stub_llm.requests]
@@ -168,7 +168,7 @@ def test_an_offline_insight_ends_with_the_marker_of_its_own_sentence(tmp_path: P
     )
     pair = answer(f"{doi}:q00", "How is the cyclobutane lesion bypassed?", text, evidence, doi)
 
-    (insight,) = insights_for([pair], Settings(home=tmp_path), PromptLibrary(None), None)
+    (insight,) = insights_for([pair], Asker(Settings(home=tmp_path).llm))
 
     first_sentence = "Pol eta bypasses the cyclobutane lesion in human fibroblasts."
     assert insight.text == f"{first_sentence} [{doi}:6]"

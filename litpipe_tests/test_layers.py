@@ -1,6 +1,6 @@
 """Layers point down only: every import inside `litpipe/` (at module level or in a function)
 goes from a layer to the same or a lower one, no two packages import each other, no module
-cycle, and only the Dagster graph (and the CLI that runs it) imports Dagster.
+cycle, and only the Dagster instance's plumbing, the graph and what runs it import Dagster.
 
 The graph is read from the source with `ast`, so a dodge (an import moved into a function to
 break a cycle at import time) counts like any other import."""
@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,17 @@ LAYERS: list[tuple[str, ...]] = [
     ("ingest", "llm", "retrieval"),
     # Markers resolved against evidence, and the evidence block a writer is given.
     ("citations",),
+    # The offline extractive engine, which writes every agent's reply from the inputs' own
+    # text; it imports nothing of agents.
+    ("extractive",),
     ("agents",),
     # Rendering (Markdown, HTML pages, figures): the workflows write their own output files.
     ("report",),
     ("workflows",),
     # Graders and benchmarks: they run the workflows and agents they measure.
     ("evaluation",),
+    # The Dagster instance's plumbing: event log storages, the pool-slot wait, run liveness.
+    ("instance",),
     ("defs",),
     # What runs the graph in-process for the commands (runs, backfills, requests, evaluations).
     ("runtime",),
@@ -47,8 +53,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli",),
 ]
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
-# Where `import dagster` is allowed: the graph, the runtime that runs it in-process, the CLI.
-DAGSTER_IMPORTERS = ("defs", "runtime", "cli")
+# Where `import dagster` is allowed: the instance's plumbing, the graph, the runtime that runs
+# it in-process, the CLI.
+DAGSTER_IMPORTERS = ("instance", "defs", "runtime", "cli")
 
 
 @dataclass(frozen=True)
@@ -253,30 +260,57 @@ def test_only_the_graph_imports_dagster() -> None:
             if any(name == "dagster" or name.startswith("dagster") for name in names):
                 importers.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")
     assert not importers, (
-        "Dagster imported outside litpipe/defs, litpipe/runtime and litpipe/cli.py: "
-        + str(importers)
+        "Dagster imported outside litpipe/instance, litpipe/defs, litpipe/runtime and "
+        "litpipe/cli.py: " + str(importers)
     )
 
 
 # The packages that take what they use, never the whole `Settings`: the workflows (and what
-# lies above them) unpack it into explicit arguments. `agents` joins them once its agents are
-# bound to their model once per step (issue 32).
-EXPLICIT_ARGUMENTS = ("ingest", "retrieval", "citations", "report")
+# lies above them) unpack it into explicit arguments, and a step's agents are bound to their
+# models once, in an `Asker` (its model settings, prompts and client).
+EXPLICIT_ARGUMENTS = ("ingest", "retrieval", "citations", "report", "extractive", "agents")
+# The whole settings by name, alone or in a union (`Settings | None`), not one of its groups.
+WHOLE_SETTINGS = re.compile(r"(?<![\w.])Settings\b")
+
+
+def _whole_settings_takers(source: str, where: str) -> list[str]:
+    """The functions (methods included) with a parameter, and the classes with a field,
+    annotated with the whole `Settings`."""
+    takers = []
+    for node in ast.walk(ast.parse(source)):
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            annotations = [a.annotation for a in arguments]
+        elif isinstance(node, ast.ClassDef):
+            annotations = [
+                field.annotation for field in node.body if isinstance(field, ast.AnnAssign)
+            ]
+        if any(a is not None and WHOLE_SETTINGS.search(ast.unparse(a)) for a in annotations):
+            takers.append(f"{where}:{node.lineno} {node.name}")
+    return takers
 
 
 def test_below_the_workflows_no_function_takes_the_whole_settings() -> None:
-    takers = []
-    for module, path in MODULES.items():
-        if _top(module) not in EXPLICIT_ARGUMENTS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-                if any(
-                    ast.unparse(a.annotation or ast.Constant(None)) == "Settings" for a in arguments
-                ):
-                    takers.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}")
+    takers = [
+        taker
+        for module, path in MODULES.items()
+        if _top(module) in EXPLICIT_ARGUMENTS
+        for taker in _whole_settings_takers(
+            path.read_text(encoding="utf-8"), str(path.relative_to(ROOT.parent))
+        )
+    ]
     assert not takers, "functions taking the whole Settings: " + ", ".join(takers)
+
+
+def test_a_settings_parameter_or_field_is_found_however_it_is_written() -> None:
+    source = (
+        "def f(settings: Settings): ...\n"
+        "def g(x: int, *, settings: Settings | None = None): ...\n"
+        "class Step:\n    settings: 'Settings'\n"
+        "def h(llm: LLMSettings, synthesis: config.SynthesisSettings): ...\n"
+    )
+    assert _whole_settings_takers(source, "m") == ["m:1 f", "m:2 g", "m:3 Step"]
 
 
 def test_the_graph_reader_sees_function_level_and_relative_imports() -> None:

@@ -15,18 +15,18 @@ from hypothesis import HealthCheck, given, seed
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from litpipe.agents.answering import NO_ANSWER, AnswerInput
 from litpipe.agents.answers import answer_questions
-from litpipe.agents.massrag import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.massrag import VIEW_AGENTS, ReasonerAgent
+from litpipe.citations import citations, resolve
+from litpipe.extractive.answering import NO_ANSWER, AnswerInput
+from litpipe.extractive.massrag import (
     NO_INFERENCE,
-    VIEW_AGENTS,
     CompareInput,
-    ReasonerAgent,
     ReconcileInput,
     offline_compare,
     offline_reconcile,
 )
-from litpipe.citations import citations, resolve
 from litpipe.llm.client import LLMClient
 from litpipe.llm.errors import ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
@@ -63,7 +63,7 @@ def offline_multi_view(
     tmp_path: Path, items: list[QuestionEvidence], mode: str = "multi_view"
 ) -> list[Any]:
     settings = Settings(home=tmp_path, synthesis={"answer_mode": mode})
-    return answer_questions(items, settings, PromptLibrary(None), None)
+    return answer_questions(items, settings.synthesis.answer_mode, Asker(settings.llm))
 
 
 def test_offline_multi_view_answers_are_verbatim_cited_and_keep_their_views(
@@ -156,7 +156,9 @@ def test_each_view_prompt_is_used_and_the_reconciler_reads_the_three_views(
         view_replies(stub)
         client = LLMClient(settings, UsageLedger())
         with caplog.at_level(logging.WARNING):
-            answers = answer_questions(items, settings, PromptLibrary(None), client)
+            answers = answer_questions(
+                items, settings.synthesis.answer_mode, Asker(settings.llm, client)
+            )
         requests = stub.requests
         # The three views of both questions were in flight together.
         assert stub.max_in_flight > len(texts)
@@ -255,7 +257,9 @@ def test_a_candidate_from_each_view_reaches_the_comparison_through_a_model(
         )
         client = LLMClient(settings, UsageLedger())
         with caplog.at_level(logging.WARNING):
-            answers = answer_questions(items, settings, PromptLibrary(None), client)
+            answers = answer_questions(
+                items, settings.synthesis.answer_mode, Asker(settings.llm, client)
+            )
         requests = stub.requests
 
     def system(body: dict[str, Any]) -> str:
@@ -325,7 +329,11 @@ def test_any_candidate_or_comparison_reply_keeps_every_citation_valid(
     @given(st.data())
     def run(data: st.DataObject) -> None:
         try:
-            answers = answer_questions(items, settings, prompts, GeneratedClient(data))
+            answers = answer_questions(
+                items,
+                settings.synthesis.answer_mode,
+                Asker(settings.llm, GeneratedClient(data), prompts),
+            )
         except ReplyValidationError as error:
             assert str(error) and "\n" not in str(error)
             results.append("reason")

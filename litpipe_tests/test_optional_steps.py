@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.ingest.sources import discover
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, PaperAbstract, Question, StepNotRun
 from litpipe.settings import Settings
@@ -223,8 +223,7 @@ def test_a_thin_paper_whose_follow_ups_fail_keeps_its_insights_and_the_others_ar
         abstracts,
         follow_up,
         settings,
-        PromptLibrary(None),
-        LLMClient(settings, UsageLedger()),
+        Asker(settings.llm, LLMClient(settings, UsageLedger())),
     )
 
     (failed,) = analysis.follow_ups_not_run
@@ -242,12 +241,11 @@ def test_a_plain_summary_the_model_fails_is_empty_and_says_why(
     stub_llm.fail_next("unauthorized", 10)
     settings = stub_settings(tmp_path, stub_llm)
     analysis = make_analysis()
-    expert = write_synthesis(
-        analysis, ANSWERS, None, TITLES, Settings(home=tmp_path), PromptLibrary(None), None
-    )
+    offline = Settings(home=tmp_path)
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, offline, Asker(offline.llm))
 
     written = plain_summary(
-        analysis, expert, TITLES, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())
+        analysis, expert, TITLES, settings, Asker(settings.llm, LLMClient(settings, UsageLedger()))
     )
 
     assert written.audience == "plain" and written.text == "" and written.citations == []
@@ -265,8 +263,7 @@ def test_a_programming_error_in_an_optional_step_is_not_taken_for_a_model_failur
 
     monkeypatch.setattr("litpipe.workflows.plain_summary.write_plain_summary", broken)
     analysis = make_analysis()
-    expert = write_synthesis(
-        analysis, ANSWERS, None, TITLES, Settings(home=tmp_path), PromptLibrary(None), None
-    )
+    settings = Settings(home=tmp_path)
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
     with pytest.raises(TypeError, match="a bug"):
-        plain_summary(analysis, expert, TITLES, Settings(home=tmp_path), PromptLibrary(None), None)
+        plain_summary(analysis, expert, TITLES, settings, Asker(settings.llm))

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.paper_abstract import (
     CLOSING_EXCERPT_CHARS,
     OPENING_EXCERPT_CHARS,
-    AbstractInput,
-    AbstractReply,
     PaperAbstractAgent,
-    offline_abstract,
     paper_abstract_from,
 )
+from litpipe.extractive.paper_abstract import AbstractInput, AbstractReply, offline_abstract
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import PaperDocument
@@ -68,9 +67,7 @@ def test_a_parsed_abstract_is_used_as_is(tmp_path: Path, documents: list[PaperDo
     model_route = Settings(home=tmp_path / "home", llm={"model": "gpt-4o-mini"})
     for document in documents:
         assert document.abstract
-        abstract = paper_abstract_from(
-            document, model_route, PromptLibrary(None), UntouchableClient()
-        )
+        abstract = paper_abstract_from(document, Asker(model_route.llm, UntouchableClient()))
         assert (abstract.source, abstract.engine) == ("parsed", "parsed")
         assert abstract.abstract == document.abstract
         assert (abstract.paper_id, abstract.title) == (document.paper_id, document.title)
@@ -81,7 +78,7 @@ def test_offline_abstract_is_whole_sentences_of_the_paper(
 ) -> None:
     for document in map(without_abstract, documents):
         abstract = paper_abstract_from(
-            document, offline_settings(tmp_path), PromptLibrary(None), UntouchableClient()
+            document, Asker(offline_settings(tmp_path).llm, UntouchableClient())
         )
         assert (abstract.source, abstract.engine) == ("generated", "offline")
         assert 100 <= len(abstract.abstract.split()) <= 300, document.paper_id
@@ -90,7 +87,7 @@ def test_offline_abstract_is_whole_sentences_of_the_paper(
         offsets = [document.text.find(sentence.text) for sentence in picked]
         assert -1 not in offsets, [s.text for s in picked if s.text not in document.text]
         assert offsets == sorted(offsets), "sentences keep their document order"
-        again = paper_abstract_from(document, offline_settings(tmp_path), PromptLibrary(None), None)
+        again = paper_abstract_from(document, Asker(offline_settings(tmp_path).llm))
         assert again == abstract
 
 
@@ -148,7 +145,7 @@ def test_model_route_gets_fenced_bounded_excerpts(
     )
     client = ScriptedClient(AbstractReply(abstract="  A model's abstract.  "))
     configured = Settings(home=tmp_path / "home", llm={"model": "openai/local"})
-    abstract = paper_abstract_from(hostile, configured, PromptLibrary(None), client)
+    abstract = paper_abstract_from(hostile, Asker(configured.llm, client))
     assert (abstract.source, abstract.engine) == ("generated", "openai/local")
     assert abstract.abstract == "A model's abstract."
 

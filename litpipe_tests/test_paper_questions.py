@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.paper_questions import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.paper_questions import PaperQuestionsAgent, paper_questions_from, questions_for
+from litpipe.extractive.paper_questions import (
     FRAMES,
     STYLES,
-    PaperQuestionsAgent,
     QuestionDraft,
     QuestionsInput,
     QuestionsReply,
     offline_questions,
-    paper_questions_from,
-    questions_for,
 )
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.llm.client import LLMClient
@@ -209,9 +208,7 @@ def test_a_reply_in_a_style_the_step_did_not_ask_for_is_repaired_not_a_crash(
         source="parsed",
         engine="parsed",
     )
-    asked = paper_questions_from(
-        abstract, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())
-    )
+    asked = paper_questions_from(abstract, Asker(settings.llm, LLMClient(settings, UsageLedger())))
     assert [q.text for q in asked.questions] == ["What does FearNet set out to do?"]
     first, repair = stub_llm.requests
     schema = requested_schema(first)

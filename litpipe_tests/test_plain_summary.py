@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from litpipe import citations
+from litpipe.agents.asker import Asker
 from litpipe.agents.plain_summary import plain_summary_version, write_plain_summary
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.llm.client import LLMClient
@@ -39,17 +40,13 @@ PLAIN_REQUEST = "Write a plain-language summary"
 
 
 def expert(settings: Settings) -> Synthesis:
-    return write_synthesis(
-        make_analysis(), ANSWERS, None, TITLES, settings, PromptLibrary(None), None
-    )
+    return write_synthesis(make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm))
 
 
 def test_offline_plain_summary_is_the_shortest_faithful_version(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
     expert_synthesis = expert(settings)
-    plain = write_plain_summary(
-        make_analysis(), expert_synthesis, TITLES, settings, PromptLibrary(None), None
-    )
+    plain = write_plain_summary(make_analysis(), expert_synthesis, TITLES, Asker(settings.llm))
     assert plain.audience == "plain" and plain.engine == "offline"
     assert plain.pattern == expert_synthesis.pattern and plain.papers == PAPERS
     assert plain.title == "In plain words: what the 3 papers of variants report"
@@ -79,9 +76,7 @@ def test_offline_plain_cites_each_paper_itself_by_an_insight_that_cites_a_passag
     silent = silent_insight(BRCA)
     analysis.insights.insert(4, silent)
 
-    plain = write_plain_summary(
-        analysis, expert(settings), TITLES, settings, PromptLibrary(None), None
-    )
+    plain = write_plain_summary(analysis, expert(settings), TITLES, Asker(settings.llm))
 
     (line,) = [line for line in plain.text.split("\n\n") if f"[{BRCA}:" in line]
     assert silent.text not in line and markers_in(line)
@@ -103,7 +98,7 @@ def test_plain_request_holds_the_spine_and_the_reply_is_checked(
     stub_llm.script(PLAIN_REQUEST, {"title": "Which gene changes matter?", "text": reply})
     client = LLMClient(settings, UsageLedger())
     plain = write_plain_summary(
-        make_analysis(), expert_synthesis, TITLES, settings, PromptLibrary(None), client
+        make_analysis(), expert_synthesis, TITLES, Asker(settings.llm, client)
     )
 
     (body,) = stub_llm.requests
@@ -131,9 +126,9 @@ def test_plain_version_follows_its_prompt(tmp_path: Path) -> None:
     (folder / "plain_summary.md").write_text(
         packaged.text("plain_summary").replace("curious", "keen"), "utf-8"
     )
-    assert plain_summary_version(settings, packaged) == plain_summary_version(
-        settings, PromptLibrary(None)
-    )
-    assert plain_summary_version(settings, PromptLibrary(folder)) != plain_summary_version(
-        settings, packaged
-    )
+
+    def version_of(prompts: PromptLibrary) -> str:
+        return plain_summary_version(Asker(settings.llm, None, prompts))
+
+    assert version_of(packaged) == version_of(PromptLibrary(None))
+    assert version_of(PromptLibrary(folder)) != version_of(packaged)

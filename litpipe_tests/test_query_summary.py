@@ -13,25 +13,22 @@ from typing import Any
 import pytest
 
 from litpipe import citations
-from litpipe.agents.query_questions import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.query_summary import QuerySummaryAgent
+from litpipe.agents.summary_judge import combined_reply
+from litpipe.extractive.query_questions import (
     MAX_QUESTIONS,
     QueryQuestionsInput,
     offline_query_questions,
 )
-from litpipe.agents.query_summary import (
-    QuerySummaryAgent,
-    QuerySummaryInput,
-    summary_sentences,
-    unmarked,
-)
-from litpipe.agents.summary_judge import (
+from litpipe.extractive.query_summary import QuerySummaryInput, summary_sentences, unmarked
+from litpipe.extractive.summary_judge import (
     JudgeInput,
     JudgeReply,
     QuestionJudgement,
-    combined_reply,
     offline_judge,
 )
-from litpipe.agents.summary_qa import NOT_IN_SUMMARY, SummaryQAInput, offline_summary_qa
+from litpipe.extractive.summary_qa import NOT_IN_SUMMARY, SummaryQAInput, offline_summary_qa
 from litpipe.ingest.chunking import chunk_document
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.llm.client import LLMClient
@@ -116,7 +113,7 @@ def term_search(paper: list[RetrievedChunk], keep: int = 3) -> Search:
 def offline(tmp_path: Path, **overrides: Any) -> QuerySummary:
     settings = Settings(home=tmp_path, **overrides)
     return summarize_for_query(
-        REQUEST, TITLE, ABSTRACT, PAPER, term_search(PAPER), settings, PromptLibrary(None), None
+        REQUEST, TITLE, ABSTRACT, PAPER, term_search(PAPER), settings, Asker(settings.llm)
     )
 
 
@@ -280,14 +277,7 @@ def test_evidence_the_summarizer_finds_insufficient_routes_to_the_whole_paper(
     husbandry = [PAPER[4]]
     settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
     result = summarize_for_query(
-        REQUEST,
-        TITLE,
-        ABSTRACT,
-        PAPER,
-        lambda text: husbandry,
-        settings,
-        PromptLibrary(None),
-        None,
+        REQUEST, TITLE, ABSTRACT, PAPER, lambda text: husbandry, settings, Asker(settings.llm)
     )
     assert result.route == "whole_paper"
     assert "found the 1 passages retrieved" in result.route_reason
@@ -308,18 +298,20 @@ def test_an_unapproved_loop_stops_at_the_cap(tmp_path: Path) -> None:
 def test_version_follows_the_loop_settings_and_the_prompts(tmp_path: Path) -> None:
     packaged = PromptLibrary(None)
     base = Settings(home=tmp_path)
-    assert query_summary_version(base, packaged) == query_summary_version(base, packaged)
+
+    def version_of(settings: Settings, prompts: PromptLibrary) -> str:
+        return query_summary_version(settings, Asker(settings.llm, None, prompts))
+
+    assert version_of(base, packaged) == version_of(base, packaged)
     capped = Settings(home=tmp_path, query_summary={"max_iterations": 3})
-    assert query_summary_version(capped, packaged) != query_summary_version(base, packaged)
+    assert version_of(capped, packaged) != version_of(base, packaged)
     stronger = Settings(home=tmp_path, llm={"agents": {"query_questions": {"model": "gpt-4o"}}})
-    assert query_summary_version(stronger, packaged) != query_summary_version(base, packaged)
+    assert version_of(stronger, packaged) != version_of(base, packaged)
     overrides = tmp_path / "prompts"
     overrides.mkdir()
     edited = packaged.text("summary_judge").replace("Approve the summary", "Approve it")
     (overrides / "summary_judge.md").write_text(edited, "utf-8")
-    assert query_summary_version(base, PromptLibrary(overrides)) != query_summary_version(
-        base, packaged
-    )
+    assert version_of(base, PromptLibrary(overrides)) != version_of(base, packaged)
 
 
 # Through a model (the local stub), each agent on its own model name.
@@ -393,8 +385,7 @@ def through_the_stub(tmp_path: Path, stub: StubLLM, **overrides: Any) -> QuerySu
         PAPER,
         term_search(PAPER),
         settings,
-        PromptLibrary(None),
-        LLMClient(settings, UsageLedger()),
+        Asker(settings.llm, LLMClient(settings, UsageLedger())),
     )
 
 
@@ -586,6 +577,7 @@ def test_an_unknown_paper_is_refused_and_nothing_is_written(
     rows = store.count_rows(fake_embedder.embedder_id)
     with pytest.raises(QuerySummaryError, match=r"unknown paper 'nope': no chunk of it"):
         paper_passages(store, fake_embedder.embedder_id, "nope")
+    settings = Settings(home=tmp_path)
     with pytest.raises(QuerySummaryError, match="unknown paper 'nope'"):
         summarize_for_query(
             QuerySummaryRequest(paper_id="nope", query=QUERY),
@@ -593,9 +585,8 @@ def test_an_unknown_paper_is_refused_and_nothing_is_written(
             ABSTRACT,
             [],
             term_search(PAPER),
-            Settings(home=tmp_path),
-            PromptLibrary(None),
-            None,
+            settings,
+            Asker(settings.llm),
         )
     # Nothing was written.
     assert store.count_rows(fake_embedder.embedder_id) == rows
@@ -622,7 +613,7 @@ def test_a_stored_paper_is_summarized_through_hybrid_retrieval(
     assert 0 < len(found) <= settings.retrieval.evidence_per_question
     assert {chunk.paper_id for chunk in found} == {PAPER_ID}
     result = summarize_for_query(
-        REQUEST, TITLE, ABSTRACT, passages, search, settings, PromptLibrary(None), None
+        REQUEST, TITLE, ABSTRACT, passages, search, settings, Asker(settings.llm)
     )
     assert result.route == "evidence" and result.status == "approved"
     stored = set(store.paper_chunk_ids(fake_embedder.embedder_id, PAPER_ID))
@@ -658,8 +649,7 @@ def test_a_litqa2_question_is_summarized_offline_from_its_bundled_paper(
         passages,
         paper_search(retriever, NoReranker(), paper_id, settings),
         settings,
-        PromptLibrary(None),
-        None,
+        Asker(settings.llm),
     )
     assert result.route == "evidence"
     assert result.status == "approved" and len(result.iterations) >= 2

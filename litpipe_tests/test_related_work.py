@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.related_work import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.related_work import REVISION_REQUEST, RelatedWorkAgent
+from litpipe.extractive.related_work import (
     ALSO_RELATED,
     CLOSELY_RELATED,
-    REVISION_REQUEST,
-    RelatedWorkAgent,
     RelatedWorkInput,
     RelatedWorkReply,
     cited_ids,
@@ -75,7 +75,7 @@ def offline(
 ) -> tuple[RelatedWork, Settings]:
     settings = Settings(home=home)
     request = make_request(IDEA, settings, **limits)
-    related = run_related_work(table, request, settings, PromptLibrary(None), None, embedder)
+    related = run_related_work(table, request, settings, Asker(settings.llm), embedder)
     return related, settings
 
 
@@ -141,7 +141,7 @@ def test_a_structured_abstract_is_quoted_without_its_labels(
     )
     settings = Settings(home=tmp_path)
     request = make_request(IDEA, settings, sentences=6, words=120, top_k=2)
-    related = run_related_work(table, request, settings, PromptLibrary(None), None, fake_embedder)
+    related = run_related_work(table, request, settings, Asker(settings.llm), fake_embedder)
     assert related.cited_ids and "molecul" in related.text
     assert not re.search(r"BACKGROUND|METHODS|RESULTS|\[(?:Purpose|Design)\]", related.text)
 
@@ -226,8 +226,7 @@ def test_markdown_has_the_idea_the_section_and_each_cited_reference(
         DEMO,
         make_request(IDEA, settings),
         settings,
-        PromptLibrary(None),
-        None,
+        Asker(settings.llm),
         tmp_path / "out",
         fake_embedder,
     )
@@ -248,7 +247,7 @@ def test_a_second_idea_over_the_same_table_embeds_nothing(
     embedded = fake_embedder.embedded_texts
     settings = Settings(home=tmp_path)
     request = make_request("Adversarial defenses for deep networks.", settings)
-    related = run_related_work(DEMO, request, settings, PromptLibrary(None), None, fake_embedder)
+    related = run_related_work(DEMO, request, settings, Asker(settings.llm), fake_embedder)
     # The idea and the queries written from it alone.
     assert fake_embedder.embedded_texts == embedded + 1 + len(related.search_queries)
 
@@ -734,7 +733,7 @@ def model_run(
     settings = stub_settings(home, stub, **overrides)
     client = LLMClient(settings, UsageLedger())
     request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
-    return run_related_work(DEMO, request, settings, PromptLibrary(None), client, embedder)
+    return run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
 
 
 def test_the_writer_gets_the_idea_and_every_top_k_abstract_with_its_verdict(
@@ -850,7 +849,7 @@ def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> N
         settings = stub_settings(tmp_path / "home", stub, llm={"concurrency": bound})
         client = LLMClient(settings, UsageLedger())
         started = time.perf_counter()
-        scored = score_references(IDEA, candidates, settings, PromptLibrary(None), client)
+        scored = score_references(IDEA, candidates, settings, Asker(settings.llm, client))
         elapsed = time.perf_counter() - started
         assert stub.request_count == 24
         assert stub.max_in_flight == bound  # concurrent, never more than the bound
@@ -874,8 +873,7 @@ def refused(
             table,
             make_request(request.pop("idea", IDEA), settings, **request),
             settings,
-            PromptLibrary(None),
-            None,
+            Asker(settings.llm),
             out,
             embedder,
         )

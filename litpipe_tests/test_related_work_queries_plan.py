@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.search_queries import (
+from litpipe.agents.asker import Asker
+from litpipe.agents.search_queries import usable_queries
+from litpipe.extractive.search_queries import (
     SearchQueriesInput,
     SearchQueriesReply,
     offline_search_queries,
-    usable_queries,
 )
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
@@ -89,7 +89,7 @@ def test_offline_run_searches_the_key_phrases_and_plans_nothing(
 ) -> None:
     settings = Settings(home=tmp_path, related_work={"plan": "auto"})
     request = make_request(IDEA, settings, top_k=4)
-    related = run_related_work(DEMO, request, settings, PromptLibrary(None), None, fake_embedder)
+    related = run_related_work(DEMO, request, settings, Asker(settings.llm), fake_embedder)
     assert related.search_queries == ASPECTS
     assert fake_embedder.encode_calls[-1] == [IDEA, *ASPECTS]  # searched, in one encode call
     # The offline writer is extractive: an automatic plan is not written, nothing warns.
@@ -97,7 +97,7 @@ def test_offline_run_searches_the_key_phrases_and_plans_nothing(
     assert_keeps_the_rules(related, DEMO)
 
     own = Settings(home=tmp_path, related_work={"plan": "Cite everything in one sentence."})
-    kept = run_related_work(DEMO, request, own, PromptLibrary(None), None, fake_embedder)
+    kept = run_related_work(DEMO, request, own, Asker(own.llm), fake_embedder)
     assert kept.text == related.text and kept.plan == ""
     assert kept.warnings == ["the offline writer follows no plan: related_work.plan is not used"]
 
@@ -112,7 +112,7 @@ def model_run(
     settings = stub_settings(home, stub, related_work={"plan": plan})
     client = LLMClient(settings, UsageLedger())
     request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
-    related = run_related_work(DEMO, request, settings, PromptLibrary(None), client, embedder)
+    related = run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
     return related, writer
 
 

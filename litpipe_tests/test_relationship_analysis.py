@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.relationship_analysis import relationships as relationships_module
+from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.relationships import (
-    offline_relationships,
     papers_named,
     relate,
     type_distribution,
 )
+from litpipe.extractive import relationships as relationships_module
+from litpipe.extractive.relationships import offline_relationships
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship
 from litpipe.settings import Settings
@@ -116,7 +116,7 @@ def test_offline_narrative_names_every_paper_in_three_to_five_sentences(tmp_path
     settings = Settings(home=tmp_path)
     for size in (1, 2, 4, 5, 9):
         insights, titles = collection(size)
-        draft = relate("col", insights, titles, settings, PromptLibrary(None), None)
+        draft = relate("col", insights, titles, Asker(settings.llm))
         assert 3 <= len(sentences(draft.narrative)) <= 5, (size, draft.narrative)
         assert papers_named(draft.narrative, draft.citations, titles) == set(titles)
         assert draft.theme.endswith(".") and draft.theme in draft.narrative
@@ -170,9 +170,7 @@ def test_model_analysis_is_checked(tmp_path: Path, stub_llm: StubLLM) -> None:
         stub_llm,
         llm={"agents": {"relationships": {"model": "openai/stub-relationships"}}},
     )
-    draft = relate(
-        "col", insights, titles, settings, PromptLibrary(None), LLMClient(settings, UsageLedger())
-    )
+    draft = relate("col", insights, titles, Asker(settings.llm, LLMClient(settings, UsageLedger())))
     (request,) = stub_llm.requests
     user = user_message(request)
     for one in insights:
@@ -240,7 +238,13 @@ def test_relationship_candidates_grow_with_the_insights_not_their_square(
         titles = {f"p{paper}": f"Paper {paper}" for paper in range(papers)}
         weighed.clear()
         calls = len(fake_embedder.encode_calls)
-        draft = relate("col", insights, titles, settings, PromptLibrary(None), None, fake_embedder)
+        draft = relate(
+            "col",
+            insights,
+            titles,
+            Asker(settings.llm),
+            nearest=(fake_embedder, settings.synthesis.relationship_neighbours),
+        )
         assert len(fake_embedder.encode_calls) == calls + 1
         pairs_at[papers] = len(weighed)
         assert len(weighed) <= len(insights) * 4

@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from litpipe.agents.relationship_analysis.relationships import (
-    neighbour_pairs,
-    offline_relationships,
-    offline_theme,
-)
+from litpipe.extractive.relationships import neighbour_pairs, offline_relationships, offline_theme
 from litpipe.schemas import Insight, Relationship
 from litpipe.text import sentences
 from litpipe_tests.conftest import FakeEmbedder

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.llm.client import LLMClient
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, CrossPaperQuestions, PaperAbstract, PaperAnswers, Question
 from litpipe.settings import Settings
@@ -55,8 +55,7 @@ def _analyse(settings: Settings) -> Any:
         abstracts,
         no_follow_ups,
         settings,
-        PromptLibrary(None),
-        LLMClient(settings, UsageLedger()),
+        Asker(settings.llm, LLMClient(settings, UsageLedger())),
     )
 
 

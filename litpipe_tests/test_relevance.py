@@ -11,17 +11,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.question_evidence.passages import PassageInput
-from litpipe.agents.question_evidence.relevance import (
-    RelevanceAgent,
-    RelevanceReply,
-    offline_relevance,
-)
-from litpipe.agents.question_evidence.rerankers import LLMRelevanceReranker, reranker_for
+from litpipe.agents.asker import Asker
+from litpipe.agents.question_evidence.relevance import RelevanceAgent
+from litpipe.agents.question_evidence.rerankers import LLMRelevanceReranker
+from litpipe.extractive.passages import PassageInput
+from litpipe.extractive.relevance import RelevanceReply, offline_relevance
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.settings import Settings
+from litpipe.workflows.reranking import settings_reranker
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_rerank import PASSAGES, make_candidates
 
@@ -51,7 +50,7 @@ def model_reranker(
     llm = {"model": "openai/stub-model"} | overrides.pop("llm", {})
     settings = stub_settings(home, stub, llm=llm, retrieval={"reranker": "relevance"}, **overrides)
     client = LLMClient(settings, UsageLedger())
-    reranker = reranker_for(settings, PromptLibrary(None), client)
+    reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
     assert isinstance(reranker, LLMRelevanceReranker)
     return reranker, settings
 
@@ -72,9 +71,8 @@ def test_offline_scores_query_terms_found_in_the_passage() -> None:
 
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
-    reranker = reranker_for(
-        Settings(home=tmp_path, retrieval={"reranker": "relevance"}), PromptLibrary(None), None
-    )
+    settings = Settings(home=tmp_path, retrieval={"reranker": "relevance"})
+    reranker = settings_reranker(settings, Asker(settings.llm, None, PromptLibrary(None)))
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[3], PASSAGES[0]]))
     # The one with the query's terms first; the two without keep their fused order.
     assert [chunk.chunk_id for chunk in reranked] == ["p2:0", "p0:0", "p1:0"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.report.collection import collection_html, synthesis_markdown, write_collection_outputs
@@ -565,8 +566,10 @@ def test_a_collection_of_hundreds_of_papers_links_to_pages_of_papers_each_reacha
     analysis, answers = small_collection(250)
     titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
     settings, prompts = Settings(home=tmp_path), PromptLibrary(None)
-    synthesis = write_synthesis(analysis, answers, None, titles, settings, prompts, None)
-    plain = write_plain_summary(analysis, synthesis, titles, settings, prompts, None)
+    synthesis = write_synthesis(
+        analysis, answers, None, titles, settings, Asker(settings.llm, None, prompts)
+    )
+    plain = write_plain_summary(analysis, synthesis, titles, Asker(settings.llm, None, prompts))
     paths = write_collection_outputs(
         tmp_path / "out", synthesis, plain, analysis, answers, None, titles, {}
     )

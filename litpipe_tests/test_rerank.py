@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
-from litpipe.agents.question_evidence.rerankers import (
-    LLMDebateReranker,
-    LLMRelevanceReranker,
-    reranker_for,
-)
+from litpipe.agents.asker import Asker
+from litpipe.agents.question_evidence.rerankers import LLMDebateReranker, LLMRelevanceReranker
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.rerank import (
     CrossEncoderReranker,
@@ -25,6 +22,7 @@ from litpipe.retrieval.rerank import (
 )
 from litpipe.schemas import RetrievedChunk
 from litpipe.settings import Settings
+from litpipe.workflows.reranking import settings_reranker
 from litpipe_tests.tiny_model import copy_tokenizer, tiny_bert_config
 
 # One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
@@ -172,7 +170,8 @@ def test_reranker_for_follows_the_setting(tmp_path: Path, tiny_cross_encoder: Pa
     prompts = PromptLibrary(None)
 
     def chosen(**overrides: Any) -> Reranker:
-        return reranker_for(Settings(home=tmp_path, **overrides), prompts, None)
+        settings = Settings(home=tmp_path, **overrides)
+        return settings_reranker(settings, Asker(settings.llm, None, prompts))
 
     assert isinstance(chosen(), NoReranker)
     cross_encoder = chosen(

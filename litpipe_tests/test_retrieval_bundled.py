@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
 from litpipe.ingest.chunking import chunk_document
@@ -53,12 +54,9 @@ def questions(
     documents: dict[str, PaperDocument], tmp_path_factory: pytest.TempPathFactory
 ) -> list[PaperQuestions]:
     settings = Settings(home=tmp_path_factory.mktemp("home"))
-    prompts = PromptLibrary(None)
+    asker = Asker(settings.llm, None, PromptLibrary(None))
     return [
-        paper_questions_from(
-            paper_abstract_from(doc, settings, prompts, None), settings, prompts, None
-        )
-        for doc in documents.values()
+        paper_questions_from(paper_abstract_from(doc, asker), asker) for doc in documents.values()
     ]
 
 

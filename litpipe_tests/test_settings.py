@@ -11,9 +11,9 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from litpipe import cli
+from litpipe.agents.asker import Asker
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, code_version
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import (
     FLAT_NAMES,
     FlatSettingWarning,
@@ -243,16 +243,16 @@ def test_a_code_version_is_the_same_from_flat_or_nested_names_and_as_before(
     tmp_path: Path, config: Path
 ) -> None:
     code = CodeVersion(settings=("retrieval.candidates", "synthesis.questions_per_style"))
-    prompts = PromptLibrary(None)
     nested = Settings(home=tmp_path, retrieval={"candidates": 7})
     with pytest.warns(DeprecationWarning):
         flat = Settings(home=tmp_path, retrieval_candidates=7)
-    assert code.of(nested, prompts) == code.of(flat, prompts)
+    assert code.of(nested, Asker(nested.llm)) == code.of(flat, Asker(flat.llm))
     # Hashed under the names the settings had before they were grouped: an upgrade stales no
     # asset for the settings' sake.
     before = code_version([], None, retrieval_candidates=7, questions_per_style=3)
-    assert code.of(nested, prompts) == before
-    assert code.of(Settings(home=tmp_path), prompts) != before
+    assert code.of(nested, Asker(nested.llm)) == before
+    default = Settings(home=tmp_path)
+    assert code.of(default, Asker(default.llm)) != before
 
 
 def test_every_grouped_setting_has_its_flat_name() -> None:

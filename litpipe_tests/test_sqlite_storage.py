@@ -1,15 +1,18 @@
 """litpipe's SQLite event log storage writes a batch's asset events together, and what it writes
-reads back exactly as Dagster's own storage's does."""
+reads back exactly as Dagster's own storage's does; a home whose dagster.yaml names the storage's
+module before it moved to `litpipe.instance` still opens."""
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pytest
 
-from litpipe.defs.sqlite_storage import BatchingSqliteEventLogStorage
+from litpipe.instance.sqlite_storage import BatchingSqliteEventLogStorage
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.instance import managed_config
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 
 PARTITIONS = dg.DynamicPartitionsDefinition(name="papers")
@@ -108,3 +111,37 @@ def test_a_range_run_reads_back_as_with_dagsters_storage_written_a_batch_at_once
     assert len(ours["parsed"]) == len(KEYS) and ours["materialized"] == KEYS
     # Each step's six materializations went as one batch, and the run's planned events as one.
     assert batches.count(len(KEYS)) == 2 and max(batches) == 2 * len(KEYS)
+
+
+def test_a_home_naming_the_storages_old_module_still_opens_and_is_brought_up_to_date(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    written_now = managed_config(settings)
+    assert "  module: litpipe.instance.sqlite_storage\n" in written_now
+    # What litpipe wrote before the instance's plumbing left `litpipe.defs`.
+    earlier = written_now.replace("litpipe.instance.sqlite_storage", "litpipe.defs.sqlite_storage")
+    assert earlier != written_now
+    settings.dagster_home.mkdir(parents=True)
+    config = settings.dagster_home / "dagster.yaml"
+    config.write_text(earlier, encoding="utf-8")
+
+    # Dagster's own tools (`dagster dev`, `dagster-daemon run`) open it as it is.
+    with dg.DagsterInstance.from_config(str(settings.dagster_home)) as instance:
+        assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
+    assert config.read_text("utf-8") == earlier
+
+    # litpipe opens it, rewriting its dagster.yaml with the storage's module now.
+    instance = open_instance(settings)
+    assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
+    assert config.read_text("utf-8") == written_now
+    instance.dispose()
+
+
+def test_a_dagster_yaml_of_your_own_naming_the_postgres_storages_old_module_still_loads() -> None:
+    pytest.importorskip("dagster_postgres")
+    from litpipe.instance.postgres_storage import PoolSafePostgresEventLogStorage
+
+    # Dagster loads a dagster.yaml's `module` and `class` by these names.
+    old = importlib.import_module("litpipe.defs.postgres_storage")
+    assert old.PoolSafePostgresEventLogStorage is PoolSafePostgresEventLogStorage

@@ -19,10 +19,10 @@ import pytest
 from pydantic import BaseModel
 
 from litpipe.agents.answers import answer_questions
+from litpipe.agents.asker import Asker
 from litpipe.agents.massrag import VIEW_AGENTS
 from litpipe.files import exclusive_lock
 from litpipe.llm.client import LLMClient, model_call_loop
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import QuestionEvidence
 from litpipe_tests.stub_llm import StubLLM, stub_settings
@@ -76,7 +76,7 @@ def ask_for_the_three_views(client: LLMClient) -> None:
         }
     )
     item = QuestionEvidence(question=SENSITIVITY, chunks=EVIDENCE, reranked=True)
-    answer_questions([item], settings, PromptLibrary(None), client)
+    answer_questions([item], settings.synthesis.answer_mode, Asker(settings.llm, client))
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from litpipe.agents.base import version
+from litpipe.agents.asker import Asker
 from litpipe.agents.paper_questions import PaperQuestionsAgent
 from litpipe.cli import main
 from litpipe.llm.errors import PermanentLLMError
@@ -118,11 +118,11 @@ def test_the_modes_share_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> No
 def test_the_mode_is_not_in_the_agents_code_version(tmp_path: Path) -> None:
     agent, prompts = PaperQuestionsAgent(), PromptLibrary(None)
     versions = {
-        version(
-            agent,
-            Settings(home=tmp_path, llm={"model": "openai/stub", "structured_output": mode}),
+        Asker(
+            Settings(home=tmp_path, llm={"model": "openai/stub", "structured_output": mode}).llm,
+            None,
             prompts,
-        )
+        ).version(agent)
         for mode in ("auto", "json_schema", "json_object", "prompt")
     }
     assert len(versions) == 1

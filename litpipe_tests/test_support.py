@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from litpipe.agents.asker import Asker
 from litpipe.evaluation.grading import Segment, grade_claims
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.embedder import Embedder
@@ -117,8 +118,12 @@ def test_offline_grading_scores_with_the_embedder_or_the_lexical_share(
     claim = Segment(f"{written} [p:1].", f"{written}.", ["[p:1]"])
     settings = Settings(grading={"support_threshold": 0.5})
 
-    [embedded] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None, fake_embedder)
-    [lexical] = grade_claims([claim], {"[p:1]": [PASSAGE]}, settings, PROMPTS, None)
+    [embedded] = grade_claims(
+        [claim], {"[p:1]": [PASSAGE]}, settings, Asker(settings.llm, None, PROMPTS), fake_embedder
+    )
+    [lexical] = grade_claims(
+        [claim], {"[p:1]": [PASSAGE]}, settings, Asker(settings.llm, None, PROMPTS)
+    )
 
     [expected] = support_scores([(claim.claim, [PASSAGE])], fake_embedder)
     assert embedded.score == expected.score and embedded.reason.startswith("support score")

@@ -14,29 +14,28 @@ import litellm
 import pytest
 
 from litpipe import citations
-from litpipe.agents import synthesis as synthesis_agent
-from litpipe.agents.cluster_summary import Member, cluster
-from litpipe.agents.paper_summary import (
-    EVIDENCE_SENTENCES,
-    PaperSummaryInput,
-    offline_paper_summary,
-)
+from litpipe.agents.asker import Asker
+from litpipe.agents.cluster_summary import cluster
 from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.agents.relationship_analysis.relationships import type_distribution
 from litpipe.agents.synthesis import (
     ALSO_IN_COLLECTION,
-    RELATION_VERBS,
-    WrittenReply,
-    central_findings,
     choose_pattern,
     clipped,
     covered,
     question_answer_pairs,
 )
 from litpipe.evaluation.checks import coverage
+from litpipe.extractive import synthesis as synthesis_engine
+from litpipe.extractive.cluster_summary import Member
+from litpipe.extractive.paper_summary import (
+    EVIDENCE_SENTENCES,
+    PaperSummaryInput,
+    offline_paper_summary,
+)
+from litpipe.extractive.synthesis import RELATION_VERBS, WrittenReply, central_findings
 from litpipe.llm.client import LLMClient
 from litpipe.llm.prompts import PromptLibrary
-from litpipe.llm.tokens import token_counter
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.centrality import closest_to_centroid
 from litpipe.retrieval.embedder import Embedder
@@ -61,6 +60,7 @@ from litpipe.text import (
     strip_markers,
 )
 from litpipe.workflows.synthesis import synthesis_version, write_synthesis
+from litpipe.workflows.tokens import token_counter
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_agents import ScriptedClient
@@ -375,9 +375,7 @@ def offline_sources(analysis: RelationshipAnalysis) -> list[str]:
 
 def write_offline(tmp_path: Path, **overrides: Any) -> Synthesis:
     settings = Settings(home=tmp_path, **overrides)
-    return write_synthesis(
-        make_analysis(), ANSWERS, None, TITLES, settings, PromptLibrary(None), None
-    )
+    return write_synthesis(make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm))
 
 
 def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path) -> None:
@@ -391,9 +389,7 @@ def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path
     ]
     analysis = analysis.model_copy(update={"insights": [*analysis.insights, *comparative]})
     settings = Settings(home=tmp_path)
-    synthesis = write_synthesis(
-        analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), None
-    )
+    synthesis = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
     across = synthesis.text.split("## Across the papers")[1].split("\n## ")[0]
     assert across.count(paper_insight.text) == 1
 
@@ -456,10 +452,10 @@ def test_offline_stuff_synthesis_is_cited_verbatim_and_covers_every_paper(tmp_pa
 
 def test_too_much_evidence_switches_to_map_reduce_then_hierarchical(tmp_path: Path) -> None:
     small = Settings(home=tmp_path, synthesis={"context_tokens": 1000})
-    assert choose_pattern(900, 3, small) == "stuff"
-    assert choose_pattern(1001, 3, small) == "map_reduce"
+    assert choose_pattern(900, 3, small.synthesis) == "stuff"
+    assert choose_pattern(1001, 3, small.synthesis) == "map_reduce"
     tree = Settings(home=tmp_path, synthesis={"context_tokens": 1000, "hierarchical_min_papers": 2})
-    assert choose_pattern(1001, 3, tree) == "hierarchical"
+    assert choose_pattern(1001, 3, tree.synthesis) == "hierarchical"
     # The answers of three papers fit the smallest context: the patterns are named to run them.
     map_reduce = write_offline(tmp_path, synthesis={"pattern": "map_reduce"})
     assert map_reduce.pattern == "map_reduce"
@@ -484,11 +480,13 @@ def test_clusters_group_members_by_shared_terms() -> None:
 
 def test_version_changes_with_the_pattern_thresholds(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
-    default = synthesis_version(Settings(home=tmp_path), prompts)
-    assert default == synthesis_version(Settings(home=tmp_path), prompts)
-    assert default != synthesis_version(
-        Settings(home=tmp_path, synthesis={"hierarchical_min_papers": 4}), prompts
-    )
+
+    def version_of(settings: Settings) -> str:
+        return synthesis_version(settings, Asker(settings.llm, None, prompts))
+
+    default = version_of(Settings(home=tmp_path))
+    assert default == version_of(Settings(home=tmp_path))
+    assert default != version_of(Settings(home=tmp_path, synthesis={"hierarchical_min_papers": 4}))
 
 
 # The model path, through the stub.
@@ -500,7 +498,7 @@ def model_synthesis(home: Path, stub: StubLLM, **overrides: Any) -> Synthesis:
     settings = stub_settings(home, stub, **overrides)
     client = LLMClient(settings, UsageLedger())
     return write_synthesis(
-        make_analysis(), ANSWERS, None, TITLES, settings, PromptLibrary(None), client
+        make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm, client)
     )
 
 
@@ -644,8 +642,8 @@ def test_offline_refine_is_cited_verbatim_and_auto_never_picks_it(tmp_path: Path
     assert refined.pattern == "refine"
     check_cited_and_faithful(refined)
     huge = Settings(home=tmp_path, synthesis={"hierarchical_min_papers": 2})
-    assert choose_pattern(10**9, 3, huge) == "hierarchical"
-    assert choose_pattern(10**9, 1, huge) == "map_reduce"
+    assert choose_pattern(10**9, 3, huge.synthesis) == "hierarchical"
+    assert choose_pattern(10**9, 1, huge.synthesis) == "map_reduce"
 
 
 def test_the_pattern_is_chosen_by_the_tokens_the_model_would_count_not_characters(
@@ -668,9 +666,7 @@ def test_the_pattern_is_chosen_by_the_tokens_the_model_would_count_not_character
     part_2 = [question_answer_pairs(dense[paper].answers, 500) for paper in PAPERS]
     assert estimate_tokens("\n\n".join(part_2)) < budget  # chars / 4 would choose `stuff`
     settings = Settings(home=tmp_path, synthesis={"context_tokens": budget})
-    written = write_synthesis(
-        make_analysis(), dense, None, TITLES, settings, PromptLibrary(None), None
-    )
+    written = write_synthesis(make_analysis(), dense, None, TITLES, settings, Asker(settings.llm))
     assert written.pattern == "map_reduce"
 
 
@@ -790,13 +786,13 @@ def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_repo
     client = ScriptedClient(uncited)
     settings = Settings(home=tmp_path, llm={"model": "openai/x"})
 
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), client)
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm, client))
     (fix,) = [line for line in expert.text.splitlines() if ALSO_IN_COLLECTION in line]
     brca_chunks = [c for c in EVIDENCE if c.paper_id == BRCA]
     assert f"[{BRCA}:" in fix and any(c.text.split(".")[0] in fix for c in brca_chunks)
     assert expert.appended == [BRCA] and {c.paper_id for c in expert.citations} == set(PAPERS)
 
-    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), client)
+    plain = write_plain_summary(analysis, expert, TITLES, Asker(settings.llm, client))
     (plain_fix,) = [line for line in plain.text.splitlines() if ALSO_IN_COLLECTION in line]
     assert f"[{BRCA}:" in plain_fix and plain_fix.count(ALSO_IN_COLLECTION) == 1
     assert plain.appended == [BRCA]
@@ -819,8 +815,8 @@ def test_a_paper_with_nothing_to_cite_is_left_out_with_its_reason_and_coverage_w
     }
     settings = Settings(home=tmp_path)
 
-    expert = write_synthesis(analysis, answers, None, TITLES, settings, PromptLibrary(None), None)
-    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), None)
+    expert = write_synthesis(analysis, answers, None, TITLES, settings, Asker(settings.llm))
+    plain = write_plain_summary(analysis, expert, TITLES, Asker(settings.llm))
 
     for written in (expert, plain):
         assert f"[{BRCA}:" not in written.text and written.appended == []
@@ -837,7 +833,7 @@ def test_a_paper_with_nothing_to_cite_is_left_out_with_its_reason_and_coverage_w
 def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_per_type(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(synthesis_agent, "LISTED_PER_TYPE", 2)
+    monkeypatch.setattr(synthesis_engine, "LISTED_PER_TYPE", 2)
     analysis = make_analysis()
     # Two questions answered from the same sentence give the same insight twice.
     repeat = analysis.insights[0].model_copy(update={"insight_id": "i6"})
@@ -849,9 +845,8 @@ def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_p
     ]
     analysis.relationships = [*RELATIONSHIPS, *extra]
 
-    synthesis = write_synthesis(
-        analysis, ANSWERS, None, TITLES, Settings(home=tmp_path), PromptLibrary(None), None
-    )
+    settings = Settings(home=tmp_path)
+    synthesis = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
 
     assert synthesis.text.count(unmarked(repeat.text)[:60]) == 1
     listed = synthesis.text.split("### Parallel\n")[1].split("\n\n")[0].splitlines()
@@ -969,14 +964,14 @@ def test_a_synthesis_of_two_thousand_papers_keeps_every_prompt_within_the_contex
         synthesis={"context_tokens": budget},
     )
     client = CountingClient()
-    written = write_synthesis(analysis, answers, None, titles, model, PromptLibrary(None), client)
+    written = write_synthesis(analysis, answers, None, titles, model, Asker(model.llm, client))
     assert written.pattern == "hierarchical"
     assert len(client.prompt_tokens) > 2000  # a summary per paper, then the tree's
     assert max(client.prompt_tokens) <= 1.5 * budget + 1000
 
     offline = Settings(home=tmp_path, synthesis={"context_tokens": budget})
     started = time.perf_counter()
-    synthesis = write_synthesis(analysis, answers, None, titles, offline, PromptLibrary(None), None)
+    synthesis = write_synthesis(analysis, answers, None, titles, offline, Asker(offline.llm))
     assert time.perf_counter() - started < 60
     assert {citation.paper_id for citation in synthesis.citations} == set(analysis.papers)
 
@@ -1012,8 +1007,8 @@ def test_a_large_collection_opens_with_its_central_finding_and_no_sentence_lists
     analysis, answers = small_collection(12)
     titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
     settings = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, answers, None, titles, settings, PromptLibrary(None), None)
-    plain = write_plain_summary(analysis, expert, titles, settings, PromptLibrary(None), None)
+    expert = write_synthesis(analysis, answers, None, titles, settings, Asker(settings.llm))
+    plain = write_plain_summary(analysis, expert, titles, Asker(settings.llm))
 
     findings = {unmarked(insight.text) for insight in analysis.insights}
     assert_opens_with_a_finding_and_names_few_papers(expert.text, titles, findings)
@@ -1035,8 +1030,8 @@ def test_a_paper_is_introduced_by_its_central_finding_never_by_its_title(tmp_pat
         update={"text": f"{TITLES[BRCA]} {title_insight.citations[0].marker}."}
     )
     settings = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, PromptLibrary(None), None)
-    plain = write_plain_summary(analysis, expert, TITLES, settings, PromptLibrary(None), None)
+    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    plain = write_plain_summary(analysis, expert, TITLES, Asker(settings.llm))
 
     sections = expert.text.split("\n## ")[1:4]
     introductions = [expert.text.split("\n\n")[0], *(s.split("\n\n")[1] for s in sections)]

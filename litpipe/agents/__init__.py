@@ -1,4 +1,5 @@
-"""Agents: each is a prompt file, a reply schema and an offline engine.
+"""Agents: each is a prompt file, a reply schema and an offline engine, the engine's function
+named from `litpipe.extractive` (which holds every agent's offline engine and imports no agent).
 
 `base` says what an agent is and runs one, or many at once (offline, or through the LLM client);
 `answering` holds what the answering agents share. A stage with one agent has one module named

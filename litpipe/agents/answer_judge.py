@@ -3,65 +3,19 @@ ideal answer, or one of its distractors? (`litpipe eval litqa`'s grader.)
 
 With a model route the model reads the question, the answers and the summary
 (`litpipe/prompts/answer_judge.md`); stated distractors it names that are not in the list are
-dropped. The offline engine is a deterministic rule over words: the summary states an answer
-when every content term of the answer is among the summary's terms. Terms are lower-cased runs
-of letters and digits (so "Cas9-XTEN-hExo1" gives cas9, xten, hexo1 and "K548R" stays one
-term), a plural s dropped, stop words left out. A distractor counts as stated only when its
-terms are not all terms of the ideal answer (stating the ideal would state it too). The rule
-reads words, not meaning: a negated answer ("no significant differences" minus the stop word
-"no") or one paraphrased in other words is graded as its terms say.
+dropped. Its offline engine (`litpipe.extractive.answer_judge.offline_verdict`) is a
+deterministic rule over words: the summary states an answer when every content term of the
+answer is among the summary's terms.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
-
-from litpipe.agents.base import Agent, BatchClient, run_batch
-from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.settings import Settings
-from litpipe.text import STOPWORDS, normalise
-
-_TERM = re.compile(r"[a-z0-9]+")
-OFFLINE_RULE = "every content term of the answer among the summary's terms"
-
-
-class AnswerJudgeInput(BaseModel):
-    question: str
-    ideal: str
-    distractors: list[str]
-    summary: str
-
-
-class AnswerVerdict(BaseModel):
-    states_ideal: bool
-    stated_distractors: list[str] = Field(description="Wrong answers the summary states.")
-    reason: str
-
-
-def terms(text: str) -> set[str]:
-    """The content terms of `text`, as the offline rule compares them."""
-    return {normalise(term) for term in _TERM.findall(text.casefold()) if term not in STOPWORDS}
-
-
-def states(summary_terms: set[str], answer: str) -> bool:
-    """Whether a summary with these terms states `answer` (an answer without terms: never)."""
-    wanted = terms(answer)
-    return bool(wanted) and wanted <= summary_terms
-
-
-def offline_verdict(inputs: AnswerJudgeInput) -> AnswerVerdict:
-    """The word rule of the module docstring."""
-    found = terms(inputs.summary)
-    ideal = terms(inputs.ideal)
-    stated = [d for d in inputs.distractors if states(found, d) and not terms(d) <= ideal]
-    return AnswerVerdict(
-        states_ideal=states(found, inputs.ideal),
-        stated_distractors=stated,
-        reason=f"offline rule: {OFFLINE_RULE}",
-    )
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
+from litpipe.extractive.answer_judge import AnswerJudgeInput, AnswerVerdict, offline_verdict
+from litpipe.llm.prompts import fence
 
 
 class AnswerJudgeAgent(Agent[AnswerJudgeInput, AnswerVerdict]):
@@ -80,13 +34,11 @@ class AnswerJudgeAgent(Agent[AnswerJudgeInput, AnswerVerdict]):
 
 def judge_answers(
     batch: Sequence[AnswerJudgeInput],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[AnswerVerdict]:
     """Each summary's verdict, in order: offline, or from the routed model in one batch. A
     model's stated distractors are kept only as the question lists them."""
-    verdicts = run_batch(AnswerJudgeAgent(), batch, settings, prompts, client)
+    verdicts = asker.ask_each(AnswerJudgeAgent(), batch)
     return [
         verdict.model_copy(
             update={

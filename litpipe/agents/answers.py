@@ -2,8 +2,10 @@
 
 A question is answered only from its evidence (typically its three best chunks, possibly from
 several papers), every sentence citing its passage with a `[paper_id:page]` marker. When the
-passages do not answer it, the answer says so in a fixed sentence rather than guess. The
-offline engine's evidence sentences and the reply's checks are in `litpipe.agents.answering`.
+passages do not answer it, the answer says so in a fixed sentence rather than guess. Its offline
+engine, the question's best evidence sentences, cited, is
+`litpipe.extractive.answering.offline_answer`; the reply's checks are in
+`litpipe.agents.answering`.
 
 `answer_questions` is the entry point of the asset and the workflows: with a model, all the
 questions' calls go in one concurrent batch; in multi-view mode it hands over to MASS-RAG
@@ -19,22 +21,15 @@ from typing import Any
 
 from litpipe import citations
 from litpipe.agents import answering, massrag
-from litpipe.agents.answering import (
-    NO_ANSWER,
-    AnswerInput,
-    AnswerReply,
-    answer_from,
-    answer_inputs,
-    best_sentences,
-    cited_text,
-    question_and_passages,
-)
-from litpipe.agents.base import Agent, BatchClient, engine_name, run_batch, version
+from litpipe.agents.answering import answer_from, answer_inputs, question_and_passages
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
+from litpipe.extractive import answering as answering_engine
+from litpipe.extractive import massrag as massrag_engine
+from litpipe.extractive.answering import NO_ANSWER, AnswerInput, AnswerReply, offline_answer
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import text as retrieval_text
 from litpipe.schemas import Answer, AnswerMode, QuestionEvidence
-from litpipe.settings import Settings
 
 # Every agent that may answer a question (single-view, or the MASS-RAG views with
 # their reconciler, or with their candidate answers and comparison):
@@ -57,11 +52,6 @@ FINAL_WRITERS = {
 }
 
 
-def offline_answer(inputs: AnswerInput) -> AnswerReply:
-    sentences = best_sentences(inputs.question.text, inputs.evidence)
-    return AnswerReply(answer=cited_text(sentences))
-
-
 class AnswersAgent(Agent[AnswerInput, AnswerReply]):
     name = "answers"
     reply_tokens = 512
@@ -71,33 +61,28 @@ class AnswersAgent(Agent[AnswerInput, AnswerReply]):
         return dict(question_and_passages(inputs), no_answer=NO_ANSWER)
 
 
-def answer_questions(
-    items: list[QuestionEvidence],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
-) -> list[Answer]:
-    """Every question answered from its evidence, in order, as `synthesis.answer_mode` says."""
-    if settings.synthesis.answer_mode == "multi_view":
-        return massrag.answer_multi_view(items, settings, prompts, client)
-    if settings.synthesis.answer_mode == "multi_view_answers":
-        return massrag.answer_multi_view_answers(items, settings, prompts, client)
+def answer_questions(items: list[QuestionEvidence], mode: AnswerMode, asker: Asker) -> list[Answer]:
+    """Every question answered from its evidence, in order, as the answer `mode` says."""
+    if mode == "multi_view":
+        return massrag.answer_multi_view(items, asker)
+    if mode == "multi_view_answers":
+        return massrag.answer_multi_view_answers(items, asker)
     agent = AnswersAgent()
     batch = answer_inputs(items)
-    replies = run_batch(agent, batch, settings, prompts, client)
-    engine = engine_name(settings.route(agent.name))
+    replies = asker.ask_each(agent, batch)
+    engine = asker.engine(agent.name)
     return [
         answer_from(inputs, reply.answer, engine)
         for inputs, reply in zip(batch, replies, strict=True)
     ]
 
 
-def answers_engine(settings: Settings) -> str:
-    """What writes the final answers in the configured mode: `offline` or a model."""
-    return engine_name(settings.route(FINAL_WRITERS[settings.synthesis.answer_mode]))
+def answers_engine(mode: AnswerMode, asker: Asker) -> str:
+    """What writes the final answers in `mode`: `offline` or a model."""
+    return asker.engine(FINAL_WRITERS[mode])
 
 
-def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
+def answers_version(mode: AnswerMode, asker: Asker) -> str:
     """Hash of all that decides the answers (the mode, its agents' prompts, schemas and routes,
     and the code turning replies into answers): the code_version of the answers asset."""
     agents_of: dict[AnswerMode, list[Agent[Any, Any]]] = {
@@ -109,13 +94,21 @@ def answers_version(settings: Settings, prompts: PromptLibrary) -> str:
             massrag.CompareAgent(),
         ],
     }
-    agents = agents_of[settings.synthesis.answer_mode]
+    agents = agents_of[mode]
     code = (
         inspect.getsource(module)
-        for module in (sys.modules[__name__], answering, massrag, citations, retrieval_text)
+        for module in (
+            sys.modules[__name__],
+            answering,
+            massrag,
+            answering_engine,
+            massrag_engine,
+            citations,
+            retrieval_text,
+        )
     )
     return digest(
-        settings.synthesis.answer_mode,
-        *(version(agent, settings, prompts) for agent in agents),
+        mode,
+        *(asker.version(agent) for agent in agents),
         *code,
     )

@@ -7,9 +7,9 @@ members, by merging each member with its nearest neighbours by that overlap, so 
 of papers cluster in a second. No embedding model is needed, and the same members always form
 the same clusters.
 
-The offline engine keeps, for every paper the cluster holds, the first member sentence citing it
-(so each paper stays cited at every level), then adds the member sentences MMR picks, each
-verbatim with its markers.
+Its offline engine (`litpipe.extractive.cluster_summary.offline_cluster_summary`) keeps, for
+every paper of the cluster, the first member sentence citing it, then the member sentences MMR
+picks, each verbatim with its markers.
 """
 
 from __future__ import annotations
@@ -17,28 +17,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from litpipe.agents.base import Agent
-from litpipe.agents.paper_summary import SummaryReply, mmr_sentences
+from litpipe.extractive.cluster_summary import (
+    ClusterSummaryInput,
+    Member,
+    offline_cluster_summary,
+)
+from litpipe.extractive.paper_summary import SummaryReply
 from litpipe.llm.prompts import fence
 from litpipe.retrieval.neighbours import nearest_neighbours, term_vectors
 from litpipe.retrieval.text import tokenize
-from litpipe.text import markers_in, overlap, sentences
+from litpipe.text import overlap
 
 # Members per cluster at most: a branching factor that keeps each call's input small.
 CLUSTER_SIZE = 4
 # Up to this many members, clusters are formed by exact average linkage (comparing every pair
 # of groups at each merge); beyond it, from each member's nearest neighbours.
 EXACT_MEMBERS = 64
-
-
-class Member(BaseModel):
-    """A paper's summary, or a cluster's: what the level above is built from."""
-
-    label: str = Field(description="The paper's title, or the titles of the cluster's papers.")
-    papers: list[str] = Field(description="The papers the summary covers, each cited in it.")
-    summary: str
 
 
 def cluster(members: list[Member], size: int = CLUSTER_SIZE) -> list[list[int]]:
@@ -103,38 +99,9 @@ def _merged_neighbours(terms: list[set[str]], size: int, target: int) -> list[li
     return sorted(merged)
 
 
-class ClusterSummaryInput(BaseModel):
-    theme: str
-    members: list[Member]
-
-    @property
-    def papers(self) -> list[str]:
-        return [paper for member in self.members for paper in member.papers]
-
-
 def _member_block(member: Member) -> str:
     text = fence(f"{member.label}\n\n{member.summary}")
     return f"Summary covering {', '.join(member.papers)}:\n{text}"
-
-
-def _member_sentences(member: Member) -> list[str]:
-    return [span.text for span in sentences(member.summary)]
-
-
-def offline_cluster_summary(inputs: ClusterSummaryInput) -> SummaryReply:
-    """Per paper, the first sentence citing it; then MMR picks one more per member."""
-    candidates = [sentence for member in inputs.members for sentence in _member_sentences(member)]
-    first_citing: dict[str, str] = {}
-    for sentence in candidates:
-        for paper, _ in markers_in(sentence):
-            first_citing.setdefault(paper, sentence)
-    covering = list(dict.fromkeys(first_citing[p] for p in inputs.papers if p in first_citing))
-    kept = set(covering)
-    rest = [sentence for sentence in candidates if sentence not in kept]
-    added = mmr_sentences(
-        rest, about=[inputs.theme, *covering], chosen=covering, count=len(inputs.members)
-    )
-    return SummaryReply(summary=" ".join(s for s in candidates if s in {*covering, *added}))
 
 
 class ClusterSummaryAgent(Agent[ClusterSummaryInput, SummaryReply]):

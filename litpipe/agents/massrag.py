@@ -7,78 +7,50 @@ with `[paper_id:page]` markers. `massrag_reconcile` then weighs the three views 
 passages and writes the answer. With a model, the three views of every question are asked as
 three concurrent batches at once, then the reconciliations as one batch.
 
-Offline engines, all verbatim: the summarizer takes the best sentence of each passage, the
-extractor the sentences holding most of the question's terms, the reasoner pairs of sentences
-of different passages (different papers first) that share terms, written "<A> [m1] <B> [m2]";
-the reconciler keeps the views' sentences, one of any near-duplicates, ordered by how many views
-hold them, at most four, each with its marker.
-
 The optional answer agent (`answer_mode = "multi_view_answers"`): instead of one reconciliation
 of the three views, `massrag_candidate` writes a candidate answer from each view (one call per
 view and question), then `massrag_compare` weighs the three candidates against the passages and
-picks the best supported or merges them into the final answer. Offline, a candidate is the
-passage sentences its view holds, best first (the view's own cited text when it holds none
-verbatim, as a model's view may); the comparison picks the candidate best supported by the
-passages: the most question terms held by sentences whose words its cited passages hold.
+picks the best supported or merges them into the final answer.
+
+Their offline engines, all verbatim, are `litpipe.extractive.massrag`'s: `offline_summarizer`,
+`offline_extractor`, `offline_reasoner`, `offline_reconcile`, `offline_candidate` and
+`offline_compare`.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from itertools import combinations
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from litpipe import citations
 from litpipe.agents.answering import (
-    NO_ANSWER,
-    AnswerInput,
-    AnswerReply,
-    EvidenceSentence,
     answer_from,
     answer_inputs,
     checked_citations,
     cited_answer,
-    cited_text,
-    distinct,
-    evidence_sentences,
     question_and_passages,
 )
-from litpipe.agents.base import Agent, BatchClient, Reply, engine_name, run_batch, run_batches
-from litpipe.citations import chunk_marker
-from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.retrieval.text import content_terms, tokenize
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent, Reply
+from litpipe.extractive.answering import NO_ANSWER, AnswerInput, AnswerReply
+from litpipe.extractive.massrag import (
+    NO_INFERENCE,
+    CandidateInput,
+    CompareInput,
+    ExtractorReply,
+    ReconcileInput,
+    ViewReply,
+    offline_candidate,
+    offline_compare,
+    offline_extractor,
+    offline_reasoner,
+    offline_reconcile,
+    offline_summarizer,
+)
+from litpipe.llm.prompts import fence
 from litpipe.schemas import Answer, QuestionEvidence
-from litpipe.settings import Settings
-from litpipe.text import cited_sentences, strip_markers
 
 logger = logging.getLogger(__name__)
-
-NO_INFERENCE = "The retrieved passages support no inference across them."
-EXTRACTED_SPANS = 3
-INFERENCE_PAIRS = 2
-# Two sentences sharing fewer terms than this are not about the same thing.
-MIN_SHARED_TERMS = 2
-# A link between two papers says more than one between two passages of the same paper.
-CROSS_PAPER_WEIGHT = 2.0
-RECONCILED_SENTENCES = 4
-# A candidate answer is as long as a single-view answer (two to four sentences).
-CANDIDATE_SENTENCES = 3
-
-
-class ViewReply(BaseModel):
-    text: str = Field(min_length=1, description="The view, citing as [paper_id:page].")
-
-
-class ExtractedSpan(BaseModel):
-    marker: str = Field(description="The [paper_id:page] of the passage it is copied from.")
-    quote: str = Field(min_length=1, description="Words copied exactly from that passage.")
-
-
-class ExtractorReply(BaseModel):
-    spans: list[ExtractedSpan]
 
 
 def _collapsed(text: str) -> str:
@@ -104,16 +76,7 @@ class SummarizerAgent(ViewAgent[ViewReply]):
     reply_tokens = 512
     view = "summarizer"
     nothing = NO_ANSWER
-
-    def offline(self, inputs: AnswerInput) -> ViewReply:
-        """The best sentence of each passage that holds any of the question's terms."""
-        best: dict[int, EvidenceSentence] = {}
-        for sentence in evidence_sentences(inputs.question.text, inputs.evidence):
-            kept = best.get(sentence.rank)
-            if sentence.coverage > 0 and (kept is None or sentence.coverage > kept.coverage):
-                best[sentence.rank] = sentence
-        chosen = distinct([best[rank] for rank in sorted(best)], len(best))
-        return ViewReply(text=cited_text(chosen, self.nothing))
+    offline = staticmethod(offline_summarizer)
 
     def view_text(self, reply: ViewReply, inputs: AnswerInput) -> str:
         return reply.text
@@ -124,19 +87,7 @@ class ExtractorAgent(ViewAgent[ExtractorReply]):
     reply_tokens = 768
     view = "extractor"
     nothing = NO_ANSWER
-
-    def offline(self, inputs: AnswerInput) -> ExtractorReply:
-        """The sentences holding the largest share of the question's terms, wherever they are."""
-        relevant = [
-            s for s in evidence_sentences(inputs.question.text, inputs.evidence) if s.coverage > 0
-        ]
-        ranked = sorted(relevant, key=lambda s: -s.coverage)
-        return ExtractorReply(
-            spans=[
-                ExtractedSpan(marker=chunk_marker(s.chunk), quote=s.text)
-                for s in distinct(ranked, EXTRACTED_SPANS)
-            ]
-        )
+    offline = staticmethod(offline_extractor)
 
     def view_text(self, reply: ExtractorReply, inputs: AnswerInput) -> str:
         """The spans that are words of a passage, each with its marker; a span that is not
@@ -153,42 +104,12 @@ class ExtractorAgent(ViewAgent[ExtractorReply]):
         return " ".join(cited) if cited else self.nothing
 
 
-def _linked_pairs(inputs: AnswerInput) -> list[tuple[EvidenceSentence, EvidenceSentence]]:
-    """Pairs of sentences of different passages that share terms, one of them bearing on the
-    question: the most shared terms and question coverage first, links across papers preferred."""
-    scored: list[tuple[float, EvidenceSentence, EvidenceSentence]] = []
-    for first, second in combinations(evidence_sentences(inputs.question.text, inputs.evidence), 2):
-        shared = first.terms & second.terms
-        if (
-            first.chunk.chunk_id == second.chunk.chunk_id
-            or len(shared) < MIN_SHARED_TERMS
-            or first.coverage + second.coverage == 0
-        ):
-            continue
-        weight = CROSS_PAPER_WEIGHT if first.chunk.paper_id != second.chunk.paper_id else 1.0
-        scored.append((len(shared) * (first.coverage + second.coverage) * weight, first, second))
-    # sorted is stable: equal scores keep the evidence order.
-    return [(first, second) for _, first, second in sorted(scored, key=lambda item: -item[0])]
-
-
 class ReasonerAgent(ViewAgent[ViewReply]):
     name = "massrag_reasoner"
     reply_tokens = 512
     view = "reasoner"
     nothing = NO_INFERENCE
-
-    def offline(self, inputs: AnswerInput) -> ViewReply:
-        """The best linked pairs of sentences, side by side, no sentence used twice."""
-        used: set[str] = set()
-        written: list[str] = []
-        for first, second in _linked_pairs(inputs):
-            if len(written) == INFERENCE_PAIRS:
-                break
-            if first.text in used or second.text in used or first.text == second.text:
-                continue
-            used.update((first.text, second.text))
-            written.append(f"{first.cited} {second.cited}")
-        return ViewReply(text=" ".join(written) if written else self.nothing)
+    offline = staticmethod(offline_reasoner)
 
     def view_text(self, reply: ViewReply, inputs: AnswerInput) -> str:
         return reply.text
@@ -197,22 +118,6 @@ class ReasonerAgent(ViewAgent[ViewReply]):
 VIEW_AGENTS: dict[str, ViewAgent[Any]] = {
     agent.view: agent for agent in (SummarizerAgent(), ExtractorAgent(), ReasonerAgent())
 }
-
-
-class ReconcileInput(AnswerInput):
-    views: dict[str, str] = Field(description="Each view's cited text, by view name.")
-
-
-def offline_reconcile(inputs: ReconcileInput) -> AnswerReply:
-    """The views' sentences, those more views hold first, one of any near-duplicates."""
-    views = [_collapsed(text) for text in inputs.views.values()]
-
-    def support(sentence: EvidenceSentence) -> int:
-        return sum(sentence.cited in view for view in views)
-
-    held = [s for s in evidence_sentences(inputs.question.text, inputs.evidence) if support(s) > 0]
-    ranked = sorted(held, key=lambda s: (-support(s), -s.score))
-    return AnswerReply(answer=cited_text(distinct(ranked, RECONCILED_SENTENCES)))
 
 
 class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
@@ -232,13 +137,11 @@ class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
 
 def _views_of(
     batch: list[AnswerInput],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[dict[str, str]]:
     """Each question's three views, by view name, their citations checked: the three views of
     every question asked as three concurrent batches."""
-    asked = run_batches(list(VIEW_AGENTS.values()), batch, settings, prompts, client)
+    asked = asker.ask_all(list(VIEW_AGENTS.values()), batch)
     replies = dict(zip(VIEW_AGENTS, asked, strict=True))
     return [
         {
@@ -253,20 +156,18 @@ def _views_of(
 
 def answer_multi_view(
     items: list[QuestionEvidence],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[Answer]:
     """Every question answered by the three views and their reconciliation, in order."""
     batch = answer_inputs(items)
-    views = _views_of(batch, settings, prompts, client)
+    views = _views_of(batch, asker)
     reconcile = ReconcileAgent()
     reconciling = [
         ReconcileInput(question=inputs.question, evidence=inputs.evidence, views=found)
         for inputs, found in zip(batch, views, strict=True)
     ]
-    answers = run_batch(reconcile, reconciling, settings, prompts, client)
-    engine = engine_name(settings.route(reconcile.name))
+    answers = asker.ask_each(reconcile, reconciling)
+    engine = asker.engine(reconcile.name)
     return [
         answer_from(inputs, reply.answer, engine, found)
         for inputs, reply, found in zip(batch, answers, views, strict=True)
@@ -274,28 +175,6 @@ def answer_multi_view(
 
 
 # The optional answer agent: a candidate answer from each view, then a comparison.
-
-
-class CandidateInput(AnswerInput):
-    view: str = Field(description="The view the candidate is written from.")
-    view_text: str = Field(description="That view's cited text.")
-
-
-def offline_candidate(inputs: CandidateInput) -> AnswerReply:
-    """The passage sentences the view holds, best first; the view itself when it holds none
-    word for word (a model's paraphrase), and the fixed sentence when it has nothing to say."""
-    view = _collapsed(inputs.view_text)
-    held = [
-        s
-        for s in evidence_sentences(inputs.question.text, inputs.evidence)
-        if s.coverage > 0 and s.cited in view
-    ]
-    if held:
-        # sorted is stable: equal scores keep the evidence order.
-        ranked = sorted(held, key=lambda s: -s.score)
-        return AnswerReply(answer=cited_text(distinct(ranked, CANDIDATE_SENTENCES)))
-    silent = view in (NO_ANSWER, NO_INFERENCE) or not citations.citations(view, inputs.evidence)[0]
-    return AnswerReply(answer=NO_ANSWER if silent else view)
 
 
 class CandidateAgent(Agent[CandidateInput, AnswerReply]):
@@ -310,46 +189,6 @@ class CandidateAgent(Agent[CandidateInput, AnswerReply]):
             view_text=fence(inputs.view_text, "view"),
             no_answer=NO_ANSWER,
         )
-
-
-class CompareInput(AnswerInput):
-    candidates: dict[str, str] = Field(description="Each view's candidate answer, by view name.")
-
-
-def passage_support(candidate: str, inputs: AnswerInput) -> float:
-    """How well the passages bear out a candidate: over its sentences, the share of the
-    question's terms each holds times the share of its own terms its cited passages hold (a
-    sentence citing nothing, or nothing given, counts for nothing)."""
-    wanted = content_terms(inputs.question.text)
-    if not wanted:
-        return 0.0
-    by_chunk = {chunk.chunk_id: chunk for chunk in inputs.evidence}
-    support = 0.0
-    for sentence in cited_sentences(candidate):
-        resolved, _ = citations.citations(sentence, inputs.evidence)
-        cited_terms = {
-            term
-            for citation in resolved
-            for chunk_id in citation.chunk_ids
-            for term in tokenize(by_chunk[chunk_id].text)
-        }
-        terms = set(tokenize(strip_markers(sentence)))
-        if not terms or not cited_terms:
-            continue
-        support += len(terms & wanted) / len(wanted) * len(terms & cited_terms) / len(terms)
-    return support
-
-
-def offline_compare(inputs: CompareInput) -> AnswerReply:
-    """The candidate best supported by the passages (the first in view order on a tie); the
-    fixed sentence when none is supported at all."""
-    scored = [
-        (passage_support(text, inputs), text)
-        for text in inputs.candidates.values()
-        if text != NO_ANSWER
-    ]
-    best = max(scored, key=lambda item: item[0], default=(0.0, NO_ANSWER))
-    return AnswerReply(answer=best[1] if best[0] > 0 else NO_ANSWER)
 
 
 class CompareAgent(Agent[CompareInput, AnswerReply]):
@@ -369,14 +208,12 @@ class CompareAgent(Agent[CompareInput, AnswerReply]):
 
 def answer_multi_view_answers(
     items: list[QuestionEvidence],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[Answer]:
     """Every question answered by the three views, a candidate answer written from each, and
     the comparison of the candidates, in order."""
     batch = answer_inputs(items)
-    views = _views_of(batch, settings, prompts, client)
+    views = _views_of(batch, asker)
     candidate = CandidateAgent()
     writing = [
         CandidateInput(
@@ -386,7 +223,7 @@ def answer_multi_view_answers(
         for view, text in found.items()
     ]
     # One batch of every question's three candidates: all in flight together.
-    written = iter(run_batch(candidate, writing, settings, prompts, client))
+    written = iter(asker.ask_each(candidate, writing))
     candidates = [
         {
             view: cited_answer(next(written).answer, inputs, f"the {view}'s candidate")
@@ -399,8 +236,8 @@ def answer_multi_view_answers(
         CompareInput(question=inputs.question, evidence=inputs.evidence, candidates=found)
         for inputs, found in zip(batch, candidates, strict=True)
     ]
-    answers = run_batch(compare, comparing, settings, prompts, client)
-    engine = engine_name(settings.route(compare.name))
+    answers = asker.ask_each(compare, comparing)
+    engine = asker.engine(compare.name)
     return [
         answer_from(inputs, reply.answer, engine, found, offered)
         for inputs, reply, found, offered in zip(batch, answers, views, candidates, strict=True)

@@ -6,76 +6,29 @@ synthesis is: markers that are not among the expert synthesis' or the insights' 
 removed, and an uncited paper gets an "Also in this collection" sentence from its best insight
 (recorded, and counted apart by the coverage check).
 
-The offline engine cannot rephrase, so it cannot remove jargon: it writes the shortest faithful
-version instead, the collection's most central finding and, per paper, its most central insight
-that cites a passage, never one restating its title (verbatim, cited), in a fixed plain frame
-("One study found: ..."), the marker naming the paper.
+Its offline engine (`litpipe.extractive.plain_summary.offline_plain_summary`) cannot rephrase,
+so it writes the shortest faithful version instead: the collection's most central finding and,
+per paper, its most central cited insight, verbatim, in a fixed plain frame.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from litpipe.agents import synthesis
-from litpipe.agents.base import Agent, StructuredClient, engine_name, run_agent, version
-from litpipe.agents.paper_summary import cited_insight
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
 from litpipe.agents.synthesis import (
-    WrittenReply,
     also_in_collection,
-    central_findings,
     checked_synthesis,
-    cited_units,
-    citing_insights,
     covered,
-    most_central,
     relationship_map,
     spine_insights,
 )
+from litpipe.extractive.plain_summary import PlainSummaryInput, offline_plain_summary
+from litpipe.extractive.synthesis import WrittenReply
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.schemas import Citation, Insight, Relationship, RelationshipAnalysis, Synthesis
-from litpipe.settings import Settings
+from litpipe.llm.prompts import fence
+from litpipe.schemas import Citation, RelationshipAnalysis, Synthesis
 from litpipe.text import cited_sentences, marker, markers_in
-
-
-class PlainSummaryInput(BaseModel):
-    collection: str
-    theme: str
-    narrative: str
-    papers: list[str]
-    titles: dict[str, str]
-    insights: list[Insight]
-    relationships: list[Relationship]
-    expert_text: str
-
-
-def offline_plain_summary(inputs: PlainSummaryInput) -> WrittenReply:
-    """The collection's most central finding, then per other paper its most central cited
-    insight in a fixed plain frame."""
-    findings = {}
-    citing = citing_insights(inputs.insights)
-    for paper in inputs.papers:
-        own = [unit for insight in citing[paper] for unit in cited_units(cited_insight(insight))]
-        title = inputs.titles.get(paper, paper)
-        ranked = central_findings(own, inputs.theme, [title])
-        if ranked:
-            findings[paper] = ranked[0]
-    opening = most_central(list(findings.values()), inputs.theme)
-    count = len(inputs.papers)
-    lines = [
-        f"What these {count} studies have most in common: {opening}"
-        if opening
-        else f"These {count} studies: {inputs.theme}"
-    ]
-    # The opening's paper is introduced by it: its finding is not said twice.
-    rest = [finding for finding in findings.values() if finding != opening]
-    for number, finding in enumerate(rest):
-        lines.append(f"{'One study' if number == 0 else 'Another study'} found: {finding}")
-    title = synthesis.offline_title(inputs.collection, count)
-    return WrittenReply(
-        title=f"In plain words: {title[:1].lower()}{title[1:]}", text="\n\n".join(lines)
-    )
-
 
 # The agents a plain summary may call: a step writing one needs a client if any is routed.
 PLAIN_SUMMARY_AGENTS = ("plain_summary",)
@@ -128,9 +81,7 @@ def write_plain_summary(
     analysis: RelationshipAnalysis,
     expert: Synthesis,
     titles: dict[str, str],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> Synthesis:
     """The `plain_summary` asset's work: the plain-language summary, every paper cited with a
     citation of the expert synthesis or of an insight."""
@@ -145,7 +96,7 @@ def write_plain_summary(
         expert_text=expert.text,
     )
     agent = PlainSummaryAgent()
-    reply = run_agent(agent, inputs, settings, prompts, client)
+    reply = asker.ask(agent, inputs)
     known = {c.marker: c for c in expert.citations}
     for insight in analysis.insights:
         known.update((c.marker, c) for c in insight.citations if c.marker not in known)
@@ -158,11 +109,11 @@ def write_plain_summary(
         expert_fallbacks(expert.text, titles),
         "the expert synthesis has no sentence citing it",
     )
-    engine = engine_name(settings.route(agent.name))
+    engine = asker.engine(agent.name)
     return checked_synthesis(analysis, "plain", engine, expert.pattern, reply, checked)
 
 
-def plain_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
+def plain_summary_version(asker: Asker) -> str:
     """Hash of the plain writer (prompt, schema, code, route) and the checks it shares with the
     expert writer."""
-    return digest(version(PlainSummaryAgent(), settings, prompts), synthesis.module_source())
+    return digest(asker.version(PlainSummaryAgent()), synthesis.module_source())

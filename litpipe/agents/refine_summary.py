@@ -2,34 +2,18 @@
 running summary updated with one more paper (its question-and-answer pairs), every claim cited.
 
 The steps run one after another, in the analysis' order of the papers
-(`litpipe.workflows.synthesis.refined_summary`). Offline, the running summary is kept as it is
-and the paper's own cited sentences (its insights and the evidence sentences MMR picks, as the
-map step's offline summary) are added after it.
+(`litpipe.workflows.synthesis.refined_summary`). Its offline engine
+(`litpipe.extractive.refine_summary.offline_refine`) keeps the running summary as it is and adds
+the paper's own cited sentences after it.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from litpipe.agents.base import Agent
-from litpipe.agents.paper_summary import PaperSummaryInput, SummaryReply, offline_paper_summary
 from litpipe.agents.synthesis import question_answer_pairs
+from litpipe.extractive.paper_summary import SummaryReply
+from litpipe.extractive.refine_summary import RefineInput, offline_refine
 from litpipe.llm.prompts import fence
-from litpipe.schemas import Answer
-
-
-class RefineInput(BaseModel):
-    running: str = Field(description="The summary of the papers before this one; empty first.")
-    summarized: list[str] = Field(description="The papers the running summary covers.")
-    paper: PaperSummaryInput = Field(description="The paper to add: its insights and evidence.")
-    answers: list[Answer] = Field(description="The paper's question-and-answer pairs.")
-    answer_chars: int = Field(description="`synthesis.answer_chars`: where each answer is cut.")
-
-
-def offline_refine(inputs: RefineInput) -> SummaryReply:
-    """The running summary, then the paper's own cited sentences."""
-    added = offline_paper_summary(inputs.paper).summary
-    return SummaryReply(summary="\n\n".join(part for part in (inputs.running, added) if part))
 
 
 class RefineSummaryAgent(Agent[RefineInput, SummaryReply]):

@@ -6,27 +6,20 @@ The plan is the setting `related_work.plan`: `none` (the writer plans for itself
 agent writes the plan) or a plan of the user's own, given to the writer as written. A plan only
 guides: the section is held to the same rules whatever the plan says (`review`).
 
-The offline engine's plan is the shape the writer's prompt asks for: the references in the
-debate's order, spread evenly over every sentence but the last, each sentence citing its
-share; the last motivates the idea from what they leave open.
+Its offline engine (`litpipe.extractive.related_work_plan.offline_related_work_plan`) plans
+the shape the writer's prompt asks for: the references spread evenly over every sentence but the
+last, which motivates the idea.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from litpipe.agents.base import Agent
-from litpipe.agents.related_work import RelatedWorkInput, citation, writing_values
+from litpipe.agents.related_work import writing_values
+from litpipe.extractive.related_work import RelatedWorkInput
+from litpipe.extractive.related_work_plan import RelatedWorkPlanReply, offline_related_work_plan
 
 NO_PLAN = "none"
 AUTO_PLAN = "auto"
-
-
-class RelatedWorkPlanReply(BaseModel):
-    sentences: list[str] = Field(
-        description="The plan: one line per sentence of the section, in order, saying what "
-        "the sentence does and which references it cites as [id]."
-    )
 
 
 def plan_text(reply: RelatedWorkPlanReply) -> str:
@@ -36,28 +29,6 @@ def plan_text(reply: RelatedWorkPlanReply) -> str:
     return "\n".join(
         f"Sentence {number}: {line}" for number, line in enumerate(filter(None, lines), 1)
     )
-
-
-def offline_related_work_plan(inputs: RelatedWorkInput) -> RelatedWorkPlanReply:
-    """The references in the debate's order, spread evenly over every sentence but the last
-    (the earlier sentences taking one more when they do not divide), the last motivating the
-    idea; one sentence citing them all and motivating the idea when only one is asked for."""
-    ids = inputs.ids
-    if inputs.sentences == 1 or not ids:
-        everything = f"cite {citation(ids)} and " if ids else ""
-        return RelatedWorkPlanReply(
-            sentences=[f"{everything}motivate the research idea from what they leave open."]
-        )
-    slots = min(inputs.sentences - 1, len(ids))
-    share, extra = divmod(len(ids), slots)
-    planned, start = [], 0
-    for slot in range(slots):
-        end = start + share + (1 if slot < extra else 0)
-        doing = "it does" if end - start == 1 else "they do"
-        planned.append(f"cite {citation(ids[start:end])}: what {doing}, against the others.")
-        start = end
-    planned.append("motivate the research idea from what these works leave open.")
-    return RelatedWorkPlanReply(sentences=planned)
 
 
 class RelatedWorkPlanAgent(Agent[RelatedWorkInput, RelatedWorkPlanReply]):

@@ -4,49 +4,25 @@ for the query must hold, are written once per request (`summary_acus`); at each 
 accuracy, reported beside the judge's overall accuracy. ACUs and their check never steer the
 loop: they measure it.
 
-The offline engines: the ACUs are the paper's key sentences for the query (the source sentences
-holding any query term, picked by maximal marginal relevance, markers removed); a unit is held
-when one sentence of the summary holds at least `COVERED` of its terms (the judge's own test).
+Their offline engines (`litpipe.extractive.summary_acus.offline_acus` and
+`offline_acu_check`): the paper's key sentences for the query, and the judge's own coverage
+test.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from litpipe.agents.base import Agent
-from litpipe.agents.paper_summary import evidence_sentences, mmr_sentences
-from litpipe.agents.query_summary import ranked_sentences, summary_sentences, unmarked
-from litpipe.agents.summary_judge import covers
 from litpipe.citations import evidence_block
+from litpipe.extractive.summary_acus import (
+    AcuCheckInput,
+    AcuCheckReply,
+    AcusInput,
+    AcusReply,
+    offline_acu_check,
+    offline_acus,
+)
 from litpipe.llm.prompts import fence
-from litpipe.schemas import AtomicContentUnit, RetrievedChunk
-
-
-class AcusInput(BaseModel):
-    paper_id: str
-    title: str
-    query: str
-    passages: list[RetrievedChunk] = Field(description="What the summarizer is first given.")
-    most: int = Field(ge=1, description="ACUs at most.")
-
-
-class AcuText(BaseModel):
-    text: str = Field(description="One fact of the paper, in a short sentence.")
-
-
-class AcusReply(BaseModel):
-    units: list[AcuText] = Field(
-        description="The facts a summary answering the query must hold, most important first."
-    )
-
-
-def offline_acus(inputs: AcusInput) -> AcusReply:
-    candidates = evidence_sentences(inputs.passages)
-    relevant = {sentence for _, sentence in ranked_sentences(inputs.query, candidates)}
-    # In passage order, so that MMR's ties go to the earlier sentence.
-    in_order = [sentence for sentence in candidates if sentence in relevant]
-    key = mmr_sentences(in_order, about=[inputs.query], chosen=[], count=inputs.most)
-    return AcusReply(units=[AcuText(text=unmarked(sentence)) for sentence in key])
+from litpipe.schemas import AtomicContentUnit
 
 
 class AcusAgent(Agent[AcusInput, AcusReply]):
@@ -71,33 +47,6 @@ def units_from(paper_id: str, reply: AcusReply, most: int) -> list[AtomicContent
         AtomicContentUnit(acu_id=f"{paper_id}:u{index}", text=text)
         for index, text in enumerate([text for text in texts if text][:most])
     ]
-
-
-class AcuCheckInput(BaseModel):
-    summary: str
-    units: list[AtomicContentUnit]
-
-
-class AcuCheck(BaseModel):
-    acu_id: str = Field(description="The unit's id, exactly as given.")
-    held: bool = Field(description="True when the summary states the unit's fact.")
-
-
-class AcuCheckReply(BaseModel):
-    checks: list[AcuCheck] = Field(description="One per unit, in their order.")
-
-
-def offline_acu_check(inputs: AcuCheckInput) -> AcuCheckReply:
-    sentences = summary_sentences(inputs.summary)
-    return AcuCheckReply(
-        checks=[
-            AcuCheck(
-                acu_id=unit.acu_id,
-                held=any(covers(sentence, unit.text) for sentence in sentences),
-            )
-            for unit in inputs.units
-        ]
-    )
 
 
 class AcuCheckAgent(Agent[AcuCheckInput, AcuCheckReply]):

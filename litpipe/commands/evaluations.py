@@ -266,18 +266,13 @@ def eval_litqa_command(
     summary graded for whether it states the ideal answer or a distractor; the table and JSON
     written, and the `eval_litqa` materialization reported to the instance (neither when
     stopped on request before every question was asked)."""
-    from litpipe.agents.answer_judge import (
-        OFFLINE_RULE,
-        AnswerJudgeAgent,
-        AnswerJudgeInput,
-        judge_answers,
-    )
-    from litpipe.agents.base import engine_name
+    from litpipe.agents.answer_judge import AnswerJudgeAgent, judge_answers
     from litpipe.defs.assets.evaluation import output_folder, report_evaluation, write_evaluation
     from litpipe.defs.resources import usage_path
     from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation
     from litpipe.evaluation.registry import EVALUATIONS
-    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.evaluation.runner import evaluation_asker
+    from litpipe.extractive.answer_judge import OFFLINE_RULE, AnswerJudgeInput
     from litpipe.runtime.runner import open_instance
 
     entry = EVALUATIONS["litqa"]
@@ -301,12 +296,11 @@ def eval_litqa_command(
         for question, outcome in asked.answered
         if isinstance(question, LitQAQuestion) and outcome.result is not None
     ]
-    from litpipe.llm import model_client
     from litpipe.llm.usage import UsageLedger
 
-    judge = settings.route(AnswerJudgeAgent.name)
     ledger = UsageLedger(usage_path(settings, asked.scope))
-    client = model_client(settings, [AnswerJudgeAgent.name], ledger)
+    asker = evaluation_asker(settings, [AnswerJudgeAgent.name], ledger=ledger)
+    judge = asker.route(AnswerJudgeAgent.name)
     verdicts = judge_answers(
         [
             AnswerJudgeInput(
@@ -317,9 +311,7 @@ def eval_litqa_command(
             )
             for question, summary in answered
         ],
-        settings,
-        PromptLibrary(settings.llm.prompts_dir),
-        client,
+        asker,
     )
     graded = [
         grade(
@@ -340,7 +332,7 @@ def eval_litqa_command(
         collection=asked.collection,
         skipped=len(asked.skipped),
         failed=len(asked.failures),
-        engine=engine_name(settings.route("query_summary")),
+        engine=asker.engine("query_summary"),
         embedder=settings.ingest.embedder,
         grading=f"offline rule: {OFFLINE_RULE}"
         if judge.offline

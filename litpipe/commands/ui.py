@@ -11,7 +11,7 @@ from litpipe.settings import Settings
 
 
 def ui_command(settings: Settings, port: int) -> int:
-    from litpipe.defs.sqlite_storage import enable_event_batches
+    from litpipe.instance.sqlite_storage import enable_event_batches
     from litpipe.runtime.instance import write_instance_config
 
     write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too

@@ -1,4 +1,7 @@
-"""The Dagster graph. The only package of litpipe that imports dagster."""
+"""The Dagster graph: its assets, checks, jobs, resources, sensors, schedules and IO manager.
+
+The instance's plumbing it runs on (event log storages, the pool-slot wait, run liveness, why a
+run failed) is `litpipe.instance`."""
 
 import warnings
 
@@ -21,7 +24,7 @@ warnings.filterwarnings(
     category=dg.PreviewWarning,
 )
 
-from litpipe.defs import pool_wait  # noqa: E402  (after the filters: it imports Dagster's executors)
+from litpipe.instance import pool_wait  # noqa: E402  (after the filters: it imports Dagster's executors)
 
 # Steps waiting for an `llm` slot sleep between polls and give up after `llm.slot_wait_seconds`.
 pool_wait.install()

@@ -152,6 +152,26 @@ def checked(
     )
 
 
+def grading_check_specs(
+    asset: str,
+    partitions_def: dg.PartitionsDefinition,
+    descriptions: Mapping[str, str],
+    blocking: bool,
+) -> list[dg.AssetCheckSpec]:
+    """The specs of an output's grading checks, each with what it checks
+    (`grading.check_descriptions`): they warn, or block when `blocking` (`grading.blocking`)."""
+    return [
+        dg.AssetCheckSpec(
+            name,
+            asset=asset,
+            partitions_def=partitions_def,
+            blocking=blocking,
+            description=description,
+        )
+        for name, description in descriptions.items()
+    ]
+
+
 def check_result(
     asset: str, name: str, outcome: CheckOutcome, blocking: bool
 ) -> dg.AssetCheckResult:

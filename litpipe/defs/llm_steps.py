@@ -4,15 +4,16 @@ version once (`ModelStep`); the rest is derived from them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.agents.answers import ANSWER_AGENTS
+from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.resources import LLMResource
@@ -24,7 +25,7 @@ from litpipe.schemas import LLMUsage
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    from litpipe.llm.client import LLMClient
+    pass
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -37,22 +38,19 @@ ASKING_AGENTS = (*ANSWER_AGENTS, *AGENT_RERANKERS)
 LLM_POOL = "llm"
 
 
-def calls_a_model(settings: Settings, agents: Iterable[str]) -> bool:
-    """Whether a step running these agents may call a model (and not only the offline engine)."""
-    return any(not settings.route(agent).offline for agent in agents)
-
-
-def llm_pool(settings: Settings, agents: Iterable[str]) -> str | None:
+def llm_pool(asker: Asker, agents: Sequence[str]) -> str | None:
     """The step's pool: `llm` when one of its agents has a model; offline steps claim no slot."""
-    return LLM_POOL if calls_a_model(settings, agents) else None
+    return LLM_POOL if asker.any_model(agents) else None
 
 
-def llm_retry_policy(settings: Settings, agents: Iterable[str]) -> dg.RetryPolicy | None:
+def llm_retry_policy(
+    settings: Settings, asker: Asker, agents: Sequence[str]
+) -> dg.RetryPolicy | None:
     """Dagster's retries of a model-calling step. The client already retried each call; this
     outlasts a longer outage. `model_failures_as_step_failures` lets only transient model errors
     through (a bad key, an invalid reply or the budget fail at once), and input errors are
     raised with `allow_retries=False`."""
-    if settings.llm.step_retries == 0 or not calls_a_model(settings, agents):
+    if settings.llm.step_retries == 0 or not asker.any_model(agents):
         return None
     return dg.RetryPolicy(
         max_retries=settings.llm.step_retries,
@@ -111,23 +109,28 @@ class ModelStep:
     def asset(
         self, settings: Settings, *, checks_may_skip: bool = False, **asset_args: Any
     ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-        """`dg.asset` with the step's pool, retry policy and code version under `settings`;
-        with `checks_may_skip`, one whose step may leave a check it could not run unreported
-        (`versioned_asset`)."""
+        """`dg.asset` with the step's pool, retry policy and code version under `settings`,
+        each agent's route resolved once for all three; with `checks_may_skip`, one whose step
+        may leave a check it could not run unreported (`versioned_asset`)."""
+        asker = Asker(settings.llm)
         return versioned_asset(
             self.code,
             settings,
+            asker=asker,
             checks_may_skip=checks_may_skip,
-            pool=llm_pool(settings, self.agents),
-            retry_policy=llm_retry_policy(settings, self.agents),
+            pool=llm_pool(asker, self.agents),
+            retry_policy=llm_retry_policy(settings, asker, self.agents),
             **asset_args,
         )
 
     @contextmanager
-    def run(self, context: dg.AssetExecutionContext, llm: LLMResource) -> Iterator[StepRun]:
-        """The step's model calls: their usage counted towards the run's scope, a model error
-        failing the step (`model_failures_as_step_failures`). The `StepRun` stays usable after
-        the block, for the output and its usage metadata.
+    def run(
+        self, context: dg.AssetExecutionContext, llm: LLMResource | None = None
+    ) -> Iterator[StepRun]:
+        """The step's model calls, through `llm` (by default its asset's `llm` resource): their
+        usage counted towards the run's scope, a model error failing the step
+        (`model_failures_as_step_failures`). The `StepRun` stays usable after the block, for
+        the output and its usage metadata.
 
         A step whose checks may be skipped can be launched for its checks alone (the UI offers
         it): they grade the text it writes, so it refuses, saying to materialize the asset."""
@@ -140,6 +143,8 @@ class ModelStep:
                 f"when it is materialized, not alone (materialize {asset})",
                 allow_retries=False,
             )
+        if llm is None:
+            llm = cast(LLMResource, context.resources.llm)
         step_settings = llm.settings()
         step = StepRun(
             settings=step_settings,
@@ -163,10 +168,16 @@ class StepRun:
     agents: tuple[str, ...]
     # The step's usage when its previous paper was built: each paper shows its own.
     _counted: LLMUsage = field(default_factory=LLMUsage)
+    _askers: dict[tuple[str, ...], Asker] = field(default_factory=dict)
 
-    def client(self, agents: Iterable[str] | None = None) -> LLMClient | None:
-        """One client for these agents (by default the step's), or None when all run offline."""
-        return self.llm.client_for(self.agents if agents is None else agents, self.ledger)
+    def asker(self, agents: Iterable[str] | None = None) -> Asker:
+        """The step's agents (or these `agents`) bound to their models, once per step: one
+        client for them (None when all run offline), the step's prompts and usage ledger."""
+        chosen = tuple(self.agents if agents is None else agents)
+        if chosen not in self._askers:
+            client = self.llm.client_for(chosen, self.ledger)
+            self._askers[chosen] = Asker(self.settings.llm, client, self.prompts)
+        return self._askers[chosen]
 
     def usage(self) -> dict[str, float | int]:
         return usage_metadata(self.ledger.summary())

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -267,11 +268,16 @@ class LLMResource(dg.ConfigurableResource):
         return cls(settings_json=settings.model_dump_json())
 
     def settings(self) -> Settings:
-        values = json.loads(self.settings_json)
-        shown = values["llm"]["api_base"]
-        if shown is not None and holds_credentials(shown):
-            values["llm"]["api_base"] = _api_base_with_credentials(shown, values)
-        return Settings(**values)
+        """The settings, parsed once per process (every step of a run asks for them), as a
+        copy that no caller's change reaches another's; an api base's password is found again
+        at each call, as the process's environment has it now."""
+        parsed = _parsed_settings(self.settings_json)
+        shown = parsed.llm.api_base
+        if shown is None or not holds_credentials(shown):
+            return parsed.model_copy(deep=True)
+        api_base = _api_base_with_credentials(shown, json.loads(self.settings_json))
+        llm = parsed.llm.model_copy(update={"api_base": api_base})
+        return parsed.model_copy(update={"llm": llm}, deep=True)
 
     def prompts(self) -> PromptLibrary:
         return PromptLibrary(self.settings().llm.prompts_dir)
@@ -284,6 +290,11 @@ class LLMResource(dg.ConfigurableResource):
         """One client for a step running `agents` (`litpipe.llm.model_client`), or None when
         all of them run offline."""
         return model_client(self.settings(), agents, ledger)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_settings(settings_json: str) -> Settings:
+    return Settings(**json.loads(settings_json))
 
 
 # The api bases holding credentials that this process built resources from, by their form with

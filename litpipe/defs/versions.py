@@ -13,13 +13,13 @@ import dagster as dg
 from pydantic import BaseModel
 
 from litpipe.agents.answers import answers_version
-from litpipe.agents.base import Agent, version
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
 from litpipe.agents.claim_judge import ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceJudgeAgent
-from litpipe.agents.question_evidence.rerankers import reranker_version
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import NESTED_NAMES, Settings
+from litpipe.workflows.reranking import settings_reranker_version
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -46,7 +46,7 @@ class NamedVersion:
     that a reader of the graph snapshot sees what an asset's code version takes in."""
 
     name: str
-    of: Callable[[Settings, PromptLibrary], str]
+    of: Callable[[Settings, Asker], str]
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class CodeVersion:
             return dict(self.settings)
         return {hashed_name(path): path for path in self.settings}
 
-    def of(self, settings: Settings, prompts: PromptLibrary) -> str:
-        parts = [version(agent, settings, prompts) for agent in self.agents]
-        parts += [named.of(settings, prompts) for named in self.versions]
+    def of(self, settings: Settings, asker: Asker) -> str:
+        parts = [asker.version(agent) for agent in self.agents]
+        parts += [named.of(settings, asker) for named in self.versions]
         if self.modules or self.output is not None or self.settings or self.embedder:
             parameters: dict[str, object] = {
                 name: settings.value(path) for name, path in self.parameters().items()
@@ -111,10 +111,13 @@ def hashed_name(path: str) -> str:
 DECLARED_CODE_VERSIONS: dict[str, CodeVersion] = {}
 
 
-def declared_code_version(name: str, code: CodeVersion, settings: Settings) -> str:
-    """The asset `name`'s code version under these settings, its inputs recorded."""
+def declared_code_version(
+    name: str, code: CodeVersion, settings: Settings, asker: Asker | None = None
+) -> str:
+    """The asset `name`'s code version under these settings (its agents' routes resolved by
+    its step's `asker`, or one of its own), its inputs recorded."""
     DECLARED_CODE_VERSIONS[name] = code
-    return code.of(settings, PromptLibrary(settings.llm.prompts_dir))
+    return code.of(settings, asker if asker is not None else Asker(settings.llm))
 
 
 # What `dg.asset` takes that belongs to the asset itself (not to its step): in a multi-asset,
@@ -132,7 +135,12 @@ _ASSET_OUT_ARGS = (
 
 
 def versioned_asset(
-    code: CodeVersion, settings: Settings, *, checks_may_skip: bool = False, **asset_args: Any
+    code: CodeVersion,
+    settings: Settings,
+    *,
+    asker: Asker | None = None,
+    checks_may_skip: bool = False,
+    **asset_args: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """`dg.asset` with the code version `code` declares.
 
@@ -144,7 +152,7 @@ def versioned_asset(
 
     def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
         name = asset_args.get("name") or compute.__name__
-        version_of = declared_code_version(name, code, settings)
+        version_of = declared_code_version(name, code, settings, asker)
         if not checks_may_skip:
             return dg.asset(code_version=version_of, **asset_args)(compute)
         step_args = {
@@ -209,13 +217,13 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
     return dg.DataVersion(digest(*(f"{key}={versions[key].value}" for key in sorted(versions))))
 
 
-def asking_version(settings: Settings, prompts: PromptLibrary) -> str:
+def asking_version(settings: Settings, asker: Asker) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
     retrieval = {hashed_name(path): settings.value(path) for path in RETRIEVAL_SETTINGS}
     return digest(
-        answers_version(settings, prompts),
-        reranker_version(settings, prompts),
+        answers_version(settings.synthesis.answer_mode, asker),
+        settings_reranker_version(settings, asker),
         json.dumps(retrieval, sort_keys=True),
     )
 
@@ -229,19 +237,21 @@ RETRIEVAL_SETTINGS = (
     "retrieval.rrf_k",
     "retrieval.mmr_lambda",
 )
-ANSWERS = NamedVersion("answers", answers_version)
-RERANKER = NamedVersion("reranker", reranker_version)
+ANSWERS = NamedVersion(
+    "answers", lambda settings, asker: answers_version(settings.synthesis.answer_mode, asker)
+)
+RERANKER = NamedVersion("reranker", settings_reranker_version)
 ASKING = NamedVersion("asking", asking_version)
 
 
-def grading_version(settings: Settings, prompts: PromptLibrary) -> str:
+def grading_version(settings: Settings, asker: Asker) -> str:
     """What decides the grades an output carries besides its text and passages: both judges
     (prompt, schema, code, route) and the offline bands. For an asset that keeps its grades
     on its output, so a repeat with the same judge is served as it was and another judge
     regrades (the text itself then comes from the reply cache)."""
     return digest(
-        version(ClaimJudgeAgent(), settings, prompts),
-        version(CoherenceJudgeAgent(), settings, prompts),
+        asker.version(ClaimJudgeAgent()),
+        asker.version(CoherenceJudgeAgent()),
         str(settings.grading.support_threshold),
         str(settings.grading.partial_support_threshold),
     )

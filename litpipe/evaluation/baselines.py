@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from litpipe.agents.related_work import count_words
+from litpipe.extractive.related_work import count_words
 from litpipe.retrieval.centrality import lexrank_similarity, pagerank, textrank_similarity
 from litpipe.retrieval.text import tokenize
 from litpipe.text import sentences

@@ -25,10 +25,9 @@ from pydantic import BaseModel, Field
 
 from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.ingest.chunking import chunk_document
-from litpipe.llm import model_client
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
-from litpipe.settings import Settings
+from litpipe.settings import RerankerName, Settings
 
 if TYPE_CHECKING:
     from litpipe.retrieval.embedder import Embedder
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 
 METHODS = ("bm25", "dense", "hybrid", "hybrid-mmr")
 # Each reranked method, and the `reranker` setting it evaluates.
-RERANKED_METHODS = {
+RERANKED_METHODS: dict[str, RerankerName] = {
     "hybrid+relevance": "relevance",
     "hybrid+debate": "debate",
     "hybrid+cross-encoder": "cross-encoder",
@@ -251,20 +250,24 @@ def format_table(evaluation: RetrievalEvaluation) -> str:
     return "\n".join(lines)
 
 
-def _reranker(kind: str, settings: Settings) -> Reranker:
+def _reranker(kind: RerankerName, settings: Settings) -> Reranker:
     """The reranker a reranked method evaluates, its model loaded (a load is not a query's)."""
     from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
-    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.evaluation.runner import evaluation_asker
     from litpipe.retrieval.rerank import CrossEncoderReranker
 
     if kind == "cross-encoder" and not settings.retrieval.cross_encoder_model:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
-    client = model_client(settings, [kind] if kind in AGENT_RERANKERS else [])
-    retrieval = settings.retrieval.model_copy(update={"reranker": kind})
-    chosen = settings.model_copy(update={"retrieval": retrieval})
-    reranker = reranker_for(chosen, PromptLibrary(settings.llm.prompts_dir), client)
+    asker = evaluation_asker(settings, [kind] if kind in AGENT_RERANKERS else [])
+    reranker = reranker_for(
+        kind,
+        asker,
+        settings.retrieval.cross_encoder_model,
+        device=settings.ingest.embed_device,
+        batch_size=settings.ingest.embed_batch_size,
+    )
     if isinstance(reranker, CrossEncoderReranker):
         # A model that cannot load fails the evaluation, rather than its figures.
         reranker.load()

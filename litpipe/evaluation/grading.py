@@ -27,19 +27,12 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from litpipe.agents.base import (
-    BatchClient,
-    ModelClient,
-    StructuredClient,
-    engine_name,
-    run_agent,
-    run_batch,
-)
-from litpipe.agents.claim_judge import ClaimInput, ClaimJudgeAgent
+from litpipe.agents.asker import Asker
+from litpipe.agents.claim_judge import ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceInput, CoherenceJudgeAgent, CoherenceReply
-from litpipe.agents.related_work import cited_ids
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
-from litpipe.llm.prompts import PromptLibrary
+from litpipe.extractive.claim_judge import ClaimInput
+from litpipe.extractive.related_work import cited_ids
 from litpipe.retrieval.support import Encoder, support_scores
 from litpipe.schemas import (
     Citation,
@@ -169,8 +162,7 @@ def grade_claims(
     claims: Sequence[Segment],
     passages: Mapping[str, Sequence[str]],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
     encoder: Encoder | None = None,
 ) -> list[SegmentGrade]:
     """Each segment against the passages of its own markers, in order, by the `claim_judge`
@@ -180,7 +172,7 @@ def grade_claims(
     judge calls (`client` required)."""
     agent = ClaimJudgeAgent()
     cited = [[text for key in claim.markers for text in passages.get(key, [])] for claim in claims]
-    offline = settings.route(agent.name).offline
+    offline = asker.offline(agent)
     # Only the offline engine reads the score: a model route skips the embedding.
     scores = (
         support_scores(
@@ -202,7 +194,7 @@ def grade_claims(
         )
         for claim, texts, score in zip(claims, cited, scores, strict=True)
     ]
-    replies = run_batch(agent, inputs, settings, prompts, client)
+    replies = asker.ask_each(agent, inputs)
     return [
         SegmentGrade(
             text=claim.text,
@@ -220,8 +212,7 @@ def grade_output(
     text: str,
     passages: Mapping[str, Sequence[str]],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
     encoder: Encoder | None = None,
     keys_in: KeysIn = page_markers,
 ) -> OutputGrades:
@@ -229,12 +220,12 @@ def grade_output(
     sentence by its worst segment, `uncited` when it has no marker."""
     split = [(sentence, segments(sentence, keys_in)) for sentence in prose_sentences(text, keys_in)]
     every_segment = [segment for _, found in split for segment in found]
-    grades = iter(grade_claims(every_segment, passages, settings, prompts, client, encoder))
+    grades = iter(grade_claims(every_segment, passages, settings, asker, encoder))
     graded: list[SentenceGrade] = []
     for sentence, found in split:
         own = [next(grades) for _ in found]
         graded.append(SentenceGrade(sentence=sentence, verdict=_worst(own), segments=own))
-    return OutputGrades(grader=engine_name(settings.route(ClaimJudgeAgent.name)), sentences=graded)
+    return OutputGrades(grader=asker.engine(ClaimJudgeAgent.name), sentences=graded)
 
 
 def flagged(grades: OutputGrades) -> list[SentenceGrade]:
@@ -364,8 +355,7 @@ def graded_checks(
     passages: Mapping[str, Sequence[str]],
     what: str,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: Encoder | None = None,
     keys_in: KeysIn = page_markers,
     title: str = "",
@@ -374,9 +364,9 @@ def graded_checks(
     """An output's sentence grades (`grade_output`) and the outcomes of its support and
     coherence checks (coherence skipped without a model). Coherence reads `prose` when given
     (a summary without its highlights, say), else `text`."""
-    grades = grade_output(text, passages, settings, prompts, client, encoder, keys_in)
-    reply = grade_coherence(title, prose if prose is not None else text, settings, prompts, client)
-    judge = engine_name(settings.route(CoherenceJudgeAgent.name))
+    grades = grade_output(text, passages, settings, asker, encoder, keys_in)
+    reply = grade_coherence(title, prose if prose is not None else text, settings, asker)
+    judge = asker.engine(CoherenceJudgeAgent.name)
     return grades, {
         SUPPORT_CHECK: faithfulness(grades, what),
         COHERENCE_CHECK: coherence(reply, what, judge),
@@ -387,15 +377,14 @@ def grade_coherence(
     title: str,
     text: str,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> CoherenceReply | None:
     """The `coherence_judge`'s grade of the text, or None when its route is offline (there is
     no offline coherence grade)."""
     agent = CoherenceJudgeAgent()
-    if settings.route(agent.name).offline:
+    if asker.offline(agent):
         return None
-    return run_agent(agent, CoherenceInput(title=title, text=text), settings, prompts, client)
+    return asker.ask(agent, CoherenceInput(title=title, text=text))
 
 
 def coherence(reply: CoherenceReply | None, what: str, grader: str) -> CheckOutcome | CheckSkipped:

@@ -16,7 +16,7 @@ from typing import TypeVar, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
-from litpipe.agents.answer_judge import AnswerVerdict
+from litpipe.extractive.answer_judge import AnswerVerdict
 
 
 class PaperQuestion(BaseModel):

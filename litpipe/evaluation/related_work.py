@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from litpipe.agents.base import ModelClient
-from litpipe.agents.related_work import count_words
 from litpipe.evaluation.baselines import BASELINES
 from litpipe.evaluation.rouge import (
     Scores,
@@ -40,11 +39,13 @@ from litpipe.evaluation.rouge import (
     rouge_table,
     without_citations,
 )
-from litpipe.llm import model_client
+from litpipe.evaluation.runner import evaluation_asker
+from litpipe.extractive.related_work import count_words
 from litpipe.schemas import Reference, RelatedWork
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
+    from litpipe.agents.asker import Asker
     from litpipe.retrieval.abstract_index import AbstractEncoder, AbstractIndex
     from litpipe.workflows.related_work import ReferenceTable
 
@@ -143,7 +144,7 @@ def litpipe_section(
     words: int,
     settings: Settings,
     embedder: AbstractEncoder,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> str:
     """litpipe's section for the example: every cited abstract given to the writer."""
     from litpipe.workflows.related_work import ReferenceTable
@@ -154,7 +155,7 @@ def litpipe_section(
         if abstract.strip()
     ]
     table = ReferenceTable(path=Path(f"example-{example.idx}"), references=references)
-    return _section(example, table, len(references), words, settings, embedder, client).text
+    return _section(example, table, len(references), words, settings, embedder, asker).text
 
 
 def _section(
@@ -164,19 +165,17 @@ def _section(
     words: int,
     settings: Settings,
     embedder: AbstractEncoder,
-    client: ModelClient | None,
+    asker: Asker,
     index: AbstractIndex | None = None,
 ) -> RelatedWork:
     """`run_related_work` for the example's idea over `table`, `words` words at most, in any
     number of sentences."""
-    from litpipe.llm.prompts import PromptLibrary
     from litpipe.workflows.related_work import make_request, run_related_work
 
     request = make_request(
         example.query_abstract, settings, sentences=words, words=words, top_k=top_k
     )
-    prompts = PromptLibrary(settings.llm.prompts_dir)
-    return run_related_work(table, request, settings, prompts, client, embedder, index)
+    return run_related_work(table, request, settings, asker, embedder, index)
 
 
 def evaluate_related_work(
@@ -187,7 +186,6 @@ def evaluate_related_work(
 ) -> RelatedWorkEvaluation:
     """litpipe's sections and the baselines' on the first `limit` examples, scored; `client`
     (a step's, recording its usage) or one of its own when the writer is routed to a model."""
-    from litpipe.agents.base import engine_name
     from litpipe.agents.related_work import RelatedWorkAgent
     from litpipe.workflows.related_work import (
         VECTORS_DIR,
@@ -198,8 +196,7 @@ def evaluate_related_work(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    route = settings.route(RelatedWorkAgent.name)
-    client = client or model_client(settings, [route.agent])
+    asker = evaluation_asker(settings, [RelatedWorkAgent.name], client)
     embedder = load_embedder(settings)
     references, cited = candidate_pool(examples)
     pool = ReferenceTable(path=Path("candidate-pool"), references=references)
@@ -209,11 +206,11 @@ def evaluate_related_work(
         budget = count_words(without_citations(example.gold_related_work))
         documents = [a for a in example.ref_abstracts if a.strip()]
         ranked = _section(
-            example, pool, len(example_cited), budget, settings, embedder, client, index
+            example, pool, len(example_cited), budget, settings, embedder, asker, index
         )
         given_ids = {scored.reference.id for scored in ranked.references}
         outputs = {
-            GIVEN: without_citations(litpipe_section(example, budget, settings, embedder, client)),
+            GIVEN: without_citations(litpipe_section(example, budget, settings, embedder, asker)),
             RANKED: without_citations(ranked.text),
         }
         for name, baseline in BASELINES.items():
@@ -234,7 +231,7 @@ def evaluate_related_work(
     return RelatedWorkEvaluation(
         dataset=str(dataset),
         examples=len(results),
-        engine=engine_name(route),
+        engine=asker.engine(RelatedWorkAgent.name),
         embedder=settings.ingest.embedder,
         budget="the gold paragraph's words (citations removed), whole sentences, for every system",
         pool=len(references),

@@ -32,14 +32,14 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from litpipe.agents.base import ModelClient
-from litpipe.agents.query_answer import QueryAnswerAgent, QueryAnswerInput, answer_queries
-from litpipe.agents.related_work import count_words
+from litpipe.agents.query_answer import QueryAnswerAgent, answer_queries
 from litpipe.evaluation.baselines import BASELINES, split_documents
 from litpipe.evaluation.citation_accuracy import (
     CitationAccuracy,
@@ -48,7 +48,9 @@ from litpipe.evaluation.citation_accuracy import (
     mean_accuracy,
 )
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
-from litpipe.llm import model_client
+from litpipe.evaluation.runner import evaluation_asker, models
+from litpipe.extractive.query_answer import QueryAnswerInput
+from litpipe.extractive.related_work import count_words
 from litpipe.schemas import Question, Reference, RetrievedChunk
 from litpipe.settings import Settings
 
@@ -254,6 +256,38 @@ def ranked_evidence(
     return evidence
 
 
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """A question as every system answers it: its example, its snippets, its budget (the expert
+    answer's words, citations removed) and its snippets ranked for it (`ranked_evidence`)."""
+
+    example: ScholarQAExample
+    snippets: list[Snippet]
+    budget: int
+    evidence: list[RetrievedChunk]
+
+
+def prepared_questions(
+    examples: Sequence[ScholarQAExample], settings: Settings
+) -> list[PreparedQuestion]:
+    """Each example's question prepared, its snippets ranked with the settings' embedder."""
+    from litpipe.workflows.related_work import load_embedder
+
+    embedder = load_embedder(settings)
+    prepared = []
+    for example in examples:
+        snippets = collection(example)
+        prepared.append(
+            PreparedQuestion(
+                example=example,
+                snippets=snippets,
+                budget=count_words(without_citations(example.gold_answer)),
+                evidence=ranked_evidence(example.query, snippets, embedder, settings),
+            )
+        )
+    return prepared
+
+
 def sources_of(sentences: Sequence[str], snippets: Sequence[Snippet]) -> list[str]:
     """The papers an extractive system's sentences were taken from (every paper holding the
     sentence, when two snippets share it)."""
@@ -275,30 +309,18 @@ def evaluate_scholarqa(
 ) -> ScholarQAEvaluation:
     """litpipe's answers and the baselines' on the first `limit` questions, scored; `client`
     (a step's, recording its usage) or one of its own when the writer is routed to a model."""
-    from litpipe.agents.base import engine_name
-    from litpipe.llm.prompts import PromptLibrary
-    from litpipe.workflows.related_work import load_embedder
-
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    route = settings.route(QueryAnswerAgent.name)
-    client = client or model_client(settings, [route.agent])
-    embedder = load_embedder(settings)
-    collections = [collection(example) for example in examples]
-    budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
+    asker = evaluation_asker(settings, [QueryAnswerAgent.name], client)
+    questions = prepared_questions(examples, settings)
     batch = [
-        QueryAnswerInput(
-            question=question_of(example),
-            evidence=ranked_evidence(example.query, snippets, embedder, settings),
-            words=budget,
-        )
-        for example, snippets, budget in zip(examples, collections, budgets, strict=True)
+        QueryAnswerInput(question=question_of(q.example), evidence=q.evidence, words=q.budget)
+        for q in questions
     ]
-    answers = answer_queries(batch, settings, PromptLibrary(settings.llm.prompts_dir), client)
+    answers = answer_queries(batch, asker)
     results = []
-    for example, snippets, budget, answer in zip(
-        examples, collections, budgets, answers, strict=True
-    ):
+    for question, answer in zip(questions, answers, strict=True):
+        example, snippets, budget = question.example, question.snippets, question.budget
         gold, unresolved = gold_papers(example, snippets)
         outputs = {"litpipe": without_citations(answer.text)}
         cited = {"litpipe": list(dict.fromkeys(c.paper_id for c in answer.citations))}
@@ -327,8 +349,8 @@ def evaluate_scholarqa(
     return ScholarQAEvaluation(
         dataset=str(dataset),
         examples=len(results),
-        engine=engine_name(route),
-        model=None if route.offline else route.model,
+        engine=asker.engine(QueryAnswerAgent.name),
+        model=models(asker, [QueryAnswerAgent.name]),
         embedder=settings.ingest.embedder,
         budget="the expert answer's words (citations removed), whole sentences, for every system",
         means={name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS},

@@ -22,10 +22,9 @@ from pydantic import BaseModel, Field
 
 from litpipe import citations as citation_markers
 from litpipe.agents.answers import ANSWER_AGENTS, answer_questions
-from litpipe.agents.base import ModelClient, engine_name
+from litpipe.agents.base import ModelClient
 from litpipe.agents.massrag import VIEW_AGENTS
 from litpipe.agents.query_answer import within_words
-from litpipe.agents.related_work import count_words
 from litpipe.evaluation.citation_accuracy import (
     CitationAccuracy,
     MeanCitationAccuracy,
@@ -33,16 +32,16 @@ from litpipe.evaluation.citation_accuracy import (
     mean_accuracy,
 )
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, without_citations
+from litpipe.evaluation.runner import engines, evaluation_asker, models
 from litpipe.evaluation.scholarqa import (
-    collection,
     gold_papers,
+    prepared_questions,
     question_of,
-    ranked_evidence,
     read_examples,
     score_cells,
     scored_figures,
 )
-from litpipe.llm import model_client
+from litpipe.extractive.related_work import count_words
 from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 
@@ -91,12 +90,6 @@ def mode_agents(mode: AnswerMode) -> tuple[str, ...]:
     }[mode]
 
 
-def with_mode(settings: Settings, mode: AnswerMode) -> Settings:
-    return settings.model_copy(
-        update={"synthesis": settings.synthesis.model_copy(update={"answer_mode": mode})}
-    )
-
-
 def evaluate_answer_modes(
     settings: Settings,
     dataset: Path,
@@ -106,40 +99,27 @@ def evaluate_answer_modes(
     """Every mode's answers to the first `limit` questions, from the same passages, scored;
     `client` (a step's, recording its usage) or one of its own when an answering agent is
     routed to a model."""
-    from litpipe.llm.prompts import PromptLibrary
-    from litpipe.workflows.related_work import load_embedder
-
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    routes = [settings.route(agent) for agent in ANSWER_AGENTS]
-    modelled = next((route for route in routes if not route.offline), None)
-    if client is None and modelled is not None:
-        client = model_client(settings, [modelled.agent])
-    prompts = PromptLibrary(settings.llm.prompts_dir)
-    embedder = load_embedder(settings)
-    collections = [collection(example) for example in examples]
-    budgets = [count_words(without_citations(example.gold_answer)) for example in examples]
+    asker = evaluation_asker(settings, ANSWER_AGENTS, client)
+    questions = prepared_questions(examples, settings)
     items = [
-        QuestionEvidence(
-            question=question_of(example),
-            chunks=ranked_evidence(example.query, snippets, embedder, settings),
-            reranked=False,
-        )
-        for example, snippets in zip(examples, collections, strict=True)
+        QuestionEvidence(question=question_of(q.example), chunks=q.evidence, reranked=False)
+        for q in questions
     ]
     answers: dict[str, list[str]] = {}
     mode_seconds: dict[str, float] = {}
     for mode in MODES:
         began = time.perf_counter()
-        written = answer_questions(items, with_mode(settings, mode), prompts, client)
+        written = answer_questions(items, mode, asker)
         mode_seconds[mode] = round(time.perf_counter() - began, 3)
         answers[mode] = [
-            within_words(answer.text, words) for answer, words in zip(written, budgets, strict=True)
+            within_words(answer.text, q.budget)
+            for answer, q in zip(written, questions, strict=True)
         ]
     results = []
-    for index, (example, snippets, budget, item) in enumerate(
-        zip(examples, collections, budgets, items, strict=True)
-    ):
+    for index, (question, item) in enumerate(zip(questions, items, strict=True)):
+        example, snippets, budget = question.example, question.snippets, question.budget
         gold, _ = gold_papers(example, snippets)
         reference = without_citations(example.gold_answer)
         texts: dict[str, str] = {mode: answers[mode][index] for mode in MODES}
@@ -166,21 +146,18 @@ def evaluate_answer_modes(
                 citations={mode: citation_accuracy(cited[mode], gold) for mode in MODES},
             )
         )
-    engines = list(dict.fromkeys(engine_name(route) for route in routes))
-    models = list(dict.fromkeys(route.model for route in routes if not route.offline))
     return AnswerModesEvaluation(
         dataset=str(dataset),
         examples=len(results),
-        engine=", ".join(engines),
-        model=", ".join(str(model) for model in models) or None,
+        engine=engines(asker, ANSWER_AGENTS),
+        model=models(asker, ANSWER_AGENTS),
         embedder=settings.ingest.embedder,
         budget="two to four sentences each, cut to the expert answer's words (whole sentences)",
         means={mode: mean_scores([r.scores[mode] for r in results]) for mode in MODES},
         mean_words={mode: sum(r.words[mode] for r in results) / len(results) for mode in MODES},
         citations={mode: mean_accuracy([r.citations[mode] for r in results]) for mode in MODES},
         calls_per_question={
-            mode: sum(not settings.route(agent).offline for agent in mode_agents(mode))
-            for mode in MODES
+            mode: sum(not asker.offline(agent) for agent in mode_agents(mode)) for mode in MODES
         },
         mode_seconds=mode_seconds,
         seconds=round(time.perf_counter() - started, 3),

@@ -27,15 +27,15 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from litpipe.agents.answers import ANSWER_AGENTS
-from litpipe.agents.base import ModelClient, engine_name
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import ModelClient
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
-from litpipe.agents.related_work import count_words
 from litpipe.agents.relationship_analysis.analysis import SPLIT_AGENTS
-from litpipe.agents.synthesis import SYNTHESIS_AGENTS, synthesis_writer
+from litpipe.agents.synthesis import SYNTHESIS_AGENTS
 from litpipe.evaluation import grading
 from litpipe.evaluation.rouge import without_citations
-from litpipe.llm import model_client
-from litpipe.llm.prompts import PromptLibrary
+from litpipe.evaluation.runner import evaluation_asker, models
+from litpipe.extractive.related_work import count_words
 from litpipe.llm.usage import CallRecord, watch_calls
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelationshipAnalysis, Synthesis
@@ -135,39 +135,32 @@ def evaluate_synthesis_pipelines(
     flat = relational.model_copy(
         update={"synthesis": relational.synthesis.model_copy(update={"method": "flat"})}
     )
-    routes = [relational.route(agent) for agent in AGENTS]
-    modelled = next((route for route in routes if not route.offline), None)
-    if client is None and modelled is not None:
-        client = model_client(relational, [modelled.agent])
-    prompts = PromptLibrary(settings.llm.prompts_dir)
+    asker = evaluation_asker(relational, AGENTS, client)
 
     heard = _CallsHeard()
     with watch_calls(heard):
-        built = pipeline.run(discovery, relational, client)
+        built = pipeline.run(discovery, relational, asker.client)
         relational_calls = [call for call in heard.calls if call.agent in _RELATIONAL_STAGE]
         flat_from = len(heard.calls)
         answers = {paper.answers.paper_id: paper.answers for paper in built.papers}
         titles = {paper.abstract.paper_id: paper.abstract.title for paper in built.papers}
         analysis = built.relationship_analysis
-        flat_synthesis = write_synthesis(analysis, answers, None, titles, flat, prompts, client)
+        flat_synthesis = write_synthesis(analysis, answers, None, titles, flat, asker)
         flat_calls = heard.calls[flat_from:]
         passages = given_passages(answers, built.cross_paper_questions)
         encoder = settings_embedder(relational)
         pipelines = {
-            name: _graded(
-                name, synthesis, calls, passages, analysis, method, prompts, client, encoder
-            )
+            name: _graded(name, synthesis, calls, passages, analysis, method, asker, encoder)
             for name, synthesis, calls, method in (
                 ("flat", flat_synthesis, flat_calls, flat),
                 ("relational", built.synthesis, relational_calls, relational),
             )
         }
-    models = dict.fromkeys(str(route.model) for route in routes if not route.offline)
     return SynthesisPipelinesEvaluation(
         dataset=str(dataset),
         examples=len(built.papers),
         engine=", ".join(dict.fromkeys(p.engine for p in pipelines.values())),
-        model=", ".join(models) or None,
+        model=models(asker, AGENTS),
         embedder=settings.ingest.embedder,
         papers_left_out=[f"{left.paper_id}: {left.reason}" for left in built.left_out],
         pipelines=pipelines,
@@ -182,8 +175,7 @@ def _graded(
     passages: dict[str, str],
     analysis: RelationshipAnalysis,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: Encoder,
 ) -> GradedPipeline:
     """The synthesis graded as the `synthesis` asset grades it, with its stage's calls."""
@@ -191,18 +183,18 @@ def _graded(
         synthesis.text,
         grading.cited_passages(synthesis.citations, passages),
         settings,
-        prompts,
-        client,
+        asker,
         encoder,
     )
-    coherence = grading.grade_coherence(synthesis.title, synthesis.text, settings, prompts, client)
+    coherence = grading.grade_coherence(synthesis.title, synthesis.text, settings, asker)
     verdicts = [sentence.verdict for sentence in grades.sentences if sentence.verdict != "uncited"]
     share = grading.completeness(
         synthesis.text, analysis, settings.grading.support_threshold, encoder
     ).metadata["share"]
     return GradedPipeline(
         pipeline=name,
-        engine=engine_name(settings.route(synthesis_writer(settings).name)),
+        # The writer's engine as it wrote: offline, or its model with any items written offline.
+        engine=synthesis.engine,
         text=synthesis.text,
         words=count_words(without_citations(synthesis.text)),
         papers_cited=len({citation.paper_id for citation in synthesis.citations}),

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from litpipe.agents.base import ModelClient
 from litpipe.evaluation.baselines import lead, textrank
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
-from litpipe.llm import model_client
+from litpipe.evaluation.runner import evaluation_asker, models
 from litpipe.settings import Settings
 
 SYSTEMS = ("litpipe", "lead-1", "textrank-1")
@@ -140,20 +140,13 @@ def evaluate_tldr(
 ) -> TldrEvaluation:
     """litpipe's TL;DRs and the baselines' on the first `limit` papers, scored; `client` (a
     step's, recording its usage) or one of its own when the writer is routed to a model."""
-    from litpipe.agents.base import engine_name
-    from litpipe.agents.tldr import TldrAgent, TldrInput, write_tldrs
-    from litpipe.llm.prompts import PromptLibrary
+    from litpipe.agents.tldr import TldrAgent, write_tldrs
+    from litpipe.extractive.tldr import TldrInput
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    route = settings.route(TldrAgent.name)
-    client = client or model_client(settings, [route.agent])
-    written = write_tldrs(
-        [TldrInput(title=e.title, abstract=e.abstract) for e in examples],
-        settings,
-        PromptLibrary(settings.llm.prompts_dir),
-        client,
-    )
+    asker = evaluation_asker(settings, [TldrAgent.name], client)
+    written = write_tldrs([TldrInput(title=e.title, abstract=e.abstract) for e in examples], asker)
     results = []
     for example, tldr in zip(examples, written, strict=True):
         outputs = {
@@ -174,8 +167,8 @@ def evaluate_tldr(
     return TldrEvaluation(
         dataset=str(dataset),
         examples=len(results),
-        engine=engine_name(route),
-        model=None if route.offline else route.model,
+        engine=asker.engine(TldrAgent.name),
+        model=models(asker, [TldrAgent.name]),
         gold_combination="max over the gold TL;DRs by ROUGE-1 (SciTLDR's multi-target max)",
         means=means,
         mean_words={

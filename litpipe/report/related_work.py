@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from litpipe.agents.related_work import cited_ids
+from litpipe.extractive.related_work import cited_ids
 from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown

@@ -1,6 +1,6 @@
 """The one way litpipe's commands run a job of the graph in-process: into the instance the UI
 serves, with Dagster's console log quiet, tagged with the launching process (so that a killed
-one's runs are failed and their pool slots freed: `defs.run_liveness`), and never raising on a
+one's runs are failed and their pool slots freed: `instance.run_liveness`), and never raising on a
 failure, which the caller reports in its own words (`run_failure`)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import dagster as dg
 
 from litpipe.defs.llm_steps import INTERRUPTED
 from litpipe.defs.paper_batches import failed_papers
-from litpipe.defs.run_failures import failure_reason
-from litpipe.defs.run_liveness import process_tags
+from litpipe.instance.run_failures import failure_reason
+from litpipe.instance.run_liveness import process_tags
 
 # The progress lines say what happened, and a failed paper's reason is in them and in the
 # report; Dagster's console log would repeat it with a traceback per paper. The run's full log

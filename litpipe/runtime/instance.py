@@ -23,6 +23,14 @@ LOCK_NAME = ".litpipe-instance.lock"
 MANAGED = "# Written by litpipe from its settings"
 # What litpipe wrote before the pool: still litpipe's, so it is brought up to date.
 _EARLIER = "telemetry:\n  enabled: false\n"
+# The module of litpipe's SQLite event log storage. Homes written before it moved out of the
+# graph name `litpipe.defs.sqlite_storage`: litpipe's own dagster.yaml differs from what it
+# would write now, so `write_instance_config` rewrites it (with the new module) the first time
+# litpipe opens such a home, as it does when a setting changes; a dagster.yaml of your own is
+# never rewritten. Until then (Dagster's own tools, `dagster dev` or `dagster-daemon run`, may
+# open the home first) and for ever for a dagster.yaml of your own naming
+# `litpipe.defs.postgres_storage`, the old modules are kept as aliases in `litpipe.defs`.
+SQLITE_STORAGE_MODULE = "litpipe.instance.sqlite_storage"
 
 
 def managed_config(settings: Settings) -> str:
@@ -47,7 +55,7 @@ def managed_config(settings: Settings) -> str:
         "# Dagster's SQLite event log (the same files), writing a batch of papers' asset events\n"
         "# in one transaction instead of one each.\n"
         "event_log_storage:\n"
-        "  module: litpipe.defs.sqlite_storage\n"
+        f"  module: {SQLITE_STORAGE_MODULE}\n"
         "  class: BatchingSqliteEventLogStorage\n"
         "  config:\n"
         f"    base_dir: {json.dumps(str(settings.dagster_home / 'history' / 'runs'))}\n"

@@ -28,11 +28,11 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
-from litpipe.defs.run_liveness import release_dead_runs
-from litpipe.defs.sqlite_storage import enable_event_batches
 from litpipe.defs.staleness import build_next, build_next_each, built_contents
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
+from litpipe.instance.run_liveness import release_dead_runs
+from litpipe.instance.sqlite_storage import enable_event_batches
 from litpipe.llm.usage import UsageLedger
 from litpipe.runtime.execution import execute, interrupted, papers_failed, run_failure
 from litpipe.runtime.instance import instance_lock, write_instance_config

@@ -1,7 +1,7 @@
 """The nightly digest: the papers that arrived on a day, each in brief, and how their insights
 relate to those of the papers their collections held before that day.
 
-Runs without Dagster (`build_digest(day, arrivals, before, sources, settings, prompts, client)`);
+Runs without Dagster (`build_digest(day, arrivals, before, sources, settings, asker)`);
 the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
 key insights (the `insights` agent, as the relationship analysis makes them); the existing
 papers' insights come from their collection's last `relationship_analysis` when it covers them,
@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from scipy.sparse import csr_array
 
-from litpipe.agents.base import engine_name
+from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.insights import insights_for
 from litpipe.agents.relationship_analysis.relationships import relate
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.text import content_terms
 from litpipe.schemas import (
     Answer,
@@ -46,7 +45,6 @@ from litpipe.settings import Settings
 from litpipe.text import strip_markers
 
 if TYPE_CHECKING:
-    from litpipe.agents.base import ModelClient
     from litpipe.retrieval.store import TextEncoder
 
 DIGEST_AGENTS = ("insights", "relationships")
@@ -87,8 +85,8 @@ class MappingSources:
         return self.analysis_of.get(collection)
 
 
-def digest_engine(settings: Settings) -> str:
-    return " + ".join(dict.fromkeys(engine_name(settings.route(a)) for a in DIGEST_AGENTS))
+def digest_engine(asker: Asker) -> str:
+    return " + ".join(dict.fromkeys(asker.engine(a) for a in DIGEST_AGENTS))
 
 
 def build_digest(
@@ -97,8 +95,7 @@ def build_digest(
     before: Mapping[str, list[str]],
     sources: DigestSources,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: TextEncoder | None = None,
 ) -> Digest:
     """The digest of `day`: `arrivals` are the papers that arrived that day, `before` each of
@@ -110,7 +107,7 @@ def build_digest(
     abstracts = sources.abstracts(new_ids)
     answers = sources.answers(new_ids)
     asked = [answer for p in new_ids if p in answers for answer in answers[p].answers]
-    found = insights_for(asked, settings, prompts, client)
+    found = insights_for(asked, asker)
     new_insights = _by_paper(_renumbered(_distinct(found), NEW))
     titles = {arrival.paper_id: _title(arrival, abstracts) for arrival in arrivals}
     papers = [
@@ -136,8 +133,7 @@ def build_digest(
             sources,
             titles,
             settings,
-            prompts,
-            client,
+            asker,
             encoder,
         )
         collections.append(related.model_copy(update={"new_papers": here}))
@@ -147,8 +143,8 @@ def build_digest(
     cited = dict.fromkeys(chunk for i in shown for c in i.citations for chunk in c.chunk_ids)
     return Digest(
         day=day.isoformat(),
-        engine=digest_engine(settings),
-        engines={agent: engine_name(settings.route(agent)) for agent in DIGEST_AGENTS},
+        engine=digest_engine(asker),
+        engines={agent: asker.engine(agent) for agent in DIGEST_AGENTS},
         papers=papers,
         collections=collections,
         titles=titles,
@@ -163,16 +159,13 @@ def _related(
     sources: DigestSources,
     titles: dict[str, str],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: TextEncoder | None,
 ) -> tuple[DigestCollection, dict[str, RetrievedChunk]]:
     """The relationships of a collection's new insights (among themselves and with its existing
     ones), the existing insights they name, and those insights' passages. `titles` (the new
     papers') gains the existing papers named."""
-    existing, origins, analysis = _existing_insights(
-        collection, before, sources, settings, prompts, client
-    )
+    existing, origins, analysis = _existing_insights(collection, before, sources, settings, asker)
     candidates = _nearest(new, existing, MAX_EXISTING_INSIGHTS)
     names = {p: titles[p] for p in dict.fromkeys(i.paper_id for i in new)}
     relationships = []
@@ -187,7 +180,13 @@ def _related(
         labelled = [
             i.model_copy(update={"insight_id": label}) for label, i in zip(ids, given, strict=True)
         ]
-        draft = relate(collection, labelled, names, settings, prompts, client, encoder)
+        draft = relate(
+            collection,
+            labelled,
+            names,
+            asker,
+            None if encoder is None else (encoder, settings.synthesis.relationship_neighbours),
+        )
         fresh = {insight.insight_id for insight in new}
         relationships = [
             r.model_copy(update={"source": ids[r.source], "target": ids[r.target]})
@@ -217,8 +216,7 @@ def _existing_insights(
     before: list[str],
     sources: DigestSources,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> tuple[list[Insight], list[str], RelationshipAnalysis | None]:
     """The insights of the papers the collection held before the day: from its last analysis
     for the papers it covers (no model call), from their answers for the others."""
@@ -227,9 +225,7 @@ def _existing_insights(
     from_analysis = [i for i in analysis.insights if i.paper_id in covered] if analysis else []
     missing = sources.answers(p for p in before if p not in covered)
     computed = (
-        insights_for(
-            [a for paper in missing.values() for a in paper.answers], settings, prompts, client
-        )
+        insights_for([a for paper in missing.values() for a in paper.answers], asker)
         if missing
         else []
     )

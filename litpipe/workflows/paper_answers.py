@@ -2,7 +2,7 @@
 questions asked later (follow-ups, comparative questions), which are searched first.
 
     evidence = gather_evidence(questions, retriever, reranker, "own", 100, 20, 3)
-    answers = answer_paper(evidence, settings, prompts, client)
+    answers = answer_paper(evidence, settings, asker)
 """
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from litpipe.agents.answers import answer_questions, answers_engine
-from litpipe.llm.prompts import PromptLibrary
+from litpipe.agents.asker import Asker
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
-    from litpipe.agents.base import BatchClient
     from litpipe.retrieval.hybrid import HybridRetriever, Scope
     from litpipe.retrieval.rerank import Reranker
 
@@ -24,15 +23,14 @@ if TYPE_CHECKING:
 def answer_paper(
     evidence: PaperEvidence,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> PaperAnswers:
     """`paper_answers`: every question of the paper answered only from its evidence."""
-    answers = answer_questions(evidence.questions, settings, prompts, client)
+    answers = answer_questions(evidence.questions, settings.synthesis.answer_mode, asker)
     return PaperAnswers(
         paper_id=evidence.paper_id,
         mode=settings.synthesis.answer_mode,
-        engine=answers_engine(settings),
+        engine=answers_engine(settings.synthesis.answer_mode, asker),
         answers=answers,
     )
 
@@ -43,8 +41,7 @@ def ask(
     reranker: Reranker,
     scope: Scope,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[Answer]:
     """Questions retrieved (candidates, fusion, MMR, reranking) and answered like a paper's own."""
     evidence = gather_evidence(
@@ -56,4 +53,4 @@ def ask(
         rerank_candidates=settings.retrieval.rerank_candidates,
         keep=settings.retrieval.evidence_per_question,
     )
-    return answer_questions(evidence.questions, settings, prompts, client)
+    return answer_questions(evidence.questions, settings.synthesis.answer_mode, asker)

@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.base import ModelClient
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.paper_questions import paper_questions_from
-from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.ingest.sources import Discovery, unique_papers
 from litpipe.llm import model_client
 from litpipe.llm.errors import LLMError
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.usage import UsageLedger
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
@@ -63,6 +62,7 @@ from litpipe.workflows.optional_steps import error_reason
 from litpipe.workflows.paper_answers import answer_paper
 from litpipe.workflows.plain_summary import plain_summary
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
+from litpipe.workflows.reranking import settings_reranker
 from litpipe.workflows.synthesis import write_synthesis
 
 if TYPE_CHECKING:
@@ -105,7 +105,6 @@ def run(
     its usage), else one of its own."""
     sources = sorted(unique_papers(iter(discovery.sources)), key=lambda s: s.paper_id)
     collection = discovery.collection
-    prompts = PromptLibrary(settings.llm.prompts_dir)
     # Every agent without a route of its own takes the default one, `route("")`'s.
     client = (
         client
@@ -116,6 +115,7 @@ def run(
             UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"),
         )
     )
+    asker = Asker(settings.llm, client)
     embedder = settings_embedder(settings)
     store = ChunkStore(settings.lancedb_dir)
 
@@ -151,13 +151,13 @@ def run(
             papers=[paper_id] if paper_id else list(chunks),
         )
 
-    reranker = reranker_for(settings, prompts, client)
+    reranker = settings_reranker(settings, asker)
 
     def built(paper_id: str, document: PaperDocument) -> PaperResult:
         """The paper's model stages, from its abstract to its answers."""
-        abstract = paper_abstract_from(document, settings, prompts, client)
+        abstract = paper_abstract_from(document, asker)
         asked = paper_questions_from(
-            abstract, settings, prompts, client, per_style=settings.synthesis.questions_per_style
+            abstract, asker, per_style=settings.synthesis.questions_per_style
         )
         found = gather_evidence(
             asked,
@@ -175,7 +175,7 @@ def run(
             abstract=abstract,
             questions=asked,
             evidence=found,
-            answers=answer_paper(found, settings, prompts, client),
+            answers=answer_paper(found, settings, asker),
         )
 
     results: dict[str, PaperResult] = {}
@@ -190,23 +190,22 @@ def run(
     answers = {paper_id: result.answers for paper_id, result in results.items()}
 
     comparative = cross_paper(
-        collection, list(abstracts.values()), retriever(), reranker, settings, prompts, client
+        collection, list(abstracts.values()), retriever(), reranker, settings, asker
     )
     analysis = analyse(
         collection,
         answers,
         comparative,
         abstracts,
-        follow_up_answerer(retriever, reranker, settings, prompts, client),
+        follow_up_answerer(retriever, reranker, settings, asker),
         settings,
-        prompts,
-        client,
+        asker,
         embedder,
     )
     analysis.left_out = left_out
     titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}
-    synthesis = write_synthesis(analysis, answers, comparative, titles, settings, prompts, client)
-    plain = plain_summary(analysis, synthesis, titles, settings, prompts, client)
+    synthesis = write_synthesis(analysis, answers, comparative, titles, settings, asker)
+    plain = plain_summary(analysis, synthesis, titles, settings, asker)
     return PipelineResult(
         collection=collection,
         papers=list(results.values()),

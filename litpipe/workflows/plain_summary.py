@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from litpipe.agents.base import engine_name
+from litpipe.agents.asker import Asker
 from litpipe.agents.plain_summary import PlainSummaryAgent, write_plain_summary
 from litpipe.llm.errors import LLMError
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
 from litpipe.workflows.optional_steps import not_run
 
 if TYPE_CHECKING:
-    from litpipe.agents.base import StructuredClient
+    pass
 
 
 def plain_summary(
@@ -24,18 +23,17 @@ def plain_summary(
     expert: Synthesis,
     titles: dict[str, str],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> Synthesis:
     """The `plain_summary` asset's work: `write_plain_summary`, or, when the model fails it, an
     empty summary recording why (`Synthesis.not_run`)."""
     try:
-        return write_plain_summary(analysis, expert, titles, settings, prompts, client)
+        return write_plain_summary(analysis, expert, titles, asker)
     except LLMError as error:
         return Synthesis(
             collection=analysis.collection,
             audience="plain",
-            engine=engine_name(settings.route(PlainSummaryAgent.name)),
+            engine=asker.engine(PlainSummaryAgent.name),
             pattern=expert.pattern,
             title="In plain words: not written",
             text="",

@@ -27,8 +27,7 @@ Runs without Dagster:
     passages = paper_passages(store, embedder.embedder_id, paper_id)
     retriever = HybridRetriever(store, embedder, paper_id, None, papers=[paper_id])
     search = paper_search(retriever, NoReranker(), paper_id, settings)
-    result = summarize_for_query(request, title, abstract, passages, search, settings, prompts,
-                                 client)
+    result = summarize_for_query(request, title, abstract, passages, search, settings, asker)
 """
 
 from __future__ import annotations
@@ -42,23 +41,20 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from litpipe import citations
-from litpipe.agents import answering, paper_summary
-from litpipe.agents.base import StructuredClient, engine_name, run_agent, version
-from litpipe.agents.query_questions import QueryQuestionsAgent, QueryQuestionsInput
+from litpipe.agents.asker import Asker
+from litpipe.agents.query_questions import QueryQuestionsAgent
 from litpipe.agents.query_questions import diagnostic_questions as write_questions
-from litpipe.agents.query_summary import QuerySummaryAgent, QuerySummaryInput, QuerySummaryReply
-from litpipe.agents.summary_acus import (
-    AcuCheckAgent,
-    AcuCheckInput,
-    AcusAgent,
-    AcusInput,
-    acu_accuracy,
-    units_from,
-)
-from litpipe.agents.summary_judge import JudgeAgent, JudgeInput, combined_reply, verdict_from
-from litpipe.agents.summary_qa import SummaryQAAgent, SummaryQAInput, answers_by_question
+from litpipe.agents.query_summary import QuerySummaryAgent
+from litpipe.agents.summary_acus import AcuCheckAgent, AcusAgent, acu_accuracy, units_from
+from litpipe.agents.summary_judge import JudgeAgent, combined_reply, verdict_from
+from litpipe.agents.summary_qa import SummaryQAAgent, answers_by_question
+from litpipe.extractive import answering, paper_summary
+from litpipe.extractive.query_questions import QueryQuestionsInput
+from litpipe.extractive.query_summary import QuerySummaryInput, QuerySummaryReply
+from litpipe.extractive.summary_acus import AcuCheckInput, AcusInput
+from litpipe.extractive.summary_judge import JudgeInput
+from litpipe.extractive.summary_qa import SummaryQAInput
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.store import RETRIEVED_CHUNK_COLUMNS, ChunkStore
 from litpipe.schemas import (
     Citation,
@@ -261,8 +257,7 @@ def summarize_for_query(
     paper: list[RetrievedChunk],
     search: Search,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> QuerySummary:
     """The MAIS loop for one request. `paper` is the whole paper's passages in reading order
     (`paper_passages`); `search` finds the paper's passages for a text (`paper_search`)."""
@@ -284,9 +279,7 @@ def summarize_for_query(
             evidence=query_evidence,
             most=settings.query_summary.questions,
         ),
-        settings,
-        prompts,
-        client,
+        asker,
     )
     found = [*query_evidence, *(chunk for q in questions for chunk in search(q.text))]
     evidence = _in_reading_order(found, paper)
@@ -315,9 +308,8 @@ def summarize_for_query(
     # only sentences of what it reads, and the passages retrieved for a topic seldom hold the
     # sentence the offline judge finds best anywhere in the paper, so the loop would run to
     # its cap (measured on the bundled LitQA2 paper: 15 passes, never approved).
-    judges_whole_paper = (
-        whole_tokens > settings.query_summary.context_tokens
-        and not settings.route(JudgeAgent.name).offline
+    judges_whole_paper = whole_tokens > settings.query_summary.context_tokens and not asker.offline(
+        JudgeAgent()
     )
     judged = judge_parts(paper, evidence, settings) if judges_whole_paper else [source]
     judged_passages = sum(len(part) for part in judged)
@@ -333,7 +325,7 @@ def summarize_for_query(
     acus = (
         units_from(
             request.paper_id,
-            run_agent(
+            asker.ask(
                 AcusAgent(),
                 AcusInput(
                     paper_id=request.paper_id,
@@ -342,9 +334,6 @@ def summarize_for_query(
                     passages=source,
                     most=settings.query_summary.acus,
                 ),
-                settings,
-                prompts,
-                client,
             ),
             settings.query_summary.acus,
         )
@@ -371,7 +360,7 @@ def summarize_for_query(
             previous=previous,
             mismatch_topics=topics,
         )
-        reply = run_agent(summarizer, inputs, settings, prompts, client)
+        reply = asker.ask(summarizer, inputs)
         if iteration == 1 and not reply.evidence_sufficient and route == "evidence":
             # Self-Route: the retrieved passages do not hold the answer; the whole paper may.
             route, source = "whole_paper", within_context(evidence, paper, settings)
@@ -386,7 +375,7 @@ def summarize_for_query(
                 )
             )
             inputs = inputs.model_copy(update={"passages": source})
-            reply = run_agent(summarizer, inputs, settings, prompts, client)
+            reply = asker.ask(summarizer, inputs)
         if iteration == 1 and not reply.evidence_sufficient:
             logger.warning(
                 "%s: the summarizer found nothing on the query %r in %s; the judge decides",
@@ -396,9 +385,7 @@ def summarize_for_query(
             )
         summary, highlights, found_citations = _cited(reply, source, request)
         qa_inputs = SummaryQAInput(summary=summary, questions=questions)
-        answers = answers_by_question(
-            qa_inputs, run_agent(qa_agent, qa_inputs, settings, prompts, client)
-        )
+        answers = answers_by_question(qa_inputs, asker.ask(qa_agent, qa_inputs))
         judge_inputs = [
             JudgeInput(
                 query=request.query,
@@ -410,20 +397,14 @@ def summarize_for_query(
             )
             for number, part in enumerate(judged, 1)
         ]
-        replies = [run_agent(judge, inputs, settings, prompts, client) for inputs in judge_inputs]
+        replies = [asker.ask(judge, inputs) for inputs in judge_inputs]
         verdict, pairs = verdict_from(
             judge_inputs[0],
             replies[0] if len(replies) == 1 else combined_reply(judge_inputs, replies),
         )
         verdict = verdict.model_copy(update={"parts": len(judged)})
         acu_inputs = AcuCheckInput(summary=summary, units=acus)
-        held = (
-            acu_accuracy(
-                acu_inputs, run_agent(AcuCheckAgent(), acu_inputs, settings, prompts, client)
-            )
-            if acus
-            else None
-        )
+        held = acu_accuracy(acu_inputs, asker.ask(AcuCheckAgent(), acu_inputs)) if acus else None
         iterations.append(
             SummaryIteration(
                 iteration=iteration,
@@ -449,7 +430,7 @@ def summarize_for_query(
         previous, topics = summary, verdict.mismatch_topics
 
     last = iterations[-1]
-    engines = {agent: engine_name(settings.route(agent)) for agent in MAIS_AGENTS}
+    engines = {agent: asker.engine(agent) for agent in MAIS_AGENTS}
     return QuerySummary(
         request=request,
         title=title,
@@ -469,7 +450,7 @@ def summarize_for_query(
     )
 
 
-def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
+def query_summary_version(settings: Settings, asker: Asker) -> str:
     """Hash of all that decides a query summary: the six agents (prompt, schema, code, route),
     this workflow's code and the loop's settings. Retrieval's own version is its stage's."""
     agents = (
@@ -481,7 +462,7 @@ def query_summary_version(settings: Settings, prompts: PromptLibrary) -> str:
         AcuCheckAgent(),
     )
     return digest(
-        *(version(agent, settings, prompts) for agent in agents),
+        *(asker.version(agent) for agent in agents),
         # The offline engines' shared helpers.
         *(
             inspect.getsource(module)

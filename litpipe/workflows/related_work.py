@@ -2,8 +2,7 @@
 
     table = load_references(Path("refs.csv"))
     request = make_request("We propose ...", settings, top_k=5)
-    prompts = PromptLibrary(settings.llm.prompts_dir)
-    related = run_related_work(table, request, settings, prompts, None)
+    related = run_related_work(table, request, settings, Asker(settings.llm))
     write_related_work(related, Path("out"))  # litpipe.report.related_work
 
 1. The reference table (CSV or JSONL with `id`, `title`, `abstract`, read as the ingest reads
@@ -37,45 +36,38 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.base import (
-    ModelClient,
-    StructuredClient,
-    engine_name,
     fitted_messages,
-    route_of,
-    run_agent,
-    run_batch,
-    version,
 )
-from litpipe.agents.question_evidence.debate import DebateAgent, DebateReply, verbatim_quotes
-from litpipe.agents.question_evidence.passages import PassageInput
-from litpipe.agents.related_work import (
-    PARAGRAPH_BREAK,
-    REVISION_REQUEST,
-    UNCITABLE_ID_CHARACTERS,
-    RelatedWorkAgent,
-    RelatedWorkInput,
-    RelatedWorkReply,
-    cited_ids,
-    closest_sentence,
-    joined,
-    paragraphs,
-    review,
-    terms_of,
-    without_citations,
-)
+from litpipe.agents.question_evidence.debate import DebateAgent, verbatim_quotes
+from litpipe.agents.related_work import REVISION_REQUEST, RelatedWorkAgent, review
 from litpipe.agents.related_work_plan import (
     AUTO_PLAN,
     NO_PLAN,
     RelatedWorkPlanAgent,
     plan_text,
 )
-from litpipe.agents.search_queries import SearchQueriesAgent, SearchQueriesInput, usable_queries
+from litpipe.agents.search_queries import SearchQueriesAgent, usable_queries
+from litpipe.extractive.debate import DebateReply
+from litpipe.extractive.passages import PassageInput
+from litpipe.extractive.related_work import (
+    PARAGRAPH_BREAK,
+    UNCITABLE_ID_CHARACTERS,
+    RelatedWorkInput,
+    RelatedWorkReply,
+    cited_ids,
+    closest_sentence,
+    joined,
+    paragraphs,
+    terms_of,
+    without_citations,
+)
+from litpipe.extractive.search_queries import SearchQueriesInput
 from litpipe.hashing import digest
 from litpipe.ingest import structured_abstracts
 from litpipe.ingest.tables import read_table
 from litpipe.llm.errors import ContextOverflowError, ReplyValidationError, one_line
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
 from litpipe.report import related_work as related_work_files
 from litpipe.report.related_work import write_related_work
@@ -202,15 +194,13 @@ def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: 
         raise RelatedWorkInputError("; ".join(problems))
 
 
-def check_writer_context(
-    inputs: RelatedWorkInput, settings: Settings, prompts: PromptLibrary
-) -> None:
+def check_writer_context(inputs: RelatedWorkInput, settings: Settings, asker: Asker) -> None:
     """Raise `RelatedWorkInputError` when a model writer's prompt (the idea and the top-k
     abstracts) would not fit its context; the offline engine has no context to fit."""
     agent = RelatedWorkAgent()
-    if settings.route(agent.name).offline:
+    if asker.offline(agent):
         return
-    tokens = sum(estimate_tokens(m["content"]) for m in agent.messages(inputs, prompts))
+    tokens = sum(estimate_tokens(m["content"]) for m in agent.messages(inputs, asker.prompts))
     if tokens > settings.related_work.context_tokens:
         raise RelatedWorkInputError(
             f"the writer's prompt (the idea and {len(inputs.references)} abstracts) is about "
@@ -228,8 +218,7 @@ def score_references(
     idea: str,
     candidates: list[RetrievedReference],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> list[ScoredReference]:
     """Each candidate with the debate agent's verdict on it, in the candidates' order: one
     batch, so at most `llm.concurrency` calls are in flight."""
@@ -239,7 +228,7 @@ def score_references(
         )
         for found in candidates
     ]
-    replies: list[DebateReply] = run_batch(DebateAgent(), asked, settings, prompts, client)
+    replies: list[DebateReply] = asker.ask_each(DebateAgent(), asked)
     return [
         ScoredReference(
             **found.model_dump(),
@@ -249,24 +238,21 @@ def score_references(
     ]
 
 
-def generated_queries(
-    idea: str, settings: Settings, prompts: PromptLibrary, client: StructuredClient | None
-) -> list[str]:
+def generated_queries(idea: str, settings: Settings, asker: Asker) -> list[str]:
     """The `search_queries` agent's queries for `idea` that can be searched (none when the
     setting asks for none)."""
     count = settings.related_work.search_queries
     if count == 0:
         return []
     inputs = SearchQueriesInput(idea=idea, count=count)
-    reply = run_agent(SearchQueriesAgent(), inputs, settings, prompts, client)
+    reply = asker.ask(SearchQueriesAgent(), inputs)
     return usable_queries(reply, inputs)
 
 
 def sentence_plan(
     inputs: RelatedWorkInput,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> tuple[str, list[str]]:
     """The plan the writer is to write to, as `related_work.plan` asks, and a warning when a
     plan is asked of the offline writer, which writes extractively and follows none (`auto`
@@ -274,7 +260,7 @@ def sentence_plan(
     asked = settings.related_work.plan
     if asked == NO_PLAN:
         return "", []
-    if settings.route(RelatedWorkAgent.name).offline:
+    if asker.offline(RelatedWorkAgent()):
         if asked == AUTO_PLAN:
             return "", []
         warning = "the offline writer follows no plan: related_work.plan is not used"
@@ -282,7 +268,7 @@ def sentence_plan(
         return "", [warning]
     if asked != AUTO_PLAN:
         return asked, []
-    reply = run_agent(RelatedWorkPlanAgent(), inputs, settings, prompts, client)
+    reply = asker.ask(RelatedWorkPlanAgent(), inputs)
     return plan_text(reply), []
 
 
@@ -434,17 +420,16 @@ def settle(
 def write_section(
     inputs: RelatedWorkInput,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> WrittenSection:
     """The section for `inputs`: from the offline engine, or from the model with one revision
     request when its first reply breaks a rule; then `settle`d either way."""
     agent = RelatedWorkAgent()
-    route = route_of(agent, settings)
+    route = asker.route(agent)
     if route.offline:
         return settle(agent.offline(inputs).text, inputs, "related_work (offline)")
-    reply = run_agent(agent, inputs, settings, prompts, client)
-    engine = engine_name(route)
+    reply = asker.ask(agent, inputs)
+    engine = asker.engine(agent)
     if engine != route.model:  # the offline engine wrote it in the model's place
         return settle(reply.text, inputs, f"related_work ({engine})")
     first = review(_without_headings(reply.text), inputs.ids, inputs.sentences, inputs.words)
@@ -452,9 +437,10 @@ def write_section(
         return settle(reply.text, inputs, f"related_work ({route.model})")
     problems = "; ".join(first.problems(inputs.ids))
     log.warning("related_work (%s): asking for one revision: %s", route.model, problems)
-    assert client is not None  # run_agent asked it
+    client = asker.client
+    assert client is not None  # asker.ask asked it
     revision = [
-        *fitted_messages(agent, inputs, prompts, client, route),
+        *fitted_messages(agent, inputs, asker.prompts, client, route),
         {"role": "assistant", "content": reply.model_dump_json()},
         {"role": "user", "content": REVISION_REQUEST.format(problems=problems)},
     ]
@@ -474,8 +460,7 @@ def run_related_work(
     table: ReferenceTable | Path,
     request: RelatedWorkRequest,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     embedder: AbstractEncoder | None = None,
     index: AbstractIndex | None = None,
 ) -> RelatedWork:
@@ -493,23 +478,23 @@ def run_related_work(
             vectors_dir=settings.home / VECTORS_DIR,
         )
     limit = min(len(index), max(settings.related_work.candidates, request.top_k))
-    queries = generated_queries(request.idea, settings, prompts, client)
+    queries = generated_queries(request.idea, settings, asker)
     found = index.search(request.idea, limit, max(settings.retrieval.candidates, limit), queries)
-    scored = score_references(request.idea, found, settings, prompts, client)
+    scored = score_references(request.idea, found, settings, asker)
     best = top_references(scored, request.top_k)
     inputs = RelatedWorkInput(
         idea=request.idea, references=best, sentences=request.sentences, words=request.words
     )
-    check_writer_context(inputs, settings, prompts)
-    plan, plan_warnings = sentence_plan(inputs, settings, prompts, client)
+    check_writer_context(inputs, settings, asker)
+    plan, plan_warnings = sentence_plan(inputs, settings, asker)
     if plan:
         inputs = inputs.model_copy(update={"plan": plan})
-        check_writer_context(inputs, settings, prompts)
-    section = write_section(inputs, settings, prompts, client)
+        check_writer_context(inputs, settings, asker)
+    section = write_section(inputs, settings, asker)
     return RelatedWork(
         request=request,
-        engine=engine_name(settings.route(RelatedWorkAgent.name)),
-        debate_engine=engine_name(settings.route(DebateAgent.name)),
+        engine=asker.engine(RelatedWorkAgent.name),
+        debate_engine=asker.engine(DebateAgent.name),
         text=section.text,
         cited_ids=section.cited_ids,
         references=best,
@@ -533,27 +518,26 @@ def generate_related_work(
     table_path: Path,
     request: RelatedWorkRequest,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     folder: Path,
     embedder: AbstractEncoder | None = None,
 ) -> tuple[RelatedWork, dict[str, Path]]:
     """`run_related_work`, then its files: bad input raises before anything is written."""
-    related = run_related_work(table_path, request, settings, prompts, client, embedder)
+    related = run_related_work(table_path, request, settings, asker, embedder)
     return related, write_related_work(related, folder)
 
 
-def related_work_version(settings: Settings, prompts: PromptLibrary) -> str:
+def related_work_version(settings: Settings, asker: Asker) -> str:
     """Hash of what decides a section besides its inputs: its agents (prompt, schema, code,
     route), this module, the reading of structured abstracts and the notice its files carry,
     and the retrieval and length
     settings. Not the embedder, whose version (its model files) its asset's code version
     takes."""
     return digest(
-        version(SearchQueriesAgent(), settings, prompts),
-        version(DebateAgent(), settings, prompts),
-        version(RelatedWorkPlanAgent(), settings, prompts),
-        version(RelatedWorkAgent(), settings, prompts),
+        asker.version(SearchQueriesAgent()),
+        asker.version(DebateAgent()),
+        asker.version(RelatedWorkPlanAgent()),
+        asker.version(RelatedWorkAgent()),
         inspect.getsource(sys.modules[__name__]),
         inspect.getsource(abstract_index_module),
         inspect.getsource(related_work_files),

@@ -5,9 +5,8 @@ model call where it fits the model's window (`analysis`, as X-Sum makes it), els
 any, by follow-up questions for thin papers. The expert synthesis and its plain-language version
 are written from the analysis by `litpipe/workflows/synthesis.py`.
 
-    follow_up = follow_up_answerer(collection, retriever_of, reranker, settings, prompts, client)
-    analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings,
-                       prompts, client)
+    follow_up = follow_up_answerer(collection, retriever_of, reranker, settings, asker)
+    analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings, asker)
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from litpipe.agents.base import engine_name
+from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.analysis import AnalysisAgent, one_call_analysis
 from litpipe.agents.relationship_analysis.followups import follow_up_questions, thin_papers
 from litpipe.agents.relationship_analysis.insights import insights_for
@@ -28,7 +27,6 @@ from litpipe.agents.relationship_analysis.relationships import (
     type_distribution,
 )
 from litpipe.llm.errors import LLMError
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
     Answer,
     CrossPaperQuestions,
@@ -45,7 +43,6 @@ from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
 if TYPE_CHECKING:
-    from litpipe.agents.base import BatchClient, ModelClient
     from litpipe.retrieval.hybrid import HybridRetriever
     from litpipe.retrieval.rerank import Reranker
     from litpipe.retrieval.store import TextEncoder
@@ -60,8 +57,7 @@ def follow_up_answerer(
     retriever_of: Callable[[str], HybridRetriever],
     reranker: Reranker,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> FollowUpAnswerer:
     """What `analyse` asks a thin paper's follow-up questions with: each searched in that paper's
     own chunks (`retriever_of(paper_id)`) and answered like its own questions."""
@@ -73,8 +69,7 @@ def follow_up_answerer(
             reranker,
             "own",
             settings,
-            prompts,
-            client,
+            asker,
         )
 
     return follow_up
@@ -87,8 +82,7 @@ def analyse(
     abstracts: dict[str, PaperAbstract],
     follow_up: FollowUpAnswerer,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: TextEncoder | None = None,
 ) -> RelationshipAnalysis:
     """`relationship_analysis`: insights, relationships, theme and narrative; with
@@ -102,9 +96,7 @@ def analyse(
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
     pairs += comparative.answers if comparative is not None else []
 
-    insights, draft, writer = _analysed(
-        collection, pairs, titles, settings, prompts, client, encoder
-    )
+    insights, draft, writer = _analysed(collection, pairs, titles, settings, asker, encoder)
     # The refinement pass, an extra beyond X-Sum's pipeline 2: off unless follow-ups are asked.
     thin = (
         thin_papers(
@@ -123,7 +115,7 @@ def analyse(
         # Optional: a paper whose follow-ups fail keeps the insights it has.
         try:
             questions = follow_up_questions(
-                abstracts[paper_id], asked, reason, settings, prompts, client
+                abstracts[paper_id], asked, reason, settings.synthesis.follow_up_questions, asker
             )
             if questions:
                 follow_ups.append(
@@ -146,13 +138,12 @@ def analyse(
             _in_paper_order(pairs, extra, papers),
             titles,
             settings,
-            prompts,
-            client,
+            asker,
             encoder,
         )
     return RelationshipAnalysis(
         collection=collection,
-        engine=engine_name(settings.route(writer)),
+        engine=asker.engine(writer),
         papers=papers,
         theme=draft.theme,
         narrative=draft.narrative,
@@ -174,18 +165,23 @@ def _analysed(
     pairs: list[Answer],
     titles: dict[str, str],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: TextEncoder | None,
 ) -> tuple[list[Insight], RelationshipDraft, str]:
     """The insights and the analysis of `pairs`, and the agent whose engine wrote the analysis:
     in one call (`analysis`, X-Sum's pipeline 2) where it fits, else in two steps (`insights`,
     one call per paper, then `relationships`)."""
-    one_call = one_call_analysis(collection, pairs, titles, settings, prompts, client)
+    one_call = one_call_analysis(collection, pairs, titles, asker)
     if one_call is not None:
         return *one_call, AnalysisAgent.name
-    insights = insights_for(pairs, settings, prompts, client)
-    draft = relate(collection, insights, titles, settings, prompts, client, encoder)
+    insights = insights_for(pairs, asker)
+    draft = relate(
+        collection,
+        insights,
+        titles,
+        asker,
+        None if encoder is None else (encoder, settings.synthesis.relationship_neighbours),
+    )
     return insights, draft, RelationshipsAgent.name
 
 

@@ -20,31 +20,25 @@ from collections.abc import Callable
 from functools import partial
 
 from litpipe import citations
-from litpipe.agents.base import ModelClient, engine_name, run_agent, run_batch, version
-from litpipe.agents.cluster_summary import (
-    ClusterSummaryAgent,
-    ClusterSummaryInput,
-    Member,
-    cluster,
-)
-from litpipe.agents.paper_summary import PaperSummaryAgent, SummaryReply
-from litpipe.agents.refine_summary import RefineInput, RefineSummaryAgent
+from litpipe.agents.asker import Asker
+from litpipe.agents.cluster_summary import ClusterSummaryAgent, cluster
+from litpipe.agents.paper_summary import PaperSummaryAgent
+from litpipe.agents.refine_summary import RefineSummaryAgent
 from litpipe.agents.synthesis import (
-    PaperMaterial,
     Resolver,
-    SynthesisInput,
     checked_synthesis,
     choose_pattern,
     collection_evidence,
     covered,
     evidence_fallbacks,
-    paper_summary_inputs,
     part_2_blocks,
     synthesis_writer,
 )
+from litpipe.extractive.cluster_summary import ClusterSummaryInput, Member
+from litpipe.extractive.paper_summary import SummaryReply
+from litpipe.extractive.refine_summary import RefineInput
+from litpipe.extractive.synthesis import PaperMaterial, SynthesisInput, paper_summary_inputs
 from litpipe.hashing import digest
-from litpipe.llm.prompts import PromptLibrary
-from litpipe.llm.tokens import token_counter, tokens_up_to
 from litpipe.schemas import (
     CrossPaperQuestions,
     PaperAnswers,
@@ -54,6 +48,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import without_markers
+from litpipe.workflows.tokens import token_counter, tokens_up_to
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +70,11 @@ def paper_summaries(
     inputs: SynthesisInput,
     resolve: Resolver,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> list[str]:
     """The map step: one summary per paper, in order, its invented markers removed."""
     batch = paper_summary_inputs(inputs)
-    replies: list[SummaryReply] = run_batch(PaperSummaryAgent(), batch, settings, prompts, client)
+    replies: list[SummaryReply] = asker.ask_each(PaperSummaryAgent(), batch)
     return [
         _without_invented(reply.summary, resolve, f"summary of {paper.paper_id}")
         for paper, reply in zip(inputs.papers, replies, strict=True)
@@ -92,8 +86,7 @@ def summary_tree(
     theme: str,
     resolve: Resolver,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     count: Callable[[str], int],
 ) -> list[Member]:
     """The top of the tree: members clustered and summarized, level by level, until the level
@@ -105,7 +98,7 @@ def summary_tree(
         if len(groups) == len(level):
             break
         batch = [ClusterSummaryInput(theme=theme, members=[level[i] for i in g]) for g in groups]
-        replies = run_batch(ClusterSummaryAgent(), batch, settings, prompts, client)
+        replies = asker.ask_each(ClusterSummaryAgent(), batch)
         level = [
             Member(
                 label="; ".join(member.label for member in inputs.members),
@@ -124,8 +117,7 @@ def refined_summary(
     inputs: SynthesisInput,
     resolve: Resolver,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> Member:
     """The refine pattern: one summary of every paper, updated paper by paper in order, each
     step's invented markers removed before the next reads it."""
@@ -140,7 +132,7 @@ def refined_summary(
             answers=paper.answers,
             answer_chars=inputs.answer_chars,
         )
-        reply = run_agent(agent, step, settings, prompts, client)
+        reply = asker.ask(agent, step)
         running = _without_invented(reply.summary, resolve, f"summary refined by {paper.paper_id}")
         summarized = [*summarized, paper.paper_id]
     return Member(label=inputs.theme or inputs.collection, papers=summarized, summary=running)
@@ -152,8 +144,7 @@ def write_synthesis(
     comparative: CrossPaperQuestions | None,
     titles: dict[str, str],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
 ) -> Synthesis:
     """The `synthesis` asset's work: the collection's expert synthesis, every paper cited."""
     evidence = collection_evidence(analysis, answers, comparative)
@@ -165,7 +156,7 @@ def write_synthesis(
     }
     for follow_up in analysis.follow_ups:
         answers_of.setdefault(follow_up.paper_id, []).extend(follow_up.answers)
-    writer = synthesis_writer(settings)
+    writer = synthesis_writer(settings.synthesis.method)
     inputs = SynthesisInput(
         collection=analysis.collection,
         # What `stuff` would give the writer is measured first; the chosen pattern replaces it.
@@ -191,11 +182,11 @@ def write_synthesis(
     count = token_counter(settings, writer.name)
     budget = settings.synthesis.context_tokens
     material_tokens = tokens_up_to(part_2_blocks(inputs), count, budget)
-    pattern = choose_pattern(material_tokens, len(analysis.papers), settings)
+    pattern = choose_pattern(material_tokens, len(analysis.papers), settings.synthesis)
     inputs.pattern = pattern
     resolve = evidence_resolver(evidence)
     if pattern in ("map_reduce", "hierarchical"):
-        summaries = paper_summaries(inputs, resolve, settings, prompts, client)
+        summaries = paper_summaries(inputs, resolve, settings, asker)
         inputs.papers = [
             paper.model_copy(update={"evidence": [], "summary": summary})
             for paper, summary in zip(inputs.papers, summaries, strict=True)
@@ -204,12 +195,10 @@ def write_synthesis(
         members = [
             Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
         ]
-        inputs.groups = summary_tree(
-            members, analysis.theme, resolve, settings, prompts, client, count
-        )
+        inputs.groups = summary_tree(members, analysis.theme, resolve, settings, asker, count)
     if pattern == "refine":
-        inputs.groups = [refined_summary(inputs, resolve, settings, prompts, client)]
-    reply = run_agent(writer, inputs, settings, prompts, client)
+        inputs.groups = [refined_summary(inputs, resolve, settings, asker)]
+    reply = asker.ask(writer, inputs)
     checked = covered(
         reply.text,
         resolve,
@@ -219,7 +208,7 @@ def write_synthesis(
         evidence_fallbacks(analysis.papers, evidence, analysis.theme),
         "no passage of it is among the evidence the writer was given",
     )
-    engine = engine_name(settings.route(writer.name))
+    engine = asker.engine(writer.name)
     return checked_synthesis(analysis, "expert", engine, pattern, reply, checked)
 
 
@@ -242,17 +231,17 @@ def given_passages(
     return {chunk_id: chunk.text for chunk_id, chunk in given_chunks(answers, comparative).items()}
 
 
-def synthesis_version(settings: Settings, prompts: PromptLibrary) -> str:
+def synthesis_version(settings: Settings, asker: Asker) -> str:
     """Hash of the writers (prompt, schema, code, route), this chain, the pattern thresholds
     and the settings that shape the writer's prompt."""
     writers = (
-        synthesis_writer(settings),
+        synthesis_writer(settings.synthesis.method),
         PaperSummaryAgent(),
         ClusterSummaryAgent(),
         RefineSummaryAgent(),
     )
     return digest(
-        *(version(writer, settings, prompts) for writer in writers),
+        *(asker.version(writer) for writer in writers),
         inspect.getsource(sys.modules[__name__]),
         str(settings.synthesis.context_tokens),
         str(settings.synthesis.hierarchical_min_papers),

@@ -1,18 +1,12 @@
-"""What the passage-judging agents (`relevance`, `debate`) share: their input, one passage and
-the query it is judged against, and how that input fills their prompts."""
+"""What the passage-judging agents (`relevance`, `debate`) share: how their input, one passage
+and the query it is judged against (`litpipe.extractive.passages.PassageInput`), fills their
+prompts."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from litpipe.agents.base import Agent, Reply
+from litpipe.extractive.passages import PassageInput
 from litpipe.llm.prompts import fence
-
-
-class PassageInput(BaseModel):
-    query: str = Field(description="A question, a claim or a research idea.")
-    passage_id: str
-    passage: str
 
 
 class PassageAgent(Agent[PassageInput, Reply]):

@@ -15,18 +15,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic
 
-from litpipe.agents.base import BatchClient, Reply, route_of, run_batch, version
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Reply
 from litpipe.agents.question_evidence import passages
-from litpipe.agents.question_evidence.debate import DebateAgent, DebateReply, verbatim_quotes
-from litpipe.agents.question_evidence.passages import PassageAgent, PassageInput
-from litpipe.agents.question_evidence.relevance import RelevanceAgent, RelevanceReply
+from litpipe.agents.question_evidence.debate import DebateAgent, verbatim_quotes
+from litpipe.agents.question_evidence.passages import PassageAgent
+from litpipe.agents.question_evidence.relevance import RelevanceAgent
+from litpipe.extractive.debate import DebateReply
+from litpipe.extractive.passages import PassageInput
+from litpipe.extractive.relevance import RelevanceReply
 from litpipe.hashing import digest
 from litpipe.llm.errors import LLMError, one_line
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval import rerank, text
 from litpipe.retrieval.rerank import CrossEncoderReranker, NoReranker, Reranker, fallback, ranked
 from litpipe.schemas import RetrievedChunk
-from litpipe.settings import Settings
+from litpipe.settings import RerankerName
 
 # The rerankers that are agents, named as their agents (and their routes) are.
 AGENT_RERANKERS = ("relevance", "debate")
@@ -39,28 +42,24 @@ class AgentReranker(ABC, Generic[Reply]):
     name: str
     agent: PassageAgent[Reply]
 
-    def __init__(
-        self, settings: Settings, prompts: PromptLibrary, client: BatchClient | None
-    ) -> None:
-        self.route = route_of(self.agent, settings)
-        if not self.route.offline and client is None:
+    def __init__(self, asker: Asker) -> None:
+        self.route = asker.route(self.agent)
+        if not self.route.offline and asker.client is None:
             raise ValueError(
                 f"reranker {self.name!r} is routed to model {self.route.model!r} but no LLM "
                 "client was given"
             )
-        self.settings = settings
-        self.prompts = prompts
-        self.client = client
-        self._version = self.version_for(settings, prompts)
+        self.asker = asker
+        self._version = self.version_for(asker)
 
     @classmethod
-    def version_for(cls, settings: Settings, prompts: PromptLibrary) -> str:
+    def version_for(cls, asker: Asker) -> str:
         """The agent's prompt, schema, engine and route, and the code turning replies into
         scores: known without a client, for the code version of the stage that reranks."""
         scoring_code = (
             inspect.getsource(m) for m in (sys.modules[__name__], passages, rerank, text)
         )
-        return f"{cls.name}-{digest(version(cls.agent, settings, prompts), *scoring_code)}"
+        return f"{cls.name}-{digest(asker.version(cls.agent), *scoring_code)}"
 
     @property
     def version(self) -> str:
@@ -81,7 +80,7 @@ class AgentReranker(ABC, Generic[Reply]):
         """The agent's reply about each candidate, in order (a candidate whose reply cannot be
         used scored offline, as `llm.on_unusable` says); LLMError if a model call fails."""
         asked = [self.inputs(query, candidate) for candidate in candidates]
-        answers = run_batch(self.agent, asked, self.settings, self.prompts, self.client)
+        answers = self.asker.ask_each(self.agent, asked)
         return [self.reviewed(one, answer) for one, answer in zip(asked, answers, strict=True)]
 
     def rerank(self, query: str, candidates: list[RetrievedChunk]) -> list[RetrievedChunk]:
@@ -131,34 +130,33 @@ class LLMDebateReranker(AgentReranker[DebateReply]):
 
 
 def reranker_for(
-    settings: Settings, prompts: PromptLibrary, client: BatchClient | None
+    name: RerankerName,
+    asker: Asker,
+    cross_encoder_model: str | None = None,
+    device: str = "cpu",
+    batch_size: int = 32,
 ) -> Reranker:
-    """The reranker `settings.retrieval.reranker` names; `client` may be None when its agent runs
-    offline."""
-    if settings.retrieval.reranker == "cross-encoder":
-        if not settings.retrieval.cross_encoder_model:
+    """The reranker `name`d (`retrieval.reranker`); an agent reranker asks through `asker`,
+    whose client may be None when its agent runs offline."""
+    if name == "cross-encoder":
+        if not cross_encoder_model:
             raise ValueError(
                 "reranker 'cross-encoder' needs retrieval.cross_encoder_model (a name or path)"
             )
-        return CrossEncoderReranker(
-            settings.retrieval.cross_encoder_model,
-            device=settings.ingest.embed_device,
-            batch_size=settings.ingest.embed_batch_size,
-        )
-    if settings.retrieval.reranker == "relevance":
-        return LLMRelevanceReranker(settings, prompts, client)
-    if settings.retrieval.reranker == "debate":
-        return LLMDebateReranker(settings, prompts, client)
+        return CrossEncoderReranker(cross_encoder_model, device=device, batch_size=batch_size)
+    if name == "relevance":
+        return LLMRelevanceReranker(asker)
+    if name == "debate":
+        return LLMDebateReranker(asker)
     return NoReranker()
 
 
-def reranker_version(settings: Settings, prompts: PromptLibrary) -> str:
-    """The `version` of the reranker `settings.retrieval.reranker` names, without loading or
-    calling it."""
-    if settings.retrieval.reranker == "relevance":
-        return LLMRelevanceReranker.version_for(settings, prompts)
-    if settings.retrieval.reranker == "debate":
-        return LLMDebateReranker.version_for(settings, prompts)
-    if settings.retrieval.reranker == "cross-encoder" and settings.retrieval.cross_encoder_model:
-        return CrossEncoderReranker(settings.retrieval.cross_encoder_model).version
+def reranker_version(name: RerankerName, asker: Asker, cross_encoder_model: str | None) -> str:
+    """The `version` of the reranker `name`d, without loading or calling it."""
+    if name == "relevance":
+        return LLMRelevanceReranker.version_for(asker)
+    if name == "debate":
+        return LLMDebateReranker.version_for(asker)
+    if name == "cross-encoder" and cross_encoder_model:
+        return CrossEncoderReranker(cross_encoder_model).version
     return NoReranker.version

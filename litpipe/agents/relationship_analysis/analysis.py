@@ -12,36 +12,39 @@ each fit a small window.
 Its reply is checked as theirs are: each pair's insight against the pair's evidence
 (`insights.checked`: a missing one is the offline engine's), relationships between known
 insights of different papers, the narrative's markers against the insights'. Its offline
-engine (for an item whose reply cannot be used) is theirs in sequence.
+engine (for an item whose reply cannot be used), `offline_one_call`, is theirs in sequence:
+`litpipe.extractive.insights`' and `litpipe.extractive.relationships`', the insights numbered
+and checked by `insights_from` between them.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import Agent, StructuredClient, WindowedClient, route_of, run_agent
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent, WindowedClient
 from litpipe.agents.relationship_analysis.insights import (
     COMPARATIVE_GROUP,
-    InsightDraft,
-    InsightsInput,
-    InsightsReply,
     insights_from,
-    offline_insights,
     pair_block,
     pair_groups,
 )
-from litpipe.agents.relationship_analysis.relationships import (
+from litpipe.agents.relationship_analysis.relationships import RelationshipDraft, draft_from
+from litpipe.extractive.insights import (
+    InsightDraft,
+    InsightsInput,
+    InsightsReply,
+    offline_insights,
+)
+from litpipe.extractive.relationships import (
     PaperLabel,
-    RelationshipDraft,
     RelationsInput,
     RelationsReply,
-    draft_from,
     offline_analysis,
 )
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.llm.prompts import fence
 from litpipe.llm.window import messages_tokens
 from litpipe.schemas import Answer, Insight, Relationship
-from litpipe.settings import Settings
 
 # The most pairs one call analyses: its reply holds an insight (~40 tokens) per pair besides the
 # relationships, theme and narrative (what the `relationships` agent alone is given 2,048 for).
@@ -152,19 +155,18 @@ def analysis_input(collection: str, pairs: list[Answer], titles: dict[str, str])
     return AnalysisInput(collection=collection, papers=_labels(groups, titles), groups=groups)
 
 
-def fits_one_call(
-    inputs: AnalysisInput, settings: Settings, prompts: PromptLibrary, client: object
-) -> bool:
+def fits_one_call(inputs: AnalysisInput, asker: Asker) -> bool:
     """Whether `one_call_analysis` may make the analysis: a model route shared with the split
     agents', at most `MAX_PAIRS` pairs, and the prompt fitting the window beside the reply
     (a window the client does not know is taken to fit, as every agent's prompt is)."""
     agent = AnalysisAgent()
-    route = route_of(agent, settings)
-    if route.offline or any(settings.route(name).model != route.model for name in SPLIT_AGENTS):
+    route = asker.route(agent)
+    if route.offline or any(asker.route(name).model != route.model for name in SPLIT_AGENTS):
         return False
     pairs = sum(len(group.answers) for group in inputs.groups)
     if not 0 < pairs <= MAX_PAIRS:
         return False
+    client = asker.client
     if not isinstance(client, WindowedClient):
         return True
     # The window less what litpipe adds to the prompt, less the whole reply: a client keeps at
@@ -173,7 +175,7 @@ def fits_one_call(
     if budget is None:
         return True
     room = budget + 1 - route.max_tokens
-    messages = prompts.render(agent.name, **agent.prompt_values(inputs))
+    messages = asker.prompts.render(agent.name, **agent.prompt_values(inputs))
     return messages_tokens(messages, lambda text: client.count_tokens(route, text)) <= room
 
 
@@ -181,26 +183,22 @@ def one_call_analysis(
     collection: str,
     pairs: list[Answer],
     titles: dict[str, str],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> tuple[list[Insight], RelationshipDraft] | None:
     """The insights and the relationship analysis of `pairs` in one call, checked; None where
     `fits_one_call` says the analysis must be made in two steps."""
     inputs = analysis_input(collection, pairs, titles)
-    if not fits_one_call(inputs, settings, prompts, client):
+    if not fits_one_call(inputs, asker):
         return None
-    return analysed(inputs, settings, prompts, client)
+    return analysed(inputs, asker)
 
 
 def analysed(
     inputs: AnalysisInput,
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    asker: Asker,
 ) -> tuple[list[Insight], RelationshipDraft]:
     """The agent's reply to `inputs`, checked: its insights by pair, its analysis against them."""
-    reply = run_agent(AnalysisAgent(), inputs, settings, prompts, client)
+    reply = asker.ask(AnalysisAgent(), inputs)
     insights = _insights(inputs, reply)
     related = RelationsReply(
         relationships=reply.relationships, theme=reply.theme, narrative=reply.narrative

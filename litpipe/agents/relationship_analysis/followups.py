@@ -2,65 +2,24 @@
 insights are thin (too few cite its text, or the narrative does not name it) is asked new
 questions about what the questions already asked missed.
 
-The offline engine reuses the `questions` agent's frames and key phrases: it writes more
-questions than the paper was asked, drops those already asked, and keeps the ones whose words
-the asked questions hold least (new aspects and phrases first).
+Its offline engine (`litpipe.extractive.followups.offline_follow_ups`) reuses the
+`paper_questions` engine's frames and key phrases, keeping the questions least like those
+already asked.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from litpipe.agents.base import Agent, StructuredClient, run_agent
-from litpipe.agents.paper_questions import QuestionsInput, QuestionText, offline_questions
-from litpipe.llm.prompts import PromptLibrary, fence
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
+from litpipe.extractive.followups import FollowUpsInput, FollowUpsReply, offline_follow_ups
+from litpipe.llm.prompts import fence
 from litpipe.schemas import Insight, PaperAbstract, Question
-from litpipe.settings import Settings
-from litpipe.text import words
-
-# Asking the questions agent for this many of each style spans all its frames more than twice.
-_OFFLINE_PER_STYLE = 10
-
-
-class FollowUpsInput(BaseModel):
-    paper_id: str
-    title: str
-    abstract: str
-    asked: list[str] = Field(description="The questions already asked of the paper.")
-    reason: str
-    count: int = Field(ge=1, le=10)
-
-
-class FollowUpDraft(QuestionText):
-    style: Literal["follow_up"] = "follow_up"
-
-
-class FollowUpsReply(BaseModel):
-    questions: list[FollowUpDraft]
 
 
 def _key(text: str) -> str:
     return " ".join(text.split()).casefold()
-
-
-def offline_follow_ups(inputs: FollowUpsInput) -> FollowUpsReply:
-    candidates = offline_questions(
-        QuestionsInput(
-            paper_id=inputs.paper_id,
-            title=inputs.title,
-            abstract=inputs.abstract,
-            per_style=_OFFLINE_PER_STYLE,
-        )
-    ).questions
-    asked_keys = {_key(text) for text in inputs.asked}
-    asked_words = {word for text in inputs.asked for word in words(text)}
-    fresh = list(dict.fromkeys(d.text for d in candidates if _key(d.text) not in asked_keys))
-    # Stable: among equally new questions, the questions agent's order (its priorities) holds.
-    fresh.sort(key=lambda text: -len(set(words(text)) - asked_words))
-    return FollowUpsReply(questions=[FollowUpDraft(text=text) for text in fresh[: inputs.count]])
 
 
 class FollowUpsAgent(Agent[FollowUpsInput, FollowUpsReply]):
@@ -104,14 +63,13 @@ def follow_up_questions(
     abstract: PaperAbstract,
     asked: list[Question],
     reason: str,
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: StructuredClient | None,
+    count: int,
+    asker: Asker,
 ) -> list[Question]:
-    """settings.synthesis.follow_up_questions new questions for a thin paper, none repeating one
-    asked (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ...; none, and no call,
-    when that is 0 (the default: no refinement pass)."""
-    if settings.synthesis.follow_up_questions == 0:
+    """`count` new questions (`synthesis.follow_up_questions`) for a thin paper, none repeating
+    one asked (ignoring case and spacing), ids `<paper_id>:f00`, `:f01`, ...; none, and no
+    call, when that is 0 (the default: no refinement pass)."""
+    if count == 0:
         return []
     inputs = FollowUpsInput(
         paper_id=abstract.paper_id,
@@ -119,9 +77,9 @@ def follow_up_questions(
         abstract=abstract.abstract,
         asked=[question.text for question in asked],
         reason=reason,
-        count=settings.synthesis.follow_up_questions,
+        count=count,
     )
-    reply = run_agent(FollowUpsAgent(), inputs, settings, prompts, client)
+    reply = asker.ask(FollowUpsAgent(), inputs)
     seen = {_key(text) for text in inputs.asked}
     kept: list[str] = []
     for draft in reply.questions:

@@ -6,84 +6,30 @@ The reply is checked against its input: every question gets exactly one insight 
 is filled by the offline engine's), insights about questions not asked are dropped, and markers
 that do not resolve against the answer's evidence are removed.
 
-The offline engine takes the answer's most informative cited sentence, verbatim with its marker;
-for an answer citing nothing (its passages did not answer) it repeats the answer, verbatim, after
-the question.
+Its offline engine (`litpipe.extractive.insights.offline_insights`) takes the answer's most
+informative cited sentence, verbatim with its marker.
 """
 
 from __future__ import annotations
 
 import logging
 
-from pydantic import BaseModel, Field
-
-from litpipe.agents.base import Agent, BatchClient, run_batch
+from litpipe.agents.asker import Asker
+from litpipe.agents.base import Agent
 from litpipe.citations import citations
-from litpipe.llm.prompts import PromptLibrary, fence
-from litpipe.schemas import Answer, Citation, Insight
-from litpipe.settings import Settings
-from litpipe.text import (
-    cited_sentences,
-    marker,
-    markers_in,
-    sentences,
-    strip_markers,
-    without_markers,
-    words,
+from litpipe.extractive.insights import (
+    InsightsInput,
+    InsightsReply,
+    offline_insight,
+    offline_insights,
 )
+from litpipe.llm.prompts import fence
+from litpipe.schemas import Answer, Citation, Insight
+from litpipe.text import strip_markers, without_markers, words
 
 log = logging.getLogger(__name__)
 
 COMPARATIVE_GROUP = ""
-# A sentence's words that the question asks about count this much more than its other words.
-_QUESTION_WORD_WEIGHT = 2
-
-
-class InsightsInput(BaseModel):
-    paper_id: str = Field(description="The paper; empty for the comparative answers.")
-    answers: list[Answer]
-
-
-class InsightDraft(BaseModel):
-    question_id: str
-    text: str = Field(description="One sentence citing the answer's markers.", min_length=1)
-
-
-class InsightsReply(BaseModel):
-    insights: list[InsightDraft]
-
-
-def offline_insight(answer: Answer) -> str:
-    question = " ".join(answer.question.text.split())
-    text = " ".join(answer.text.split())
-    if not answer.citations:
-        return f'On "{question}": {text or "no answer was written."}'
-    resolvable = {citation.marker for citation in answer.citations}
-    cited = [
-        sentence
-        for sentence in cited_sentences(text)
-        if any(marker(paper, page) in resolvable for paper, page in markers_in(sentence))
-    ]
-    asked = set(words(question))
-
-    def informativeness(sentence: str) -> int:
-        content = set(words(strip_markers(sentence)))
-        return len(content) + _QUESTION_WORD_WEIGHT * len(content & asked)
-
-    if cited:
-        return max(cited, key=informativeness)
-    # The answer cites, but not inside any one sentence: its best sentence with its first marker.
-    best = max((span.text for span in sentences(text)), key=informativeness, default=text)
-    return f"{best} {answer.citations[0].marker}"
-
-
-def offline_insights(inputs: InsightsInput) -> InsightsReply:
-    return InsightsReply(
-        insights=[
-            InsightDraft(question_id=answer.question.question_id, text=offline_insight(answer))
-            for answer in inputs.answers
-        ]
-    )
 
 
 class InsightsAgent(Agent[InsightsInput, InsightsReply]):
@@ -150,14 +96,12 @@ def _papers(group: InsightsInput, answer: Answer, cited: list[Citation]) -> list
 
 def insights_for(
     answers: list[Answer],
-    settings: Settings,
-    prompts: PromptLibrary,
-    client: BatchClient | None,
+    asker: Asker,
 ) -> list[Insight]:
     """One insight per answer, numbered `i01`, `i02`, ... papers in the order given, then the
     comparative answers; one agent call per paper, sent concurrently."""
     groups = pair_groups(answers)
-    replies = run_batch(InsightsAgent(), groups, settings, prompts, client)
+    replies = asker.ask_each(InsightsAgent(), groups)
     return insights_from(groups, replies)
 
 

@@ -3,15 +3,8 @@
 import dagster as dg
 
 from litpipe.defs.paper_batches import add_paper_metadata
-from litpipe.defs.partitions import papers
-from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LanceDBResource
-from litpipe.defs.versions import (
-    CodeVersion,
-    backfill_policy,
-    batch_data_version,
-    data_version,
-    versioned_asset,
-)
+from litpipe.defs.steps import Resources, paper_asset
+from litpipe.defs.versions import CodeVersion, batch_data_version, data_version
 from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval import store as store_module
 from litpipe.schemas import EmbeddingResult, PaperChunks
@@ -21,29 +14,24 @@ ASSET = "chunk_embeddings"
 
 
 def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @versioned_asset(
+    @paper_asset(
         CodeVersion(modules=(embedder_module, store_module), output=EmbeddingResult, embedder=True),
         settings,
+        resources=("artifacts", "embedder", "lancedb"),
         name=ASSET,
-        partitions_def=papers,
         group_name="ingest",
         kinds={"lancedb"},
         # A run over a batch of papers embeds them with one encode and one LanceDB commit.
         deps=["paper_chunks"],
-        backfill_policy=backfill_policy(settings),
         description="The paper's chunk vectors in the LanceDB table of the configured embedder "
         "(one table per embedder: another embedder fills its own, the old one stays as it is). "
         "A chunk whose (content hash, embedder) is stored already is not embedded again.",
     )
-    def chunk_embeddings(
-        context: dg.AssetExecutionContext,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        artifacts: ArtifactsResource,
-    ) -> dg.MaterializeResult:
-        store = artifacts.store()
+    def chunk_embeddings(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resources = Resources(context)
+        store = resources.artifacts.store()
         chunks = [store.read(["paper_chunks"], p, PaperChunks) for p in context.partition_keys]
-        results = lancedb.store().embed_papers(chunks, embedder.embedder())
+        results = resources.lancedb.store().embed_papers(chunks, resources.embedder.embedder())
         versions: dict[str, dg.DataVersion] = {}
         for result in results:
             path = store.write([ASSET], result.paper_id, result)

@@ -3,45 +3,34 @@
 import dagster as dg
 
 from litpipe.defs.partitions import collections
-from litpipe.defs.resources import (
-    CatalogResource,
-    EmbedderResource,
-    LanceDBResource,
-    RetrievalResource,
-)
-from litpipe.defs.versions import CodeVersion, data_version, versioned_asset, versioned_output
+from litpipe.defs.steps import Collection, all_partitions, step_asset
+from litpipe.defs.versions import CodeVersion, data_version, versioned_output
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
 from litpipe.settings import Settings
 
 
 def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @versioned_asset(
+    @step_asset(
         CodeVersion(modules=(bm25, hybrid, text), output=CorpusIndex, embedder=True),
         settings,
+        resources=("catalog", "embedder", "lancedb", "retrieval"),
         partitions_def=collections,
         group_name="corpus_index",
         kinds={"lancedb"},
         # Lineage only: the index reads the collection's rows from LanceDB, not through an IO
         # manager that would load every paper partition.
-        deps=[dg.AssetDep("chunk_embeddings", partition_mapping=dg.AllPartitionMapping())],
+        deps=all_partitions("chunk_embeddings"),
         description="The collection's BM25 index over its chunks in the embedder's LanceDB table, "
         "saved and rebuilt only when a chunk of the collection changed; questions that search "
         "other papers or the whole collection use it.",
     )
-    def corpus_index(
-        context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        retrieval: RetrievalResource,
-    ) -> dg.Output[CorpusIndex]:
-        collection = context.partition_key
-        model = embedder.embedder()
-        members = catalog.catalog().papers(collection)
-        retriever = retrieval.retriever(lancedb.store(), model, collection, members)
+    def corpus_index(context: dg.AssetExecutionContext) -> dg.Output[CorpusIndex]:
+        collection = Collection.of(context)
+        model = collection.resources.embedder.embedder()
+        retriever = collection.retriever(model)
         index = CorpusIndex(
-            collection=collection,
+            collection=collection.name,
             embedder_id=model.embedder_id,
             papers=len(retriever.paper_ids),
             chunks=len(retriever),
@@ -49,7 +38,7 @@ def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             bm25_built=retriever.bm25.built,
         )
         context.log.info(
-            f"{collection}: {index.chunks} chunks of {index.papers} papers, BM25 index "
+            f"{collection.name}: {index.chunks} chunks of {index.papers} papers, BM25 index "
             f"{'built' if index.bm25_built else 'loaded'} ({index.bm25_fingerprint})"
         )
         return versioned_output(

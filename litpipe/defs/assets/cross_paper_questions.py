@@ -5,25 +5,18 @@ from collections.abc import Iterator
 import dagster as dg
 
 from litpipe.agents.cross_paper_questions import CrossPaperQuestionsAgent
-from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.defs.assets.paper_answers import qa_preview
 from litpipe.defs.check_results import optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    EmbedderResource,
-    LanceDBResource,
-    LLMResource,
-    RetrievalResource,
-)
+from litpipe.defs.steps import SEARCH, Collection, all_partitions, step_asset
 from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.schemas import CorpusIndex, CrossPaperQuestions, PaperAbstract
 from litpipe.settings import Settings
 from litpipe.workflows import cross_paper_questions as workflow
 from litpipe.workflows.cross_paper_questions import cross_paper
+from litpipe.workflows.reranking import settings_reranker
 
 STEP = ModelStep(
     agents=(CrossPaperQuestionsAgent.name, *ASKING_AGENTS),
@@ -37,11 +30,13 @@ STEP = ModelStep(
 
 
 def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @STEP.asset(
+    @step_asset(
+        STEP,
         settings,
+        resources=SEARCH,
         partitions_def=collections,
         group_name="cross_paper_questions",
-        deps=[dg.AssetDep("paper_abstract", partition_mapping=dg.AllPartitionMapping())],
+        deps=all_partitions("paper_abstract"),
         check_specs=[optional_step_spec("cross_paper_questions", "cross_paper_questions")],
         description="3-5 comparative questions written from all the collection's abstracts "
         "together (\"what distinguishes X's approach from Y's?\"), each searched across every "
@@ -50,32 +45,23 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
         "without them.",
     )
     def cross_paper_questions(
-        context: dg.AssetExecutionContext,
-        corpus_index: CorpusIndex,
-        catalog: CatalogResource,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        retrieval: RetrievalResource,
-        llm: LLMResource,
+        context: dg.AssetExecutionContext, corpus_index: CorpusIndex
     ) -> Iterator[dg.Output[CrossPaperQuestions] | dg.AssetCheckResult]:
-        collection = context.partition_key
-        members = catalog.catalog().papers(collection)
-        abstracts = artifacts.of_papers("paper_abstract", members, PaperAbstract)
-        retriever = retrieval.retriever(lancedb.store(), embedder.embedder(), collection, members)
-        with STEP.run(context, llm) as step:
-            client = step.client()
+        collection = Collection.of(context)
+        abstracts = collection.outputs("paper_abstract", PaperAbstract)
+        retriever = collection.retriever()
+        with STEP.run(context) as step:
+            asker = step.asker()
             found = cross_paper(
-                collection,
+                collection.name,
                 list(abstracts.values()),
                 retriever,
-                reranker_for(step.settings, step.prompts, client),
+                settings_reranker(step.settings, asker),
                 step.settings,
-                step.prompts,
-                client,
+                asker,
             )
         context.log.info(
-            f"{collection}: {len(found.answers)} comparative questions over "
+            f"{collection.name}: {len(found.answers)} comparative questions over "
             f"{corpus_index.papers} papers"
         )
         yield step.output(

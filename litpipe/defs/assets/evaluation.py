@@ -25,7 +25,7 @@ from litpipe.defs.assets.related_work import bad_input
 from litpipe.defs.jobs import RUN_TAGS
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import LLMResource
+from litpipe.defs.steps import step_asset
 from litpipe.defs.versions import CodeVersion, NamedVersion, declared_code_version
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.files import write_atomically
@@ -96,20 +96,22 @@ def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.Ass
     assert evaluate is not None
     step = ModelStep(agents=entry.agents, code=evaluation_version(entry))
 
-    @step.asset(
+    @step_asset(
+        step,
         settings,
+        resources=(),
         name=entry.asset_name,
         group_name=GROUP,
         description=f"`litpipe eval {entry.name}`: {entry.description}. Dataset: "
         f"{entry.dataset_help} (full set: ../shared/data/{entry.default_dataset}).",
     )
     def evaluation_asset(
-        context: dg.AssetExecutionContext, config: EvaluationConfig, llm: LLMResource
+        context: dg.AssetExecutionContext, config: EvaluationConfig
     ) -> dg.MaterializeResult:
         if config.limit is not None and config.limit < 1:
             raise bad_input(f"--limit must be at least 1, not {config.limit}")
-        with step.run(context, llm) as run:
-            client = run.client()
+        with step.run(context) as run:
+            client = run.asker().client
             try:
                 evaluation = evaluate(run.settings, Path(config.dataset), config.limit, client)
             except entry.input_errors as error:

@@ -4,15 +4,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.defs.paper_batches import PaperBuild, build_papers
-from litpipe.defs.partitions import papers
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    ChunkingResource,
-    EmbedderResource,
-)
-from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
+from litpipe.defs.paper_batches import PaperBuild
+from litpipe.defs.steps import PaperBatch, Resources, each_paper, paper_asset
+from litpipe.defs.versions import CodeVersion
 from litpipe.ingest import chunking, pdf, structured_abstracts, tables
 from litpipe.ingest.ids import file_sha256
 from litpipe.schemas import (
@@ -29,50 +23,28 @@ GROUP = "ingest"
 
 
 def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @versioned_asset(
+    @paper_asset(
         CodeVersion(output=PaperSource),
         settings,
-        partitions_def=papers,
         group_name=GROUP,
         kinds={"pdf"},
-        backfill_policy=backfill_policy(settings),
         description="Where the paper comes from, and the hash of its bytes (or of its table row).",
     )
-    def paper_source(
-        context: dg.AssetExecutionContext, catalog: CatalogResource, artifacts: ArtifactsResource
-    ) -> dg.MaterializeResult:
-        papers_catalog = catalog.catalog()
+    def paper_source(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return each_paper(context, None, source_of)
 
-        def build(paper_id: str) -> PaperBuild[PaperSource]:
-            source = papers_catalog.source(paper_id)
-            if source.kind == "pdf":
-                source = _check_file_unchanged(source)
-            return PaperBuild(
-                source,
-                {"file": source.path, "kind": source.kind},
-                dg.DataVersion(source.content_sha256[:16]),
-            )
-
-        return build_papers(context, artifacts.store(), papers_catalog, build)
-
-    @versioned_asset(
+    @paper_asset(
         CodeVersion(modules=(*pdf.MODULES, tables, structured_abstracts), output=PaperDocument),
         settings,
-        partitions_def=papers,
         group_name=GROUP,
         # Inputs are read from their artifacts, not loaded through the IO manager (which loads
         # one partition per input), so that one run builds a batch of papers.
         deps=[paper_source],
-        backfill_policy=backfill_policy(settings),
         description="Title, authors, abstract, sections with pages; references kept apart.",
     )
-    def paper_document(
-        context: dg.AssetExecutionContext, catalog: CatalogResource, artifacts: ArtifactsResource
-    ) -> dg.MaterializeResult:
-        store = artifacts.store()
-
-        def build(paper_id: str) -> PaperBuild[PaperDocument]:
-            paper_source = store.read(["paper_source"], paper_id, PaperSource)
+    def paper_document(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        def document_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperDocument]:
+            paper_source = papers.store.read(["paper_source"], paper_id, PaperSource)
             try:
                 document = read_document(paper_source, settings)
             except IngestError as error:
@@ -80,7 +52,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 raise dg.Failure(
                     description=f"{paper_source.path}: {error}", allow_retries=False
                 ) from error
-            return PaperBuild(
+            return papers.paper(
                 document,
                 {
                     "title": document.title,
@@ -91,9 +63,9 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 },
             )
 
-        return build_papers(context, store, catalog.catalog(), build)
+        return each_paper(context, None, document_of)
 
-    @versioned_asset(
+    @paper_asset(
         CodeVersion(
             modules=(chunking,),
             output=PaperChunks,
@@ -105,32 +77,25 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             embedder=True,
         ),
         settings,
-        partitions_def=papers,
+        resources=("catalog", "artifacts", "embedder", "chunker"),
         group_name=GROUP,
         deps=[paper_document],
-        backfill_policy=backfill_policy(settings),
         description="Section-aware chunks sized in the embedder's tokens, with page spans and "
         "character offsets into the document.",
     )
-    def paper_chunks(
-        context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        embedder: EmbedderResource,
-        chunker: ChunkingResource,
-        artifacts: ArtifactsResource,
-    ) -> dg.MaterializeResult:
-        model = embedder.embedder()
-        store = artifacts.store()
+    def paper_chunks(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resources = Resources(context)
+        model, chunker = resources.embedder.embedder(), resources.chunker
 
-        def build(paper_id: str) -> PaperBuild[PaperChunks]:
+        def chunks_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperChunks]:
             chunks = chunk_paper(
-                store.read(["paper_document"], paper_id, PaperDocument),
+                papers.store.read(["paper_document"], paper_id, PaperDocument),
                 model,
                 chunker.max_tokens,
                 chunker.overlap_tokens,
             )
             sizes = [chunk.n_tokens for chunk in chunks.chunks]
-            return PaperBuild(
+            return papers.paper(
                 chunks,
                 {
                     "chunks": len(sizes),
@@ -139,9 +104,20 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 },
             )
 
-        return build_papers(context, store, catalog.catalog(), build)
+        return each_paper(context, None, chunks_of)
 
     return [paper_source, paper_document, paper_chunks]
+
+
+def source_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperSource]:
+    source = papers.catalog.source(paper_id)
+    if source.kind == "pdf":
+        source = _check_file_unchanged(source)
+    return papers.paper(
+        source,
+        {"file": source.path, "kind": source.kind},
+        dg.DataVersion(source.content_sha256[:16]),
+    )
 
 
 def _check_file_unchanged(source: PaperSource) -> PaperSource:

@@ -11,12 +11,8 @@ from litpipe.agents.relationship_analysis.relationships import RelationshipsAgen
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import nightly
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    EmbedderResource,
-    LLMResource,
-)
+from litpipe.defs.resources import ArtifactsResource
+from litpipe.defs.steps import Resources, all_partitions, step_asset
 from litpipe.defs.versions import CodeVersion
 from litpipe.report import digest as digest_report
 from litpipe.report import markdown as report_markdown
@@ -70,49 +66,41 @@ STEP = ModelStep(
 
 
 def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @STEP.asset(
+    @step_asset(
+        STEP,
         settings,
+        resources=("catalog", "artifacts", "embedder"),
         partitions_def=nightly,
         group_name="nightly_digest",
         # For lineage: a day reads the abstracts and answers of its new papers and the insights
         # of their collections' other papers (from the last analysis, else their answers).
-        deps=[
-            dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping())
-            for name in ("paper_abstract", "paper_answers", "relationship_analysis")
-        ],
+        deps=all_partitions("paper_abstract", "paper_answers", "relationship_analysis"),
         description="The papers that arrived on the day (UTC; first registered in the catalog "
         "then), each with its abstract and key insights, and how their insights relate to "
         "those of the papers their collections held before; LITPIPE_HOME/outputs/digests/"
         "<day>.md and .html. A day without new papers says so.",
     )
-    def nightly_digest(
-        context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        llm: LLMResource,
-    ) -> dg.Output[Digest]:
-        window = context.partition_time_window
-        papers_catalog = catalog.catalog()
+    def nightly_digest(context: dg.AssetExecutionContext) -> dg.Output[Digest]:
+        window, resources = context.partition_time_window, Resources(context)
+        papers_catalog = resources.catalog.catalog()
         arrivals = papers_catalog.arrivals(window.start, window.end)
         before = {
             collection: papers_catalog.papers(collection, arrived_before=window.start)
             for arrival in arrivals
             for collection in arrival.collections
         }
-        with STEP.run(context, llm) as step:
+        with STEP.run(context) as step:
             built = digest_workflow.build_digest(
                 window.start.date(),
                 arrivals,
                 before,
-                ArtifactSources(artifacts),
+                ArtifactSources(resources.artifacts),
                 step.settings,
-                step.prompts,
-                step.client(),
-                embedder.embedder(),
+                step.asker(),
+                resources.embedder.embedder(),
             )
         files = digest_report.write_digest(
-            Path(artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
+            Path(resources.artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
         )
         pending = [paper.paper_id for paper in built.papers if not paper.analysed]
         if pending:

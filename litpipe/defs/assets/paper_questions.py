@@ -4,11 +4,10 @@ import dagster as dg
 
 from litpipe.agents.paper_questions import PaperQuestionsAgent, paper_questions_from
 from litpipe.defs.llm_steps import ModelStep
-from litpipe.defs.paper_batches import PaperBuild, build_papers
-from litpipe.defs.partitions import papers
+from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import ArtifactsResource, CatalogResource, LLMResource
-from litpipe.defs.versions import CodeVersion, backfill_policy
+from litpipe.defs.steps import PaperBatch, each_paper, paper_asset
+from litpipe.defs.versions import CodeVersion
 from litpipe.schemas import PaperAbstract, PaperQuestions
 from litpipe.settings import Settings
 
@@ -20,44 +19,33 @@ STEP = ModelStep(
 
 
 def build_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @STEP.asset(
+    @paper_asset(
+        STEP,
         settings,
-        partitions_def=papers,
         group_name="paper_questions",
         deps=["paper_abstract"],
-        backfill_policy=backfill_policy(settings),
         description="Questions of the paper in two styles, `broad` (context, objective, method, "
         "findings) and `inner_workings` (design, steps, mechanisms, rationale).",
     )
-    def paper_questions(
-        context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        llm: LLMResource,
-        artifacts: ArtifactsResource,
-    ) -> dg.MaterializeResult:
-        store = artifacts.store()
-        with STEP.run(context, llm) as step:
-            client = step.client()
-
-            def build(paper_id: str) -> PaperBuild[PaperQuestions]:
-                questions = paper_questions_from(
-                    store.read(["paper_abstract"], paper_id, PaperAbstract),
-                    step.settings,
-                    step.prompts,
-                    client,
-                    per_style=step.settings.synthesis.questions_per_style,
-                )
-                return step.paper(
-                    questions,
-                    {
-                        "engine": questions.engine,
-                        "questions": len(questions.questions),
-                        "preview": markdown_metadata(
-                            "\n".join(f"- *{q.style}*: {q.text}" for q in questions.questions)
-                        ),
-                    },
-                )
-
-            return build_papers(context, store, catalog.catalog(), build)
+    def paper_questions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return each_paper(context, STEP, questions_of)
 
     return [paper_questions]
+
+
+def questions_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperQuestions]:
+    questions = paper_questions_from(
+        papers.store.read(["paper_abstract"], paper_id, PaperAbstract),
+        papers.step.asker(),
+        per_style=papers.step.settings.synthesis.questions_per_style,
+    )
+    return papers.paper(
+        questions,
+        {
+            "engine": questions.engine,
+            "questions": len(questions.questions),
+            "preview": markdown_metadata(
+                "\n".join(f"- *{q.style}*: {q.text}" for q in questions.questions)
+            ),
+        },
+    )

@@ -29,22 +29,15 @@ from pathlib import Path
 
 import dagster as dg
 
-from litpipe.agents.base import ModelClient
-from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.agents.asker import Asker
+from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.artifacts import ArtifactStore
-from litpipe.defs.check_results import checked
+from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    EmbedderResource,
-    LanceDBResource,
-    LLMResource,
-    RetrievalResource,
-)
 from litpipe.defs.staleness import latest_materialization_tags
+from litpipe.defs.steps import SEARCH, Resources, all_partitions, step_asset
 from litpipe.defs.versions import (
     GRADING,
     RERANKER,
@@ -55,7 +48,6 @@ from litpipe.defs.versions import (
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.evaluation.grading import GRADING_AGENTS
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.report import notices
 from litpipe.report import query_summary as report
 from litpipe.retrieval.support import Encoder
@@ -75,6 +67,7 @@ from litpipe.workflows.query_summary import (
     query_summary_version,
     summarize_for_query,
 )
+from litpipe.workflows.reranking import settings_reranker
 
 ASSET = "query_summary"
 GROUP = "query_summary"
@@ -143,16 +136,15 @@ STEP = ModelStep(
 def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     grading_blocks = settings.grading.blocking
 
-    @STEP.asset(
+    @step_asset(
+        STEP,
         settings,
+        resources=SEARCH,
         checks_may_skip=True,
         name=ASSET,
         partitions_def=query_requests,
         group_name=GROUP,
-        deps=[
-            dg.AssetDep(asset, partition_mapping=dg.AllPartitionMapping())
-            for asset in ("chunk_embeddings", "paper_abstract")
-        ],
+        deps=all_partitions("chunk_embeddings", "paper_abstract"),
         check_specs=[
             dg.AssetCheckSpec(
                 CITATION_CHECK,
@@ -162,16 +154,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 description="Every citation of the summary and its highlights resolves to a "
                 "stored chunk of the paper, on the cited page.",
             ),
-            *(
-                dg.AssetCheckSpec(
-                    name,
-                    asset=ASSET,
-                    partitions_def=query_requests,
-                    blocking=grading_blocks,
-                    description=text,
-                )
-                for name, text in GRADING_CHECKS.items()
-            ),
+            *grading_check_specs(ASSET, query_requests, GRADING_CHECKS, grading_blocks),
         ],
         description="A summary of one paper focused on a reader's query (MAIS): diagnostic "
         "questions, then summarize, answer the questions from the summary alone, judge the "
@@ -181,15 +164,10 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def query_summary(
         context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        retrieval: RetrievalResource,
-        llm: LLMResource,
     ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
-        key = context.partition_key
-        step_settings = llm.settings()
+        key, resources = context.partition_key, Resources(context)
+        catalog, artifacts = resources.catalog, resources.artifacts
+        step_settings = resources.llm.settings()
         requests = request_store(step_settings)
         if not requests.exists([ASSET], key):
             raise dg.Failure(
@@ -210,17 +188,17 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             raise dg.Failure(not_ingested(source, collection), allow_retries=False)
         abstract = store.read(["paper_abstract"], request.paper_id, PaperAbstract)
         versions = paper_versions(context.instance, request.paper_id)
-        chunk_store, model = lancedb.store(), embedder.embedder()
+        chunk_store, model = resources.lancedb.store(), resources.embedder.embedder()
         try:
             passages = paper_passages(chunk_store, model.embedder_id, request.paper_id)
         except QuerySummaryError:
             raise dg.Failure(not_ingested(source, collection), allow_retries=False) from None
 
-        with STEP.run(context, llm) as step:
-            client = step.client()
+        with STEP.run(context) as step:
+            asker = step.asker()
             search = paper_search(
-                retrieval.paper_retriever(chunk_store, model, request.paper_id),
-                reranker_for(step.settings, step.prompts, client),
+                resources.retrieval.paper_retriever(chunk_store, model, request.paper_id),
+                settings_reranker(step.settings, asker),
                 request.paper_id,
                 step.settings,
             )
@@ -232,12 +210,11 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     passages,
                     search,
                     step.settings,
-                    step.prompts,
-                    client,
+                    asker,
                 )
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
-            result, outcomes = _graded(result, passages, step.settings, step.prompts, client, model)
+            result, outcomes = _graded(result, passages, step.settings, asker, model)
         outputs_dir = artifacts.outputs_dir(collection)
         path = report.write_markdown(result, outputs_dir, collection)
         page = report.write_html(result, outputs_dir, collection)
@@ -295,8 +272,7 @@ def _graded(
     result: QuerySummary,
     passages: list[RetrievedChunk],
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: Encoder,
 ) -> tuple[QuerySummary, dict[str, CheckOutcome | CheckSkipped]]:
     """The summary with its sentence grades, and the outcomes of its grading checks. Each
@@ -308,8 +284,7 @@ def _graded(
         ),
         "query summary",
         settings,
-        prompts,
-        client,
+        asker,
         # The collection's embedder scores support offline: the threshold is calibrated for it.
         encoder,
         title=result.title,

@@ -2,26 +2,26 @@
 
 import dagster as dg
 
-from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
+from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.defs.llm_steps import ModelStep
-from litpipe.defs.paper_batches import PaperBuild, build_papers
-from litpipe.defs.partitions import papers
+from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    EmbedderResource,
-    LanceDBResource,
-    LLMResource,
-    RetrievalResource,
+from litpipe.defs.steps import (
+    SEARCH,
+    PaperBatch,
+    Resources,
+    all_partitions,
+    paper_asset,
+    paper_batch,
 )
-from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion, backfill_policy
+from litpipe.defs.versions import RERANKER, RETRIEVAL_SETTINGS, CodeVersion
 from litpipe.hashing import digest
 from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.schemas import PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
+from litpipe.workflows.reranking import settings_reranker
 
 # The passages found: the retrieval code, the embedder, the retrieval settings (those of
 # `RetrievalResource`) and the reranker.
@@ -42,69 +42,67 @@ def question_evidence_step(settings: Settings) -> ModelStep:
 
 
 def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    deps: list[dg.AssetDep] = [dg.AssetDep("paper_questions"), dg.AssetDep("chunk_embeddings")]
+    deps = [dg.AssetDep("paper_questions"), dg.AssetDep("chunk_embeddings")]
     if settings.retrieval.evidence_scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
-        deps.append(dg.AssetDep("corpus_index", partition_mapping=dg.AllPartitionMapping()))
+        deps += all_partitions("corpus_index")
 
-    @question_evidence_step(settings).asset(
+    @paper_asset(
+        question_evidence_step(settings),
         settings,
-        partitions_def=papers,
+        resources=SEARCH,
         group_name="question_evidence",
         deps=deps,
-        backfill_policy=backfill_policy(settings),
         description="For each question of the paper: candidates from BM25 and dense search, "
         "fused by Reciprocal Rank Fusion, diversified by MMR, reranked; the best few kept with "
         "each retriever's rank and score and their place in the paper (section, pages, offsets).",
     )
-    def question_evidence(
-        context: dg.AssetExecutionContext,
-        catalog: CatalogResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        retrieval: RetrievalResource,
-        llm: LLMResource,
-        artifacts: ArtifactsResource,
-    ) -> dg.MaterializeResult:
-        papers_catalog, chunk_store, store = catalog.catalog(), lancedb.store(), artifacts.store()
-        # Every question of the batch encoded by one call; each search then looks its vector up.
-        model = embedder.cached()
-        questions = {
-            paper_id: store.read(["paper_questions"], paper_id, PaperQuestions)
-            for paper_id in context.partition_keys
-            if store.exists(["paper_questions"], paper_id)
-        }
-        model.encode_ahead(q.text for asked in questions.values() for q in asked.questions)
-        # For scope "own", each paper has its own retriever, over its chunks: those of the whole
-        # batch are read in one query. Otherwise a paper searches the papers it shares a
-        # collection with, and one retriever serves every paper of the batch held by the same
-        # collections.
-        own_retrievers: dict[str, HybridRetriever] = {}
-        shared: dict[tuple[str, ...], HybridRetriever] = {}
-        held_by = papers_catalog.collections_of(list(context.partition_keys))
+    def question_evidence(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        step = question_evidence_step(Resources(context).llm.settings())
+        with paper_batch(context, step) as papers:
+            retrieval, chunk_store = papers.resources.retrieval, papers.resources.lancedb.store()
+            # Every question of the batch encoded by one call; each search then looks its
+            # vector up.
+            model = papers.resources.embedder.cached()
+            questions = {
+                paper_id: papers.store.read(["paper_questions"], paper_id, PaperQuestions)
+                for paper_id in context.partition_keys
+                if papers.store.exists(["paper_questions"], paper_id)
+            }
+            model.encode_ahead(q.text for asked in questions.values() for q in asked.questions)
+            # For scope "own", each paper has its own retriever, over its chunks: those of the
+            # whole batch are read in one query. Otherwise a paper searches the papers it shares
+            # a collection with, and one retriever serves every paper of the batch held by the
+            # same collections.
+            own_retrievers: dict[str, HybridRetriever] = {}
+            shared: dict[tuple[str, ...], HybridRetriever] = {}
+            held_by = papers.catalog.collections_of(list(context.partition_keys))
 
-        def retriever(paper_id: str) -> HybridRetriever:
-            if retrieval.scope == "own":
-                if not own_retrievers:
-                    own_retrievers.update(
-                        retrieval.paper_retrievers(chunk_store, model, list(context.partition_keys))
+            def retriever(paper_id: str) -> HybridRetriever:
+                if retrieval.scope == "own":
+                    if not own_retrievers:
+                        own_retrievers.update(
+                            retrieval.paper_retrievers(
+                                chunk_store, model, list(context.partition_keys)
+                            )
+                        )
+                    return own_retrievers[paper_id]
+                names = tuple(held_by.get(paper_id, []))
+                if names not in shared:
+                    members = sorted({p for name in names for p in papers.catalog.papers(name)})
+                    shared[names] = retrieval.retriever(
+                        chunk_store, model, "+".join(names), members
                     )
-                return own_retrievers[paper_id]
-            names = tuple(held_by.get(paper_id, []))
-            if names not in shared:
-                members = sorted({p for name in names for p in papers_catalog.papers(name)})
-                shared[names] = retrieval.retriever(chunk_store, model, "+".join(names), members)
-            return shared[names]
+                return shared[names]
 
-        with question_evidence_step(llm.settings()).run(context, llm) as step:
-            reranker = reranker_for(step.settings, step.prompts, step.client())
+            reranker = settings_reranker(papers.step.settings, papers.step.asker())
 
-            def build(paper_id: str) -> PaperBuild[PaperEvidence]:
+            def evidence_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperEvidence]:
                 found = gather_evidence(
                     # A paper without questions fails alone: its read says which file is missing.
                     questions[paper_id]
                     if paper_id in questions
-                    else store.read(["paper_questions"], paper_id, PaperQuestions),
+                    else papers.store.read(["paper_questions"], paper_id, PaperQuestions),
                     retriever(paper_id),
                     reranker,
                     scope=retrieval.scope,
@@ -119,7 +117,7 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                         f"the fused order: the {reranker.name} reranker failed on them (see the "
                         "warnings above)"
                     )
-                return step.paper(
+                return papers.paper(
                     found,
                     {
                         "questions": len(found.questions),
@@ -132,7 +130,7 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                     answered_version(found),
                 )
 
-            return build_papers(context, store, papers_catalog, build)
+            return papers.build(evidence_of)
 
     return [question_evidence]
 

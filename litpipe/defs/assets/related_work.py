@@ -24,17 +24,17 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from litpipe.agents.base import ModelClient
+from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent
 from litpipe.agents.search_queries import SearchQueriesAgent
 from litpipe.artifacts import ArtifactStore
-from litpipe.defs.check_results import checked
+from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.resources import ArtifactsResource, EmbedderResource, LLMResource
+from litpipe.defs.steps import Resources, step_asset
 from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
@@ -42,7 +42,6 @@ from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.files import checked_key
 from litpipe.hashing import digest
 from litpipe.ingest.ids import file_sha256
-from litpipe.llm.prompts import PromptLibrary
 from litpipe.report.related_work import MARKDOWN_FILE, write_related_work
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelatedWork, RelatedWorkRequest
@@ -158,22 +157,17 @@ STEP = ModelStep(
 def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     grading_blocks = settings.grading.blocking
 
-    @STEP.asset(
+    @step_asset(
+        STEP,
         settings,
+        resources=("artifacts", "embedder"),
         checks_may_skip=True,
         name=ASSET,
         partitions_def=related_work_requests,
         group_name=GROUP,
-        check_specs=[
-            dg.AssetCheckSpec(
-                name,
-                asset=ASSET,
-                partitions_def=related_work_requests,
-                blocking=grading_blocks,
-                description=text,
-            )
-            for name, text in GRADING_CHECKS.items()
-        ],
+        check_specs=grading_check_specs(
+            ASSET, related_work_requests, GRADING_CHECKS, grading_blocks
+        ),
         description="A related-work section for a research idea from an abstracts table "
         "(LitLLM): BM25 + dense retrieval fused by RRF and diversified by MMR, debate scoring of "
         "each candidate, the top-k given to the writer, every one cited as [id] and nothing "
@@ -182,25 +176,22 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def related_work(
         context: dg.AssetExecutionContext,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        llm: LLMResource,
     ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
-        key = context.partition_key
-        with STEP.run(context, llm) as step:
+        key, resources = context.partition_key, Resources(context)
+        with STEP.run(context) as step:
             stored = _stored(step.settings, key)
             table = _unchanged_table(stored)
-            client = step.client()
-            encoder = embedder.embedder()
+            asker = step.asker()
+            encoder = resources.embedder.embedder()
             try:
-                related = run_related_work(
-                    table, stored.request, step.settings, step.prompts, client, encoder
-                )
+                related = run_related_work(table, stored.request, step.settings, asker, encoder)
             except RelatedWorkInputError as error:
                 # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
                 raise bad_input(str(error)) from error
-            related, outcomes = _graded(related, step.settings, step.prompts, client, encoder)
-        files = write_related_work(related, outputs_folder(Path(artifacts.outputs_root), key))
+            related, outcomes = _graded(related, step.settings, asker, encoder)
+        files = write_related_work(
+            related, outputs_folder(Path(resources.artifacts.outputs_root), key)
+        )
         for warning in related.warnings:
             context.log.warning(f"{key}: {warning}")
         graded = checked(ASSET, outcomes, lambda _: grading_blocks)
@@ -232,8 +223,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 def _graded(
     related: RelatedWork,
     settings: Settings,
-    prompts: PromptLibrary,
-    client: ModelClient | None,
+    asker: Asker,
     encoder: Encoder,
 ) -> tuple[RelatedWork, dict[str, CheckOutcome | CheckSkipped]]:
     """The section with its sentence grades, and the outcomes of its grading checks. An `[id]`
@@ -247,8 +237,7 @@ def _graded(
         passages,
         "related-work section",
         settings,
-        prompts,
-        client,
+        asker,
         # The embedder that searched the abstracts scores support offline (calibrated on MiniLM).
         encoder,
         keys_in=grading.id_markers,

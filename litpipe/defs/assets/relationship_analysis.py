@@ -4,25 +4,19 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from litpipe.agents.question_evidence.rerankers import reranker_for
 from litpipe.agents.relationship_analysis.analysis import AnalysisAgent
 from litpipe.agents.relationship_analysis.followups import FollowUpsAgent
 from litpipe.agents.relationship_analysis.insights import InsightsAgent
 from litpipe.agents.relationship_analysis.relationships import RelationshipsAgent
+from litpipe.artifacts import ArtifactStore
 from litpipe.defs.check_results import optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ASKING_AGENTS, ModelStep
+from litpipe.defs.paper_batches import latest_failure
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, analysis_preview, markdown_metadata
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    CatalogResource,
-    EmbedderResource,
-    LanceDBResource,
-    LLMResource,
-    RetrievalResource,
-)
-from litpipe.defs.run_failures import why_not_built
+from litpipe.defs.steps import SEARCH, Collection, all_partitions, step_asset
 from litpipe.defs.versions import ASKING, CodeVersion
+from litpipe.instance.run_failures import latest_run_failure
 from litpipe.retrieval import neighbours
 from litpipe.schemas import (
     CrossPaperQuestions,
@@ -34,6 +28,7 @@ from litpipe.schemas import (
 from litpipe.settings import Settings
 from litpipe.workflows import relationship_analysis as workflow
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
+from litpipe.workflows.reranking import settings_reranker
 
 # `analysis` makes in one call what `insights` and `relationships` make in two steps.
 ANALYSIS_AGENTS = ("analysis", "insights", "relationships", "followups")
@@ -58,11 +53,13 @@ STEP = ModelStep(
 
 
 def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @STEP.asset(
+    @step_asset(
+        STEP,
         settings,
+        resources=SEARCH,
         partitions_def=collections,
         group_name="relationship_analysis",
-        deps=[dg.AssetDep("paper_answers", partition_mapping=dg.AllPartitionMapping())],
+        deps=all_partitions("paper_answers"),
         check_specs=[optional_step_spec("relationship_analysis", "follow_up_questions")],
         description="One key insight per question-and-answer pair (none skipped), typed "
         "relationships between insights of different papers (extension, contradiction, "
@@ -72,60 +69,53 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         "answers (their own assets failed) are left out, each named with why.",
     )
     def relationship_analysis(
-        context: dg.AssetExecutionContext,
-        cross_paper_questions: CrossPaperQuestions,
-        catalog: CatalogResource,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        retrieval: RetrievalResource,
-        llm: LLMResource,
+        context: dg.AssetExecutionContext, cross_paper_questions: CrossPaperQuestions
     ) -> Iterator[dg.Output[RelationshipAnalysis] | dg.AssetCheckResult]:
-        collection = context.partition_key
-        members = catalog.catalog().papers(collection)
-        answers = artifacts.of_papers("paper_answers", members, PaperAnswers)
+        collection = Collection.of(context)
+        answers = collection.outputs("paper_answers", PaperAnswers)
         if not answers:
             raise dg.Failure(
-                f"{collection}: no paper has answers yet; run its papers first",
+                f"{collection.name}: no paper has answers yet; run its papers first",
                 allow_retries=False,
             )
-        abstracts = artifacts.of_papers("paper_abstract", answers, PaperAbstract)
+        abstracts = collection.outputs("paper_abstract", PaperAbstract, answers)
         # Insights are mostly the papers' own sentences: their vectors, kept, serve the graders.
-        store, model = lancedb.store(), embedder.cached()
-        with STEP.run(context, llm) as step:
-            client = step.client()
+        resources = collection.resources
+        store, model = resources.lancedb.store(), resources.embedder.cached()
+        with STEP.run(context) as step:
+            asker = step.asker()
             follow_up = follow_up_answerer(
-                lambda paper_id: retrieval.paper_retriever(store, model, paper_id),
-                reranker_for(step.settings, step.prompts, client),
+                lambda paper_id: resources.retrieval.paper_retriever(store, model, paper_id),
+                settings_reranker(step.settings, asker),
                 step.settings,
-                step.prompts,
-                client,
+                asker,
             )
             analysis = analyse(
-                collection,
+                collection.name,
                 answers,
                 cross_paper_questions,
                 abstracts,
                 follow_up,
                 step.settings,
-                step.prompts,
-                client,
+                asker,
                 model,
             )
         # A paper whose own assets failed costs the others nothing: it is named, with why.
         analysis.left_out = [
             LeftOutPaper(
                 paper_id=paper,
-                reason=why_not_built(context.instance, artifacts.store(), paper, "paper_answers"),
+                reason=why_not_built(
+                    context.instance, resources.artifacts.store(), paper, "paper_answers"
+                ),
             )
-            for paper in members
+            for paper in collection.members
             if paper not in answers
         ]
         distribution = analysis.type_distribution
         total = sum(distribution.values())
         if total >= 3 and max(distribution.values()) == total:
             context.log.warning(
-                f"{collection}: all {total} relationships are of one type "
+                f"{collection.name}: all {total} relationships are of one type "
                 f"({max(distribution, key=distribution.__getitem__)}): a sign the analysis "
                 "did not tell the papers apart"
             )
@@ -154,3 +144,18 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         )
 
     return [relationship_analysis]
+
+
+def why_not_built(
+    instance: dg.DagsterInstance, store: ArtifactStore, paper_id: str, asset: str
+) -> str:
+    """Why a paper has no `asset`: its own failure in the step that last failed for it (with
+    the other papers of its batch), or its latest run's failure when that run failed, else
+    that it is not built yet."""
+    failure = latest_failure(store, paper_id)
+    if failure is not None:
+        return f"its own run failed: {failure.reason}"
+    reason = latest_run_failure(instance, paper_id)
+    if reason is not None:
+        return f"its own run failed: {reason}"
+    return f"its {asset} is not built yet (run its papers first)"

@@ -19,6 +19,7 @@ judge (prompt, model, offline bands) regrades, and a model's text then comes fro
 """
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import dagster as dg
 import numpy as np
@@ -31,19 +32,9 @@ from litpipe.defs.check_results import Checked, checked, optional_step_result, o
 from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.partitions import collections
 from litpipe.defs.report_metadata import analysis_plots, markdown_metadata, outputs_preview
-from litpipe.defs.resources import (
-    ArtifactsResource,
-    EmbedderResource,
-    LanceDBResource,
-    LLMResource,
-)
-from litpipe.defs.versions import (
-    GRADING,
-    CodeVersion,
-    NamedVersion,
-    versioned_asset,
-    versioned_output,
-)
+from litpipe.defs.resources import ArtifactsResource
+from litpipe.defs.steps import Resources, step_asset
+from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion, versioned_output
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped, StoredChunk
 from litpipe.evaluation.grading import GRADING_AGENTS
@@ -118,31 +109,27 @@ SYNTHESIS_STEP = ModelStep(
 PLAIN_STEP = ModelStep(
     agents=PLAIN_SUMMARY_AGENTS + GRADING_AGENTS,
     code=CodeVersion(
-        versions=(NamedVersion("plain", plain_summary_version), GRADING),
+        versions=(
+            NamedVersion("plain", lambda _settings, asker: plain_summary_version(asker)),
+            GRADING,
+        ),
         modules=(plain_workflow,),
     ),
 )
 
 
 def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    @SYNTHESIS_STEP.asset(
+    @_writer_asset(
+        SYNTHESIS_STEP,
         settings,
-        checks_may_skip=True,
-        partitions_def=collections,
-        group_name="synthesis",
-        check_specs=_check_specs("synthesis", settings),
-        description="The expert synthesis in three parts (the spine: theme, narrative, every "
-        "insight; the evidence grouped by paper; the relationship map), citing every paper; "
-        "map-reduce by paper or a tree of cluster summaries when the evidence does not fit.",
+        "The expert synthesis in three parts (the spine: theme, narrative, every insight; the "
+        "evidence grouped by paper; the relationship map), citing every paper; map-reduce by "
+        "paper or a tree of cluster summaries when the evidence does not fit.",
     )
     def synthesis(
         context: dg.AssetExecutionContext,
         relationship_analysis: RelationshipAnalysis,
         cross_paper_questions: CrossPaperQuestions,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        llm: LLMResource,
     ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
         def write(
             titles: dict[str, str], answers: dict[str, PaperAnswers], step: StepRun
@@ -153,8 +140,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 cross_paper_questions,
                 titles,
                 step.settings,
-                step.prompts,
-                step.client(SYNTHESIS_AGENTS),
+                step.asker(SYNTHESIS_AGENTS),
             )
 
         yield from _written_and_checked(
@@ -164,31 +150,20 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
-            artifacts,
-            embedder,
-            lancedb,
-            llm,
         )
 
-    @PLAIN_STEP.asset(
+    @_writer_asset(
+        PLAIN_STEP,
         settings,
-        checks_may_skip=True,
-        partitions_def=collections,
-        group_name="synthesis",
-        check_specs=_check_specs("plain_summary", settings),
-        description="The same argument as the synthesis for a general audience, from the same "
-        "spine, each paper's contribution still distinguishable and cited. Optional: when the "
-        "model fails it, it is empty, ungraded, and its optional_step check says why.",
+        "The same argument as the synthesis for a general audience, from the same spine, each "
+        "paper's contribution still distinguishable and cited. Optional: when the model fails "
+        "it, it is empty, ungraded, and its optional_step check says why.",
     )
     def plain_summary(
         context: dg.AssetExecutionContext,
         relationship_analysis: RelationshipAnalysis,
         synthesis: Synthesis,
         cross_paper_questions: CrossPaperQuestions,
-        artifacts: ArtifactsResource,
-        embedder: EmbedderResource,
-        lancedb: LanceDBResource,
-        llm: LLMResource,
     ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
         def write(
             titles: dict[str, str], answers: dict[str, PaperAnswers], step: StepRun
@@ -198,8 +173,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 synthesis,
                 titles,
                 step.settings,
-                step.prompts,
-                step.client(PLAIN_SUMMARY_AGENTS),
+                step.asker(PLAIN_SUMMARY_AGENTS),
             )
 
         yield from _written_and_checked(
@@ -209,18 +183,15 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
-            artifacts,
-            embedder,
-            lancedb,
-            llm,
         )
 
-    @versioned_asset(
+    @step_asset(
         CodeVersion(
             modules=(collection_report, report_graphs, report_page, report_markdown, notices, text),
             output=CollectionOutputs,
         ),
         settings,
+        resources=("artifacts",),
         partitions_def=collections,
         group_name="synthesis",
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
@@ -235,9 +206,8 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         plain_summary: Synthesis,
         relationship_analysis: RelationshipAnalysis,
         cross_paper_questions: CrossPaperQuestions,
-        artifacts: ArtifactsResource,
     ) -> dg.Output[CollectionOutputs]:
-        collection = context.partition_key
+        collection, artifacts = context.partition_key, Resources(context).artifacts
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
         titles = _titles(artifacts, relationship_analysis.papers)
         written = collection_report.write_collection_outputs(
@@ -265,6 +235,27 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     return [synthesis, plain_summary, collection_outputs]
 
 
+def _writer_asset(
+    step: ModelStep, settings: Settings, description: str
+) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """A writer's asset (`_written_and_checked`): the checks of its text, which its step may
+    leave unreported when it cannot run them."""
+
+    def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
+        return step_asset(
+            step,
+            settings,
+            resources=("artifacts", "embedder", "lancedb"),
+            checks_may_skip=True,
+            partitions_def=collections,
+            group_name="synthesis",
+            check_specs=_check_specs(compute.__name__, settings),
+            description=description,
+        )(compute)
+
+    return decorate
+
+
 def _written_and_checked(
     asset: str,
     model_step: ModelStep,
@@ -272,21 +263,18 @@ def _written_and_checked(
     context: dg.AssetExecutionContext,
     analysis: RelationshipAnalysis,
     comparative: CrossPaperQuestions,
-    artifacts: ArtifactsResource,
-    embedder: EmbedderResource,
-    lancedb: LanceDBResource,
-    llm: LLMResource,
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
     """A writer's step: the text written and graded, then its checks (those that could not
     run named in the output's metadata, not reported)."""
-    answers = artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
-    titles = _titles(artifacts, analysis.papers)
+    resources = Resources(context)
+    answers = resources.artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
+    titles = _titles(resources.artifacts, analysis.papers)
     passages = given_passages(answers, comparative)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
     # The passages are stored chunks, whose vectors LanceDB holds: only sentences are encoded.
-    encoder = embedder.cached(known=_chunk_vectors(lancedb, embedder, list(passages)))
-    with model_step.run(context, llm) as step:
-        judge = step.client(GRADING_AGENTS)
+    encoder = resources.embedder.cached(known=_chunk_vectors(resources, list(passages)))
+    with model_step.run(context) as step:
+        judge = step.asker(GRADING_AGENTS)
         written = write(titles, answers, step)
         if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
             skipped = CheckSkipped(reason=written.not_run.line())
@@ -299,7 +287,6 @@ def _written_and_checked(
             grading.cited_passages(written.citations, passages),
             f"{written.audience} synthesis",
             step.settings,
-            step.prompts,
             judge,
             encoder,
             title=written.title,
@@ -307,7 +294,7 @@ def _written_and_checked(
     written = written.model_copy(update={"grades": grades})
     outcomes: dict[str, CheckOutcome | CheckSkipped] = {
         "coverage": checks.coverage(written),
-        "citation_validity": checks.citation_validity(written, _stored(lancedb, embedder, written)),
+        "citation_validity": checks.citation_validity(written, _stored(resources, written)),
         **graded,
     }
     if asset == "synthesis":
@@ -364,12 +351,10 @@ def _titles(artifacts: ArtifactsResource, papers: list[str]) -> dict[str, str]:
     }
 
 
-def _chunk_vectors(
-    lancedb: LanceDBResource, embedder: EmbedderResource, chunk_ids: list[str]
-) -> dict[str, NDArray[np.float32]]:
+def _chunk_vectors(resources: Resources, chunk_ids: list[str]) -> dict[str, NDArray[np.float32]]:
     """The stored vectors of the chunks `chunk_ids`, by their text (read a slice at a time: a
     filter naming thousands of ids at once is slow to plan)."""
-    store, embedder_id = lancedb.store(), embedder.embedder().embedder_id
+    store, embedder_id = resources.lancedb.store(), resources.embedder.embedder().embedder_id
     vectors: dict[str, NDArray[np.float32]] = {}
     for start in range(0, len(chunk_ids), _CHUNK_IDS_PER_READ):
         rows = store.chunk_rows(
@@ -384,14 +369,12 @@ def _chunk_vectors(
     return vectors
 
 
-def _stored(
-    lancedb: LanceDBResource, embedder: EmbedderResource, written: Synthesis
-) -> dict[str, StoredChunk]:
+def _stored(resources: Resources, written: Synthesis) -> dict[str, StoredChunk]:
     """The stored chunks of the cited papers of the collection, as the citation check compares
     them (a cited paper the collection does not hold has none)."""
     cited = {citation.paper_id for citation in written.citations}
-    rows = lancedb.store().chunk_rows(
-        embedder.embedder().embedder_id,
+    rows = resources.lancedb.store().chunk_rows(
+        resources.embedder.embedder().embedder_id,
         ["chunk_id", "paper_id", "page_start", "page_end"],
         paper_ids=sorted(cited.intersection(written.papers)),
     )

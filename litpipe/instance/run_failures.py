@@ -1,13 +1,12 @@
 """Why a run failed, in one line a user reads: from an in-process run's events, or from the log
-of a stored run (a paper whose own assets failed, which its collection then leaves out)."""
+of a partition's latest stored run (a paper whose own run failed, which its collection then
+leaves out: `defs.assets.relationship_analysis`)."""
 
 from collections.abc import Iterable
 
 import dagster as dg
 
-from litpipe.artifacts import ArtifactStore
-from litpipe.defs.paper_batches import latest_failure
-from litpipe.defs.pool_wait import waiting_failure
+from litpipe.instance.pool_wait import waiting_failure
 
 # Dagster fails a step whose blocking check failed with this error, naming only the checks.
 _BLOCKED = "DagsterAssetCheckFailedError"
@@ -56,18 +55,12 @@ def _failed_blocking_checks(events: list[dg.DagsterEvent], step_key: str | None)
     ]
 
 
-def why_not_built(
-    instance: dg.DagsterInstance, store: ArtifactStore, paper_id: str, asset: str
-) -> str:
-    """Why a paper has no `asset`: its own failure in the step that last failed for it (with
-    the other papers of its batch), or its latest run's failure when that run failed, else
-    that it is not built yet."""
-    failure = latest_failure(store, paper_id)
-    if failure is not None:
-        return f"its own run failed: {failure.reason}"
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": paper_id}), limit=1)
-    if runs and runs[0].status == dg.DagsterRunStatus.FAILURE:
-        logged = instance.all_logs(runs[0].run_id, of_type=_REASONS)
-        events = [entry.dagster_event for entry in logged if entry.dagster_event is not None]
-        return f"its own run failed: {failure_reason(events)}"
-    return f"its {asset} is not built yet (run its papers first)"
+def latest_run_failure(instance: dg.DagsterInstance, partition: str) -> str | None:
+    """Why the latest run of `partition` failed, if it did."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": partition}), limit=1)
+    if not runs or runs[0].status != dg.DagsterRunStatus.FAILURE:
+        return None
+    logged = instance.all_logs(runs[0].run_id, of_type=_REASONS)
+    return failure_reason(
+        entry.dagster_event for entry in logged if entry.dagster_event is not None
+    )

@@ -7,6 +7,10 @@ is loaded once per process.
 
     count = token_counter(settings, "synthesis")
     count("Q: What does the paper find?")
+
+It lives with the workflows because it reads the whole `Settings` (the agent's route, the
+embedder) and joins `litpipe.llm` (the model's and the server's tokenizer) to
+`litpipe.retrieval` (the embedder's), two packages of one layer that do not import each other.
 """
 
 from __future__ import annotations

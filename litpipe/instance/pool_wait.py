@@ -31,7 +31,7 @@ from dagster._core.executor import in_process, multiprocess
 from dagster._core.executor.step_delegating import step_delegating_executor
 from dagster._utils.interrupts import pop_captured_interrupt
 
-from litpipe.defs.run_liveness import HOST_TAG, PID_TAG
+from litpipe.instance.run_liveness import HOST_TAG, PID_TAG
 from litpipe.settings import Settings
 
 # The longest sleep of a waiting executor: how late a signal or the deadline may be acted on.

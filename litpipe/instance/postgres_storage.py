@@ -1,0 +1,118 @@
+"""PostgreSQL event log storage whose pools hold their limits when steps claim slots at once.
+
+dagster-postgres 0.29.27 runs each statement of a slot claim in its own autocommit transaction:
+the row lock of `SELECT ... FOR UPDATE SKIP LOCKED` on a free slot ends with that statement, and
+the `UPDATE` that takes the slot does not check it is still free, so two workers claiming at the
+same moment can both take the last slot (and both count as "unassigned slots left" before either
+records its step). Measured against a real server: eight workers claiming a 2-slot pool at once
+got more than two slots in 9 rounds of 20, up to six; litpipe_tests/test_postgres.py saw three
+model-calling steps at once under a limit of two.
+
+This storage makes every change to pool state (claim, free, assignment of waiting steps, limits)
+one at a time across all processes, under a PostgreSQL advisory lock. Claims are rare (one per
+step, then one a second or slower while a step waits), so the lock costs nothing measurable.
+Use it as `event_log_storage` in dagster.yaml (deploy/dagster.postgres.yaml does).
+"""
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as db
+import sqlalchemy.pool as db_pool
+
+# Private to Dagster (1.13.27): a storage subclass overrides the pool-claim method, whose status
+# type and config data Dagster does not export (no public API extends a storage).
+from dagster._core.storage.event_log.base import ConcurrencyClaimStatus
+from dagster._serdes import ConfigurableClassData
+from dagster_postgres.event_log import PostgresEventLogStorage
+from dagster_postgres.utils import (
+    create_pg_engine,
+    get_token_provider_from_config,
+    pg_url_from_config,
+)
+
+# Names litpipe's lock among the database's advisory locks (any fixed 64-bit number does).
+POOLS_LOCK_KEY = 0x6C697470_6F6F6C73  # "litpools"
+
+
+class PoolSafePostgresEventLogStorage(PostgresEventLogStorage):
+    """`PostgresEventLogStorage`, its pool-slot operations serialized by an advisory lock."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Its own connections: the storage's engine may be a pool of one (the webserver's), and
+        # the lock is held while the wrapped operation takes connections of its own.
+        self._lock_engine = create_pg_engine(
+            self.postgres_url,
+            self._token_provider,
+            isolation_level="AUTOCOMMIT",
+            poolclass=db_pool.NullPool,
+        )
+        # Freeing a slot assigns waiting steps: the same thread takes the lock once.
+        self._held = threading.local()
+
+    @classmethod
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
+    ) -> "PoolSafePostgresEventLogStorage":
+        return cls(
+            inst_data=inst_data,
+            postgres_url=pg_url_from_config(config_value),
+            should_autocreate_tables=config_value.get("should_autocreate_tables", True),
+            token_provider=get_token_provider_from_config(config_value),
+        )
+
+    @contextmanager
+    def _pools_locked(self) -> Iterator[None]:
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
+        # A session-level lock: released by the unlock, or by PostgreSQL when the connection
+        # ends, so a worker that dies while holding it blocks no one.
+        with self._lock_engine.connect() as connection:
+            connection.execute(db.text("SELECT pg_advisory_lock(:key)"), {"key": POOLS_LOCK_KEY})
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+                connection.execute(
+                    db.text("SELECT pg_advisory_unlock(:key)"), {"key": POOLS_LOCK_KEY}
+                )
+
+    def claim_concurrency_slot(
+        self, concurrency_key: str, run_id: str, step_key: str, priority: int | None = None
+    ) -> ConcurrencyClaimStatus:
+        with self._pools_locked():
+            return super().claim_concurrency_slot(concurrency_key, run_id, step_key, priority)
+
+    def free_concurrency_slot_for_step(self, run_id: str, step_key: str) -> None:
+        with self._pools_locked():
+            super().free_concurrency_slot_for_step(run_id, step_key)
+
+    def free_concurrency_slots_for_run(self, run_id: str) -> None:
+        with self._pools_locked():
+            super().free_concurrency_slots_for_run(run_id)
+
+    def assign_pending_steps(self, concurrency_keys: Sequence[str]) -> None:
+        with self._pools_locked():
+            super().assign_pending_steps(concurrency_keys)
+
+    def set_concurrency_slots(self, concurrency_key: str, num: int) -> None:
+        with self._pools_locked():
+            super().set_concurrency_slots(concurrency_key, num)
+
+    def delete_concurrency_limit(self, concurrency_key: str) -> None:
+        with self._pools_locked():
+            super().delete_concurrency_limit(concurrency_key)
+
+    def initialize_concurrency_limit_to_default(self, concurrency_key: str) -> bool:
+        with self._pools_locked():
+            return super().initialize_concurrency_limit_to_default(concurrency_key)

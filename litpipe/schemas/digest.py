@@ -1,0 +1,72 @@
+"""The nightly digest.
+
+One digest per UTC day: the papers the catalog first registered that day, each in brief, and
+how their insights relate to those of the papers their collections held before that day.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from litpipe.schemas.evidence import RetrievedChunk
+from litpipe.schemas.papers import PaperSource
+from litpipe.schemas.relationships import Insight, Relationship
+
+
+class PaperArrival(BaseModel):
+    """A paper as the catalog first registered it: its arrival decides the digest it is in."""
+
+    paper_id: str
+    arrived_at: str = Field(
+        description="First registration, UTC, ISO 8601 (a changed file keeps its first arrival)."
+    )
+    collections: list[str]
+    source: PaperSource
+
+
+class DigestPaper(BaseModel):
+    """A new paper in brief."""
+
+    paper_id: str
+    title: str
+    arrived_at: str = Field(description="UTC, ISO 8601.")
+    collections: list[str]
+    abstract: str = ""
+    analysed: bool = Field(
+        description="False when its answers were not built yet when the digest was made."
+    )
+    insights: list[Insight] = Field(
+        default_factory=list, description="One per question-and-answer pair, ids `<paper>/n<k>`."
+    )
+
+
+class DigestCollection(BaseModel):
+    """How a collection's new papers relate to the papers it held before the day."""
+
+    collection: str
+    new_papers: list[str]
+    existing_papers: int = Field(description="Papers it held before the day.")
+    existing_insights_from: list[str] = Field(
+        description="Where the existing insights came from: `relationship_analysis` and/or "
+        "`paper_answers` (papers the last analysis did not cover)."
+    )
+    insights: list[Insight] = Field(
+        description="The existing insights the relationships name, ids `<paper>/e<k>`."
+    )
+    relationships: list[Relationship] = Field(
+        description="Between insights of different papers, at least one of them new."
+    )
+
+
+class Digest(BaseModel):
+    day: str = Field(description="The UTC day, YYYY-MM-DD.")
+    engine: str = Field(description="What wrote the insights and relationships.")
+    engines: dict[str, str] = Field(
+        default_factory=dict,
+        description="What each agent ran on (`insights`, `relationships`); empty in a digest "
+        "made before they were recorded.",
+    )
+    papers: list[DigestPaper] = Field(description="Oldest arrival first; empty: nothing new.")
+    collections: list[DigestCollection]
+    titles: dict[str, str] = Field(description="Every paper the digest names, by id.")
+    passages: list[RetrievedChunk] = Field(description="Every passage its insights cite.")

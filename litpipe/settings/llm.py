@@ -1,0 +1,152 @@
+"""The `[llm]` settings: the default model and server, sampling, the window, concurrency,
+retries, the cache, the budget, the per-agent routes and the `llm` pool."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from litpipe.settings.base import FlatSettingWarning, SettingsGroup
+from litpipe.settings.routes import (
+    DEFAULT_REPLY_TOKENS,
+    OFFLINE,
+    RENAMED_AGENTS,
+    AgentRoute,
+    Route,
+    StructuredOutput,
+)
+
+
+class LLMSettings(SettingsGroup):
+    """The LLM layer. No model: every agent runs on the offline extractive engine."""
+
+    model: str | None = Field(
+        default=None,
+        description="Default litellm model string (`gpt-4o-mini`, `ollama/llama3.1`, "
+        "`openai/<name>` with llm.api_base); unset (or `offline`) means the offline engine.",
+    )
+    api_base: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible server (vLLM, a stub). Credentials in it "
+        "(`http://user:password@host/v1`) go as HTTP basic auth; Dagster's run config holds the "
+        "URL as `user:***@`.",
+    )
+    structured_output: StructuredOutput = Field(
+        default="auto",
+        description="How a reply's JSON schema reaches the model: `auto` (a json_schema "
+        "response_format where litellm says the model takes one, else the schema in the system "
+        "message), `json_schema` (that response_format whatever litellm knows of the model: "
+        "vLLM, llama.cpp's server, Ollama, LM Studio), `json_object` (JSON mode, and the schema "
+        "in the system message) or `prompt` (the schema in the system message only).",
+    )
+    temperature: float = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description="Sampling temperature of every agent (0: the same prompt gives the same "
+        "reply, which the reply cache relies on); `llm.agents` may set one per agent.",
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most tokens of one reply; unset, each agent's own size for its reply "
+        "(a few questions get a few hundred tokens, a synthesis a few thousand).",
+    )
+    context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="The model's context window in tokens (prompt plus reply); unset, what "
+        "litellm knows of the model, else what its server reports (llama.cpp's /props, vLLM's "
+        "/v1/models). Every request is fitted to it.",
+    )
+    on_unusable: Literal["offline", "fail"] = Field(
+        default="offline",
+        description="What becomes of an item whose reply is still unusable after one repair, or "
+        "that cannot fit the window: `offline` writes it with the offline engine, marked "
+        "`offline fallback` and counted in report.json; `fail` fails it alone.",
+    )
+    concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Model calls in flight at most, per model; fewer where its server says it "
+        "decodes fewer at once (llama.cpp's /props total_slots).",
+    )
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds a call may take, its wait for a server slot included; a small "
+        "model on a CPU may need 900.",
+    )
+    max_retries: int = Field(
+        default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
+    )
+    cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="Stop a run before its model calls cost more than this."
+    )
+    agents: dict[str, AgentRoute] = Field(
+        default_factory=dict,
+        description="Per-agent model, sampling and structured-output overrides, e.g. "
+        '{"paper_questions": {"model": "gpt-4o", "temperature": 0.3}}.',
+    )
+    prompts_dir: Path | None = Field(
+        default=None,
+        description="A folder of `<agent>.md` files that replace the packaged prompts, per file.",
+    )
+    pool_limit: int = Field(
+        default=4,
+        ge=1,
+        description="Steps calling a model that run at once across all runs: the limit of "
+        "Dagster's `llm` pool in the dagster.yaml litpipe writes.",
+    )
+    slot_wait_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        description="How long a model-calling step waits for a slot of the `llm` pool before "
+        "its run fails, naming the runs that hold the slots.",
+    )
+    step_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Dagster retries of a model-calling step that failed on a transient error "
+        "(its client's own retries exhausted).",
+    )
+    step_retry_delay_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Wait before the first step retry; doubled each time, with jitter.",
+    )
+
+    @field_validator("agents", mode="after")
+    @classmethod
+    def _current_agent_names(cls, agents: dict[str, AgentRoute]) -> dict[str, AgentRoute]:
+        """Routes keyed by an agent's old name still reach it, with a warning naming the new."""
+        current = dict(agents)
+        for old in [name for name in agents if name in RENAMED_AGENTS]:
+            new = RENAMED_AGENTS[old]
+            warnings.warn(
+                f"llm.agents.{new} (the agent {old!r} is now named {new!r})",
+                FlatSettingWarning,
+                stacklevel=2,
+            )
+            current.setdefault(new, current.pop(old))
+        return current
+
+    def route(self, agent: str, reply_tokens: int = DEFAULT_REPLY_TOKENS) -> Route:
+        """The agent's model, sampling and window; `reply_tokens` is the agent's own size for
+        its reply, its max_tokens where the settings set none."""
+        override = self.agents.get(agent, AgentRoute())
+        return Route(
+            agent=agent,
+            model=override.model or self.model or OFFLINE,
+            api_base=self.api_base,
+            temperature=(
+                override.temperature if override.temperature is not None else self.temperature
+            ),
+            max_tokens=override.max_tokens or self.max_tokens or reply_tokens,
+            context_tokens=override.context_tokens or self.context_tokens,
+            structured_output=override.structured_output or self.structured_output,
+        )
