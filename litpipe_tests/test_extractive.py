@@ -21,15 +21,13 @@ from litpipe.extractive.relationships import offline_relationships
 from litpipe.extractive.synthesis import PaperMaterial, SynthesisInput, offline_synthesis
 from litpipe.extractive.tldr import TldrInput, offline_tldr
 from litpipe.schemas import (
-    Citation,
     DebateVerdict,
-    Insight,
     Question,
     Reference,
     ScoredReference,
 )
 from litpipe.text import markers_in, sentences, strip_markers
-from litpipe_tests.passages import retrieved_chunk
+from litpipe_tests.passages import insight, retrieved_chunk
 
 
 def test_importing_the_engine_imports_no_agent() -> None:
@@ -45,20 +43,6 @@ def test_importing_the_engine_imports_no_agent() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.splitlines()[-1] == "[]"
-
-
-def insight(insight_id: str, paper_id: str, text: str, page: int = 1) -> Insight:
-    marker = f"[{paper_id}:{page}]"
-    return Insight(
-        insight_id=insight_id,
-        paper_id=paper_id,
-        papers=[paper_id],
-        question_ids=[f"{paper_id}:q00"],
-        text=f"{text} {marker}.",
-        citations=[
-            Citation(marker=marker, paper_id=paper_id, page=page, chunk_ids=[f"{paper_id}:0"])
-        ],
-    )
 
 
 ABSTRACT = (

@@ -12,8 +12,8 @@ from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Insight, PaperAbstract, Question
 from litpipe.settings import Settings
+from litpipe_tests.passages import insight
 from litpipe_tests.stub_llm import StubLLM, stub_settings
-from litpipe_tests.test_relationship_analysis import insight
 
 ABSTRACT = PaperAbstract(
     paper_id="rev1",

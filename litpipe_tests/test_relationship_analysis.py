@@ -19,26 +19,12 @@ from litpipe.extractive import relationships as relationships_module
 from litpipe.extractive.relationships import offline_relationships
 from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
-from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship
+from litpipe.schemas import RELATIONSHIP_TYPES, Insight, Relationship
 from litpipe.settings import Settings
 from litpipe.text import sentences
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.passages import insight
 from litpipe_tests.stub_llm import StubLLM, stub_settings
-
-
-def insight(insight_id: str, paper_id: str, text: str, page: int = 1) -> Insight:
-    marker = f"[{paper_id}:{page}]"
-    return Insight(
-        insight_id=insight_id,
-        paper_id=paper_id,
-        papers=[paper_id],
-        question_ids=[f"{paper_id}:q00"],
-        text=f"{text} {marker}.",
-        citations=[
-            Citation(marker=marker, paper_id=paper_id, page=page, chunk_ids=[f"{paper_id}:0"])
-        ],
-    )
-
 
 BASE = "Base editing of the HBB gene corrected the sickle mutation in patient stem cells"
 # An improvement or extension names the work of the other paper (ABE8e, from its title).

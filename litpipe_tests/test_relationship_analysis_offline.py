@@ -15,7 +15,7 @@ from litpipe.extractive.relationships import neighbour_pairs, offline_relationsh
 from litpipe.schemas import Insight, Relationship
 from litpipe.text import sentences
 from litpipe_tests.conftest import FakeEmbedder
-from litpipe_tests.test_relationship_analysis import insight
+from litpipe_tests.passages import insight
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
 
