@@ -288,16 +288,10 @@ def _stoppable(
             if args.evaluation == "litqa"
             else evaluations.eval_mais_command
         )
-        return asking(
-            settings,
-            args.dataset,
-            args.corpus,
-            args.collection,
-            args.out,
-            stop_requested,
-            args.limit,
-            max_iterations=args.max_iterations,
+        request = evaluations.DatasetRequest(
+            args.dataset, args.corpus, args.collection, args.out, args.limit, args.max_iterations
         )
+        return asking(settings, request, stop_requested)
     # A registered evaluation (`litpipe/evaluation/registry.py`), run as its asset.
     return evaluations.eval_command(
         settings, args.evaluation, args.dataset, args.limit, args.out, stop_requested

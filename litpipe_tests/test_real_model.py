@@ -76,9 +76,16 @@ def assert_rerun_asks_nothing(chain: RealChain, first: CommandRun, *arguments: s
     assert not [call for call in again.calls if not call.cached]
 
 
-def test_run_on_three_bundled_pdfs(chain: RealChain) -> None:
+@pytest.fixture(scope="module")
+def three_pdfs_run(chain: RealChain) -> CommandRun:
+    """The three PDFs run once per module, whichever test needs them first: `ask` asks of one
+    of their papers, and the test order is shuffled."""
+    return chain.run("run three PDFs", *chain_commands(chain)["run three PDFs"])
+
+
+def test_run_on_three_bundled_pdfs(chain: RealChain, three_pdfs_run: CommandRun) -> None:
     arguments = chain_commands(chain)["run three PDFs"]
-    run = shown(chain.run("run three PDFs", *arguments))
+    run = shown(three_pdfs_run)
     report = assert_built(chain, "three-pdfs", 3)
     assert_served_honestly(run, chain.home)
     counted = sum(usage.fallbacks for usage in report.llm_calls_by_agent.values())
@@ -95,7 +102,8 @@ def test_run_on_ten_iclr_abstracts(chain: RealChain) -> None:
     assert_rerun_asks_nothing(chain, run, *arguments)
 
 
-def test_ask(chain: RealChain) -> None:
+def test_ask(chain: RealChain, three_pdfs_run: CommandRun) -> None:
+    assert three_pdfs_run.returncode == 0, "the papers `ask` asks of were not built"
     arguments = chain_commands(chain)["ask"]
     run = shown(chain.run("ask", *arguments))
     assert_served_honestly(run, chain.home)

@@ -4,7 +4,7 @@ whose citation links all lead to the cited passage."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,13 @@ import pytest
 from litpipe.agents.asker import Asker
 from litpipe.agents.plain_summary import write_plain_summary
 from litpipe.llm.prompts import PromptLibrary
-from litpipe.report.collection import collection_html, synthesis_markdown, write_collection_outputs
+from litpipe.report.collection import (
+    COLLECTION_PAGE,
+    CollectionContent,
+    collection_pages,
+    synthesis_markdown,
+    write_collection_outputs,
+)
 from litpipe.report.graphs import FIGURES, analysis_figures
 from litpipe.report.page import PAPERS_PER_PAGE, chunk_anchor
 from litpipe.schemas import (
@@ -95,8 +101,8 @@ class Collection:
     passages: dict[str, RetrievedChunk]
     titles: dict[str, str] = field(default_factory=lambda: dict(TITLES))
 
-    def html(self) -> str:
-        return collection_html(
+    def content(self) -> CollectionContent:
+        return CollectionContent(
             self.synthesis,
             self.plain,
             self.analysis,
@@ -105,6 +111,9 @@ class Collection:
             self.titles,
             self.passages,
         )
+
+    def html(self) -> str:
+        return collection_pages(self.content())[COLLECTION_PAGE]
 
 
 def demo_collection() -> Collection:
@@ -474,7 +483,7 @@ def test_the_outputs_are_written_whole_and_nothing_else_is_left(
         "titles": TITLES,
         "passages": collection.passages,
     }
-    paths = write_collection_outputs(out_dir, **arguments)
+    paths = write_collection_outputs(out_dir, CollectionContent(**arguments))
 
     assert sorted(path.name for path in out_dir.iterdir()) == [
         "plain.md",
@@ -493,16 +502,7 @@ def test_the_outputs_are_written_whole_and_nothing_else_is_left(
 def test_the_synthesis_markdown_shows_the_pictures_written_next_to_it(
     collection: Collection, tmp_path: Path
 ) -> None:
-    paths = write_collection_outputs(
-        tmp_path,
-        collection.synthesis,
-        collection.plain,
-        collection.analysis,
-        collection.answers,
-        collection.comparative,
-        TITLES,
-        collection.passages,
-    )
+    paths = write_collection_outputs(tmp_path, replace(collection, titles=TITLES).content())
     markdown = paths["synthesis.md"].read_text(encoding="utf-8")
     images = re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", markdown)
 
@@ -571,7 +571,7 @@ def test_a_collection_of_hundreds_of_papers_links_to_pages_of_papers_each_reacha
     )
     plain = write_plain_summary(analysis, synthesis, titles, Asker(settings.llm, None, prompts))
     paths = write_collection_outputs(
-        tmp_path / "out", synthesis, plain, analysis, answers, None, titles, {}
+        tmp_path / "out", CollectionContent(synthesis, plain, analysis, answers, None, titles, {})
     )
 
     main = parsed(paths["synthesis.html"].read_text(encoding="utf-8"))

@@ -80,16 +80,7 @@ def model_written(collection: Collection, engine: str = MODEL) -> Collection:
 
 
 def collection_files(collection: Collection, folder: Path) -> dict[str, str]:
-    written = write_collection_outputs(
-        folder,
-        collection.synthesis,
-        collection.plain,
-        collection.analysis,
-        collection.answers,
-        collection.comparative,
-        collection.titles,
-        collection.passages,
-    )
+    written = write_collection_outputs(folder, collection.content())
     return {name: written[name].read_text("utf-8") for name in ("synthesis.md", "plain.md")} | {
         "synthesis.html": written["synthesis.html"].read_text("utf-8")
     }

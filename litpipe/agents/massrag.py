@@ -120,6 +120,11 @@ VIEW_AGENTS: dict[str, ViewAgent[Any]] = {
 }
 
 
+def _fenced(texts: dict[str, str], kind: str) -> dict[str, str]:
+    """The prompt's `summarizer`, `extractor` and `reasoner` values: each view's text fenced."""
+    return {view: fence(texts[view], kind) for view in VIEW_AGENTS}
+
+
 class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
     name = "massrag_reconcile"
     reply_tokens = 512
@@ -127,11 +132,7 @@ class ReconcileAgent(Agent[ReconcileInput, AnswerReply]):
 
     def prompt_values(self, inputs: ReconcileInput) -> dict[str, str]:
         return dict(
-            question_and_passages(inputs),
-            summarizer=fence(inputs.views["summarizer"], "view"),
-            extractor=fence(inputs.views["extractor"], "view"),
-            reasoner=fence(inputs.views["reasoner"], "view"),
-            no_answer=NO_ANSWER,
+            question_and_passages(inputs), **_fenced(inputs.views, "view"), no_answer=NO_ANSWER
         )
 
 
@@ -199,9 +200,7 @@ class CompareAgent(Agent[CompareInput, AnswerReply]):
     def prompt_values(self, inputs: CompareInput) -> dict[str, str]:
         return dict(
             question_and_passages(inputs),
-            summarizer=fence(inputs.candidates["summarizer"], "candidate"),
-            extractor=fence(inputs.candidates["extractor"], "candidate"),
-            reasoner=fence(inputs.candidates["reasoner"], "candidate"),
+            **_fenced(inputs.candidates, "candidate"),
             no_answer=NO_ANSWER,
         )
 

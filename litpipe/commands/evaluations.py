@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,16 +129,27 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+@dataclass(frozen=True)
+class DatasetRequest:
+    """What `litpipe eval mais` and `eval litqa` are asked: the dataset's questions (its first
+    `limit`), the corpus holding their papers, the collection they are built into (None: one
+    named after the dataset), where the results go (None: the collection's outputs) and the
+    loop's passes at most (None: the settings')."""
+
+    dataset: Path
+    corpus: Path
+    collection: str | None = None
+    out: Path | None = None
+    limit: int | None = None
+    max_iterations: int | None = None
+
+
 def ask_dataset(
     command: str,
     settings: Settings,
-    dataset: Path,
+    request: DatasetRequest,
     model: type[PaperQuestion],
-    corpus: Path,
-    collection: str | None,
     stop_requested: Callable[[], bool],
-    limit: int | None = None,
-    max_iterations: int | None = None,
 ) -> tuple[Settings, Sequence[PaperQuestion], AskedQuestions] | int:
     """The settings with `--max-iterations`, the dataset's questions (each a `model`; its first
     `limit`, whose papers alone are built) and `ask_questions`' outcome, progress on stderr;
@@ -147,15 +159,16 @@ def ask_dataset(
     from litpipe.runtime.evaluations import ask_questions
 
     try:
-        settings = with_max_iterations(settings, max_iterations)
+        settings = with_max_iterations(settings, request.max_iterations)
+        limit = request.limit
         if limit is not None and limit < 1:
             raise ValueError(f"--limit must be at least 1, not {limit}")
-        questions = read_questions(dataset, model)[:limit]
+        questions = read_questions(request.dataset, model)[:limit]
         asked = ask_questions(
             settings,
             questions,
-            corpus,
-            collection,
+            request.corpus,
+            request.collection,
             _stderr,
             stop_requested,
             only_their_papers=limit is not None,
@@ -171,13 +184,8 @@ def ask_dataset(
 
 def eval_mais_command(
     settings: Settings,
-    dataset: Path,
-    corpus: Path,
-    collection: str | None,
-    out: Path | None,
+    request: DatasetRequest,
     stop_requested: Callable[[], bool] = lambda: False,
-    limit: int | None = None,
-    max_iterations: int | None = None,
 ) -> int:
     """Each question of the dataset (its first `limit`) asked of its own paper through the
     `query_summary` asset
@@ -197,17 +205,7 @@ def eval_mais_command(
     )
 
     started = time.perf_counter()
-    asking = ask_dataset(
-        "eval mais",
-        settings,
-        dataset,
-        PaperQuestion,
-        corpus,
-        collection,
-        stop_requested,
-        limit,
-        max_iterations,
-    )
+    asking = ask_dataset("eval mais", settings, request, PaperQuestion, stop_requested)
     if isinstance(asking, int):
         return asking
     settings, questions, asked = asking
@@ -220,9 +218,9 @@ def eval_mais_command(
         if outcome.result is not None
     ]
     table = convergence_markdown(
-        report, runs, f"MAIS convergence: {dataset.name} on {asked.collection}"
+        report, runs, f"MAIS convergence: {request.dataset.name} on {asked.collection}"
     )
-    out_dir = out or settings.outputs_dir(asked.collection)
+    out_dir = request.out or settings.outputs_dir(asked.collection)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
         "convergence.md": table,
@@ -235,7 +233,7 @@ def eval_mais_command(
     print(table)
     print(f"written: {', '.join(str(out_dir / name) for name in files)}", file=sys.stderr)
     figures = {
-        "dataset": str(dataset),
+        "dataset": str(request.dataset),
         "collection": asked.collection,
         "questions": len(questions),
         "skipped": len(asked.skipped),
@@ -254,13 +252,8 @@ def eval_mais_command(
 
 def eval_litqa_command(
     settings: Settings,
-    dataset: Path,
-    corpus: Path,
-    collection: str | None,
-    out: Path | None,
+    request: DatasetRequest,
     stop_requested: Callable[[], bool] = lambda: False,
-    limit: int | None = None,
-    max_iterations: int | None = None,
 ) -> int:
     """Each question (the first `limit`) asked of its own paper (`ask_questions`), each final
     summary graded for whether it states the ideal answer or a distractor; the table and JSON
@@ -277,17 +270,7 @@ def eval_litqa_command(
 
     entry = EVALUATIONS["litqa"]
     started = time.perf_counter()
-    asking = ask_dataset(
-        "eval litqa",
-        settings,
-        dataset,
-        LitQAQuestion,
-        corpus,
-        collection,
-        stop_requested,
-        limit,
-        max_iterations,
-    )
+    asking = ask_dataset("eval litqa", settings, request, LitQAQuestion, stop_requested)
     if isinstance(asking, int):
         return asking
     settings, _, asked = asking
@@ -327,8 +310,8 @@ def eval_litqa_command(
     ]
     evaluation = litqa_evaluation(
         graded,
-        dataset=dataset,
-        corpus=corpus,
+        dataset=request.dataset,
+        corpus=request.corpus,
         collection=asked.collection,
         skipped=len(asked.skipped),
         failed=len(asked.failures),
@@ -339,7 +322,7 @@ def eval_litqa_command(
         else f"answer_judge on {judge.model}",
         seconds=round(time.perf_counter() - started, 3),
     )
-    folder = output_folder(settings, out)
+    folder = output_folder(settings, request.out)
     files = write_evaluation(entry, evaluation, folder)
     report_evaluation(open_instance(settings), entry, evaluation, files)
     print(entry.table(evaluation))

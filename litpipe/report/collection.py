@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from litpipe.files import write_atomically
@@ -149,29 +150,22 @@ def _not_run_html(not_run: Sequence[StepNotRun]) -> str:
 COLLECTION_PAGE = "synthesis.html"
 
 
-def collection_html(
-    synthesis: Synthesis,
-    plain: Synthesis,
-    analysis: RelationshipAnalysis,
-    answers: Mapping[str, PaperAnswers],
-    comparative: CrossPaperQuestions | None,
-    titles: Mapping[str, str],
-    passages: Mapping[str, RetrievedChunk],
-) -> str:
-    """The collection's standalone page (`collection_pages`' first)."""
-    pages = collection_pages(synthesis, plain, analysis, answers, comparative, titles, passages)
-    return pages[COLLECTION_PAGE]
+@dataclass(frozen=True)
+class CollectionContent:
+    """What a collection's output files show: its two syntheses, the analysis they are written
+    from, each paper's answers, the comparative answers, the papers' titles and the passages
+    cited (beyond those of the answers)."""
+
+    synthesis: Synthesis
+    plain: Synthesis
+    analysis: RelationshipAnalysis
+    answers: Mapping[str, PaperAnswers]
+    comparative: CrossPaperQuestions | None
+    titles: Mapping[str, str]
+    passages: Mapping[str, RetrievedChunk]
 
 
-def collection_pages(
-    synthesis: Synthesis,
-    plain: Synthesis,
-    analysis: RelationshipAnalysis,
-    answers: Mapping[str, PaperAnswers],
-    comparative: CrossPaperQuestions | None,
-    titles: Mapping[str, str],
-    passages: Mapping[str, RetrievedChunk],
-) -> dict[str, str]:
+def collection_pages(content: CollectionContent) -> dict[str, str]:
     """The collection's standalone page, by file name (COLLECTION_PAGE): the expert synthesis,
     the papers it leaves out (with why), the optional steps that did not run (with why), the
     plain-language summary, the relationship map, each
@@ -180,8 +174,10 @@ def collection_pages(
 
     A cited chunk is looked up in `passages`, then in the evidence of the answers.
     """
+    synthesis, plain, analysis = content.synthesis, content.plain, content.analysis
+    answers, comparative, titles = content.answers, content.comparative, content.titles
     pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
-    pool.update(passages)
+    pool.update(content.passages)
     links = CitationLinks(pool, titles)
     follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
 
@@ -407,27 +403,24 @@ def _comparative(
     return f"<dl>{compared}</dl>"
 
 
-def write_collection_outputs(
-    out_dir: Path,
-    synthesis: Synthesis,
-    plain: Synthesis,
-    analysis: RelationshipAnalysis,
-    answers: Mapping[str, PaperAnswers],
-    comparative: CrossPaperQuestions | None,
-    titles: Mapping[str, str],
-    passages: Mapping[str, RetrievedChunk],
-) -> dict[str, Path]:
+def write_collection_outputs(out_dir: Path, content: CollectionContent) -> dict[str, Path]:
     """Writes `synthesis.md`, `plain.md`, `synthesis.html` (with its pages of papers beyond
     PAPERS_PER_PAGE) and the pictures the Markdown shows (`relationships.svg`,
     `relationship_types.svg`) into `out_dir`; their paths by file name."""
+    synthesis, plain, analysis = content.synthesis, content.plain, content.analysis
+    titles = content.titles
     contents = {
         "synthesis.md": synthesis_markdown(
-            synthesis, titles, FIGURES, analysis, steps_not_run(plain, analysis, comparative)
+            synthesis,
+            titles,
+            FIGURES,
+            analysis,
+            steps_not_run(plain, analysis, content.comparative),
         ),
         "plain.md": synthesis_markdown(
             plain, titles, analysis=analysis, not_run=[plain.not_run] if plain.not_run else []
         ),
-        **collection_pages(synthesis, plain, analysis, answers, comparative, titles, passages),
+        **collection_pages(content),
         **analysis_figures(analysis, titles),
     }
     out_dir.mkdir(parents=True, exist_ok=True)

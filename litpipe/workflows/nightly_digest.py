@@ -27,7 +27,6 @@ from scipy.sparse import csr_array
 
 from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.insights import insights_for
-from litpipe.agents.relationship_analysis.relationships import relate
 from litpipe.retrieval.text import content_terms
 from litpipe.schemas import (
     Answer,
@@ -43,6 +42,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import strip_markers
+from litpipe.workflows.relationship_analysis import relate_insights
 
 if TYPE_CHECKING:
     from litpipe.retrieval.store import TextEncoder
@@ -180,13 +180,7 @@ def _related(
         labelled = [
             i.model_copy(update={"insight_id": label}) for label, i in zip(ids, given, strict=True)
         ]
-        draft = relate(
-            collection,
-            labelled,
-            names,
-            asker,
-            None if encoder is None else (encoder, settings.synthesis.relationship_neighbours),
-        )
+        draft = relate_insights(collection, labelled, names, settings, asker, encoder)
         fresh = {insight.insight_id for insight in new}
         relationships = [
             r.model_copy(update={"source": ids[r.source], "target": ids[r.target]})

@@ -169,15 +169,8 @@ def within_context(
     """As much of the paper as `query_summary.context_tokens` holds, in reading order: the retrieved
     passages first, then the others from the start of the paper (a paper too long to read whole
     is read as far as the model can)."""
-    kept: list[RetrievedChunk] = []
-    budget = settings.query_summary.context_tokens
-    for chunk in _in_reading_order(evidence, paper) + paper:
-        cost = estimate_tokens(citations.evidence_block([chunk]))
-        if chunk in kept or cost > budget:
-            continue
-        kept.append(chunk)
-        budget -= cost
-    return _in_reading_order(kept, paper)
+    candidates = _in_reading_order(evidence, paper) + paper
+    return _filled([], candidates, settings.query_summary.context_tokens, paper)
 
 
 def judge_parts(
@@ -212,11 +205,22 @@ def _widened(
 ) -> list[RetrievedChunk]:
     """`source` and, as far as `query_summary.context_tokens` still holds, the `found` passages
     it lacks, in reading order."""
-    kept = list(source)
     budget = settings.query_summary.context_tokens - estimate_tokens(
         citations.evidence_block(source)
     )
-    for chunk in found:
+    return _filled(source, found, budget, paper)
+
+
+def _filled(
+    kept: list[RetrievedChunk],
+    candidates: list[RetrievedChunk],
+    budget: int,
+    paper: list[RetrievedChunk],
+) -> list[RetrievedChunk]:
+    """`kept` and each of `candidates` in turn that is new and still fits `budget` tokens (one
+    too long is passed over, a shorter one after it may fit), in reading order."""
+    kept = list(kept)
+    for chunk in candidates:
         cost = estimate_tokens(citations.evidence_block([chunk]))
         if chunk in kept or cost > budget:
             continue

@@ -175,14 +175,22 @@ def _analysed(
     if one_call is not None:
         return *one_call, AnalysisAgent.name
     insights = insights_for(pairs, asker)
-    draft = relate(
-        collection,
-        insights,
-        titles,
-        asker,
-        None if encoder is None else (encoder, settings.synthesis.relationship_neighbours),
-    )
+    draft = relate_insights(collection, insights, titles, settings, asker, encoder)
     return insights, draft, RelationshipsAgent.name
+
+
+def relate_insights(
+    collection: str,
+    insights: list[Insight],
+    titles: dict[str, str],
+    settings: Settings,
+    asker: Asker,
+    encoder: TextEncoder | None,
+) -> RelationshipDraft:
+    """`relate`, whose offline engine weighs each insight's `synthesis.relationship_neighbours`
+    nearest by `encoder` (every pair without one)."""
+    nearest = None if encoder is None else (encoder, settings.synthesis.relationship_neighbours)
+    return relate(collection, insights, titles, asker, nearest)
 
 
 def _in_paper_order(pairs: list[Answer], extra: list[Answer], papers: list[str]) -> list[Answer]:

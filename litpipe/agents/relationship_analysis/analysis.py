@@ -29,7 +29,11 @@ from litpipe.agents.relationship_analysis.insights import (
     pair_block,
     pair_groups,
 )
-from litpipe.agents.relationship_analysis.relationships import RelationshipDraft, draft_from
+from litpipe.agents.relationship_analysis.relationships import (
+    RelationshipDraft,
+    draft_from,
+    papers_block,
+)
 from litpipe.extractive.insights import (
     InsightDraft,
     InsightsInput,
@@ -42,7 +46,6 @@ from litpipe.extractive.relationships import (
     RelationsReply,
     offline_analysis,
 )
-from litpipe.llm.prompts import fence
 from litpipe.llm.window import messages_tokens
 from litpipe.schemas import Answer, Insight, Relationship
 
@@ -136,10 +139,7 @@ class AnalysisAgent(Agent[AnalysisInput, AnalysisReply]):
 
     def prompt_values(self, inputs: AnalysisInput) -> dict[str, str]:
         label = {paper.paper_id: paper.label for paper in inputs.papers}
-        papers = "\n".join(
-            f"{paper.label} = paper id {paper.paper_id}, title:\n{fence(paper.title)}"
-            for paper in inputs.papers
-        )
+        papers = papers_block(inputs.papers)
         ids = iter(insight_ids(inputs.groups))
         pairs = "\n\n".join(
             f"Pair {next(ids)} ({_pair_paper(group, answer, label)}). {pair_block(answer)}"

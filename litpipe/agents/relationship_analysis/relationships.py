@@ -103,15 +103,20 @@ class RelationshipsAgent(Agent[RelationsInput, RelationsReply]):
 
     def prompt_values(self, inputs: RelationsInput) -> dict[str, str]:
         label = {paper.paper_id: paper.label for paper in inputs.papers}
-        papers = "\n".join(
-            f"{paper.label} = paper id {paper.paper_id}, title:\n{fence(paper.title)}"
-            for paper in inputs.papers
-        )
+        papers = papers_block(inputs.papers)
         insights = "\n".join(
             f"{insight.insight_id} ({_insight_papers(insight, label)}):\n{fence(insight.text)}"
             for insight in inputs.insights
         )
         return dict(papers=papers, insights=insights)
+
+
+def papers_block(papers: list[PaperLabel]) -> str:
+    """The papers as the prompt names them: each label with its id and fenced title."""
+    return "\n".join(
+        f"{paper.label} = paper id {paper.paper_id}, title:\n{fence(paper.title)}"
+        for paper in papers
+    )
 
 
 def _insight_papers(insight: Insight, label: dict[str, str]) -> str:

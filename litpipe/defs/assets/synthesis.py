@@ -210,8 +210,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         collection, artifacts = context.partition_key, Resources(context).artifacts
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
         titles = _titles(artifacts, relationship_analysis.papers)
-        written = collection_report.write_collection_outputs(
-            artifacts.outputs_dir(collection),
+        content = collection_report.CollectionContent(
             synthesis,
             plain_summary,
             relationship_analysis,
@@ -219,6 +218,9 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             cross_paper_questions,
             titles,
             given_chunks(answers, cross_paper_questions),
+        )
+        written = collection_report.write_collection_outputs(
+            artifacts.outputs_dir(collection), content
         )
         outputs = CollectionOutputs(
             collection=collection, files={name: str(path) for name, path in written.items()}
