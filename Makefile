@@ -15,7 +15,7 @@ $(BIN)/litpipe: pyproject.toml
 	echo "torch==2.13.0" > $(VENV)/constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	PIP_CONSTRAINT=$(CURDIR)/$(VENV)/constraints.txt $(BIN)/pip install --quiet -e '.[dev]'
+	PIP_CONSTRAINT=$(CURDIR)/$(VENV)/constraints.txt $(BIN)/pip install --quiet -e '.[dev,k8s]'
 	touch $(BIN)/litpipe
 
 # The real model of the tests, for `make test` only (`make demo` runs offline and needs neither):
@@ -37,7 +37,8 @@ demo: $(BIN)/litpipe
 test: $(BIN)/litpipe $(VENV)/.real-model
 	# Two workers: the slow tests mostly wait (on child processes, servers, polls), so they
 	# overlap even on two cores; a module's shared fixtures stay on one worker (xdist_group).
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	# The slowest twenty are listed at the end: where the 15 minutes go.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=20
 
 lint: $(BIN)/litpipe
 	$(BIN)/ruff check litpipe litpipe_tests benchmarks docs/hooks

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ SYSTEM_USER = "postgres"
 START_TIMEOUT_S = 60
 PREFIX = "litpipe-pg-"
 OWNER_FILE = "owner.pid"
+# The instance the tests and the deployment share.
+TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "dagster.postgres.yaml"
 
 
 @dataclass(frozen=True)
@@ -197,3 +200,43 @@ def running_postgres(database: str = "dagster") -> Iterator[PostgresServer]:
         ) from error
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def postgres_for_a_test() -> Iterator[PostgresServer]:
+    """`running_postgres()` for a test, which skips without PostgreSQL's binaries: fails instead
+    under LITPIPE_REQUIRE_POSTGRES=1 (`.ci/run`, where they are installed)."""
+    import pytest
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("LITPIPE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"LITPIPE_REQUIRE_POSTGRES=1, but {reason}")
+        pytest.skip(reason)
+    with running_postgres() as server:
+        yield server
+
+
+def template_instance_folder(postgres: PostgresServer, folder: Path) -> dict[str, str]:
+    """Writes `folder/dagster.yaml` as deploy/dagster.postgres.yaml, on a new database of its
+    own on `postgres`; the DAGSTER_PG_* variables the template reads, to set."""
+    import psycopg2
+
+    database = f"test_{uuid.uuid4().hex[:12]}"
+    admin = psycopg2.connect(
+        host=postgres.host,
+        port=postgres.port,
+        user=postgres.user,
+        password=postgres.password,
+        dbname=postgres.database,
+    )
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{database}"')
+    admin.close()
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TEMPLATE, folder / "dagster.yaml")
+    server = PostgresServer(
+        postgres.host, postgres.port, postgres.user, postgres.password, database
+    )
+    return server.environment()

@@ -70,6 +70,12 @@ def graph_snapshot(defs: dg.Definitions) -> dict[str, object]:
         "sensors": {
             sensor.name: {
                 "jobs": sorted(target.job_name for target in sensor.targets),
+                # A sensor that asks for backfills targets assets, not a job.
+                "assets": sorted(
+                    key.to_user_string() for key in sensor.asset_selection.resolve(graph)
+                )
+                if sensor.asset_selection is not None
+                else [],
                 "minimum_interval_seconds": sensor.minimum_interval_seconds,
                 "default_status": sensor.default_status.value,
             }

@@ -9,35 +9,36 @@ LITPIPE_REQUIRE_POSTGRES=1, under which they fail instead.
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar, cast
 
 import dagster as dg
-import psycopg2
 import pytest
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.ingest.sources import discover
+from litpipe.instance.pool_wait import PatientConcurrencyContext
 from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
-from litpipe_tests.postgres_server import PostgresServer, running_postgres, unavailable_reason
+from litpipe_tests.postgres_server import (
+    PostgresServer,
+    postgres_for_a_test,
+    template_instance_folder,
+)
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 # One worker builds this module's shared fixtures (`make test` runs pytest-xdist).
 pytestmark = pytest.mark.xdist_group("test_postgres")
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "dagster.postgres.yaml"
 COLLECTION = "bio"
 # The runs below are threads of one process, and compute-log capture redirects the process's
 # stdout and stderr (its file descriptors): concurrent runs would capture each other's output
@@ -63,12 +64,7 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("LITPIPE_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"LITPIPE_REQUIRE_POSTGRES=1, but {reason}")
-        pytest.skip(reason)
-    with running_postgres() as server:
+    with postgres_for_a_test() as server:
         yield server
 
 
@@ -76,26 +72,9 @@ def postgres() -> Iterator[PostgresServer]:
 def dagster_home(tmp_path: Path, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder holding the deploy template as its dagster.yaml, on a database of its own,
     with the template's DAGSTER_PG_* variables set."""
-    database = f"test_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(
-        host=postgres.host,
-        port=postgres.port,
-        user=postgres.user,
-        password=postgres.password,
-        dbname=postgres.database,
-    )
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'CREATE DATABASE "{database}"')
-    admin.close()
-    server = PostgresServer(
-        postgres.host, postgres.port, postgres.user, postgres.password, database
-    )
-    for name, value in server.environment().items():
-        monkeypatch.setenv(name, value)
     folder = tmp_path / "dagster"
-    folder.mkdir()
-    shutil.copy(TEMPLATE, folder / "dagster.yaml")
+    for name, value in template_instance_folder(postgres, folder).items():
+        monkeypatch.setenv(name, value)
     return folder
 
 
@@ -386,3 +365,72 @@ def test_a_transient_model_error_retries_the_step_and_a_permanent_one_does_not(
     ]
     (failure,) = [event for event in refused.all_events if event.is_step_failure]
     assert "API key" in (failure.step_failure_data.user_failure_data.description or "")
+
+
+def first_claim(instance: dg.DagsterInstance, pool: str, run_id: str) -> bool:
+    """A step of a run claiming a slot of `pool`, as litpipe's executors do: the claim that
+    creates a pool with the instance's `default_limit`, or brings its limit to it."""
+    run = dg.DagsterRun(job_name="paper_pipeline", run_id=run_id)
+    return PatientConcurrencyContext(instance, run).claim(pool, "paper_questions")
+
+
+def set_default_limit(dagster_home: Path, limit: int) -> None:
+    config = dagster_home / "dagster.yaml"
+    text = config.read_text("utf-8")
+    assert "default_limit: 4\n" in text
+    config.write_text(text.replace("default_limit: 4\n", f"default_limit: {limit}\n"), "utf-8")
+
+
+def test_a_default_limit_changed_after_the_pool_exists_applies_at_the_next_claim(
+    tmp_path: Path, dagster_home: Path
+) -> None:
+    settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
+    instance = open_instance(settings)
+    assert first_claim(instance, LLM_POOL, "run-1")
+    before = instance.event_log_storage.get_concurrency_info(LLM_POOL)
+    assert (before.limit, before.slot_count, before.using_default_limit) == (4, 4, True)
+    instance.event_log_storage.free_concurrency_slots_for_run("run-1")
+
+    # `concurrency: pools: default_limit:` lowered in dagster.yaml; the pool's row exists.
+    set_default_limit(dagster_home, 2)
+    reopened = open_instance(settings)
+    assert reopened.event_log_storage.get_pool_config().default_pool_limit == 2
+
+    assert first_claim(reopened, LLM_POOL, "run-2")
+    after = reopened.event_log_storage.get_concurrency_info(LLM_POOL)
+    assert (after.limit, after.slot_count, after.using_default_limit) == (2, 2, True)
+    assert [slot.run_id for slot in after.claimed_slots] == ["run-2"]
+
+
+def test_a_limit_set_for_a_pool_survives_the_default(tmp_path: Path, dagster_home: Path) -> None:
+    """`dagster instance concurrency set llm 3` wins over `default_limit`, even against a claim
+    that read the pool as defaulted just before the limit was set (and so sets the default)."""
+    instance = open_instance(Settings(home=tmp_path / "home", dagster_home=dagster_home))
+    instance.event_log_storage.set_concurrency_slots(LLM_POOL, 3)
+
+    instance.event_log_storage.initialize_concurrency_limit_to_default(LLM_POOL)
+
+    assert first_claim(instance, LLM_POOL, "run-1")
+    info = instance.event_log_storage.get_concurrency_info(LLM_POOL)
+    assert (info.limit, info.slot_count, info.using_default_limit) == (3, 3, False)
+
+
+def test_two_first_claims_of_a_new_pool_at_once_both_succeed_at_the_default_limit(
+    tmp_path: Path, dagster_home: Path
+) -> None:
+    """Two runs' steps (each run with its own instance, as run workers have) claim a pool that
+    does not exist yet at the same moment, in rounds of a new pool each."""
+    settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
+    workers = [open_instance(settings), open_instance(settings)]
+    for attempt in range(10):
+        pool = f"new-pool-{attempt}"
+        start = threading.Barrier(len(workers))
+
+        def claim(worker: int, start: threading.Barrier = start, pool: str = pool) -> bool:
+            start.wait()
+            return first_claim(workers[worker], pool, f"run-{worker}")
+
+        assert all_at_once(claim, [0, 1]) == [True, True], f"attempt {attempt}"
+        info = workers[0].event_log_storage.get_concurrency_info(pool)
+        assert (info.limit, info.slot_count, info.using_default_limit) == (4, 4, True)
+        assert sorted(slot.run_id for slot in info.claimed_slots) == ["run-0", "run-1"]

@@ -1,4 +1,5 @@
-"""The new-paper sensor registers new files only, in bounded batches, remembering its place."""
+"""The new-paper sensor registers new files only, in bounded batches, remembering its place, and
+asks for one backfill of a tick's papers (run by Dagster in batches), not one run per paper."""
 
 from __future__ import annotations
 
@@ -16,6 +17,17 @@ from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 
 PDFS = PDFS_BY_SIZE
+# Every per-paper stage, source to answers: what a tick's backfill builds of its papers.
+PAPER_STAGES = {
+    "paper_source",
+    "paper_document",
+    "paper_chunks",
+    "chunk_embeddings",
+    "paper_abstract",
+    "paper_questions",
+    "question_evidence",
+    "paper_answers",
+}
 
 
 @pytest.fixture
@@ -42,6 +54,23 @@ def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -
     return sensor(context)
 
 
+def requested(result: dg.SensorResult) -> list[str]:
+    """The papers a tick asks to build: those of its one backfill of every per-paper stage."""
+    if not result.run_requests:
+        return []
+    (request,) = result.run_requests
+    subset = request.asset_graph_subset
+    assert subset is not None, "a backfill, not a run"
+    papers = {
+        key.to_user_string(): set(s.get_partition_keys())
+        for key, s in subset.partitions_subsets_by_asset_key.items()
+    }
+    assert set(papers) == PAPER_STAGES
+    (keys,) = {frozenset(keys) for keys in papers.values()}
+    assert request.tags["dagster/retry_on_asset_or_op_failure"] == "false"
+    return sorted(keys)
+
+
 def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
     return [
         key
@@ -59,7 +88,7 @@ def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) 
     new_papers = added_partitions(first, "papers")
     assert sorted(new_papers) == sorted([pdf_paper_id(PDFS[0]), "abstracts.A1", "abstracts.A2"])
     assert sorted(added_partitions(first, "collections")) == ["abstracts", "bio"]
-    assert sorted(r.partition_key for r in first.run_requests) == sorted(new_papers)
+    assert requested(first) == sorted(new_papers)
     assert len(Catalog(settings.catalog_path).papers("bio")) == 1
 
     quiet = tick(settings, instance, first.cursor)
@@ -68,9 +97,9 @@ def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) 
 
     shutil.copy(PDFS[1], inbox / "bio")
     third = tick(settings, instance, quiet.cursor)
-    assert len(third.run_requests) == 1
-    assert added_partitions(third, "papers") == [third.run_requests[0].partition_key]
-    assert third.run_requests[0].partition_key not in new_papers
+    (added,) = requested(third)
+    assert added_partitions(third, "papers") == [added]
+    assert added not in new_papers
 
 
 def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbox: Path) -> None:
@@ -84,7 +113,7 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
     per_tick: list[list[str]] = []
     for _ in range(3):
         result = tick(settings, instance, cursor)
-        per_tick.append([r.partition_key for r in result.run_requests])
+        per_tick.append(requested(result))
         cursor = result.cursor
     # Files in path order, two a tick: the table (two rows) and one PDF, then two PDFs, then none.
     assert [len(keys) for keys in per_tick] == [3, 2, 0]
@@ -98,11 +127,7 @@ def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, i
     lost = tick(settings, instance, None)
 
     retried = tick(settings, instance, None)
-    assert sorted(r.partition_key for r in retried.run_requests) == sorted(
-        r.partition_key for r in lost.run_requests
-    )
-    # The same run keys: had the first tick's runs been stored after all, each runs once.
-    assert {r.run_key for r in retried.run_requests} == {r.run_key for r in lost.run_requests}
+    assert requested(retried) == requested(lost)
     assert sorted(added_partitions(retried, "collections")) == ["abstracts", "bio"]
 
     # A paper whose content was built is not requested again.
@@ -112,10 +137,7 @@ def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, i
         partition_key=pdf_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
     )
     after_build = tick(settings, instance, None)
-    assert sorted(r.partition_key for r in after_build.run_requests) == [
-        "abstracts.A1",
-        "abstracts.A2",
-    ]
+    assert requested(after_build) == ["abstracts.A1", "abstracts.A2"]
 
 
 def test_a_paper_dropped_into_a_second_folder_joins_that_collection(

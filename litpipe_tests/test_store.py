@@ -8,6 +8,7 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+import pyarrow as pa
 import pytest
 from lancedb.index import Bitmap
 from lancedb.query import LanceVectorQueryBuilder
@@ -176,9 +177,15 @@ def test_concurrent_writers_to_one_table_all_succeed(tmp_path: Path) -> None:
 
 
 def store_chunks_twice(db_dir: Path, embedder_id: str, chunk_ids: list[str], before: str) -> None:
-    """Leave the table as racing writers did: `chunk_ids` stored twice, the duplicates written
-    before the rows of paper `before` (so that they sit between other chunks' rows)."""
-    table = lancedb.connect(str(db_dir)).open_table(table_name(embedder_id))
+    """Leave the table as racing writers of earlier versions did, before chunk_id was its
+    declared primary key: `chunk_ids` stored twice, the duplicates written before the rows of
+    paper `before` (so that they sit between other chunks' rows)."""
+    db = lancedb.connect(str(db_dir))
+    rows = db.open_table(table_name(embedder_id)).to_arrow()
+    unkeyed = pa.schema([field.remove_metadata() for field in rows.schema])
+    db.drop_table(table_name(embedder_id))
+    table = db.create_table(table_name(embedder_id), data=rows.cast(unkeyed))
+    assert not table.schema.field("chunk_id").metadata
     ids = ", ".join(f"'{chunk_id}'" for chunk_id in chunk_ids)
     duplicates = table.search().where(f"chunk_id IN ({ids})").limit(None).to_arrow()
     later = table.search().where(f"paper_id = '{before}'").limit(None).to_arrow()

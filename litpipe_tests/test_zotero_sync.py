@@ -19,6 +19,7 @@ import pytest
 import litpipe.ingest.library
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.resources import CatalogResource
 from litpipe.settings import Settings
 from litpipe_tests.bundled import short_paper
@@ -89,8 +90,17 @@ def tick(
 
 
 def requested(result: dg.SensorResult | dg.SkipReason) -> list[str]:
+    """The papers a tick asks to build: those of its one backfill of the per-paper stages."""
     assert isinstance(result, dg.SensorResult), result
-    return sorted(request.partition_key for request in result.run_requests)
+    if not result.run_requests:
+        return []
+    (request,) = result.run_requests
+    assert request.asset_graph_subset is not None, "a backfill, not a run"
+    (papers,) = {
+        frozenset(subset.get_partition_keys())
+        for subset in request.asset_graph_subset.partitions_subsets_by_asset_key.values()
+    }
+    return sorted(papers)
 
 
 def reopened(data_dir: Path) -> ZoteroLibrary:
@@ -166,14 +176,11 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
     assert catalog.papers("Reading") == sorted([*READING_PAPERS, "10.5555_short.4"])
 
     # A title corrected in Zotero, the PDF untouched: the paper is registered again, with the
-    # new title, and requested under a new run key.
+    # new title, and requested again.
     hashed.clear()
     edit_title(zotero, "REV1KEY1", "Mutation rates vary within genes")
     fourth = tick(settings, instance, third.cursor)
     assert requested(fourth) == [REV1]
-    assert {r.run_key for r in fourth.run_requests}.isdisjoint(
-        {r.run_key for r in first.run_requests}
-    )
     assert catalog.source(REV1).fields["title"] == "Mutation rates vary within genes"
     assert catalog.registered_at(REV1) == arrived  # still the paper that arrived first
     assert len(hashed) == 1
@@ -324,7 +331,8 @@ def test_the_zotero_sensor_exists_only_for_a_named_library(
     # Evaluated every minute, it syncs nightly (or every minute while items wait).
     assert sensor.minimum_interval_seconds == 60
     assert "Every 86,400 s" in (sensor.description or "")
-    assert sensor.job_name == "paper_pipeline"
+    # It asks for backfills of the per-paper stages, the assets `paper_pipeline` builds.
+    assert sensor.asset_selection == paper_pipeline.selection
     assert "'Reading'" in (sensor.description or "")
 
 

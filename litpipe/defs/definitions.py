@@ -18,6 +18,7 @@ from litpipe.defs.assets.question_evidence import build_question_evidence_assets
 from litpipe.defs.assets.related_work import build_related_work_assets
 from litpipe.defs.assets.relationship_analysis import build_relationship_analysis_assets
 from litpipe.defs.assets.synthesis import build_synthesis_assets
+from litpipe.defs.assets.vector_maintenance import build_vector_maintenance_assets
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import (
     collection_pipeline,
@@ -25,6 +26,7 @@ from litpipe.defs.jobs import (
     paper_pipeline,
     query_summary_job,
     related_work_job,
+    vector_maintenance_job,
 )
 from litpipe.defs.resources import (
     ArtifactsResource,
@@ -35,7 +37,7 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.schedules import nightly_digest_schedule
+from litpipe.defs.schedules import nightly_digest_schedule, vector_maintenance_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
@@ -73,6 +75,7 @@ def build_definitions(
             *build_query_summary_assets(settings),
             *build_nightly_digest_assets(settings),
             *build_evaluation_assets(settings),
+            *build_vector_maintenance_assets(settings),
         ],
         jobs=[
             paper_pipeline,
@@ -81,8 +84,9 @@ def build_definitions(
             query_summary_job,
             nightly_digest_job,
             evaluation_job,
+            vector_maintenance_job,
         ],
-        schedules=[nightly_digest_schedule],
+        schedules=[nightly_digest_schedule, vector_maintenance_schedule],
         sensors=[
             build_new_papers_sensor(settings),
             # Only where a Zotero library is named (zotero.data_dir).

@@ -34,3 +34,9 @@ query_summary_job = dg.define_asset_job(
 nightly_digest_job = dg.define_asset_job(
     "nightly_digest_job", selection=dg.AssetSelection.groups("nightly_digest"), tags=RUN_TAGS
 )
+# The vector store's maintenance (compaction, old versions, indexes): what its schedule runs.
+vector_maintenance_job = dg.define_asset_job(
+    "vector_maintenance_job",
+    selection=dg.AssetSelection.groups("vector_maintenance"),
+    tags=RUN_TAGS,
+)

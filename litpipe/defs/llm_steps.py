@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import dagster as dg
@@ -20,8 +21,9 @@ from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, versioned_asset, versioned_output
 from litpipe.llm.errors import LLMError, TransientLLMError
 from litpipe.llm.prompts import PromptLibrary
+from litpipe.llm.shared_limits import limits_database, nightly_budget_spent
 from litpipe.llm.usage import UsageLedger
-from litpipe.schemas import LLMUsage
+from litpipe.schemas import LLMUsage, NightlyBudgetSpent
 from litpipe.settings import Settings
 
 if TYPE_CHECKING:
@@ -71,6 +73,20 @@ def usage_scope(context: dg.AssetExecutionContext) -> str:
 
 def usage_metadata(usage: LLMUsage) -> dict[str, float | int]:
     return {f"llm_{name}": value for name, value in usage.model_dump().items()}
+
+
+def model_limits_at(instance: dg.DagsterInstance, settings: Settings) -> str | None:
+    """Where `llm.rate_limits` and `llm.nightly_budget_usd` are counted: the instance's
+    PostgreSQL (the URL its run storage connects to), so that every machine of a deployment
+    shares them; None, the home's SQLite file, for any other instance. Not looked up without
+    either setting."""
+    if not settings.llm.rate_limits and settings.llm.nightly_budget_usd is None:
+        return None
+    for storage in (instance.run_storage, instance.event_log_storage):
+        url = getattr(storage, "postgres_url", None)
+        if isinstance(url, str):
+            return url
+    return None
 
 
 # The metadata flag of a step failed because a signal interrupted its model calls.
@@ -152,6 +168,7 @@ class ModelStep:
             llm=llm,
             ledger=llm.ledger(usage_scope(context)),
             agents=self.agents,
+            limits_at=model_limits_at(context.instance, step_settings),
         )
         with model_failures_as_step_failures():
             yield step
@@ -166,6 +183,8 @@ class StepRun:
     llm: LLMResource
     ledger: UsageLedger
     agents: tuple[str, ...]
+    # Where the model limits shared by every process are counted (`model_limits_at`).
+    limits_at: str | None = None
     # The step's usage when its previous paper was built: each paper shows its own.
     _counted: LLMUsage = field(default_factory=LLMUsage)
     _askers: dict[tuple[str, ...], Asker] = field(default_factory=dict)
@@ -175,12 +194,20 @@ class StepRun:
         client for them (None when all run offline), the step's prompts and usage ledger."""
         chosen = tuple(self.agents if agents is None else agents)
         if chosen not in self._askers:
-            client = self.llm.client_for(chosen, self.ledger)
+            client = self.llm.client_for(chosen, self.ledger, self.limits_at)
             self._askers[chosen] = Asker(self.settings.llm, client, self.prompts)
         return self._askers[chosen]
 
     def usage(self) -> dict[str, float | int]:
         return usage_metadata(self.ledger.summary())
+
+    def nightly_budget_spent(self, day: date) -> NightlyBudgetSpent | None:
+        """When the model budget of `day` across runs (`llm.nightly_budget_usd`) was spent, and
+        the calls it stopped; None where it was not, or there is none (nothing is opened)."""
+        if self.settings.llm.nightly_budget_usd is None:
+            return None
+        where = self.limits_at or self.settings.model_limits_path
+        return nightly_budget_spent(limits_database(where), day)
 
     def output(
         self,

@@ -286,10 +286,12 @@ class LLMResource(dg.ConfigurableResource):
         """Usage of one step; its calls also count towards its scope's total (and budget)."""
         return UsageLedger(usage_path(self.settings(), scope))
 
-    def client_for(self, agents: Iterable[str], ledger: UsageLedger) -> LLMClient | None:
-        """One client for a step running `agents` (`litpipe.llm.model_client`), or None when
-        all of them run offline."""
-        return model_client(self.settings(), agents, ledger)
+    def client_for(
+        self, agents: Iterable[str], ledger: UsageLedger, limits_at: str | None = None
+    ) -> LLMClient | None:
+        """One client for a step running `agents` (`litpipe.llm.model_client`; its shared
+        limits counted at `limits_at`), or None when all of them run offline."""
+        return model_client(self.settings(), agents, ledger, limits_at)
 
 
 @functools.lru_cache(maxsize=8)

@@ -5,9 +5,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from litpipe.catalog import Catalog, Registration
-from litpipe.defs.jobs import paper_pipeline
+from litpipe.defs.jobs import RUN_TAGS, paper_pipeline
 from litpipe.defs.partitions import collections, papers
 from litpipe.defs.resources import CatalogResource
 from litpipe.defs.staleness import built_contents
@@ -29,8 +31,7 @@ def unbuilt(
 
     The catalog is written during the tick, but Dagster stores the tick's run requests and
     cursor only after it returns: a tick that fails in between leaves papers registered and
-    never requested, which its retry finds unchanged. Asking again costs nothing when the first
-    request was stored after all: Dagster starts one run per run key.
+    never requested, which its retry finds unchanged.
     """
     latest = {source.paper_id: (source, registration) for source, registration in registered}
     unchanged = [paper_id for paper_id, (_, how) in latest.items() if how in _SAME_CONTENT]
@@ -61,35 +62,65 @@ def register_sources(
     return registered
 
 
+# The tag naming the sensor on the backfills it requests (Dagster tags a sensor's runs, not them).
+REQUESTED_BY_TAG = "litpipe/requested_by"
+
+
 def registered_result(
-    instance: dg.DagsterInstance,
+    context: dg.SensorEvaluationContext,
     registered: list[tuple[PaperSource, Registration]],
     registered_collections: set[str],
     cursor: str,
+    sensor: str,
 ) -> dg.SensorResult:
-    """A tick's result: a `paper_pipeline` run for each paper `unbuilt` finds among those it
-    registered, keyed by its content (a paper found twice, by two sensors or two ticks, runs
-    once), its partition and those of the collections it registered papers into added."""
-    to_build = unbuilt(instance, registered)
+    """A tick's result: one backfill of `paper_pipeline`'s assets over every paper `unbuilt`
+    finds among those it registered (`paper_backfill`), their partitions and those of the
+    collections it registered papers into added."""
+    to_build = sorted({source.paper_id for source in unbuilt(context.instance, registered)})
     return dg.SensorResult(
-        run_requests=[
-            dg.RunRequest(
-                partition_key=source.paper_id,
-                run_key=f"{source.paper_id}:{source.content_sha256[:16]}",
-            )
-            for source in to_build
-        ],
+        run_requests=[paper_backfill(context, to_build, sensor)] if to_build else [],
         dynamic_partitions_requests=[
-            papers.build_add_request(sorted({source.paper_id for source in to_build})),
+            papers.build_add_request(to_build),
             collections.build_add_request(sorted(registered_collections)),
         ],
         cursor=cursor,
     )
 
 
+def paper_backfill(
+    context: dg.SensorEvaluationContext, paper_ids: list[str], sensor: str
+) -> dg.RunRequest:
+    """A backfill of every per-paper stage (`paper_pipeline`'s assets) over `paper_ids`, tagged
+    with the `sensor` that requests it.
+
+    Dagster's backfill daemon runs it as the assets' `BackfillPolicy` says: runs of up to
+    `operations.batch_size` neighbouring partitions, each building a stage once for all of
+    them (`paper_batches`), as `litpipe run` and a backfill from the UI do; not one run per
+    paper, each importing the graph, loading the embedder and committing to LanceDB. It waits
+    for a run that run retries will launch again (a killed worker), and the run queue bounds
+    how many of its runs go at once.
+
+    `RunRequest.for_asset_graph_subset` is how a sensor asks Dagster 1.13 for a backfill (its
+    declarative automation asks the same way); a backfill has no run key, so a tick evaluated
+    again after its result was stored would ask again: Dagster stores a tick's requests with
+    its cursor, and `unbuilt` leaves out what was built."""
+    if context.repository_def is None:
+        raise TypeError("the sensor is evaluated without its definitions")
+    graph = context.repository_def.asset_graph
+    wanted = {
+        AssetKeyPartitionKey(key, paper_id)
+        for key in paper_pipeline.selection.resolve(graph)
+        for paper_id in paper_ids
+    }
+    return dg.RunRequest.for_asset_graph_subset(
+        AssetGraphSubset.from_asset_partition_set(wanted, graph),
+        tags={**RUN_TAGS, REQUESTED_BY_TAG: sensor},
+    )
+
+
 def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
     @dg.sensor(
-        job=paper_pipeline,
+        asset_selection=paper_pipeline.selection,
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "
@@ -122,7 +153,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         if len(pending) > len(batch):
             context.log.info(f"{len(pending) - len(batch)} more files wait for the next tick")
         return registered_result(
-            context.instance, registered, batch_collections, json.dumps(handled)
+            context, registered, batch_collections, json.dumps(handled), "new_papers_sensor"
         )
 
     return new_papers_sensor

@@ -60,7 +60,7 @@ def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
 
     @dg.sensor(
         name="zotero_sync_sensor",
-        job=paper_pipeline,
+        asset_selection=paper_pipeline.selection,
         minimum_interval_seconds=TICK_S,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Every {zotero.sync_interval_s:,} s (zotero.sync_interval_s; default "
@@ -125,7 +125,7 @@ def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
         )
         cursor = {"synced_at": time.time(), "waiting": len(pending) - len(batch), "items": items}
         return registered_result(
-            context.instance, registered, registered_collections, json.dumps(cursor)
+            context, registered, registered_collections, json.dumps(cursor), "zotero_sync_sensor"
         )
 
     return zotero_sync_sensor

@@ -11,6 +11,8 @@ model-calling steps at once under a limit of two.
 This storage makes every change to pool state (claim, free, assignment of waiting steps, limits)
 one at a time across all processes, under a PostgreSQL advisory lock. Claims are rare (one per
 step, then one a second or slower while a step waits), so the lock costs nothing measurable.
+It also sets a pool to the instance's `default_limit` in one upsert, where Dagster's own code
+fails on PostgreSQL once the pool exists (`initialize_concurrency_limit_to_default`).
 Use it as `event_log_storage` in dagster.yaml (deploy/dagster.postgres.yaml does).
 """
 
@@ -23,8 +25,10 @@ import sqlalchemy as db
 import sqlalchemy.pool as db_pool
 
 # Private to Dagster (1.13.27): a storage subclass overrides the pool-claim method, whose status
-# type and config data Dagster does not export (no public API extends a storage).
+# type and config data Dagster does not export (no public API extends a storage), and writes the
+# pool-limits table, whose schema it does not export either.
 from dagster._core.storage.event_log.base import ConcurrencyClaimStatus
+from dagster._core.storage.event_log.schema import ConcurrencyLimitsTable
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.utils import (
@@ -32,6 +36,7 @@ from dagster_postgres.utils import (
     get_token_provider_from_config,
     pg_url_from_config,
 )
+from sqlalchemy.dialects import postgresql
 
 # Names litpipe's lock among the database's advisory locks (any fixed 64-bit number does).
 POOLS_LOCK_KEY = 0x6C697470_6F6F6C73  # "litpools"
@@ -114,5 +119,49 @@ class PoolSafePostgresEventLogStorage(PostgresEventLogStorage):
             super().delete_concurrency_limit(concurrency_key)
 
     def initialize_concurrency_limit_to_default(self, concurrency_key: str) -> bool:
+        """A pool on the instance's `default_limit`: created at it, or brought to it when the
+        default changed, in one `INSERT ... ON CONFLICT` statement; a limit set for the pool
+        (`dagster instance concurrency set`, `using_default_limit` false) is left as it is.
+
+        Dagster 1.13.27 INSERTs, catches the unique violation and UPDATEs in the same
+        transaction; on PostgreSQL the failed INSERT has aborted the transaction, so the UPDATE
+        fails (dagster-io/dagster#33552): every step's claim failed once the pool existed and its
+        default had changed, and so did the second of two first claims of a new pool.
+
+        The upsert needs no lock of its own (the pool's row lock orders two of them), but the
+        slots it then adds or removes must not change under a claim, whose slot-taking UPDATE
+        does not check the slot is still free: it stays under the pools' lock.
+        """
         with self._pools_locked():
-            return super().initialize_concurrency_limit_to_default(concurrency_key)
+            if not self.has_concurrency_limits_table:
+                return False
+            self._reconcile_concurrency_limits_from_slots()
+            if not self.has_instance or not self.has_default_pool_limit_col:
+                # No instance: Dagster returns False; an old schema: no upsert to fix.
+                return super().initialize_concurrency_limit_to_default(concurrency_key)
+            default_limit = self._instance.global_op_concurrency_default_limit
+            if default_limit is None:
+                # Dagster deletes the pool's row and slots: no INSERT, no bug.
+                return super().initialize_concurrency_limit_to_default(concurrency_key)
+            table = ConcurrencyLimitsTable
+            upsert = postgresql.insert(table).values(
+                concurrency_key=concurrency_key, limit=default_limit, using_default_limit=True
+            )
+            upsert = upsert.on_conflict_do_update(
+                index_elements=[table.c.concurrency_key],
+                set_={"limit": upsert.excluded["limit"]},
+                where=db.and_(
+                    table.c.using_default_limit, table.c.limit != upsert.excluded["limit"]
+                ),
+            )
+            with self.index_transaction() as conn:
+                conn.execute(upsert)
+                # The row is locked by this transaction now, inserted, updated or left as set.
+                limit = conn.execute(
+                    db.select(table.c.limit).where(table.c.concurrency_key == concurrency_key)
+                ).scalar_one()
+                keys_to_assign = self._allocate_concurrency_slots(conn, concurrency_key, limit)
+            if keys_to_assign:
+                # New slots go to steps already waiting, as `set_concurrency_slots` does.
+                self.assign_pending_steps(keys_to_assign)
+            return True

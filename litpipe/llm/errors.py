@@ -38,6 +38,11 @@ class BudgetExceededError(LLMError):
     """The next call could take the run over `llm.budget_usd`; nothing was sent."""
 
 
+class NightlyBudgetExceededError(BudgetExceededError):
+    """The next call could take the day's calls of all runs over `llm.nightly_budget_usd`;
+    nothing was sent."""
+
+
 def redact(text: str) -> str:
     """`text` with the value of every secret-looking environment variable, and the password of
     every URL (an api base a provider's message names), replaced by ***."""

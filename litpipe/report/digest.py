@@ -73,6 +73,26 @@ def _arrived(stamp: str) -> str:
         return stamp
 
 
+def model_budget_line(digest: Digest) -> str | None:
+    """The day's model budget across runs, where it was spent: when, and the calls it
+    stopped."""
+    spent = digest.model_budget
+    if spent is None:
+        return None
+    refused, budget = spent.calls_not_made, spent.budget_usd
+    amount = f"{budget:,.2f}" if budget >= 1 else f"{budget:g}"
+    return (
+        f"The nightly model budget (${amount}) was spent at "
+        f"{_arrived(spent.spent_at)}; {counted(refused, 'call')} after it "
+        f"{'was' if refused == 1 else 'were'} not made."
+    )
+
+
+def _budget_lines(digest: Digest) -> list[str]:
+    line = model_budget_line(digest)
+    return [line, ""] if line else []
+
+
 def _summary(digest: Digest) -> str:
     per_collection = "; ".join(
         f"{len(c.new_papers)} in {c.collection} ({counted(c.existing_papers, 'paper')} there "
@@ -165,13 +185,15 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
     heading = f"# Nightly digest: {digest.day}"
     main = f"{digest.day}.md"
     if not digest.papers:
-        return {main: safe_markdown(f"{heading}\n\n{nothing_new(digest.day)}\n")}
+        lines = [heading, "", *_budget_lines(digest), nothing_new(digest.day), ""]
+        return {main: safe_markdown("\n".join(lines))}
     lines = [
         heading,
         "",
         *notices.markdown_lines(notices.digest_notice(digest)),
         _summary(digest),
         "",
+        *_budget_lines(digest),
         "## New papers",
         "",
     ]
@@ -323,6 +345,9 @@ def digest_pages(digest: Digest) -> dict[str, str]:
         # Last, once every text has said which passages it links to.
         sections.append(("passages", "Passages", links.passages()))
         meta = html.escape(_summary(digest))
+    budget = model_budget_line(digest)
+    if budget:
+        meta += f"<br>\n{html.escape(budget)}"
     page = standalone_page(
         title, meta, sections, PAGE_CSS + _DIGEST_CSS, notices.digest_notice(digest)
     )

@@ -5,17 +5,32 @@ hashes of a paper's chunks, and only text never embedded by that model is encode
 are replaced in one commit (upsert by chunk_id, delete what the paper no longer has), so readers
 never see half a paper, and a commit that loses a race with another writer is retried.
 
-A table holds one row per chunk_id whatever its writers. Two processes upserting the same new
-chunks at once would both insert them (LanceDB's optimistic commits let two inserts through), so
-in a local store the writers of a table take turns, under an exclusive file lock next to the
-table. Object storage has no such lock: there, commits are retried on conflict and every write is
-followed by `repair`, which deletes the duplicate rows such a race left (a reader may see them in
-between). Every store repairs a table the first time it opens it, so duplicates left by earlier
-versions are removed too.
+A table holds one row per chunk_id whatever its writers. `chunk_id` is the table's declared
+(unenforced) primary key, and writes are `merge_insert`s on it: Lance then records the keys a
+commit inserts, and a commit inserting a key that another commit inserted meanwhile conflicts and
+is retried against the new version, where the row is matched and updated, not doubled. Without
+the declared key two processes upserting the same new chunks at once would both insert them
+(LanceDB's optimistic commits let two inserts through): with 8 processes upserting the same 30
+chunks at once, 240 rows without the key; 30 with it, the other 7 merges rejected at commit and
+re-run by `merge_insert` itself (its own retries: none reached litpipe's).
+
+In a local store the writers of a table also take turns, under an exclusive file lock next to
+the table. Object storage has no such lock (nor has a store made with `lock_writes=False`):
+there, each write is followed by a check of the batch's own chunk_ids, which deletes a duplicate
+that a writer without the key left: a filtered read returning the batch's rows only, a lookup in
+the chunk_id index that the maintenance step keeps (rows written since its last run are
+filtered by Lance, not read into litpipe). A table written before the key was declared (by an
+earlier version) is repaired once, the first time a store opens it, and the key declared then; a
+table with the key is not scanned on opening. `repair` scans a whole table: the maintenance step
+runs it once a night (`litpipe.workflows.vector_maintenance`), with compaction and old-version
+cleanup (`maintain`).
 
 Dense search is exact (a scan of every vector) until a table has `vector_index_min_rows` rows;
-from then on `embed_papers` keeps an approximate nearest-neighbour index on the vectors (see
-`ensure_vector_index`), with scalar indexes on the columns searches filter by.
+from then on an approximate nearest-neighbour index is kept on the vectors (see
+`ensure_vector_index`), with scalar indexes on the columns searches filter by. It is built once,
+not by every writer crossing the threshold: in a locked store by the writer holding the table's
+index lock (another that crossed the threshold too waits, then finds it built); in an unlocked
+one (object storage) by the maintenance step only.
 """
 
 from __future__ import annotations
@@ -26,6 +41,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -37,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import BTree, HnswSq
 from lancedb.query import LanceVectorQueryBuilder
-from lancedb.table import Table
+from lancedb.table import LanceTable, Table
 from numpy.typing import NDArray
 
 from litpipe.files import exclusive_lock
@@ -46,6 +62,12 @@ from litpipe.schemas import EmbeddingResult, PaperChunks, RetrievedChunk
 log = logging.getLogger(__name__)
 
 TABLE_PREFIX = "chunks__"
+# The table's unenforced primary key, declared in its schema (the field metadata Lance reads):
+# a merge_insert on it that races another inserting the same keys conflicts and is retried.
+PRIMARY_KEY = "chunk_id"
+_PRIMARY_KEY_METADATA = {"lance-schema:unenforced-primary-key:position": "1"}
+# chunk_ids per filtered read (`chunk_id IN (...)`).
+IDS_PER_READ = 1000
 COMMIT_ATTEMPTS = 6
 # The vector index: IVF_HNSW_SQ (per IVF partition, an HNSW graph over 8-bit scalar-quantized
 # vectors), chosen on benchmarks/retrieval_scale.py's 200k synthetic chunks (384-d, cosine, 2
@@ -78,10 +100,13 @@ REFINE_FACTOR = 2
 VECTOR_UNINDEXED_ROWS = 2000
 VECTOR_UNINDEXED_SHARE = 0.1
 # Prefilters are SQL over these columns: indexed, they cost a lookup instead of a scan.
-# (`HybridRetriever` selects a collection's papers by paper_id, and reads its hits by chunk_id.)
+# (`HybridRetriever` selects a collection's papers by paper_id, and reads its hits by chunk_id;
+# a write looks up its papers' rows by paper_id, its vectors by content_sha256 and, unlocked,
+# its own rows by chunk_id, the key its merge joins on.)
 SCALAR_INDEXES: dict[str, BTree] = {
     "paper_id": BTree(),
     "chunk_id": BTree(),
+    "content_sha256": BTree(),
 }
 _T = TypeVar("_T")
 
@@ -103,7 +128,7 @@ def table_name(embedder_id: str) -> str:
 def chunk_schema(dimension: int) -> pa.Schema:
     return pa.schema(
         [
-            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field(PRIMARY_KEY, pa.string(), nullable=False, metadata=_PRIMARY_KEY_METADATA),
             pa.field("paper_id", pa.string(), nullable=False),
             pa.field("index", pa.int32(), nullable=False),
             pa.field("section", pa.string(), nullable=False),
@@ -128,13 +153,36 @@ _ROW_FIELDS = tuple(name for name in chunk_schema(1).names if name != "vector")
 RETRIEVED_CHUNK_COLUMNS = [name for name in RetrievedChunk.model_fields if name in _ROW_FIELDS]
 
 
+@dataclass
+class Maintenance:
+    """What `ChunkStore.maintain` did to a table."""
+
+    table: str
+    rows: int
+    fragments_before: int
+    fragments_after: int
+    versions_before: int
+    versions_after: int
+    duplicates_removed: int
+    vector_index_built: bool
+
+
 class ChunkStore:
     """The chunk tables in `db_dir` (a folder, or an object-store URI such as s3://bucket/path);
     `vector_index_min_rows` is the size from which `embed_papers` maintains a table's vector
-    index (None: never, `ensure_vector_index` builds it on demand)."""
+    index (None: never, `ensure_vector_index` builds it on demand). `lock_writes`: whether the
+    writers of a table take turns under a local file lock (default: in a folder, not on object
+    storage, which has no such lock; False makes a local store write as on object storage).
+
+    `rows_read_for_duplicates` counts the rows this store read looking for duplicate chunk_ids:
+    a whole table by `repair`, a batch's own rows after an unlocked write."""
 
     def __init__(
-        self, db_dir: Path | str, vector_index_min_rows: int | None = VECTOR_INDEX_MIN_ROWS
+        self,
+        db_dir: Path | str,
+        vector_index_min_rows: int | None = VECTOR_INDEX_MIN_ROWS,
+        *,
+        lock_writes: bool | None = None,
     ) -> None:
         if isinstance(db_dir, str) and "://" in db_dir:
             # Object storage: no folder to create, and Path() would fold `s3://` into `s3:/`.
@@ -143,10 +191,15 @@ class ChunkStore:
         else:
             self.db_dir = Path(db_dir)
             self.db_dir.mkdir(parents=True, exist_ok=True)
+        local = isinstance(self.db_dir, Path)
+        if lock_writes and not local:
+            raise ValueError(f"{self.db_dir}: object storage has no file lock (lock_writes)")
+        self.lock_writes = local if lock_writes is None else lock_writes
         self.vector_index_min_rows = vector_index_min_rows
+        self.rows_read_for_duplicates = 0
         # Several processes write the same tables: every read checks for their commits.
         self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
-        self._repaired: set[str] = set()  # the tables this store checked for duplicates
+        self._opened: set[str] = set()  # the tables this store migrated (`open_table`)
 
     table_name = staticmethod(table_name)
 
@@ -162,16 +215,46 @@ class ChunkStore:
 
     def open_table(self, embedder_id: str) -> Table | None:
         """The embedder's table, or None before anything was embedded with it; the first time
-        this store opens it, repaired (see `repair`) and migrated (see `_drop_collection`)."""
-        name = table_name(embedder_id)
+        this store opens it, migrated: see `_drop_collection` and `_declare_primary_key`."""
+        return self._open(table_name(embedder_id))
+
+    def _open(self, name: str) -> Table | None:
         if name not in self.table_names():
             return None
         table = self._db.open_table(name)
-        if name not in self._repaired:
-            self._repaired.add(name)
+        if name not in self._opened:
+            self._opened.add(name)
             self._drop_collection(table)
-            self._remove_duplicates(table)
+            self._declare_primary_key(table)
         return table
+
+    def _declare_primary_key(self, table: Table) -> None:
+        """Tables written before chunk_id was declared their primary key may hold duplicates
+        that racing writers left: repaired (one scan of the chunk_id column), then the key
+        declared, once per table, not once per process. A table with the key (every table
+        created since) is left as it is: the check reads its schema only."""
+        if _has_primary_key(table):
+            return
+        self._remove_duplicates(table)
+
+        def declare() -> None:
+            if _has_primary_key(table):  # declared by another process meanwhile
+                return
+            try:
+                # A folder or object store's table (`lancedb.connect`) is a LanceTable.
+                cast(LanceTable, table).set_unenforced_primary_key(PRIMARY_KEY)
+            except ValueError as error:
+                if "already set" not in str(error):
+                    raise
+
+        try:
+            with self._writing(table.name):
+                _with_commit_retries(declare, "declaring the primary key")
+        except (OSError, RuntimeError, ValueError) as error:
+            # Writes stay safe without it: locked, or followed by the check of their ids.
+            log.warning("%s: primary key not declared: %s", table.name, error)
+            return
+        log.info("%s: %s declared the primary key", table.name, PRIMARY_KEY)
 
     def _drop_collection(self, table: Table) -> None:
         """Tables written before a paper could belong to several collections carried each
@@ -198,12 +281,14 @@ class ChunkStore:
             return 0
         return self._remove_duplicates(self._db.open_table(name))
 
-    def _remove_duplicates(self, table: Table) -> int:
-        # Looked for without the lock (a scan of one column), which is taken only to delete.
-        if not _duplicate_row_ids(table):
+    def _remove_duplicates(self, table: Table, chunk_ids: list[str] | None = None) -> int:
+        """Delete all but the last written row of each chunk_id of `chunk_ids` (None: of the
+        whole table, a scan of its chunk_id column); the number of rows deleted."""
+        # Looked for without the lock, which is taken only to delete.
+        if not self._duplicate_row_ids(table, chunk_ids):
             return 0
         with self._writing(table.name):
-            duplicates = _duplicate_row_ids(table)
+            duplicates = self._duplicate_row_ids(table, chunk_ids)
             if duplicates:
                 _with_commit_retries(
                     lambda: table.delete(f"_rowid IN ({', '.join(map(str, duplicates))})"),
@@ -216,16 +301,51 @@ class ChunkStore:
                 )
         return len(duplicates)
 
+    def _duplicate_row_ids(self, table: Table, chunk_ids: list[str] | None) -> list[int]:
+        """The row ids of every row but the last written (the highest row id) of each chunk_id
+        of `chunk_ids` (None: of the table), read by `chunk_id IN (...)` filters."""
+        if chunk_ids is None:
+            rows = table.search().with_row_id(True).select(["chunk_id"]).limit(None).to_arrow()
+        else:
+            unique = sorted(set(chunk_ids))
+            rows = (
+                pa.concat_tables(
+                    _select(
+                        table,
+                        _in("chunk_id", unique[start : start + IDS_PER_READ]),
+                        ["chunk_id"],
+                        row_ids=True,
+                    )
+                    for start in range(0, len(unique), IDS_PER_READ)
+                )
+                if unique
+                else _NO_ROWS
+            )
+        self.rows_read_for_duplicates += rows.num_rows
+        return _duplicates_of(rows)
+
     @contextmanager
     def _writing(self, name: str) -> Iterator[None]:
         """Hold the table's write lock: an exclusive `flock` on a file beside the table, which
         the system releases when its process dies. Not re-entrant (a second lock file
         description of the same process would wait for the first): take it once per write."""
-        if not isinstance(self.db_dir, Path):
-            # Object storage has no lock: `_embed_batch_once` repairs after writing instead.
+        if not self.lock_writes:
+            # No lock (object storage): `_embed_batch_once` checks the batch's ids instead.
             yield
             return
+        assert isinstance(self.db_dir, Path)
         with exclusive_lock(self.db_dir / f"{name}.lock"):
+            yield
+
+    @contextmanager
+    def _indexing(self, name: str) -> Iterator[None]:
+        """Hold the table's index lock (in a locked store): one process builds the vector
+        index at a time, and one that waited re-checks the policy, finding it built."""
+        if not self.lock_writes:
+            yield
+            return
+        assert isinstance(self.db_dir, Path)
+        with exclusive_lock(self.db_dir / f"{name}.index.lock"):
             yield
 
     def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
@@ -250,7 +370,8 @@ class ChunkStore:
     ) -> list[EmbeddingResult]:
         """`embed_paper` for many papers at once: one `encode` call and one commit per batch of
         papers (a 5,000-document corpus in a dozen commits, not 5,000), the vector index brought
-        up to date once at the end. A batch that was committed stays stored if a
+        up to date once at the end (in a locked store: in an unlocked one, object storage,
+        the maintenance step keeps it). A batch that was committed stays stored if a
         later one fails, so an interrupted run resumes where it stopped."""
         results: list[EmbeddingResult] = []
         table = None
@@ -263,8 +384,9 @@ class ChunkStore:
             )
             results.extend(outcome[0])
             table = outcome[1] or table
-        if table is not None and self.vector_index_min_rows is not None:
-            _refresh_vector_index(table, self.vector_index_min_rows)
+        if table is not None and self.vector_index_min_rows is not None and self.lock_writes:
+            with self._indexing(table.name):
+                _refresh_vector_index(table, self.vector_index_min_rows)
         return results
 
     def ensure_vector_index(self, embedder_id: str, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
@@ -279,8 +401,54 @@ class ChunkStore:
         table = self.open_table(embedder_id)
         if table is None:
             return False
-        return _with_commit_retries(
-            lambda: _vector_index_step(table, min_rows), "building the vector index"
+        with self._indexing(table.name):
+            return _with_commit_retries(
+                lambda: _vector_index_step(table, min_rows), "building the vector index"
+            )
+
+    def maintain(
+        self,
+        name: str,
+        cleanup_older_than: timedelta,
+        vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS,
+    ) -> Maintenance | None:
+        """Keep the table `name` (one of `table_names`) cheap to read and write (None: there is
+        no such table): the scan for
+        duplicates (`repair`, one a night instead of one per write), the scalar indexes that
+        make a batch's `chunk_id IN (...)` check a lookup, `optimize` (small fragments
+        compacted, new rows added to the indexes, versions older than `cleanup_older_than`
+        and their files removed), then the vector index's policy (`ensure_vector_index`)."""
+        table = self._open(name)
+        if table is None:
+            return None
+        fragments_before = _fragments(table)
+        versions_before = len(table.list_versions())
+        duplicates = self._remove_duplicates(table)
+        indexed = {tuple(index.columns) for index in table.list_indices()}
+        for column, config in SCALAR_INDEXES.items():
+            if (column,) not in indexed:
+                _with_commit_retries(
+                    partial(table.create_index, column, config=config, replace=True),
+                    f"indexing {column}",
+                )
+        _with_commit_retries(
+            partial(table.optimize, cleanup_older_than=cleanup_older_than),
+            "optimizing the table",
+        )
+        with self._indexing(name):
+            built = _with_commit_retries(
+                lambda: _vector_index_step(table, vector_index_min_rows),
+                "building the vector index",
+            )
+        return Maintenance(
+            table=table.name,
+            rows=table.count_rows(),
+            fragments_before=fragments_before,
+            fragments_after=_fragments(table),
+            versions_before=versions_before,
+            versions_after=len(table.list_versions()),
+            duplicates_removed=duplicates,
+            vector_index_built=built,
         )
 
     def dense_search(
@@ -391,10 +559,13 @@ class ChunkStore:
         # it): another writer's rows for these chunks are then seen, and updated, not doubled.
         with self._writing(name):
             if table is None:  # created by this writer, or by another while it encoded
+                # The schema declares the primary key: a table is never without it.
                 table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
             self._replace_papers(table, papers, rows, results)
-        if not isinstance(self.db_dir, Path):
-            self._remove_duplicates(table)
+        if not self.lock_writes and all_chunks:
+            # No lock: a writer without the key (an earlier version) may have inserted these
+            # chunks too. Only the batch's own rows are read.
+            self._remove_duplicates(table, [chunk.chunk_id for chunk in all_chunks])
         return results, table
 
     def _replace_papers(
@@ -440,9 +611,19 @@ class ChunkStore:
             table.delete(stale_filter)
 
 
-def _duplicate_row_ids(table: Table) -> list[int]:
-    """The row ids of every row but the last written (the highest row id) of each chunk_id."""
-    rows = table.search().with_row_id(True).select(["chunk_id"]).limit(None).to_arrow()
+def _has_primary_key(table: Table) -> bool:
+    metadata = table.schema.field(PRIMARY_KEY).metadata or {}
+    return any(key.decode() in _PRIMARY_KEY_METADATA for key in metadata)
+
+
+def _fragments(table: Table) -> int:
+    stats: Any = table.stats()  # a dict, though typed as a class
+    return int(stats["fragment_stats"]["num_fragments"])
+
+
+def _duplicates_of(rows: pa.Table) -> list[int]:
+    """Of `rows` (chunk_id, _rowid), the row ids of every row but the last written (the highest
+    row id) of each chunk_id."""
     if pc.count_distinct(rows.column("chunk_id")).as_py() == rows.num_rows:
         return []
     chunk_ids = rows.column("chunk_id").to_pylist()
@@ -493,8 +674,15 @@ def _rows(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _select(table: Table, where: str, columns: list[str]) -> pa.Table:
-    return table.search().where(where).select(columns).limit(None).to_arrow()
+def _select(table: Table, where: str, columns: list[str], row_ids: bool = False) -> pa.Table:
+    return table.search().where(where).with_row_id(row_ids).select(columns).limit(None).to_arrow()
+
+
+def _in(column: str, values: list[str]) -> str:
+    return f"{column} IN ({', '.join(map(_sql, values))})"
+
+
+_NO_ROWS = pa.table({"chunk_id": pa.array([], pa.string()), "_rowid": pa.array([], pa.uint64())})
 
 
 def _refresh_vector_index(table: Table, min_rows: int) -> None:
@@ -523,6 +711,7 @@ def _vector_index_step(table: Table, min_rows: int) -> bool:
         return False
     rows = table.count_rows()
     graphs = max(1, round(rows / HNSW_ROWS_PER_GRAPH))
+    log.info("building the vector index of %s over %d rows", table.name, rows)
     started = time.perf_counter()
     table.create_index(
         "vector",

@@ -16,7 +16,13 @@ kept, not how they are named.
 
 from __future__ import annotations
 
-from litpipe.schemas.digest import Digest, DigestCollection, DigestPaper, PaperArrival
+from litpipe.schemas.digest import (
+    Digest,
+    DigestCollection,
+    DigestPaper,
+    NightlyBudgetSpent,
+    PaperArrival,
+)
 from litpipe.schemas.evidence import (
     Answer,
     AnswerMode,
@@ -123,6 +129,7 @@ __all__ = [
     "JudgeVerdict",
     "LLMUsage",
     "LeftOutPaper",
+    "NightlyBudgetSpent",
     "OptionalStep",
     "OutputGrades",
     "PaperAbstract",

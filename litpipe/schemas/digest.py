@@ -58,6 +58,14 @@ class DigestCollection(BaseModel):
     )
 
 
+class NightlyBudgetSpent(BaseModel):
+    """The day's model budget across runs (`llm.nightly_budget_usd`), spent."""
+
+    budget_usd: float
+    spent_at: str = Field(description="When a call was first refused, UTC, ISO 8601.")
+    calls_not_made: int = Field(description="Requests refused since, by every run.")
+
+
 class Digest(BaseModel):
     day: str = Field(description="The UTC day, YYYY-MM-DD.")
     engine: str = Field(description="What wrote the insights and relationships.")
@@ -70,3 +78,8 @@ class Digest(BaseModel):
     collections: list[DigestCollection]
     titles: dict[str, str] = Field(description="Every paper the digest names, by id.")
     passages: list[RetrievedChunk] = Field(description="Every passage its insights cite.")
+    model_budget: NightlyBudgetSpent | None = Field(
+        default=None,
+        description="The day's model budget across runs, where it was spent (None: it was not, "
+        "or there is none).",
+    )

@@ -26,7 +26,7 @@ from litpipe.settings.ingest import (
     EmbedderBackend,
     IngestSettings,
 )
-from litpipe.settings.llm import LLMSettings
+from litpipe.settings.llm import LLMSettings, RateLimit
 from litpipe.settings.model import Settings
 from litpipe.settings.operations import OperationsSettings
 from litpipe.settings.query_summary import QuerySummarySettings
@@ -67,6 +67,7 @@ __all__ = [
     "LLMSettings",
     "OperationsSettings",
     "QuerySummarySettings",
+    "RateLimit",
     "RelatedWorkSettings",
     "RerankerName",
     "RetrievalSettings",

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from litpipe.settings.base import FlatSettingWarning, SettingsGroup
 from litpipe.settings.routes import (
@@ -18,6 +18,21 @@ from litpipe.settings.routes import (
     Route,
     StructuredOutput,
 )
+
+
+class RateLimit(BaseModel):
+    """One provider's allowance per minute, shared by every process using the same database
+    (`litpipe.llm.shared_limits`); an unset field does not limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        description="Prompt plus reply tokens; a request counts its prompt and max_tokens "
+        "until its reply says what it used.",
+    )
 
 
 class LLMSettings(SettingsGroup):
@@ -86,6 +101,28 @@ class LLMSettings(SettingsGroup):
     cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
     budget_usd: float | None = Field(
         default=None, gt=0, description="Stop a run before its model calls cost more than this."
+    )
+    rate_limits: dict[str, RateLimit] = Field(
+        default_factory=dict,
+        description="Requests and tokens per minute per litellm provider (`openai`, "
+        "`anthropic`, `hosted_vllm`, ...), across every process sharing the instance: e.g. "
+        '{"openai": {"requests_per_minute": 500, "tokens_per_minute": 200000}}. A call waits '
+        "while its provider's minute is spent. Counted in the instance's PostgreSQL, else in "
+        "HOME/model_limits.sqlite (one machine). Unset: no limit, nothing counted.",
+    )
+    nightly_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Stop every run's model calls once the calls of all runs of the day "
+        "(llm.nightly_budget_day_start) cost this much; the nightly digest says when. Counted "
+        "where llm.rate_limits are.",
+    )
+    nightly_budget_day_start: int = Field(
+        default=0,
+        ge=0,
+        le=23,
+        description="The UTC hour at which llm.nightly_budget_usd's day starts (0: midnight UTC; "
+        "e.g. 12 counts a night's runs in one day).",
     )
     agents: dict[str, AgentRoute] = Field(
         default_factory=dict,

@@ -153,6 +153,12 @@ class Settings(BaseSettings):
         return self.home / "artifacts"
 
     @property
+    def model_limits_path(self) -> Path:
+        """Where `llm.rate_limits` and `llm.nightly_budget_usd` are counted when the instance
+        is not on PostgreSQL (SQLite: the processes of one machine)."""
+        return self.home / "model_limits.sqlite"
+
+    @property
     def catalog_path(self) -> Path:
         return self.home / "catalog.sqlite"
 

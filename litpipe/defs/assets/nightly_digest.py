@@ -99,6 +99,7 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 step.asker(),
                 resources.embedder.embedder(),
             )
+            built.model_budget = step.nightly_budget_spent(window.start.date())
         files = digest_report.write_digest(
             Path(resources.artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
         )

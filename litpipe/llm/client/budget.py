@@ -26,10 +26,12 @@ class _Budget:
     Only touched from the model-call loop, so its arithmetic needs no lock.
     """
 
-    def __init__(self, limit: float | None, usage: UsageLedger) -> None:
+    def __init__(self, limit: float | None, usage: UsageLedger, estimate: bool = False) -> None:
         self.limit = limit
         self.usage = usage
         self.pending = 0.0
+        # Whether requests are priced without a budget of the run's (the nightly budget's).
+        self.estimate = estimate
 
     def admit(
         self,
@@ -38,8 +40,10 @@ class _Budget:
         response_format: dict[str, Any] | None,
         facts: _ModelFacts,
     ) -> float:
+        """The most the request may cost (0 where nothing limits it), once the run's budget
+        admits it."""
         if self.limit is None:
-            return 0.0
+            return _estimate_cost(route, messages, response_format, facts) if self.estimate else 0.0
         estimate = _estimate_cost(route, messages, response_format, facts)
         total = self.usage.scope_summary().cost_usd + self.pending + estimate
         if total > self.limit:

@@ -3,7 +3,9 @@
 The first request goes in the route's structured-output mode (in `auto`, a server that refuses
 the format is asked again in the next mode); a reply that does not validate gets one repair
 request quoting the error. Every request is fitted to the model's context window, admitted by
-the budget, and retried with backoff while it fails transiently.
+the budget (the run's, and the day's across runs), and retried with backoff while it fails
+transiently; each try waits for a place in its provider's rate limits, where they are set
+(`litpipe.llm.shared_limits`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from litpipe.llm.errors import (
     TransientLLMError,
     one_line,
 )
+from litpipe.llm.shared_limits import SharedLimits, SharedRequest
 from litpipe.llm.usage import CallRecord
 from litpipe.llm.window import ContextWindow, context_window, messages_tokens, token_counter
 from litpipe.settings import Route, Settings
@@ -66,10 +69,11 @@ MIN_REPLY_TOKENS = 64
 
 class ModelCalls:
     """The requests of one call: `LLMClient`'s, which sets `settings` (the timeout and the
-    retries) and `_budget`."""
+    retries), `_budget` and `_shared` (the limits shared with other processes, or None)."""
 
     settings: Settings
     _budget: _Budget
+    _shared: SharedLimits | None
 
     # Full-jitter exponential backoff between retries, and the longest Retry-After honoured
     # (a provider asking for more is reported, not waited for). Tests shorten them.
@@ -167,20 +171,34 @@ class ModelCalls:
         the model's context window."""
         max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
         estimate = self._budget.admit(route, messages, response_format, facts)
-        cost = 0.0
+        cost, used, shared = 0.0, None, None
         try:
+            if self._shared is not None:
+                shared = await self._shared.request(
+                    route.agent,
+                    route.model,
+                    facts.provider,
+                    estimate,
+                    lambda: _prompt_tokens(route, messages) + max_tokens,
+                )
             response = await self._with_retries(
                 route,
                 self._request(route, messages, response_format, facts, max_tokens),
                 record,
+                shared,
             )
             usage = getattr(response, "usage", None)
-            record.tokens_in += getattr(usage, "prompt_tokens", None) or 0
-            record.tokens_out += getattr(usage, "completion_tokens", None) or 0
+            tokens_in = getattr(usage, "prompt_tokens", None) or 0
+            tokens_out = getattr(usage, "completion_tokens", None) or 0
+            record.tokens_in += tokens_in
+            record.tokens_out += tokens_out
+            used = tokens_in + tokens_out or None
             cost = _call_cost(response, facts)
             record.cost_usd += cost
         finally:
             self._budget.settle(estimate, cost)
+            if shared is not None:
+                await shared.end(cost, used)
         choice = response.choices[0]
         return _Reply(text=choice.message.content or "", finish_reason=choice.finish_reason)
 
@@ -247,11 +265,17 @@ class ModelCalls:
         return request
 
     async def _with_retries(
-        self, route: Route, request: dict[str, Any], record: CallRecord
+        self,
+        route: Route,
+        request: dict[str, Any],
+        record: CallRecord,
+        shared: SharedRequest | None = None,
     ) -> litellm.ModelResponse:
         max_retries = self.settings.llm.max_retries
         retry = 0
         while True:
+            if shared is not None:
+                await shared.send()  # a place in the provider's minute, for every try
             record.requests += 1
             try:
                 return await litellm.acompletion(**request)
@@ -297,6 +321,11 @@ class ModelCalls:
 class _Reply:
     text: str
     finish_reason: str | None
+
+
+def _prompt_tokens(route: Route, messages: Messages) -> int:
+    """The prompt's tokens as litpipe counts them when it fits a request to the window."""
+    return messages_tokens(messages, token_counter(route.model, route.api_base))
 
 
 def _cut_off_at(reply: _Reply, route: Route) -> int | None:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +31,7 @@ from litpipe.llm.client.loop import (
 from litpipe.llm.client.model_facts import _model_facts
 from litpipe.llm.client.structured import Messages, _mode, _schema_instruction, _schema_json
 from litpipe.llm.errors import LLMError, ReplyValidationError, one_line
+from litpipe.llm.shared_limits import SharedLimits, limits_database
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.llm.window import token_counter
 from litpipe.settings import Route, Settings
@@ -47,12 +49,20 @@ class LLMClient(ModelCalls):
     gives its model, API base and sampling. API keys come from the environment only.
     """
 
-    def __init__(self, settings: Settings, usage: UsageLedger) -> None:
+    def __init__(
+        self, settings: Settings, usage: UsageLedger, limits_at: str | Path | None = None
+    ) -> None:
+        """`limits_at`: where `llm.rate_limits` and `llm.nightly_budget_usd` are counted (the
+        instance's PostgreSQL URL; default `settings.model_limits_path`, SQLite). Without either
+        setting, nothing is."""
         self.settings = settings
         self.usage = usage
         self.cache = LLMCache(settings.cache_dir) if settings.llm.cache else None
         self._slots = asyncio.Semaphore(settings.llm.concurrency)
-        self._budget = _Budget(settings.llm.budget_usd, usage)
+        self._shared = shared_limits(settings, limits_at)
+        self._budget = _Budget(
+            settings.llm.budget_usd, usage, estimate=settings.llm.nightly_budget_usd is not None
+        )
 
     def count_tokens(self, route: Route, text: str) -> int:
         """The text's tokens as the route's model reads them."""
@@ -286,6 +296,20 @@ class LLMClient(ModelCalls):
             # The schema's validators changed since: a miss, and the entry is overwritten.
             logger.warning("cached reply %s no longer validates as %s", key, schema.__name__)
             return None
+
+
+def shared_limits(settings: Settings, limits_at: str | Path | None) -> SharedLimits | None:
+    """The limits the client's requests share with every process's, counted at `limits_at`
+    (default: the home's SQLite file); None, and no database opened, without any."""
+    llm = settings.llm
+    if not llm.rate_limits and llm.nightly_budget_usd is None:
+        return None
+    return SharedLimits(
+        limits_database(limits_at if limits_at is not None else settings.model_limits_path),
+        dict(llm.rate_limits),
+        llm.nightly_budget_usd,
+        llm.nightly_budget_day_start,
+    )
 
 
 def _raised_if_unusable(cached: T | ReplyValidationError) -> T:
