@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
+
 # Private to Dagster (1.13.27): `RunRequest.for_asset_graph_subset`, the way a sensor asks for a
 # backfill, takes an asset-graph subset, which no public API builds or exports.
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
