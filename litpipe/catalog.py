@@ -15,6 +15,16 @@ questions, own evidence and answers) is done once, whatever collections hold it;
 collection's retrieval, index and syntheses read the papers the catalog lists for it. A paper
 registered into a second collection is *joined* to it, and nothing of it is built again;
 registered with `move`, it also leaves every other collection.
+
+A paper may be *retracted* (or corrected: the reason says which): it stays in the catalog and
+in its collections, marked (`retractions`), and the collections read their papers without it
+(`papers`), so their retrieval, index and syntheses are rebuilt without it; the synthesis
+names it among the papers it leaves out, with the reason. `litpipe retract` marks it (and
+`--undo` lifts the mark); so does its source, when that says so (`source_retraction`): a
+`retracted` column of an abstract table, a BibTeX entry's `retracted` field. A mark made by the
+command is lifted only by the command; one made by a source is lifted when the source no longer
+says it. Each mark keeps when it was made and lifted, so that what was retracted when can be
+listed (`retraction_history`).
 """
 
 from __future__ import annotations
@@ -25,6 +35,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from litpipe.schemas import PaperArrival, PaperSource, pdf_content_sha256
 
@@ -43,7 +55,7 @@ CREATE TABLE IF NOT EXISTS memberships (
 """
 # The schema's version, in SQLite's `user_version`; `_MIGRATIONS[n]` takes a catalog from
 # version n to n + 1.
-_VERSION = 1
+_VERSION = 2
 
 
 def _stamp(moment: datetime) -> str:
@@ -68,7 +80,53 @@ def _sortable_arrivals(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS papers_registered_at ON papers (registered_at)")
 
 
-_MIGRATIONS = [_sortable_arrivals]
+def _retractions(db: sqlite3.Connection) -> None:
+    """Version 1 -> 2: the retractions, one row a mark (made, and once lifted, `restored_at`);
+    a paper has at most one mark in force."""
+    # Statement by statement: `executescript` would commit the migration's transaction.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS retractions (paper_id TEXT NOT NULL REFERENCES "
+        "papers(paper_id), reason TEXT NOT NULL, marked_by TEXT NOT NULL, "
+        "retracted_at TEXT NOT NULL, restored_at TEXT)"
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS retractions_in_force "
+        "ON retractions (paper_id) WHERE restored_at IS NULL"
+    )
+
+
+_MIGRATIONS = [_sortable_arrivals, _retractions]
+
+# Who marked a paper retracted: the command, or the paper's source (its table or library).
+BY_COMMAND = "command"
+BY_SOURCE = "source"
+# A source's `retracted` value that only says yes; any other text that is not a no is the reason.
+_YES = {"1", "true", "yes", "y", "t", "x", "retracted"}
+_NO = {"", "0", "false", "no", "n", "f", "none", "-"}
+SOURCE_REASON = "marked retracted by its source"
+
+
+def source_retraction(source: PaperSource) -> str | None:
+    """The reason the paper's source marks it retracted (its `retracted` field: an abstract
+    table's column, a BibTeX entry's field), or None when it does not: a value such as `true`,
+    `yes`, `1` marks it (`SOURCE_REASON`), any other text but a no (`false`, `no`, `0`, empty)
+    marks it with that text as the reason."""
+    value = " ".join(source.fields.get("retracted", "").split())
+    if value.casefold() in _NO:
+        return None
+    return SOURCE_REASON if value.casefold() in _YES else value
+
+
+class Retraction(BaseModel):
+    """A paper's retraction mark: why, by whom, when it was made and (once lifted) restored."""
+
+    paper_id: str
+    reason: str
+    marked_by: str
+    retracted_at: datetime
+    restored_at: datetime | None = None
+
+
 # Below SQLite's least limit on a statement's parameters (999 before 3.32).
 _IDS_PER_QUERY = 500
 
@@ -94,6 +152,29 @@ class Registration(StrEnum):
     CHANGED = "changed"
     UNCHANGED = "unchanged"
     JOINED = "joined"  # known, unchanged, and new to this collection: only it is rebuilt
+
+
+def _mark_from_source(db: sqlite3.Connection, source: PaperSource, now: datetime | None) -> None:
+    """The source's retraction mark (`source_retraction`) made, changed or lifted; a mark the
+    command made is the command's to lift."""
+    reason = source_retraction(source)
+    row = db.execute(
+        "SELECT reason, marked_by FROM retractions WHERE paper_id = ? AND restored_at IS NULL",
+        (source.paper_id,),
+    ).fetchone()
+    if row is not None and (row[1] == BY_COMMAND or row[0] == reason):
+        return
+    moment = _stamp(now or datetime.now(UTC))
+    if row is not None:
+        db.execute(
+            "UPDATE retractions SET restored_at = ? WHERE paper_id = ? AND restored_at IS NULL",
+            (moment, source.paper_id),
+        )
+    if reason is not None:
+        db.execute(
+            "INSERT INTO retractions VALUES (?, ?, ?, ?, NULL)",
+            (source.paper_id, reason, BY_SOURCE, moment),
+        )
 
 
 class Catalog:
@@ -179,6 +260,7 @@ class Catalog:
             db.execute(
                 "INSERT OR IGNORE INTO memberships VALUES (?, ?)", (collection, source.paper_id)
             )
+            _mark_from_source(db, source, now)
         return outcome
 
     def collections_of(self, paper_ids: list[str]) -> dict[str, list[str]]:
@@ -218,21 +300,101 @@ class Catalog:
     def source(self, paper_id: str) -> PaperSource:
         return PaperSource.model_validate_json(self._paper_column(paper_id, "source_json"))
 
-    def papers(self, collection: str, arrived_before: datetime | None = None) -> list[str]:
-        """The collection's papers; with `arrived_before`, those that arrived before then."""
+    def papers(
+        self,
+        collection: str,
+        arrived_before: datetime | None = None,
+        retracted: bool = False,
+    ) -> list[str]:
+        """The collection's papers as its assets read them: without those retracted (unless
+        `retracted`); with `arrived_before`, those that arrived before then."""
+        query = (
+            "SELECT m.paper_id FROM memberships m JOIN papers p USING (paper_id) "
+            "WHERE m.collection = ?"
+        )
+        parameters: list[str] = [collection]
+        if arrived_before is not None:
+            query += " AND p.registered_at < ?"
+            parameters.append(_stamp(arrived_before))
+        if not retracted:
+            query += (
+                " AND m.paper_id NOT IN "
+                "(SELECT paper_id FROM retractions WHERE restored_at IS NULL)"
+            )
         with self._connect() as db:
-            if arrived_before is None:
-                rows = db.execute(
-                    "SELECT paper_id FROM memberships WHERE collection = ? ORDER BY paper_id",
-                    (collection,),
-                ).fetchall()
-            else:
-                rows = db.execute(
-                    "SELECT m.paper_id FROM memberships m JOIN papers p USING (paper_id) "
-                    "WHERE m.collection = ? AND p.registered_at < ? ORDER BY m.paper_id",
-                    (collection, _stamp(arrived_before)),
-                ).fetchall()
+            rows = db.execute(query + " ORDER BY m.paper_id", parameters).fetchall()
         return [paper_id for (paper_id,) in rows]
+
+    def retract(
+        self, paper_id: str, reason: str, now: datetime | None = None, by: str = BY_COMMAND
+    ) -> bool:
+        """Marks the paper retracted for `reason` (its mark in force, if any, replaced when the
+        reason differs); False when it was already so marked. A KeyError for a paper the
+        catalog does not hold."""
+        self._paper_column(paper_id, "paper_id")
+        moment = _stamp(now or datetime.now(UTC))
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT reason, marked_by FROM retractions "
+                "WHERE paper_id = ? AND restored_at IS NULL",
+                (paper_id,),
+            ).fetchone()
+            if row is not None and tuple(row) == (reason, by):
+                return False
+            db.execute(
+                "UPDATE retractions SET restored_at = ? WHERE paper_id = ? AND restored_at IS NULL",
+                (moment, paper_id),
+            )
+            db.execute(
+                "INSERT INTO retractions VALUES (?, ?, ?, ?, NULL)", (paper_id, reason, by, moment)
+            )
+        return True
+
+    def restore(self, paper_id: str, now: datetime | None = None) -> Retraction | None:
+        """Lifts the paper's retraction mark; the mark lifted, or None when it had none. A
+        KeyError for a paper the catalog does not hold."""
+        self._paper_column(paper_id, "paper_id")
+        mark = self.retractions([paper_id]).get(paper_id)
+        if mark is None:
+            return None
+        moment = now or datetime.now(UTC)
+        with self._connect() as db:
+            db.execute(
+                "UPDATE retractions SET restored_at = ? WHERE paper_id = ? AND restored_at IS NULL",
+                (_stamp(moment), paper_id),
+            )
+        return mark.model_copy(update={"restored_at": moment})
+
+    def retractions(self, paper_ids: list[str] | None = None) -> dict[str, Retraction]:
+        """The marks in force of the papers (default: of every paper), by paper."""
+        marks = [mark for mark in self.retraction_history() if mark.restored_at is None]
+        wanted = None if paper_ids is None else set(paper_ids)
+        return {m.paper_id: m for m in marks if wanted is None or m.paper_id in wanted}
+
+    def retracted_in(self, collection: str) -> dict[str, Retraction]:
+        """The marks in force of the collection's papers: those its assets leave out."""
+        return self.retractions(self.papers(collection, retracted=True))
+
+    def retraction_history(self, since: datetime | None = None) -> list[Retraction]:
+        """Every mark made (or lifted) since `since` (default: ever), oldest first."""
+        query = "SELECT paper_id, reason, marked_by, retracted_at, restored_at FROM retractions"
+        parameters: list[str] = []
+        if since is not None:
+            query += " WHERE retracted_at >= ? OR restored_at >= ?"
+            parameters = [_stamp(since)] * 2
+        with self._connect() as db:
+            rows = db.execute(query + " ORDER BY retracted_at, rowid", parameters).fetchall()
+        return [
+            Retraction(
+                paper_id=paper_id,
+                reason=reason,
+                marked_by=marked_by,
+                retracted_at=datetime.fromisoformat(made),
+                restored_at=datetime.fromisoformat(lifted) if lifted else None,
+            )
+            for paper_id, reason, marked_by, made, lifted in rows
+        ]
 
     def registered_at(self, paper_id: str) -> datetime:
         """When the paper arrived: its first registration."""

@@ -11,8 +11,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from litpipe.commands import ask, backfill, config, evaluations, related_work, run, status, ui
+from litpipe.commands import ask, backfill, config, diff, evaluations, related_work, run, status, ui
+from litpipe.commands.backfill import add_backfill_flags
 from litpipe.commands.flags import add_common_flags, one_line, settings_from_flags
+from litpipe.commands.retract import add_retract_parser, retract_command
 from litpipe.commands.terminal import other_libraries_to_the_log
 from litpipe.progress import calls_shown_on_stderr
 from litpipe.settings import Settings
@@ -83,11 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument(
         "--batch", type=int, help="papers per run (default: operations.batch_size, 100)"
     )
-    add_common_flags(backfill)
+    add_backfill_flags(backfill)
 
     status = commands.add_parser("status", help="what is materialized, stale or missing")
     add_common_flags(status)
     status.add_argument("--all", action="store_true", help="list every stale or missing paper")
+    add_retract_parser(commands)
+    diff.add_diff_parser(commands)
 
     ui = commands.add_parser("ui", help="serve the Dagster UI on this litpipe home")
     add_common_flags(ui)
@@ -236,6 +240,10 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             except KeyboardInterrupt:  # the second signal, outside a run's step
                 print(f"litpipe {command}: stopped at once on request.", file=sys.stderr)
                 return STOPPED_EXIT
+    if args.command == "retract":
+        return retract_command(settings, args.paper, args.reason, args.undo)
+    if args.command == "diff":
+        return diff.diff_command(settings, args)
     if args.command == "status":
         return status.status_command(settings, show_all=args.all)
     if args.command == "ask":
@@ -281,7 +289,7 @@ def _stoppable(
             settings, source, args.collection, stop_requested, move=args.move, reader=reader
         )
     if args.command == "backfill":
-        return backfill.backfill_command(settings, args.collection, args.batch, stop_requested)
+        return backfill.backfill_from_args(settings, args, stop_requested)
     if args.evaluation in {"litqa", "mais"}:
         asking = (
             evaluations.eval_litqa_command

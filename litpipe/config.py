@@ -14,6 +14,7 @@ import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
@@ -29,7 +30,7 @@ from litpipe.settings import (
 )
 from litpipe.url_credentials import hide_credentials
 
-Source = Literal["default", "preset", "toml", "environment", "flag"]
+Source = Literal["default", "preset", "home", "toml", "environment", "flag"]
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,10 @@ def _closest(key: str, known: Mapping[str, Setting]) -> str:
 
 def origins(settings: Settings, flags: Mapping[str, Any]) -> dict[str, Source]:
     """Where each setting's value came from, by the order `Settings` reads its sources: a flag
-    (or `--set`), the environment, litpipe.toml, the preset, or the default."""
+    (or `--set`), the environment, litpipe.toml, the home's settings.toml (what a gated backfill
+    recorded), the preset, or the default."""
     toml = _nested_names(_toml_values())
+    home = _nested_names(_home_values(settings))
     preset = _nested_names(preset_values(settings.preset)) if settings.preset else {}
     environment = _environment_paths()
     given = _paths_of(flags)
@@ -133,6 +136,8 @@ def origins(settings: Settings, flags: Mapping[str, Any]) -> dict[str, Source]:
             found[path] = "environment"
         elif path in toml:
             found[path] = "toml"
+        elif path in home:
+            found[path] = "home"
         elif path in preset:
             found[path] = "preset"
         else:
@@ -261,3 +266,31 @@ def _toml_values() -> dict[str, Any]:
         return {}
     with path.open("rb") as file:
         return tomllib.load(file)
+
+
+def _home_values(settings: Settings) -> dict[str, Any]:
+    path = settings.home_settings_path
+    if not path.is_file():
+        return {}
+    with path.open("rb") as file:
+        return tomllib.load(file)
+
+
+def record_home_settings(settings: Settings, values: Mapping[str, Mapping[str, str]]) -> Path:
+    """Writes `values` (group to setting to value) into the home's settings.toml, keeping what
+    else it holds; the next `Settings` of this home reads them below the environment and
+    litpipe.toml."""
+    from litpipe.files import write_atomically
+
+    recorded: dict[str, dict[str, Any]] = {
+        group: dict(names) for group, names in _home_values(settings).items()
+    }
+    for group, names in values.items():
+        recorded.setdefault(group, {}).update(names)
+    lines = ["# Settings litpipe recorded for this home (`litpipe backfill --gate`)."]
+    for group, names in recorded.items():
+        lines += ["", f"[{group}]", *(f"{name} = {_toml_value(v)}" for name, v in names.items())]
+    path = settings.home_settings_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return path

@@ -237,6 +237,7 @@ class GraphAsset:
     name: str
     group: str
     partitions: str | None  # the partitions definition's name, for the dynamic ones
+    partitioned: bool = True  # an unpartitioned asset's row shows no partition count
 
 
 def litpipe_assets() -> list[GraphAsset]:
@@ -251,7 +252,9 @@ def litpipe_assets() -> list[GraphAsset]:
         node = graph.get(key)
         partitions = node.partitions_def
         name = partitions.name if isinstance(partitions, dg.DynamicPartitionsDefinition) else None
-        found.append(GraphAsset(key.to_user_string(), str(node.group_name), name))
+        found.append(
+            GraphAsset(key.to_user_string(), str(node.group_name), name, partitions is not None)
+        )
     return found
 
 
@@ -313,13 +316,16 @@ def test_the_catalog_lists_the_assets_with_their_partitions(
     dismiss_welcome(browser, ui)
 
     def counts(driver: WebDriver) -> dict[str, str | None]:
-        """Each asset's partition count as its row shows it ("- partitions" until loaded),
-        None for an asset not listed."""
+        """Each asset's partition count as its row shows it ("- partitions" until loaded; ""
+        for an unpartitioned asset, which shows none), None for an asset not listed."""
         lines = body_lines(driver)
         found: dict[str, str | None] = {}
         for asset in assets:
             if asset.name not in lines:
                 found[asset.name] = None
+                continue
+            if not asset.partitioned:
+                found[asset.name] = ""
                 continue
             # A row reads: name, description, code location, group, partition count.
             row = lines[lines.index(asset.name) + 1 :]

@@ -9,12 +9,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
-from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisReport
+from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisDiff, SynthesisReport
 from litpipe.settings import OFFLINE, Settings
 from litpipe.stopping import STOPPED_EXIT, stop_line
 
@@ -59,6 +60,7 @@ def run_command(
     from litpipe.report.graphs import counted
     from litpipe.retrieval.store import ChunkStore
     from litpipe.runtime.runner import open_instance, register, run_papers
+    from litpipe.workflows import synthesis_history
     from litpipe.workflows.ingest import settings_embedder
 
     started = time.perf_counter()
@@ -103,6 +105,8 @@ def run_command(
         if papers > 1:
             print(f"[{done + 1}-{done + papers}/{total}] building {papers} papers", file=sys.stderr)
 
+    # What this run changes in the synthesis: from the version kept now to the latest.
+    history_since = synthesis_history.now()
     papers_run = run_papers(
         settings,
         instance,
@@ -139,7 +143,10 @@ def run_command(
         evidence_chunks=sum(o.evidence for o in ingested),
         answers=sum(o.answers for o in ingested),
         synthesis=synthesis_report(
-            settings, discovery.collection, papers_run.checks.get(discovery.collection, [])
+            settings,
+            discovery.collection,
+            papers_run.checks.get(discovery.collection, []),
+            history_since,
         ),
         collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
@@ -188,6 +195,8 @@ def run_command(
         )
         for paper in written.left_out:
             print(f"  left out: {paper.paper_id}: {paper.reason}", file=sys.stderr)
+        if written.changes is not None:
+            print(f"  {changes_line(written.changes)}", file=sys.stderr)
     # Also when a blocking check stopped the collection's assets: it says why.
     for check in papers_run.checks.get(discovery.collection, []):
         print(
@@ -242,9 +251,13 @@ def _elsewhere_line(collection: str, elsewhere: dict[str, list[str]], move: bool
 
 
 def synthesis_report(
-    settings: Settings, collection: str, checks: list[CheckReport]
+    settings: Settings,
+    collection: str,
+    checks: list[CheckReport],
+    since: datetime | None = None,
 ) -> SynthesisReport | None:
-    """The collection stages' figures, read from their outputs; None until they exist."""
+    """The collection stages' figures, read from their outputs, with what changed in the
+    synthesis since `since` (from the version kept last before it); None until they exist."""
     from litpipe.defs.resources import artifact_store
     from litpipe.schemas import (
         CollectionOutputs,
@@ -252,6 +265,7 @@ def synthesis_report(
         RelationshipAnalysis,
         Synthesis,
     )
+    from litpipe.workflows.synthesis_history import changes_since
 
     artifacts = artifact_store(settings)
     needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
@@ -277,6 +291,24 @@ def synthesis_report(
         left_out=expert.left_out,
         outputs=outputs.files,
         checks=checks,
+        changes=changes_since(settings.home, collection, since),
+    )
+
+
+def changes_line(diff: SynthesisDiff) -> str:
+    """One line on what a run changed in the synthesis (`litpipe diff` shows it whole)."""
+    if not diff.changed:
+        return "synthesis: nothing changed"
+    if diff.from_version is None:
+        return f"synthesis: its first version is kept (`litpipe diff {diff.collection}` later)"
+    return (
+        f"synthesis changed: {len(diff.papers_added)} papers added, "
+        f"{len(diff.papers_removed)} removed; {len(diff.sentences_added)} sentences added, "
+        f"{len(diff.sentences_removed)} removed, {diff.reworded} reworded; "
+        f"{len(diff.support_changed)} claims whose support changed, "
+        f"{len(diff.contradicted)} newly contradicted; "
+        f"{len(diff.relationships_appeared)} relationships appeared, "
+        f"{len(diff.relationships_gone)} went (`litpipe diff {diff.collection}`)"
     )
 
 

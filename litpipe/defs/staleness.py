@@ -29,6 +29,15 @@ _CODE_VERSION_TAG = "dagster/code_version"
 _DATA_VERSION_TAG = "dagster/data_version"
 _INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"
 _INPUT_EVENT_POINTER_TAG = "dagster/input_event_pointer/"
+# A collection asset's metadata entry: the fingerprint of the papers it read (the catalog's
+# members, without those retracted), which `changed_elsewhere` compares with the papers it would
+# read now. The papers read can only say which of them changed, not that one is gone.
+MEMBERS = "members_fingerprint"
+
+
+def members_fingerprint(paper_ids: list[str]) -> str:
+    """The fingerprint of a set of papers, as `MEMBERS` records it."""
+    return hashlib.sha256("\n".join(sorted(paper_ids)).encode()).hexdigest()[:16]
 
 
 class State(StrEnum):
@@ -79,7 +88,8 @@ def changed_elsewhere(
     """Those of `keys` (same-partitioned assets, built for `partition`) whose input from another
     partitions definition changed since they last read it: one of the partitions `read(parent)`
     says they read of it (a collection's papers, a paper's collection) was materialized after
-    that read with another data version than it had then. `partition_states` compares only
+    that read with another data version than it had then, or they read other partitions than
+    those now (`MEMBERS`: a paper retracted or gone). `partition_states` compares only
     same-partition inputs: an `AllPartitionMapping` input's recorded data version covers every
     partition, the collection's papers and all others. A partition never materialized was not
     read and has nothing new: it changes nothing."""
@@ -96,7 +106,13 @@ def changed_elsewhere(
         if own is None:
             continue  # no such input, or missing: built anyway
         for parent in parents:
-            latest = _latest_records(instance, parent, read(parent))
+            partitions = read(parent)
+            recorded = own.metadata.get(MEMBERS)
+            # Recorded by assets built since it was (older ones say nothing of it).
+            if recorded is not None and str(recorded.value) != members_fingerprint(partitions):
+                changed.add(key)
+                break
+            latest = _latest_records(instance, parent, partitions)
             if any(
                 _input_changed(instance, own, parent, name, record)
                 for name, record in latest.items()

@@ -9,15 +9,16 @@ resources its function reads, its place in the graph, and its work.
   (its backfill policy, as `litpipe run` batches them). Its function hands `each_paper` how one
   paper is built; the step is opened once for the batch (`paper_batch`), and each paper is
   built, written and reported alone (`paper_batches.build_papers`).
-- `Collection` is a collection step's collection: its papers as the catalog lists them, their
-  stored outputs, and the search over their chunks.
+- `Collection` is a collection step's collection: its papers as the catalog lists them (the
+  retracted ones left out, and recorded on the output as `MEMBERS`, so that a change of them
+  makes it stale), their stored outputs, and the search over their chunks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import dagster as dg
@@ -28,6 +29,7 @@ from litpipe.defs import resources as defined
 from litpipe.defs.llm_steps import ModelStep, StepRun
 from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
+from litpipe.defs.staleness import MEMBERS, members_fingerprint
 from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
 from litpipe.settings import Settings
 
@@ -191,17 +193,27 @@ def all_partitions(*assets: str) -> list[dg.AssetDep]:
 @dataclass(frozen=True)
 class Collection:
     """A collection step's collection (its partition) and its papers as the catalog lists them
-    now, read through the step's resources."""
+    now, read through the step's resources: without the retracted ones (`retracted`: each with
+    its mark's reason), which its outputs name only as left out."""
 
     name: str
     members: list[str]
     resources: Resources
+    retracted: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, context: dg.AssetExecutionContext) -> Collection:
+        """The step's collection; its members' fingerprint goes on the step's output
+        (`MEMBERS`): a paper retracted, restored or gone leaves the output stale."""
         resources = Resources(context)
         name = context.partition_key
-        return cls(name, resources.catalog.catalog().papers(name), resources)
+        catalog = resources.catalog.catalog()
+        members = catalog.papers(name)
+        # A step with checks has an output for each: the metadata goes on the asset's own.
+        output = context.assets_def.get_output_name_for_asset_key(context.asset_key)
+        context.add_output_metadata({MEMBERS: members_fingerprint(members)}, output_name=output)
+        retracted = {paper: mark.reason for paper, mark in catalog.retracted_in(name).items()}
+        return cls(name, members, resources, retracted)
 
     def outputs(
         self, asset: str, model: type[Model], papers: Iterable[str] | None = None

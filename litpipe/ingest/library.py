@@ -46,6 +46,8 @@ class LibraryEntry:
     # Why a PDF it names cannot be found other than by a missing file (a path the reader
     # cannot resolve).
     problem: str = ""
+    # Whether the manager marks it retracted: empty when not, else why (or only that it is).
+    retracted: str = ""
 
     def fields(self) -> dict[str, str]:
         """What the entry says of the paper, as `PaperSource.fields` carries it: only what is
@@ -57,6 +59,9 @@ class LibraryEntry:
             "venue": " ".join(self.venue.split()),
             "doi": normalized_doi(self.doi),
             "abstract": self.abstract.strip(),
+            # Read by the catalog at registration (`source_retraction`); absent when empty, so
+            # an entry that is not retracted hashes as before.
+            "retracted": " ".join(self.retracted.split()),
         }
         return {name: value for name, value in known.items() if value}
 

@@ -12,12 +12,14 @@ Each item (not an attachment, a note, an annotation, nor an item in the trash) i
 its first PDF attachment whose file is there, carrying the item's title, authors (its
 creators of type author in their order, or all its creators without one), year (from its
 date), venue, DOI and abstract; without a PDF it enters by its title and abstract. A PDF
-stored without a parent item is a paper of its own, read as any PDF is. The rest follows
-`litpipe.ingest.library`.
+stored without a parent item is a paper of its own, read as any PDF is. An item Zotero marks
+retracted (its `retractedItems` table, filled from Retraction Watch) is marked retracted in
+the catalog, with Zotero's reasons. The rest follows `litpipe.ingest.library`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -77,6 +79,8 @@ class _Item:
     creators: list[tuple[str, str]] = field(default_factory=list)  # (name, creator type)
     pdfs: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Zotero's own mark (its `retractedItems`, from Retraction Watch): the reasons, or "true".
+    retracted: str = ""
 
 
 @dataclass
@@ -206,6 +210,10 @@ def _library(
     ):
         if item_id in items:
             items[item_id].creators.append((_creator_name(first, last, field_mode), creator_type))
+    if _has_table(db, "retractedItems"):
+        for item_id, data in db.execute("SELECT itemID, data FROM retractedItems"):
+            if item_id in items:
+                items[item_id].retracted = _retraction_reasons(data)
     papers = {item_id: item for item_id, item in items.items() if item.type_name not in NOT_PAPERS}
     for item_id, parent_id, link_mode, content_type, path in db.execute(
         "SELECT itemID, parentItemID, linkMode, contentType, path FROM itemAttachments "
@@ -283,6 +291,20 @@ def _collection_items(db: sqlite3.Connection, wanted: str) -> tuple[str, set[int
     return names[found[0]], items
 
 
+def _retraction_reasons(data: str | None) -> str:
+    """The reasons of Zotero's record of a retraction (its JSON `reasons`, or `reason`), as one
+    line; "true" when it gives none."""
+    try:
+        record = json.loads(data or "{}")
+    except json.JSONDecodeError:
+        record = {}
+    reasons = record.get("reasons", record.get("reason")) if isinstance(record, dict) else None
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    listed = [str(reason).strip() for reason in reasons or [] if str(reason).strip()]
+    return f"Retraction Watch, via Zotero: {'; '.join(listed)}" if listed else "true"
+
+
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     return db.execute(query, (name,)).fetchone() is not None
@@ -337,4 +359,5 @@ def _entry(item: _Item) -> LibraryEntry:
         abstract=values.get("abstractNote", ""),
         pdfs=item.pdfs,
         problem="; ".join(item.problems),
+        retracted=item.retracted,
     )

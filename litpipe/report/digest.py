@@ -1,9 +1,10 @@
 """A nightly digest's files: `<day>.md` and `<day>.html` in `LITPIPE_HOME/outputs/digests/`.
 
-Both say the same: the day's new papers, each with its abstract and key insights (or why it has
-none yet), then, per collection, how their insights relate to those of the papers it already
-held, and the references. The page is standalone like the synthesis page (inline CSS, no script,
-every text escaped) and links each `[paper_id:page]` marker to its passage, shown at the end.
+Both say the same: what changed in each collection's synthesis during the day, the day's new
+papers, each with its abstract and key insights (or why it has none yet), then, per collection,
+how their insights relate to those of the papers it already held, and the references. The page
+is standalone like the synthesis page (inline CSS, no script, every text escaped) and links each
+`[paper_id:page]` marker to its passage, shown at the end.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from litpipe.report.page import (
     reference_lines,
     standalone_page,
 )
+from litpipe.report.synthesis_diff import digest_lines
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
     Digest,
@@ -174,6 +176,34 @@ def _new_ids(digest: Digest) -> set[str]:
     return {i.insight_id for p in digest.papers for i in p.insights}
 
 
+def changes_markdown(digest: Digest) -> list[str]:
+    """The digest's opening: what changed in each collection's synthesis during the day."""
+    if not digest.changes:
+        return []
+    arrived = Counter(c for paper in digest.papers for c in paper.collections)
+    lines = ["## What changed", ""]
+    for diff in digest.changes:
+        lines += digest_lines(diff, arrived[diff.collection])
+    return lines
+
+
+def _changes_html(digest: Digest) -> str:
+    """`changes_markdown`'s lines as HTML: its headings, list items and paragraphs, escaped."""
+    parts = []
+    for line in changes_markdown(digest)[2:]:
+        if not line.strip():
+            continue
+        if line.startswith("### "):
+            parts.append(f"<h3>{html.escape(line[4:])}</h3>")
+        elif line.startswith("  - "):
+            parts.append(f'<p class="meta" style="margin-left:2rem">{html.escape(line[4:])}</p>')
+        elif line.startswith("- "):
+            parts.append(f'<p style="margin-left:1rem">• {html.escape(line[2:])}</p>')
+        else:
+            parts.append(f"<p>{html.escape(line)}</p>")
+    return "\n".join(parts)
+
+
 def digest_markdown(digest: Digest) -> str:
     """The digest as a Markdown file (`digest_markdown_pages`' first)."""
     return digest_markdown_pages(digest)[f"{digest.day}.md"]
@@ -185,12 +215,13 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
     heading = f"# Nightly digest: {digest.day}"
     main = f"{digest.day}.md"
     if not digest.papers:
-        lines = [heading, "", *_budget_lines(digest), nothing_new(digest.day), ""]
-        return {main: safe_markdown("\n".join(lines))}
+        lines = [heading, "", *changes_markdown(digest), *_budget_lines(digest)]
+        return {main: safe_markdown("\n".join([*lines, nothing_new(digest.day), ""]))}
     lines = [
         heading,
         "",
         *notices.markdown_lines(notices.digest_notice(digest)),
+        *changes_markdown(digest),
         _summary(digest),
         "",
         *_budget_lines(digest),
@@ -307,8 +338,12 @@ def digest_pages(digest: Digest) -> dict[str, str]:
     main = f"{digest.day}.html"
     pool = {c.chunk_id: c for c in digest.passages}
     links = CitationLinks(pool, digest.titles)
+    changed = [("changes", "What changed", _changes_html(digest))] if digest.changes else []
     if not digest.papers:
-        sections = [("new", "New papers", f"<p>{html.escape(nothing_new(digest.day))}</p>")]
+        sections = [
+            *changed,
+            ("new", "New papers", f"<p>{html.escape(nothing_new(digest.day))}</p>"),
+        ]
         meta = html.escape(nothing_new(digest.day))
         pages: dict[str, str] = {}
     else:
@@ -331,7 +366,7 @@ def digest_pages(digest: Digest) -> dict[str, str]:
 
         titles = {paper.paper_id: paper.title for paper in digest.papers}
         new_papers, pages = paper_pages(list(papers), titles, digest.day, articles)
-        sections = [("new", "New papers", new_papers)]
+        sections = [*changed, ("new", "New papers", new_papers)]
         for index, collection in enumerate(digest.collections, start=1):
             related, relationship_pages = _relationships_html(collection, digest, links)
             sections.append(

@@ -200,13 +200,15 @@ def run_papers(
     stop_requested: Callable[[], bool] = lambda: False,
     left_collections: Iterable[str] = (),
     on_batch: Callable[[int, int, int], None] = lambda done, papers, total: None,
+    rebuild_collections: Iterable[str] = (),
 ) -> PapersRun:
     """Materializes what is new, changed or stale, phase by phase: the papers' assets in
     batches of `operations.batch_size` papers (`build_batch`; `on_batch` hears of each before it
     starts, `on_progress` of each paper once its batch is built), then their collections'
     assets one run per collection, and so on. The
     collections that papers were moved out of (`left_collections`) have their assets rebuilt
-    too, when they still hold a paper. It starts no
+    too, when they still hold a paper; so are `rebuild_collections` (whose papers changed
+    without a paper of theirs being built again: one retracted or restored). It starts no
     further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
     in-process execution takes the signal there): that paper is `interrupted`, not failed, and
     the papers not reached are returned as `not_built`."""
@@ -225,9 +227,10 @@ def run_papers(
             papers_of.setdefault(collection, []).append(paper_id)
     left = [
         collection
-        for collection in dict.fromkeys(left_collections)
+        for collection in dict.fromkeys([*left_collections, *rebuild_collections])
         if collection not in papers_of and catalog.papers(collection)
     ]
+    shrank = {*left, *rebuild_collections}
 
     outcomes: dict[str, PaperOutcome] = {}
     collection_failure = None
@@ -242,7 +245,7 @@ def run_papers(
             for collection in [*papers_of, *left]:
                 with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
                     failure = _build_collection(
-                        defs, instance, catalog, collection, phase.keys, scope, collection in left
+                        defs, instance, catalog, collection, phase.keys, scope, collection in shrank
                     )
                 if failure:
                     failures.append(f"{collection}: {failure}")

@@ -16,6 +16,13 @@ kept, not how they are named.
 
 from __future__ import annotations
 
+from litpipe.schemas.changes import (
+    ClaimEnd,
+    DiffSentence,
+    RelationshipChange,
+    SupportChange,
+    SynthesisDiff,
+)
 from litpipe.schemas.digest import (
     Digest,
     DigestCollection,
@@ -46,6 +53,7 @@ from litpipe.schemas.grades import (
     SentenceVerdict,
     Verdict,
 )
+from litpipe.schemas.history import HistoryEntry
 from litpipe.schemas.papers import (
     Chunk,
     EmbeddingResult,
@@ -111,18 +119,21 @@ __all__ = [
     "CheckReport",
     "Chunk",
     "Citation",
+    "ClaimEnd",
     "CollectionOutputs",
     "ConvergenceReport",
     "CorpusIndex",
     "CrossPaperQuestions",
     "DebateVerdict",
     "DiagnosticQuestion",
+    "DiffSentence",
     "Digest",
     "DigestCollection",
     "DigestPaper",
     "EmbeddingResult",
     "FailedPaper",
     "FollowUp",
+    "HistoryEntry",
     "IngestError",
     "Insight",
     "IterationAccuracy",
@@ -154,6 +165,7 @@ __all__ = [
     "RelatedWorkRequest",
     "Relationship",
     "RelationshipAnalysis",
+    "RelationshipChange",
     "RelationshipType",
     "RetrievedChunk",
     "RetrievedReference",
@@ -167,7 +179,9 @@ __all__ = [
     "StoredChunk",
     "SummaryIteration",
     "SummaryRoute",
+    "SupportChange",
     "Synthesis",
+    "SynthesisDiff",
     "SynthesisPattern",
     "SynthesisReport",
     "Verdict",

@@ -1,13 +1,15 @@
 """The nightly digest.
 
-One digest per UTC day: the papers the catalog first registered that day, each in brief, and
-how their insights relate to those of the papers their collections held before that day.
+One digest per UTC day: what changed in each collection's synthesis that day, the papers the
+catalog first registered that day, each in brief, and how their insights relate to those of
+the papers their collections held before that day.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from litpipe.schemas.changes import SynthesisDiff
 from litpipe.schemas.evidence import RetrievedChunk
 from litpipe.schemas.papers import PaperSource
 from litpipe.schemas.relationships import Insight, Relationship
@@ -78,6 +80,13 @@ class Digest(BaseModel):
     collections: list[DigestCollection]
     titles: dict[str, str] = Field(description="Every paper the digest names, by id.")
     passages: list[RetrievedChunk] = Field(description="Every passage its insights cite.")
+    changes: list[SynthesisDiff] = Field(
+        default_factory=list,
+        description="What changed in each collection's synthesis during the day: from the "
+        "version kept when the day began (the previous digest's end) to the one kept when it "
+        "ended; the collections with new papers or a change. Empty in a digest made without "
+        "the history.",
+    )
     model_budget: NightlyBudgetSpent | None = Field(
         default=None,
         description="The day's model budget across runs, where it was spent (None: it was not, "

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from litpipe.schemas.changes import SynthesisDiff
 from litpipe.schemas.papers import FailedPaper
 
 
@@ -87,6 +88,11 @@ class SynthesisReport(BaseModel):
     outputs: dict[str, str] = Field(description="The files written, by name.")
     checks: list[CheckReport] = Field(
         default_factory=list, description="The syntheses' checks, as last evaluated."
+    )
+    changes: SynthesisDiff | None = Field(
+        default=None,
+        description="What this run changed in the synthesis: from the version kept when it "
+        "started to the latest (`litpipe diff`).",
     )
 
 

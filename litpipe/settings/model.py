@@ -25,11 +25,14 @@ from litpipe.settings.related_work import RelatedWorkSettings
 from litpipe.settings.retrieval import RetrievalSettings
 from litpipe.settings.routes import DEFAULT_REPLY_TOKENS, Route
 from litpipe.settings.sources import (
+    DEFAULT_HOME,
     ENV_PREFIX,
     _FlatEnvironment,
     _FlatNamesIn,
+    _HomeSettings,
     _Preset,
     config_file,
+    home_settings_path,
     preset_names,
 )
 from litpipe.settings.synthesis import SynthesisSettings
@@ -42,7 +45,7 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(
-        default=Path(".litpipe"),
+        default=DEFAULT_HOME,
         description="Where litpipe keeps its state: dagster/, lancedb/, artifacts/, outputs/.",
     )
     corpus_roots: list[Path] | None = Field(
@@ -108,6 +111,7 @@ class Settings(BaseSettings):
                 TomlConfigSettingsSource(settings_cls, toml_file=toml),
                 lambda flat, group, name: f"set {name} under [{group}] in {toml}, not {flat}",
             ),
+            _HomeSettings(settings_cls),
             _Preset(settings_cls),
         )
 
@@ -167,6 +171,11 @@ class Settings(BaseSettings):
         """A request's inputs (`requests/<asset>/<key>.json`): what a request-partitioned
         asset reads of the partition it materializes."""
         return self.home / "requests"
+
+    @property
+    def home_settings_path(self) -> Path:
+        """The settings litpipe recorded for this home (`sources.home_settings_path`)."""
+        return home_settings_path(self.home)
 
     @property
     def outputs_root(self) -> Path:

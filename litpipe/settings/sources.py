@@ -1,6 +1,7 @@
 """Where the settings' values come from, below the arguments given in code: the `LITPIPE_*`
-environment, litpipe.toml (or `LITPIPE_CONFIG`'s file) and the named preset; each source's
-flat names moved to their groups, with a warning each."""
+environment, litpipe.toml (or `LITPIPE_CONFIG`'s file), the home's recorded settings
+(HOME/settings.toml) and the named preset; each source's flat names moved to their groups, with
+a warning each."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ ENV_PREFIX = "LITPIPE_"
 
 def config_file() -> Path:
     return Path(os.environ.get("LITPIPE_CONFIG", "litpipe.toml"))
+
+
+# What litpipe records as one home's own defaults: the embedder a gated backfill switched it to
+# (`litpipe backfill --gate`), as `[ingest]` embedder and embedder_backend.
+HOME_SETTINGS = "settings.toml"
+DEFAULT_HOME = Path(".litpipe")
+
+
+def home_settings_path(home: Path) -> Path:
+    """HOME/settings.toml: the settings litpipe recorded for the home."""
+    return home / HOME_SETTINGS
 
 
 def presets_dir() -> Path:
@@ -107,6 +119,22 @@ class _FlatEnvironment(PydanticBaseSettingsSource):
                 f"set {ENV_PREFIX}{group.upper()}__{name.upper()}, not {ENV_PREFIX}{flat.upper()}"
             ),
         )
+
+
+class _HomeSettings(PydanticBaseSettingsSource):
+    """HOME/settings.toml, the home's recorded defaults (HOME from the sources above it), below
+    the environment and litpipe.toml, above the preset."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, "", False
+
+    def __call__(self) -> dict[str, Any]:
+        home = Path(self.current_state.get("home") or DEFAULT_HOME).expanduser().resolve()
+        path = home_settings_path(home)
+        if not path.is_file():
+            return {}
+        with path.open("rb") as toml:
+            return tomllib.load(toml)
 
 
 class _Preset(PydanticBaseSettingsSource):

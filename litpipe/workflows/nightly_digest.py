@@ -1,5 +1,6 @@
-"""The nightly digest: the papers that arrived on a day, each in brief, and how their insights
-relate to those of the papers their collections held before that day.
+"""The nightly digest: what changed in each collection's synthesis during a day (its kept
+versions, `synthesis_history`), the papers that arrived on the day, each in brief, and how
+their insights relate to those of the papers their collections held before that day.
 
 Runs without Dagster (`build_digest(day, arrivals, before, sources, settings, asker)`);
 the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -39,9 +40,11 @@ from litpipe.schemas import (
     PaperArrival,
     RelationshipAnalysis,
     RetrievedChunk,
+    SynthesisDiff,
 )
 from litpipe.settings import Settings
 from litpipe.text import strip_markers
+from litpipe.workflows import synthesis_history
 from litpipe.workflows.relationship_analysis import relate_insights
 
 if TYPE_CHECKING:
@@ -97,12 +100,15 @@ def build_digest(
     settings: Settings,
     asker: Asker,
     encoder: TextEncoder | None = None,
+    history: Path | None = None,
 ) -> Digest:
     """The digest of `day`: `arrivals` are the papers that arrived that day, `before` each of
     their collections' papers that arrived earlier (papers that arrived later are in neither,
     so a day's digest built again later says the same). With an `encoder` (the collection's
     embedder) the relationships agent weighs only nearest neighbours (`relate`), so a day of
-    thousands of papers is not related pair by pair."""
+    thousands of papers is not related pair by pair. With the `history` of a home
+    (`synthesis_history`), it opens with what changed in each collection's synthesis during
+    the day (`day_changes`)."""
     new_ids = [arrival.paper_id for arrival in arrivals]
     abstracts = sources.abstracts(new_ids)
     answers = sources.answers(new_ids)
@@ -149,7 +155,25 @@ def build_digest(
         collections=collections,
         titles=titles,
         passages=[pool[chunk_id] for chunk_id in cited if chunk_id in pool],
+        changes=day_changes(history, day, [c.collection for c in collections])
+        if history is not None
+        else [],
     )
+
+
+def day_changes(home: Path, day: date, arrived_in: Sequence[str]) -> list[SynthesisDiff]:
+    """What changed in each collection's synthesis during `day` (UTC): from the version kept
+    when it began, where the previous day's digest ended, to the one kept when it ended (so a
+    day's digest built again later says the same); the collections that changed, and those
+    that got new papers (`arrived_in`) whether or not they changed."""
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    end = start + timedelta(days=1)
+    found = []
+    for collection in dict.fromkeys([*arrived_in, *synthesis_history.collections(home)]):
+        diff = synthesis_history.changes_in(home, collection, start, end)
+        if diff.changed or collection in arrived_in:
+            found.append(diff)
+    return found
 
 
 def _related(

@@ -18,10 +18,12 @@ from litpipe.report import digest as digest_report
 from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
 from litpipe.report import page as report_page
+from litpipe.report import synthesis_diff as diff_report
 from litpipe.retrieval import neighbours
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
 from litpipe.settings import Settings
 from litpipe.workflows import nightly_digest as digest_workflow
+from litpipe.workflows import synthesis_diff, synthesis_history
 
 
 class ArtifactSources:
@@ -52,6 +54,10 @@ STEP = ModelStep(
         modules=(
             digest_workflow,
             digest_report,
+            # What changed in each collection's synthesis: its history, diff and rendering.
+            synthesis_history,
+            synthesis_diff,
+            diff_report,
             report_page,
             report_markdown,
             notices,
@@ -75,9 +81,11 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
         # For lineage: a day reads the abstracts and answers of its new papers and the insights
         # of their collections' other papers (from the last analysis, else their answers).
         deps=all_partitions("paper_abstract", "paper_answers", "relationship_analysis"),
-        description="The papers that arrived on the day (UTC; first registered in the catalog "
-        "then), each with its abstract and key insights, and how their insights relate to "
-        "those of the papers their collections held before; LITPIPE_HOME/outputs/digests/"
+        description="What changed in each collection's synthesis during the day (its kept "
+        "versions under LITPIPE_HOME/history), the papers that arrived on the day (UTC; first "
+        "registered in the catalog then), each with its abstract and key insights, and how "
+        "their insights relate to those of the papers their collections held before; "
+        "LITPIPE_HOME/outputs/digests/"
         "<day>.md and .html. A day without new papers says so.",
     )
     def nightly_digest(context: dg.AssetExecutionContext) -> dg.Output[Digest]:
@@ -98,6 +106,7 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 step.settings,
                 step.asker(),
                 resources.embedder.embedder(),
+                history=step.settings.home,
             )
             built.model_budget = step.nightly_budget_spent(window.start.date())
         files = digest_report.write_digest(

@@ -27,6 +27,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.workflows import relationship_analysis as workflow
+from litpipe.workflows import synthesis_history
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 from litpipe.workflows.reranking import settings_reranker
 
@@ -110,6 +111,10 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
             )
             for paper in collection.members
             if paper not in answers
+        ] + [
+            # A retracted paper is read by nothing of the collection: named, with the reason.
+            LeftOutPaper(paper_id=paper, reason=retracted_reason(reason))
+            for paper, reason in collection.retracted.items()
         ]
         distribution = analysis.type_distribution
         total = sum(distribution.values())
@@ -119,6 +124,8 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 f"({max(distribution, key=distribution.__getitem__)}): a sign the analysis "
                 "did not tell the papers apart"
             )
+        # Kept by data version under the home: `litpipe diff` and the digest compare them.
+        synthesis_history.record(step.settings.home, analysis)
         yield step.output(
             analysis,
             {
@@ -144,6 +151,11 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         )
 
     return [relationship_analysis]
+
+
+def retracted_reason(reason: str) -> str:
+    """Why a retracted paper is left out, as the synthesis's list of papers left out says."""
+    return f"retracted: {reason}" if reason else "retracted"
 
 
 def why_not_built(

@@ -19,6 +19,7 @@ judge (prompt, model, offline bands) regrades, and a model's text then comes fro
 """
 
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -43,6 +44,7 @@ from litpipe.report import graphs as report_graphs
 from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
 from litpipe.report import page as report_page
+from litpipe.report.synthesis_diff import diff_markdown
 from litpipe.schemas import (
     CollectionOutputs,
     CrossPaperQuestions,
@@ -53,6 +55,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.workflows import plain_summary as plain_workflow
+from litpipe.workflows import synthesis_history
 from litpipe.workflows.synthesis import (
     given_chunks,
     given_passages,
@@ -303,8 +306,11 @@ def _written_and_checked(
         outcomes["completeness"] = grading.completeness(
             written.text, analysis, step.settings.grading.support_threshold, encoder
         )
-    # The expert synthesis' page in the UI shows the pictures of the analysis it is built on.
+    # The expert synthesis' page in the UI shows the pictures of the analysis it is built on,
+    # and what changed since the version kept before it (`synthesis_history`).
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
+    if asset == "synthesis":
+        plots["changes"] = dg.MetadataValue.md(_changes(step.settings.home, written, analysis))
     results = _checked(asset, outcomes, step.settings)
     yield _output(step, written, analysis, titles, {**plots, **results.metadata()})
     yield from results.results
@@ -335,6 +341,19 @@ def _output(
             "paper_titles": markdown_metadata(_titles_table(written.papers, titles)),
             **more,
         },
+    )
+
+
+def _changes(home: Path, written: Synthesis, analysis: RelationshipAnalysis) -> str:
+    """Keeps the synthesis in the collection's history (unless the version kept last is the
+    same: then nothing changed) and says what changed from the version kept before it."""
+    kept = synthesis_history.entries(home, written.collection, "synthesis")
+    previous = synthesis_history.read(kept[-1]) if kept else None
+    recorded = synthesis_history.record(home, written, analysis)
+    current = synthesis_history.read(recorded) if recorded else previous
+    # At most 50 items of a list: a first version's every sentence is "added".
+    return diff_markdown(
+        synthesis_history.diff_between(home, written.collection, previous, current), limit=50
     )
 
 

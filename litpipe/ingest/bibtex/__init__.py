@@ -5,7 +5,8 @@ The entries with a PDF in their `file` field (JabRef's, Zotero's and Mendeley's 
 {Description:path.pdf:application/pdf}`, `{:path.pdf:PDF}` or a bare `{path.pdf}`, several
 separated by `;`; BibDesk's `bdsk-file-N`; a `pdf` or `local-url` field), relative to the
 `.bib`'s folder, are their PDFs; the entries with an `abstract` and no PDF enter by it; the
-others are left aside, counted in a note. The rest follows `litpipe.ingest.library`.
+others are left aside, counted in a note. An entry's `retracted` field (`true`, or the reason)
+marks the paper retracted in the catalog. The rest follows `litpipe.ingest.library`.
 
 The modules, one concern each: `parser` (BibTeX's grammar: the entries and the damaged ones,
 crossrefs resolved), `files` (an entry's file fields as PDFs), `latex` (LaTeX values made
@@ -129,4 +130,7 @@ def _library_entry(entry: BibEntry, folders: list[Path]) -> LibraryEntry:
         abstract=latex_to_text(values.get("abstract", "")),
         pdfs=pdfs,
         problem="; ".join(problems),
+        # An explicit `retracted = {true}` (or the reason: `retracted = {fabricated data}`);
+        # a note or keyword that mentions a retraction is not read as one.
+        retracted=latex_to_text(values.get("retracted", "")),
     )
