@@ -310,7 +310,7 @@ def _written_and_checked(
     # and what changed since the version kept before it (`synthesis_history`).
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
     if asset == "synthesis":
-        plots["changes"] = dg.MetadataValue.md(_changes(step.settings.home, written, analysis))
+        plots["changes"] = markdown_metadata(_changes(step.settings.home, written, analysis))
     results = _checked(asset, outcomes, step.settings)
     yield _output(step, written, analysis, titles, {**plots, **results.metadata()})
     yield from results.results
