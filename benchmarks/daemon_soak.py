@@ -52,12 +52,7 @@ def main() -> int:
     if reason is not None:
         print(f"no PostgreSQL: {reason}", file=sys.stderr)
         return 2
-    for name, value in {
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }.items():
-        os.environ.setdefault(name, value)
+    # Offline (no hub look-up, no price list) as importing litpipe has set for this process.
     with tempfile.TemporaryDirectory(prefix="litpipe-soak-") as folder:
         work = Path(folder)
         model = build_tiny_model(work / "tiny-model")

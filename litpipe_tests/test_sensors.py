@@ -15,19 +15,11 @@ from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.daemon_soak import PAPER_ASSETS
 
 PDFS = PDFS_BY_SIZE
 # Every per-paper stage, source to answers: what a tick's backfill builds of its papers.
-PAPER_STAGES = {
-    "paper_source",
-    "paper_document",
-    "paper_chunks",
-    "chunk_embeddings",
-    "paper_abstract",
-    "paper_questions",
-    "question_evidence",
-    "paper_answers",
-}
+PAPER_STAGES = set(PAPER_ASSETS)
 
 
 @pytest.fixture
