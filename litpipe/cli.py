@@ -21,8 +21,9 @@ from litpipe.settings import Settings
 from litpipe.stopping import STOPPED_EXIT, stop_on_signals
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command and flag (the docs' command reference is generated from it)."""
+def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
+    """Every command and flag (the docs' command reference is generated from it); the
+    registered evaluations of `litpipe eval` only `with_evaluations`."""
     parser = argparse.ArgumentParser(prog="litpipe", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -171,20 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
         "JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
         "folder for litqa_eval.md and .json (default: HOME/outputs/eval)",
     )
-    _add_registered_evaluations(evaluations)
+    if with_evaluations:
+        _add_registered_evaluations(evaluations)
 
-    ask = commands.add_parser(
-        "ask",
-        help="a summary of one ingested paper focused on a query (MAIS), with the loop's trace",
-    )
-    ask.add_argument("--paper", required=True, help="the paper's id, as `litpipe run` prints it")
-    ask.add_argument("query", nargs="*", help="what the summary should focus on")
-    ask.add_argument(
-        "--max-iterations",
-        type=int,
-        help="loop passes at most (default: query_summary.max_iterations)",
-    )
-    add_common_flags(ask)
+    ask.add_ask_parser(commands)
 
     related = commands.add_parser(
         "related-work",
@@ -212,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    # The registered evaluations import the agents and litellm (seconds): only `eval` needs them.
+    args = build_parser(with_evaluations=given[:1] == ["eval"]).parse_args(given)
     if args.command == "init":
         return config.init_command(args.path, args.force)
     try:
@@ -247,7 +240,9 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "status":
         return status.status_command(settings, show_all=args.all)
     if args.command == "ask":
-        return ask.ask_command(settings, args.paper, " ".join(args.query), args.max_iterations)
+        return ask.ask_command(
+            settings, args.paper, " ".join(args.query), args.max_iterations, args.record
+        )
     if args.command == "eval":
         return evaluations.eval_retrieval_command(
             settings,

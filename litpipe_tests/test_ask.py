@@ -19,6 +19,7 @@ from litpipe.catalog import Catalog
 from litpipe.cli import main
 from litpipe.defs.partitions import papers, query_requests
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
+from litpipe.evaluation.embedder_gate import RECORDED_QRELS, load_gate_set
 from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.embedder import Embedder
@@ -172,6 +173,28 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     assert materializations(home, key) == 2
     assert capped.max_iterations == 1 and len(capped.iterations) == 1
     assert "of at most 1 iteration " in capsys.readouterr().out
+
+
+def test_ask_record_keeps_the_pair_once_for_the_gate(
+    home: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded = home / RECORDED_QRELS
+    # A pair needs its question: refused before anything is asked or recorded.
+    assert ask(home, tiny_model, "--paper", PAPER_ID, "--record", " ") == 2
+    assert "the query is empty" in capsys.readouterr().err and not recorded.exists()
+
+    # Asked twice, spaced otherwise the second time (served from the asset): recorded once.
+    assert ask(home, tiny_model, "--paper", PAPER_ID, "--record", QUERY) == 0
+    assert f"Judged pair recorded in {recorded}" in capsys.readouterr().out
+    assert ask(home, tiny_model, "--paper", PAPER_ID, "--record", QUERY.replace(" ", "  ")) == 0
+    assert f"Judged pair already recorded in {recorded}" in capsys.readouterr().out
+    (line,) = recorded.read_text("utf-8").splitlines()
+    pair = json.loads(line)
+    assert (pair["question"], pair["paper"]) == (QUERY, PAPER_ID) and pair["recorded_at"]
+
+    # What `litpipe backfill --gate recorded` scores: one query, with the paper relevant.
+    gate_set = load_gate_set(recorded)
+    assert gate_set.queries == {"q1": QUERY} and gate_set.qrels == {"q1": {PAPER_ID: 1}}
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 
 from litpipe.cli import main
 from litpipe.evaluation.beir import BeirDataset
-from litpipe.evaluation.embedder_gate import GateScore, decide, load_gate_set
+from litpipe.evaluation.embedder_gate import (
+    RECORDED_QRELS,
+    GateError,
+    GateScore,
+    decide,
+    gate_qrels,
+    load_gate_set,
+    record_pair,
+)
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime import backfill as backfilling
+from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe.workflows.ingest import settings_embedder
 from litpipe_tests.variant_models import build_minilm_variant
@@ -68,6 +78,39 @@ def nearest(home: Path, query: str) -> list[str]:
 
 def last_json(out: str) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
+
+
+def observed_gate(home: Path) -> tuple[str | None, dict[str, Any]]:
+    """The latest observation of `corpus_index` (the UI's view of the gate): its partition and
+    metadata values."""
+    instance = open_instance(Settings(home=home))
+    record = instance.fetch_observations(dg.AssetKey("corpus_index"), limit=1).records[0]
+    observation = record.asset_observation
+    assert observation is not None
+    assert observation.description == "embedder gate of `litpipe backfill --gate`"
+    return record.partition_key, {name: value.value for name, value in observation.metadata.items()}
+
+
+def assert_observed(home: Path, gate: dict[str, Any]) -> None:
+    """Both scores and the decision of the printed gate are on the collection's `corpus_index`."""
+    partition, metadata = observed_gate(home)
+    assert partition == COLLECTION
+    assert metadata == {
+        "old_embedder": gate["old"]["embedder"],
+        "new_embedder": gate["new"]["embedder"],
+        "old_ndcg_at_10": gate["old"]["ndcg_at_10"],
+        "new_ndcg_at_10": gate["new"]["ndcg_at_10"],
+        "old_recall_at_10": gate["old"]["recall_at_10"],
+        "new_recall_at_10": gate["new"]["recall_at_10"],
+        "drop": gate["drop"],
+        "margin": gate["margin"],
+        "passed": gate["passed"],
+        "switched": gate["switched"],
+        "decision": gate["decision"],
+        "qrels": gate["qrels"],
+        "queries": gate["queries"],
+        "papers": gate["papers"],
+    }
 
 
 def test_the_gate_switches_the_default_only_when_ndcg_holds_and_the_old_table_serves_until_then(
@@ -131,6 +174,10 @@ def test_the_gate_switches_the_default_only_when_ndcg_holds_and_the_old_table_se
         (home / "outputs" / "backfill" / f"{tiny_id.embedder_id}.json").read_text("utf-8")
     )
     assert report["gate"] == gate and report["table"]["rows_after"] > 0
+    report_file = home / "outputs" / "backfill" / f"{tiny_id.embedder_id}.json"
+    assert f"gate: both scores are in {report_file} and on corpus_index in the UI" in printed
+    # The UI shows the failed gate on the collection's index: both scores and the decision.
+    assert_observed(home, gate)
 
     # 2. The same MiniLM saved as a folder (another embedder id, the same vectors): it scores
     # the same, so the gate passes and the folder becomes the home's default.
@@ -142,6 +189,7 @@ def test_the_gate_switches_the_default_only_when_ndcg_holds_and_the_old_table_se
     assert gate["switched"] is True and gate["drop"] == 0.0
     assert gate["old"]["ndcg_at_10"] == gate["new"]["ndcg_at_10"] == old_score
     assert f"gate: switched: {gate['new']['embedder']} is the home's default" in captured.err
+    assert_observed(home, gate)
     assert Settings(home=home).ingest.embedder == str(variant.resolve())
     assert serving_table(home) == gate["new"]["table"] != f"chunks__{OLD}"
     assert nearest(home, query) == before  # the same vectors find the same chunks
@@ -195,3 +243,37 @@ def test_a_drop_of_exactly_the_margin_still_switches() -> None:
         gate = decide("pairs", dataset, 1, old, new, 0.01, lambda: switched.append("b"))
         assert gate.switched is expected, gate.decision
     assert switched == ["b", "b"]
+
+
+def test_recorded_pairs_are_kept_once_and_read_as_a_gate_set(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert record_pair(home, "What does  Rev1 do?", "bio.rev1") is True
+    # The same question spaced otherwise, of the same paper: kept once.
+    assert record_pair(home, " What does Rev1\tdo? ", "bio.rev1") is False
+    assert record_pair(home, "What does Rev1 do?", "bio.rev3") is True
+    lines = [json.loads(line) for line in (home / RECORDED_QRELS).read_text("utf-8").splitlines()]
+    assert [(line["question"], line["paper"]) for line in lines] == [
+        ("What does Rev1 do?", "bio.rev1"),
+        ("What does Rev1 do?", "bio.rev3"),
+    ]
+    assert all(line["recorded_at"] for line in lines)
+    # `recorded_at` is no matter to the gate: one query, both papers relevant.
+    recorded = load_gate_set(home / RECORDED_QRELS)
+    assert recorded.queries == {"q1": "What does Rev1 do?"}
+    assert recorded.qrels == {"q1": {"bio.rev1": 1, "bio.rev3": 1}}
+
+
+def test_gate_recorded_names_the_homes_pairs_and_is_refused_while_there_are_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    given = tmp_path / "pairs.jsonl"
+    assert gate_qrels(given, home) == given
+    with pytest.raises(GateError, match="no pairs recorded yet: `litpipe ask --record`"):
+        gate_qrels(Path("recorded"), home)
+    assert main(["backfill", "--home", str(home), "--gate", "recorded"]) == 2
+    assert "no pairs recorded yet: `litpipe ask --record` records them" in capsys.readouterr().err
+    record_pair(home, "What does Rev1 do?", "bio.rev1")
+    assert gate_qrels(Path("recorded"), home) == home / RECORDED_QRELS

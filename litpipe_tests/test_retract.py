@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,9 +17,13 @@ from litpipe.catalog import SOURCE_REASON, Catalog
 from litpipe.cli import main
 from litpipe.defs.resources import artifact_store
 from litpipe.ingest.bibtex import discover_bibtex
+from litpipe.report.digest import digest_markdown
 from litpipe.schemas import PaperEvidence, PaperSource, RelationshipAnalysis
 from litpipe.settings import Settings
 from litpipe.text import markers_in
+from litpipe.workflows import synthesis_history
+from litpipe.workflows.synthesis_diff import synthesis_sentences
+from litpipe_tests.test_synthesis_history import digest_on
 
 ICLR_TABLE = (
     Path(__file__).resolve().parents[1]
@@ -83,13 +87,20 @@ def evidence_papers(settings: Settings, paper_id: str) -> set[str]:
 
 
 def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_restores_it(
-    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    tiny_model: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = tmp_path / "home"
     table = demo_table(tmp_path / "demo.csv", 3)
     # Each paper's evidence comes from the others': the retracted paper's chunks are in theirs.
     scope = ("--set", "retrieval.evidence_scope=others")
+    # Built yesterday, retracted today: today's digest says what the retraction changed.
+    today = datetime.combine(datetime.now(UTC).date(), time(), tzinfo=UTC)
+    monkeypatch.setattr(synthesis_history, "now", lambda: today - timedelta(hours=1))
     assert cli(home, tiny_model, "run", str(table), *scope) == 0
+    monkeypatch.undo()
     settings = Settings(home=home)
     catalog = Catalog(settings.catalog_path)
     papers = catalog.papers("demo")
@@ -117,10 +128,12 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     for name in OUTPUTS:
         assert target not in cited(after[name]), name
         assert cited(after[name]) <= set(others), name
+    title = catalog.source(target).fields["title"]
     for name in ("synthesis.md", "plain.md"):
         assert "## Left out" in after[name]
         (named,) = lines_naming(after[name], target)
         assert named.endswith("retracted: data fabricated"), name
+        assert f"**{title}**" in named, name
     (named,) = lines_naming(after["synthesis.html"], target)
     assert "retracted: data fabricated</li>" in named
     report = json.loads(after["report.json"])
@@ -140,6 +153,26 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     # The other papers' evidence was found again without its chunks.
     for paper in others:
         assert target not in evidence_papers(settings, paper), paper
+    # Today's digest lists each sentence that had cited it, and what took its place.
+    first = synthesis_history.read(synthesis_history.entries(home, "demo", "synthesis")[0])
+    assert first.synthesis is not None
+    had = [s.text for s in synthesis_sentences(first.synthesis.text) if target in s.papers]
+    assert had
+    digest = digest_on(settings, today.date(), [])
+    (changes,) = digest.changes
+    (retraction,) = changes.retracted
+    assert (retraction.paper_id, retraction.reason) == (target, "retracted: data fabricated")
+    assert [sentence.before.text for sentence in retraction.sentences] == had
+    for sentence in retraction.sentences:
+        assert (sentence.after is None) == (sentence.how == "removed")
+        assert sentence.after is None or target not in sentence.after.papers
+    opening = digest_markdown(digest).split("## New papers")[0]
+    assert "Retracted, and what replaced the sentences that cited them:" in opening
+    assert f"`{target}` (retracted: data fabricated)" in opening
+    for text in had:
+        assert f'had: "{text}"' in opening
+    replaced = [s.after.text for s in retraction.sentences if s.after is not None]
+    assert all(f'"{text}"' in opening for text in replaced)
 
     # The command again with the same reason has nothing to do.
     assert cli(home, tiny_model, "retract", target, "--reason", "data fabricated", *scope) == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -24,7 +24,7 @@ from litpipe.defs.resources import ArtifactsResource
 from litpipe.report.digest import digest_markdown
 from litpipe.report.synthesis_diff import digest_lines
 from litpipe.runtime.runner import open_instance
-from litpipe.schemas import RunReport, Synthesis
+from litpipe.schemas import Digest, PaperArrival, RunReport, Synthesis
 from litpipe.settings import Settings
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.nightly_digest import build_digest
@@ -103,6 +103,21 @@ def built(
 
 def quotes_both_claims(text: str) -> bool:
     return CLAIM.rstrip(".") in text and OPPOSITE.rstrip(".") in text
+
+
+def digest_on(
+    settings: Settings, day: date, arrivals: list[PaperArrival], asker: Asker | None = None
+) -> Digest:
+    """The digest of `day` with these arrivals, opening with what changed in the home's history."""
+    return build_digest(
+        day,
+        arrivals,
+        {},
+        ArtifactSources(ArtifactsResource.from_settings(settings)),
+        settings,
+        asker or Asker(settings.llm),
+        history=settings.home,
+    )
 
 
 def test_each_version_is_kept_once_and_the_run_reports_what_it_changed(
@@ -187,15 +202,7 @@ def test_the_digest_opens_with_the_contradiction_quoting_both_claims(
     home, _reports, today = built
     settings = Settings(home=home, corpus_roots=[])
     arrivals = Catalog(settings.catalog_path).arrivals(today, today + timedelta(days=1))
-    digest = build_digest(
-        today.date(),
-        arrivals,
-        {},
-        ArtifactSources(ArtifactsResource.from_settings(settings)),
-        settings,
-        Asker(settings.llm),
-        history=home,
-    )
+    digest = digest_on(settings, today.date(), arrivals)
     (changes,) = digest.changes
     assert changes.contradicted
     markdown = digest_markdown(digest)
@@ -204,27 +211,11 @@ def test_the_digest_opens_with_the_contradiction_quoting_both_claims(
     assert quotes_both_claims(opening)
 
     # The day before: the collection was built, nothing of it kept earlier.
-    yesterday = build_digest(
-        (today - timedelta(days=1)).date(),
-        [],
-        {},
-        ArtifactSources(ArtifactsResource.from_settings(settings)),
-        settings,
-        Asker(settings.llm),
-        history=home,
-    )
+    yesterday = digest_on(settings, (today - timedelta(days=1)).date(), [])
     (built_then,) = yesterday.changes
     assert built_then.from_version is None and len(built_then.papers_added) == len(FIRST)
     # Tomorrow: new papers (here: none) but no change says so in one line.
-    tomorrow = build_digest(
-        (today + timedelta(days=1)).date(),
-        arrivals,
-        {},
-        ArtifactSources(ArtifactsResource.from_settings(settings)),
-        settings,
-        Asker(settings.llm),
-        history=home,
-    )
+    tomorrow = digest_on(settings, (today + timedelta(days=1)).date(), arrivals)
     (unchanged,) = tomorrow.changes
     assert not unchanged.changed
     assert "6 new papers, no change in its conclusions." in digest_markdown(tomorrow)

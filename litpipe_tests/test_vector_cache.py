@@ -22,7 +22,7 @@ TEXTS = [
 
 
 def _cached(folder: Path, embedder: FakeEmbedder) -> CachedEncoder:
-    return CachedEncoder(embedder, VectorCache(folder, embedder.embedder_id, embedder.dimension))
+    return CachedEncoder(embedder, VectorCache(folder, embedder.embedder_id))
 
 
 def test_a_text_is_encoded_once_in_a_process_and_by_the_next_one(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_an_unreadable_cache_is_a_miss_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     embedder = FakeEmbedder()
-    cache = VectorCache(tmp_path, embedder.embedder_id, embedder.dimension)
+    cache = VectorCache(tmp_path, embedder.embedder_id)
     cache.path.write_bytes(b"this is not a SQLite database, it was truncated by a crash" * 20)
     with caplog.at_level(logging.WARNING):
         vectors = CachedEncoder(embedder, cache).encode(TEXTS)

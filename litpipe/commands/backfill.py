@@ -47,7 +47,8 @@ def add_backfill_flags(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="QRELS",
         help="score the new embedder's table against the default's on these judged queries (a "
-        "BEIR folder, or a .jsonl/.csv of question,paper pairs) and make it the home's default "
+        "BEIR folder, a .jsonl/.csv of question,paper pairs, or `recorded`: the pairs `litpipe "
+        "ask --record` kept in HOME/qrels.jsonl) and make it the home's default "
         "(HOME/settings.toml) only if its nDCG@10 holds; until then the old table serves",
     )
     parser.add_argument(
@@ -68,6 +69,13 @@ def backfill_from_args(
     """`litpipe backfill` from its parsed command line."""
     gate = None
     if args.gate is not None:
+        from litpipe.evaluation.embedder_gate import GateError, gate_qrels
+
+        try:
+            qrels = gate_qrels(args.gate, settings.home)
+        except GateError as error:
+            print(f"litpipe backfill: {error}", file=sys.stderr)
+            return 2
         flags = settings_from_flags(args)
         ingest = {
             name: value
@@ -78,7 +86,7 @@ def backfill_from_args(
             {"ingest": ingest} if ingest else {}
         )
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
-        gate = Gate(args.gate, args.gate_split, margin, Settings(**home_flags), home_flags)
+        gate = Gate(qrels, args.gate_split, margin, Settings(**home_flags), home_flags)
     elif args.margin is not None:
         print("litpipe backfill: --margin goes with --gate", file=sys.stderr)
         return 2
@@ -174,6 +182,11 @@ def backfill_command(
         return 0
     scored = _score(settings, gate, judged, report)
     print(f"gate: {scored.decision}", file=sys.stderr)
+    print(
+        f"gate: both scores are in {backfilling.report_path(settings, report.embedder)} and on "
+        "corpus_index in the UI (its observations)",
+        file=sys.stderr,
+    )
     print(json.dumps(scored.model_dump(mode="json")))
     return 0 if scored.switched else GATE_KEPT_EXIT
 
@@ -194,12 +207,14 @@ def _score(
     settings: Settings, gate: Gate, judged: BeirDataset, report: BackfillReport
 ) -> EmbedderGate:
     """Both tables scored on the judged queries; the new embedder recorded as the home's default
-    if it passed; the gate added to the backfill's report."""
+    if it passed; the gate added to the backfill's report, and observed on the backfilled
+    collections' `corpus_index` so that the UI shows it beside the index it decides on."""
     from litpipe.config import origins, record_home_settings
     from litpipe.evaluation.embedder_gate import decide, score_table
     from litpipe.files import write_atomically
     from litpipe.retrieval.store import ChunkStore
-    from litpipe.runtime.backfill import report_path
+    from litpipe.runtime.backfill import report_gate, report_path
+    from litpipe.runtime.runner import open_instance
     from litpipe.workflows.ingest import settings_embedder
 
     store = ChunkStore(settings.lancedb_dir)
@@ -237,6 +252,7 @@ def _score(
             report.model_dump(mode="json") | {"gate": result.model_dump(mode="json")}, indent=2
         ),
     )
+    report_gate(open_instance(settings), sorted(report.collections), result)
     return result
 
 

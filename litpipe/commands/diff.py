@@ -90,6 +90,7 @@ def diff_command(settings: Settings, args: argparse.Namespace) -> int:
                 "changed": diff.changed,
                 "papers_added": len(diff.papers_added),
                 "papers_removed": len(diff.papers_removed),
+                "retracted": len(diff.retracted),
                 "sentences_added": len(diff.sentences_added),
                 "sentences_removed": len(diff.sentences_removed),
                 "reworded": diff.reworded,

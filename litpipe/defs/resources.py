@@ -154,9 +154,7 @@ class EmbedderResource(dg.ConfigurableResource):
         process, is looked up after; `known` vectors (chunks' stored ones) are not encoded."""
         embedder = self.embedder()
         cache = (
-            VectorCache(Path(self.vectors_dir), embedder.embedder_id, embedder.dimension)
-            if self.vectors_dir
-            else None
+            VectorCache(Path(self.vectors_dir), embedder.embedder_id) if self.vectors_dir else None
         )
         return CachedEncoder(embedder, cache, known)
 

@@ -5,9 +5,11 @@ become the home's default.
 The set is BEIR's (a folder with queries.jsonl and qrels/<split>.tsv, as `litpipe eval
 retrieval` reads it; its corpus.jsonl is not indexed: the documents are the home's papers) or
 the user's own pairs, a .jsonl or .csv with a `question` and a relevant `paper` on each line (a
-question on several lines has several relevant papers). A judged document is a paper of the home
-by its paper id, or by its table's own id for the row (`external_id`: SciFact's `4983` is the
-paper `scifact.4983` of a table named scifact).
+question on several lines has several relevant papers; other fields are ignored): those of
+`litpipe ask --record` are kept in the home's `qrels.jsonl` (`record_pair`), which `--gate
+recorded` names. A judged document is a paper of the home by its paper id, or by its table's own
+id for the row (`external_id`: SciFact's `4983` is the paper `scifact.4983` of a table named
+scifact).
 
 Each table is scored by dense retrieval alone over the papers the backfill brought up to date,
 a paper ranked by its best chunk, with `litpipe eval retrieval`'s nDCG@10 (`beir._evaluate_method`):
@@ -19,15 +21,22 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from litpipe.evaluation.beir import CHUNK_CANDIDATES, BeirDataset, _evaluate_method, load_beir
+from litpipe.files import exclusive_lock
 
 if TYPE_CHECKING:
     from litpipe.retrieval.store import ChunkStore, TextEncoder
+
+# The (question, paper) pairs `litpipe ask --record` keeps, in the home; `--gate recorded` names
+# them.
+RECORDED_QRELS = "qrels.jsonl"
+RECORDED = "recorded"
 
 
 class GateError(ValueError):
@@ -55,6 +64,44 @@ class EmbedderGate(BaseModel):
     passed: bool
     switched: bool = Field(description="Whether the new embedder is now the home's default.")
     decision: str = Field(description="The decision in one sentence.")
+
+
+def record_pair(home: Path, question: str, paper: str) -> bool:
+    """Appends (question, paper) to the home's recorded pairs, unless it is there already (the
+    same question, spaced otherwise, of the same paper): asking twice judges it once. Returns
+    whether it was added.
+
+    Under the file's lock, and as one write of a whole line, so that concurrent `litpipe ask`
+    processes neither record a pair twice nor interleave their lines."""
+    question = _normalized(question)
+    path = home / RECORDED_QRELS
+    with exclusive_lock(path):
+        with path.open(encoding="utf-8") as lines:
+            recorded = [json.loads(line) for line in lines if line.strip()]
+        if any(
+            _normalized(str(row.get("question") or "")) == question and row.get("paper") == paper
+            for row in recorded
+        ):
+            return False
+        line = {
+            "question": question,
+            "paper": paper,
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+    return True
+
+
+def gate_qrels(given: Path, home: Path) -> Path:
+    """`--gate`'s set: the path given, or for the word `recorded` the home's recorded pairs
+    (a `GateError` while there are none)."""
+    if given != Path(RECORDED):
+        return given
+    path = home / RECORDED_QRELS
+    if not path.is_file():
+        raise GateError(f"no pairs recorded yet: `litpipe ask --record` records them ({path})")
+    return path
 
 
 def load_gate_set(path: Path, split: str = "test") -> BeirDataset:
@@ -85,7 +132,7 @@ def _pairs(path: Path) -> BeirDataset:
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     for number, row in enumerate(rows, 1):
-        question = str(row.get("question") or "").strip()
+        question = _normalized(str(row.get("question") or ""))
         paper = str(row.get("paper") or row.get("paper_id") or "").strip()
         if not question or not paper:
             raise GateError(f"{path}: line {number} needs a question and a paper")
@@ -97,6 +144,11 @@ def _pairs(path: Path) -> BeirDataset:
         queries={query_id: question for question, query_id in queries.items()},
         qrels=qrels,
     )
+
+
+def _normalized(question: str) -> str:
+    """Spacing is not meaning: the same words are the same query (as `litpipe ask` keys them)."""
+    return " ".join(question.split())
 
 
 def on_papers(dataset: BeirDataset, papers: dict[str, list[str]]) -> BeirDataset:

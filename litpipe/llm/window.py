@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
-import litellm
 
 from litpipe.settings import Settings
 from litpipe.url_credentials import hide_credentials, split_basic_auth
@@ -123,6 +122,8 @@ def served_name(model: str) -> str:
 
 def known_to_litellm(model: str) -> bool:
     """Whether litellm's model map has the model (its window, price and tokenizer)."""
+    import litellm  # here, not above: every process imports agents, few call a model
+
     try:
         name, provider, _, _ = litellm.get_llm_provider(model=model)
     except Exception:  # litellm raises several kinds for a name it cannot place
@@ -131,6 +132,8 @@ def known_to_litellm(model: str) -> bool:
 
 
 def _litellm_window(model: str) -> int | None:
+    import litellm
+
     if not known_to_litellm(model):
         return None
     try:
@@ -240,4 +243,6 @@ def _server_tokens(api_base: str, text: str) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _litellm_tokens(model: str, text: str) -> int:
+    import litellm
+
     return int(litellm.token_counter(model=model, text=text))

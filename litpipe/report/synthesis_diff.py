@@ -4,7 +4,7 @@ synthesis asset's page in the UI, in brief for the nightly digest's opening sect
 from __future__ import annotations
 
 from litpipe.report.graphs import counted
-from litpipe.schemas.changes import ClaimEnd, RelationshipChange, SynthesisDiff
+from litpipe.schemas.changes import ClaimEnd, RelationshipChange, RetractionChange, SynthesisDiff
 
 
 def _version(version: str | None, recorded_at: str | None) -> str:
@@ -38,6 +38,35 @@ def contradiction_lines(change: RelationshipChange) -> list[str]:
     ]
 
 
+def retraction_lines(change: RetractionChange) -> list[str]:
+    """A retracted paper, each sentence that had cited it and what took its place."""
+    cited = (
+        f"{counted(len(change.sentences), 'sentence')} cited it"
+        if change.sentences
+        else "no sentence cited it"
+    )
+    lines = [f"- `{change.paper_id}` ({change.reason}): {cited}"]
+    for sentence in change.sentences:
+        lines.append(f'  - had: "{sentence.before.text}"')
+        if sentence.after is None:
+            lines.append("    - removed, nothing in its place")
+        elif sentence.how == "kept":
+            lines.append(f'    - kept, citing the others: "{sentence.after.text}"')
+        else:
+            lines.append(f'    - in its place: "{sentence.after.text}"')
+    return lines
+
+
+def _left_out_lines(diff: SynthesisDiff) -> list[str]:
+    """The papers newly left out and why, those retracted aside (listed with their sentences)."""
+    retracted = {change.paper_id for change in diff.retracted}
+    return [
+        f"- `{paper}`: {reason}"
+        for paper, reason in diff.left_out.items()
+        if paper not in retracted
+    ]
+
+
 def _relationship_line(change: RelationshipChange) -> str:
     return (
         f"- **{change.type}**: {_claim(change.source)} / {_claim(change.target)} "
@@ -63,6 +92,10 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
         lines += [f"{sub} Papers", ""]
         lines += [f"- added: `{paper}`" for paper in diff.papers_added]
         lines += [f"- removed: `{paper}`" for paper in diff.papers_removed]
+        lines.append("")
+    if diff.retracted:
+        lines += [f"{sub} Retracted papers, and what replaced their sentences", ""]
+        lines += [line for change in diff.retracted for line in retraction_lines(change)]
         lines.append("")
     if diff.contradicted:
         lines += [f"{sub} New contradictions of its claims", ""]
@@ -104,10 +137,9 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
             lines.append("")
     if diff.reworded:
         lines += [f"{counted(diff.reworded, 'sentence')} only reworded (kept).", ""]
-    if diff.left_out:
-        lines += [f"{sub} Papers left out", ""]
-        lines += [f"- `{paper}`: {reason}" for paper, reason in diff.left_out.items()]
-        lines.append("")
+    left_out = _left_out_lines(diff)
+    if left_out:
+        lines += [f"{sub} Papers left out", "", *left_out, ""]
     return "\n".join(lines)
 
 
@@ -118,9 +150,10 @@ def _listed(lines: list[str], limit: int | None) -> list[str]:
 
 
 def digest_lines(diff: SynthesisDiff, new_papers: int) -> list[str]:
-    """A collection's part of the digest's opening: new contradictions quoting both claims,
-    claims that gained support, a new theme, papers left out and why; one line when nothing in
-    its conclusions changed."""
+    """A collection's part of the digest's opening: papers retracted with the sentences that
+    cited them and what replaced them, new contradictions quoting both claims, claims that
+    gained support, a new theme, papers left out and why; one line when nothing in its
+    conclusions changed."""
     heading = f"### {diff.collection}"
     if not diff.changed:
         arrived = f"{counted(new_papers, 'new paper')}, " if new_papers else ""
@@ -132,6 +165,10 @@ def digest_lines(diff: SynthesisDiff, new_papers: int) -> list[str]:
         f"{len(diff.sentences_removed)} removed"
     )
     lines = [heading, "", f"{added}{removed}{sentences}.", ""]
+    if diff.retracted:
+        lines += ["Retracted, and what replaced the sentences that cited them:", ""]
+        lines += [line for change in diff.retracted for line in retraction_lines(change)]
+        lines.append("")
     if diff.contradicted:
         lines += ["New contradictions:", ""]
         lines += [line for change in diff.contradicted for line in contradiction_lines(change)]
@@ -143,8 +180,7 @@ def digest_lines(diff: SynthesisDiff, new_papers: int) -> list[str]:
         lines.append("")
     if diff.theme_after and diff.theme_before != diff.theme_after:
         lines += [f"New theme: {diff.theme_after}", ""]
-    if diff.left_out:
-        lines += ["Papers left out:", ""]
-        lines += [f"- `{paper}`: {reason}" for paper, reason in diff.left_out.items()]
-        lines.append("")
+    left_out = _left_out_lines(diff)
+    if left_out:
+        lines += ["Papers left out:", "", *left_out, ""]
     return lines

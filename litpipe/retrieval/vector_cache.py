@@ -8,9 +8,11 @@ was given (a chunk's vector read back from LanceDB), then from what it encoded b
 from the home's `VectorCache`, and encodes only the rest, in one call.
 
 The cache is one SQLite file per embedder (its id names the file, so a model or backend swap
-starts an empty one), in WAL mode: the sensor, the UI's runs and the CLI share it, a killed
-writer loses only its open transaction, and a file that cannot be read is a miss, never an
-error. Deleting `<home>/cache/vectors` is always safe.
+starts an empty one), which records its vectors' length with the first it keeps: a lookup needs
+no model loaded, so a step whose texts were all encoded before (the nightly digest's insights,
+encoded by the night's relationship analysis) never loads one. It is in WAL mode: the sensor,
+the UI's runs and the CLI share it, a killed writer loses only its open transaction, and a file
+that cannot be read is a miss, never an error. Deleting `<home>/cache/vectors` is always safe.
 """
 
 from __future__ import annotations
@@ -43,22 +45,21 @@ def _key(text: str) -> bytes:
 class VectorCache:
     """An embedder's vectors by the SHA-256 of their text, in `<folder>/<embedder table>.sqlite`."""
 
-    def __init__(self, folder: Path, embedder_id: str, dimension: int) -> None:
+    def __init__(self, folder: Path, embedder_id: str) -> None:
         self.path = folder / f"{table_name(embedder_id)}.sqlite"
-        self.dimension = dimension
         self._broken = False
 
     def get(self, texts: list[str]) -> dict[str, NDArray[np.float32]]:
-        """The stored vectors of those of `texts` the cache holds."""
+        """The stored vectors of those of `texts` the cache holds (none before the file records
+        their length: a vector of another length is a damaged one, and a miss)."""
         if not texts or not self.path.exists():
             return {}
         text_of = {_key(text): text for text in texts}
-        keys = list(text_of)
+        dimension, rows = self._read(list(text_of))
         found: dict[str, NDArray[np.float32]] = {}
-        rows = self._read(keys)
         for key, blob in rows:
             vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape == (self.dimension,):
+            if vector.shape == (dimension,):
                 found[text_of[key]] = vector
         return found
 
@@ -70,19 +71,25 @@ class VectorCache:
             (_key(text), np.asarray(vector, dtype=np.float32).tobytes())
             for text, vector in vectors.items()
         ]
+        dimension = len(rows[0][1]) // np.dtype(np.float32).itemsize
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as db:
+                db.execute("INSERT OR IGNORE INTO facts VALUES ('dimension', ?)", (str(dimension),))
                 db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
         except sqlite3.Error as error:
             self._give_up(error)
 
-    def _read(self, keys: list[bytes]) -> list[tuple[bytes, bytes]]:
+    def _read(self, keys: list[bytes]) -> tuple[int | None, list[tuple[bytes, bytes]]]:
+        """The recorded length of the vectors, and the rows of those of `keys` kept."""
         if self._broken:
-            return []
+            return None, []
         rows: list[tuple[bytes, bytes]] = []
         try:
             with self._connect() as db:
+                recorded = db.execute("SELECT value FROM facts WHERE name = 'dimension'").fetchone()
+                if recorded is None:
+                    return None, []
                 for start in range(0, len(keys), _LOOKUP_SLICE):
                     part = keys[start : start + _LOOKUP_SLICE]
                     marks = ", ".join("?" * len(part))
@@ -93,12 +100,15 @@ class VectorCache:
                     )
         except sqlite3.Error as error:
             self._give_up(error)
-        return rows
+            return None, []
+        return int(recorded[0]), rows
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB) STRICT")
+        # A cache kept before its length was recorded is read once a vector is kept again.
+        db.execute("CREATE TABLE IF NOT EXISTS facts (name TEXT PRIMARY KEY, value TEXT) STRICT")
         return db
 
     def _give_up(self, error: sqlite3.Error) -> None:

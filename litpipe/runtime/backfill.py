@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import dagster as dg
 from pydantic import BaseModel, Field
@@ -58,7 +58,12 @@ from litpipe.settings import Settings
 from litpipe.stopping import stop_line
 from litpipe.workflows.ingest import settings_embedder
 
+if TYPE_CHECKING:
+    from litpipe.evaluation.embedder_gate import EmbedderGate
+
 BACKFILL_TAG = "litpipe/backfill"
+# The asset a gated backfill's scores are observed on: the index whose embedder the gate decides.
+CORPUS_INDEX = dg.AssetKey("corpus_index")
 
 
 class TableState(BaseModel):
@@ -278,6 +283,39 @@ def backfill(
 def report_path(settings: Settings, embedder_id: str) -> Path:
     """The report of the latest backfill to an embedder."""
     return settings.outputs_root / "backfill" / f"{embedder_id}.json"
+
+
+def report_gate(
+    instance: dg.DagsterInstance, collections: Iterable[str], gate: EmbedderGate
+) -> None:
+    """Records the gate's scores and decision on each collection's `corpus_index`, so that the
+    UI shows them beside the index they decide on: as an observation, passed or not, since the
+    gate materializes nothing (the index a query uses changes only with the home's default)."""
+    metadata = {
+        "old_embedder": dg.MetadataValue.text(gate.old.embedder),
+        "new_embedder": dg.MetadataValue.text(gate.new.embedder),
+        "old_ndcg_at_10": dg.MetadataValue.float(gate.old.ndcg_at_10),
+        "new_ndcg_at_10": dg.MetadataValue.float(gate.new.ndcg_at_10),
+        "old_recall_at_10": dg.MetadataValue.float(gate.old.recall_at_10),
+        "new_recall_at_10": dg.MetadataValue.float(gate.new.recall_at_10),
+        "drop": dg.MetadataValue.float(gate.drop),
+        "margin": dg.MetadataValue.float(gate.margin),
+        "passed": dg.MetadataValue.bool(gate.passed),
+        "switched": dg.MetadataValue.bool(gate.switched),
+        "decision": dg.MetadataValue.text(gate.decision),
+        "qrels": dg.MetadataValue.path(gate.qrels),
+        "queries": dg.MetadataValue.int(gate.queries),
+        "papers": dg.MetadataValue.int(gate.papers),
+    }
+    for collection in collections:
+        instance.report_runless_asset_event(
+            dg.AssetObservation(
+                asset_key=CORPUS_INDEX,
+                partition=collection,
+                description="embedder gate of `litpipe backfill --gate`",
+                metadata=metadata,
+            )
+        )
 
 
 def batch_line(outcome: BatchOutcome) -> str:

@@ -3,6 +3,8 @@ to another (`litpipe diff`, `report.json`, the synthesis' page in the UI, the ni
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -41,6 +43,29 @@ class RelationshipChange(BaseModel):
     target: ClaimEnd
 
 
+class ReplacedSentence(BaseModel):
+    """A sentence of the older version that cited a paper now retracted, and what the newer
+    version says in its place."""
+
+    before: DiffSentence
+    after: DiffSentence | None = Field(
+        default=None, description="What is in its place; None: nothing replaced it."
+    )
+    how: Literal["kept", "replaced", "removed"] = Field(
+        description="`kept`: the same claim, now citing only other papers; `replaced`: it went, "
+        "and `after` is the closest sentence the newer version added; `removed`: it went, and "
+        "no added sentence is close to it."
+    )
+
+
+class RetractionChange(BaseModel):
+    """A paper retracted between two versions, and each sentence that had cited it."""
+
+    paper_id: str
+    reason: str = Field(description="As the list of papers left out gives it.")
+    sentences: list[ReplacedSentence] = Field(default_factory=list)
+
+
 class SynthesisDiff(BaseModel):
     """What changed in a collection's synthesis and analysis from one kept version to another."""
 
@@ -70,6 +95,10 @@ class SynthesisDiff(BaseModel):
     left_out: dict[str, str] = Field(
         default_factory=dict,
         description="The papers the newer version leaves out and the older did not: why, by id.",
+    )
+    retracted: list[RetractionChange] = Field(
+        default_factory=list,
+        description="Of those, the papers retracted, each with the sentences that had cited it.",
     )
 
     @property

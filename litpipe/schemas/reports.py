@@ -10,12 +10,24 @@ from pydantic import BaseModel, Field
 from litpipe.schemas.changes import SynthesisDiff
 from litpipe.schemas.papers import FailedPaper
 
+# How the reason of a retracted paper left out begins: `retracted`, or `retracted: <why>`.
+_RETRACTED = "retracted"
+
 
 class LeftOutPaper(BaseModel):
     """A paper of a collection that its synthesis does not cover, and why."""
 
     paper_id: str
     reason: str = Field(description="One line: why it is not in the synthesis.")
+
+    @classmethod
+    def retracted(cls, paper_id: str, why: str) -> LeftOutPaper:
+        """A retracted paper, left out with the reason given when it was marked."""
+        return cls(paper_id=paper_id, reason=f"{_RETRACTED}: {why}" if why else _RETRACTED)
+
+    @property
+    def is_retracted(self) -> bool:
+        return self.reason == _RETRACTED or self.reason.startswith(f"{_RETRACTED}: ")
 
 
 # The collection steps the synthesis can do without: a model that fails one costs only it.

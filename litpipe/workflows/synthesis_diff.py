@@ -16,6 +16,12 @@ sentence only reworded counts as kept. The rule (`same_claim`), deterministic:
 Sentences are matched one to one: identical ones first, in order; then each new sentence
 with the unmatched old one of highest similarity that passes the rule (the earliest of
 equals). A kept sentence whose cited papers changed is a claim whose support changed.
+
+A paper retracted between the two versions is listed with each sentence of the older version
+that cited it and what took its place: the same sentence kept (matched as above) now citing
+other papers only; else the added sentence closest to it (the highest word-sequence similarity,
+at least `REPLACED_SIMILARITY`, 0.35, each added sentence given once, the earliest of equals);
+else nothing.
 """
 
 from __future__ import annotations
@@ -25,17 +31,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from litpipe.schemas import Insight, Relationship, RelationshipAnalysis, Synthesis
+from litpipe.schemas import Insight, LeftOutPaper, Relationship, RelationshipAnalysis, Synthesis
 from litpipe.schemas.changes import (
     ClaimEnd,
     DiffSentence,
     RelationshipChange,
+    ReplacedSentence,
+    RetractionChange,
     SupportChange,
     SynthesisDiff,
 )
 from litpipe.text import cited_sentences, markdown_blocks, markers_in, strip_markers
 
 REWORDED_SIMILARITY = 0.6
+REPLACED_SIMILARITY = 0.35
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 
 
@@ -48,6 +57,9 @@ class _Sentence:
     @property
     def key(self) -> str:
         return " ".join(self.words)
+
+    def shown(self) -> DiffSentence:
+        return DiffSentence(text=self.text, papers=list(self.papers))
 
 
 def sentence_words(sentence: str) -> tuple[str, ...]:
@@ -226,9 +238,9 @@ def synthesis_diff(
     new_synthesis, new_analysis = new if new is not None else (None, None)
     old_papers = old_synthesis.papers if old_synthesis else []
     new_papers = new_synthesis.papers if new_synthesis else []
+    old_sentences = _sentences_of(old_synthesis.text) if old_synthesis else []
     kept, removed, added = _matched(
-        _sentences_of(old_synthesis.text) if old_synthesis else [],
-        _sentences_of(new_synthesis.text) if new_synthesis else [],
+        old_sentences, _sentences_of(new_synthesis.text) if new_synthesis else []
     )
     support = [
         SupportChange(
@@ -258,8 +270,8 @@ def synthesis_diff(
         to_recorded_at=new_version[1] if new_version else None,
         papers_added=[p for p in new_papers if p not in old_papers],
         papers_removed=[p for p in old_papers if p not in new_papers],
-        sentences_added=[DiffSentence(text=s.text, papers=list(s.papers)) for s in added],
-        sentences_removed=[DiffSentence(text=s.text, papers=list(s.papers)) for s in removed],
+        sentences_added=[sentence.shown() for sentence in added],
+        sentences_removed=[sentence.shown() for sentence in removed],
         reworded=sum(reworded for _before, _after, reworded in kept),
         support_changed=support,
         contradicted=[
@@ -277,4 +289,51 @@ def synthesis_diff(
             for paper in (new_synthesis.left_out if new_synthesis else [])
             if paper.paper_id not in left_before
         },
+        retracted=_retractions(
+            [
+                paper
+                for paper in (new_synthesis.left_out if new_synthesis else [])
+                if paper.is_retracted and paper.paper_id not in left_before
+            ],
+            old_sentences,
+            kept,
+            added,
+        ),
     )
+
+
+def _retractions(
+    papers: list[LeftOutPaper],
+    old: list[_Sentence],
+    kept: list[tuple[_Sentence, _Sentence, bool]],
+    added: list[_Sentence],
+) -> list[RetractionChange]:
+    """Each retracted paper with the sentences of `old` that cited it and what took their
+    place (the module's rule)."""
+    successors = {id(before): after for before, after, _reworded in kept}
+    free = list(added)
+    found = []
+    for paper in papers:
+        sentences = []
+        for sentence in (one for one in old if paper.paper_id in one.papers):
+            after = successors.get(id(sentence))
+            if after is not None:
+                sentences.append(
+                    ReplacedSentence(before=sentence.shown(), after=after.shown(), how="kept")
+                )
+                continue
+            scored = [(similarity(sentence.words, one.words), -i) for i, one in enumerate(free)]
+            best = max(scored, default=(0.0, 0))
+            if best[0] >= REPLACED_SIMILARITY:
+                replacement = free.pop(-best[1])
+                sentences.append(
+                    ReplacedSentence(
+                        before=sentence.shown(), after=replacement.shown(), how="replaced"
+                    )
+                )
+            else:
+                sentences.append(ReplacedSentence(before=sentence.shown(), how="removed"))
+        found.append(
+            RetractionChange(paper_id=paper.paper_id, reason=paper.reason, sentences=sentences)
+        )
+    return found

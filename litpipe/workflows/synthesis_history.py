@@ -43,6 +43,11 @@ def folder(home: Path, collection: str, asset: HistoryAsset) -> Path:
     return home / HISTORY_FOLDER / checked_key(collection, "collection") / asset
 
 
+def file_name(recorded_at: datetime, version: str) -> str:
+    """A kept version's file name: its time first, so that names sort by time."""
+    return f"{recorded_at.strftime(_STAMP)}-{version}.json"
+
+
 def entries(home: Path, collection: str, asset: HistoryAsset) -> list[Path]:
     """The kept versions' files, oldest first."""
     where = folder(home, collection, asset)
@@ -86,7 +91,7 @@ def record(
     )
     where = folder(home, output.collection, asset)
     where.mkdir(parents=True, exist_ok=True)
-    path = where / f"{when.strftime(_STAMP)}-{version}.json"
+    path = where / file_name(when, version)
     return write_atomically(path, entry.model_dump_json())
 
 

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from litellm.utils import encode, select_tokenizer
-
 from litpipe.llm import window
 from litpipe.llm.window import known_to_litellm, served_name, server_report
 from litpipe.retrieval.embedder import Embedder
@@ -31,6 +29,9 @@ from litpipe.settings import Settings
 @functools.cache
 def _model_tokenizer(model: str) -> Any | None:
     """litellm's tokenizer of the model, or None when litellm does not know the model."""
+    # Imported here: litellm takes seconds to import, and the offline engine never needs it.
+    from litellm.utils import select_tokenizer
+
     return select_tokenizer(model=model) if known_to_litellm(model) else None
 
 
@@ -49,6 +50,8 @@ def token_counter(settings: Settings, agent: str) -> Callable[[str], int]:
     tokenizer = None if route.offline else _model_tokenizer(route.model)
     if tokenizer is None:
         return _embedder_counter(settings.ingest.embedder, settings.models_dir)
+    from litellm.utils import encode
+
     return lambda text: len(encode(model=route.model, text=text, custom_tokenizer=tokenizer))
 
 

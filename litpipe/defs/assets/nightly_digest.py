@@ -105,7 +105,9 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 ArtifactSources(resources.artifacts),
                 step.settings,
                 step.asker(),
-                resources.embedder.embedder(),
+                # Through the home's vector cache: the night's relationship analysis encoded
+                # these insights already, so the digest loads no model to find neighbours.
+                resources.embedder.cached(),
                 history=step.settings.home,
             )
             built.model_budget = step.nightly_budget_spent(window.start.date())

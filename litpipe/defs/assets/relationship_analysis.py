@@ -113,7 +113,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
             if paper not in answers
         ] + [
             # A retracted paper is read by nothing of the collection: named, with the reason.
-            LeftOutPaper(paper_id=paper, reason=retracted_reason(reason))
+            LeftOutPaper.retracted(paper, reason)
             for paper, reason in collection.retracted.items()
         ]
         distribution = analysis.type_distribution
@@ -151,11 +151,6 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
         )
 
     return [relationship_analysis]
-
-
-def retracted_reason(reason: str) -> str:
-    """Why a retracted paper is left out, as the synthesis's list of papers left out says."""
-    return f"retracted: {reason}" if reason else "retracted"
 
 
 def why_not_built(

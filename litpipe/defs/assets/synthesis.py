@@ -212,7 +212,9 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> dg.Output[CollectionOutputs]:
         collection, artifacts = context.partition_key, Resources(context).artifacts
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
-        titles = _titles(artifacts, relationship_analysis.papers)
+        # The papers left out are named by title too: a retracted one's abstract is still kept.
+        left_out = [paper.paper_id for paper in synthesis.left_out]
+        titles = _titles(artifacts, [*relationship_analysis.papers, *left_out])
         content = collection_report.CollectionContent(
             synthesis,
             plain_summary,
