@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from litpipe.retrieval.support import support_scores
-from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
+from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache, _key
 from litpipe_tests.conftest import FakeEmbedder
 
 TEXTS = [
@@ -112,3 +114,45 @@ def test_many_texts_are_encoded_in_slices_each_kept_as_it_is_done(
     later = FakeEmbedder()
     _cached(tmp_path, later).encode(texts)
     assert later.embedded_texts == 0
+
+
+class UnloadableEmbedder:
+    """An embedder whose model is never loaded: reading its vectors' length or encoding fails,
+    as a step that loads no model must not need either."""
+
+    embedder_id = FakeEmbedder.embedder_id
+
+    @property
+    def dimension(self) -> int:
+        raise AssertionError("the model was loaded to read the vectors' length")
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        raise AssertionError(f"the model was loaded to encode {texts}")
+
+
+def test_texts_encoded_before_come_back_without_loading_the_model(tmp_path: Path) -> None:
+    # The night's relationship analysis encodes the insights; the digest's process reads them.
+    encoded = _cached(tmp_path, FakeEmbedder()).encode(TEXTS)
+    unloaded = CachedEncoder(UnloadableEmbedder(), VectorCache(tmp_path, FakeEmbedder.embedder_id))
+    np.testing.assert_array_equal(unloaded.encode(TEXTS[::-1]), encoded[::-1])
+
+
+def test_a_cache_from_before_the_length_was_recorded_is_read_once_a_vector_is_kept(
+    tmp_path: Path,
+) -> None:
+    embedder = FakeEmbedder()
+    cache = VectorCache(tmp_path, embedder.embedder_id)
+    with sqlite3.connect(cache.path) as db:  # as older litpipe wrote it: vectors, no length
+        db.execute("CREATE TABLE vectors (key BLOB PRIMARY KEY, vector BLOB) STRICT")
+        db.executemany(
+            "INSERT INTO vectors VALUES (?, ?)",
+            [
+                (_key(text), vector.tobytes())
+                for text, vector in zip(TEXTS, embedder.encode(TEXTS), strict=True)
+            ],
+        )
+    assert cache.get(TEXTS) == {}
+    cache.put({"Another sentence.": embedder.encode(["Another sentence."])[0]})
+    found = cache.get(TEXTS)
+    assert list(found) == TEXTS
+    np.testing.assert_array_equal(np.stack(list(found.values())), embedder.encode(TEXTS))
