@@ -193,12 +193,17 @@ def _changes_html(digest: Digest) -> str:
     for line in changes_markdown(digest)[2:]:
         if not line.strip():
             continue
+        item = line.lstrip()
+        # A list item's depth is its indent (two spaces a level): nested ones say more of it.
+        depth = (len(line) - len(item)) // 2
         if line.startswith("### "):
             parts.append(f"<h3>{html.escape(line[4:])}</h3>")
-        elif line.startswith("  - "):
-            parts.append(f'<p class="meta" style="margin-left:2rem">{html.escape(line[4:])}</p>')
-        elif line.startswith("- "):
-            parts.append(f'<p style="margin-left:1rem">• {html.escape(line[2:])}</p>')
+        elif item.startswith("- ") and depth:
+            parts.append(
+                f'<p class="meta" style="margin-left:{depth + 1}rem">{html.escape(item[2:])}</p>'
+            )
+        elif item.startswith("- "):
+            parts.append(f'<p style="margin-left:1rem">• {html.escape(item[2:])}</p>')
         else:
             parts.append(f"<p>{html.escape(line)}</p>")
     return "\n".join(parts)

@@ -71,9 +71,9 @@ def record(
     output: Synthesis | RelationshipAnalysis,
     analysis: RelationshipAnalysis | None = None,
     at: datetime | None = None,
-) -> Path | None:
+) -> HistoryEntry | None:
     """Keeps `output` (a synthesis, with the `analysis` it was written from, or an analysis)
-    unless the version kept last is the same; its file, or None when nothing was written."""
+    unless the version kept last is the same; the entry kept, or None when nothing was."""
     asset: HistoryAsset = "synthesis" if isinstance(output, Synthesis) else "relationship_analysis"
     version = data_version(output)
     kept = entries(home, output.collection, asset)
@@ -91,8 +91,8 @@ def record(
     )
     where = folder(home, output.collection, asset)
     where.mkdir(parents=True, exist_ok=True)
-    path = where / file_name(when, version)
-    return write_atomically(path, entry.model_dump_json())
+    write_atomically(where / file_name(when, version), entry.model_dump_json())
+    return entry
 
 
 def version_at(

@@ -351,8 +351,7 @@ def _changes(home: Path, written: Synthesis, analysis: RelationshipAnalysis) -> 
     same: then nothing changed) and says what changed from the version kept before it."""
     kept = synthesis_history.entries(home, written.collection, "synthesis")
     previous = synthesis_history.read(kept[-1]) if kept else None
-    recorded = synthesis_history.record(home, written, analysis)
-    current = synthesis_history.read(recorded) if recorded else previous
+    current = synthesis_history.record(home, written, analysis) or previous
     # At most 50 items of a list: a first version's every sentence is "added".
     return diff_markdown(
         synthesis_history.diff_between(home, written.collection, previous, current), limit=50
