@@ -17,6 +17,11 @@ has run: the catalog's registration times and the kept history's times (file nam
 `recorded_at`), night 1 by two days, night 2 by one; the digest is then built for yesterday.
 Nothing else is touched.
 
+Bytecode: litpipe's modules are compiled once before the first step, as an installed copy's
+are after its first run. An environment that sets PYTHONDONTWRITEBYTECODE (this machine's does)
+would otherwise have every process compile litpipe's ~220 modules from source, about 0.5 s a
+process that no user's installed litpipe pays.
+
 Printed: each step's wall seconds (process start to exit, imports included: what a user waits
 for), the in-process seconds of the diff's computation and of the digest's run, and the ratio
 `(diff + digest) / night 2`, both with the processes' walls and with the in-process work alone.
@@ -30,6 +35,7 @@ Prints readable lines, then one JSON object as the last line.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -172,6 +178,7 @@ def main() -> int:
         return 2
     if args.keep is not None:
         args.keep.mkdir(parents=True)
+    compileall.compile_dir(ROOT / "litpipe", quiet=1)
     with tempfile.TemporaryDirectory(prefix="litpipe-nightly-") as scratch:
         folder = args.keep or Path(scratch)
         home = folder / "home"

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 
@@ -142,11 +143,16 @@ def normalise(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Normalised words of `text` that carry content (no stop words, no numbers)."""
-    return [
-        normalise(core)
-        for core in (token.strip(_OPENING_MARKS + _CLOSING_MARKS) for token in text.split())
-        if _content_word(core)
-    ]
+    return [word for token in text.split() if (word := _content_form(token)) is not None]
+
+
+# A collection's texts share one vocabulary: the offline engine and the digest meet the same
+# tokens in thousands of insights, so each is judged once.
+@lru_cache(maxsize=1 << 16)
+def _content_form(token: str) -> str | None:
+    """A token's normalised word, None when it carries no content."""
+    core = token.strip(_OPENING_MARKS + _CLOSING_MARKS)
+    return normalise(core) if _content_word(core) else None
 
 
 def _trimmed(span: Span) -> Span | None:
@@ -410,6 +416,8 @@ BRACKETED = re.compile(r"\[[^\[\]\n]*\]")
 _ONE_MARKER = r"[A-Za-z0-9._-]+:\d+"
 _BRACKET = re.compile(rf"\[\s*({_ONE_MARKER}(?:\s*[;,]\s*{_ONE_MARKER})*)\s*\]")
 _PARTS = re.compile(r"([A-Za-z0-9._-]+):(\d+)")
+_RUN_OF_SPACES = re.compile(r"[ \t]{2,}")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"[ \t]+([.,;:])")
 
 
 def marker(paper_id: str, page: int) -> str:
@@ -464,13 +472,19 @@ def without_markers(text: str, dropped: Iterable[str]) -> str:
         ]
         return f"[{'; '.join(parts)}]" if parts else ""
 
-    cleaned = _BRACKET.sub(kept, text)
-    return re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    return _tidied(_BRACKET.sub(kept, text))
+
+
+def _tidied(cleaned: str) -> str:
+    """Text whose markers were cut out, without the spaces they leave."""
+    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _RUN_OF_SPACES.sub(" ", cleaned)).strip()
 
 
 def strip_markers(text: str) -> str:
-    """`text` with every citation marker removed."""
-    return without_markers(text, [marker(paper_id, page) for paper_id, page in markers_in(text)])
+    """`text` with every citation marker removed: `without_markers` dropping all of them, in
+    one pass (the history's diff strips every sentence and insight of two versions)."""
+    cleaned = _BRACKET.sub("", text)
+    return text if cleaned == text else _tidied(cleaned)
 
 
 def cited_sentences(text: str) -> list[str]:

@@ -3,9 +3,13 @@ by page range, reporting those that do not resolve, and removing them from text.
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
 from litpipe.citations import chunk_marker, citations, evidence_block, resolve
 from litpipe.schemas import RetrievedChunk
-from litpipe.text import cited_sentences, marker, markers_in, without_markers
+from litpipe.text import cited_sentences, marker, markers_in, strip_markers, without_markers
 
 PAPER = "10.1093_nar_gkae252"
 
@@ -87,6 +91,30 @@ def test_without_markers_removes_only_the_dropped_ones() -> None:
     # The emptied bracket goes with the space before it; the mixed one keeps its good marker.
     assert cleaned == f"A holds. B holds [{PAPER}:4]. C holds [smith2023:1]."
     assert without_markers(text, []) == text
+
+
+# Text made of what markers, brackets, spaces and punctuation can be next to one another.
+MARKED_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("A", "holds", "1", ":", "[", "]", ";", ",", ".", " ", "  ", "\t", "\n"),
+            *("x-1:3", "a.b:07", "[a:1]", "[ a:2 ; b_c:3 ]", f"[{PAPER}:9, lee2024:3]"),
+            *("[lee2024]", "[7]"),
+        ]
+    ),
+    max_size=16,
+).map("".join)
+
+
+@hypothesis_settings(max_examples=500, deadline=None)
+@given(text=MARKED_TEXT)
+def test_strip_markers_is_without_markers_dropping_every_marker_the_text_has(text: str) -> None:
+    """`strip_markers` takes every marker out in one pass (the history's diff strips each
+    sentence and insight of two versions): it says what `without_markers` says when every
+    marker of the text is dropped, bracket for bracket and space for space."""
+    every = [marker(paper_id, page) for paper_id, page in markers_in(text)]
+    assert strip_markers(text) == without_markers(text, every)
+    assert not markers_in(strip_markers(text))
 
 
 def test_evidence_block_labels_each_passage_with_its_marker_inside_one_fence() -> None:

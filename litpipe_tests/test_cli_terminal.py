@@ -56,7 +56,10 @@ def say_everything() -> None:
         )
     logging.getLogger("litpipe.llm.client").info("llm call answers: made")
     logging.getLogger("litpipe.workflows").warning("litpipe's own warning")
-    logging.getLogger("transformers").warning("a library's warning")
+    # A library logging through the standard hierarchy, as sentence-transformers does.
+    # Not transformers: once imported (by an earlier test in the same worker), its logger
+    # prints with its own handler and stops propagating, so no handler of litpipe's sees it.
+    logging.getLogger("sentence_transformers").warning("a library's warning")
     logging.getLogger("alembic").info("a library's info")
     logging.getLogger("lancedb").error("a library's error")
 
@@ -88,7 +91,7 @@ def test_other_libraries_warnings_go_to_the_log_and_litpipes_to_the_terminal(
     assert "a library's warning" in log and "litpipe's own warning" in log
     # Once the command is over, everything is as it was.
     assert HF_PROGRESS_BARS not in os.environ
-    logging.getLogger("transformers").warning("after the command")
+    logging.getLogger("sentence_transformers").warning("after the command")
     assert "after the command" not in (tmp_path / LOG_FILE).read_text(encoding="utf-8")
     warn_as_torch("after the command")
     assert shown_as_before == [FlatSettingWarning, DeprecationWarning]

@@ -12,8 +12,10 @@ import hashlib
 import re
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pymupdf
+if TYPE_CHECKING:
+    import pymupdf
 
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 _HASH_CHARS = 8
@@ -155,6 +157,10 @@ def pdf_paper_id(path: Path) -> str:
         with path.open("rb") as handle:
             if not has_pdf_header(handle.read(_HEADER_WINDOW)):
                 return hash_paper_id(file_sha256(path))
+        # Imported here: pymupdf takes about half a second to import, which the processes
+        # that never open a PDF (the digest, table ingests) should not pay.
+        import pymupdf
+
         with pymupdf.open(path, filetype="pdf") as doc:
             if not doc.needs_pass:
                 doi, arxiv_id = paper_identifiers(doc)

@@ -45,19 +45,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import BTree, HnswSq
-from lancedb.query import LanceVectorQueryBuilder
-from lancedb.table import LanceTable, Table
 from numpy.typing import NDArray
 
 from litpipe.files import exclusive_lock
 from litpipe.schemas import EmbeddingResult, PaperChunks, RetrievedChunk
+
+if TYPE_CHECKING:
+    from lancedb.index import BTree
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import LanceTable, Table
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +104,7 @@ VECTOR_UNINDEXED_SHARE = 0.1
 # (`HybridRetriever` selects a collection's papers by paper_id, and reads its hits by chunk_id;
 # a write looks up its papers' rows by paper_id, its vectors by content_sha256 and, unlocked,
 # its own rows by chunk_id, the key its merge joins on.)
-SCALAR_INDEXES: dict[str, BTree] = {
-    "paper_id": BTree(),
-    "chunk_id": BTree(),
-    "content_sha256": BTree(),
-}
+SCALAR_INDEXES = ("paper_id", "chunk_id", "content_sha256")
 _T = TypeVar("_T")
 
 
@@ -197,6 +194,11 @@ class ChunkStore:
         self.lock_writes = local if lock_writes is None else lock_writes
         self.vector_index_min_rows = vector_index_min_rows
         self.rows_read_for_duplicates = 0
+        # Imported here, not with the module: importing lancedb takes 1-2 s (its namespace
+        # client builds hundreds of validators), which the processes that only read the
+        # home's other stores (the nightly digest, `litpipe diff`) should not pay.
+        import lancedb
+
         # Several processes write the same tables: every read checks for their commits.
         self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
         self._opened: set[str] = set()  # the tables this store migrated (`open_table`)
@@ -242,7 +244,7 @@ class ChunkStore:
                 return
             try:
                 # A folder or object store's table (`lancedb.connect`) is a LanceTable.
-                cast(LanceTable, table).set_unenforced_primary_key(PRIMARY_KEY)
+                cast("LanceTable", table).set_unenforced_primary_key(PRIMARY_KEY)
             except ValueError as error:
                 if "already set" not in str(error):
                     raise
@@ -425,10 +427,10 @@ class ChunkStore:
         versions_before = len(table.list_versions())
         duplicates = self._remove_duplicates(table)
         indexed = {tuple(index.columns) for index in table.list_indices()}
-        for column, config in SCALAR_INDEXES.items():
+        for column in SCALAR_INDEXES:
             if (column,) not in indexed:
                 _with_commit_retries(
-                    partial(table.create_index, column, config=config, replace=True),
+                    partial(table.create_index, column, config=_scalar_index(), replace=True),
                     f"indexing {column}",
                 )
         _with_commit_retries(
@@ -479,7 +481,7 @@ class ChunkStore:
         columns = [name for name in _ROW_FIELDS if name != "embedder_id"]
         # lancedb types the abstract Table's search as the generic builder; a vector searched
         # in a LanceTable gets the vector query builder.
-        vector_query = cast(LanceVectorQueryBuilder, table.search(np.asarray(vector, np.float32)))
+        vector_query = cast("LanceVectorQueryBuilder", table.search(np.asarray(vector, np.float32)))
         query = vector_query.distance_type("cosine")
         if bypass_vector_index:
             query = query.bypass_vector_index()
@@ -713,6 +715,8 @@ def _vector_index_step(table: Table, min_rows: int) -> bool:
     graphs = max(1, round(rows / HNSW_ROWS_PER_GRAPH))
     log.info("building the vector index of %s over %d rows", table.name, rows)
     started = time.perf_counter()
+    from lancedb.index import HnswSq
+
     table.create_index(
         "vector",
         config=HnswSq(
@@ -724,8 +728,8 @@ def _vector_index_step(table: Table, min_rows: int) -> bool:
         name=VECTOR_INDEX,
         replace=True,
     )
-    for column, config in SCALAR_INDEXES.items():
-        table.create_index(column, config=config, replace=True)
+    for column in SCALAR_INDEXES:
+        table.create_index(column, config=_scalar_index(), replace=True)
     log.info(
         "vector index of %s built over %d rows (%d graphs) in %.1fs",
         table.name,
@@ -762,3 +766,10 @@ def _is_commit_conflict(error: Exception) -> bool:
 
 def _sql(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def _scalar_index() -> BTree:
+    """The index of a `SCALAR_INDEXES` column: a B-tree (its ids are nearly all distinct)."""
+    from lancedb.index import BTree
+
+    return BTree()

@@ -67,23 +67,38 @@ def sentence_words(sentence: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(strip_markers(sentence).casefold()))
 
 
+class _Words(dict[str, tuple[str, ...]]):
+    """Each text's words (`sentence_words`), worked out once in a diff: its two versions share
+    most of their sentences and insights, and an insight is an end of many relationships."""
+
+    def __missing__(self, text: str) -> tuple[str, ...]:
+        self[text] = found = sentence_words(text)
+        return found
+
+    def normal(self, text: str) -> str:
+        return " ".join(self[text])
+
+
 def _cited_papers(sentence: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(paper for paper, _page in markers_in(sentence)))
 
 
 def synthesis_sentences(text: str) -> list[DiffSentence]:
     """The sentences of a synthesis' Markdown (headings aside), each with the papers it cites."""
-    return [DiffSentence(text=one.text, papers=list(one.papers)) for one in _sentences_of(text)]
+    return [
+        DiffSentence(text=one.text, papers=list(one.papers))
+        for one in _sentences_of(text, _Words())
+    ]
 
 
-def _sentences_of(text: str) -> list[_Sentence]:
+def _sentences_of(text: str, words_of: _Words) -> list[_Sentence]:
     found = []
     for block in markdown_blocks(text):
         if block.kind == "heading":
             continue
         for item in block.texts:
             for sentence in cited_sentences(item):
-                words = sentence_words(sentence)
+                words = words_of[sentence]
                 if words:
                     found.append(_Sentence(sentence, words, _cited_papers(sentence)))
     return found
@@ -175,42 +190,42 @@ def _matched(
     return kept, removed, added
 
 
-def _normal(text: str) -> str:
-    return " ".join(sentence_words(text))
-
-
-def _claims(analysis: RelationshipAnalysis | None) -> set[tuple[str, str]]:
+def _claims(analysis: RelationshipAnalysis | None, words: _Words) -> set[tuple[str, str]]:
     if analysis is None:
         return set()
-    return {(insight.paper_id, _normal(insight.text)) for insight in analysis.insights}
+    return {(insight.paper_id, words.normal(insight.text)) for insight in analysis.insights}
 
 
-def _changes(
-    analysis: RelationshipAnalysis | None, known: set[tuple[str, str]]
-) -> dict[tuple[str, frozenset[tuple[str, str]]], RelationshipChange]:
-    """The analysis' relationships by what they relate (their type and both claims' papers
-    and words: insight ids are renumbered from one analysis to the next)."""
+_Related = tuple[Relationship, Insight, Insight]
+
+
+def _relations(
+    analysis: RelationshipAnalysis | None, words: _Words
+) -> dict[tuple[str, frozenset[tuple[str, str]]], _Related]:
+    """The analysis' relationships, with their two insights, by what they relate (their type
+    and both claims' papers and words: insight ids are renumbered from one analysis to the
+    next)."""
     if analysis is None:
         return {}
     insights = {insight.insight_id: insight for insight in analysis.insights}
-    found: dict[tuple[str, frozenset[tuple[str, str]]], RelationshipChange] = {}
+    found: dict[tuple[str, frozenset[tuple[str, str]]], _Related] = {}
     for relation in analysis.relationships:
         source, target = insights.get(relation.source), insights.get(relation.target)
         if source is None or target is None:
             continue
         key = (
             relation.type,
-            frozenset({(i.paper_id, _normal(i.text)) for i in (source, target)}),
+            frozenset({(i.paper_id, words.normal(i.text)) for i in (source, target)}),
         )
-        found.setdefault(key, _change(relation, source, target, known))
+        found.setdefault(key, (relation, source, target))
     return found
 
 
-def _change(
-    relation: Relationship, source: Insight, target: Insight, known: set[tuple[str, str]]
-) -> RelationshipChange:
+def _change(related: _Related, known: set[tuple[str, str]], words: _Words) -> RelationshipChange:
+    relation, source, target = related
+
     def end(insight: Insight) -> ClaimEnd:
-        claim = (insight.paper_id, _normal(insight.text))
+        claim = (insight.paper_id, words.normal(insight.text))
         return ClaimEnd(paper_id=insight.paper_id, text=insight.text, known_before=claim in known)
 
     return RelationshipChange(
@@ -238,9 +253,10 @@ def synthesis_diff(
     new_synthesis, new_analysis = new if new is not None else (None, None)
     old_papers = old_synthesis.papers if old_synthesis else []
     new_papers = new_synthesis.papers if new_synthesis else []
-    old_sentences = _sentences_of(old_synthesis.text) if old_synthesis else []
+    words = _Words()
+    old_sentences = _sentences_of(old_synthesis.text, words) if old_synthesis else []
     kept, removed, added = _matched(
-        old_sentences, _sentences_of(new_synthesis.text) if new_synthesis else []
+        old_sentences, _sentences_of(new_synthesis.text, words) if new_synthesis else []
     )
     support = [
         SupportChange(
@@ -252,14 +268,18 @@ def synthesis_diff(
         for before, after, _reworded in kept
         if set(before.papers) != set(after.papers)
     ]
-    known = _claims(old_analysis)
-    before_relations = _changes(old_analysis, known)
-    after_relations = _changes(new_analysis, known)
+    known = _claims(old_analysis, words)
+    before_relations = _relations(old_analysis, words)
+    after_relations = _relations(new_analysis, words)
     appeared = _contradictions_first(
-        change for key, change in after_relations.items() if key not in before_relations
+        _change(related, known, words)
+        for key, related in after_relations.items()
+        if key not in before_relations
     )
     gone = _contradictions_first(
-        change for key, change in before_relations.items() if key not in after_relations
+        _change(related, known, words)
+        for key, related in before_relations.items()
+        if key not in after_relations
     )
     left_before = {paper.paper_id for paper in old_synthesis.left_out} if old_synthesis else set()
     return SynthesisDiff(

@@ -92,10 +92,11 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
         window, resources = context.partition_time_window, Resources(context)
         papers_catalog = resources.catalog.catalog()
         arrivals = papers_catalog.arrivals(window.start, window.end)
+        # Each collection read once, however many of the day's papers it got.
+        collections = dict.fromkeys(c for arrival in arrivals for c in arrival.collections)
         before = {
             collection: papers_catalog.papers(collection, arrived_before=window.start)
-            for arrival in arrivals
-            for collection in arrival.collections
+            for collection in collections
         }
         with STEP.run(context) as step:
             built = digest_workflow.build_digest(

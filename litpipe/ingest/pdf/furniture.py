@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from litpipe.ingest.pdf.headings import _KNOWN_HEADINGS, _normalized_heading
 from litpipe.ingest.pdf.reading import _Line
+
+if TYPE_CHECKING:
+    import pymupdf
 
 _FURNITURE_BAND = 0.12
 _FURNITURE_MIN_PAGES = 3

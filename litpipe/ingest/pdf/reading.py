@@ -8,15 +8,16 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from litpipe.ingest.ids import has_pdf_header, paper_identifiers
 from litpipe.schemas import IngestError
 
-# Ligatures expanded (no TEXT_PRESERVE_LIGATURES); images skipped: extracting their bytes would
-# cost more than the text itself.
-_TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+if TYPE_CHECKING:
+    # Imported where a PDF is opened: pymupdf takes about half a second to import, which the
+    # processes that load the pipeline's definitions but open no PDF should not pay.
+    import pymupdf
+
 _BOLD_FLAG = 16
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|[.,+-]B$", re.I)
 # Below this share of the font size between two letters, a space span between them is kerning.
@@ -63,6 +64,8 @@ def _open_pdf(path: Path, limits: PdfLimits) -> pymupdf.Document:
         raise IngestError("empty file")
     if not has_pdf_header(head):
         raise IngestError(f"not a PDF (starts with {head[:_HEADER_NOT_PDF]!r})")
+    import pymupdf
+
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as exc:  # pymupdf raises several types for damaged files
@@ -134,9 +137,18 @@ def _line_from_spans(
     )
 
 
+@lru_cache(maxsize=1)
+def _text_flags() -> int:
+    """Ligatures expanded (no TEXT_PRESERVE_LIGATURES); images skipped: extracting their bytes
+    would cost more than the text itself."""
+    import pymupdf
+
+    return pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+
+
 def _page_lines(page: pymupdf.Page, number: int) -> list[_Line]:
     lines = []
-    for block in page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]:
+    for block in page.get_text("dict", flags=_text_flags())["blocks"]:
         for raw in block.get("lines", ()):
             # Rotated text is margin furniture ("Downloaded from ...") or figure axis labels.
             if abs(raw["dir"][1]) > 0.05 or raw["dir"][0] < 0:
