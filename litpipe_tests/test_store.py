@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from litpipe.retrieval import store as store_module
 from litpipe.retrieval.store import ChunkStore, table_name
 from litpipe.schemas import Chunk, PaperChunks, sha256_text
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.processes import starmap_in_processes
 
 
 def paper(paper_id: str, texts: list[str]) -> PaperChunks:
@@ -170,8 +170,7 @@ def _embed_papers_in_a_process(db_dir: str, worker: int) -> int:
 
 def test_concurrent_writers_to_one_table_all_succeed(tmp_path: Path) -> None:
     db_dir = tmp_path / "lancedb"
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
-        done = pool.starmap(_embed_papers_in_a_process, [(str(db_dir), w) for w in range(3)])
+    done = starmap_in_processes(_embed_papers_in_a_process, [(str(db_dir), w) for w in range(3)], 3)
     assert sorted(done) == [0, 1, 2]
     assert ChunkStore(db_dir).count_rows("fake-hash-32") == 3 * 4 * 6
 

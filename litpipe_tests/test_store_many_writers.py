@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from litpipe.retrieval.store import ChunkStore, table_name
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.processes import starmap_in_processes
 from litpipe_tests.test_store import paper, store_chunks_twice
 
 PAPERS = 6
@@ -47,8 +48,9 @@ def test_writers_without_a_lock_leave_every_chunk_once_and_never_scan_the_table(
     tmp_path: Path,
 ) -> None:
     db_dir = tmp_path / "lancedb"
-    with multiprocessing.get_context("spawn").Pool(WRITERS) as pool:
-        done = pool.starmap(_embed_every_paper, [(str(db_dir), seed) for seed in range(WRITERS)])
+    done = starmap_in_processes(
+        _embed_every_paper, [(str(db_dir), seed) for seed in range(WRITERS)], WRITERS
+    )
 
     store = ChunkStore(db_dir, lock_writes=False)
     chunk_ids = store.chunk_rows(FakeEmbedder.embedder_id, ["chunk_id"]).column("chunk_id")
@@ -138,11 +140,10 @@ def test_writers_crossing_the_index_threshold_together_build_the_index_once(
     tmp_path: Path,
 ) -> None:
     db_dir = tmp_path / "lancedb"
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, context.Pool(3) as pool:
+    with multiprocessing.get_context("spawn").Manager() as manager:
         barrier = manager.Barrier(3)
-        built = pool.starmap(
-            _cross_the_index_threshold, [(str(db_dir), w, barrier) for w in range(3)]
+        built = starmap_in_processes(
+            _cross_the_index_threshold, [(str(db_dir), w, barrier) for w in range(3)], 3
         )
     assert sorted(done for done, _ in built) == [False, False, True]
     assert sum(started for _, started in built) == 1  # the others waited, then found it built
