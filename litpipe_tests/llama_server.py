@@ -65,9 +65,10 @@ CMAKE_FLAGS = (
 )
 # The x86-64 levels llama-server is built for, best first: each level's name (part of the cache
 # entry's) and the CPU flags (as /proc/cpuinfo spells them) it needs. Not ggml's default,
-# -march=native: on CI's Sapphire Rapids VM, whose CPU reports AMX, that turns on ggml's AMX
-# kernels, and the binary died with SIGILL at its first `tilezero` (the VM does not grant the
-# tile state), failing every real-model test.
+# -march=native: on CI's Sapphire Rapids CPU that compiles in ggml's AMX kernels, and llama.cpp
+# 0.3.36's binary ran one before asking Linux for the AMX tile state (ARCH_REQ_XCOMP_PERM): it
+# died with SIGILL at its first `tilezero`, failing every real-model test. (AMX itself works on
+# that machine once a process asks for it.)
 X86_64_LEVELS: tuple[tuple[str, frozenset[str]], ...] = (
     ("x86-64-v3", frozenset({"sse4_2", "avx", "avx2", "bmi2", "fma", "f16c"})),
     ("x86-64-v2", frozenset({"sse4_2"})),
@@ -341,8 +342,8 @@ def _exit_explained(returncode: int) -> str:
     if returncode != -signal.SIGILL:
         return ""
     return (
-        f" (an illegal instruction: {binary_path()} uses instructions this CPU or its VM does"
-        " not run; delete it, and `python -m litpipe_tests.llama_server build` builds it anew)"
+        f" (an illegal instruction: {binary_path()} uses instructions this process may not"
+        " run; delete it, and `python -m litpipe_tests.llama_server build` builds it anew)"
     )
 
 

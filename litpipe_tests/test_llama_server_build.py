@@ -1,7 +1,8 @@
 """Which llama-server the real-model tests build and reuse (litpipe_tests/llama_server.py).
 
-Built with -march=native on CI's Sapphire Rapids VM, the binary used ggml's AMX kernels, which
-that VM does not run: it died with SIGILL at its first token, and every real-model test failed.
+Built with -march=native on CI's Sapphire Rapids CPU, the binary ran ggml's AMX kernels before
+asking Linux for the AMX tile state: it died with SIGILL at its first token, and every
+real-model test failed.
 It is built for a named level instead, and cached outside the clone under that level's name.
 These tests need no compiler and no server.
 """
