@@ -1,0 +1,25 @@
+"""How `make test` spreads the suite over its two workers (pytest-xdist, `--dist loadgroup`).
+
+A module whose tests share a costly fixture (a llama-server and the three PDFs run through it, a
+built corpus, a browser) marks them with one `xdist_group`, so that one worker sets it up once.
+With pytest 9.2 and pytest-xdist 3.8 the mark was ignored without a word (pytest-xdist#1386):
+the real-model module ran its five-minute fixture on both workers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+GROUP = "test_suite_workers"
+
+
+@pytest.mark.xdist_group(GROUP)
+def test_a_grouped_test_is_scheduled_by_its_group(request: pytest.FixtureRequest) -> None:
+    # A worker's own `dist` is "no"; pytest-xdist keeps "--dist loadgroup" as `loadgroup`.
+    if not request.config.getoption("loadgroup", default=False):
+        pytest.skip("runs where `make test` runs it: on a pytest-xdist worker, --dist loadgroup")
+    # The scheduler reads a test's group from the end of its node id, where the worker put it.
+    assert request.node.nodeid.endswith(f"@{GROUP}"), (
+        f"{request.node.nodeid}: pytest-xdist ignores xdist_group with pytest "
+        f"{pytest.__version__}; each worker would set up a group's shared fixtures"
+    )
