@@ -484,12 +484,10 @@ def strip_markers(text: str) -> str:
     """`text` with every citation marker removed: `without_markers` dropping all of them, in
     one pass (the history's diff strips every sentence and insight of two versions), and again
     while the removal joins what is left into a new marker ("[x:3[a:1]]")."""
-    cleaned = _BRACKET.sub("", text)
-    if cleaned == text:
-        return text
+    cleaned = text
     while (again := _BRACKET.sub("", cleaned)) != cleaned:
         cleaned = again
-    return _tidied(cleaned)
+    return text if cleaned == text else _tidied(cleaned)
 
 
 def cited_sentences(text: str) -> list[str]:
