@@ -1,10 +1,12 @@
 """Validated model replies on disk, addressed by the hash of what produced them.
 
-The key covers the model, the messages, the output schema and the sampling parameters; it
-leaves out the API base and any key: the same model behind another endpoint (a proxy, a mirror,
-a local server on a new port) is expected to answer alike, and a key is a secret. Entries are
-written whole (a temporary file, then `os.replace`), so concurrent writers of one key leave one
-valid entry and a reader never sees half of one. A file that cannot be read is a miss.
+The key covers the model, the messages, the output schema and the parameters (the sampling,
+and the structured-output mode the reply was asked in); it leaves out the API base and any key:
+the same model behind another endpoint (a proxy, a mirror, a local server on a new port) is
+expected to answer alike, and a key is a secret. Entries are written whole (a temporary file,
+then `os.replace`), so concurrent writers of one key leave one valid entry and a reader never
+sees half of one. A file that cannot be read is a miss. Only valid replies are kept: a failure
+is never served to a later run.
 """
 
 from __future__ import annotations

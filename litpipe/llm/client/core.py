@@ -3,7 +3,9 @@ step.
 
 A call is looked up in the reply cache first (on the caller's thread); one it cannot answer is
 asked of the model (`ModelCalls`) on the model-call loop, within the client's concurrency bound
-and the server's slots, and its validated reply (or the failure of an unusable one) is cached.
+and the server's slots, and its validated reply is cached. A failure, an unusable reply's too,
+is never cached: the run that got it reports it and writes its item offline, and the next run
+asks again (the server may have been fixed, or the model pointed at another one).
 Every call, hit or not, is recorded in the usage ledger. Batches of calls run concurrently and
 each runs to its end before the first failure is raised.
 """
@@ -30,7 +32,7 @@ from litpipe.llm.client.loop import (
 )
 from litpipe.llm.client.model_facts import _model_facts
 from litpipe.llm.client.structured import Messages, _mode, _schema_instruction, _schema_json
-from litpipe.llm.errors import LLMError, ReplyValidationError, one_line
+from litpipe.llm.errors import LLMError, one_line
 from litpipe.llm.shared_limits import SharedLimits, limits_database
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.llm.window import token_counter
@@ -94,7 +96,7 @@ class LLMClient(ModelCalls):
         self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
-            return _raised_if_unusable(cached)
+            return cached
         return await _on_model_call_loop(self._ask_and_record(route, messages, schema, key))
 
     async def complete_many(
@@ -108,7 +110,7 @@ class LLMClient(ModelCalls):
         self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
-            return [_raised_if_unusable(cast(T, cached)) for _, cached in lookups]
+            return [cast(T, cached) for _, cached in lookups]
         return await _on_model_call_loop(
             self._complete_many(route, list_of_messages, schema, lookups)
         )
@@ -118,7 +120,7 @@ class LLMClient(ModelCalls):
         self.usage.expect(route.agent, 1)
         key, cached = self._lookup(route, messages, schema)
         if cached is not None:
-            return _raised_if_unusable(cached)
+            return cached
         return _run_sync(self._ask_and_record(route, messages, schema, key))
 
     def complete_many_sync(
@@ -128,7 +130,7 @@ class LLMClient(ModelCalls):
         self.usage.expect(route.agent, len(list_of_messages))
         lookups = [self._lookup(route, messages, schema) for messages in list_of_messages]
         if all(cached is not None for _, cached in lookups):
-            return [_raised_if_unusable(cast(T, cached)) for _, cached in lookups]
+            return [cast(T, cached) for _, cached in lookups]
         return _run_sync(self._complete_many(route, list_of_messages, schema, lookups))
 
     def complete_each_sync(
@@ -157,12 +159,12 @@ class LLMClient(ModelCalls):
             route: Route,
             list_of_messages: Sequence[Messages],
             schema: type[BaseModel],
-            found: list[tuple[str | None, BaseModel | ReplyValidationError | None]],
+            found: list[tuple[str | None, BaseModel | None]],
         ) -> list[BaseModel | LLMError]:
             async def one(
                 messages: Messages,
                 key: str | None,
-                cached: BaseModel | ReplyValidationError | None,
+                cached: BaseModel | None,
             ) -> BaseModel | LLMError:
                 if cached is not None:
                     return cached
@@ -186,9 +188,8 @@ class LLMClient(ModelCalls):
 
     def _lookup(
         self, route: Route, messages: Messages, schema: type[T]
-    ) -> tuple[str | None, T | ReplyValidationError | None]:
-        """The call's cache key, and its cached reply if there is one (then recorded as a hit):
-        a validated reply, or the error of one that could not be used.
+    ) -> tuple[str | None, T | None]:
+        """The call's cache key, and its cached reply if there is one (then recorded as a hit).
 
         Runs on the caller's thread: a hit never waits for the model-call loop.
         """
@@ -196,35 +197,34 @@ class LLMClient(ModelCalls):
         if self.cache is None:
             return None, None
         started = time.perf_counter()
-        params = {"temperature": route.temperature, "max_tokens": route.max_tokens}
-        # Not the route's structured_output: a reply that validated is as good whichever way the
-        # schema reached the model, so the modes share replies and switching costs no call.
-        key = self.cache.key(route.model, messages, _schema_json(schema), params)
+        key = self._key(route, messages, schema)
         cached = self._from_cache(key, schema)
         if cached is not None:
-            unusable = isinstance(cached, ReplyValidationError)
-            record = CallRecord(
-                agent=route.agent,
-                model=route.model,
-                cached=True,
-                failed=unusable,
-                error=str(cached) if unusable else None,
-            )
-            self._record(record, started)
+            self._record(CallRecord(agent=route.agent, model=route.model, cached=True), started)
         return key, cached
+
+    def _key(self, route: Route, messages: Messages, schema: type[BaseModel]) -> str:
+        """The cache key of a call: the model, messages, schema and sampling, and the
+        structured-output mode it is asked in (in `auto`, the one this process learnt the
+        server takes). Not the API base: the same model at another address answers alike."""
+        assert self.cache is not None
+        params = {
+            "temperature": route.temperature,
+            "max_tokens": route.max_tokens,
+            "structured_output": _mode(route, _model_facts(route.model)),
+        }
+        return self.cache.key(route.model, messages, _schema_json(schema), params)
 
     async def _complete_many(
         self,
         route: Route,
         list_of_messages: Sequence[Messages],
         schema: type[T],
-        lookups: list[tuple[str | None, T | ReplyValidationError | None]],
+        lookups: list[tuple[str | None, T | None]],
     ) -> list[T]:
-        async def one(
-            messages: Messages, key: str | None, cached: T | ReplyValidationError | None
-        ) -> T:
+        async def one(messages: Messages, key: str | None, cached: T | None) -> T:
             if cached is not None:
-                return _raised_if_unusable(cached)
+                return cached
             return await self._ask_and_record(route, messages, schema, key)
 
         return await _all_or_first_failure(
@@ -237,7 +237,9 @@ class LLMClient(ModelCalls):
     async def _ask_and_record(
         self, route: Route, messages: Messages, schema: type[T], key: str | None
     ) -> T:
-        """A call the cache could not answer, on the model-call loop; its reply is cached."""
+        """A call the cache could not answer, on the model-call loop; its valid reply is cached
+        under the structured-output mode that produced it (`auto` may have learnt another one
+        during the call)."""
         started = time.perf_counter()
         record = CallRecord(agent=route.agent, model=route.model)
         try:
@@ -248,26 +250,13 @@ class LLMClient(ModelCalls):
         except BaseException as error:
             record.failed = True
             record.error = one_line(str(error)) or type(error).__name__
-            if isinstance(error, ReplyValidationError) and self.cache is not None and key:
-                # Asked again, the same request would get the same unusable reply (the cache
-                # key holds the sampling): a rerun reads the failure, and its item is written
-                # offline again, with no call.
-                self.cache.put(
-                    key,
-                    {
-                        "model": route.model,
-                        "schema": schema.__name__,
-                        "unusable": str(error),
-                        "created": record.at.isoformat(),
-                    },
-                )
             raise
         finally:
             self._record(record, started)
             self._budget.recorded(record.cost_usd)
         if self.cache is not None and key is not None:
             self.cache.put(
-                key,
+                self._key(route, messages, schema),
                 {
                     "model": route.model,
                     "schema": schema.__name__,
@@ -283,13 +272,11 @@ class LLMClient(ModelCalls):
         self.usage.record(record)
         _log_call(record)
 
-    def _from_cache(self, key: str, schema: type[T]) -> T | ReplyValidationError | None:
+    def _from_cache(self, key: str, schema: type[T]) -> T | None:
         assert self.cache is not None
         entry = self.cache.get(key)
         if entry is None:
             return None
-        if "unusable" in entry:
-            return ReplyValidationError(str(entry["unusable"]))
         try:
             return schema.model_validate(entry["value"])
         except (KeyError, ValidationError):
@@ -310,13 +297,6 @@ def shared_limits(settings: Settings, limits_at: str | Path | None) -> SharedLim
         llm.nightly_budget_usd,
         llm.nightly_budget_day_start,
     )
-
-
-def _raised_if_unusable(cached: T | ReplyValidationError) -> T:
-    """A cached reply, or the cached failure of one that could not be used, raised again."""
-    if isinstance(cached, ReplyValidationError):
-        raise cached
-    return cached
 
 
 def _check_route(route: Route) -> None:
