@@ -48,7 +48,7 @@ from litpipe.extractive.query_answer import QueryAnswerInput
 from litpipe.extractive.related_work import RelatedWorkInput
 from litpipe.extractive.tldr import TldrInput
 from litpipe.llm.client import UnusableReply, parse_reply
-from litpipe.llm.errors import LLMError, ReplyValidationError
+from litpipe.llm.errors import LLMError, ReplyValidationError, TransientLLMError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.schemas import (
     Answer,
@@ -569,3 +569,46 @@ def test_any_reply_the_schema_allows_gives_a_result_or_a_one_line_reason(
     # Replies made from the schema mostly validate: a schema that said less than the code
     # checks would send nearly every reply down the repair path, and test nothing else.
     assert outcomes.count("result") >= LEAST_VALID * len(outcomes), outcomes.count("reason")
+
+
+class UnusableClient(GeneratedClient):
+    """A model whose every reply is unusable (prose where JSON was asked, even after a
+    repair), or, with `failure`, whose calls fail that way."""
+
+    def __init__(self, failure: type[LLMError] = ReplyValidationError) -> None:
+        self.agents = []
+        self.failure = failure
+
+    def complete_sync(self, route: Route, messages: list[dict[str, str]], schema: type[T]) -> T:
+        self.agents.append(route.agent)
+        raise self.failure(f"{route.agent}: {route.model} gave no valid {schema.__name__}")
+
+
+@pytest.mark.parametrize("agent", sorted(CASES))
+def test_an_unusable_reply_is_written_offline_and_never_raises(agent: str, tmp_path: Path) -> None:
+    """Every agent's fallback for an unusable reply gives its stage a result: no offline engine
+    refuses (a grader's says "not graded"), so no check or optional step blocks an output."""
+    case = CASES[agent]
+    routed = offline_settings(
+        tmp_path,
+        **case.settings,
+        llm={"on_unusable": "offline", "agents": {agent: AgentRoute(model=MODEL)}},
+    )
+    client = UnusableClient()
+    asker = Asker(routed.llm, client, PromptLibrary())
+    assert case.stage(collection(), routed, asker) is not None
+    assert agent in client.agents
+    assert "offline fallback" in asker.engine(agent)
+
+
+@pytest.mark.parametrize("agent", ["claim_judge", "coherence_judge"])
+def test_a_grader_whose_model_keeps_failing_grades_offline_even_where_failures_fail(
+    agent: str, tmp_path: Path
+) -> None:
+    """A grader's check never blocks what it grades: its model's transient failure (retries
+    spent) is written by its offline engine, though `llm.on_unusable` says fail."""
+    case = CASES[agent]
+    routed = offline_settings(tmp_path, llm={"agents": {agent: AgentRoute(model=MODEL)}})
+    asker = Asker(routed.llm, UnusableClient(TransientLLMError), PromptLibrary())
+    assert case.stage(collection(), routed, asker) is not None
+    assert "offline fallback" in asker.engine(agent)

@@ -129,6 +129,38 @@ def test_a_page_mixing_engines_names_its_offline_parts_escaped(tmp_path: Path) -
     assert expert is not None and "(the relationship analysis it is built from;" in expert
 
 
+FELL_BACK = f"{MODEL}, offline fallback for 6 of 6: stub: {MODEL} gave no valid AnswerReply"
+
+
+def test_items_written_offline_in_a_models_place_are_counted_on_the_page_and_in_both_files(
+    tmp_path: Path,
+) -> None:
+    """A model was configured, but its replies could not be used: the page and the Markdown
+    files say how many items of which part the offline engine wrote instead, and why."""
+    collection = demo_collection()
+    written = model_written(collection)
+    written.answers = {
+        paper: answers.model_copy(update={"engine": FELL_BACK})
+        for paper, answers in written.answers.items()
+    }
+    written.analysis = written.analysis.model_copy(
+        update={"engine": f"{MODEL}, offline fallback for 1 of 1: the model is unreachable"}
+    )
+    files = collection_files(written, tmp_path)
+
+    papers = len(written.answers)
+    page = page_notice(files["synthesis.html"])
+    assert page is not None and page.startswith(f"Written in part by {ENGINE} in the model's place")
+    assert f"the answers, {6 * papers} of {6 * papers} items" in page
+    assert "the relationship map, 1 of 1 items" in page
+    assert "First reason: the model is unreachable" in page
+    for name in ("synthesis.md", "plain.md"):
+        shown = markdown_notice(files[name])
+        assert shown is not None
+        assert "the relationship analysis it is built from, 1 of 1 items" in shown
+        assert "First reason: the model is unreachable" in shown
+
+
 def test_an_offline_digest_says_so_and_a_model_written_one_does_not(tmp_path: Path) -> None:
     digest = hand_made_digest(tmp_path)
     assert digest.engines == {"insights": "offline", "relationships": "offline"}
@@ -146,6 +178,11 @@ def test_an_offline_digest_says_so_and_a_model_written_one_does_not(tmp_path: Pa
     partly = page_notice(digest_html(mixed))
     assert partly is not None
     assert partly.startswith(f"Partly written by {ENGINE} (the relationships; the rest by {MODEL})")
+    fell_back = digest.model_copy(
+        update={"engines": {"insights": FELL_BACK, "relationships": MODEL}}
+    )
+    for shown in (markdown_notice(digest_markdown(fell_back)), page_notice(digest_html(fell_back))):
+        assert shown is not None and "the key insights, 6 of 6 items" in shown
 
 
 def test_a_digest_written_before_engines_were_recorded_still_says_so(tmp_path: Path) -> None:

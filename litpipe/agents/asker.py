@@ -29,9 +29,11 @@ from litpipe import text as text_helpers
 from litpipe.agents.base import (
     OFFLINE_ENGINE,
     Agent,
+    FallbackShare,
     ModelBatch,
     ModelClient,
     WindowedClient,
+    fallback_engine,
     fitted_messages,
 )
 from litpipe.hashing import digest
@@ -104,10 +106,8 @@ class Asker:
         fallbacks = self._fallbacks().get(route.agent)
         if fallbacks is None or not fallbacks.reasons:
             return route.model
-        return (
-            f"{route.model}, offline fallback for {len(fallbacks.reasons)} of {fallbacks.items}: "
-            f"{fallbacks.reasons[0]}"
-        )
+        share = FallbackShare(len(fallbacks.reasons), fallbacks.items, fallbacks.reasons[0])
+        return fallback_engine(route.model, share)
 
     def version(self, agent: Agent[Any, Any]) -> str:
         """Hash of all that decides the agent's replies: for the code_version of its asset.
@@ -229,11 +229,11 @@ class Asker:
     ) -> Reply:
         """The reply, or, for an item whose model reply cannot be used, the offline engine's
         (recorded and counted) where `llm.on_unusable` is `offline`; any other failure is
-        raised."""
+        raised. A grader's every failure is written offline (`Agent.grades`)."""
         if not isinstance(reply, LLMError):
             return reply
         unusable = isinstance(reply, ReplyValidationError | ContextOverflowError)
-        if not unusable or self.llm.on_unusable == "fail":
+        if not agent.grades and (not unusable or self.llm.on_unusable == "fail"):
             raise reply
         reason = one_line(str(reply), 200)
         logger.warning("%s: offline fallback for one item: %s", agent.name, reason)

@@ -8,8 +8,10 @@ it to its model once per step.
 from __future__ import annotations
 
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import (
     Any,
     ClassVar,
@@ -35,6 +37,35 @@ Reply = TypeVar("Reply", bound=BaseModel)
 Schema = TypeVar("Schema", bound=BaseModel)
 
 OFFLINE_ENGINE = "offline"
+# How an output names a model some of whose items its offline engine wrote in the model's place
+# (`Asker.engine`), and how a reader of that name finds the share again (`fallback_share`).
+_FALLBACK_ENGINE = "{model}, offline fallback for {fell} of {items}: {reason}"
+_FALLBACK_SHARE = re.compile(r", offline fallback for (\d+) of (\d+): (.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class FallbackShare:
+    """Of an output's items, how many the offline engine wrote in the model's place, and the
+    first one's reason."""
+
+    fell: int
+    items: int
+    reason: str
+
+
+def fallback_engine(model: str, share: FallbackShare) -> str:
+    return _FALLBACK_ENGINE.format(
+        model=model, fell=share.fell, items=share.items, reason=share.reason
+    )
+
+
+def fallback_share(engine: str) -> FallbackShare | None:
+    """The share an engine name (`fallback_engine`) records; None for a model that wrote every
+    item, or the offline engine."""
+    found = _FALLBACK_SHARE.search(engine)
+    if found is None:
+        return None
+    return FallbackShare(int(found.group(1)), int(found.group(2)), found.group(3))
 
 
 class StructuredClient(Protocol):
@@ -98,6 +129,10 @@ class Agent(ABC, Generic[In, Reply]):
     # The most tokens the agent's reply needs: its max_tokens where the settings set none, so
     # that a short reply does not reserve a whole window's worth of room.
     reply_tokens: ClassVar[int] = DEFAULT_REPLY_TOKENS
+    # A grader (its reply is a check of another output): any failure of its model, not only an
+    # unusable reply, is written by its offline engine, whatever `llm.on_unusable` says, so
+    # that a check never blocks the output it grades.
+    grades: ClassVar[bool] = False
     # Where the reply stands among the class's type parameters: second in Agent[In, Reply]; a
     # generic agent's own (PassageAgent[Reply]: first) for its subclasses to fill.
     _reply_index: ClassVar[int] = 1

@@ -20,6 +20,7 @@ from litpipe.llm.prompts import fence
 class ClaimJudgeAgent(Agent[ClaimInput, ClaimReply]):
     name = "claim_judge"
     reply_tokens = 256
+    grades = True
     offline = staticmethod(offline_claim_judge)
 
     def prompt_values(self, inputs: ClaimInput) -> dict[str, str]:

@@ -11,7 +11,7 @@ from litpipe.settings import Settings
 def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.staleness import State, partition_states
+    from litpipe.defs.staleness import State, fallback_counts, partition_states
     from litpipe.llm.window import routes_described
     from litpipe.runtime.requests import every_request_state
     from litpipe.runtime.runner import collection_asset_keys, open_instance, paper_asset_keys
@@ -35,6 +35,19 @@ def status_command(settings: Settings, show_all: bool) -> int:
             instance, defs, collection_keys, [collection]
         ).items():
             print(f"  {key.to_user_string():<18} {by_collection[collection]}")
+        fell_back = {
+            key.to_user_string(): sum(fallback_counts(instance, key, partitions).values())
+            for key, partitions in [
+                *((key, [collection]) for key in collection_keys),
+                *((key, paper_ids) for key in keys),
+            ]
+        }
+        if any(fell_back.values()):
+            counted = ", ".join(f"{n} in {stage}" for stage, n in fell_back.items() if n)
+            print(
+                f"  written offline in the model's place: {counted}; the next `litpipe run` of "
+                "this collection with its model working asks them again (and only them)"
+            )
         states = partition_states(instance, defs, keys, paper_ids)
         for key in keys:
             by_state: dict[State, list[str]] = {}

@@ -2,7 +2,11 @@
 
 The same rule Dagster's UI applies: a partition is stale when its code version changed since it
 was materialized, when an upstream partition now has another data version than the one it was
-built from, or when an upstream partition is itself stale or missing.
+built from, or when an upstream partition is itself stale or missing. And one Dagster has no
+notion of: a partition some of whose items the offline engine wrote in its model's place (the
+reply was unusable, the server down) is stale for that model, so the next run asks them again;
+their valid replies are cached, so only the fallen-back items cost a call. An offline route has
+another code version: it rebuilds, or leaves alone, by the rules above.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ _INPUT_EVENT_POINTER_TAG = "dagster/input_event_pointer/"
 # members, without those retracted), which `changed_elsewhere` compares with the papers it would
 # read now. The papers read can only say which of them changed, not that one is gone.
 MEMBERS = "members_fingerprint"
+# The metadata entry counting a step's (or a paper's) items written offline in the model's
+# place (`llm_steps.usage_metadata` of `LLMUsage.fallbacks`).
+FALLBACKS = "llm_fallbacks"
 
 
 def members_fingerprint(paper_ids: list[str]) -> str:
@@ -45,6 +52,7 @@ class State(StrEnum):
     MISSING = "missing"
     CODE_CHANGED = "stale: code changed"
     UPSTREAM_CHANGED = "stale: upstream changed"
+    FELL_BACK = "stale: written offline in the model's place"
 
 
 def partition_states(
@@ -67,6 +75,8 @@ def partition_states(
                 state = State.MISSING
             elif own.tags.get(_CODE_VERSION_TAG) != code:
                 state = State.CODE_CHANGED
+            elif fallbacks(own.metadata):
+                state = State.FELL_BACK
             elif any(states[parent][partition] is not State.FRESH for parent in upstream) or any(
                 _input_changed(instance, own, parent, partition, records[parent].get(partition))
                 for parent in upstream
@@ -183,7 +193,7 @@ def next_to_build(
         must = (
             not todo
             or key in pending
-            or states[key][partition] in (State.CODE_CHANGED, State.MISSING)
+            or states[key][partition] in (State.CODE_CHANGED, State.MISSING, State.FELL_BACK)
         )
         waits = [a for a in ancestors(graph, key, keys) if a in stale and a not in todo]
         if must and not waits:
@@ -201,6 +211,25 @@ def ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) ->
                 found.add(parent)
                 frontier.append(parent)
     return found
+
+
+def fallback_counts(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
+) -> dict[str, int]:
+    """Per partition of `key` whose latest materialization has any, its items written offline
+    in the model's place."""
+    counted = {
+        partition: fallbacks(record.metadata)
+        for partition, record in _latest_records(instance, key, partitions).items()
+    }
+    return {partition: count for partition, count in counted.items() if count}
+
+
+def fallbacks(metadata: Mapping[str, Any]) -> int:
+    """How many items of a materialization the offline engine wrote in its model's place."""
+    entry = metadata.get(FALLBACKS)
+    value = getattr(entry, "value", entry)
+    return value if isinstance(value, int) else 0
 
 
 class _Record(NamedTuple):

@@ -388,13 +388,16 @@ def grade_coherence(
 
 
 def coherence(reply: CoherenceReply | None, what: str, grader: str) -> CheckOutcome | CheckSkipped:
-    """The coherence check: passes at `LEAST_COHERENCE` or above; with no grade (offline) it
-    could not run, and says why (it neither passes nor fails)."""
+    """The coherence check: passes at `LEAST_COHERENCE` or above; with no grade it could not
+    run, and says why (it neither passes nor fails): offline, or its model's reply could not be
+    used (`grader` then names the model and why)."""
     if reply is None:
         return CheckSkipped(
             reason=f"coherence of the {what} needs a model (route coherence_judge to one, or "
             "set llm.model)"
         )
+    if reply.score is None:
+        return CheckSkipped(reason=f"coherence of the {what} was not graded ({grader})")
     description = f"the {what} scores {reply.score} of 5 for coherence (graded by {grader})"
     if reply.issues:
         description += "; " + "; ".join(reply.issues[:3])

@@ -6,7 +6,9 @@ The offline engine (README, "Models") is deterministic and extractive: it copies
 sentences and picks them by heuristics, it neither reads nor writes. A reader must not take its
 output for a method's result. Each output names its parts and the engine that wrote each; the
 notice names the offline ones and their limits ("partly", with the rest's engines, when a model
-wrote some), and is None when a model wrote every part.
+wrote some), and is None when a model wrote every part. A part a model wrote only in part, its
+other items written offline in the model's place (the reply unusable, the model unreachable),
+is named with its count of such items: a model was configured, and the reader must still know.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from litpipe.agents.base import OFFLINE_ENGINE
+from litpipe.agents.base import OFFLINE_ENGINE, FallbackShare, fallback_share
 from litpipe.schemas import (
     CrossPaperQuestions,
     Digest,
@@ -87,8 +89,9 @@ def offline_notice(
     """The notice of an output made of `parts`: None when no part is offline. `grades` are the
     output's sentence grades, if any: a model grader did check it."""
     written_offline = [part for part in parts if offline(part.engine)]
+    fell_back = _fallback_sentence(parts)
     if not written_offline:
-        return None
+        return fell_back
     models = list(dict.fromkeys(p.engine for p in parts if not offline(p.engine)))
     limits = "; ".join(dict.fromkeys(part.limits for part in written_offline))
     if models:
@@ -101,7 +104,33 @@ def offline_notice(
         closing = f"no model wrote or checked {what}"
     else:
         closing = f"no model wrote {what} ({grades.grader} graded its sentences)"
-    return f"{opening}: {limits}; {closing}. {advice}"
+    notice = f"{opening}: {limits}; {closing}. {advice}"
+    return f"{notice} {fell_back}" if fell_back else notice
+
+
+def _fallback_sentence(parts: Sequence[Part]) -> str | None:
+    """What of `parts` the offline engine wrote in their model's place, counted per part, with
+    the first reason; None where no model's item fell back."""
+    shares: dict[str, list[FallbackShare]] = {}
+    limits: dict[str, str] = {}
+    for part in parts:
+        share = fallback_share(part.engine)
+        if share is not None:
+            shares.setdefault(part.name, []).append(share)
+            limits[part.name] = part.limits
+    if not shares:
+        return None
+    counted = "; ".join(
+        f"{name}, {sum(s.fell for s in found)} of {sum(s.items for s in found)} items"
+        for name, found in shares.items()
+    )
+    first = next(iter(shares.values()))[0].reason
+    return (
+        f"Written in part by {ENGINE} in the model's place (its reply could not be used, or it "
+        f"could not be reached): {counted}. There, {'; '.join(dict.fromkeys(limits.values()))}. "
+        f"First reason: {first}. The next `litpipe run` with the model working asks those items "
+        "again, and only them."
+    )
 
 
 def markdown_lines(notice: str | None) -> list[str]:
