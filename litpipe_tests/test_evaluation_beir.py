@@ -1,8 +1,11 @@
-"""The reranked methods of `litpipe eval retrieval`: only the top candidates are reordered, the
-rest of the hybrid ranking stays below them, and a reranker that cannot run is a usage error."""
+"""`litpipe eval retrieval` as a user runs it, on the dataset the tests bundle; and its reranked
+methods: only the top candidates are reordered, the rest of the hybrid ranking stays below them,
+and a reranker that cannot run is a usage error."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import get_args
 
@@ -21,6 +24,45 @@ from litpipe.settings import RetrievalSettings, Settings
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_evaluation_ranking import write_beir
 from litpipe_tests.test_rerank import PASSAGES, build_tiny_cross_encoder, make_candidates
+
+# Eight abstracts and five judged queries, each naming its document's terms (beir-tiny/ATTRIBUTION).
+BEIR_TINY = Path(__file__).parent / "data" / "beir-tiny"
+
+
+def test_the_command_prints_each_method_s_figures_and_embeds_the_corpus_once(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The embedder the settings name, built by the command as `litpipe eval retrieval` does
+    # without --embedder (a local model here, MiniLM by default).
+    argv = ["eval", "retrieval", "--dataset", str(BEIR_TINY), "--split", "test"]
+    argv += ["--home", str(tmp_path / "home"), "--embedder", str(tiny_model)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    header, columns, *rows = printed.splitlines()
+    assert re.fullmatch(
+        r"beir-tiny test: 5 queries, 8 documents, (\d+) chunks \(\1 embedded now\), .+", header
+    ), header
+    assert columns.split() == ["method", "nDCG@10", "R@10", "R@100", "p50", "ms", "p95", "ms"]
+    figures = {
+        row.split()[0]: [float(value) for value in row.split()[1:]]
+        for row in rows
+        if not row.startswith("written:")
+    }
+    assert list(figures) == ["bm25", "dense", "hybrid"]
+    assert all(0 <= value <= 1 for row in figures.values() for value in row[:3])
+    # Each query names its document's own terms: BM25 ranks every one first.
+    assert figures["bm25"][:3] == [1.0, 1.0, 1.0]
+    out = tmp_path / "home" / "outputs" / "eval" / "retrieval-beir-tiny-test.json"
+    assert f"written: {out}" in printed
+    written = json.loads(out.read_text())
+    assert [result["ndcg_at_10"] for result in written["results"]] == pytest.approx(
+        [row[0] for row in figures.values()], abs=5e-5
+    )
+
+    assert main([*argv, "--methods", "hybrid-mmr"]) == 0
+    again = capsys.readouterr().out
+    assert "chunks (0 embedded now)" in again.splitlines()[0]
+    assert again.splitlines()[2].startswith("hybrid-mmr ")
 
 
 class FixedRetriever:

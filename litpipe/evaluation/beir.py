@@ -28,12 +28,12 @@ from litpipe.ingest.chunking import chunk_document
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
 from litpipe.settings import RerankerName, Settings
+from litpipe.workflows.ingest import settings_embedder
 
 if TYPE_CHECKING:
     from litpipe.retrieval.embedder import Embedder
     from litpipe.retrieval.hybrid import HybridRetriever
     from litpipe.retrieval.rerank import Reranker
-    from litpipe.workflows.ingest import settings_embedder
 
 METHODS = ("bm25", "dense", "hybrid", "hybrid-mmr")
 # Each reranked method, and the `reranker` setting it evaluates.
