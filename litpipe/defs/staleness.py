@@ -60,8 +60,11 @@ def partition_states(
     defs: dg.Definitions,
     keys: list[dg.AssetKey],
     partitions: list[str],
+    fallbacks_before: int | None = None,
 ) -> dict[dg.AssetKey, dict[str, State]]:
-    """States of same-partitioned assets, `keys` in topological order (upstream first)."""
+    """States of same-partitioned assets, `keys` in topological order (upstream first). With
+    `fallbacks_before` (a storage id), only the materializations up to it are stale for their
+    fallbacks: a command that rebuilt one with fallbacks again does not ask them a third time."""
     graph = defs.resolve_asset_graph()
     records = {key: _latest_records(instance, key, partitions) for key in keys}
     states: dict[dg.AssetKey, dict[str, State]] = {}
@@ -75,7 +78,9 @@ def partition_states(
                 state = State.MISSING
             elif own.tags.get(_CODE_VERSION_TAG) != code:
                 state = State.CODE_CHANGED
-            elif fallbacks(own.metadata):
+            elif fallbacks(own.metadata) and (
+                fallbacks_before is None or own.storage_id <= fallbacks_before
+            ):
                 state = State.FELL_BACK
             elif any(states[parent][partition] is not State.FRESH for parent in upstream) or any(
                 _input_changed(instance, own, parent, partition, records[parent].get(partition))
@@ -140,13 +145,22 @@ def build_next(
     read: Callable[[dg.AssetKey], list[str]],
     pending: set[dg.AssetKey] | None = None,
     within: list[dg.AssetKey] | None = None,
+    fallbacks_before: int | None = None,
 ) -> list[dg.AssetKey]:
     """The next level to materialize of the partition's `keys` (`next_to_build`), read from the
-    instance now: their states (among `within`, default `keys`), the ones whose input from
-    another partition changed (`changed_elsewhere`, `read` naming what they read of it) and
-    `pending`, the ones the caller wants built anyway."""
+    instance now: their states (among `within`, default `keys`; `fallbacks_before` as
+    `partition_states` takes it), the ones whose input from another partition changed
+    (`changed_elsewhere`, `read` naming what they read of it) and `pending`, the ones the
+    caller wants built anyway."""
     return build_next_each(
-        instance, defs, keys, [partition], lambda _: read, pending or set(), within
+        instance,
+        defs,
+        keys,
+        [partition],
+        lambda _: read,
+        pending or set(),
+        within,
+        fallbacks_before,
     )[partition]
 
 
@@ -158,9 +172,10 @@ def build_next_each(
     read_for: Callable[[str], Callable[[dg.AssetKey], list[str]]],
     pending: set[dg.AssetKey] | None = None,
     within: list[dg.AssetKey] | None = None,
+    fallbacks_before: int | None = None,
 ) -> dict[str, list[dg.AssetKey]]:
     """`build_next` for each of `partitions`, their states read from the instance at once."""
-    states = partition_states(instance, defs, within or keys, partitions)
+    states = partition_states(instance, defs, within or keys, partitions, fallbacks_before)
     graph = defs.resolve_asset_graph()
     return {
         partition: next_to_build(
@@ -211,6 +226,12 @@ def ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) ->
                 found.add(parent)
                 frontier.append(parent)
     return found
+
+
+def latest_storage_id(instance: dg.DagsterInstance) -> int:
+    """The instance's latest event: what a command that loops over `build_next` passes as
+    `fallbacks_before`, read when it starts."""
+    return instance.event_log_storage.get_maximum_record_id() or 0
 
 
 def fallback_counts(

@@ -40,7 +40,7 @@ from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS
 from litpipe.defs.resources import LanceDBResource, artifact_store, usage_path
-from litpipe.defs.staleness import build_next
+from litpipe.defs.staleness import build_next, latest_storage_id
 from litpipe.files import exclusive_lock, write_atomically
 from litpipe.llm.usage import UsageLedger, calls_line
 from litpipe.retrieval.store import ChunkStore
@@ -433,6 +433,7 @@ def _run_batch(
         order,
         runs.tags,
         runs.stopping,
+        runs.fallbacks_before,
     )
     for key, partitions in build.built.items():
         rebuilt.setdefault(key, set()).update(partitions)
@@ -467,6 +468,11 @@ class _Runs:
     tags: dict[str, str]
     stop_requested: Callable[[], bool]
     stopped: bool = field(default=False, init=False)
+    # Items a model left to the offline engine before the backfill are asked again, once.
+    fallbacks_before: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fallbacks_before = latest_storage_id(self.instance)
 
     def stopping(self) -> bool:
         """Whether to start nothing more."""
@@ -483,7 +489,14 @@ class _Runs:
         read = partitions_read(self.defs.resolve_asset_graph(), self.catalog, partition)
         built: list[dg.AssetKey] = []
         for _ in keys:
-            todo = build_next(self.instance, self.defs, keys, partition, read)
+            todo = build_next(
+                self.instance,
+                self.defs,
+                keys,
+                partition,
+                read,
+                fallbacks_before=self.fallbacks_before,
+            )
             if not todo or self.stopping():
                 break
             result = execute(

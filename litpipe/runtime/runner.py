@@ -28,7 +28,12 @@ from litpipe.defs.jobs import collection_pipeline, paper_pipeline
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
 from litpipe.defs.partitions import COLLECTIONS, PAPERS, collections, papers
 from litpipe.defs.resources import artifact_store, usage_path
-from litpipe.defs.staleness import build_next, build_next_each, built_contents
+from litpipe.defs.staleness import (
+    build_next,
+    build_next_each,
+    built_contents,
+    latest_storage_id,
+)
 from litpipe.files import exclusive_lock
 from litpipe.ingest.sources import Discovery
 from litpipe.instance.run_liveness import release_dead_runs
@@ -216,6 +221,8 @@ def run_papers(
     plan = phases(defs)
     paper_ids = list(registrations)
     scope = f"cli-{uuid.uuid4().hex[:12]}"
+    # Items a model left to the offline engine before this command are asked again, once.
+    fallbacks_before = latest_storage_id(instance)
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
     catalog = Catalog(settings.catalog_path)
@@ -245,7 +252,14 @@ def run_papers(
             for collection in [*papers_of, *left]:
                 with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
                     failure = _build_collection(
-                        defs, instance, catalog, collection, phase.keys, scope, collection in shrank
+                        defs,
+                        instance,
+                        catalog,
+                        collection,
+                        phase.keys,
+                        scope,
+                        collection in shrank,
+                        fallbacks_before,
                     )
                 if failure:
                     failures.append(f"{collection}: {failure}")
@@ -283,6 +297,7 @@ def run_papers(
                     {p: registrations[p] for p in batch},
                     order,
                     {USAGE_SCOPE_TAG: scope},
+                    fallbacks_before=fallbacks_before,
                 ).outcomes
             for paper_id in batch:
                 earlier, outcome = outcomes.get(paper_id), built[paper_id]
@@ -349,6 +364,7 @@ def build_batch(
     order: dict[str, int],
     tags: dict[str, str],
     stop_requested: Callable[[], bool] = lambda: False,
+    fallbacks_before: int | None = None,
 ) -> BatchBuild:
     """Builds a batch of papers' `keys` (one phase's), their build locks held: everything for
     a paper whose current content was never built (a new or changed
@@ -358,14 +374,25 @@ def build_batch(
     (in the partitions' `order`) with the same level to build are built by one run, tagged
     `tags`; a paper that fails in it is left out and the others are built again without it
     (`paper_batches`). Once `stop_requested`, or a signal interrupted a run, no further run
-    starts: the papers not finished are `interrupted`."""
+    starts: the papers not finished are `interrupted`. `fallbacks_before`: as
+    `staleness.partition_states` takes it (default: when this batch starts)."""
+    if fallbacks_before is None:
+        fallbacks_before = latest_storage_id(instance)
     graph = defs.resolve_asset_graph()
     paper_keys = paper_asset_keys(defs)
     batch = list(registrations)
     reads = {paper_id: partitions_read(graph, catalog, paper_id) for paper_id in batch}
 
     def stale_now(papers: list[str]) -> dict[str, list[dg.AssetKey]]:
-        return build_next_each(instance, defs, keys, papers, reads.__getitem__, within=paper_keys)
+        return build_next_each(
+            instance,
+            defs,
+            keys,
+            papers,
+            reads.__getitem__,
+            within=paper_keys,
+            fallbacks_before=fallbacks_before,
+        )
 
     contents = built_contents(instance, batch)
     unbuilt = [p for p in batch if _content_unbuilt(catalog, p, registrations[p], contents)]
@@ -535,6 +562,7 @@ def _build_collection(
     keys: list[dg.AssetKey],
     scope: str,
     shrank: bool,
+    fallbacks_before: int,
 ) -> str | None:
     """Materializes the collection's assets of a phase, its build lock held, one level at a
     time: those missing or stale, and those whose papers changed since they read them (a paper
@@ -544,7 +572,15 @@ def _build_collection(
     read = partitions_read(defs.resolve_asset_graph(), catalog, collection)
     left_out = set(keys) if shrank else set()
     for _ in keys:
-        todo = build_next(instance, defs, keys, collection, read, pending=left_out)
+        todo = build_next(
+            instance,
+            defs,
+            keys,
+            collection,
+            read,
+            pending=left_out,
+            fallbacks_before=fallbacks_before,
+        )
         if not todo:
             return None
         result = execute(
