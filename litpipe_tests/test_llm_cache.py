@@ -134,7 +134,10 @@ def test_an_unchanged_call_is_answered_from_the_cache(tmp_path: Path, stub_llm: 
     assert record.cached and (record.tokens_in, record.cost_usd, record.requests) == (0, 0.0, 0)
     entry = LLMCache(tmp_path / "cache").get(
         LLMCache.key(
-            "openai/stub", MESSAGES, Summary.model_json_schema(), PARAMS | {"max_tokens": 2048}
+            "openai/stub",
+            MESSAGES,
+            Summary.model_json_schema(),
+            PARAMS | {"max_tokens": 2048, "structured_output": "json_schema"},
         )
     )
     assert entry is not None and entry["value"] == first.model_dump()
@@ -152,6 +155,9 @@ def test_a_change_of_model_sampling_messages_or_schema_is_a_miss(
         (agent_route(client, max_tokens=512), MESSAGES, Summary),
         (agent_route(client), [{"role": "user", "content": "Summarise paper p2."}], Summary),
         (agent_route(client), MESSAGES, ShortSummary),
+        # A reply asked with the schema in the prompt is another reply than one asked with a
+        # response format: the mode that produced it is part of its key.
+        (agent_route(client, structured_output="prompt"), MESSAGES, Summary),
     ]
     for route, messages, schema in changed:
         client.complete_sync(route, messages, schema)
@@ -167,11 +173,11 @@ def test_with_the_cache_off_every_call_is_made(tmp_path: Path, stub_llm: StubLLM
     assert not (tmp_path / "cache").exists()
 
 
-def test_failed_calls_are_not_cached_but_an_unusable_reply_is(
+def test_neither_a_failed_call_nor_an_unusable_reply_is_cached(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
-    """A provider's failure may pass, so it is asked again; a reply unusable even after its
-    repair would be the same again (the key holds the sampling), so a rerun reads it."""
+    """A provider's failure may pass, and an unusable reply may not come again (the server
+    fixed, the model behind the name replaced): both are asked again."""
     client = make_client(tmp_path, stub_llm, llm={"max_retries": 0})
     stub_llm.fail_next("server_error")
     stub_llm.fail_next("not_found")
@@ -186,12 +192,15 @@ def test_failed_calls_are_not_cached_but_an_unusable_reply_is(
         "failed": 2,
     }
     other = [{"role": "user", "content": "Summarize paper p2."}]
-    stub_llm.fail_next("invalid_schema", 2)
+    stub_llm.fail_next("invalid_schema", 4)
     for _ in range(2):
         with pytest.raises(ReplyValidationError, match="even after one repair"):
             client.complete_sync(agent_route(client), other, Summary)
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
+    # 2 failures, 1 reply, then twice the unusable one and its repair
+    assert stub_llm.request_count == 7
+    assert client.complete_sync(agent_route(client), other, Summary) is not None  # it works now
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
-    assert stub_llm.request_count == 5  # 2 failures, 1 reply, the unusable one and its repair
 
 
 def test_a_cached_reply_that_no_longer_validates_is_a_miss(

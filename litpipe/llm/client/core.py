@@ -197,7 +197,11 @@ class LLMClient(ModelCalls):
         if self.cache is None:
             return None, None
         started = time.perf_counter()
-        key = self._key(route, messages, schema)
+        try:
+            key = self._key(route, messages, schema)
+        except LLMError:
+            # A model litellm cannot place has no key: asked, it fails, and is counted failed.
+            return None, None
         cached = self._from_cache(key, schema)
         if cached is not None:
             self._record(CallRecord(agent=route.agent, model=route.model, cached=True), started)
