@@ -26,6 +26,7 @@ from litpipe.settings import (
     Settings,
     SettingsGroup,
     config_file,
+    environment_name,
     preset_values,
 )
 from litpipe.url_credentials import hide_credentials
@@ -47,7 +48,7 @@ class Setting:
 
     @property
     def environment_name(self) -> str:
-        return ENV_PREFIX + self.path.replace(".", "__").upper()
+        return environment_name(self.path)
 
     @property
     def type_name(self) -> str:

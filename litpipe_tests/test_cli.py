@@ -15,7 +15,7 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
-from litpipe.defs.resources import PER_EMBEDDER_ASSETS, LLMResource
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.runner import open_instance
@@ -353,33 +353,6 @@ def test_a_paper_the_writer_left_uncited_makes_coverage_warn_in_the_report_and_t
     page = Path(report["synthesis"]["outputs"]["synthesis.html"]).read_text("utf-8")
     assert "Partly written by litpipe&#x27;s offline extractive engine (the plain-language" in page
     assert f"the rest by {WRITER})" in page
-
-
-def test_the_ui_hands_its_api_base_to_the_runs_it_launches_which_alone_hold_the_password(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`litpipe ui --api-base`: the code server gets the api base from its environment, its
-    resource config (every run's job snapshot) hides the password, and a run's own process takes
-    the password from the environment it inherits."""
-    api_base = "http://canaryuser:CANARYSECRET@gpu-box.invalid:8000/v1"
-    server_env: dict[str, str] = {}
-    monkeypatch.setattr("os.execve", lambda path, argv, env: server_env.update(env))
-
-    main(["ui", "--home", str(tmp_path), "--model", "openai/served", "--api-base", api_base])
-
-    assert server_env["LITPIPE_LLM__API_BASE"] == api_base
-    assert server_env["LITPIPE_LLM__MODEL"] == "openai/served"
-    for name in ("LITPIPE_HOME", "LITPIPE_LLM__API_BASE", "LITPIPE_LLM__MODEL"):
-        monkeypatch.setenv(name, server_env[name])
-    config = LLMResource.from_settings(Settings()).settings_json  # in the code server
-    assert "CANARYSECRET" not in config
-    assert '"api_base":"http://canaryuser:***@gpu-box.invalid:8000/v1"' in config
-    # A run's process, given the config alone (nothing built from settings there yet).
-    monkeypatch.setattr("litpipe.defs.resources._API_BASES_GIVEN", {})
-    assert LLMResource(settings_json=config).settings().llm.api_base == api_base
-    monkeypatch.delenv("LITPIPE_LLM__API_BASE")
-    with pytest.raises(dg.Failure, match="set LITPIPE_LLM__API_BASE"):
-        LLMResource(settings_json=config).settings()
 
 
 @pytest.mark.slow  # a whole `litpipe run` of two PDFs, one of them failing

@@ -43,7 +43,7 @@ from litpipe.defs.schedules import nightly_digest_schedule, vector_maintenance_s
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
-from litpipe.settings import Settings
+from litpipe.settings import Settings, code_location_settings
 
 
 def build_definitions(
@@ -112,7 +112,9 @@ def build_definitions(
     )
 
 
-defs = build_definitions(Settings())
+# The settings the command serving this code location resolved (`litpipe ui` names their file
+# in LITPIPE_SETTINGS_FILE, which the runs it launches inherit), else this process's own.
+defs = build_definitions(code_location_settings())
 
 # Every Dagster process of litpipe's (code server, run worker, step worker) loads this module
 # once and keeps what its imports made for life. Frozen, those objects are left out of the

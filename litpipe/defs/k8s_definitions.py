@@ -5,7 +5,8 @@ The Dagster Helm chart's user deployment serves it (`deploy/helm/values.yaml`:
 `dagster code-server start -m litpipe.defs.k8s_definitions`) from the image of
 `deploy/Dockerfile`. It needs the `k8s` extra (`pip install 'litpipe[k8s]'`, dagster-k8s).
 Everything but the executor is `build_definitions`': the same assets, jobs, sensors, resources
-and settings (the `LITPIPE_*` variables of the pod). Docs: docs/how-to/kubernetes.md.
+and settings (the `LITPIPE_*` variables of the pod, or the file `LITPIPE_SETTINGS_FILE` names).
+Docs: docs/how-to/kubernetes.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dagster as dg
 from dagster_k8s import k8s_job_executor
 
 from litpipe.defs.definitions import build_definitions
-from litpipe.settings import Settings
+from litpipe.settings import Settings, code_location_settings
 
 
 def build_k8s_definitions(settings: Settings) -> dg.Definitions:
@@ -30,4 +31,4 @@ def build_k8s_definitions(settings: Settings) -> dg.Definitions:
     return build_definitions(settings, executor=executor)
 
 
-defs = build_k8s_definitions(Settings())
+defs = build_k8s_definitions(code_location_settings())

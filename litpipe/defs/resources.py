@@ -20,7 +20,7 @@ from litpipe.retrieval.hybrid import HybridRetriever, paper_retrievers
 from litpipe.retrieval.store import ChunkStore, TextEncoder
 from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
 from litpipe.schemas import EmbeddingResult
-from litpipe.settings import Settings
+from litpipe.settings import CredentialsNotGiven, Settings, with_credentials
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
 if TYPE_CHECKING:
@@ -308,17 +308,13 @@ def _api_base_with_credentials(shown: str, values: dict[str, Any]) -> str:
     environment (LITPIPE_LLM__API_BASE) or litpipe.toml sets."""
     if shown in _API_BASES_GIVEN:
         return _API_BASES_GIVEN[shown]
-    llm = {name: value for name, value in values["llm"].items() if name != "api_base"}
-    found = Settings(**(values | {"llm": llm})).llm.api_base
-    if found is not None and hide_credentials(found) == shown:
-        return found
-    raise dg.Failure(
-        description=f"llm.api_base {shown} holds credentials, which litpipe keeps out of "
-        "Dagster's run storage: set LITPIPE_LLM__API_BASE (or api_base under [llm] in "
-        "litpipe.toml) "
-        "for the processes that run the steps",
-        allow_retries=False,
-    )
+    try:
+        api_base: str = with_credentials(values)["llm"]["api_base"]
+    except CredentialsNotGiven as missing:
+        raise dg.Failure(
+            description=f"{missing} for the processes that run the steps", allow_retries=False
+        ) from None
+    return api_base
 
 
 def usage_path(settings: Settings, scope: str) -> Path:

@@ -32,7 +32,7 @@ from dagster._core.executor.step_delegating import step_delegating_executor
 from dagster._utils.interrupts import pop_captured_interrupt
 
 from litpipe.instance.run_liveness import HOST_TAG, PID_TAG
-from litpipe.settings import Settings
+from litpipe.settings import code_location_settings
 
 # The longest sleep of a waiting executor: how late a signal or the deadline may be acted on.
 MOST_SECONDS_ASLEEP = 1.0
@@ -58,7 +58,7 @@ class PatientConcurrencyContext(dagster_context.InstanceConcurrencyContext):
             return True
         since = self._waiting_since.setdefault(step_key, time.monotonic())
         if self._most_seconds_waiting is None:
-            self._most_seconds_waiting = Settings().llm.slot_wait_seconds
+            self._most_seconds_waiting = code_location_settings().llm.slot_wait_seconds
         waited = time.monotonic() - since
         if waited >= self._most_seconds_waiting:
             raise SlotWaitExpired(self._gave_up(concurrency_key, step_key, waited))

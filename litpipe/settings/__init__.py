@@ -11,8 +11,9 @@ flat names they had before (`llm_model`, `LITPIPE_LLM_MODEL`) still work, with a
 One module per group of settings (`ingest`, `llm`, `retrieval`, `synthesis`, `grading`,
 `related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings`, the order of
 its sources, the paths under its home), `routes` (what an agent's calls resolve to), `sources`
-(the environment's flat names, litpipe.toml, the presets), `flat_names` (the names from before
-the grouping) and `base` (what every group shares). Import the names from here.
+(the environment's flat names, litpipe.toml, the presets), `resolved` (the settings a command
+resolved, in the file it hands the Dagster processes it starts), `flat_names` (the names from
+before the grouping) and `base` (what every group shares). Import the names from here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ from litpipe.settings.model import Settings
 from litpipe.settings.operations import OperationsSettings
 from litpipe.settings.query_summary import QuerySummarySettings
 from litpipe.settings.related_work import RelatedWorkSettings
+from litpipe.settings.resolved import (
+    SETTINGS_FILE_VARIABLE,
+    CredentialsNotGiven,
+    code_location_settings,
+    read_resolved_settings,
+    served_settings_environment,
+    with_credentials,
+    write_resolved_settings,
+)
 from litpipe.settings.retrieval import RerankerName, RetrievalSettings
 from litpipe.settings.routes import (
     DEFAULT_REPLY_TOKENS,
@@ -43,6 +53,7 @@ from litpipe.settings.routes import (
 from litpipe.settings.sources import (
     ENV_PREFIX,
     config_file,
+    environment_name,
     preset_names,
     preset_values,
     presets_dir,
@@ -59,7 +70,9 @@ __all__ = [
     "NESTED_NAMES",
     "OFFLINE",
     "RENAMED_AGENTS",
+    "SETTINGS_FILE_VARIABLE",
     "AgentRoute",
+    "CredentialsNotGiven",
     "EmbedderBackend",
     "FlatSettingWarning",
     "GradingSettings",
@@ -78,8 +91,14 @@ __all__ = [
     "SynthesisMethod",
     "SynthesisSettings",
     "ZoteroSettings",
+    "code_location_settings",
     "config_file",
+    "environment_name",
     "preset_names",
     "preset_values",
     "presets_dir",
+    "read_resolved_settings",
+    "served_settings_environment",
+    "with_credentials",
+    "write_resolved_settings",
 ]

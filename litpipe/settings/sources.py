@@ -24,6 +24,11 @@ from litpipe.settings.flat_names import FLAT_NAMES
 ENV_PREFIX = "LITPIPE_"
 
 
+def environment_name(path: str) -> str:
+    """The environment variable of the setting at a dotted path (`LITPIPE_LLM__API_BASE`)."""
+    return ENV_PREFIX + path.replace(".", "__").upper()
+
+
 def config_file() -> Path:
     return Path(os.environ.get("LITPIPE_CONFIG", "litpipe.toml"))
 
