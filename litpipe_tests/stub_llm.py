@@ -22,7 +22,18 @@ generated reply.
 Fault injection: `fail_next(kind, n)` makes the next `n` requests (matching `marker`, if given)
 fail as `kind` says, before any script. The server records every request body, the number of
 requests and the most requests it held at once; `latency_s` holds each request that long so
-that concurrency shows.
+that concurrency shows. `hung=True` makes a server that accepts every connection and never
+answers anything (GET or POST).
+
+Model servers' ways: with `slots`, requests queue and only that many are decoded at once (each
+for `latency_s`), and a request whose client went away (its timeout) is still decoded and
+counted in `abandoned_decodes`, as llama-cpp-python's server does; with `context_tokens`, a
+request whose prompt (counted roughly: `rough_tokens`) and max_tokens exceed it is refused as
+OpenAI refuses it (HTTP 400, `context_length_exceeded`, the message stating the window), counted
+in `window_refusals`, and replies report that count as their prompt's tokens.
+`llama_cpp_python_like()` is llama-cpp-python's server (0.3.x): one slot, no `/props`, a window,
+no `json_schema` response format, its routes listed at `/openapi.json` and `/v1/models` naming
+the model without its window.
 
 The server stops by itself after `lifetime_s`, and `stop()` releases hanging requests at once.
 """
@@ -33,6 +44,7 @@ import hashlib
 import json
 import math
 import re
+import select
 import socket
 import threading
 import time
@@ -77,6 +89,21 @@ _ERRORS: dict[str, tuple[int, str, str, str]] = {
     ),
 }
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)\n\s*```", re.DOTALL)
+# How a small model's tokenizer splits English, roughly: more tokens than litellm's counter of an
+# unknown model (tiktoken's) finds in the same text.
+CHARS_PER_TOKEN = 3.5
+# The chat template's tokens around each message.
+TEMPLATE_TOKENS = 4
+# The routes llama-cpp-python's server (FastAPI) lists at /openapi.json.
+LLAMA_CPP_PYTHON_PATHS = [
+    "/v1/completions",
+    "/v1/embeddings",
+    "/v1/chat/completions",
+    "/v1/models",
+    "/extras/tokenize",
+    "/extras/tokenize/count",
+    "/extras/detokenize",
+]
 
 
 @dataclass
@@ -92,16 +119,30 @@ class StubLLM:
     """The server, running in a background thread from construction until `stop()`."""
 
     def __init__(
-        self, latency_s: float = 0.0, lifetime_s: float = 300.0, schema_driven: bool = False
+        self,
+        latency_s: float = 0.0,
+        lifetime_s: float = 300.0,
+        schema_driven: bool = False,
+        *,
+        hung: bool = False,
+        slots: int | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.schema_driven = schema_driven
+        self.hung = hung
+        self.context_tokens = context_tokens
+        # What GET answers, by path (`llama_cpp_python_like`); anything else is a 404.
+        self.pages: dict[str, dict[str, Any]] = {}
+        self._decoding = threading.Semaphore(slots) if slots is not None else None
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._requests: list[dict[str, Any]] = []
         self._request_headers: list[dict[str, str]] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        self._abandoned = 0
+        self._window_refusals = 0
         self._faults: list[_Fault] = []
         # The response_format types this server refuses, as llama-cpp-python's server refuses
         # `json_schema`: an HTTP 500 naming the types it takes.
@@ -115,6 +156,7 @@ class StubLLM:
         )
         self._thread.start()
         # Bounded: a server nobody stops still goes away.
+        self._lifetime_s, self._started = lifetime_s, time.monotonic()
         self._reaper = threading.Timer(lifetime_s, self.stop)
         self._reaper.daemon = True
         self._reaper.start()
@@ -144,6 +186,18 @@ class StubLLM:
     def max_in_flight(self) -> int:
         with self._lock:
             return self._max_in_flight
+
+    @property
+    def abandoned_decodes(self) -> int:
+        """Requests decoded (with `slots`) after their client had gone."""
+        with self._lock:
+            return self._abandoned
+
+    @property
+    def window_refusals(self) -> int:
+        """Requests refused as longer than `context_tokens`."""
+        with self._lock:
+            return self._window_refusals
 
     def script(self, marker: str, *replies: Reply) -> None:
         """Answer the next matching requests with these replies, one each, in order."""
@@ -213,8 +267,32 @@ class StubLLM:
         with self._lock:
             self._in_flight -= 1
 
+    def _abandoned_decode(self) -> None:
+        with self._lock:
+            self._abandoned += 1
+
+    def _refuses_window(self, body: dict[str, Any]) -> str | None:
+        """OpenAI's message refusing a request longer than `context_tokens`, if it is."""
+        if self.context_tokens is None:
+            return None
+        prompt = prompt_tokens(body)
+        completion = int(body.get("max_tokens") or 0)
+        if prompt + completion <= self.context_tokens:
+            return None
+        with self._lock:
+            self._window_refusals += 1
+        return (
+            f"This model's maximum context length is {self.context_tokens} tokens. However, "
+            f"you requested {prompt + completion} tokens ({prompt} in the messages, "
+            f"{completion} in the completion). Please reduce the length of the messages or "
+            "completion."
+        )
+
     def _wait(self, seconds: float) -> None:
         self._stopped.wait(seconds)
+
+    def _lifetime_left(self) -> float:
+        return max(0.0, self._lifetime_s - (time.monotonic() - self._started))
 
 
 class _Server(ThreadingHTTPServer):
@@ -235,29 +313,79 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read `StubLLM.requests`."""
 
+    def do_GET(self) -> None:
+        stub = self.server.stub
+        if stub.hung:
+            stub._wait(stub._lifetime_left())
+            self.close_connection = True
+            return
+        page = stub.pages.get(self.path.rstrip("/"))
+        if page is None:
+            self._send_json(404, {"detail": "Not Found"})
+        else:
+            self._send_json(200, page)
+
     def do_POST(self) -> None:
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        stub = self.server.stub
+        chat = self.path.rstrip("/").endswith("/chat/completions")
+        if not chat and not stub.hung:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
-        stub = self.server.stub
         headers = {name.lower(): value for name, value in self.headers.items()}
+        if not chat:  # a hung server's other routes: never answered, not counted
+            stub._wait(stub._lifetime_left())
+            self.close_connection = True
+            return
         fault, scripted = stub._begin(body, headers)
         try:
-            if stub.latency_s:
-                stub._wait(stub.latency_s)
-            self._answer(body, fault, scripted)
+            if stub.hung:
+                stub._wait(stub._lifetime_left())
+                self.close_connection = True
+            elif stub._decoding is None:
+                if stub.latency_s:
+                    stub._wait(stub.latency_s)
+                self._answer(body, fault, scripted)
+            else:
+                with stub._decoding:  # queued until a slot decodes it
+                    if stub.latency_s:
+                        stub._wait(stub.latency_s)
+                    if self._client_gone():
+                        stub._abandoned_decode()
+                        self.close_connection = True
+                    else:
+                        self._answer(body, fault, scripted)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout) before the answer
         finally:
             stub._end()
 
+    def _client_gone(self) -> bool:
+        """Whether the client closed its connection (its timeout ran out) while the request
+        waited and was decoded."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def _answer(self, body: dict[str, Any], fault: _Fault | None, scripted: Reply | None) -> None:
         format_type = (body.get("response_format") or {}).get("type")
+        too_long = self.server.stub._refuses_window(body) if fault is None else None
         if format_type in self.server.stub.refused_formats:
             message = "1 validation error: response_format.type Input should be 'text' or ..."
             self._send_json(500, {"error": {"message": message, "type": "server_error"}})
+        elif too_long is not None:
+            error = {
+                "message": too_long,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+            self._send_json(400, {"error": error})
         elif fault is None:
             self._send_completion(body, _content(scripted, body, self.server.stub.schema_driven))
         elif fault.kind == "hang":
@@ -281,7 +409,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_completion(
         self, body: dict[str, Any], content: str, finish_reason: str = "stop"
     ) -> None:
-        prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
+        if self.server.stub.context_tokens is not None:
+            prompt_count = prompt_tokens(body)
+        else:
+            prompt_count = max(1, len(json.dumps(body.get("messages", []))) // 4)
         completion_tokens = max(1, len(content) // 4)
         self._send_json(
             200,
@@ -298,9 +429,9 @@ class _Handler(BaseHTTPRequestHandler):
                     }
                 ],
                 "usage": {
-                    "prompt_tokens": prompt_tokens,
+                    "prompt_tokens": prompt_count,
                     "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
+                    "total_tokens": prompt_count + completion_tokens,
                 },
             },
         )
@@ -316,6 +447,53 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+def rough_tokens(text: str) -> int:
+    """A text's tokens as the stub counts them (a small model's tokenizer, roughly)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A request's prompt tokens as the stub counts them: its messages and their template."""
+    return sum(
+        rough_tokens(str(message.get("content", ""))) + TEMPLATE_TOKENS
+        for message in body.get("messages", [])
+    )
+
+
+def llama_cpp_python_like(
+    context_tokens: int = 2048, decode_s: float = 0.1, lifetime_s: float = 300.0
+) -> StubLLM:
+    """A stub that behaves as llama-cpp-python's server (0.3.36) with one model: one request
+    decoded at a time (a request whose client went away still decoded), no `/props`, a
+    `context_tokens` window it states only in refusing a longer request (HTTP 400,
+    `context_length_exceeded`), no `json_schema` response format (a 500, as
+    llama-cpp-python's validation gives), its routes at `/openapi.json` and the model at
+    `/v1/models` (no window)."""
+    stub = StubLLM(
+        latency_s=decode_s, lifetime_s=lifetime_s, slots=1, context_tokens=context_tokens
+    )
+    stub.refused_formats = {"json_schema"}
+    stub.pages = {
+        "/openapi.json": {
+            "openapi": "3.1.0",
+            "info": {"title": "🦙 llama.cpp Python API", "version": "0.3.36"},
+            "paths": {path: {} for path in LLAMA_CPP_PYTHON_PATHS},
+        },
+        "/v1/models": {
+            "object": "list",
+            "data": [
+                {
+                    "id": "/models/SmolLM2-135M-Instruct-Q8_0.gguf",
+                    "object": "model",
+                    "owned_by": "me",
+                    "permissions": [],
+                }
+            ],
+        },
+    }
+    return stub
 
 
 def _matches(marker: str | None, body: dict[str, Any]) -> bool:

@@ -4,7 +4,10 @@ A step (an asset's run, a workflow, an evaluation) makes one `Asker` from its mo
 its prompts and its client. Every agent it runs is then asked through it: the route of each
 agent is resolved once and reused for the call, the reply's fallbacks, the output's engine name
 and the code version; an agent routed offline runs its offline extractive engine, and one whose
-model reply cannot be used is written offline or fails, as `llm.on_unusable` says.
+model reply cannot be used (or whose model is unreachable) is written offline or fails, as
+`llm.on_unusable` says. An item whose prompt proved too long for a window the client learnt only
+while asking (the server stated it, refusing a request) is fitted to that window and asked once
+more.
 
     asker = Asker(settings.llm, client)
     reply = asker.ask(TldrAgent(), TldrInput(title=..., abstract=...))
@@ -14,6 +17,7 @@ model reply cannot be used is written offline or fails, as `llm.on_unusable` say
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import logging
 import sys
@@ -37,7 +41,13 @@ from litpipe.agents.base import (
     fitted_messages,
 )
 from litpipe.hashing import digest
-from litpipe.llm.errors import ContextOverflowError, LLMError, ReplyValidationError, one_line
+from litpipe.llm.errors import (
+    ContextOverflowError,
+    LLMError,
+    ModelUnreachableError,
+    ReplyValidationError,
+    one_line,
+)
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.settings import DEFAULT_REPLY_TOKENS, LLMSettings, Route
 
@@ -136,11 +146,13 @@ class Asker:
         client = self._client(agent, route)
         self._fallbacks()[agent.name] = _Fallbacks(items=1, reasons=[])
         reply: Reply | LLMError
+        sent: dict[int, list[dict[str, str]]] = {}
         try:
-            messages = fitted_messages(agent, inputs, self.prompts, client, route)
-            reply = client.complete_sync(route, messages, agent.reply_schema)
+            sent[0] = fitted_messages(agent, inputs, self.prompts, client, route)
+            reply = client.complete_sync(route, sent[0], agent.reply_schema)
         except LLMError as error:
             reply = error
+        (reply,) = self._asked_again(agent, route, [inputs], sent, [reply])
         return self._settled(agent, inputs, reply, route)
 
     def ask_each(self, agent: Agent[In, Reply], batch: Sequence[In]) -> list[Reply]:
@@ -161,6 +173,7 @@ class Asker:
             else []
         )
         replies = _with_unfitted(asked, unfitted, len(batch))
+        replies = self._asked_again(agent, route, batch, _sent(conversations, unfitted), replies)
         return [
             self._settled(agent, inputs, reply, route)
             for inputs, reply in zip(batch, replies, strict=True)
@@ -186,12 +199,17 @@ class Asker:
         if asked:
             answered = client.complete_batches_sync(list(asked.values()))
             for index, found in zip(asked, answered, strict=True):
-                agent, route = agents[index], asked[index][0]
+                agent, (route, fitted, _) = agents[index], asked[index]
+                settled = self._asked_again(
+                    agent,
+                    route,
+                    batch,
+                    _sent(fitted, unfitted[index]),
+                    _with_unfitted(found, unfitted[index], len(batch)),
+                )
                 replies[index] = [
                     self._settled(agent, inputs, reply, route)
-                    for inputs, reply in zip(
-                        batch, _with_unfitted(found, unfitted[index], len(batch)), strict=True
-                    )
+                    for inputs, reply in zip(batch, settled, strict=True)
                 ]
         return [replies[index] for index in range(len(agents))]
 
@@ -224,6 +242,35 @@ class Asker:
                 unfitted[index] = error
         return conversations, unfitted
 
+    def _asked_again(
+        self,
+        agent: Agent[In, Any],
+        route: Route,
+        batch: Sequence[In],
+        sent: dict[int, list[dict[str, str]]],
+        replies: list[Any],
+    ) -> list[Any]:
+        """The replies, each item refused as too long for a window the client learnt while
+        asking (the server stated it refusing a request) asked once more, its prompt fitted to
+        that window; an item its window cannot change (`sent`: its messages) keeps its error."""
+        again: dict[int, list[dict[str, str]]] = {}
+        for index, reply in enumerate(replies):
+            if not isinstance(reply, ContextOverflowError) or reply.window is None:
+                continue
+            try:
+                refitted = fitted_messages(agent, batch[index], self.prompts, self.client, route)
+            except ContextOverflowError as error:
+                replies[index] = error
+                continue
+            if refitted != sent.get(index):
+                again[index] = refitted
+        if again:
+            client = self._client(agent, route)
+            answered = client.complete_each_sync(route, list(again.values()), agent.reply_schema)
+            for index, reply in zip(again, answered, strict=True):
+                replies[index] = reply
+        return replies
+
     def _settled(
         self, agent: Agent[In, Reply], inputs: In, reply: Reply | LLMError, route: Route
     ) -> Reply:
@@ -232,15 +279,27 @@ class Asker:
         raised. A grader's every failure is written offline (`Agent.grades`)."""
         if not isinstance(reply, LLMError):
             return reply
-        unusable = isinstance(reply, ReplyValidationError | ContextOverflowError)
+        unusable = isinstance(
+            reply, ReplyValidationError | ContextOverflowError | ModelUnreachableError
+        )
         if not agent.grades and (not unusable or self.llm.on_unusable == "fail"):
             raise reply
         reason = one_line(str(reply), 200)
-        logger.warning("%s: offline fallback for one item: %s", agent.name, reason)
+        # An unreachable model was said once, for all its items (`litpipe.llm.client.routes`).
+        level = logging.DEBUG if isinstance(reply, ModelUnreachableError) else logging.WARNING
+        logger.log(level, "%s: offline fallback for one item: %s", agent.name, reason)
         self._fallbacks()[agent.name].reasons.append(reason)
         if isinstance(self.client, WindowedClient):
             self.client.record_fallback(route, reason)
         return agent.offline(inputs)
+
+
+def _sent(
+    conversations: Sequence[list[dict[str, str]]], unfitted: dict[int, LLMError]
+) -> dict[int, list[dict[str, str]]]:
+    """Each fitted input's messages, by the input's place in its batch."""
+    places = (index for index in itertools.count() if index not in unfitted)
+    return dict(zip(places, conversations, strict=False))
 
 
 def _with_unfitted(replies: Sequence[Any], unfitted: dict[int, LLMError], size: int) -> list[Any]:

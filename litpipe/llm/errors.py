@@ -23,11 +23,26 @@ class PermanentLLMError(LLMError):
 
 class ContextOverflowError(PermanentLLMError):
     """The request does not fit the model's context window, even with the least room for a
-    reply: the agent's input must be cut."""
+    reply: the agent's input must be cut.
+
+    `window` is the window it did not fit where the client knows it (from the settings, the
+    server, or the server's refusal of this very request): a prompt fitted before the client
+    knew it may be fitted to it and asked once more."""
+
+    def __init__(self, message: str, window: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
 
 
 class TransientLLMError(LLMError):
     """The provider kept failing (rate limits, 5xx, timeouts, dropped connections)."""
+
+
+class ModelUnreachableError(LLMError):
+    """The route's server is not answering (timeouts or refused connections, one after another:
+    its breaker is open), or the run's time for waiting on models is spent: nothing more is
+    sent to it, and each item is written offline or fails, as `llm.on_unusable` says. Not
+    transient: a step retry would only wait again."""
 
 
 class ReplyValidationError(LLMError):

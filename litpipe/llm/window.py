@@ -1,16 +1,24 @@
 """What a route's model can read and write at once, and how many calls its server decodes at once.
 
 A request must fit the model's context window: its prompt, counted with the model's own
-tokenizer, plus `max_tokens`. The window comes from, first to last: `llm.context_tokens` (or the
-agent's own), what litellm knows of the model (`max_input_tokens`), what the server reports
-(llama.cpp's `/props`: `n_ctx`; vLLM's `/v1/models`: `max_model_len`). Tokens are counted by the
-server's `/tokenize` where it has one (llama.cpp, vLLM), else by litellm's counter for the model.
-The server's decoding slots (llama.cpp's `total_slots`) bound the calls sent to it at once: a call
-beyond them waits in the server's queue, where litpipe's timeout would run out while the server
-still means to decode it.
+tokenizer, plus `max_tokens`. The window comes from, first to last: what the server said when it
+refused a request that did not fit (`learn_window`: its message states the window, as OpenAI's,
+vLLM's and llama-cpp-python's do), `llm.context_tokens` (or the agent's own), what litellm knows
+of the model (`max_input_tokens`), what the server reports (llama.cpp's `/props`: `n_ctx`;
+`/v1/models`: vLLM's `max_model_len`, LM Studio's `max_context_length`, `context_length`).
+llama-cpp-python's server reports no window anywhere (its `/v1/models` lists names only): there
+it is the setting or the first refusal. Tokens are counted by the server's `/tokenize` where it
+has one (llama.cpp, vLLM), else by litellm's counter for the model, scaled up by the most that
+the server's own counts of earlier prompts exceeded it (`learn_token_count`).
 
-Each server is asked once per process; an unreachable or silent one tells nothing, and litpipe
-then goes by what litellm knows.
+The server's decoding slots bound the calls sent to it at once: llama.cpp's `total_slots`, and
+one for llama-cpp-python's server (known by its `/openapi.json`), which decodes one request at a
+time behind a lock whatever it is asked. A call beyond them waits in the server's queue, where
+litpipe's timeout would run out while the server still means to decode it.
+
+Each server is asked once per process (its questions at once, each for at most
+`PROBE_TIMEOUT_S`); an unreachable or silent one tells nothing, and litpipe then goes by what
+litellm knows.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,11 +39,17 @@ from litpipe.url_credentials import hide_credentials, split_basic_auth
 
 logger = logging.getLogger(__name__)
 
-WindowSource = Literal["setting", "litellm", "server", "unknown"]
+WindowSource = Literal["refusal", "setting", "litellm", "server", "unknown"]
 # Beyond the messages' own text: the chat template's role markers and separators, per message.
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 # How long litpipe waits for a server to describe itself: it is on hand or it is not.
 PROBE_TIMEOUT_S = 5.0
+# A path only llama-cpp-python's server has (FastAPI lists its routes at /openapi.json).
+LLAMA_CPP_PYTHON_PATH = "/extras/tokenize/count"
+# Where `/v1/models` states a model's window: vLLM, LM Studio, OpenRouter and others.
+_MODEL_LENGTH_FIELDS = ("max_model_len", "max_context_length", "context_length")
+# Prompts shorter than this say little of how the server counts (the template dominates).
+_COUNT_SAMPLE_TOKENS = 200
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,7 @@ class ContextWindow:
 
     def describe(self) -> str:
         where = {
+            "refusal": "the server's refusal of a longer request",
             "setting": "llm.context_tokens",
             "litellm": "litellm's model map",
             "server": "the server's report",
@@ -63,8 +80,52 @@ class ServerReport:
     tokenizes: bool = False
 
 
+# Per (api_base, model), for the process: the window a server's refusal stated, and how many
+# times litellm's count of a prompt the server counted at most (>= 1).
+_LEARNT_WINDOWS: dict[tuple[str | None, str], int] = {}
+_COUNT_SCALES: dict[tuple[str | None, str], float] = {}
+
+
+def learn_window(model: str, api_base: str | None, tokens: int) -> None:
+    """The window a server stated when it refused a request: the route's from now on (it is
+    what the server enforces, whatever else said otherwise)."""
+    known = _LEARNT_WINDOWS.get((api_base, model))
+    if known != tokens:
+        logger.warning(
+            "llm %s at %s: its window is %d tokens, as the server said refusing a longer "
+            "request: requests are fitted to it from now on (llm.context_tokens sets it ahead)",
+            model,
+            _shown(api_base) if api_base else "its provider",
+            tokens,
+        )
+    _LEARNT_WINDOWS[(api_base, model)] = tokens
+
+
+def learn_token_count(
+    model: str, api_base: str | None, messages: list[dict[str, str]], by_server: int
+) -> None:
+    """The server counted `by_server` tokens in the prompt `messages`: where that is more than
+    litpipe's counts so far allow for, its counts of the route's texts are scaled up to match
+    (a model litellm does not know has a tokenizer of its own). Not where the server counts
+    them itself (`/tokenize`)."""
+    if api_base is not None and server_report(api_base, served_name(model)).tokenizes:
+        return
+    counted = messages_tokens(messages, functools.partial(_litellm_tokens, model))
+    if counted < _COUNT_SAMPLE_TOKENS or by_server <= counted:
+        return
+    key = (api_base, model)
+    scale = by_server / counted
+    if scale > _COUNT_SCALES.get(key, 1.0):
+        logger.info("llm %s: its server counts %.2f times litpipe's tokens", model, scale)
+        _COUNT_SCALES[key] = scale
+
+
 def context_window(model: str, api_base: str | None, configured: int | None) -> ContextWindow:
-    """The route's context window: the setting, else litellm's figure, else the server's."""
+    """The route's context window: what a refusal stated, else the setting, else litellm's
+    figure, else the server's."""
+    learnt = _LEARNT_WINDOWS.get((api_base, model))
+    if learnt is not None:
+        return ContextWindow(learnt, "refusal")
     if configured is not None:
         return ContextWindow(configured, "setting")
     known = _litellm_window(model)
@@ -86,6 +147,9 @@ def token_counter(model: str, api_base: str | None) -> Callable[[str], int]:
     """A counter of a text's tokens as the route's model reads them."""
     if api_base is not None and server_report(api_base, served_name(model)).tokenizes:
         return functools.partial(_server_tokens, api_base)
+    scale = _COUNT_SCALES.get((api_base, model))
+    if scale is not None:
+        return functools.partial(_scaled_tokens, model, scale)
     return functools.partial(_litellm_tokens, model)
 
 
@@ -146,13 +210,21 @@ def _litellm_window(model: str) -> int | None:
 
 @functools.cache
 def server_report(api_base: str, served_name: str) -> ServerReport:
-    """Asked once per process: llama.cpp's `/props`, vLLM's `/v1/models`, and whether the
-    server answers `/tokenize`."""
-    context_tokens, slots = _llama_cpp_props(api_base)
+    """Asked once per process, all at once (a server that accepts and never answers costs
+    `PROBE_TIMEOUT_S` once, not per question): llama.cpp's `/props`, `/v1/models`, whether the
+    server answers `/tokenize`, and whether it is llama-cpp-python's."""
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="litpipe-probe") as probes:
+        props = probes.submit(_llama_cpp_props, api_base)
+        listed = probes.submit(_listed_model_length, api_base, served_name)
+        tokenizes = probes.submit(_tokenize, api_base, "x")
+        one_at_a_time = probes.submit(_llama_cpp_python, api_base)
+    context_tokens, slots = props.result()
     if context_tokens is None:
-        context_tokens = _vllm_model_length(api_base, served_name)
+        context_tokens = listed.result()
+    if slots is None and one_at_a_time.result():
+        slots = 1
     report = ServerReport(
-        context_tokens=context_tokens, slots=slots, tokenizes=_tokenize(api_base, "x") is not None
+        context_tokens=context_tokens, slots=slots, tokenizes=tokenizes.result() is not None
     )
     logger.debug("the server at %s says: %s", _shown(api_base), report)
     return report
@@ -213,14 +285,25 @@ def _llama_cpp_props(api_base: str) -> tuple[int | None, int | None]:
     )
 
 
-def _vllm_model_length(api_base: str, served_name: str) -> int | None:
+def _listed_model_length(api_base: str, served_name: str) -> int | None:
     listing = _get(api_base, "models")
     models = listing.get("data") if isinstance(listing, dict) else None
     for entry in models if isinstance(models, list) else []:
         if isinstance(entry, dict) and entry.get("id") == served_name:
-            length = entry.get("max_model_len")
-            return length if isinstance(length, int) and length > 0 else None
+            for field in _MODEL_LENGTH_FIELDS:
+                length = entry.get(field)
+                if isinstance(length, int) and length > 0:
+                    return length
+            return None
     return None
+
+
+def _llama_cpp_python(api_base: str) -> bool:
+    """Whether the server is llama-cpp-python's: every request it takes waits for one lock
+    (its `llama_outer_lock`/`llama_inner_lock`), so it decodes one at a time."""
+    schema = _get(api_base, "/openapi.json")
+    paths = schema.get("paths") if isinstance(schema, dict) else None
+    return isinstance(paths, dict) and LLAMA_CPP_PYTHON_PATH in paths
 
 
 def _tokenize(api_base: str, text: str) -> int | None:
@@ -239,6 +322,10 @@ def _server_tokens(api_base: str, text: str) -> int:
     counted = _tokenize(api_base, text)
     # A server that stopped answering mid-run: litellm's general counter rather than none.
     return counted if counted is not None else _litellm_tokens("gpt-4o", text)
+
+
+def _scaled_tokens(model: str, scale: float, text: str) -> int:
+    return math.ceil(_litellm_tokens(model, text) * scale)
 
 
 @functools.lru_cache(maxsize=4096)

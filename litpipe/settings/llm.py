@@ -86,17 +86,35 @@ class LLMSettings(SettingsGroup):
     concurrency: int = Field(
         default=8,
         ge=1,
-        description="Model calls in flight at most, per model; fewer where its server says it "
-        "decodes fewer at once (llama.cpp's /props total_slots).",
+        description="Model calls in flight at most, per model. To a server of llm.api_base, "
+        "as many as it says it decodes at once (llama.cpp's /props total_slots; one for "
+        "llama-cpp-python's server), else a number learnt from its latency: one at first, "
+        "one more while replies come as fast, fewer once they slow down or time out.",
     )
     timeout_s: float = Field(
         default=120.0,
         gt=0,
-        description="Seconds a call may take, its wait for a server slot included; a small "
-        "model on a CPU may need 900.",
+        description="Seconds one request may take, in the server's queue and for its reply; a "
+        "small model on a CPU may need 900.",
     )
     max_retries: int = Field(
         default=5, ge=0, description="Retries of a transient failure (429, 5xx, timeout)."
+    )
+    breaker_failures: int = Field(
+        default=3,
+        ge=1,
+        description="Timeouts or refused connections in a row after which a model's server "
+        "counts as unreachable: every item of the run still to ask it is written offline at "
+        "once, marked `model unreachable` (or fails, as llm.on_unusable says), and it is asked "
+        "again after five minutes.",
+    )
+    run_deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds a run (a `litpipe run`, or each process of a launched run) may "
+        "spend waiting on models in all; once spent, its remaining items are written offline "
+        "as for an unreachable model. Unset: no limit (a collection of thousands of papers "
+        "waits on its model for hours; a dead server is found by llm.breaker_failures).",
     )
     cache: bool = Field(default=True, description="Reuse validated replies from HOME/cache.")
     budget_usd: float | None = Field(

@@ -12,15 +12,21 @@ gets what room the prompt leaves, down to `MIN_REPLY_TOKENS`, else it fails as
 `ContextOverflowError` before anything is sent. A reply is parsed tolerantly (fences and
 surrounding prose), and one that fails validation gets one repair request quoting the error.
 Transient failures are retried with backoff; permanent ones fail at once with a message saying
-what to fix. Validated replies are cached on disk; every call is recorded in the usage ledger,
-and a budget stops a run before a call could take it over.
+what to fix. A server that does not say how many requests it decodes at once gets one at first,
+more only while its replies come as fast; one that stops answering (`llm.breaker_failures`
+timeouts or refused connections in a row) is unreachable for the rest of the run, and every
+call to it fails at once with `ModelUnreachableError`. A server refusing a request as longer
+than its window, which it states, teaches the route that window. Validated replies are cached
+on disk; every call is recorded in the usage ledger, and a budget stops a run before a call
+could take it over.
 
 The modules, one concern each: `core` (`LLMClient`: the cache, the ledger, batches of calls),
 `calls` (one call's requests: format, repair, window, retries), `structured` (the modes'
 requests and the parsing of replies), `provider_errors` (transient, permanent, a refused
-format), `model_facts` (what litellm knows of a model), `budget` (costs and the budget) and
-`loop` (the process's one event loop for model calls, and each server's slots). Their
-underscored names are the package's own; the others are imported from here.
+format, a refused window), `model_facts` (what litellm knows of a model), `budget` (costs and
+the budget), `routes` (each route's requests in flight and breaker, the run's time for waiting
+on models) and `loop` (the process's one event loop for model calls). Their underscored names
+are the package's own; the others are imported from here.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 The first request goes in the route's structured-output mode (in `auto`, a server that refuses
 the format is asked again in the next mode); a reply that does not validate gets one repair
-request quoting the error. Every request is fitted to the model's context window, admitted by
-the budget (the run's, and the day's across runs), and retried with backoff while it fails
-transiently; each try waits for a place in its provider's rate limits, where they are set
-(`litpipe.llm.shared_limits`).
+request quoting the error. Every request is fitted to the model's context window (a server that
+refuses one as too long, stating its window, teaches the route that window: the request is
+fitted to it and sent once more), admitted by the budget (the run's, and the day's across
+runs), and retried with backoff while it fails transiently. Each try waits for a place among
+the route's requests in flight and passes its breaker (`routes`), then for a place in its
+provider's rate limits, where they are set (`litpipe.llm.shared_limits`); its timeout covers
+the server's queue and its reply, within what is left of the run's time for waiting on models.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import logging
 import os
 import random
+import time
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,14 +28,19 @@ from litpipe.llm.client.budget import _Budget, _call_cost
 from litpipe.llm.client.model_facts import _ModelFacts
 from litpipe.llm.client.provider_errors import (
     _PROVIDER_ERRORS,
+    WindowRefusal,
     _format_error,
     _FormatRefused,
     _is_transient,
+    _outcome,
     _permanent_error,
     _refuses_format,
+    _refuses_window,
     _retry_after_s,
     _said,
+    _WindowRefused,
 )
+from litpipe.llm.client.routes import RouteGate, Ticket, WaitBudget, route_gate
 from litpipe.llm.client.structured import (
     _NEXT_MODE,
     _WORKING_MODE,
@@ -49,7 +58,14 @@ from litpipe.llm.errors import (
 )
 from litpipe.llm.shared_limits import SharedLimits, SharedRequest
 from litpipe.llm.usage import CallRecord
-from litpipe.llm.window import ContextWindow, context_window, messages_tokens, token_counter
+from litpipe.llm.window import (
+    ContextWindow,
+    context_window,
+    learn_token_count,
+    learn_window,
+    messages_tokens,
+    token_counter,
+)
 from litpipe.settings import Route, Settings
 from litpipe.url_credentials import split_basic_auth
 
@@ -69,11 +85,13 @@ MIN_REPLY_TOKENS = 64
 
 class ModelCalls:
     """The requests of one call: `LLMClient`'s, which sets `settings` (the timeout and the
-    retries), `_budget` and `_shared` (the limits shared with other processes, or None)."""
+    retries), `_budget`, `_shared` (the limits shared with other processes, or None) and
+    `_waits` (the run's time for waiting on models, or None)."""
 
     settings: Settings
     _budget: _Budget
     _shared: SharedLimits | None
+    _waits: WaitBudget | None
 
     # Full-jitter exponential backoff between retries, and the longest Retry-After honoured
     # (a provider asking for more is reported, not waited for). Tests shorten them.
@@ -168,8 +186,64 @@ class ModelCalls:
         record: CallRecord,
     ) -> _Reply:
         """One request to the model (retried while it fails transiently), within the budget and
-        the model's context window."""
-        max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
+        the model's context window. A server refusing it as longer than its window, and saying
+        how long that is, teaches the route its window: the request is fitted to it (a smaller
+        max_tokens) and sent once more, or fails as `ContextOverflowError` with the window (the
+        prompt is too long for it: the caller may cut it and ask again)."""
+        refused = False
+        while True:
+            max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
+            try:
+                response = await self._sent_once(
+                    route, messages, response_format, facts, record, max_tokens
+                )
+            except _WindowRefused as refusal:
+                window = await asyncio.to_thread(
+                    self._learn_window, route, messages, max_tokens, refusal.refusal
+                )
+                if refused:
+                    raise ContextOverflowError(
+                        f"{route.agent}: {route.model} refused the request even fitted to its "
+                        f"{window:,}-token window — {refusal.said}",
+                        window=window,
+                    ) from refusal
+                refused = True
+                continue
+            if route.api_base is not None and not facts.known:
+                # The server's count of the prompt: where it counts more than litpipe, the
+                # route's prompts are fitted by its count from now on.
+                counted = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+                if isinstance(counted, int):
+                    await asyncio.to_thread(
+                        learn_token_count, route.model, route.api_base, messages, counted
+                    )
+            choice = response.choices[0]
+            return _Reply(text=choice.message.content or "", finish_reason=choice.finish_reason)
+
+    def _learn_window(
+        self, route: Route, messages: Messages, max_tokens: int, refusal: WindowRefusal
+    ) -> int:
+        """The window a refusal stated, learnt for the route, with the server's count of the
+        refused prompt where it says it (or says all it was asked for)."""
+        learn_window(route.model, route.api_base, refusal.window)
+        prompt = refusal.prompt
+        if prompt is None and refusal.requested is not None:
+            prompt = refusal.requested - max_tokens
+        if prompt is not None:
+            learn_token_count(route.model, route.api_base, messages, prompt)
+        return refusal.window
+
+    async def _sent_once(
+        self,
+        route: Route,
+        messages: Messages,
+        response_format: dict[str, Any] | None,
+        facts: _ModelFacts,
+        record: CallRecord,
+        max_tokens: int,
+    ) -> litellm.ModelResponse:
+        """The request, admitted by the budget and the shared limits, retried while it fails
+        transiently; its tokens and cost counted in `record`."""
         estimate = self._budget.admit(route, messages, response_format, facts)
         cost, used, shared = 0.0, None, None
         try:
@@ -199,8 +273,7 @@ class ModelCalls:
             self._budget.settle(estimate, cost)
             if shared is not None:
                 await shared.end(cost, used)
-        choice = response.choices[0]
-        return _Reply(text=choice.message.content or "", finish_reason=choice.finish_reason)
+        return response
 
     def _reply_room(self, route: Route, messages: Messages) -> int:
         """The reply's max_tokens: the route's, or what the prompt leaves of the window where
@@ -216,7 +289,8 @@ class ModelCalls:
             raise ContextOverflowError(
                 f"{route.agent}: the prompt takes {prompt:,} tokens of {route.model}'s "
                 f"{window:,}-token window, leaving {max(room, 0)} for the reply: fewer than "
-                f"{MIN_REPLY_TOKENS}; nothing was sent"
+                f"{MIN_REPLY_TOKENS}; nothing was sent",
+                window=window,
             )
         logger.info(
             "llm %s %s: the reply gets %d tokens, what the %d-token prompt leaves of the window",
@@ -272,16 +346,40 @@ class ModelCalls:
         shared: SharedRequest | None = None,
     ) -> litellm.ModelResponse:
         max_retries = self.settings.llm.max_retries
+        gate = await route_gate(route, self.settings)
         retry = 0
         while True:
-            if shared is not None:
-                await shared.send()  # a place in the provider's minute, for every try
-            record.requests += 1
+            ticket = await self._place(route, gate)
+            started = time.monotonic()
             try:
-                return await litellm.acompletion(**request)
+                timeout = self._timeout(route)
+                if shared is not None:
+                    await shared.send()  # a place in the provider's minute, for every try
+                record.requests += 1
+                response = await litellm.acompletion(**{**request, "timeout": timeout})
             except _PROVIDER_ERRORS as error:
+                outcome = _outcome(error)
+                if gate.limit is not None and ticket is not None:
+                    gate.limit.finished(ticket, outcome, route.agent, time.monotonic() - started)
+                ticket = None
+                if outcome == "timed_out" and timeout < self.settings.llm.timeout_s:
+                    # Cut short by the run's deadline, not the server's doing.
+                    assert self._waits is not None
+                    raise self._waits.spent_error(route) from error
+                if outcome in ("timed_out", "unreachable"):
+                    what = "timed out" if outcome == "timed_out" else "could not be reached"
+                    unreachable = gate.breaker.failed(what)
+                    if unreachable is not None:
+                        if gate.limit is not None:
+                            gate.limit.wake_all()
+                        raise unreachable from error
+                else:
+                    gate.breaker.answered()
                 if _refuses_format(error, request.get("response_format")):
                     raise _FormatRefused(one_line(_said(error), 200)) from error
+                refusal = _refuses_window(error)
+                if refusal is not None:
+                    raise _WindowRefused(refusal, one_line(_said(error), 200)) from error
                 if not _is_transient(error):
                     raise _permanent_error(error, route, request.get("response_format")) from error
                 if retry >= max_retries:
@@ -302,6 +400,43 @@ class ModelCalls:
                     delay,
                 )
                 await asyncio.sleep(delay)
+            else:
+                if gate.limit is not None and ticket is not None:
+                    gate.limit.finished(ticket, "answered", route.agent, time.monotonic() - started)
+                    ticket = None
+                gate.breaker.answered()
+                return response
+            finally:
+                if gate.limit is not None and ticket is not None:
+                    # Ended otherwise (a stop, the run's time spent): its place is free, and it
+                    # says nothing of the server.
+                    gate.limit.finished(ticket, "refused", route.agent, 0.0)
+
+    async def _place(self, route: Route, gate: RouteGate) -> Ticket | None:
+        """A place among the route's requests in flight (None: a hosted provider's, bound by
+        `llm.concurrency` alone), within the run's time for waiting on models."""
+        if gate.limit is None:
+            gate.breaker.check()
+            return None
+        if self._waits is None:
+            return await gate.limit.acquire(gate.breaker)
+        left = self._waits.left()
+        if left <= 0:
+            raise self._waits.spent_error(route)
+        try:
+            return await asyncio.wait_for(gate.limit.acquire(gate.breaker), left)
+        except TimeoutError:
+            raise self._waits.spent_error(route) from None
+
+    def _timeout(self, route: Route) -> float:
+        """A try's timeout: `llm.timeout_s`, or what is left of the run's time for waiting."""
+        timeout = self.settings.llm.timeout_s
+        if self._waits is None:
+            return timeout
+        left = self._waits.left()
+        if left <= 0:
+            raise self._waits.spent_error(route)
+        return min(timeout, left)
 
     def _retry_delay(self, error: Exception, retry: int, route: Route) -> float:
         asked = _retry_after_s(error)

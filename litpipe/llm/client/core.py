@@ -3,7 +3,8 @@ step.
 
 A call is looked up in the reply cache first (on the caller's thread); one it cannot answer is
 asked of the model (`ModelCalls`) on the model-call loop, within the client's concurrency bound
-and the server's slots, and its validated reply is cached. A failure, an unusable reply's too,
+(each of its requests within its route's in-flight limit and breaker: `routes`), and its
+validated reply is cached. A failure, an unusable reply's too,
 is never cached: the run that got it reports it and writes its item offline, and the next run
 asks again (the server may have been fixed, or the model pointed at another one).
 Every call, hit or not, is recorded in the usage ledger. Batches of calls run concurrently and
@@ -13,6 +14,7 @@ each runs to its end before the first failure is raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -24,13 +26,9 @@ from pydantic import BaseModel, ValidationError
 from litpipe.llm.cache import LLMCache
 from litpipe.llm.client.budget import _Budget
 from litpipe.llm.client.calls import ModelCalls
-from litpipe.llm.client.loop import (
-    _all_or_first_failure,
-    _on_model_call_loop,
-    _run_sync,
-    _server_slots,
-)
+from litpipe.llm.client.loop import _all_or_first_failure, _on_model_call_loop, _run_sync
 from litpipe.llm.client.model_facts import _model_facts
+from litpipe.llm.client.routes import wait_budget
 from litpipe.llm.client.structured import Messages, _mode, _schema_instruction, _schema_json
 from litpipe.llm.errors import LLMError, one_line
 from litpipe.llm.shared_limits import SharedLimits, limits_database
@@ -47,8 +45,9 @@ class LLMClient(ModelCalls):
     """Structured calls for the agents of one step, recorded in `usage`.
 
     `settings` gives the concurrency bound (`llm.concurrency`, shared by all calls of this
-    client), the timeout, the retries, the cache switch and the budget; the route of each call
-    gives its model, API base and sampling. API keys come from the environment only.
+    client), the timeout, the retries, the breaker, the cache switch, the budget and the run's
+    time for waiting on models (shared by the clients of the ledger's scope); the route of each
+    call gives its model, API base and sampling. API keys come from the environment only.
     """
 
     def __init__(
@@ -65,6 +64,8 @@ class LLMClient(ModelCalls):
         self._budget = _Budget(
             settings.llm.budget_usd, usage, estimate=settings.llm.nightly_budget_usd is not None
         )
+        scope = str(usage.path) if usage.path is not None else f"ledger-{id(usage)}"
+        self._waits = wait_budget(settings, scope)
 
     def count_tokens(self, route: Route, text: str) -> int:
         """The text's tokens as the route's model reads them."""
@@ -248,9 +249,10 @@ class LLMClient(ModelCalls):
         record = CallRecord(agent=route.agent, model=route.model)
         try:
             facts = _model_facts(route.model)
-            server = await _server_slots(route)
-            async with self._slots, server:
-                value = await self._ask(route, messages, schema, facts, record)
+            waiting = self._waits.waiting() if self._waits is not None else contextlib.nullcontext()
+            with waiting:
+                async with self._slots:
+                    value = await self._ask(route, messages, schema, facts, record)
         except BaseException as error:
             record.failed = True
             record.error = one_line(str(error)) or type(error).__name__

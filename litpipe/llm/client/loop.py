@@ -1,46 +1,23 @@
-"""Where model calls run, and how many at once.
+"""Where model calls run.
 
 Every model call of every client runs on one event loop per process, in a daemon thread: a
 client's concurrency bound then holds across all its callers (async or not, from any thread),
-and litellm's connection pools and logging worker live on a loop that never closes. Cache hits
-are served on the caller's thread and never wait for that loop. A server that says how many
-requests it decodes at once gets no more than that from the process.
+as do the routes' in-flight limits and breakers (`routes`), and litellm's connection pools and
+logging worker live on a loop that never closes. Cache hits are served on the caller's thread
+and never wait for that loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar, cast
 
-from litpipe.llm.window import server_slots
-from litpipe.settings import Route
 from litpipe.stopping import result_when_done
 
 R = TypeVar("R")
-
-
-# Per (process, api_base, model): as many calls at once as the server decodes at once, where it
-# says. The process is in the key: a forked child has its own model-call loop, and a semaphore
-# serves the loop it was first used on.
-_SERVER_SLOTS: dict[
-    tuple[int, str | None, str], asyncio.Semaphore | contextlib.nullcontext[None]
-] = {}
-
-
-async def _server_slots(route: Route) -> asyncio.Semaphore | contextlib.nullcontext[None]:
-    """The process's bound on calls to the route's server, as many as it decodes at once (no
-    bound where it does not say)."""
-    key = (os.getpid(), route.api_base, route.model)
-    if key not in _SERVER_SLOTS:
-        slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
-        _SERVER_SLOTS.setdefault(
-            key, contextlib.nullcontext() if slots is None else asyncio.Semaphore(slots)
-        )
-    return _SERVER_SLOTS[key]
 
 
 # One event loop per process for every model call (see the module's docstring).

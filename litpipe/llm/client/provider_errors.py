@@ -1,6 +1,8 @@
 """What a provider's error means: a transient failure (retried, after the wait the provider
-asks for), a permanent one (failed at once, saying what to fix), or the server refusing the
-response format it was sent (asked again in another mode, in `auto`)."""
+asks for), a permanent one (failed at once, saying what to fix), the server refusing the
+response format it was sent (asked again in another mode, in `auto`), or refusing a request
+longer than its context window (its message read for the window: `window_refusal`); and what a
+request's end tells the route's in-flight limit and breaker (`_outcome`)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import email.utils
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import litellm
 
+from litpipe.llm.client.routes import Outcome
 from litpipe.llm.errors import ContextOverflowError, PermanentLLMError, one_line
 from litpipe.settings import Route, StructuredOutput
 
@@ -35,6 +39,118 @@ _TRANSIENT_STATUS = {408, 409, 425, 429}
 # llama-cpp-python's server, a 500) naming the format.
 _REFUSAL_STATUS = {400, 415, 422, 500, 501}
 _NAMES_A_FORMAT = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+
+
+# A count of tokens as providers write them: 2048, 2,048, 2_048.
+_N = r"(\d{1,3}(?:[,_]\d{3})+|\d+)"
+# How servers say a request does not fit their window, each naming the window and what they can
+# of the request: OpenAI, vLLM and llama-cpp-python (chat and text completions, older and newer
+# wordings), llama.cpp's server (its error's fields), Anthropic, Hugging Face TGI, Mistral,
+# Gemini, LM Studio, and the plainer "context length/window of N" of others.
+_WINDOW_REFUSALS = [
+    re.compile(p, re.IGNORECASE | re.DOTALL)
+    for p in (
+        rf"maximum context length is {_N} tokens.{{0,40}}?requested {_N} tokens"
+        rf"(?: \({_N} in (?:the messages|your prompt)[,;] {_N} (?:in|for) the completion)?",
+        rf"maximum context length is {_N} tokens.{{0,40}}?messages resulted in {_N} tokens",
+        rf"maximum context length is {_N} tokens and your request has {_N} input tokens",
+        rf"maximum context length is {_N}\b",
+        rf"prompt \((?:total length )?{_N}(?: tokens)?\) is too long.{{0,60}}?"
+        rf"(?:context length|limit of) {_N}",
+        rf"n_prompt_tokens['\"]?\s*[:=]\s*{_N}.{{0,80}}?n_ctx['\"]?\s*[:=]\s*{_N}",
+        rf"n_ctx['\"]?\s*[:=]\s*{_N}.{{0,80}}?n_prompt_tokens['\"]?\s*[:=]\s*{_N}",
+        rf"available context size \({_N} tokens\)",
+        rf"prompt is too long: {_N} tokens > {_N} maximum",
+        rf"tokens \+ `?max_new_tokens`? must be <= {_N}\. Given: {_N} `?inputs`? tokens "
+        rf"and {_N} `?max_new_tokens",
+        rf"prompt contains {_N} tokens.{{0,40}}?too large for model with {_N} maximum context",
+        rf"input token count \({_N}\) exceeds the maximum number of tokens allowed \({_N}\)",
+        rf"(?:context length|context window|context size) (?:of (?:only )?|is |= ?){_N}",
+    )
+]
+# Which group of each pattern holds the window, the prompt's tokens, all tokens asked for
+# (prompt and completion), and the completion's (0: none).
+_REFUSAL_GROUPS = [
+    (1, 3, 2, 4),
+    (1, 2, 0, 0),
+    (1, 2, 0, 0),
+    (1, 0, 0, 0),
+    (2, 1, 0, 0),
+    (2, 1, 0, 0),
+    (1, 2, 0, 0),
+    (1, 0, 0, 0),
+    (2, 1, 0, 0),
+    (1, 2, 0, 3),
+    (2, 1, 0, 0),
+    (2, 1, 0, 0),
+    (1, 0, 0, 0),
+]
+
+
+@dataclass(frozen=True)
+class WindowRefusal:
+    """What a server's refusal of a request too long for its window says: the window, the
+    prompt's tokens as the server counted them, and all the tokens it was asked for (prompt
+    and max_tokens), each where it says."""
+
+    window: int
+    prompt: int | None = None
+    requested: int | None = None
+
+
+def window_refusal(message: str) -> WindowRefusal | None:
+    """The window (and the prompt's tokens) a provider's message states in refusing a request
+    that does not fit it; None where it states none."""
+    for pattern, (window, prompt, requested, completion) in zip(
+        _WINDOW_REFUSALS, _REFUSAL_GROUPS, strict=True
+    ):
+        found = pattern.search(message)
+        if found is None:
+            continue
+        tokens = _number(found, window)
+        if tokens is None or tokens <= 0:
+            continue
+        stated = _number(found, prompt)
+        asked, completing = _number(found, requested), _number(found, completion)
+        if stated is None and asked is not None and completing is not None:
+            stated = asked - completing
+        return WindowRefusal(tokens, stated, asked)
+    return None
+
+
+def _number(found: re.Match[str], group: int) -> int | None:
+    """The count in `group` of a refusal's match (0: the pattern has none)."""
+    text = found.group(group) if group else None
+    return int(re.sub(r"[,_]", "", text)) if text else None
+
+
+class _WindowRefused(Exception):
+    """The server refused the request as longer than its window, which it stated."""
+
+    def __init__(self, refusal: WindowRefusal, said: str) -> None:
+        super().__init__(said)
+        self.refusal = refusal
+        self.said = said
+
+
+def _refuses_window(error: Exception) -> WindowRefusal | None:
+    """The window the server stated, where the error is its refusal of a request too long."""
+    status = getattr(error, "status_code", None)
+    if not isinstance(error, litellm.ContextWindowExceededError) and status not in {400, 413, 422}:
+        return None
+    return window_refusal(_said(error))
+
+
+def _outcome(error: Exception) -> Outcome:
+    """What a failed request tells its route's in-flight limit and breaker."""
+    if isinstance(error, litellm.Timeout):
+        return "timed_out"
+    if isinstance(error, litellm.APIConnectionError):
+        return "unreachable"
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return "overloaded"
+    return "refused"
 
 
 class _FormatRefused(Exception):
