@@ -15,7 +15,7 @@ from litpipe.commands import ask, backfill, config, diff, evaluations, related_w
 from litpipe.commands.backfill import add_backfill_flags
 from litpipe.commands.flags import add_common_flags, one_line, settings_from_flags
 from litpipe.commands.retract import add_retract_parser, retract_command
-from litpipe.commands.terminal import other_libraries_to_the_log
+from litpipe.commands.terminal import other_libraries_to_the_log, refused_write_exit
 from litpipe.progress import calls_shown_on_stderr
 from litpipe.settings import Settings
 from litpipe.stopping import STOPPED_EXIT, stop_on_signals
@@ -216,8 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "config":
         return config.config_command(settings, flags)
-    with other_libraries_to_the_log(settings.home, args.verbose), calls_shown_on_stderr():
-        return _command(args, settings)
+    try:
+        with other_libraries_to_the_log(settings.home, args.verbose), calls_shown_on_stderr():
+            return _command(args, settings)
+    except Exception as error:  # a full disk or a read-only home is one line, for every command
+        status = refused_write_exit(error, f"litpipe {args.command}", settings.home)
+        if status is None:
+            raise
+        return status
 
 
 def _command(args: argparse.Namespace, settings: Settings) -> int:

@@ -32,6 +32,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.staleness import PARTITION_VERSION
 from litpipe.defs.versions import batch_data_version, data_version
+from litpipe.files import refused_write
 from litpipe.llm.errors import LLMError, TransientLLMError, one_line
 from litpipe.schemas import PaperAbstract, PaperFailure, PaperSource
 
@@ -82,6 +83,8 @@ def build_papers(
             retriable = retriable or isinstance(error, TransientLLMError)
             continue
         except Exception as error:  # the paper's own fault: the others go on
+            if refused_write(error) is not None:
+                raise  # a full disk or a read-only home: every paper's fault, the step fails
             failures[paper_id] = f"{name}: {one_line(str(error) or type(error).__name__)}"
             retriable = True
             continue

@@ -1,12 +1,23 @@
 """Why a run failed, in one line a user reads: from an in-process run's events, or from the log
 of a partition's latest stored run (a paper whose own run failed, which its collection then
-leaves out: `defs.assets.relationship_analysis`)."""
+leaves out: `defs.assets.relationship_analysis`). A run that failed because the file system
+refused a write (a full disk, a read-only home) says that, whichever step it hit
+(`refused_write_in_events`)."""
 
-from collections.abc import Iterable
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from litpipe.files import RefusedWrite, refused_write_in_text
 from litpipe.instance.pool_wait import waiting_failure
+
+if TYPE_CHECKING:
+    # Private to Dagster (1.13.27), named for types only: a stored error, as a step failure
+    # event holds it; Dagster exports no public type for it.
+    from dagster._utils.error import SerializableErrorInfo
 
 # Dagster fails a step whose blocking check failed with this error, naming only the checks.
 _BLOCKED = "DagsterAssetCheckFailedError"
@@ -21,6 +32,9 @@ def failure_reason(events: Iterable[dg.DagsterEvent]) -> str:
     """The first failed step's reason: its `dg.Failure` description, the user code's own
     exception, or, where a blocking check failed, each such check's own description."""
     events = list(events)
+    refused = refused_write_in_events(events)
+    if refused is not None:
+        return refused.line()
     for event in events:
         if not event.is_step_failure:
             continue
@@ -40,6 +54,30 @@ def failure_reason(events: Iterable[dg.DagsterEvent]) -> str:
         waiting_failure(events)
         or "the run failed before any step ran (see the run in the Dagster UI)"
     )
+
+
+def refused_write_in_events(events: Iterable[dg.DagsterEvent]) -> RefusedWrite | None:
+    """The refused write that failed a step or the run, from its stored error (every exception
+    in its chain): what the whole run stops for, not one paper's fault."""
+    for event in events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+        elif event.is_run_failure:
+            error = event.job_failure_data.error
+        else:
+            continue
+        for link in _chain(error):
+            refused = refused_write_in_text(link.cls_name, link.message)
+            if refused is not None:
+                return refused
+    return None
+
+
+def _chain(error: SerializableErrorInfo | None) -> Iterator[SerializableErrorInfo]:
+    """A stored error and those it was raised from or while handling."""
+    while error is not None:
+        yield error
+        error = error.cause or error.context
 
 
 def _failed_blocking_checks(events: list[dg.DagsterEvent], step_key: str | None) -> list[str]:

@@ -1,7 +1,8 @@
 """The one way litpipe's commands run a job of the graph in-process: into the instance the UI
 serves, with Dagster's console log quiet, tagged with the launching process (so that a killed
 one's runs are failed and their pool slots freed: `instance.run_liveness`), and never raising on a
-failure, which the caller reports in its own words (`run_failure`)."""
+failure, which the caller reports in its own words (`run_failure`), but a refused write (a full
+disk, a read-only home), which ends the command."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dagster as dg
 
 from litpipe.defs.llm_steps import INTERRUPTED
 from litpipe.defs.paper_batches import failed_papers
-from litpipe.instance.run_failures import failure_reason
+from litpipe.instance.run_failures import failure_reason, refused_write_in_events
 from litpipe.instance.run_liveness import process_tags
 
 # The progress lines say what happened, and a failed paper's reason is in them and in the
@@ -42,7 +43,7 @@ def execute(
         if partition_range
         else {}
     )
-    return defs.resolve_job_def(job).execute_in_process(
+    result = defs.resolve_job_def(job).execute_in_process(
         partition_key=partition_key,
         asset_selection=asset_selection,
         instance=instance,
@@ -50,6 +51,12 @@ def execute(
         run_config={**QUIET_RUN_CONFIG, **(run_config or {})},
         tags={**LAUNCHED_BY_CLI, **process_tags(), **(tags or {}), **ranged},
     )
+    refused = None if result.success else refused_write_in_events(result.all_events)
+    if refused is not None:
+        # A full disk or a read-only home fails every later run alike: the command stops here,
+        # and says why in one line (`litpipe.commands.terminal`).
+        raise refused.error()
+    return result
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
