@@ -129,9 +129,10 @@ def assert_inert(markdown: str) -> None:
 def test_paper_markup_and_script_links_render_as_text() -> None:
     safe = safe_markdown(PAYLOAD)
     assert_inert(safe)
-    # The reader still sees what the paper says, markup as text, link texts without the links.
+    # The reader still sees what the paper says: its markup and its script links as text.
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered(safe)
-    assert "(x, y, z)." in safe
+    links = "[x](javascript:alert(1)), [y](javascript:alert(3)), [z](data:text/html,&lt;b&gt;)"
+    assert f"({links})." in rendered(safe)
     assert safe_markdown(safe) == safe
 
 
