@@ -374,8 +374,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, body: dict[str, Any], fault: _Fault | None, scripted: Reply | None) -> None:
         format_type = (body.get("response_format") or {}).get("type")
-        too_long = self.server.stub._refuses_window(body) if fault is None else None
-        if format_type in self.server.stub.refused_formats:
+        refused = format_type in self.server.stub.refused_formats
+        too_long = None if refused or fault else self.server.stub._refuses_window(body)
+        if refused:
             message = "1 validation error: response_format.type Input should be 'text' or ..."
             self._send_json(500, {"error": {"message": message, "type": "server_error"}})
         elif too_long is not None:

@@ -26,6 +26,8 @@ FLAT_NAMES: dict[str, str] = {
     "llm_concurrency": "llm.concurrency",
     "llm_timeout_s": "llm.timeout_s",
     "llm_max_retries": "llm.max_retries",
+    "llm_breaker_failures": "llm.breaker_failures",
+    "llm_run_deadline_s": "llm.run_deadline_s",
     "llm_cache": "llm.cache",
     "llm_budget_usd": "llm.budget_usd",
     "llm_rate_limits": "llm.rate_limits",

@@ -40,7 +40,7 @@ from litpipe.llm.client.provider_errors import (
     _said,
     _WindowRefused,
 )
-from litpipe.llm.client.routes import RouteGate, Ticket, WaitBudget, route_gate
+from litpipe.llm.client.routes import RouteGate, RunScope, Ticket, WaitBudget, route_gate
 from litpipe.llm.client.structured import (
     _NEXT_MODE,
     _WORKING_MODE,
@@ -85,12 +85,14 @@ MIN_REPLY_TOKENS = 64
 
 class ModelCalls:
     """The requests of one call: `LLMClient`'s, which sets `settings` (the timeout and the
-    retries), `_budget`, `_shared` (the limits shared with other processes, or None) and
-    `_waits` (the run's time for waiting on models, or None)."""
+    retries), `_budget`, `_shared` (the limits shared with other processes, or None), `_scope`
+    (the run its calls count towards) and `_waits` (the run's time for waiting on models, or
+    None)."""
 
     settings: Settings
     _budget: _Budget
     _shared: SharedLimits | None
+    _scope: RunScope
     _waits: WaitBudget | None
 
     # Full-jitter exponential backoff between retries, and the longest Retry-After honoured
@@ -192,11 +194,14 @@ class ModelCalls:
         prompt is too long for it: the caller may cut it and ask again)."""
         refused = False
         while True:
+            fitted_to = self.window(route).tokens
             max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
             try:
                 response = await self._sent_once(
-                    route, messages, response_format, facts, record, max_tokens
+                    route, messages, response_format, facts, record, max_tokens, fitted_to
                 )
+            except _WindowLearnt:
+                continue  # learnt while the request waited for its place: fitted again
             except _WindowRefused as refusal:
                 window = await asyncio.to_thread(
                     self._learn_window, route, messages, max_tokens, refusal.refusal
@@ -241,9 +246,11 @@ class ModelCalls:
         facts: _ModelFacts,
         record: CallRecord,
         max_tokens: int,
+        fitted_to: int | None,
     ) -> litellm.ModelResponse:
-        """The request, admitted by the budget and the shared limits, retried while it fails
-        transiently; its tokens and cost counted in `record`."""
+        """The request (fitted to a window of `fitted_to` tokens), admitted by the budget and
+        the shared limits, retried while it fails transiently; its tokens and cost counted in
+        `record`."""
         estimate = self._budget.admit(route, messages, response_format, facts)
         cost, used, shared = 0.0, None, None
         try:
@@ -260,6 +267,7 @@ class ModelCalls:
                 self._request(route, messages, response_format, facts, max_tokens),
                 record,
                 shared,
+                fitted_to,
             )
             usage = getattr(response, "usage", None)
             tokens_in = getattr(usage, "prompt_tokens", None) or 0
@@ -344,14 +352,20 @@ class ModelCalls:
         request: dict[str, Any],
         record: CallRecord,
         shared: SharedRequest | None = None,
+        fitted_to: int | None = None,
     ) -> litellm.ModelResponse:
+        """The request's tries, each within its place among the route's requests in flight;
+        `_WindowLearnt` where the route's window is no longer the one it was fitted to
+        (`fitted_to`) once it has a place: another request's refusal taught it meanwhile."""
         max_retries = self.settings.llm.max_retries
-        gate = await route_gate(route, self.settings)
+        gate = await route_gate(route, self.settings, self._scope)
         retry = 0
         while True:
             ticket = await self._place(route, gate)
             started = time.monotonic()
             try:
+                if self.window(route).tokens != fitted_to:
+                    raise _WindowLearnt
                 timeout = self._timeout(route)
                 if shared is not None:
                     await shared.send()  # a place in the provider's minute, for every try
@@ -450,6 +464,10 @@ class ModelCalls:
             ) from error
         # A little on top, so that the callers told the same wait do not all return at once.
         return asked * random.uniform(1.0, 1.1)
+
+
+class _WindowLearnt(Exception):
+    """The route's window changed while a request waited to be sent: it is fitted again."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from litpipe.llm.client.budget import _Budget
 from litpipe.llm.client.calls import ModelCalls
 from litpipe.llm.client.loop import _all_or_first_failure, _on_model_call_loop, _run_sync
 from litpipe.llm.client.model_facts import _model_facts
-from litpipe.llm.client.routes import wait_budget
+from litpipe.llm.client.routes import RunScope, wait_budget
 from litpipe.llm.client.structured import Messages, _mode, _schema_instruction, _schema_json
 from litpipe.llm.errors import LLMError, one_line
 from litpipe.llm.shared_limits import SharedLimits, limits_database
@@ -64,8 +64,8 @@ class LLMClient(ModelCalls):
         self._budget = _Budget(
             settings.llm.budget_usd, usage, estimate=settings.llm.nightly_budget_usd is not None
         )
-        scope = str(usage.path) if usage.path is not None else f"ledger-{id(usage)}"
-        self._waits = wait_budget(settings, scope)
+        self._scope = RunScope.of_ledger(usage.path, id(usage))
+        self._waits = wait_budget(settings, self._scope)
 
     def count_tokens(self, route: Route, text: str) -> int:
         """The text's tokens as the route's model reads them."""

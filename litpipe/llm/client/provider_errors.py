@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import litellm
+import openai
 
 from litpipe.llm.client.routes import Outcome
 from litpipe.llm.errors import ContextOverflowError, PermanentLLMError, one_line
@@ -142,15 +144,28 @@ def _refuses_window(error: Exception) -> WindowRefusal | None:
 
 
 def _outcome(error: Exception) -> Outcome:
-    """What a failed request tells its route's in-flight limit and breaker."""
-    if isinstance(error, litellm.Timeout):
+    """What a failed request tells its route's in-flight limit and breaker. litellm reports a
+    refused or dropped connection as a 500 ("Connection error."): the cause it wraps says."""
+    causes = _causes(error)
+    if any(isinstance(cause, openai.APITimeoutError | httpx.TimeoutException) for cause in causes):
         return "timed_out"
-    if isinstance(error, litellm.APIConnectionError):
+    lost = (litellm.APIConnectionError, openai.APIConnectionError, httpx.TransportError)
+    if any(isinstance(cause, lost) for cause in causes):
         return "unreachable"
     status = getattr(error, "status_code", None)
     if isinstance(status, int) and (status == 429 or status >= 500):
         return "overloaded"
     return "refused"
+
+
+def _causes(error: BaseException, most: int = 12) -> list[BaseException]:
+    """The error and what it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and len(chain) < most and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return chain
 
 
 class _FormatRefused(Exception):

@@ -15,15 +15,18 @@ Per route (api_base and model), for the process (a forked child starts its own):
   provider (no api_base) has no limit but `llm.concurrency`: it decodes many requests at once,
   says when it is overloaded (429 with Retry-After, which the retries honour), and its latency
   grows with the length of its replies, which a latency-learnt limit would take for queueing.
+Per route and run (its usage scope: a `litpipe run`, a launched run):
+
 - its breaker (`Breaker`): `llm.breaker_failures` timeouts or refused connections in a row open
   it, and every request then fails at once with `ModelUnreachableError`; `BREAKER_OPEN_S` later
   one request is let through, and a failure opens it again. Any answer closes it. Its state is
-  kept under the home (`HOME/model_routes/`), so that a step retried in another process (the
-  multiprocess executor of launched runs) does not wait on a dead server again.
+  kept beside the run's usage ledger (`HOME/usage/<scope>.routes/`), so that a step retried in
+  another process (the multiprocess executor of launched runs) does not wait on a dead server
+  again, while the next run asks the server afresh.
 
-Per run (its usage scope) and process: `llm.run_deadline_s` (`WaitBudget`), the time in which
-some call of the run waited on a model, in a queue or for a reply; once spent, its calls fail
-with `ModelUnreachableError` too.
+Per run and process: `llm.run_deadline_s` (`WaitBudget`), the time in which some call of the
+run waited on a model, in a queue or for a reply; once spent, its calls fail with
+`ModelUnreachableError` too.
 
 Everything here is touched only on the model-call loop.
 """
@@ -317,17 +320,33 @@ class RouteGate:
     breaker: Breaker
 
 
-# Per (process, api_base, model): the limit; per (process, home, api_base, model): the breaker
-# (its state is the home's). A forked child has its own model-call loop: the process is in the
-# keys.
+# Per (process, api_base, model): the limit; per (process, usage scope, api_base, model): the
+# breaker. A forked child has its own model-call loop: the process is in the keys.
 _LIMITS: dict[tuple[int, str | None, str], InFlightLimit | None] = {}
-_BREAKERS: dict[tuple[int, Path, str | None, str], Breaker] = {}
+_BREAKERS: dict[tuple[int, str, str | None, str], Breaker] = {}
 # Per (process, usage scope): the run's time for waiting on models.
 _WAIT_BUDGETS: dict[tuple[int, str], WaitBudget] = {}
 
 
-async def route_gate(route: Route, settings: Settings) -> RouteGate:
-    """The process's gate of the route (its server asked once how many it decodes at once)."""
+@dataclass(frozen=True)
+class RunScope:
+    """The run a client's calls count towards: its usage scope's name, and where the run keeps
+    its routes' breakers (None: in this process only)."""
+
+    name: str
+    routes_dir: Path | None
+
+    @staticmethod
+    def of_ledger(path: Path | None, ledger_id: int) -> RunScope:
+        """The scope of a usage ledger: its file's (shared by the run's steps), else its own."""
+        if path is None:
+            return RunScope(f"ledger-{ledger_id}", None)
+        return RunScope(str(path), path.with_suffix(".routes"))
+
+
+async def route_gate(route: Route, settings: Settings, scope: RunScope) -> RouteGate:
+    """The gate of the route for the run (its server asked once per process how many it
+    decodes at once)."""
     pid, llm = os.getpid(), settings.llm
     key = (pid, route.api_base, route.model)
     if key not in _LIMITS:
@@ -340,23 +359,24 @@ async def route_gate(route: Route, settings: Settings) -> RouteGate:
     if limit is not None and limit.learns:
         # The client's settings of the moment (they are those of the run that asks).
         limit.ceiling, limit.timeout_s = llm.concurrency, llm.timeout_s
-    home = settings.home
-    breaker_key = (pid, home, route.api_base, route.model)
+    breaker_key = (pid, scope.name, route.api_base, route.model)
     if breaker_key not in _BREAKERS:
-        state = home / "model_routes" / f"{digest(route.api_base or '', route.model)}.json"
+        state = None
+        if scope.routes_dir is not None:
+            state = scope.routes_dir / f"{digest(route.api_base or '', route.model)}.json"
         _BREAKERS[breaker_key] = Breaker(llm.breaker_failures, described(route), state)
     breaker = _BREAKERS[breaker_key]
     breaker.threshold = llm.breaker_failures
     return RouteGate(limit, breaker)
 
 
-def wait_budget(settings: Settings, scope: str) -> WaitBudget | None:
+def wait_budget(settings: Settings, scope: RunScope) -> WaitBudget | None:
     """The run's time for waiting on models, shared by the clients of its usage scope in this
     process; None without `llm.run_deadline_s`."""
     seconds = settings.llm.run_deadline_s
     if seconds is None:
         return None
-    key = (os.getpid(), scope)
+    key = (os.getpid(), scope.name)
     if key not in _WAIT_BUDGETS or _WAIT_BUDGETS[key].seconds != seconds:
         _WAIT_BUDGETS[key] = WaitBudget(seconds)
     return _WAIT_BUDGETS[key]
