@@ -14,7 +14,9 @@ a property of the paper. What is done of the paper alone (its document, chunks, 
 questions, own evidence and answers) is done once, whatever collections hold it; each
 collection's retrieval, index and syntheses read the papers the catalog lists for it. A paper
 registered into a second collection is *joined* to it, and nothing of it is built again;
-registered with `move`, it also leaves every other collection.
+registered with `move`, it also leaves every other collection. A paper that a library (Zotero,
+BibTeX) registered keeps the library's record (title, authors, year, ...) when a folder brings
+its PDF, in every collection: the library's is the user's curated record.
 
 A paper may be *retracted* (or corrected: the reason says which): it stays in the catalog and
 in its collections, marked (`retractions`), and the collections read their papers without it
@@ -131,19 +133,25 @@ class Retraction(BaseModel):
 _IDS_PER_QUERY = 500
 
 
-def _known_better(source: PaperSource, stored_sha256: str, stored_json: str) -> bool:
-    """Whether `source`, a PDF without a reference manager's fields (found in a folder), is the
-    file of the catalog's paper registered with them (from Zotero or BibTeX, whose content hash
-    covers them: `pdf_content_sha256`): the same paper, which the catalog knows better. It is
-    kept as it is: replaced, the paper would be built again with what its PDF's first page
-    says, then again with the library's fields at the next sync, each time one of them runs."""
+def _with_library_record(source: PaperSource, stored_json: str) -> PaperSource:
+    """`source`, a PDF without a reference manager's fields (found in a folder), with those of
+    the catalog's paper when a library (Zotero, BibTeX) registered it: a library's record is
+    the user's curated one, so a paper shared by a folder and a library keeps the library's
+    title, authors and year in every collection, whichever ran first or last. Its content hash
+    then covers them (`pdf_content_sha256`): the same file is the same paper, nothing of it
+    built again; an edited file is a changed paper that keeps the library's record. Any other
+    source is returned as it is."""
     if source.kind != "pdf" or source.fields:
-        return False
+        return source
     stored = PaperSource.model_validate_json(stored_json)
-    return (
-        stored.kind == "pdf"
-        and bool(stored.fields)
-        and pdf_content_sha256(source.content_sha256, stored.fields) == stored_sha256
+    if stored.kind != "pdf" or not stored.fields:
+        return source
+    return source.model_copy(
+        update={
+            "fields": stored.fields,
+            "external_id": stored.external_id,
+            "content_sha256": pdf_content_sha256(source.content_sha256, stored.fields),
+        }
     )
 
 
@@ -215,8 +223,8 @@ class Catalog:
         move: bool = False,
     ) -> Registration:
         """Record a paper as a member of `collection` (idempotent); a known id with new content
-        replaces the old source (but for a PDF from a folder whose file the catalog holds with
-        a reference manager's fields: `_known_better`), and a known paper keeps its other
+        replaces the old source (a PDF from a folder keeping the reference manager's fields the
+        catalog holds for it: `_with_library_record`), and a known paper keeps its other
         collections unless `move`.
 
         `now` (timezone-aware, default: the clock) is a new paper's arrival; a known paper
@@ -233,9 +241,11 @@ class Catalog:
                 "SELECT 1 FROM memberships WHERE collection = ? AND paper_id = ?",
                 (collection, source.paper_id),
             ).fetchone()
+            if row is not None:
+                source = _with_library_record(source, row[1])
             if row is None:
                 outcome = Registration.NEW
-            elif row[0] != source.content_sha256 and not _known_better(source, row[0], row[1]):
+            elif row[0] != source.content_sha256:
                 outcome = Registration.CHANGED
             elif member is None:
                 outcome = Registration.JOINED

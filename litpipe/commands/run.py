@@ -13,9 +13,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, Field
+
+from litpipe.catalog import Registration
 from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
-from litpipe.schemas import CheckReport, FailedPaper, RunReport, SynthesisDiff, SynthesisReport
+from litpipe.schemas import (
+    CheckReport,
+    FailedPaper,
+    PaperSource,
+    RunReport,
+    SynthesisDiff,
+    SynthesisReport,
+)
 from litpipe.settings import OFFLINE, Settings
 from litpipe.stopping import STOPPED_EXIT, stop_line
 
@@ -70,6 +80,7 @@ def run_command(
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
     elsewhere = _in_other_collections(settings, discovery)
+    before = _as_registered(settings, list(elsewhere))
     found = len(discovery.sources) + len(discovery.failed)
     print(
         f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
@@ -81,10 +92,19 @@ def run_command(
         print(f"  failed: {_describe(failure)}", file=sys.stderr)
     discovered = time.perf_counter()
 
-    if elsewhere:
-        print(_elsewhere_line(discovery.collection, elsewhere, move), file=sys.stderr)
     instance = open_instance(settings)
     registrations = register(settings, instance, discovery, move=move)
+    shared = SharedPapers(
+        collection=discovery.collection,
+        elsewhere=elsewhere,
+        before=before,
+        now=_as_registered(settings, list(elsewhere)),
+        registrations=registrations,
+        origin=source.name,
+        without_record={s.paper_id for s in discovery.sources if s.kind == "pdf" and not s.fields},
+    )
+    for line in shared.lines(move):
+        print(line, file=sys.stderr)
 
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
@@ -223,30 +243,128 @@ def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str,
     return {paper_id: names for paper_id, names in others.items() if names}
 
 
-# Papers named per collection in the line about papers of other collections; the rest counted.
+def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, RegisteredPaper]:
+    """The papers as the catalog holds them (their source) and as last built (the title of
+    their document, where one was built)."""
+    from litpipe.catalog import Catalog
+    from litpipe.defs.resources import artifact_store
+    from litpipe.schemas import PaperDocument
+
+    if not paper_ids:
+        return {}
+    catalog = Catalog(settings.catalog_path)
+    artifacts = artifact_store(settings)
+    return {
+        paper_id: RegisteredPaper(
+            source=catalog.source(paper_id),
+            built_title=artifacts.read(["paper_document"], paper_id, PaperDocument).title
+            if artifacts.exists(["paper_document"], paper_id)
+            else None,
+        )
+        for paper_id in paper_ids
+    }
+
+
+class RegisteredPaper(BaseModel):
+    source: PaperSource
+    built_title: str | None = None
+
+
+# Papers named per collection in a line about papers of other collections; the rest counted.
 NAMED_PAPERS = 5
 
 
-def _elsewhere_line(collection: str, elsewhere: dict[str, list[str]], move: bool) -> str:
-    """One line on the papers other collections hold already: shared with them (built once,
-    nothing of them built again), or with `move` taken out of them."""
-    from litpipe.report.graphs import counted
+class SharedPapers(BaseModel):
+    """The run's papers that other collections hold (`elsewhere`: each with those), as the
+    catalog held them `before` this run registered them and holds them `now`, with their
+    `registrations`; `origin` names the run's source (`refs.bib`)."""
 
+    collection: str
+    elsewhere: dict[str, list[str]]
+    before: dict[str, RegisteredPaper]
+    now: dict[str, RegisteredPaper]
+    registrations: dict[str, Registration]
+    origin: str
+    without_record: set[str] = Field(
+        default_factory=set,
+        description="The run's PDFs found without a library's record (in a folder).",
+    )
+
+    def lines(self, move: bool) -> list[str]:
+        """What the run says of them, before it builds: with `move`, the papers it takes out
+        of the other collections; else those shared as they were (nothing of them built again),
+        and one line per other collection rebuilt for papers this source changed, with why."""
+        from litpipe.report.graphs import counted
+
+        if not self.elsewhere:
+            return []
+        if move:
+            return [
+                f"moving {counted(len(self.elsewhere), 'paper')} into {self.collection!r} out of "
+                f"{_held(self.elsewhere)}"
+            ]
+        changed = {
+            paper_id: others
+            for paper_id, others in self.elsewhere.items()
+            if self.registrations.get(paper_id) is Registration.CHANGED
+        }
+        same = {p: others for p, others in self.elsewhere.items() if p not in changed}
+        lines = []
+        if same:
+            # Found in a folder, and known to the catalog from a library: its record stays.
+            library = sum(
+                p in self.without_record and bool(self.now[p].source.fields) for p in same
+            )
+            keeps = {
+                0: "",
+                1: f"; {'it' if len(same) == 1 else '1 of them'} keeps the title its library "
+                "gives it",
+            }.get(library, f"; {library} of them keep the titles their library gives them")
+            lines.append(
+                f"{counted(len(same), 'paper')} also in other collections ({_held(same)}): their "
+                f"per-paper work is shared, not done again{keeps} (--move takes them out of those)"
+            )
+        for other, paper_ids in _by_collection(changed).items():
+            reasons = "; ".join(self._why_changed(p) for p in paper_ids[:NAMED_PAPERS])
+            more = len(paper_ids) - NAMED_PAPERS
+            lines.append(
+                f"rebuilding {other!r} too: {reasons}" + (f"; and {more} more" if more > 0 else "")
+            )
+        return lines
+
+    def _why_changed(self, paper_id: str) -> str:
+        """Why a paper of other collections is built again: what its source says now."""
+        before, now = self.before[paper_id], self.now[paper_id]
+        old, new = before.source.fields, now.source.fields
+        if old == new:
+            return f"{paper_id}: its {'file' if now.source.kind == 'pdf' else 'row'} changed"
+        title, had = new.get("title"), old.get("title") or before.built_title
+        if title and title != had:
+            was = "" if had is None else f" (it had {had!r})"
+            return f"{paper_id} takes the title {self.origin} gives it, {title!r}{was}"
+        # The title is the one the paper had: what else the record says is what changed.
+        known = {**old, "title": had} if had else old
+        names = ", ".join(sorted(n for n in {*old, *new} if known.get(n) != new.get(n)))
+        if not old:
+            return f"{paper_id} takes the record {self.origin} gives it ({names})"
+        return f"{paper_id}: {self.origin} changed its {names}"
+
+
+def _by_collection(elsewhere: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The papers per other collection that holds them."""
     by_collection: dict[str, list[str]] = {}
     for paper_id, others in sorted(elsewhere.items()):
         for other in others:
             by_collection.setdefault(other, []).append(paper_id)
-    held = "; ".join(
+    return by_collection
+
+
+def _held(elsewhere: dict[str, list[str]]) -> str:
+    """`'a': p1, p2; 'b': p3`: the papers each other collection holds, the first few named."""
+    return "; ".join(
         f"{other!r}: {', '.join(ids[:NAMED_PAPERS])}"
         + (f" and {len(ids) - NAMED_PAPERS} more" if len(ids) > NAMED_PAPERS else "")
-        for other, ids in by_collection.items()
-    )
-    papers = counted(len(elsewhere), "paper")
-    if move:
-        return f"moving {papers} into {collection!r} out of {held}"
-    return (
-        f"{papers} also in other collections ({held}): their per-paper work is shared, not "
-        f"done again (--move takes them out of those)"
+        for other, ids in _by_collection(elsewhere).items()
     )
 
 
