@@ -39,6 +39,7 @@ from litpipe.llm.client.routes import (
     Breaker,
     InFlightLimit,
     Ticket,
+    WaitBudget,
 )
 from litpipe.llm.errors import ModelUnreachableError
 from litpipe.llm.prompts import PromptLibrary
@@ -442,6 +443,43 @@ def test_through_the_client_an_unreachable_server_is_asked_as_often_as_the_break
 
 class _Findings(BaseModel):
     paper: str
+
+
+def test_once_the_runs_time_for_waiting_on_models_is_spent_no_call_waits_any_more(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """`llm.run_deadline_s` 2 s, the first request never answered (a 60 s timeout): it is given
+    up at 2 s, and the next call of the run fails at once; a timeout the deadline cut short
+    is not the server's, so the breaker (one failure here) stays closed."""
+    stub_llm.fail_next("hang", seconds=30)
+    client = make_client(
+        tmp_path,
+        stub_llm,
+        llm={"run_deadline_s": 2, "timeout_s": 60, "breaker_failures": 1, "max_retries": 0},
+    )
+    route = client.settings.route("findings")
+    started = time.monotonic()
+    with pytest.raises(ModelUnreachableError, match="model unreachable in time") as first:
+        client.complete_sync(route, [{"role": "user", "content": "Paper p1."}], _Findings)
+    with pytest.raises(ModelUnreachableError, match=r"llm\.run_deadline_s"):
+        client.complete_sync(route, [{"role": "user", "content": "Paper p2."}], _Findings)
+    assert time.monotonic() - started < 4
+    assert f"openai/stub at {stub_llm.url} was not asked" in str(first.value)
+    assert stub_llm.request_count == 1
+
+
+def test_the_runs_waiting_counts_concurrent_waits_once() -> None:
+    budget = WaitBudget(10.0)
+
+    async def two_at_once() -> None:
+        async def wait() -> None:
+            with budget.waiting():
+                await asyncio.sleep(0.3)
+
+        await asyncio.gather(wait(), wait())
+
+    asyncio.run(two_at_once())
+    assert 9.45 < budget.left() <= 9.7  # 0.3 s, not 0.6
 
 
 # ---------------------------------------------------------------------------------------------

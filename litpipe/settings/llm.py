@@ -104,9 +104,10 @@ class LLMSettings(SettingsGroup):
         default=3,
         ge=1,
         description="Timeouts or refused connections in a row after which a model's server "
-        "counts as unreachable: every item of the run still to ask it is written offline at "
-        "once, marked `model unreachable` (or fails, as llm.on_unusable says), and it is asked "
-        "again after five minutes.",
+        "counts as unreachable for the run: every item still to ask it is written offline at "
+        "once, marked `model unreachable` (or fails, as llm.on_unusable says), a step retry "
+        "does not wait on it again, and the next run asks it afresh (a long run, after five "
+        "minutes).",
     )
     run_deadline_s: float | None = Field(
         default=None,

@@ -67,7 +67,12 @@ from litpipe.extractive.search_queries import SearchQueriesInput
 from litpipe.hashing import digest
 from litpipe.ingest import structured_abstracts
 from litpipe.ingest.tables import read_table
-from litpipe.llm.errors import ContextOverflowError, ReplyValidationError, one_line
+from litpipe.llm.errors import (
+    ContextOverflowError,
+    ModelUnreachableError,
+    ReplyValidationError,
+    one_line,
+)
 from litpipe.report import notices
 from litpipe.report import related_work as related_work_files
 from litpipe.report.related_work import write_related_work
@@ -446,7 +451,7 @@ def write_section(
     ]
     try:
         revised = client.complete_sync(route, revision, RelatedWorkReply)
-    except (ReplyValidationError, ContextOverflowError) as error:
+    except (ReplyValidationError, ContextOverflowError, ModelUnreachableError) as error:
         log.warning(
             "related_work (%s): the revision is unusable, the first reply stands: %s",
             route.model,
