@@ -201,7 +201,7 @@ def test_retries_are_bounded(tmp_path: Path, stub_llm: StubLLM) -> None:
         client.complete_sync(route(client), MESSAGES, Findings)
     assert "llm.max_retries=2" in str(caught.value)
     assert stub_llm.request_count == 3
-    assert client.usage.summary() == LLMUsage(failed=1)
+    assert client.usage.summary() == LLMUsage(failed=1, requests_sent=3)
 
 
 @pytest.mark.parametrize(
@@ -229,6 +229,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     stub_llm.latency_s = 0.05
+    stub_llm.pages = {"/props": {"total_slots": 8}}  # more than the bound: the bound holds
     client = make_client(tmp_path, stub_llm, llm={"concurrency": 4})
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(20)]
 
@@ -242,6 +243,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
 
 def test_synchronous_callers_in_threads_share_the_bound(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.latency_s = 0.05
+    stub_llm.pages = {"/props": {"total_slots": 8}}
     client = make_client(tmp_path, stub_llm, llm={"concurrency": 2})
 
     def call(n: int) -> None:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import litellm
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,6 +47,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.window import PROBE_TIMEOUT_S
 from litpipe.schemas import RunReport
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.llama_server import LlamaServer
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, llama_cpp_python_like, prompt_tokens
 from litpipe_tests.test_context_window import long_evidence
@@ -518,6 +520,10 @@ REFUSALS = [
         "'n_ctx': {w}}}}}",
         True,
     ),
+    (
+        "request ({p} tokens) exceeds the available context size ({w} tokens), try increasing it",
+        True,
+    ),
     ("prompt is too long: {p} tokens > {w} maximum", True),
     (
         "Input validation error: `inputs` tokens + `max_new_tokens` must be <= {w}. Given: {p} "
@@ -575,6 +581,24 @@ def test_a_refusal_is_read_for_the_window_and_the_prompts_tokens_however_it_is_w
     assert read is not None, message
     assert read.window == window, message
     assert read.prompt == (prompt if states_prompt else None), message
+
+
+@pytest.mark.slow
+def test_llama_servers_own_refusal_is_read_for_its_window_and_the_prompts_tokens(
+    llama_server: LlamaServer,
+) -> None:
+    """The real llama.cpp server (2,048 tokens of context), refusing a prompt of ~2,400."""
+    with pytest.raises(litellm.ContextWindowExceededError) as refused:
+        litellm.completion(
+            model=llama_server.model,
+            api_base=llama_server.api_base,
+            api_key="not-needed",
+            messages=[{"role": "user", "content": "soil bacteria " * 1200}],
+            max_tokens=8,
+        )
+    read = window_refusal(str(refused.value))
+    assert read is not None and read.window == 2048, str(refused.value)
+    assert read.prompt is not None and read.prompt > 2048
 
 
 @pytest.mark.parametrize(

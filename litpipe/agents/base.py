@@ -202,7 +202,7 @@ def fitted_messages(
         messages = prompts.render(agent.name, **values)
     raise ContextOverflowError(
         f"{agent.name}: its prompt does not fit {route.model}'s window ({budget:,} tokens for the "
-        f"prompt once the reply's {route.max_tokens:,} are set aside), even cut"
+        "prompt once the reply's share of it and the schema are set aside), even cut"
     )
 
 

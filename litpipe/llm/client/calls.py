@@ -194,8 +194,7 @@ class ModelCalls:
         prompt is too long for it: the caller may cut it and ask again)."""
         refused = False
         while True:
-            fitted_to = self.window(route).tokens
-            max_tokens = await asyncio.to_thread(self._reply_room, route, messages)
+            max_tokens, fitted_to = await asyncio.to_thread(self._reply_room, route, messages)
             try:
                 response = await self._sent_once(
                     route, messages, response_format, facts, record, max_tokens, fitted_to
@@ -283,16 +282,17 @@ class ModelCalls:
                 await shared.end(cost, used)
         return response
 
-    def _reply_room(self, route: Route, messages: Messages) -> int:
+    def _reply_room(self, route: Route, messages: Messages) -> tuple[int, int | None]:
         """The reply's max_tokens: the route's, or what the prompt leaves of the window where
-        that is less (a repair request carries the first reply too)."""
+        that is less (a repair request carries the first reply too); and the window it was
+        fitted to (None: unknown)."""
         window = self.window(route).tokens
         if window is None:
-            return route.max_tokens
+            return route.max_tokens, None
         prompt = messages_tokens(messages, token_counter(route.model, route.api_base))
         room = window - prompt
         if room >= route.max_tokens:
-            return route.max_tokens
+            return route.max_tokens, window
         if room < MIN_REPLY_TOKENS:
             raise ContextOverflowError(
                 f"{route.agent}: the prompt takes {prompt:,} tokens of {route.model}'s "
@@ -307,7 +307,7 @@ class ModelCalls:
             room,
             prompt,
         )
-        return room
+        return room, window
 
     def _request(
         self,
@@ -373,6 +373,10 @@ class ModelCalls:
                 response = await litellm.acompletion(**{**request, "timeout": timeout})
             except _PROVIDER_ERRORS as error:
                 outcome = _outcome(error)
+                refusal = _refuses_window(error)
+                if refusal is not None:
+                    # Before its place is handed on: the next request is fitted to it.
+                    learn_window(route.model, route.api_base, refusal.window)
                 if gate.limit is not None and ticket is not None:
                     gate.limit.finished(ticket, outcome, route.agent, time.monotonic() - started)
                 ticket = None
@@ -391,7 +395,6 @@ class ModelCalls:
                     gate.breaker.answered()
                 if _refuses_format(error, request.get("response_format")):
                     raise _FormatRefused(one_line(_said(error), 200)) from error
-                refusal = _refuses_window(error)
                 if refusal is not None:
                     raise _WindowRefused(refusal, one_line(_said(error), 200)) from error
                 if not _is_transient(error):

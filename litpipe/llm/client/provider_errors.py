@@ -43,49 +43,38 @@ _REFUSAL_STATUS = {400, 415, 422, 500, 501}
 _NAMES_A_FORMAT = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
 
 
-# A count of tokens as providers write them: 2048, 2,048, 2_048.
-_N = r"(\d{1,3}(?:[,_]\d{3})+|\d+)"
-# How servers say a request does not fit their window, each naming the window and what they can
-# of the request: OpenAI, vLLM and llama-cpp-python (chat and text completions, older and newer
-# wordings), llama.cpp's server (its error's fields), Anthropic, Hugging Face TGI, Mistral,
-# Gemini, LM Studio, and the plainer "context length/window of N" of others.
+def _n(name: str) -> str:
+    """A count of tokens as providers write them (2048, 2,048, 2_048), as the group `name`."""
+    return rf"(?P<{name}>\d{{1,3}}(?:[,_]\d{{3}})+|\d+)"
+
+
+_W, _P, _R, _C = _n("window"), _n("prompt"), _n("requested"), _n("completion")
+# How servers say a request does not fit their window, each naming the window and what it can
+# of the request (the prompt's tokens, all it was asked for, the completion's): OpenAI, vLLM and
+# llama-cpp-python (chat and text completions, older and newer wordings), llama.cpp's server
+# (its message, or its error's fields), Anthropic, Hugging Face TGI, Mistral, Gemini, LM Studio,
+# and the plainer "context length/window of N" of others. The first that matches is read.
 _WINDOW_REFUSALS = [
-    re.compile(p, re.IGNORECASE | re.DOTALL)
-    for p in (
-        rf"maximum context length is {_N} tokens.{{0,40}}?requested {_N} tokens"
-        rf"(?: \({_N} in (?:the messages|your prompt)[,;] {_N} (?:in|for) the completion)?",
-        rf"maximum context length is {_N} tokens.{{0,40}}?messages resulted in {_N} tokens",
-        rf"maximum context length is {_N} tokens and your request has {_N} input tokens",
-        rf"maximum context length is {_N}\b",
-        rf"prompt \((?:total length )?{_N}(?: tokens)?\) is too long.{{0,60}}?"
-        rf"(?:context length|limit of) {_N}",
-        rf"n_prompt_tokens['\"]?\s*[:=]\s*{_N}.{{0,80}}?n_ctx['\"]?\s*[:=]\s*{_N}",
-        rf"n_ctx['\"]?\s*[:=]\s*{_N}.{{0,80}}?n_prompt_tokens['\"]?\s*[:=]\s*{_N}",
-        rf"available context size \({_N} tokens\)",
-        rf"prompt is too long: {_N} tokens > {_N} maximum",
-        rf"tokens \+ `?max_new_tokens`? must be <= {_N}\. Given: {_N} `?inputs`? tokens "
-        rf"and {_N} `?max_new_tokens",
-        rf"prompt contains {_N} tokens.{{0,40}}?too large for model with {_N} maximum context",
-        rf"input token count \({_N}\) exceeds the maximum number of tokens allowed \({_N}\)",
-        rf"(?:context length|context window|context size) (?:of (?:only )?|is |= ?){_N}",
+    re.compile(pattern, re.IGNORECASE | re.DOTALL)
+    for pattern in (
+        rf"maximum context length is {_W} tokens.{{0,40}}?requested {_R} tokens"
+        rf"(?: \({_P} in (?:the messages|your prompt)[,;] {_C} (?:in|for) the completion)?",
+        rf"maximum context length is {_W} tokens.{{0,40}}?messages resulted in {_P} tokens",
+        rf"maximum context length is {_W} tokens and your request has {_P} input tokens",
+        rf"maximum context length is {_W}\b",
+        rf"prompt \((?:total length )?{_P}(?: tokens)?\) is too long.{{0,60}}?"
+        rf"(?:context length|limit of) {_W}",
+        rf"n_prompt_tokens['\"]?\s*[:=]\s*{_P}.{{0,80}}?n_ctx['\"]?\s*[:=]\s*{_W}",
+        rf"n_ctx['\"]?\s*[:=]\s*{_W}.{{0,80}}?n_prompt_tokens['\"]?\s*[:=]\s*{_P}",
+        rf"request \({_P} tokens\) exceeds the available context size \({_W} tokens\)",
+        rf"available context size \({_W} tokens\)",
+        rf"prompt is too long: {_P} tokens > {_W} maximum",
+        rf"tokens \+ `?max_new_tokens`? must be <= {_W}\. Given: {_P} `?inputs`? tokens "
+        rf"and {_C} `?max_new_tokens",
+        rf"prompt contains {_P} tokens.{{0,40}}?too large for model with {_W} maximum context",
+        rf"input token count \({_P}\) exceeds the maximum number of tokens allowed \({_W}\)",
+        rf"(?:context length|context window|context size) (?:of (?:only )?|is |= ?){_W}",
     )
-]
-# Which group of each pattern holds the window, the prompt's tokens, all tokens asked for
-# (prompt and completion), and the completion's (0: none).
-_REFUSAL_GROUPS = [
-    (1, 3, 2, 4),
-    (1, 2, 0, 0),
-    (1, 2, 0, 0),
-    (1, 0, 0, 0),
-    (2, 1, 0, 0),
-    (2, 1, 0, 0),
-    (1, 2, 0, 0),
-    (1, 0, 0, 0),
-    (2, 1, 0, 0),
-    (1, 2, 0, 3),
-    (2, 1, 0, 0),
-    (2, 1, 0, 0),
-    (1, 0, 0, 0),
 ]
 
 
@@ -103,26 +92,24 @@ class WindowRefusal:
 def window_refusal(message: str) -> WindowRefusal | None:
     """The window (and the prompt's tokens) a provider's message states in refusing a request
     that does not fit it; None where it states none."""
-    for pattern, (window, prompt, requested, completion) in zip(
-        _WINDOW_REFUSALS, _REFUSAL_GROUPS, strict=True
-    ):
+    for pattern in _WINDOW_REFUSALS:
         found = pattern.search(message)
         if found is None:
             continue
-        tokens = _number(found, window)
+        tokens = _number(found, "window")
         if tokens is None or tokens <= 0:
             continue
-        stated = _number(found, prompt)
-        asked, completing = _number(found, requested), _number(found, completion)
+        stated = _number(found, "prompt")
+        asked, completing = _number(found, "requested"), _number(found, "completion")
         if stated is None and asked is not None and completing is not None:
             stated = asked - completing
         return WindowRefusal(tokens, stated, asked)
     return None
 
 
-def _number(found: re.Match[str], group: int) -> int | None:
-    """The count in `group` of a refusal's match (0: the pattern has none)."""
-    text = found.group(group) if group else None
+def _number(found: re.Match[str], group: str) -> int | None:
+    """The count in `group` of a refusal's match, where the pattern has it and it matched."""
+    text = found.groupdict().get(group)
     return int(re.sub(r"[,_]", "", text)) if text else None
 
 

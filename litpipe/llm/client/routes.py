@@ -82,7 +82,10 @@ class InFlightLimit:
     at once, else a number learnt from latency (the module's docstring says how), at most
     `ceiling`."""
 
-    def __init__(self, ceiling: int, timeout_s: float, slots: int | None = None) -> None:
+    def __init__(
+        self, ceiling: int, timeout_s: float, slots: int | None = None, route: str = "a server"
+    ) -> None:
+        self.route = route
         self.learns = slots is None
         self.limit = 1 if slots is None else slots
         self.ceiling = ceiling if slots is None else slots
@@ -191,7 +194,9 @@ class InFlightLimit:
         return (self.limit + 1) * max(self._recent) < self.timeout_s
 
     def _set(self, limit: int, why: str) -> None:
-        logger.info("llm requests in flight to one server: %d, was %d (%s)", limit, self.limit, why)
+        logger.info(
+            "llm requests in flight to %s: %d, was %d (%s)", self.route, limit, self.limit, why
+        )
         self.limit = limit
         self._epoch += 1
         self._calm = 0
@@ -353,7 +358,7 @@ async def route_gate(route: Route, settings: Settings, scope: RunScope) -> Route
         slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
         limit = None
         if route.api_base is not None:
-            limit = InFlightLimit(llm.concurrency, llm.timeout_s, slots)
+            limit = InFlightLimit(llm.concurrency, llm.timeout_s, slots, described(route))
         _LIMITS.setdefault(key, limit)
     limit = _LIMITS[key]
     if limit is not None and limit.learns:
