@@ -86,10 +86,11 @@ class LLMSettings(SettingsGroup):
     concurrency: int = Field(
         default=8,
         ge=1,
-        description="Model calls in flight at most, per model. To a server of llm.api_base, "
-        "as many as it says it decodes at once (llama.cpp's /props total_slots; one for "
-        "llama-cpp-python's server), else a number learnt from its latency: one at first, "
-        "one more while replies come as fast, fewer once they slow down or time out.",
+        description="Model calls in flight at most, per model. To a server that says how many "
+        "it decodes at once (llama.cpp's /props total_slots; one for llama-cpp-python's "
+        "server), no more than that; to another at llm.api_base serving a model litellm does "
+        "not know, a number learnt from its latency: one at first, one more while replies "
+        "come as fast, fewer once they slow down or time out.",
     )
     timeout_s: float = Field(
         default=120.0,

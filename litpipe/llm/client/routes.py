@@ -12,9 +12,10 @@ Per route (api_base and model), for the process (a forked child starts its own):
   tried again only after `PROBE_AFTER` calm replies, twice as many each time); one after a
   timeout or a dropped connection, since the server may still be decoding the request litpipe
   gave up on, and the retry waits for its place behind every request in flight. A hosted
-  provider (no api_base) has no limit but `llm.concurrency`: it decodes many requests at once,
-  says when it is overloaded (429 with Retry-After, which the retries honour), and its latency
-  grows with the length of its replies, which a latency-learnt limit would take for queueing.
+  provider's model (one litellm knows, with or without an api_base: a proxy, a gateway) has no
+  limit but `llm.concurrency`: it decodes many requests at once, says when it is overloaded
+  (429 with Retry-After, which the retries honour), and its latency grows with the length of
+  its replies, which a latency-learnt limit would take for queueing.
 Per route and run (its usage scope: a `litpipe run`, a launched run):
 
 - its breaker (`Breaker`): `llm.breaker_failures` timeouts or refused connections in a row open
@@ -48,7 +49,7 @@ from typing import Literal
 from litpipe.files import write_atomically
 from litpipe.hashing import digest
 from litpipe.llm.errors import ModelUnreachableError
-from litpipe.llm.window import server_slots
+from litpipe.llm.window import known_to_litellm, server_slots
 from litpipe.settings import Route, Settings
 from litpipe.url_credentials import hide_credentials
 
@@ -357,7 +358,9 @@ async def route_gate(route: Route, settings: Settings, scope: RunScope) -> Route
     if key not in _LIMITS:
         slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
         limit = None
-        if route.api_base is not None:
+        # Learnt only for a model of the user's own server: one litellm knows, even through an
+        # api_base (a proxy, a gateway), is a hosted provider's.
+        if slots is not None or (route.api_base is not None and not known_to_litellm(route.model)):
             limit = InFlightLimit(llm.concurrency, llm.timeout_s, slots, described(route))
         _LIMITS.setdefault(key, limit)
     limit = _LIMITS[key]
