@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from litpipe.llm.usage import CallRecord, watch_calls
+from litpipe.text import counted
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -36,6 +37,8 @@ class StageProgress:
     done: int = 0
     cached: int = 0
     failed: int = 0
+    # Requests sent again for the calls (a transient error, an invalid reply repaired).
+    retries: int = 0
     fallbacks: int = 0
     tokens_out: int = 0
     busy_s: float = 0.0
@@ -51,6 +54,7 @@ class StageProgress:
         self.done += 1
         self.cached += call.cached
         self.failed += call.failed
+        self.retries += max(0, call.requests - 1)
         self.tokens_out += call.tokens_out
         # Calls run concurrently: the stage was busy for the union of their spans, not for the
         # sum of their times. Calls end in the order they are counted, so the union grows by
@@ -76,15 +80,17 @@ class StageProgress:
         return (self.total - self.done) * self.busy_s / asked
 
     def details(self) -> str:
-        """What follows the calls done: cache hits, failures, offline fallbacks, speed and time
-        left."""
+        """What follows the calls done: cache hits, failures, requests sent again (retries,
+        repairs), offline fallbacks, speed and time left."""
         parts = []
         if self.cached:
             parts.append(f"{self.cached} cached")
         if self.failed:
             parts.append(f"{self.failed} failed")
+        if self.retries:
+            parts.append(f"{counted(self.retries, 'request')} sent again")
         if self.fallbacks:
-            parts.append(f"{self.fallbacks} offline fallbacks")
+            parts.append(counted(self.fallbacks, "offline fallback"))
         speed = self.tokens_per_second()
         if speed is not None:
             parts.append(f"{speed:.0f} tokens/s")

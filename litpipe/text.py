@@ -1,5 +1,6 @@
 """Shared text helpers, below everything that uses them: sentences and key phrases (each with
-its offsets), citation markers and their removal, Markdown blocks, token estimates.
+its offsets), citation markers and their removal, Markdown blocks, token estimates, counts
+with their noun (`counted`).
 
 Everything here returns spans of the text it was given, never rewritten text, so whatever the
 offline engine writes from them is the paper's own wording and can be traced back to it.
@@ -555,3 +556,9 @@ def estimate_tokens(text: str) -> int:
     """Model tokens of `text`, estimated as characters / 4 (English prose averages about four
     characters a token): cheap, and near enough to choose a pattern."""
     return math.ceil(len(text) / 4)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 paper`, `3 papers`, `0 papers` (`plural` for a noun that does not take an `s`:
+    `counted(n, "entry", "entries")`): every count a command or a page shows with its noun."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -163,7 +163,7 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     assert "up to date: served from the materialized asset" in again and result.summary in again
     assert materializations(home, key) == 1
     assert main(["status", "--home", str(home), *tiny(tiny_model)]) == 0
-    assert "query_summary: 1 requests (1 fresh)" in capsys.readouterr().out
+    assert "query_summary: 1 request (1 fresh)" in capsys.readouterr().out
 
     # Another cap is another code version: the request is materialized again.
     assert ask(home, tiny_model, "--paper", PAPER_ID, QUERY, "--max-iterations", "1") == 0

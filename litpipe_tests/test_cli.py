@@ -281,7 +281,7 @@ def test_status_lists_fresh_and_stale(
 
     assert main(["status", "--home", str(home), "--embedder", str(tiny_model)]) == 0
     out = capsys.readouterr().out
-    assert "bio: 1 papers" in out
+    assert "bio: 1 paper\n" in out
     assert "chunk_embeddings" in out and "1 fresh" in out
 
     # Another embedder makes the chunks and embeddings stale, the parsed document not.
@@ -386,7 +386,7 @@ def test_a_paper_that_failed_is_left_out_of_the_synthesis_of_the_others_with_its
     coverage = checks[("synthesis", "coverage")]
     assert (coverage["passed"], coverage["severity"]) == (False, "warn")
     assert coverage["description"] == (
-        "expert synthesis: the writer cites 1 of 1 papers; "
+        "expert synthesis: the writer cites 1 of 1 paper; "
         f"left out: {failed['paper_id']} ({left_out['reason']})"
     )
     err = capsys.readouterr().err

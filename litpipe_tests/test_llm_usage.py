@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from litpipe.llm.client import LLMClient
-from litpipe.llm.errors import BudgetExceededError
-from litpipe.llm.usage import CallRecord, UsageLedger
+from litpipe.llm.errors import BudgetExceededError, TransientLLMError
+from litpipe.llm.usage import CallRecord, UsageLedger, calls_counts, calls_line
 from litpipe.schemas import LLMUsage
 from litpipe.settings import Route
 from litpipe_tests.stub_llm import StubLLM, stub_settings
@@ -115,6 +115,7 @@ def test_a_priced_model_costs_what_litellm_says(tmp_path: Path, stub_llm: StubLL
     assert client.usage.summary() == LLMUsage(
         made=1,
         cached=1,
+        requests_sent=1,  # the cached call sent none
         tokens_in=made.tokens_in,
         tokens_out=made.tokens_out,
         cost_usd=made.cost_usd,
@@ -164,3 +165,39 @@ def test_calls_in_flight_count_against_the_budget(tmp_path: Path, stub_llm: Stub
     usage = client.usage.summary()
     assert (usage.made, usage.failed) == (2, 3) and 0 < usage.cost_usd < 0.0015
     assert client.usage.scope_summary() == usage
+
+
+def test_the_requests_sent_are_counted_apart_from_the_calls_that_failed_for_good(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    """A call answered on its third try, and one failing on each of its three: two calls, one
+    failed for good, and every request the server received counted as sent."""
+    client = make_client(tmp_path, stub_llm, llm={"max_retries": 2, "cache": False})
+    client.backoff_base_s = 0.01  # retries in milliseconds, not seconds
+    route = client.settings.route("summary")
+    stub_llm.fail_next("server_error", 2)
+    client.complete_sync(route, MESSAGES, Summary)
+    stub_llm.fail_next("server_error", 3)
+    with pytest.raises(TransientLLMError, match="still failing after 3 tries"):
+        client.complete_sync(route, [{"role": "user", "content": "Summarise p2."}], Summary)
+
+    usage = client.usage.summary()
+    assert (
+        (usage.made, usage.failed, usage.requests_sent)
+        == (1, 1, 6)
+        == (
+            1,
+            1,
+            stub_llm.request_count,
+        )
+    )
+    assert calls_counts(usage) == {"made": 1, "cached": 0, "failed": 1, "requests_sent": 6}
+    assert calls_line(usage) == (
+        "1 made, 0 cached, 1 failed; 6 requests sent, retries included; $0.0000"
+    )
+    # A call served from the cache sends nothing; the counts of a run add up.
+    cached = LLMUsage(cached=1)
+    assert calls_counts(usage + cached)["requests_sent"] == 6
+    assert calls_line(LLMUsage(made=1, requests_sent=1, fallbacks=1)) == (
+        "1 made, 0 cached, 0 failed, 1 offline fallback; 1 request sent, retries included; $0.0000"
+    )

@@ -231,4 +231,5 @@ def test_a_run_over_budget_stops_before_calling_and_says_why(
     assert failure["row"] == 1
     assert failure["reason"].startswith("paper_questions: the next call to openai/gpt-4o-mini")
     assert "llm.budget_usd" in failure["reason"] and "\n" not in failure["reason"]
-    assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1}
+    # The call failed for good, refused before any request was sent.
+    assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1, "requests_sent": 0}

@@ -38,7 +38,7 @@ def made(agent: str, seconds: float, tokens_out: int) -> CallRecord:
     return CallRecord(agent=agent, model="m", seconds=seconds, tokens_in=50, tokens_out=tokens_out)
 
 
-def test_plain_lines_count_cache_hits_failures_and_fallbacks_against_the_calls_announced() -> None:
+def test_plain_lines_count_cache_hits_failures_retries_and_fallbacks_against_the_calls() -> None:
     clock, out = Clock(), io.StringIO()
     progress = CallProgress(LineDisplay(out, interval_s=10.0, clock=clock), clock=clock)
     ledger = UsageLedger()
@@ -46,16 +46,19 @@ def test_plain_lines_count_cache_hits_failures_and_fallbacks_against_the_calls_a
         ledger.expect("answers", 4)
         ledger.record(CallRecord(agent="answers", model="m", cached=True))
         clock.now += 2.0
-        ledger.record(CallRecord(agent="answers", model="m", failed=True, seconds=2.0))
+        # Failed for good after three tries; answered on the second.
+        failed = CallRecord(agent="answers", model="m", failed=True, seconds=2.0, requests=3)
+        ledger.record(failed)
         clock.now += 2.0
-        ledger.record(made("answers", 2.0, 80))
+        ledger.record(made("answers", 2.0, 80).model_copy(update={"requests": 2}))
         # The offline engine wrote the failed call's item: no call of its own.
         ledger.record(CallRecord(agent="answers", model="m", fallback=True, error="unusable"))
     progress.close()
     # The start, then nothing until the interval has passed, then the last state at the end.
     assert out.getvalue().splitlines() == [
         "answers: 0/4 model calls",
-        "answers: 3/4 model calls, 1 cached, 1 failed, 1 offline fallbacks, 20 tokens/s, 2s left",
+        "answers: 3/4 model calls, 1 cached, 1 failed, 3 requests sent again, 1 offline "
+        "fallback, 20 tokens/s, 2s left",
     ]
 
 

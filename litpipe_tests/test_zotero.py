@@ -438,7 +438,7 @@ def test_run_builds_a_collection_whose_references_say_what_zotero_knows(
     assert report["source"] == str(zotero.resolve())
     (failure,) = report["failed_papers"]
     assert "GONE2KEY" in failure["reason"] and "deleted.pdf" in failure["reason"]
-    assert f"{zotero}: 5 papers in collection 'Reading'" in said
+    assert f"{zotero}: 4 papers in collection 'Reading' (1 entry failed: listed below)" in said
     assert "note: Zotero item GONE1KEY" in said and "failed: " in said
     synthesis = (home / "outputs" / "Reading" / "synthesis.md").read_text()
     references = synthesis.split("## References", 1)[1]

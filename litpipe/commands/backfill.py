@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from litpipe.commands.flags import add_common_flags, settings_from_flags
 from litpipe.settings import Settings
 from litpipe.stopping import STOPPED_EXIT
+from litpipe.text import counted
 
 if TYPE_CHECKING:
     from litpipe.catalog import Catalog
@@ -153,7 +154,7 @@ def backfill_command(
             return refused(str(error))
     size = batch or settings.operations.batch_size
     print(
-        f"backfill of {len(paper_ids)} papers to {embedder_id}, at most {size} a batch",
+        f"backfill of {counted(len(paper_ids), 'paper')} to {embedder_id}, at most {size} a batch",
         file=sys.stderr,
     )
     report = backfilling.backfill(

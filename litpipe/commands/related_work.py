@@ -12,6 +12,7 @@ from litpipe.commands.common import grading_lines
 from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 
 def related_work_command(
@@ -143,8 +144,8 @@ def related_work_command(
     print(
         f"{key}: {done} in {time.perf_counter() - started:.1f} s; "
         f"{len(related.cited_ids)} of the top {len(related.references)} of "
-        f"{related.table_rows} references cited, {related.sentences} sentences, "
-        f"{related.words} words{length}; written by {related.engine}, scored by "
+        f"{related.table_rows} references cited, {counted(related.sentences, 'sentence')}, "
+        f"{counted(related.words, 'word')}{length}; written by {related.engine}, scored by "
         f"{related.debate_engine}{calls}",
         file=sys.stderr,
     )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from litpipe.commands.flags import add_common_flags
 from litpipe.files import write_atomically
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 if TYPE_CHECKING:
     from litpipe.catalog import Catalog
@@ -130,7 +131,8 @@ def _rebuild(settings: Settings, catalog: Catalog, collections: list[str]) -> Pa
             print(f"  [{done}/{total}] {outcome.paper_id}: {detail}", file=sys.stderr)
 
     def starting(done: int, papers: int, total: int) -> None:
-        print(f"  [{done + 1}-{done + papers}/{total}] checking {papers} papers", file=sys.stderr)
+        checking = counted(papers, "paper")
+        print(f"  [{done + 1}-{done + papers}/{total}] checking {checking}", file=sys.stderr)
 
     return run_papers(
         settings,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.catalog import Registration
 from litpipe.files import write_atomically
-from litpipe.llm.usage import calls_line
+from litpipe.llm.usage import calls_counts, calls_line
 from litpipe.schemas import (
     CheckReport,
     FailedPaper,
@@ -28,6 +28,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import OFFLINE, Settings
 from litpipe.stopping import STOPPED_EXIT, stop_line
+from litpipe.text import counted
 
 if TYPE_CHECKING:
     from litpipe.ingest.sources import Discovery
@@ -67,7 +68,6 @@ def run_command(
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.ingest.sources import discover
-    from litpipe.report.graphs import counted
     from litpipe.retrieval.store import ChunkStore
     from litpipe.runtime.runner import open_instance, register, run_papers
     from litpipe.workflows import synthesis_history
@@ -81,9 +81,9 @@ def run_command(
         return 2
     elsewhere = _in_other_collections(settings, discovery)
     before = _as_registered(settings, list(elsewhere))
-    found = len(discovery.sources) + len(discovery.failed)
     print(
-        f"{source}: {counted(found, 'paper')} in collection {discovery.collection!r}",
+        f"{source}: {counted(len(discovery.sources), 'paper')} in collection "
+        f"{discovery.collection!r}{_failed_to_enter(discovery.failed)}",
         file=sys.stderr,
     )
     for note in discovery.notes:
@@ -108,10 +108,11 @@ def run_command(
 
     def show(done: int, total: int, outcome: PaperOutcome) -> None:
         detail = {
-            "materialized": f"{outcome.chunks} chunks, {outcome.embedded} embedded, "
-            f"{outcome.questions} questions, {outcome.evidence} evidence chunks, "
-            f"{outcome.answers} answers",
-            "up_to_date": f"up to date ({outcome.chunks} chunks)",
+            "materialized": f"{counted(outcome.chunks, 'chunk')}, {outcome.embedded} embedded, "
+            f"{counted(outcome.questions, 'question')}, "
+            f"{counted(outcome.evidence, 'evidence chunk')}, "
+            f"{counted(outcome.answers, 'answer')}",
+            "up_to_date": f"up to date ({counted(outcome.chunks, 'chunk')})",
             "failed": f"FAILED: {outcome.failure.reason if outcome.failure else ''}",
             "interrupted": "interrupted (stop requested)",
         }[outcome.status]
@@ -140,10 +141,14 @@ def run_command(
     if papers_run.stopped:
         statuses = Counter(outcome.status for outcome in outcome_list)
         done = (
-            f"{statuses['materialized']} papers built, {statuses['up_to_date']} up to date, "
+            f"{counted(statuses['materialized'], 'paper')} built, {statuses['up_to_date']} up "
+            "to date, "
             f"{statuses['failed']} failed, {statuses['interrupted']} interrupted"
         )
-        left = f"not built: {len(papers_run.not_built)} papers and the collection's synthesis"
+        left = (
+            f"not built: {counted(len(papers_run.not_built), 'paper')} and the collection's "
+            "synthesis"
+        )
         print(stop_line("run", done, left), file=sys.stderr)
         return STOPPED_EXIT
     finished = time.perf_counter()
@@ -171,7 +176,7 @@ def run_command(
         collection_failure=papers_run.collection_failure,
         failed_papers=[*discovery.failed, *(o.failure for o in outcome_list if o.failure)],
         engine=settings.llm.model or OFFLINE,
-        llm_calls={"made": usage.made, "cached": usage.cached, "failed": usage.failed},
+        llm_calls=calls_counts(usage),
         llm_calls_by_agent=papers_run.llm_usage_by_agent,
         tokens={"in": usage.tokens_in, "out": usage.tokens_out},
         cost_usd=usage.cost_usd,
@@ -190,10 +195,10 @@ def run_command(
     print(
         f"{counted(report.papers, 'paper')} ingested ({report.papers_up_to_date} already up to "
         "date), "
-        f"{len(report.failed_papers)} failed; {report.chunks} chunks, "
-        f"{report.embedded_chunks} embedded now; {report.lancedb_rows} rows in "
-        f"{report.lancedb_table}; {report.questions} questions by {report.engine}, "
-        f"{report.evidence_chunks} evidence chunks "
+        f"{len(report.failed_papers)} failed; {counted(report.chunks, 'chunk')}, "
+        f"{report.embedded_chunks} embedded now; {counted(report.lancedb_rows, 'row')} in "
+        f"{report.lancedb_table}; {counted(report.questions, 'question')} by {report.engine}, "
+        f"{counted(report.evidence_chunks, 'evidence chunk')} "
         f"(model calls: {calls_line(usage)}). Report: {out_dir / 'report.json'}",
         file=sys.stderr,
     )
@@ -206,11 +211,12 @@ def run_command(
             else ""
         )
         print(
-            f"{written.papers} papers analysed: {written.insights} insights, "
-            f"{written.relationships} relationships ({types}); synthesis "
-            f"({written.synthesis_pattern}, {written.synthesis_words} words, "
-            f"{written.cited_papers}/{written.papers} papers cited{appended}) and plain summary "
-            f"({written.plain_words} words): {out_dir / 'synthesis.html'}",
+            f"{counted(written.papers, 'paper')} analysed: {counted(written.insights, 'insight')}, "
+            f"{counted(written.relationships, 'relationship')} ({types}); synthesis "
+            f"({written.synthesis_pattern}, {counted(written.synthesis_words, 'word')}, "
+            f"{written.cited_papers}/{counted(written.papers, 'paper')} cited{appended}) and plain "
+            "summary "
+            f"({counted(written.plain_words, 'word')}): {out_dir / 'synthesis.html'}",
             file=sys.stderr,
         )
         for paper in written.left_out:
@@ -294,8 +300,6 @@ class SharedPapers(BaseModel):
         """What the run says of them, before it builds: with `move`, the papers it takes out
         of the other collections; else those shared as they were (nothing of them built again),
         and one line per other collection rebuilt for papers this source changed, with why."""
-        from litpipe.report.graphs import counted
-
         if not self.elsewhere:
             return []
         if move:
@@ -420,14 +424,24 @@ def changes_line(diff: SynthesisDiff) -> str:
     if diff.from_version is None:
         return f"synthesis: its first version is kept (`litpipe diff {diff.collection}` later)"
     return (
-        f"synthesis changed: {len(diff.papers_added)} papers added, "
-        f"{len(diff.papers_removed)} removed; {len(diff.sentences_added)} sentences added, "
-        f"{len(diff.sentences_removed)} removed, {diff.reworded} reworded; "
-        f"{len(diff.support_changed)} claims whose support changed, "
+        f"synthesis changed: {counted(len(diff.papers_added), 'paper')} added, "
+        f"{len(diff.papers_removed)} removed; {counted(len(diff.sentences_added), 'sentence')} "
+        f"added, {len(diff.sentences_removed)} removed, {diff.reworded} reworded; "
+        f"{counted(len(diff.support_changed), 'claim')} whose support changed, "
         f"{len(diff.contradicted)} newly contradicted; "
-        f"{len(diff.relationships_appeared)} relationships appeared, "
+        f"{counted(len(diff.relationships_appeared), 'relationship')} appeared, "
         f"{len(diff.relationships_gone)} went (`litpipe diff {diff.collection}`)"
     )
+
+
+def _failed_to_enter(failed: list[FailedPaper]) -> str:
+    """What of the source could not enter the collection, counted apart from its papers: the
+    rows of a table, the entries of a library (each listed on its own line)."""
+    if not failed:
+        return ""
+    rows = all(failure.row is not None for failure in failed)
+    what = counted(len(failed), "row") if rows else counted(len(failed), "entry", "entries")
+    return f" ({what} failed: listed below)"
 
 
 def _describe(failure: FailedPaper) -> str:

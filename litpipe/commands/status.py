@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from litpipe import text
 from litpipe.settings import Settings
 
 
@@ -29,7 +30,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
         return 0
     for collection in collections:
         paper_ids = catalog.papers(collection)
-        print(f"{collection}: {len(paper_ids)} papers")
+        print(f"{collection}: {text.counted(len(paper_ids), 'paper')}")
         collection_keys = collection_asset_keys(defs)
         for key, by_collection in partition_states(
             instance, defs, collection_keys, [collection]
@@ -64,5 +65,5 @@ def status_command(settings: Settings, show_all: bool) -> int:
     for asset, states_of_requests in requests.items():
         request_counts = Counter(str(state) for state in states_of_requests.values())
         listed = ", ".join(f"{n} {state}" for state, n in sorted(request_counts.items()))
-        print(f"{asset}: {len(states_of_requests)} requests ({listed})")
+        print(f"{asset}: {text.counted(len(states_of_requests), 'request')} ({listed})")
     return 0

@@ -32,6 +32,7 @@ from litpipe.report.graphs import (
 )
 from litpipe.report.markdown import safe_markdown
 from litpipe.schemas import RelationshipAnalysis, Synthesis
+from litpipe.text import counted
 
 
 def markdown_metadata(markdown: str) -> dg.MetadataValue:
@@ -64,8 +65,10 @@ def analysis_preview(analysis: RelationshipAnalysis) -> dg.MetadataValue:
             [
                 f"# {analysis.theme}",
                 analysis.narrative,
-                f"{len(analysis.papers)} papers, {len(analysis.insights)} insights, "
-                f"{len(analysis.relationships)} relationships between {pairs} pairs of papers.",
+                f"{counted(len(analysis.papers), 'paper')}, "
+                f"{counted(len(analysis.insights), 'insight')}, "
+                f"{counted(len(analysis.relationships), 'relationship')} between "
+                f"{counted(pairs, 'pair')} of papers.",
                 type_distribution_markdown(analysis.type_distribution),
             ]
         )

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from litpipe.agents.synthesis import ALSO_IN_COLLECTION
 from litpipe.schemas import StoredChunk, Synthesis
-from litpipe.text import marker, markers_in
+from litpipe.text import counted, marker, markers_in
 
 
 class CheckOutcome(BaseModel):
@@ -59,7 +59,8 @@ def coverage(synthesis: Synthesis) -> CheckOutcome:
     missing = [p for p in synthesis.papers if p not in cited and p not in left_out]
     total = len(synthesis.papers)
     description = (
-        f"{synthesis.audience} synthesis: the writer cites {len(writer_cited)} of {total} papers"
+        f"{synthesis.audience} synthesis: the writer cites {len(writer_cited)} of "
+        f"{counted(total, 'paper')}"
     )
     if appended:
         description += (
@@ -125,7 +126,11 @@ def citation_validity(synthesis: Synthesis, stored: Mapping[str, StoredChunk]) -
         markers = ", ".join(dict.fromkeys(str(entry["marker"]) for entry in invalid))
         description = f"invalid citations in the {synthesis.audience} synthesis: {markers}"
     else:
-        description = f"all {checked} citations of the {synthesis.audience} synthesis are valid"
+        every, are = ("the", "is") if checked == 1 else ("all", "are")
+        description = (
+            f"{every} {counted(checked, 'citation')} of the {synthesis.audience} synthesis "
+            f"{are} valid"
+        )
     return CheckOutcome(
         passed=not invalid,
         description=description,

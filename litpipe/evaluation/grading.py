@@ -44,7 +44,7 @@ from litpipe.schemas import (
     SentenceVerdict,
 )
 from litpipe.settings import Settings
-from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in, sentences
+from litpipe.text import BRACKETED, counted, markdown_blocks, marker, markers_in, sentences
 
 KeysIn = Callable[[str], list[str]]
 """Reads one bracket (`[...]`, brackets included): the markers it holds, none when it is not a
@@ -247,8 +247,9 @@ def faithfulness(grades: OutputGrades, what: str) -> CheckOutcome:
         description = f"the {what} has no cited sentence"
     else:
         description = (
-            f"{counts['supported']} of {cited} cited sentences of the {what} are supported "
-            f"by their passages (graded by {grades.grader})"
+            f"{counts['supported']} of {counted(cited, 'cited sentence')} of the {what} "
+            f"{'is' if counts['supported'] == 1 else 'are'} supported by their passages "
+            f"(graded by {grades.grader})"
         )
         if counts["partially_supported"]:
             description += f"; {counts['partially_supported']} partially"

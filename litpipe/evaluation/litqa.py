@@ -17,6 +17,7 @@ from typing import TypeVar, overload
 from pydantic import BaseModel, Field, ValidationError
 
 from litpipe.extractive.answer_judge import AnswerVerdict
+from litpipe.text import counted
 
 
 class PaperQuestion(BaseModel):
@@ -180,7 +181,8 @@ def _yes(flag: bool) -> str:
 def format_table(evaluation: LitQAEvaluation) -> str:
     """A Markdown table: one row per graded question, then the shares."""
     lines = [
-        f"LitQA on {Path(evaluation.dataset).name}: {evaluation.examples} questions graded "
+        f"LitQA on {Path(evaluation.dataset).name}: {counted(evaluation.examples, 'question')} "
+        "graded "
         f"({evaluation.skipped} skipped, {evaluation.failed} failed), summaries by "
         f"{evaluation.engine}, embedder {evaluation.embedder}; grading: {evaluation.grading}",
         "",

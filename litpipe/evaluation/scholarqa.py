@@ -53,6 +53,7 @@ from litpipe.extractive.query_answer import QueryAnswerInput
 from litpipe.extractive.related_work import count_words
 from litpipe.schemas import Question, Reference, RetrievedChunk
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 SYSTEMS = ("litpipe", *BASELINES)
 # `[3]`, `[1, 2]`, `[2-3]`: the expert's citations of `papers` by 0-based index.
@@ -399,7 +400,7 @@ def format_table(evaluation: ScholarQAEvaluation) -> str:
     unresolved = sum(len(r.unresolved_gold) for r in evaluation.per_example)
     lines = [
         f"ScholarQA multi-paper answers on {Path(evaluation.dataset).name}: "
-        f"{evaluation.examples} questions, writer {evaluation.engine}, embedder "
+        f"{counted(evaluation.examples, 'question')}, writer {evaluation.engine}, embedder "
         f"{evaluation.embedder}; budget: {evaluation.budget}",
         "",
         "| system | ROUGE-1 | ROUGE-2 | ROUGE-L | words | citation precision | citation recall |",

@@ -40,6 +40,7 @@ from litpipe.llm.usage import CallRecord, watch_calls
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelationshipAnalysis, Synthesis
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 PIPELINES = ("flat", "relational")
 # The agents of the relational pipeline's synthesis stage, after the papers' answers: the
@@ -230,7 +231,7 @@ def format_table(evaluation: SynthesisPipelinesEvaluation) -> str:
     lines = [
         "X-Sum pipeline 1 (flat) against pipeline 2 (relational) on "
         f"{Path(evaluation.dataset).name}: "
-        f"{evaluation.examples} papers, engine(s) {evaluation.engine}, embedder "
+        f"{counted(evaluation.examples, 'paper')}, engine(s) {evaluation.engine}, embedder "
         f"{evaluation.embedder}; the same papers' answers for both",
         "",
         "| pipeline | supported | partially | completeness | coherence | words | papers cited | "

@@ -30,6 +30,7 @@ from litpipe.evaluation.baselines import lead, textrank
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
 from litpipe.evaluation.runner import evaluation_asker, models
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 SYSTEMS = ("litpipe", "lead-1", "textrank-1")
 # The baselines take a word budget: one large enough for any sentence, so that each keeps its
@@ -188,7 +189,7 @@ def figures(evaluation: TldrEvaluation) -> dict[str, float]:
 def format_table(evaluation: TldrEvaluation) -> str:
     """A Markdown table: one row per system, ROUGE-1/2/L F-measures in percent, mean words."""
     return rouge_table(
-        f"TL;DR on {Path(evaluation.dataset).name}: {evaluation.examples} papers, "
+        f"TL;DR on {Path(evaluation.dataset).name}: {counted(evaluation.examples, 'paper')}, "
         f"writer {evaluation.engine}; golds: {evaluation.gold_combination}",
         evaluation.means,
         evaluation.mean_words,

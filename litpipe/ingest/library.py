@@ -21,9 +21,12 @@ from litpipe.ingest.ids import doi_paper_id, file_sha256, pdf_paper_id, slug, ta
 from litpipe.ingest.sources import Discovery
 from litpipe.ingest.tables import AUTHOR_SEPARATOR, normalized_doi, publication_year
 from litpipe.schemas import FailedPaper, PaperSource, pdf_content_sha256, sha256_text
+from litpipe.text import counted
 
 # Entries named in a note before the rest are counted.
 NAMED_IN_NOTE = 5
+# How more than one of a library's entries are called, where not with an `s`.
+PLURALS = {"entry": "entries"}
 
 
 @dataclass
@@ -131,8 +134,8 @@ def library_discovery(
         shown = ", ".join(aside[:NAMED_IN_NOTE])
         more = f" and {len(aside) - NAMED_IN_NOTE} more" if len(aside) > NAMED_IN_NOTE else ""
         notes.append(
-            f"{len(aside)} {what}{'s' if len(aside) > 1 else ''} without a PDF or an abstract "
-            f"left aside: {shown}{more}"
+            f"{counted(len(aside), what, PLURALS.get(what))} without a PDF or an abstract left "
+            f"aside: {shown}{more}"
         )
     if not sources and not failed and not allow_empty:
         raise ValueError(f"{origin}: no {what} has a PDF or an abstract to run on")

@@ -20,6 +20,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field, ValidationError
 
 from litpipe.schemas import LLMUsage
+from litpipe.text import counted
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ def summarize(records: Iterable[CallRecord]) -> LLMUsage:
         usage.made += int(not record.cached and not record.failed)
         usage.cached += int(record.cached)
         usage.failed += int(record.failed)
+        usage.requests_sent += record.requests
         usage.tokens_in += record.tokens_in
         usage.tokens_out += record.tokens_out
         usage.cost_usd += record.cost_usd
@@ -63,12 +65,20 @@ def summarize(records: Iterable[CallRecord]) -> LLMUsage:
 
 
 def calls_line(usage: LLMUsage) -> str:
-    """The model calls and their cost as the commands print them."""
-    fallbacks = f", {usage.fallbacks} offline fallbacks" if usage.fallbacks else ""
+    """The model calls and their cost as the commands print them: the calls (made, cached,
+    failed for good) apart from the requests the servers received, retries included."""
+    fallbacks = f", {counted(usage.fallbacks, 'offline fallback')}" if usage.fallbacks else ""
     return (
-        f"{usage.made} made, {usage.cached} cached, {usage.failed} failed{fallbacks}, "
+        f"{usage.made} made, {usage.cached} cached, {usage.failed} failed{fallbacks}; "
+        f"{counted(usage.requests_sent, 'request')} sent, retries included; "
         f"${usage.cost_usd:.4f}"
     )
+
+
+def calls_counts(usage: LLMUsage) -> dict[str, int]:
+    """The calls as `report.json`'s `llm_calls` has them: `made`, `cached`, `failed` (for
+    good, after their retries) and `requests_sent` (every try)."""
+    return usage.model_dump(include={"made", "cached", "failed", "requests_sent"})
 
 
 class CallObserver(Protocol):

@@ -44,6 +44,7 @@ from litpipe.schemas import (
     StepNotRun,
     Synthesis,
 )
+from litpipe.text import counted
 
 
 # Any bracketed span; `markers_in` decides whether it is a citation.
@@ -108,8 +109,8 @@ def _left_out_html(synthesis: Synthesis, titles: Mapping[str, str]) -> str:
         for paper in synthesis.left_out
     )
     return (
-        f"<p>This synthesis covers {len(synthesis.papers)} papers of the collection; these "
-        f"{len(synthesis.left_out)} it leaves out:</p><ul>{items}</ul>"
+        f"<p>This synthesis covers {counted(len(synthesis.papers), 'paper')} of the "
+        f"collection; these {len(synthesis.left_out)} it leaves out:</p><ul>{items}</ul>"
     )
 
 
@@ -258,7 +259,8 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     # Last, once every text has said which passages it links to.
     sections.append(("passages", "Passages", links.passages()))
     meta = (
-        f"Collection {html.escape(synthesis.collection)} · {len(synthesis.papers)} papers ·\n"
+        f"Collection {html.escape(synthesis.collection)} · "
+        f"{counted(len(synthesis.papers), 'paper')} ·\n"
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
     notice = notices.collection_notice(synthesis, plain, analysis, answers, comparative)

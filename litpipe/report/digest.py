@@ -21,7 +21,6 @@ from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
     TYPES_FILE,
-    counted,
     relationship_graph_svg,
     type_distribution_svg,
 )
@@ -46,6 +45,7 @@ from litpipe.schemas import (
     Insight,
     Relationship,
 )
+from litpipe.text import counted
 
 DIGESTS_FOLDER = "digests"
 NOT_ANALYSED = (

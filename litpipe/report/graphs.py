@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from litpipe.schemas import RELATIONSHIP_TYPES, Insight, Relationship, RelationshipAnalysis
+from litpipe.text import counted
 
 # File names of the pictures next to synthesis.md, and the alternative text each is shown with.
 GRAPH_FILE = "relationships.svg"
@@ -83,11 +84,6 @@ def _n(value: float) -> str:
     """A coordinate with one decimal, never `-0.0` (the same picture must give the same bytes)."""
     text = f"{value:.1f}"
     return "0.0" if text == "-0.0" else text
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`1 paper`, `3 papers` (`plural` for a noun that does not take an `s`)."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _attr(text: str) -> str:

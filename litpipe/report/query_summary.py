@@ -26,6 +26,7 @@ from litpipe.report.page import (
     standalone_page,
 )
 from litpipe.schemas import ConvergenceReport, QuerySummary, StoredChunk, SummaryIteration
+from litpipe.text import counted
 
 # Passages quoted under the citations are cut to this many characters.
 _EXCERPT_CHARS = 240
@@ -85,7 +86,7 @@ def outcome_line(result: QuerySummary) -> str:
         done = f"approved after {len(result.iterations)}"
     else:
         done = f"not approved after {len(result.iterations)}"
-    cap = f"{result.max_iterations} iteration{'' if result.max_iterations == 1 else 's'}"
+    cap = counted(result.max_iterations, "iteration")
     return f"{done} of at most {cap} (final accuracy {last.verdict.accuracy:.2f})"
 
 

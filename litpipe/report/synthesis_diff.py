@@ -3,8 +3,8 @@ synthesis asset's page in the UI, in brief for the nightly digest's opening sect
 
 from __future__ import annotations
 
-from litpipe.report.graphs import counted
 from litpipe.schemas.changes import ClaimEnd, RelationshipChange, RetractionChange, SynthesisDiff
+from litpipe.text import counted
 
 
 def _version(version: str | None, recorded_at: str | None) -> str:

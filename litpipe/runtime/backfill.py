@@ -56,6 +56,7 @@ from litpipe.runtime.runner import (
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
+from litpipe.text import counted
 from litpipe.workflows.ingest import settings_embedder
 
 if TYPE_CHECKING:
@@ -324,7 +325,7 @@ def batch_line(outcome: BatchOutcome) -> str:
     done = []
     for asset, papers_rebuilt in outcome.rebuilt.items():
         detail = (
-            f" ({outcome.chunks} chunks, {outcome.embedded} embedded)"
+            f" ({counted(outcome.chunks, 'chunk')}, {outcome.embedded} embedded)"
             if asset == EMBEDDINGS.to_user_string()
             else ""
         )
@@ -332,12 +333,12 @@ def batch_line(outcome: BatchOutcome) -> str:
     failed = "".join(f"; FAILED {f.paper_id}: {f.reason}" for f in outcome.failed)
     if outcome.unfinished:
         nothing = "nothing rebuilt"
-        left = _count(len(outcome.unfinished), "paper")
+        left = counted(len(outcome.unfinished), "paper")
         stopped = f"; interrupted (stop requested): {left} not finished"
     else:
         nothing, stopped = "up to date", ""
     return (
-        f"[batch {outcome.number}/{outcome.batches}] {_count(len(outcome.papers), 'paper')} in "
+        f"[batch {outcome.number}/{outcome.batches}] {counted(len(outcome.papers), 'paper')} in "
         f"{outcome.seconds:.1f} s: {', '.join(done) or nothing}{failed}{stopped}"
     )
 
@@ -352,11 +353,13 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
     )
     table = report.table
     lines = [
-        f"{_count(report.papers, 'paper')} in {_count(len(report.batches), 'batch')} of at most "
-        f"{report.batch_size} ({report.seconds:.1f} s): rebuilt {rebuilt or 'nothing'}; "
+        f"{counted(report.papers, 'paper')} in "
+        f"{counted(len(report.batches), 'batch', 'batches')} of at most {report.batch_size} "
+        f"({report.seconds:.1f} s): rebuilt {rebuilt or 'nothing'}; "
         f"{report.papers_up_to_date} up to date, {len(report.failed_papers)} failed",
-        f"{table.table}: {report.embedded} of the rebuilt papers' {report.chunks} chunks "
-        f"embedded now; {table.rows_after} rows (before: {table.rows_before})",
+        f"{table.table}: {report.embedded} of the rebuilt papers' "
+        f"{counted(report.chunks, 'chunk')} embedded now; {counted(table.rows_after, 'row')} "
+        f"(before: {table.rows_before})",
     ]
     for old in report.previous_tables:
         state = (
@@ -365,7 +368,7 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
             else f"CHANGED (rows {old.rows_before} -> {old.rows_after}, version "
             f"{old.version_before} -> {old.version_after})"
         )
-        lines.append(f"{old.table}: {state}, {old.rows_after} rows, still queryable")
+        lines.append(f"{old.table}: {state}, {counted(old.rows_after, 'row')}, still queryable")
     for collection, assets in report.collections.items():
         lines.append(f"collection {collection}: rebuilt {', '.join(assets) or 'nothing'}")
     if report.collection_failure:
@@ -391,24 +394,20 @@ def _stop_line(report: BackfillReport) -> str:
     for outcome in report.batches:
         by_status.setdefault(outcome.status, []).append(outcome)
     done = (
-        f"{_count(len(by_status.get('finished', [])), 'batch')} finished, "
-        f"{_count(len(report.failed_papers), 'paper')} failed"
+        f"{counted(len(by_status.get('finished', [])), 'batch', 'batches')} finished, "
+        f"{counted(len(report.failed_papers), 'paper')} failed"
     )
     left = [
         f"batch {outcome.number}/{outcome.batches} interrupted "
-        f"({_count(len(outcome.unfinished), 'paper')} not finished)"
+        f"({counted(len(outcome.unfinished), 'paper')} not finished)"
         for outcome in by_status.get("interrupted", [])
     ]
-    left.append(f"{_count(len(by_status.get('not_started', [])), 'batch')} not started")
+    left.append(f"{counted(len(by_status.get('not_started', [])), 'batch', 'batches')} not started")
     if report.unfinished_collections:
         left.append(
             f"collections not brought up to date: {', '.join(report.unfinished_collections)}"
         )
     return stop_line("backfill", done, "; ".join(left))
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('ch') else 's'}"
 
 
 def _run_batch(

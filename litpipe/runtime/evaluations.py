@@ -26,6 +26,7 @@ from litpipe.runtime.query_summary import AskOutcome, summarize_request
 from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
 from litpipe.stopping import stop_line
+from litpipe.text import counted
 
 
 def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
@@ -87,13 +88,13 @@ class AskedQuestions(BaseModel):
         """What a stopped evaluation prints last: it writes no report of the questions asked
         so far (a rerun serves them from the instance and asks the rest)."""
         done = (
-            f"{len(self.answered)} questions answered, {len(self.failures)} failed, "
+            f"{counted(len(self.answered), 'question')} answered, {len(self.failures)} failed, "
             f"{len(self.interrupted)} interrupted"
         )
         unbuilt = (
             f" (papers not built: {len(self.papers_not_built)})" if self.papers_not_built else ""
         )
-        left = f"not asked: {len(self.not_asked)} questions{unbuilt}; no report written"
+        left = f"not asked: {counted(len(self.not_asked), 'question')}{unbuilt}; no report written"
         return stop_line(command, done, left)
 
 

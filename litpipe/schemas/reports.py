@@ -129,7 +129,10 @@ class RunReport(BaseModel):
         default=None, description="Why the collection's assets (its index) failed, if they did."
     )
     engine: str = Field(description="What wrote the text outputs: `offline` without an LLM.")
-    llm_calls: dict[str, int] = Field(description="Model calls made, answered from cache, failed.")
+    llm_calls: dict[str, int] = Field(
+        description="Model calls `made`, answered from the cache (`cached`), `failed` for good "
+        "after their retries; and the `requests_sent` to the servers, every retry included."
+    )
     llm_calls_by_agent: dict[str, LLMUsage] = Field(
         default_factory=dict, description="The same per agent, i.e. per stage."
     )
@@ -144,9 +147,17 @@ class RunReport(BaseModel):
 class LLMUsage(BaseModel):
     """Model calls and their cost, for one asset or one run."""
 
-    made: int = 0
+    made: int = Field(default=0, description="Calls a model answered (not from the cache).")
     cached: int = 0
-    failed: int = 0
+    failed: int = Field(
+        default=0, description="Calls that failed for good: after their retries, if any."
+    )
+    requests_sent: int = Field(
+        default=0,
+        description="Requests the model servers received: every try of every call, retries "
+        "and repairs included (a cached call sends none, a call refused before it is sent, by "
+        "the budget, none either).",
+    )
     fallbacks: int = Field(
         default=0,
         description="Items written by the offline engine because the model's reply could not "

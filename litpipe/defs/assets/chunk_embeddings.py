@@ -9,6 +9,7 @@ from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval import store as store_module
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 ASSET = "chunk_embeddings"
 
@@ -52,7 +53,8 @@ def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinitio
             )
         table = results[0].table if results else "-"
         context.log.info(
-            f"{len(results)} papers: {sum(r.embedded for r in results)} chunks embedded, "
+            f"{counted(len(results), 'paper')}: "
+            f"{counted(sum(r.embedded for r in results), 'chunk')} embedded, "
             f"{sum(r.reused for r in results)} reused, {sum(r.removed for r in results)} stale "
             f"rows removed in {table}"
         )

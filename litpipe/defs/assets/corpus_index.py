@@ -8,6 +8,7 @@ from litpipe.defs.versions import CodeVersion, data_version, versioned_output
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
 from litpipe.settings import Settings
+from litpipe.text import counted
 
 
 def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
@@ -38,7 +39,8 @@ def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             bm25_built=retriever.bm25.built,
         )
         context.log.info(
-            f"{collection.name}: {index.chunks} chunks of {index.papers} papers, BM25 index "
+            f"{collection.name}: {counted(index.chunks, 'chunk')} of "
+            f"{counted(index.papers, 'paper')}, BM25 index "
             f"{'built' if index.bm25_built else 'loaded'} ({index.bm25_fingerprint})"
         )
         return versioned_output(

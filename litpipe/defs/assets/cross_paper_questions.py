@@ -14,6 +14,7 @@ from litpipe.defs.steps import SEARCH, Collection, all_partitions, step_asset
 from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.schemas import CorpusIndex, CrossPaperQuestions, PaperAbstract
 from litpipe.settings import Settings
+from litpipe.text import counted
 from litpipe.workflows import cross_paper_questions as workflow
 from litpipe.workflows.cross_paper_questions import cross_paper
 from litpipe.workflows.reranking import settings_reranker
@@ -61,8 +62,8 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
                 asker,
             )
         context.log.info(
-            f"{collection.name}: {len(found.answers)} comparative questions over "
-            f"{corpus_index.papers} papers"
+            f"{collection.name}: {counted(len(found.answers), 'comparative question')} over "
+            f"{counted(corpus_index.papers, 'paper')}"
         )
         yield step.output(
             found,
