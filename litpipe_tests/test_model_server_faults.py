@@ -380,6 +380,26 @@ def test_a_server_that_says_its_slots_keeps_them() -> None:
     assert set(limits) == {2} and max(in_flight) == 2
 
 
+def test_a_server_that_answers_slowly_gets_the_time_a_whole_reply_takes_it_within_a_bound() -> None:
+    """A small model on a busy CPU writes a token a second: a 120 s timeout would give up on
+    replies the server goes on decoding, and the retry would wait behind them."""
+    limit = InFlightLimit(ceiling=1, timeout_s=120, slots=1)
+    assert limit.timeout_for(512) == 120  # nothing answered yet: the setting, for the breaker
+
+    async def answered(seconds: float, written: int) -> None:
+        limit.finished(await limit.acquire(), "answered", "answers", seconds, written)
+
+    asyncio.run(answered(2.0, 100))  # fast: the setting holds
+    assert limit.timeout_for(512) == 120
+    asyncio.run(answered(90.0, 100))  # 0.9 s a token: a 150-token reply takes 135 s
+    assert limit.timeout_for(150) == pytest.approx(1.5 * 0.9 * 150)
+    assert limit.timeout_for(4096) == 4 * 120  # never more than four times the setting
+    # A short reply's time is mostly its prompt's: counted over at least 32 tokens.
+    slow_prompt = InFlightLimit(ceiling=1, timeout_s=10, slots=1)
+    slow_prompt.finished(asyncio.run(slow_prompt.acquire()), "answered", "answers", 16.0, 2)
+    assert slow_prompt.timeout_for(32) == pytest.approx(1.5 * 16.0)
+
+
 # ---------------------------------------------------------------------------------------------
 # The breaker.
 # ---------------------------------------------------------------------------------------------

@@ -366,7 +366,7 @@ class ModelCalls:
             try:
                 if self.window(route).tokens != fitted_to:
                     raise _WindowLearnt
-                timeout = self._timeout(route)
+                timeout, by_deadline = self._timeout(route, gate, request["max_tokens"])
                 if shared is not None:
                     await shared.send()  # a place in the provider's minute, for every try
                 record.requests += 1
@@ -380,7 +380,7 @@ class ModelCalls:
                 if gate.limit is not None and ticket is not None:
                     gate.limit.finished(ticket, outcome, route.agent, time.monotonic() - started)
                 ticket = None
-                if outcome == "timed_out" and timeout < self.settings.llm.timeout_s:
+                if outcome == "timed_out" and by_deadline:
                     # Cut short by the run's deadline, not the server's doing.
                     assert self._waits is not None
                     raise self._waits.spent_error(route) from error
@@ -419,7 +419,14 @@ class ModelCalls:
                 await asyncio.sleep(delay)
             else:
                 if gate.limit is not None and ticket is not None:
-                    gate.limit.finished(ticket, "answered", route.agent, time.monotonic() - started)
+                    written = getattr(getattr(response, "usage", None), "completion_tokens", 0)
+                    gate.limit.finished(
+                        ticket,
+                        "answered",
+                        route.agent,
+                        time.monotonic() - started,
+                        written if isinstance(written, int) else 0,
+                    )
                     ticket = None
                 gate.breaker.answered()
                 return response
@@ -445,15 +452,19 @@ class ModelCalls:
         except TimeoutError:
             raise self._waits.spent_error(route) from None
 
-    def _timeout(self, route: Route) -> float:
-        """A try's timeout: `llm.timeout_s`, or what is left of the run's time for waiting."""
+    def _timeout(self, route: Route, gate: RouteGate, max_tokens: int) -> tuple[float, bool]:
+        """A try's timeout: `llm.timeout_s` (on the user's own server, as long as its pace
+        needs for `max_tokens`: `InFlightLimit.timeout_for`), or what is left of the run's time
+        for waiting, and whether that cut it."""
         timeout = self.settings.llm.timeout_s
+        if gate.limit is not None:
+            timeout = gate.limit.timeout_for(max_tokens)
         if self._waits is None:
-            return timeout
+            return timeout, False
         left = self._waits.left()
         if left <= 0:
             raise self._waits.spent_error(route)
-        return min(timeout, left)
+        return min(timeout, left), left < timeout
 
     def _retry_delay(self, error: Exception, retry: int, route: Route) -> float:
         asked = _retry_after_s(error)

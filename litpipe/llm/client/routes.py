@@ -3,6 +3,12 @@ long a run may wait on models.
 
 Per route (api_base and model), for the process (a forked child starts its own):
 
+- a try's timeout (`InFlightLimit.timeout_for`): `llm.timeout_s`, longer on a server that has
+  answered but writes slowly (a small model on a busy CPU), as long as a whole reply takes it
+  at the pace of its slowest recent replies, with a margin (at most `STRETCH` times the
+  setting). A request given up on is still decoded by a server that decodes one at a time, and
+  its retry waits behind it: a reply on its way is worth its wait. A server that never answered
+  keeps the setting, and the breaker below finds it out at that pace.
 - its in-flight limit (`InFlightLimit`). As many requests as the server says it decodes at once
   (llama.cpp's `/props`; one for llama-cpp-python's server). Else learnt from latency: one at
   first; one more once as many replies as are in flight came back no slower than `TOLERANCE`
@@ -63,6 +69,13 @@ PROBE_AFTER = 16
 RECENT_REPLIES = 8
 # How long an open breaker refuses every request before it lets one through.
 BREAKER_OPEN_S = 300.0
+# A try's timeout on a server that answers, but slowly: its slowest recent time per token
+# written, times the reply's max_tokens, times this margin; at most `STRETCH` times
+# `llm.timeout_s`. A reply's time per token is counted over at least `LEAST_TOKENS` tokens (a
+# short reply's time is mostly its prompt's).
+MARGIN = 1.5
+STRETCH = 4.0
+LEAST_TOKENS = 32
 
 # What became of a request, as the limit and the breaker read it: an answer, a timeout, a
 # connection refused or dropped, an overloaded server (429, 5xx), any other refusal.
@@ -100,6 +113,7 @@ class InFlightLimit:
         self._probe_after = 0
         self._fastest: dict[str, float] = {}
         self._recent: deque[float] = deque(maxlen=RECENT_REPLIES)
+        self._per_token: deque[float] = deque(maxlen=RECENT_REPLIES)
 
     async def acquire(self, breaker: Breaker | None = None) -> Ticket:
         """A place, once one is free (first come, first served); `ModelUnreachableError` as
@@ -127,13 +141,26 @@ class InFlightLimit:
                     breaker.check()
                 return Ticket(self.limit, self._epoch)
 
-    def finished(self, ticket: Ticket, outcome: Outcome, kind: str, seconds: float) -> None:
-        """The request of `ticket` (an agent's: `kind`) is over after `seconds`: its place is
-        free, and what became of it teaches the limit."""
+    def finished(
+        self, ticket: Ticket, outcome: Outcome, kind: str, seconds: float, written: int = 0
+    ) -> None:
+        """The request of `ticket` (an agent's: `kind`) is over after `seconds`, its reply
+        `written` tokens long: its place is free, and what became of it teaches the limit and
+        the timeout."""
         self.in_flight -= 1
+        if outcome == "answered":
+            self._per_token.append(seconds / max(written, LEAST_TOKENS))
         if self.learns:
             self._learn(ticket, outcome, kind, seconds)
         self._hand_over()
+
+    def timeout_for(self, max_tokens: int) -> float:
+        """A try's timeout for a reply of at most `max_tokens` (the module's docstring says
+        why it may exceed `llm.timeout_s`)."""
+        if not self._per_token:
+            return self.timeout_s
+        needed = MARGIN * max(self._per_token) * max_tokens
+        return min(max(self.timeout_s, needed), STRETCH * self.timeout_s)
 
     def wake_all(self) -> None:
         """Every waiting request looks again (the breaker opened: they fail at once)."""
