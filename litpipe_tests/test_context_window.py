@@ -237,9 +237,10 @@ def test_an_unusable_reply_is_written_offline_marked_and_counted(
     assert "even after one repair" in answer.engine
     usage = client.usage.summary()
     assert (usage.failed, usage.fallbacks) == (1, 1)
-    # Answered again, the unusable reply comes from the cache: no request, the same fallback.
+    # Answered again, the question is asked again (a failure is never cached): the server
+    # answers now, and the answer is the model's.
     (again,) = answer_questions([long_evidence(2, 50)], mode, asker)
-    assert again.engine == answer.engine and stub_llm.request_count == 2
+    assert again.engine == model and stub_llm.request_count == 3
     # The next answer of the same agent is the model's again: the mark is per run.
     answer_questions([long_evidence(1, 20)], mode, asker)
     assert asker.engine(AnswersAgent()) == model

@@ -105,14 +105,18 @@ def test_an_agent_can_have_a_mode_of_its_own(tmp_path: Path, stub_llm: StubLLM) 
     assert default["response_format"] == JSON_SCHEMA_FORMAT and default["messages"] == MESSAGES
 
 
-def test_the_modes_share_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> None:
-    first = make_client(tmp_path, stub_llm, llm={"structured_output": "prompt"})
-    reply = first.complete_sync(route(first), MESSAGES, Findings)
-    for mode in ("json_schema", "json_object", "auto"):
+def test_each_mode_keeps_its_own_cached_replies(tmp_path: Path, stub_llm: StubLLM) -> None:
+    """A reply asked with the schema in the prompt is not the reply a response format would
+    get: the mode that produced a reply is part of its key. `auto` shares the replies of the
+    mode it resolves to (json_schema, for a model litellm does not know)."""
+    for mode in ("prompt", "json_schema", "json_object"):
         client = make_client(tmp_path, stub_llm, llm={"structured_output": mode})
-        assert client.complete_sync(route(client), MESSAGES, Findings) == reply
-        assert client.usage.summary().cached == 1
-    assert stub_llm.request_count == 1
+        client.complete_sync(route(client), MESSAGES, Findings)
+        assert client.usage.summary().cached == 0
+    assert stub_llm.request_count == 3
+    resolved = make_client(tmp_path, stub_llm, llm={"structured_output": "auto"})
+    resolved.complete_sync(route(resolved), MESSAGES, Findings)
+    assert resolved.usage.summary().cached == 1 and stub_llm.request_count == 3
 
 
 def test_the_mode_is_not_in_the_agents_code_version(tmp_path: Path) -> None:
