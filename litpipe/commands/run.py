@@ -272,6 +272,9 @@ def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, Regist
 
 
 class RegisteredPaper(BaseModel):
+    """A paper as the catalog holds it, and the title its document was last built with (None
+    before its first build)."""
+
     source: PaperSource
     built_title: str | None = None
 
