@@ -134,6 +134,7 @@ FORMS = [
     "![{text}][r]\n\n[r]: <{url}>",
     "[r]\n\n[r]:\n   {url} 'a title'",
     "[{text}][]\n\n[{text}]: {url}",
+    "[a\\]b]\n\n[a\\]b]: {url}",
     "A line.\n[r]: {url}\n\n[r]",
     "- [{text}]({url})\n- [r]\n\n  [r]: {url}",
     "<{url}>",
@@ -169,6 +170,12 @@ FRAGMENTS = st.lists(
 @example(text="[x](javascript:void(alert(1)))")
 @example(text="[[[x]]](javascript:alert(2))")
 @example(text="[a\nlink](javascript:alert(3))")
+# Escaping the second label's `[` made `[\n\[]` one label for CommonMark: a new definition.
+@example(text="[\n[][]\n\n[\n[]: data:text/html,<script>alert(1)</script>")
+# A picture's URI for CommonMark, but not for Python-Markdown, which keeps the backtick.
+@example(text="![](data:`image/svg+xml,<svg onload=alert(1)>)")
+# Python-Markdown ends the destination at `(`, a title to the end of the line.
+@example(text="[r]: data:text/html,<b>alert(1)</b>v\tb\n[r]")
 def test_no_renderer_finds_a_script_or_document_url_in_safe_markdown(text: str) -> None:
     safe = safe_markdown(text)
     assert_no_unsafe_url(safe)
@@ -192,6 +199,7 @@ def test_no_renderer_finds_a_script_or_document_url_in_safe_markdown(text: str) 
         ("<javascript:alert(11)>", "<javascript:alert(11)>"),
         ("[x](`java`script:alert(12))", "[x](javascript:alert(12))"),
         ("[x]\x02(javascript:alert(13))", "[x](javascript:alert(13))"),
+        ("> [x](java\n> script:alert(14))", "[x](javascript:alert(14))"),
     ],
 )
 def test_a_script_link_is_shown_as_the_text_the_paper_wrote(paper_text: str, shown: str) -> None:
@@ -220,6 +228,7 @@ ORDINARY = (
     "- **Finding** [10.1093_nar_gkae252:4]: holds in vivo; R&D costs fell (p < 0.05 was not).\n"
     "- Table: | a | b |\n\n"
     "[paper_id:3]: a marker then a colon, opening a line\n"
+    "[paper_id:3]: Finding: a word and a colon after it, then more text\n"
     "- [rev1fly:3]: `rev1fly:2` (a query summary's citation and its passages)\n"
 )
 

@@ -11,18 +11,18 @@ was written as.
 
 Renderers disagree on where a link starts: CommonMark renderers and Python-Markdown (MkDocs)
 match brackets differently, and Python-Markdown takes spaces, line breaks and code spans into a
-destination. They agree on what comes right before one: `](` for an inline link or image, and
-`]:` after a label opening a line for a reference definition (which every `[text][label]` and
-`[label]` link points to). So each destination after one of those is read as a browser would
-read it, after whatever a renderer may have decoded (character references, backslash escapes,
-code spans, block quote markers, whitespace and control characters), and where its scheme is
-unsafe a backslash before the `(`, or before the `[` of the definition's label, makes the
-brackets plain text for every renderer. Links are checked on the text as given, not as one
-parser reads it: a CommonMark parse would not say what Python-Markdown links, and the other way
-round. Nothing else changes (but the two controls Python-Markdown deletes), so the function is
-idempotent, and a preview of a file it wrote shows the file's text. An image may show a
-`data:image/…` picture: an `<img>` runs no script, and the UI previews of the relationship
-analysis embed their SVGs so.
+destination, so a parse by one of them would not say what the other links. They agree on what
+comes right before a destination: `](` for an inline link or image, and `]:` after a label
+opening a line for a reference definition (which every `[text][label]` and `[label]` link points
+to). So each destination after one of those is read as a browser would read it, after whatever
+a renderer may have decoded (character references, backslash escapes, code spans, block quote
+markers, whitespace and control characters), and where its scheme is unsafe a backslash before
+the `(`, or the definition's colon written `&#58;`, makes the brackets plain text for every
+renderer (escaping the label's `[` instead would join it to brackets before it for CommonMark,
+and Python-Markdown shows the backslash of an escaped colon). Nothing else changes (but the two
+controls Python-Markdown deletes), so the function is idempotent, and a preview of a file it
+wrote shows the file's text. An image may show a `data:image/…` picture: an `<img>` runs no
+script, and the UI previews of the relationship analysis embed their SVGs so.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from collections.abc import Iterator
 from urllib.parse import unquote
 
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
-_IMAGE_DATA = "data:image/"
+# A picture's data URI, as written: a spelling a renderer decodes to one may not be one for
+# another (Python-Markdown keeps `\/` and backticks).
+_PICTURE = re.compile(r"[\s<]*+data:image/", re.I)
 # A destination's start as far as it can spell a scheme: scheme characters, the colon, what a
 # renderer or a browser drops (whitespace, controls, `<`, `>`, backslashes, backticks), and
 # character references and percent escapes, which may spell any of those. Possessive repeats
@@ -44,19 +46,19 @@ _DESTINATION = (
     r"|&#?[A-Za-z0-9]++;?|%[0-9A-Fa-f]{2})*+)"
 )
 _INLINE = re.compile(r"\]\(" + _DESTINATION)
-# A reference definition's label opens a line (after block quote and list markers); Python-Markdown
-# reads it up to the first bracket, CommonMark past escaped ones.
-_LINE_START = r"(?:^|(?<=\r))[ \t>*+\-.)0-9]*+(?P<label>\[)"
-_DEFINITIONS = (
-    re.compile(_LINE_START + r"[^\[\]]*+\]:" + _DESTINATION, re.M),
-    re.compile(_LINE_START + r"(?:[^\[\]\\]++|\\.)*+\]:" + _DESTINATION, re.M | re.S),
+# A reference definition's label opens a line (after block quote and list markers, a lone \r
+# ending a line too) and holds no bracket but escaped ones. (Python-Markdown ends a label at an
+# escaped `]` too, but could not link to one ending in a backslash.)
+_DEFINITION = re.compile(
+    r"(?:^|(?<=\r))[ \t>*+\-.)0-9]*+\[(?:[^\[\]\\]++|\\.)*+\]:" + _DESTINATION, re.M | re.S
 )
 # A definition's destination ends its line or is followed by a title: otherwise (as in
 # `[a:1]: Finding: …`) the line is a paragraph's text. It ends at any whitespace for
-# Python-Markdown, at ASCII whitespace and controls for CommonMark, and may hold spaces in `<…>`.
+# Python-Markdown, at ASCII whitespace and controls for CommonMark, and may hold spaces in `<…>`;
+# Python-Markdown also ends it where a title's quote or parenthesis follows without a space.
 _DEFINED = re.compile(
     r"[ \t]*+(?:(?:\r\n?|\n)[ \t>]*+)?"
-    r"(?:<|(?:\S++|[^\x00-\x20\x7f]++)[ \t]*+(?:$|[\r\"'(]))",
+    r"(?:<|(?:\S++|[^\x00-\x20\x7f]++)[ \t]*+(?:$|[\r\"'(])|[^\s\"'(]++[\"'(])",
     re.M,
 )
 # What may be gone from the URL by the time a browser reads its scheme: a line break with the
@@ -71,10 +73,9 @@ _SCHEME = re.compile(r"[a-z][a-z0-9+.\-]*+(?=:)")
 def _read_as_a_browser_does(destination: str, inline: bool) -> str:
     # Python-Markdown writes a code span's text into an inline link's URL (not a definition's).
     url = destination.replace("`", "") if inline else destination
-    # A renderer may decode character references before writing the attribute, and the browser
-    # decodes the attribute: twice covers both.
-    for _ in range(2):
-        url = unquote(html.unescape(url))
+    # The browser decodes character references (CommonMark renderers decode them too, and write
+    # an `&` back as `&amp;`); percent escapes only to be safe.
+    url = unquote(html.unescape(url))
     return _LEADING.sub("", _DROPPED.sub("", url)).lower()
 
 
@@ -98,21 +99,23 @@ def _is_unsafe(markdown: str, found: re.Match[str], inline: bool) -> bool:
     if scheme is None or scheme.group() in _SAFE_SCHEMES:
         return False
     return not (
-        inline and url.startswith(_IMAGE_DATA) and _closes_an_image(markdown, found.start())
+        inline
+        and _PICTURE.match(found.group("destination"))
+        and _closes_an_image(markdown, found.start())
     )
 
 
-def _unsafe_openers(markdown: str) -> Iterator[int]:
-    """Where a backslash makes each link to an unsafe destination text: before the `(` of an
-    inline link or image, before the `[` of a reference definition's label."""
+def _unsafe_openers(markdown: str) -> Iterator[tuple[int, str]]:
+    """Where each link to an unsafe destination opens it (the `(` of an inline link or image,
+    the `:` of a reference definition), and what that character is written as to make the link
+    text."""
     for found in _INLINE.finditer(markdown):
         if _is_unsafe(markdown, found, inline=True):
-            yield found.start() + 1
-    for definition in _DEFINITIONS:
-        for found in definition.finditer(markdown):
-            destination = found.start("destination")
-            if _DEFINED.match(markdown, destination) and _is_unsafe(markdown, found, inline=False):
-                yield found.start("label")
+            yield found.start() + 1, "\\("
+    for found in _DEFINITION.finditer(markdown):
+        destination = found.start("destination")
+        if _DEFINED.match(markdown, destination) and _is_unsafe(markdown, found, inline=False):
+            yield destination - 1, "&#58;"
 
 
 def safe_markdown(markdown: str) -> str:
@@ -124,8 +127,8 @@ def safe_markdown(markdown: str) -> str:
     markdown = markdown.replace("\x02", "").replace("\x03", "")
     pieces = []
     start = 0
-    for opener in sorted(set(_unsafe_openers(markdown))):
-        pieces += [markdown[start:opener], "\\"]
-        start = opener
+    for opener, written in sorted(dict(_unsafe_openers(markdown)).items()):
+        pieces += [markdown[start:opener], written]
+        start = opener + 1
     pieces.append(markdown[start:])
     return "".join(pieces).replace("<", "&lt;")
