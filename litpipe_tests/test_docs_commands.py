@@ -170,7 +170,8 @@ def litpipe_commands() -> tuple[str, ...]:
 def commands_in(where: str, text: str, make_targets: set[str]) -> list[DocCommand]:
     """The commands of one document (`where`: its name, for `file:line`). In a console block
     only the lines after a `$ ` prompt are commands; the others are what they print."""
-    starts = [rf"(\.venv/bin/)?litpipe ({'|'.join(map(re.escape, litpipe_commands()))})\b"]
+    # `litpipe run ...`, not what a command prints (`litpipe run: no space left ...`).
+    starts = [rf"(\.venv/bin/)?litpipe ({'|'.join(map(re.escape, litpipe_commands()))})(\s|$)"]
     # `make TARGET`, alone or with a comment: "make NAME the default" is prose.
     targets = "|".join(map(re.escape, make_targets))
     starts += [rf"make ({targets})(\s+#.*)?$"] if make_targets else []
@@ -317,6 +318,7 @@ def test_commands_are_read_from_shell_blocks_and_lines_that_start_with_one() -> 
         "```\n"
         "```text\n"
         "litpipe      45.78    13.44\n"
+        "litpipe run: no space left on the disk holding /data\n"
         "$ litpipe ask --paper p q\n"
         "```\n"
         "make test   # the suite\n"
@@ -328,8 +330,8 @@ def test_commands_are_read_from_shell_blocks_and_lines_that_start_with_one() -> 
         ("page.md:4", ["litpipe", "status"], {"LITPIPE_X": "1"}),
         ("page.md:6", ["litpipe", "run", "papers/", "--idea", "two words"], {
             "LITPIPE_X": "1", "A": "b"}),
-        ("page.md:11", ["litpipe", "ask", "--paper", "p", "q"], {}),
-        ("page.md:13", ["make", "test"], {}),
+        ("page.md:12", ["litpipe", "ask", "--paper", "p", "q"], {}),
+        ("page.md:14", ["make", "test"], {}),
     ]  # fmt: skip
     console = "```console\n$ litpipe status\nEverything is up to date.\n```\n"
     assert [c.words for c in commands_in("page.md", console, set())] == [["litpipe", "status"]]
