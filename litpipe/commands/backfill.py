@@ -128,7 +128,10 @@ def backfill_command(
     known = catalog.collections()
     if collection is not None and collection not in known:
         return refused(f"no collection {collection!r} under {settings.home} (known: {known})")
-    paper_ids = [p for c in ([collection] if collection else known) for p in catalog.papers(c)]
+    # A paper of several collections is one paper: counted and backfilled once.
+    paper_ids = list(
+        dict.fromkeys(p for c in ([collection] if collection else known) for p in catalog.papers(c))
+    )
     if not paper_ids:
         return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
     judged = None
