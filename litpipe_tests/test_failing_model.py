@@ -10,7 +10,6 @@ and a rerun asks nothing.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from pathlib import Path
@@ -22,25 +21,14 @@ from litpipe.cli import main
 from litpipe.schemas import RunReport
 from litpipe_tests.stub_agents import answer_as_agent, serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, requested_schema
+from litpipe_tests.test_model_server_faults import small_table
 
 pytestmark = pytest.mark.xdist_group("failing_model")
 
-DEMO = Path(__file__).parents[1] / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
 COLLECTION = "failing"
 # A phrase of the coherence judge's system prompt only.
 COHERENCE_PROMPT = "You grade the coherence of a text"
 PROSE = "This text reads as one clear argument, I would give it four out of five."
-
-
-def small_table(path: Path, papers: int = 3) -> Path:
-    with DEMO.open(newline="", encoding="utf-8") as demo:
-        rows = list(csv.DictReader(demo))[:papers]
-    with path.open("w", newline="", encoding="utf-8") as table:
-        writer = csv.DictWriter(table, fieldnames=["id", "title", "abstract"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({name: row[name] for name in ("id", "title", "abstract")})
-    return path
 
 
 def run(home: Path, table: Path, stub: StubLLM, embedder: Path) -> RunReport:
@@ -71,7 +59,7 @@ def test_a_coherence_judge_answering_prose_leaves_the_collection_written_its_che
     with StubLLM() as stub:
         stub.respond(COHERENCE_PROMPT, lambda body: PROSE)
         serve_every_agent(stub)
-        report = run(tmp_path / "home", small_table(tmp_path / "t.csv"), stub, tiny_model)
+        report = run(tmp_path / "home", small_table(tmp_path / "t.csv", 3), stub, tiny_model)
         assert asked(stub)["CoherenceReply"] > 0
 
     outputs = tmp_path / "home" / "outputs" / COLLECTION
@@ -89,7 +77,7 @@ def test_a_server_answering_200_kb_of_text_leaves_every_output_written_and_says_
     flood = "Not JSON at all. " * (200_000 // 17)
     with StubLLM() as stub:
         stub.respond("stub", lambda body: flood)
-        report = run(tmp_path / "home", small_table(tmp_path / "t.csv"), stub, tiny_model)
+        report = run(tmp_path / "home", small_table(tmp_path / "t.csv", 3), stub, tiny_model)
 
     outputs = tmp_path / "home" / "outputs" / COLLECTION
     assert report.synthesis is not None and report.papers == 3 and not report.failed_papers
@@ -104,7 +92,7 @@ def test_a_server_answering_200_kb_of_text_leaves_every_output_written_and_says_
 def test_after_a_failing_server_a_working_one_is_asked_only_what_fell_back_then_nothing(
     tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home, table = tmp_path / "home", small_table(tmp_path / "t.csv")
+    home, table = tmp_path / "home", small_table(tmp_path / "t.csv", 3)
     with StubLLM() as failing:
         failing.respond(
             "You answer a question about scientific papers using only", lambda body: PROSE

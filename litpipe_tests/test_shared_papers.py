@@ -16,6 +16,7 @@ from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.schemas import PaperDocument, PaperSource, pdf_content_sha256
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.daemon_soak import PAPER_ASSETS
 from litpipe_tests.test_cli import materializations, run
 
 LIBRARY = {"title": "The Curated Title From My Library", "authors": "Doe, Jane", "year": "2024"}
@@ -148,19 +149,6 @@ def test_many_changed_papers_are_named_up_to_a_few_per_collection() -> None:
     assert line == f"rebuilding 'folder' too: {named}; and 2 more"
 
 
-# The per-paper assets of the graph's first phase, upstream first.
-PER_PAPER = [
-    "paper_source",
-    "paper_document",
-    "paper_chunks",
-    "chunk_embeddings",
-    "paper_abstract",
-    "paper_questions",
-    "question_evidence",
-    "paper_answers",
-]
-
-
 def write_bib(folder: Path, pdf: Path) -> Path:
     folder.mkdir()
     bib = folder / "refs.bib"
@@ -197,7 +185,7 @@ def test_a_pdf_in_a_folder_and_in_a_bib_keeps_the_librarys_title_in_both_collect
     assert code == 0
     artifacts = ArtifactStore(home / "artifacts", report["embedder"], PER_EMBEDDER_ASSETS)
     built_title = artifacts.read(["paper_document"], paper_id, PaperDocument).title
-    built = {asset: materializations(home, asset, paper_id) for asset in PER_PAPER}
+    built = {asset: materializations(home, asset, paper_id) for asset in PAPER_ASSETS}
     syntheses = materializations(home, "synthesis", first)
     capsys.readouterr()
 
@@ -212,7 +200,7 @@ def test_a_pdf_in_a_folder_and_in_a_bib_keeps_the_librarys_title_in_both_collect
             f"1 paper also in other collections ('library': {paper_id}): their per-paper work "
             "is shared, not done again; it keeps the title its library gives it" in said
         )
-        assert {asset: materializations(home, asset, paper_id) for asset in PER_PAPER} == built
+        assert {asset: materializations(home, asset, paper_id) for asset in PAPER_ASSETS} == built
         assert materializations(home, "synthesis", "library") == syntheses
         assert report["papers_up_to_date"] == 1
     else:
@@ -234,10 +222,10 @@ def test_a_pdf_in_a_folder_and_in_a_bib_keeps_the_librarys_title_in_both_collect
     assert artifacts.read(["paper_document"], paper_id, PaperDocument).title == LIBRARY["title"]
 
     # Each source again, in the same order: nothing of the paper is built again.
-    built = {asset: materializations(home, asset, paper_id) for asset in PER_PAPER}
+    built = {asset: materializations(home, asset, paper_id) for asset in PAPER_ASSETS}
     syntheses = {c: materializations(home, "synthesis", c) for c in ("folder", "library")}
     for again in (first, second):
         assert run(home, tiny_model, *sources[again])[0] == 0
-    assert {asset: materializations(home, asset, paper_id) for asset in PER_PAPER} == built
+    assert {asset: materializations(home, asset, paper_id) for asset in PAPER_ASSETS} == built
     assert {c: materializations(home, "synthesis", c) for c in syntheses} == syntheses
     assert "rebuilding" not in capsys.readouterr().err
