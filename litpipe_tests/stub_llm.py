@@ -161,6 +161,12 @@ class StubLLM:
         self._reaper.daemon = True
         self._reaper.start()
 
+    def report_slots(self, slots: int) -> None:
+        """Says on `/props`, as llama.cpp's server does, that it decodes `slots` requests at
+        once: a test of litpipe's own bound (`llm.concurrency`) then sees that bound, not the
+        in-flight limit a silent server's latency teaches."""
+        self.pages["/props"] = {"total_slots": slots}
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"

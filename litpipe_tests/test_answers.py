@@ -238,6 +238,7 @@ def test_all_questions_go_to_the_model_as_one_concurrent_batch(tmp_path: Path) -
         for index, text in enumerate(texts)
     ]
     with StubLLM(latency_s=0.3) as stub:
+        stub.report_slots(8)
         stub.respond("stub", lambda body: {"answer": f"About: {asked_question(body)} [lee2024:3]"})
         answers = model_answers(tmp_path, stub, items)
         assert stub.request_count == len(texts)

@@ -229,7 +229,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     stub_llm.latency_s = 0.05
-    stub_llm.pages = {"/props": {"total_slots": 8}}  # more than the bound: the bound holds
+    stub_llm.report_slots(8)  # more than the bound: the bound holds
     client = make_client(tmp_path, stub_llm, llm={"concurrency": 4})
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(20)]
 
@@ -243,7 +243,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_bound(
 
 def test_synchronous_callers_in_threads_share_the_bound(tmp_path: Path, stub_llm: StubLLM) -> None:
     stub_llm.latency_s = 0.05
-    stub_llm.pages = {"/props": {"total_slots": 8}}
+    stub_llm.report_slots(8)
     client = make_client(tmp_path, stub_llm, llm={"concurrency": 2})
 
     def call(n: int) -> None:

@@ -152,6 +152,7 @@ def test_each_view_prompt_is_used_and_the_reconciler_reads_the_three_views(
         for index, text in enumerate(texts)
     ]
     with StubLLM(latency_s=0.2) as stub:
+        stub.report_slots(8)
         settings = stub_settings(tmp_path, stub, synthesis={"answer_mode": "multi_view"})
         view_replies(stub)
         client = LLMClient(settings, UsageLedger())

@@ -845,6 +845,7 @@ def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> N
     candidates = index.search(IDEA, 24, 100)
     latency, bound = 0.05, 3
     with StubLLM(latency_s=latency) as stub:
+        stub.report_slots(8)
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = stub_settings(tmp_path / "home", stub, llm={"concurrency": bound})
         client = LLMClient(settings, UsageLedger())

@@ -106,6 +106,7 @@ def test_model_scores_decide_the_order_all_sent_concurrently_then_cached(
 ) -> None:
     stub_llm.respond("stub-model", scripted_relevance)
     stub_llm.latency_s = 0.2  # held long enough for the calls to overlap
+    stub_llm.report_slots(8)
     reranker, _ = model_reranker(tmp_path / "home", stub_llm, llm={"concurrency": 2})
     candidates = make_candidates(PASSAGES)
 

@@ -94,6 +94,7 @@ def test_a_stop_taken_on_another_thread_ends_the_wait_for_replies_and_cancels_th
             asked.set()
 
     with StubLLM(latency_s=120, lifetime_s=180) as stub, sigterm_raises_stop_asked():
+        stub.report_slots(8)  # the views' calls all in flight when the stop comes
         stub.respond("stub", on_request)
         client = LLMClient(stub_settings(tmp_path, stub), UsageLedger(tmp_path / "usage.jsonl"))
         loop = model_call_loop()

@@ -699,6 +699,7 @@ def test_map_reduce_maps_every_paper_concurrently_then_reduces_once(
 ) -> None:
     stub_llm.respond(MAP_REQUEST, scripted_summary)
     stub_llm.latency_s = 0.3  # long enough for the map calls to overlap
+    stub_llm.report_slots(8)
     synthesis = model_synthesis(tmp_path, stub_llm, synthesis={"pattern": "map_reduce"})
 
     assert synthesis.pattern == "map_reduce"
