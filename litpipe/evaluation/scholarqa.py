@@ -101,19 +101,25 @@ class Snippet(BaseModel):
     text: str
 
 
-class ScholarQAResult(BaseModel):
+class QuestionScores(BaseModel):
+    """One question's texts, each a system's or an answer mode's (by name), scored against the
+    expert's answer: ROUGE and words of the text as given, citations of the papers it cites."""
+
     id: str
     subject: str
     papers: int = Field(description="Distinct papers with a snippet.")
     snippets: int
     budget_words: int
-    answer: str = Field(description="litpipe's answer, with its markers.")
-    outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
     words: dict[str, int]
     scores: dict[str, Scores]
     gold_papers: list[str] = Field(description="The papers (`p<k>`) the expert cites.")
-    cited_papers: dict[str, list[str]] = Field(description="The papers each system cites.")
+    cited_papers: dict[str, list[str]] = Field(description="The papers each text cites.")
     citations: dict[str, CitationAccuracy]
+
+
+class ScholarQAResult(QuestionScores):
+    answer: str = Field(description="litpipe's answer, with its markers.")
+    outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
     unresolved_gold: list[int] = Field(
         description="The expert's `[n]` naming no snippet given: left out of the gold papers."
     )
@@ -302,6 +308,41 @@ def sources_of(sentences: Sequence[str], snippets: Sequence[Snippet]) -> list[st
     return papers
 
 
+def question_scores(
+    question: PreparedQuestion, texts: Mapping[str, str], cited: Mapping[str, list[str]]
+) -> QuestionScores:
+    """Each text (by name) scored against the question's expert answer, citations removed from
+    it: ROUGE and words of the text as given, precision and recall of the papers `cited` names
+    for it against the papers the expert cites."""
+    example, snippets = question.example, question.snippets
+    gold, _ = gold_papers(example, snippets)
+    reference = without_citations(example.gold_answer)
+    return QuestionScores(
+        id=example.id,
+        subject=example.subject,
+        papers=len({s.paper_id for s in snippets}),
+        snippets=len(snippets),
+        budget_words=question.budget,
+        words={name: count_words(text) for name, text in texts.items()},
+        scores={name: rouge(text, reference) for name, text in texts.items()},
+        gold_papers=gold,
+        cited_papers=dict(cited),
+        citations={name: citation_accuracy(cited[name], gold) for name in texts},
+    )
+
+
+def mean_figures(
+    results: Sequence[QuestionScores], names: Sequence[str]
+) -> tuple[dict[str, Scores], dict[str, float], dict[str, MeanCitationAccuracy]]:
+    """Each name's mean ROUGE F-measures, mean words and mean citation precision and recall
+    over the questions."""
+    return (
+        {name: mean_scores([r.scores[name] for r in results]) for name in names},
+        {name: sum(r.words[name] for r in results) / len(results) for name in names},
+        {name: mean_accuracy([r.citations[name] for r in results]) for name in names},
+    )
+
+
 def evaluate_scholarqa(
     settings: Settings,
     dataset: Path,
@@ -321,32 +362,23 @@ def evaluate_scholarqa(
     answers = answer_queries(batch, asker)
     results = []
     for question, answer in zip(questions, answers, strict=True):
-        example, snippets, budget = question.example, question.snippets, question.budget
-        gold, unresolved = gold_papers(example, snippets)
+        snippets = question.snippets
         outputs = {"litpipe": without_citations(answer.text)}
         cited = {"litpipe": list(dict.fromkeys(c.paper_id for c in answer.citations))}
         for name, baseline in BASELINES.items():
-            chosen = baseline([s.text for s in snippets], budget)
+            chosen = baseline([s.text for s in snippets], question.budget)
             outputs[name] = " ".join(chosen)
             cited[name] = sources_of(chosen, snippets)
-        reference = without_citations(example.gold_answer)
+        scored = question_scores(question, outputs, cited)
         results.append(
             ScholarQAResult(
-                id=example.id,
-                subject=example.subject,
-                papers=len({s.paper_id for s in snippets}),
-                snippets=len(snippets),
-                budget_words=budget,
+                **dict(scored),
                 answer=answer.text,
                 outputs=outputs,
-                words={name: count_words(text) for name, text in outputs.items()},
-                scores={name: rouge(text, reference) for name, text in outputs.items()},
-                gold_papers=gold,
-                cited_papers=cited,
-                citations={name: citation_accuracy(cited[name], gold) for name in SYSTEMS},
-                unresolved_gold=unresolved,
+                unresolved_gold=gold_papers(question.example, snippets)[1],
             )
         )
+    means, mean_words, citations = mean_figures(results, SYSTEMS)
     return ScholarQAEvaluation(
         dataset=str(dataset),
         examples=len(results),
@@ -354,9 +386,9 @@ def evaluate_scholarqa(
         model=models(asker, [QueryAnswerAgent.name]),
         embedder=settings.ingest.embedder,
         budget="the expert answer's words (citations removed), whole sentences, for every system",
-        means={name: mean_scores([r.scores[name] for r in results]) for name in SYSTEMS},
-        mean_words={name: sum(r.words[name] for r in results) / len(results) for name in SYSTEMS},
-        citations={name: mean_accuracy([r.citations[name] for r in results]) for name in SYSTEMS},
+        means=means,
+        mean_words=mean_words,
+        citations=citations,
         seconds=round(time.perf_counter() - started, 3),
         per_example=results,
     )

@@ -25,41 +25,27 @@ from litpipe.agents.answers import ANSWER_AGENTS, answer_questions
 from litpipe.agents.base import ModelClient
 from litpipe.agents.massrag import VIEW_AGENTS
 from litpipe.agents.query_answer import within_words
-from litpipe.evaluation.citation_accuracy import (
-    CitationAccuracy,
-    MeanCitationAccuracy,
-    citation_accuracy,
-    mean_accuracy,
-)
-from litpipe.evaluation.rouge import Scores, mean_scores, rouge, without_citations
+from litpipe.evaluation.citation_accuracy import MeanCitationAccuracy
+from litpipe.evaluation.rouge import Scores, without_citations
 from litpipe.evaluation.runner import engines, evaluation_asker, models
 from litpipe.evaluation.scholarqa import (
-    gold_papers,
+    QuestionScores,
+    mean_figures,
     prepared_questions,
     question_of,
+    question_scores,
     read_examples,
     score_cells,
     scored_figures,
 )
-from litpipe.extractive.related_work import count_words
 from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
 
 MODES: tuple[AnswerMode, ...] = ("single", "multi_view", "multi_view_answers")
 
 
-class AnswerModeResult(BaseModel):
-    id: str
-    subject: str
-    papers: int = Field(description="Distinct papers with a snippet.")
-    snippets: int
-    budget_words: int
+class AnswerModeResult(QuestionScores):
     answers: dict[str, str] = Field(description="Each mode's answer, with its markers.")
-    words: dict[str, int]
-    scores: dict[str, Scores]
-    gold_papers: list[str] = Field(description="The papers (`p<k>`) the expert cites.")
-    cited_papers: dict[str, list[str]] = Field(description="The papers each mode's answer cites.")
-    citations: dict[str, CitationAccuracy]
 
 
 class AnswerModesEvaluation(BaseModel):
@@ -119,9 +105,6 @@ def evaluate_answer_modes(
         ]
     results = []
     for index, (question, item) in enumerate(zip(questions, items, strict=True)):
-        example, snippets, budget = question.example, question.snippets, question.budget
-        gold, _ = gold_papers(example, snippets)
-        reference = without_citations(example.gold_answer)
         texts: dict[str, str] = {mode: answers[mode][index] for mode in MODES}
         cited = {
             mode: list(
@@ -129,23 +112,10 @@ def evaluate_answer_modes(
             )
             for mode, text in texts.items()
         }
-        results.append(
-            AnswerModeResult(
-                id=example.id,
-                subject=example.subject,
-                papers=len({s.paper_id for s in snippets}),
-                snippets=len(snippets),
-                budget_words=budget,
-                answers=texts,
-                words={mode: count_words(without_citations(text)) for mode, text in texts.items()},
-                scores={
-                    mode: rouge(without_citations(text), reference) for mode, text in texts.items()
-                },
-                gold_papers=gold,
-                cited_papers=cited,
-                citations={mode: citation_accuracy(cited[mode], gold) for mode in MODES},
-            )
-        )
+        unmarked = {mode: without_citations(text) for mode, text in texts.items()}
+        scored = question_scores(question, unmarked, cited)
+        results.append(AnswerModeResult(**dict(scored), answers=texts))
+    means, mean_words, citations = mean_figures(results, MODES)
     return AnswerModesEvaluation(
         dataset=str(dataset),
         examples=len(results),
@@ -153,9 +123,9 @@ def evaluate_answer_modes(
         model=models(asker, ANSWER_AGENTS),
         embedder=settings.ingest.embedder,
         budget="two to four sentences each, cut to the expert answer's words (whole sentences)",
-        means={mode: mean_scores([r.scores[mode] for r in results]) for mode in MODES},
-        mean_words={mode: sum(r.words[mode] for r in results) / len(results) for mode in MODES},
-        citations={mode: mean_accuracy([r.citations[mode] for r in results]) for mode in MODES},
+        means=means,
+        mean_words=mean_words,
+        citations=citations,
         calls_per_question={
             mode: sum(not asker.offline(agent) for agent in mode_agents(mode)) for mode in MODES
         },
