@@ -350,7 +350,7 @@ class AssetFigures(BaseModel):
 
 def check_tables(settings: Settings) -> dict[str, TableFigures]:
     """Per LanceDB table: rows and distinct chunk_ids."""
-    db = lancedb.connect(str(settings.lancedb_dir))
+    db = lancedb.connect(str(settings.paths.lancedb_dir))
     figures = {}
     for name in db.list_tables().tables:
         if name.startswith(TABLE_PREFIX):
@@ -476,7 +476,7 @@ def check_lost(settings: Settings, instance: dg.DagsterInstance) -> list[str]:
         if phase.per == "paper"
         for key in phase.keys
     ]
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     paper_ids = {paper for name in catalog.collections() for paper in catalog.papers(name)}
     lost = []
     for key in keys:
@@ -619,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         runs_after, slots_after = check_runs(reopened), check_slots(reopened)
         tables_figures = check_tables(settings)
         lost = check_lost(settings, plain)
-        registered = len(Catalog(settings.catalog_path).papers(COLLECTION))
+        registered = len(Catalog(settings.paths.catalog_path).papers(COLLECTION))
 
         print(
             f"wall {wall:.0f} s; 1-minute load average while running: mean "

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace, backends: list[str], home: Path) -> int:
             settings.ingest.embedder,
             backend=backend,
             batch_size=settings.ingest.embed_batch_size,
-            models_dir=settings.models_dir,
+            models_dir=settings.paths.models_dir,
         )
         for backend in backends
     }

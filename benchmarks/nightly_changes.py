@@ -136,7 +136,7 @@ def move_back(home: Path, since: datetime, days: int) -> int:
     back, as if they had been made then; the number moved."""
     settings = Settings(home=home)
     moved = 0
-    with sqlite3.connect(settings.catalog_path) as catalog:
+    with sqlite3.connect(settings.paths.catalog_path) as catalog:
         rows = catalog.execute("SELECT paper_id, registered_at FROM papers").fetchall()
         for paper_id, stamp in rows:
             when = datetime.fromisoformat(stamp)

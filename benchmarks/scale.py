@@ -159,7 +159,7 @@ def run_size(
         paper_ids = [table_paper_id(COLLECTION, row.id) for row in rows[:size]]
         texts = [
             str(text)
-            for text in ChunkStore(settings.lancedb_dir)
+            for text in ChunkStore(settings.paths.lancedb_dir)
             .chunk_rows(embedder.embedder_id, ["text"], paper_ids)
             .column("text")
             .to_pylist()

@@ -270,7 +270,7 @@ def _toml_values() -> dict[str, Any]:
 
 
 def _home_values(settings: Settings) -> dict[str, Any]:
-    path = settings.home_settings_path
+    path = settings.paths.home_settings_path
     if not path.is_file():
         return {}
     with path.open("rb") as file:
@@ -291,7 +291,7 @@ def record_home_settings(settings: Settings, values: Mapping[str, Mapping[str, s
     lines = ["# Settings litpipe recorded for this home (`litpipe backfill --gate`)."]
     for group, names in recorded.items():
         lines += ["", f"[{group}]", *(f"{name} = {_toml_value(v)}" for name, v in names.items())]
-    path = settings.home_settings_path
+    path = settings.paths.home_settings_path
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
     return path

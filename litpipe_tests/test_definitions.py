@@ -99,7 +99,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
 def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: Settings) -> None:
     instance = open_instance(settings)
     source = pdf_source(SMALL_PDF)
-    Catalog(settings.catalog_path).register(source, "bio")
+    Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
 
     result = (
@@ -114,7 +114,7 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
     embedding = artifacts.read(["chunk_embeddings"], source.paper_id, EmbeddingResult)
     assert len(chunks.chunks) > 20
     assert embedding.embedded == len(chunks.chunks)
-    store = ChunkStore(settings.lancedb_dir)
+    store = ChunkStore(settings.paths.lancedb_dir)
     assert store.count_rows(embedding.embedder_id) == len(chunks.chunks)
     materialization = instance.get_latest_materialization_event(dg.AssetKey("paper_document"))
     assert materialization.asset_materialization.tags["dagster/data_version"]
@@ -161,7 +161,7 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
     )
     instance = open_instance(settings)
     source = pdf_source(SMALL_PDF)
-    Catalog(settings.catalog_path).register(source, "bio")
+    Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
     ingest = [dg.AssetKey(name) for name in ("paper_source", "paper_document", "paper_chunks")]
 
@@ -184,7 +184,7 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
 
     assert chunk_ids(settings) == own
     embedder_id = Embedder(settings.ingest.embedder).embedder_id
-    table = ChunkStore(settings.lancedb_dir).paper_chunk_ids(embedder_id, source.paper_id)
+    table = ChunkStore(settings.paths.lancedb_dir).paper_chunk_ids(embedder_id, source.paper_id)
     assert sorted(table) == sorted(own)
 
 
@@ -227,7 +227,7 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     folder.mkdir()
     shutil.copy(SMALL_PDF, folder)
     source = pdf_source(folder / SMALL_PDF.name)
-    Catalog(settings.catalog_path).register(source, "bio")
+    Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id, "never-built"])
     defs = build_definitions(settings)
     defs.resolve_job_def("paper_pipeline").execute_in_process(

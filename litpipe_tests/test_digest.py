@@ -240,7 +240,7 @@ def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
     defs = build_definitions(settings)
     context = dg.build_sensor_context(
         instance=dg.DagsterInstance.ephemeral(),
-        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
         definitions=defs,
     )
     before = datetime.now(UTC)
@@ -251,7 +251,7 @@ def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
         for subset in request.asset_graph_subset.partitions_subsets_by_asset_key.values()
         for key in subset.get_partition_keys()
     }
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
 
     assert before <= catalog.registered_at(paper_id) <= datetime.now(UTC)
     today = datetime.combine(before.date(), time(), tzinfo=UTC)
@@ -309,12 +309,12 @@ def test_three_nights_three_digests_each_paper_in_its_days_only(
 
     # Each night built the day before: three digests, three pairs of files.
     assert [d.day for d in digests.values()] == ["2026-01-02", "2026-01-03", "2026-01-04"]
-    out = settings.outputs_root / "digests"
+    out = settings.paths.outputs_root / "digests"
     markdown = {day: (out / f"{day}.md").read_text("utf-8") for day in digests}
     for day in digests:
         assert_well_formed((out / f"{day}.html").read_text("utf-8"))
 
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     first = {a.paper_id for a in catalog.arrivals(at(DAY_1, 0), at(DAY_2, 0))}
     third = {a.paper_id for a in catalog.arrivals(at(DAY_3, 0), at(DAY_3, 23))}
     assert len(first) == 1 and len(third) == 2

@@ -50,7 +50,7 @@ def test_a_key_that_is_a_path_is_refused_by_every_path_builder(tmp_path: Path, k
     assert repr(key) in str(refused.value)
     settings = Settings(home=home)
     with pytest.raises(UnsafeKeyError, match=repr(key).replace(".", r"\.")):
-        settings.outputs_dir(key)
+        settings.paths.outputs_dir(key)
     resource = ArtifactsResource.from_settings(settings)
     with pytest.raises(UnsafeKeyError):
         resource.outputs_dir(key)

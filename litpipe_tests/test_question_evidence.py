@@ -72,7 +72,7 @@ def test_every_question_gets_its_own_papers_evidence_with_provenance(
         len(artifacts.read(["paper_chunks"], p, PaperChunks).chunks) for p in paper_ids
     )
     assert (index.papers, index.chunks, index.bm25_built) == (2, all_chunks, True)
-    assert len(list(settings.bm25_dir.rglob(f"{index.bm25_fingerprint}*"))) == 1
+    assert len(list(settings.paths.bm25_dir.rglob(f"{index.bm25_fingerprint}*"))) == 1
 
 
 def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model: Path) -> None:

@@ -120,7 +120,7 @@ def test_without_limits_no_database_is_opened_and_calls_go_at_once(
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(12)]
     client.complete_many_sync(settings.route("summary"), conversations, Summary)
     assert stub_llm.request_count == 12
-    assert not settings.model_limits_path.exists()
+    assert not settings.paths.model_limits_path.exists()
 
 
 def test_a_call_that_must_wait_says_so_once_and_why(

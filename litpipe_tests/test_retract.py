@@ -102,7 +102,7 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     assert cli(home, tiny_model, "run", str(table), *scope) == 0
     monkeypatch.undo()
     settings = Settings(home=home)
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     papers = catalog.papers("demo")
     before = outputs(home, "demo")
     target = sorted(cited(before["synthesis.md"]))[0]
@@ -205,7 +205,7 @@ def test_an_unknown_paper_is_refused_and_nothing_changes(
     assert "no paper 'no-such-paper' in the catalog" in err and "nothing changed" in err
     assert cli(home, tiny_model, "retract", "no-such-paper", "--undo") == 2
     assert outputs(home, "demo") == before
-    assert Catalog(Settings(home=home).catalog_path).retraction_history() == []
+    assert Catalog(Settings(home=home).paths.catalog_path).retraction_history() == []
 
 
 def test_a_tables_retracted_column_marks_the_row_at_ingest_and_lifts_it_when_cleared(
@@ -214,7 +214,7 @@ def test_a_tables_retracted_column_marks_the_row_at_ingest_and_lifts_it_when_cle
     home = tmp_path / "home"
     table = tmp_path / "demo.csv"
     assert cli(home, tiny_model, "run", str(demo_table(table, 3))) == 0
-    catalog = Catalog(Settings(home=home).catalog_path)
+    catalog = Catalog(Settings(home=home).paths.catalog_path)
     papers = catalog.papers("demo")
     target = sorted(cited(outputs(home, "demo")["synthesis.md"]))[-1]
     row = _row_of(catalog, target)

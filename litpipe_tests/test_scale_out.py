@@ -159,8 +159,8 @@ def test_lancedb_at_a_uri_is_not_a_local_folder(tmp_path: Path) -> None:
     settings = Settings(
         home=tmp_path, corpus_roots=[], operations={"lancedb_uri": "memory://litpipe-test"}
     )
-    assert settings.lancedb_dir == "memory://litpipe-test"
-    store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
+    assert settings.paths.lancedb_dir == "memory://litpipe-test"
+    store = LanceDBResource(uri=str(settings.paths.lancedb_dir)).store()
     embedder = FakeEmbedder()
     assert store.embed_paper(paper("p1", TEXTS), embedder).embedded == len(TEXTS)
     assert ChunkStore("memory://litpipe-test").count_rows(embedder.embedder_id) >= 0

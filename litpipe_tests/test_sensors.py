@@ -40,7 +40,7 @@ def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -
     context = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
-        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
         definitions=defs,
     )
     return sensor(context)
@@ -81,7 +81,7 @@ def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) 
     assert sorted(new_papers) == sorted([pdf_paper_id(PDFS[0]), "abstracts.A1", "abstracts.A2"])
     assert sorted(added_partitions(first, "collections")) == ["abstracts", "bio"]
     assert requested(first) == sorted(new_papers)
-    assert len(Catalog(settings.catalog_path).papers("bio")) == 1
+    assert len(Catalog(settings.paths.catalog_path).papers("bio")) == 1
 
     quiet = tick(settings, instance, first.cursor)
     assert quiet.run_requests == []
@@ -150,6 +150,6 @@ def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
     # The same content, built already: no paper run; the collection's partition is added.
     assert second.run_requests == []
     assert added_partitions(second, "collections") == ["reading"]
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     assert catalog.papers("reading") == [paper_id]
     assert catalog.collections_of([paper_id]) == {paper_id: ["bio", "reading"]}

@@ -201,7 +201,7 @@ def test_the_digest_opens_with_the_contradiction_quoting_both_claims(
 ) -> None:
     home, _reports, today = built
     settings = Settings(home=home, corpus_roots=[])
-    arrivals = Catalog(settings.catalog_path).arrivals(today, today + timedelta(days=1))
+    arrivals = Catalog(settings.paths.catalog_path).arrivals(today, today + timedelta(days=1))
     digest = digest_on(settings, today.date(), arrivals)
     (changes,) = digest.changes
     assert changes.contradicted

@@ -110,7 +110,7 @@ def contradiction_quoted(text: str) -> bool:
 
 def digest_of(settings: Settings, day: datetime, asker: Asker) -> str:
     """The digest of `day` as Markdown, with the day's arrivals and the home's history."""
-    arrivals = Catalog(settings.catalog_path).arrivals(day, day + timedelta(days=1))
+    arrivals = Catalog(settings.paths.catalog_path).arrivals(day, day + timedelta(days=1))
     return digest_markdown(digest_on(settings, day.date(), arrivals, asker))
 
 

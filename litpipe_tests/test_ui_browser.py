@@ -378,7 +378,7 @@ def test_an_asset_page_lists_its_materialized_partitions(
 def test_a_citation_in_synthesis_html_leads_to_its_passage(
     demo: Demo, browser: WebDriver, tmp_path: Path
 ) -> None:
-    page = demo.settings.outputs_dir(COLLECTION) / "synthesis.html"
+    page = demo.settings.paths.outputs_dir(COLLECTION) / "synthesis.html"
     browser.get(page.as_uri())
     citation = browser.find_element(By.CSS_SELECTOR, "a.cite")
     anchor = str(citation.get_attribute("href")).partition("#")[2]

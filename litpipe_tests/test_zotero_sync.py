@@ -83,7 +83,7 @@ def tick(
     context = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
-        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
         definitions=defs,
     )
     return defs.resolve_sensor_def("zotero_sync_sensor")(context)
@@ -138,7 +138,7 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
 ) -> None:
     settings = sync_settings(tmp_path, zotero)
     instance = dg.DagsterInstance.ephemeral()
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
 
     first = tick(settings, instance, None)
     assert requested(first) == READING_PAPERS
@@ -203,7 +203,7 @@ def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
     context = dg.build_sensor_context(
         instance=instance,
         cursor=due,
-        resources={"catalog": CatalogResource(path=str(settings.catalog_path))},
+        resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
         definitions=build_definitions(settings),
     )
     skipped = build_definitions(settings).resolve_sensor_def("zotero_sync_sensor")(context)
@@ -287,7 +287,7 @@ def test_an_item_filed_in_a_second_watched_collection_joins_it_unbuilt_again(
     # Its content was built for Reading: no run, only the collection's partition.
     assert requested(second) == []
     assert added_partitions(second, "collections") == ["Other"]
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     assert catalog.collections_of([PARP1]) == {PARP1: ["Reading", "Other"]}
     assert PARP1 in catalog.papers("Other")
 
@@ -312,7 +312,7 @@ def test_a_zotero_pdf_dropped_into_the_inbox_keeps_what_zotero_says_of_it(
     found = folder_tick(settings, instance, None)
     assert found.run_requests == []
     assert added_partitions(found, "collections") == ["bio"]
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     assert catalog.collections_of([REV1]) == {REV1: ["Reading", "bio"]}
     assert catalog.source(REV1).fields["title"] == REV1_TITLE
 

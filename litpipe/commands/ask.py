@@ -94,7 +94,7 @@ def ask_command(
         print(line)
     print(f"Request {request.key}: {served}")
     print(f"Markdown: {outcome.markdown}")
-    print(f"HTML: {html_path(settings.outputs_dir(outcome.collection), request.key)}")
+    print(f"HTML: {html_path(settings.paths.outputs_dir(outcome.collection), request.key)}")
     if record:
         recorded = record_pair(settings.home, request.query, request.paper_id)
         print(

@@ -122,9 +122,9 @@ def backfill_command(
         embedder_id = settings_embedder(settings).embedder_id
     except EmbedderError as error:
         return refused(str(error))
-    if not settings.catalog_path.is_file():
+    if not settings.paths.catalog_path.is_file():
         return refused(f"no paper is registered under {settings.home}: run `litpipe run` first")
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     known = catalog.collections()
     if collection is not None and collection not in known:
         return refused(f"no collection {collection!r} under {settings.home} (known: {known})")
@@ -221,7 +221,7 @@ def _score(
     from litpipe.runtime.runner import open_instance
     from litpipe.workflows.ingest import settings_embedder
 
-    store = ChunkStore(settings.lancedb_dir)
+    store = ChunkStore(settings.paths.lancedb_dir)
     papers = sorted({p for ids in judged.qrels.values() for p in ids} | set(_backfilled(report)))
     old = score_table(judged, store, settings_embedder(gate.home_default), papers)
     new = score_table(judged, store, settings_embedder(settings), papers)
@@ -244,7 +244,7 @@ def _score(
             where = origins(now, gate.home_flags)
             given = {where["ingest.embedder"], where["ingest.embedder_backend"]} - {"home"}
             print(
-                f"gate: recorded in {settings.home_settings_path}, but the "
+                f"gate: recorded in {settings.paths.home_settings_path}, but the "
                 f"{' and '.join(sorted(given))} still set ingest.embedder or its backend, and "
                 f"win over it: remove them to use {name}",
                 file=sys.stderr,

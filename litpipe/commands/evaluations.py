@@ -59,7 +59,7 @@ def eval_retrieval_command(
         print(f"litpipe eval retrieval: {error}", file=sys.stderr)
         return 2
     print(format_table(evaluation))
-    out = out or settings.outputs_root / "eval" / f"retrieval-{dataset.name}-{split}.json"
+    out = out or settings.paths.outputs_root / "eval" / f"retrieval-{dataset.name}-{split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(out, evaluation.model_dump_json(indent=2) + "\n")
     print(f"written: {out}")
@@ -220,7 +220,7 @@ def eval_mais_command(
     table = convergence_markdown(
         report, runs, f"MAIS convergence: {request.dataset.name} on {asked.collection}"
     )
-    out_dir = request.out or settings.outputs_dir(asked.collection)
+    out_dir = request.out or settings.paths.outputs_dir(asked.collection)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
         "convergence.md": table,

@@ -86,8 +86,8 @@ def related_work_command(
     requests = request_store(settings)
     instance = open_instance(settings)
     defs = build_definitions(settings)
-    folder = outputs_folder(settings.outputs_root, key)
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    folder = outputs_folder(settings.paths.outputs_root, key)
+    artifacts = ArtifactStore(settings.paths.artifacts_dir)
     states: list[State] = []
 
     def fresh() -> bool:

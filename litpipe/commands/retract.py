@@ -52,10 +52,10 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
     from litpipe.catalog import Catalog
     from litpipe.commands.run import synthesis_report
 
-    if not settings.catalog_path.exists():
+    if not settings.paths.catalog_path.exists():
         print(f"litpipe retract: no catalog in {settings.home}: run papers first", file=sys.stderr)
         return 2
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     try:
         if undo:
             lifted = catalog.restore(paper_id)
@@ -72,7 +72,7 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
                 said = f"{paper_id} was already marked retracted so: nothing to rebuild"
     except KeyError:
         print(
-            f"litpipe retract: no paper {paper_id!r} in the catalog {settings.catalog_path} "
+            f"litpipe retract: no paper {paper_id!r} in the catalog {settings.paths.catalog_path} "
             "(`litpipe status --all` lists its papers); nothing changed",
             file=sys.stderr,
         )
@@ -107,7 +107,7 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
         print(
             f"  {name!r} rebuilt: synthesis cites {report.cited_papers}/{report.papers} papers"
             + (f"; left out: {left}" if left else "")
-            + f" ({report.outputs.get('synthesis.html', settings.outputs_dir(name))})",
+            + f" ({report.outputs.get('synthesis.html', settings.paths.outputs_dir(name))})",
             file=sys.stderr,
         )
     if papers_run.collection_failure:
@@ -146,7 +146,7 @@ def _rebuild(settings: Settings, catalog: Catalog, collections: list[str]) -> Pa
 
 def _update_report(settings: Settings, collection: str, synthesis: dict[str, object]) -> None:
     """`report.json`'s synthesis as it is now (the rest says what the last run did)."""
-    path = settings.outputs_dir(collection) / "report.json"
+    path = settings.paths.outputs_dir(collection) / "report.json"
     if not path.exists():
         return
     report = json.loads(path.read_text("utf-8"))

@@ -154,7 +154,7 @@ def run_command(
     finished = time.perf_counter()
 
     embedder = settings_embedder(settings)
-    store = ChunkStore(settings.lancedb_dir)
+    store = ChunkStore(settings.paths.lancedb_dir)
     ingested = [o for o in outcome_list if o.status != "failed"]
     report = RunReport(
         collection=discovery.collection,
@@ -189,7 +189,7 @@ def run_command(
             "total_s": round(time.perf_counter() - started, 3),
         },
     )
-    out_dir = settings.outputs_dir(discovery.collection)
+    out_dir = settings.paths.outputs_dir(discovery.collection)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / "report.json", report.model_dump_json(indent=2))
     print(
@@ -239,9 +239,9 @@ def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str,
     (a home without a catalog holds none)."""
     from litpipe.catalog import Catalog
 
-    if not settings.catalog_path.exists():
+    if not settings.paths.catalog_path.exists():
         return {}
-    held = Catalog(settings.catalog_path).collections_of([s.paper_id for s in discovery.sources])
+    held = Catalog(settings.paths.catalog_path).collections_of([s.paper_id for s in discovery.sources])
     others = {
         paper_id: [name for name in collections if name != discovery.collection]
         for paper_id, collections in held.items()
@@ -258,7 +258,7 @@ def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, Regist
 
     if not paper_ids:
         return {}
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     artifacts = artifact_store(settings)
     return {
         paper_id: RegisteredPaper(

@@ -19,7 +19,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
 
     for line in routes_described(settings):
         print(line)
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     instance = open_instance(settings)
     defs = build_definitions(settings)
     keys = paper_asset_keys(defs)

@@ -21,6 +21,7 @@ from litpipe.defs.assets.related_work import build_related_work_assets
 from litpipe.defs.assets.relationship_analysis import build_relationship_analysis_assets
 from litpipe.defs.assets.synthesis import build_synthesis_assets
 from litpipe.defs.assets.vector_maintenance import build_vector_maintenance_assets
+from litpipe.defs.automation import automation_sensor, with_automation
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import (
     collection_pipeline,
@@ -39,7 +40,7 @@ from litpipe.defs.resources import (
     LLMResource,
     RetrievalResource,
 )
-from litpipe.defs.schedules import nightly_digest_schedule, vector_maintenance_schedule
+from litpipe.defs.schedules import vector_maintenance_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
@@ -62,23 +63,27 @@ def build_definitions(
         or dg.multiprocess_executor.configured(
             {"max_concurrent": settings.operations.max_concurrent_steps}
         ),
-        assets=[
-            *build_ingest_assets(settings),
-            *build_chunk_embeddings_assets(settings),
-            *build_paper_abstract_assets(settings),
-            *build_paper_questions_assets(settings),
-            *build_question_evidence_assets(settings),
-            *build_paper_answers_assets(settings),
-            *build_corpus_index_assets(settings),
-            *build_cross_paper_questions_assets(settings),
-            *build_relationship_analysis_assets(settings),
-            *build_synthesis_assets(settings),
-            *build_related_work_assets(settings),
-            *build_query_summary_assets(settings),
-            *build_nightly_digest_assets(settings),
-            *build_evaluation_assets(settings),
-            *build_vector_maintenance_assets(settings),
-        ],
+        # Each per-paper and per-collection stage and the digest with its automation condition.
+        assets=dg.map_asset_specs(
+            with_automation,
+            [
+                *build_ingest_assets(settings),
+                *build_chunk_embeddings_assets(settings),
+                *build_paper_abstract_assets(settings),
+                *build_paper_questions_assets(settings),
+                *build_question_evidence_assets(settings),
+                *build_paper_answers_assets(settings),
+                *build_corpus_index_assets(settings),
+                *build_cross_paper_questions_assets(settings),
+                *build_relationship_analysis_assets(settings),
+                *build_synthesis_assets(settings),
+                *build_related_work_assets(settings),
+                *build_query_summary_assets(settings),
+                *build_nightly_digest_assets(settings),
+                *build_evaluation_assets(settings),
+                *build_vector_maintenance_assets(settings),
+            ],
+        ),
         jobs=[
             paper_pipeline,
             collection_pipeline,
@@ -88,24 +93,25 @@ def build_definitions(
             evaluation_job,
             vector_maintenance_job,
         ],
-        schedules=[nightly_digest_schedule, vector_maintenance_schedule],
+        schedules=[vector_maintenance_schedule],
         sensors=[
+            automation_sensor(),
             build_new_papers_sensor(settings),
             # Only where a Zotero library is named (zotero.data_dir).
             *([build_zotero_sync_sensor(settings)] if settings.zotero.data_dir else []),
         ],
         resources={
             "io_manager": PydanticJSONIOManager(
-                base_dir=str(settings.artifacts_dir), embedder_id=embedder_version(settings)
+                base_dir=str(settings.paths.artifacts_dir), embedder_id=embedder_version(settings)
             ),
             "artifacts": ArtifactsResource.from_settings(settings),
-            "catalog": CatalogResource(path=str(settings.catalog_path)),
+            "catalog": CatalogResource(path=str(settings.paths.catalog_path)),
             "embedder": EmbedderResource.from_settings(settings),
             "chunker": ChunkingResource(
                 max_tokens=settings.ingest.chunk_tokens,
                 overlap_tokens=settings.ingest.chunk_overlap_tokens,
             ),
-            "lancedb": LanceDBResource(uri=str(settings.lancedb_dir)),
+            "lancedb": LanceDBResource(uri=str(settings.paths.lancedb_dir)),
             "retrieval": RetrievalResource.from_settings(settings),
             "llm": LLMResource.from_settings(settings),
         },

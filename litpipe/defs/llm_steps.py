@@ -206,7 +206,7 @@ class StepRun:
         the calls it stopped; None where it was not, or there is none (nothing is opened)."""
         if self.settings.llm.nightly_budget_usd is None:
             return None
-        where = self.limits_at or self.settings.model_limits_path
+        where = self.limits_at or self.settings.paths.model_limits_path
         return nightly_budget_spent(limits_database(where), day)
 
     def output(

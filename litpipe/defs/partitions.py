@@ -12,7 +12,7 @@ papers = dg.DynamicPartitionsDefinition(name=PAPERS)
 # A folder of PDFs under a corpus root, or one abstract table.
 collections = dg.DynamicPartitionsDefinition(name=COLLECTIONS)
 # One user request each (a paper and a query; an abstracts table and a research idea): the key
-# is a hash of the request, its inputs are stored under `Settings.requests_dir`.
+# is a hash of the request, its inputs are stored under `HomePaths.requests_dir`.
 query_requests = dg.DynamicPartitionsDefinition(name=QUERY_REQUESTS)
 related_work_requests = dg.DynamicPartitionsDefinition(name=RELATED_WORK_REQUESTS)
 # One nightly digest per UTC day, from litpipe's first year on. With no end offset the last

@@ -67,7 +67,7 @@ PER_EMBEDDER_ASSETS = frozenset(
 
 def artifact_store(settings: Settings) -> ArtifactStore:
     """The artifacts of the configured embedder (and those that are the same for all)."""
-    return ArtifactStore(settings.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS)
+    return ArtifactStore(settings.paths.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS)
 
 
 class ArtifactsResource(dg.ConfigurableResource):
@@ -82,9 +82,9 @@ class ArtifactsResource(dg.ConfigurableResource):
     @classmethod
     def from_settings(cls, settings: Settings) -> ArtifactsResource:
         return cls(
-            base_dir=str(settings.artifacts_dir),
+            base_dir=str(settings.paths.artifacts_dir),
             embedder_id=embedder_version(settings),
-            outputs_root=str(settings.outputs_root),
+            outputs_root=str(settings.paths.outputs_root),
         )
 
     def store(self) -> ArtifactStore:
@@ -136,8 +136,8 @@ class EmbedderResource(dg.ConfigurableResource):
             device=settings.ingest.embed_device,
             batch_size=settings.ingest.embed_batch_size,
             backend=settings.ingest.embedder_backend,
-            models_dir=str(settings.models_dir),
-            vectors_dir=str(settings.vectors_dir),
+            models_dir=str(settings.paths.models_dir),
+            vectors_dir=str(settings.paths.vectors_dir),
         )
 
     def embedder(self) -> Embedder:
@@ -191,7 +191,7 @@ class RetrievalResource(dg.ConfigurableResource):
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalResource:
         return cls(
-            index_dir=str(settings.bm25_dir),
+            index_dir=str(settings.paths.bm25_dir),
             scope=settings.retrieval.evidence_scope,
             candidates=settings.retrieval.candidates,
             rerank_candidates=settings.retrieval.rerank_candidates,

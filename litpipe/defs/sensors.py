@@ -127,7 +127,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "
-        f"({', '.join(map(str, settings.watched_roots))}) and requests their ingestion; a new "
+        f"({', '.join(map(str, settings.paths.watched_roots))}) and requests their ingestion; a new "
         "paper's registration is its arrival, which puts it in that day's nightly digest.",
     )
     def new_papers_sensor(
@@ -138,7 +138,7 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         handled: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         pending = [
             (path, collection, fingerprint)
-            for path, collection in corpus_files(settings.watched_roots)
+            for path, collection in corpus_files(settings.paths.watched_roots)
             if handled.get(str(path)) != (fingerprint := file_fingerprint(path))
         ]
         batch = pending[: settings.operations.sensor_batch_size]

@@ -176,7 +176,7 @@ def evaluate_retrieval(
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
         embedder = settings_embedder(settings)
-    store = ChunkStore(settings.lancedb_dir)
+    store = ChunkStore(settings.paths.lancedb_dir)
     collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
     retriever = HybridRetriever(
         store,

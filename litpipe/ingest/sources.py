@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -93,7 +93,7 @@ def unique_papers(sources: Iterator[PaperSource]) -> list[PaperSource]:
     return list(by_id.values())
 
 
-def corpus_files(roots: list[Path]) -> Iterator[tuple[Path, str]]:
+def corpus_files(roots: Sequence[Path]) -> Iterator[tuple[Path, str]]:
     """(file, collection) for every PDF and table under the corpus roots, in a stable order.
 
     A PDF belongs to the collection named after its top folder under the root (or after the root

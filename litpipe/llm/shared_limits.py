@@ -5,7 +5,7 @@ minute per provider (`llm.rate_limits`), and the spend of a day's runs together
 Both are counted in one database, which the caller names (`limits_database`): the Dagster
 instance's PostgreSQL where it is on PostgreSQL (every machine of a deployment shares it; the
 layers that know the instance pass its URL down), else a SQLite file under the home
-(`Settings.model_limits_path`), shared by the processes of one machine through
+(`HomePaths.model_limits_path`), shared by the processes of one machine through
 `BEGIN IMMEDIATE` transactions. SQLite's locking is not safe on NFS: a home shared by several
 machines needs the instance on PostgreSQL. With neither setting, no database is opened.
 

@@ -156,9 +156,9 @@ def backfill(
         raise ValueError(f"the batch size must be at least 1, not {size}")
     defs = build_definitions(settings)
     embedder_id = settings_embedder(settings).embedder_id
-    store = LanceDBResource(uri=str(settings.lancedb_dir)).store()
+    store = LanceDBResource(uri=str(settings.paths.lancedb_dir)).store()
     artifacts = artifact_store(settings)
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     # Registration order is the partitions' order: a batch of neighbours is one range.
     order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(PAPERS))}
     wanted = sorted(set(paper_ids), key=lambda p: order.get(p, len(order)))
@@ -283,7 +283,7 @@ def backfill(
 
 def report_path(settings: Settings, embedder_id: str) -> Path:
     """The report of the latest backfill to an embedder."""
-    return settings.outputs_root / "backfill" / f"{embedder_id}.json"
+    return settings.paths.outputs_root / "backfill" / f"{embedder_id}.json"
 
 
 def report_gate(

@@ -60,12 +60,12 @@ class AskOutcome(BaseModel):
 def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
     """The paper's source when it is registered and ingested (its abstract and chunks stored);
     otherwise a QuerySummaryError saying what to do. Writes nothing."""
-    if not settings.catalog_path.is_file():
+    if not settings.paths.catalog_path.is_file():
         raise QuerySummaryError(
             f"unknown paper {paper_id!r}: no paper is registered under {settings.home}; run "
             "`litpipe run SOURCE` first"
         )
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     try:
         source = catalog.source(paper_id)
     except KeyError:
@@ -76,7 +76,7 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
             f"papers: {listed or 'none'})"
         ) from None
     ingested = artifact_store(settings).exists(["paper_abstract"], paper_id) and (
-        ChunkStore(settings.lancedb_dir).paper_chunk_ids(
+        ChunkStore(settings.paths.lancedb_dir).paper_chunk_ids(
             settings_embedder(settings).embedder_id, paper_id
         )
     )
@@ -115,7 +115,7 @@ def summarize_request(
     """The request's summary: stored, partitioned and materialized when not fresh. The paper
     must be `ready_paper`."""
     defs = defs or build_definitions(settings)
-    collection = Catalog(settings.catalog_path).home_collection(request.paper_id)
+    collection = Catalog(settings.paths.catalog_path).home_collection(request.paper_id)
     outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
     artifacts = artifact_store(settings)
     submission = submit_request(
@@ -148,7 +148,7 @@ def summarize_request(
     if artifacts.exists([ASSET], request.key) and outcome.status not in {"failed", "interrupted"}:
         summary = artifacts.read([ASSET], request.key, QuerySummary)
         outcome.result = summary
-        outcome.markdown = str(markdown_path(settings.outputs_dir(collection), request.key))
+        outcome.markdown = str(markdown_path(settings.paths.outputs_dir(collection), request.key))
     outcome.check = next(
         (
             check

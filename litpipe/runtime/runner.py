@@ -170,7 +170,7 @@ def register(
     their partitions to the instance; a new paper arrives `now` (default: the clock), which puts
     it in that day's nightly digest. A paper of other collections stays in them too, or with
     `move` leaves them."""
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     registrations = {
         source.paper_id: catalog.register(source, discovery.collection, now, move)
         for source in discovery.sources
@@ -225,7 +225,7 @@ def run_papers(
     fallbacks_before = latest_storage_id(instance)
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
-    catalog = Catalog(settings.catalog_path)
+    catalog = Catalog(settings.paths.catalog_path)
     # Every collection of a paper reads what is built of it: each is brought up to date (one
     # whose papers did not change is found fresh, and left as it is).
     papers_of: dict[str, list[str]] = {}

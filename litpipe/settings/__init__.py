@@ -9,8 +9,8 @@ flat names they had before (`llm_model`, `LITPIPE_LLM_MODEL`) still work, with a
 `DeprecationWarning` naming the new one.
 
 One module per group of settings (`ingest`, `llm`, `retrieval`, `synthesis`, `grading`,
-`related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings`, the order of
-its sources, the paths under its home), `routes` (what an agent's calls resolve to), `sources`
+`related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings` and the order of
+its sources), `paths` (`HomePaths`: the paths under a home), `routes` (what an agent's calls resolve to), `sources`
 (the environment's flat names, litpipe.toml, the presets), `resolved` (the settings a command
 resolved, in the file it hands the Dagster processes it starts), `flat_names` (the names from
 before the grouping) and `base` (what every group shares). Import the names from here.
@@ -30,6 +30,7 @@ from litpipe.settings.ingest import (
 from litpipe.settings.llm import LLMSettings, RateLimit
 from litpipe.settings.model import Settings
 from litpipe.settings.operations import OperationsSettings
+from litpipe.settings.paths import HomePaths
 from litpipe.settings.query_summary import QuerySummarySettings
 from litpipe.settings.related_work import RelatedWorkSettings
 from litpipe.settings.resolved import (
@@ -76,6 +77,7 @@ __all__ = [
     "EmbedderBackend",
     "FlatSettingWarning",
     "GradingSettings",
+    "HomePaths",
     "IngestSettings",
     "LLMSettings",
     "OperationsSettings",

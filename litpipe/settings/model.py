@@ -1,5 +1,5 @@
 """`Settings`: litpipe's one settings model, its groups, the order of its sources, and the
-paths under its home."""
+paths under its home (`paths`)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from litpipe.files import checked_key
 from litpipe.settings.grading import GradingSettings
 from litpipe.settings.ingest import IngestSettings
 from litpipe.settings.llm import LLMSettings
 from litpipe.settings.operations import OperationsSettings
+from litpipe.settings.paths import HomePaths
 from litpipe.settings.query_summary import QuerySummarySettings
 from litpipe.settings.related_work import RelatedWorkSettings
 from litpipe.settings.retrieval import RetrievalSettings
@@ -32,7 +32,6 @@ from litpipe.settings.sources import (
     _HomeSettings,
     _Preset,
     config_file,
-    home_settings_path,
     preset_names,
 )
 from litpipe.settings.synthesis import SynthesisSettings
@@ -124,62 +123,13 @@ class Settings(BaseSettings):
         return self.llm.route(agent, reply_tokens)
 
     @property
-    def cache_dir(self) -> Path:
-        return self.home / "cache"
-
-    @property
-    def vectors_dir(self) -> Path:
-        """The embedders' vectors of texts already encoded (`litpipe.retrieval.vector_cache`)."""
-        return self.cache_dir / "vectors"
-
-    @property
-    def models_dir(self) -> Path:
-        """Models an embedder backend builds from the embedder (an ONNX export, a distilled
-        static model), built once."""
-        return self.home / "models"
-
-    @property
-    def watched_roots(self) -> list[Path]:
-        return self.corpus_roots if self.corpus_roots is not None else [self.home / "inbox"]
-
-    @property
-    def lancedb_dir(self) -> Path | str:
-        """The chunk tables' folder, or their object-store URI (kept a string: a Path would
-        fold `s3://` into `s3:/`)."""
-        return self.operations.lancedb_uri or self.home / "lancedb"
-
-    @property
-    def bm25_dir(self) -> Path:
-        return self.home / "bm25"
-
-    @property
-    def artifacts_dir(self) -> Path:
-        return self.home / "artifacts"
-
-    @property
-    def model_limits_path(self) -> Path:
-        """Where `llm.rate_limits` and `llm.nightly_budget_usd` are counted when the instance
-        is not on PostgreSQL (SQLite: the processes of one machine)."""
-        return self.home / "model_limits.sqlite"
-
-    @property
-    def catalog_path(self) -> Path:
-        return self.home / "catalog.sqlite"
-
-    @property
-    def requests_dir(self) -> Path:
-        """A request's inputs (`requests/<asset>/<key>.json`): what a request-partitioned
-        asset reads of the partition it materializes."""
-        return self.home / "requests"
-
-    @property
-    def home_settings_path(self) -> Path:
-        """The settings litpipe recorded for this home (`sources.home_settings_path`)."""
-        return home_settings_path(self.home)
-
-    @property
-    def outputs_root(self) -> Path:
-        return self.home / "outputs"
-
-    def outputs_dir(self, collection: str) -> Path:
-        return self.outputs_root / checked_key(collection, "collection")
+    def paths(self) -> HomePaths:
+        """Where this home keeps each kind of state."""
+        return HomePaths(
+            home=self.home,
+            dagster_home=self.dagster_home,
+            lancedb_dir=self.operations.lancedb_uri or self.home / "lancedb",
+            watched_roots=tuple(
+                self.corpus_roots if self.corpus_roots is not None else [self.home / "inbox"]
+            ),
+        )

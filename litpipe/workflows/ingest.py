@@ -22,7 +22,7 @@ def settings_embedder(settings: Settings) -> Embedder:
         device=settings.ingest.embed_device,
         batch_size=settings.ingest.embed_batch_size,
         backend=settings.ingest.embedder_backend,
-        models_dir=settings.models_dir,
+        models_dir=settings.paths.models_dir,
     )
 
 

@@ -117,7 +117,7 @@ def run(
     )
     asker = Asker(settings.llm, client)
     embedder = settings_embedder(settings)
-    store = ChunkStore(settings.lancedb_dir)
+    store = ChunkStore(settings.paths.lancedb_dir)
 
     documents: dict[str, PaperDocument] = {}
     left_out: list[LeftOutPaper] = []
@@ -140,12 +140,12 @@ def run(
 
     def retriever(paper_id: str | None = None) -> HybridRetriever:
         """Over one paper (its BM25 index in memory), or over the collection (its index saved
-        under `settings.bm25_dir`, as `corpus_index` saves it)."""
+        under `settings.paths.bm25_dir`, as `corpus_index` saves it)."""
         return HybridRetriever(
             store,
             embedder,
             collection,
-            None if paper_id else settings.bm25_dir,
+            None if paper_id else settings.paths.bm25_dir,
             rrf_k=settings.retrieval.rrf_k,
             mmr_lambda=settings.retrieval.mmr_lambda,
             papers=[paper_id] if paper_id else list(chunks),

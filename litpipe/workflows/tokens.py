@@ -49,7 +49,7 @@ def token_counter(settings: Settings, agent: str) -> Callable[[str], int]:
         return window.token_counter(route.model, served)
     tokenizer = None if route.offline else _model_tokenizer(route.model)
     if tokenizer is None:
-        return _embedder_counter(settings.ingest.embedder, settings.models_dir)
+        return _embedder_counter(settings.ingest.embedder, settings.paths.models_dir)
     from litellm.utils import encode
 
     return lambda text: len(encode(model=route.model, text=text, custom_tokenizer=tokenizer))

@@ -44,7 +44,7 @@ class EvaluationConfig(dg.Config):
 
 
 def output_folder(settings: Settings, out: str | Path | None) -> Path:
-    return Path(out) if out else settings.outputs_root / "eval"
+    return Path(out) if out else settings.paths.outputs_root / "eval"
 
 
 def write_evaluation(

@@ -82,7 +82,7 @@ PAPER_VERSIONS = "paper_versions"
 
 def request_store(settings: Settings) -> ArtifactStore:
     """Where requests are stored: `requests/query_summary/<key>.json`."""
-    return ArtifactStore(settings.requests_dir)
+    return ArtifactStore(settings.paths.requests_dir)
 
 
 def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:

@@ -70,7 +70,7 @@ BAD_INPUT = "litpipe/bad_input"
 
 
 class StoredRelatedWorkRequest(BaseModel):
-    """A `related_work` partition's inputs, as stored under `Settings.requests_dir`."""
+    """A `related_work` partition's inputs, as stored under `HomePaths.requests_dir`."""
 
     key: str = Field(description="The partition key: `rw-` and a hash of everything below.")
     request: RelatedWorkRequest
@@ -98,7 +98,7 @@ def new_request(request: RelatedWorkRequest, table_path: Path) -> StoredRelatedW
 
 
 def request_store(settings: Settings) -> ArtifactStore:
-    return ArtifactStore(settings.requests_dir)
+    return ArtifactStore(settings.paths.requests_dir)
 
 
 def outputs_folder(outputs_root: Path, key: str) -> Path:

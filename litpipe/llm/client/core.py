@@ -54,11 +54,11 @@ class LLMClient(ModelCalls):
         self, settings: Settings, usage: UsageLedger, limits_at: str | Path | None = None
     ) -> None:
         """`limits_at`: where `llm.rate_limits` and `llm.nightly_budget_usd` are counted (the
-        instance's PostgreSQL URL; default `settings.model_limits_path`, SQLite). Without either
+        instance's PostgreSQL URL; default `settings.paths.model_limits_path`, SQLite). Without either
         setting, nothing is."""
         self.settings = settings
         self.usage = usage
-        self.cache = LLMCache(settings.cache_dir) if settings.llm.cache else None
+        self.cache = LLMCache(settings.paths.cache_dir) if settings.llm.cache else None
         self._slots = asyncio.Semaphore(settings.llm.concurrency)
         self._shared = shared_limits(settings, limits_at)
         self._budget = _Budget(
@@ -298,7 +298,7 @@ def shared_limits(settings: Settings, limits_at: str | Path | None) -> SharedLim
     if not llm.rate_limits and llm.nightly_budget_usd is None:
         return None
     return SharedLimits(
-        limits_database(limits_at if limits_at is not None else settings.model_limits_path),
+        limits_database(limits_at if limits_at is not None else settings.paths.model_limits_path),
         dict(llm.rate_limits),
         llm.nightly_budget_usd,
         llm.nightly_budget_day_start,
