@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -106,6 +107,16 @@ VECTOR_UNINDEXED_SHARE = 0.1
 # its own rows by chunk_id, the key its merge joins on.)
 SCALAR_INDEXES = ("paper_id", "chunk_id", "content_sha256")
 _T = TypeVar("_T")
+
+
+class TableLock(Enum):
+    """A table's locks in a locked store, each the ending of its lock file's name."""
+
+    # Held by each write: one commit at a time, and a batch's ids checked under it.
+    WRITE = ".lock"
+    # Held while the vector index is built: one process builds it, and one that waited
+    # re-checks the policy, finding it built.
+    INDEX = ".index.lock"
 
 
 class TextEncoder(Protocol):
@@ -250,7 +261,7 @@ class ChunkStore:
                     raise
 
         try:
-            with self._writing(table.name):
+            with self._locked(table.name, TableLock.WRITE):
                 _with_commit_retries(declare, "declaring the primary key")
         except (OSError, RuntimeError, ValueError) as error:
             # Writes stay safe without it: locked, or followed by the check of their ids.
@@ -271,7 +282,7 @@ class ChunkStore:
             if "collection" in table.schema.names:
                 table.drop_columns(["collection"])
 
-        with self._writing(table.name):
+        with self._locked(table.name, TableLock.WRITE):
             _with_commit_retries(drop, "dropping the collection column")
         log.info("%s: collection column dropped (membership is the catalog's)", table.name)
 
@@ -289,7 +300,7 @@ class ChunkStore:
         # Looked for without the lock, which is taken only to delete.
         if not self._duplicate_row_ids(table, chunk_ids):
             return 0
-        with self._writing(table.name):
+        with self._locked(table.name, TableLock.WRITE):
             duplicates = self._duplicate_row_ids(table, chunk_ids)
             if duplicates:
                 _with_commit_retries(
@@ -327,8 +338,8 @@ class ChunkStore:
         return _duplicates_of(rows)
 
     @contextmanager
-    def _writing(self, name: str) -> Iterator[None]:
-        """Hold the table's write lock: an exclusive `flock` on a file beside the table, which
+    def _locked(self, name: str, lock: TableLock) -> Iterator[None]:
+        """Hold one of the table's locks: an exclusive `flock` on a file beside the table, which
         the system releases when its process dies. Not re-entrant (a second lock file
         description of the same process would wait for the first): take it once per write."""
         if not self.lock_writes:
@@ -336,18 +347,7 @@ class ChunkStore:
             yield
             return
         assert isinstance(self.db_dir, Path)
-        with exclusive_lock(self.db_dir / f"{name}.lock"):
-            yield
-
-    @contextmanager
-    def _indexing(self, name: str) -> Iterator[None]:
-        """Hold the table's index lock (in a locked store): one process builds the vector
-        index at a time, and one that waited re-checks the policy, finding it built."""
-        if not self.lock_writes:
-            yield
-            return
-        assert isinstance(self.db_dir, Path)
-        with exclusive_lock(self.db_dir / f"{name}.index.lock"):
+        with exclusive_lock(self.db_dir / f"{name}{lock.value}"):
             yield
 
     def embed_paper(self, chunks: PaperChunks, embedder: TextEncoder) -> EmbeddingResult:
@@ -387,7 +387,7 @@ class ChunkStore:
             results.extend(outcome[0])
             table = outcome[1] or table
         if table is not None and self.vector_index_min_rows is not None and self.lock_writes:
-            with self._indexing(table.name):
+            with self._locked(table.name, TableLock.INDEX):
                 _refresh_vector_index(table, self.vector_index_min_rows)
         return results
 
@@ -403,7 +403,7 @@ class ChunkStore:
         table = self.open_table(embedder_id)
         if table is None:
             return False
-        with self._indexing(table.name):
+        with self._locked(table.name, TableLock.INDEX):
             return _with_commit_retries(
                 lambda: _vector_index_step(table, min_rows), "building the vector index"
             )
@@ -437,7 +437,7 @@ class ChunkStore:
             partial(table.optimize, cleanup_older_than=cleanup_older_than),
             "optimizing the table",
         )
-        with self._indexing(name):
+        with self._locked(name, TableLock.INDEX):
             built = _with_commit_retries(
                 lambda: _vector_index_step(table, vector_index_min_rows),
                 "building the vector index",
@@ -559,7 +559,7 @@ class ChunkStore:
         rows = _rows(papers, embedder.embedder_id, vectors_by_hash)
         # What is stored is read and rewritten under the table's lock (encoding stays outside
         # it): another writer's rows for these chunks are then seen, and updated, not doubled.
-        with self._writing(name):
+        with self._locked(name, TableLock.WRITE):
             if table is None:  # created by this writer, or by another while it encoded
                 # The schema declares the primary key: a table is never without it.
                 table = self._db.create_table(name, schema=rows.schema, exist_ok=True)
