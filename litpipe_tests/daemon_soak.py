@@ -79,6 +79,8 @@ class Soak:
     executor: str
     seconds: float = 0.0  # from the daemon's start (the table waiting) to the last run's end
     runs: list[dg.DagsterRun] = field(default_factory=list)  # the paper runs, retries included
+    # The runs of the collection's stages the daemon's automation launched.
+    collection_runs: list[dg.DagsterRun] = field(default_factory=list)
     backfills: int = 0
     killed_run: str | None = None
     killed_steps_done: int = 0  # steps the killed run had finished when it was killed
@@ -128,6 +130,7 @@ class Soak:
             "executor": self.executor,
             "backfills": self.backfills,
             "runs": len(self.runs),
+            "collection_runs": [run.status.value for run in self.collection_runs],
             "run_statuses": dict(statuses),
             "seconds": round(self.seconds, 1),
             "papers_per_minute": self.papers_per_minute,
@@ -445,8 +448,17 @@ def _collection(soak: Soak, settings: Settings, instance: dg.DagsterInstance) ->
     soak.uncited = [paper for paper in soak.paper_ids if paper not in cited]
 
 
+def _builds_papers(run: dg.DagsterRun) -> bool:
+    """Whether the run builds per-paper stages (the automation's runs are all of one asset
+    job, `__ASSET_JOB`: their asset selection says which)."""
+    return any(key.to_user_string() in PAPER_ASSETS for key in run.asset_selection or ())
+
+
 def _read_back(soak: Soak, instance: dg.DagsterInstance, settings: Settings) -> None:
-    soak.runs = [run for run in instance.get_runs() if run.job_name != "collection_pipeline"]
+    soak.runs = [run for run in instance.get_runs() if _builds_papers(run)]
+    soak.collection_runs = [
+        run for run in instance.get_runs() if run.asset_selection and not _builds_papers(run)
+    ]
     soak.backfills = len(instance.get_backfills())
     soak.retries_of_killed = [
         run for run in soak.runs if run.tags.get("dagster/parent_run_id") == soak.killed_run

@@ -1,5 +1,6 @@
 """The new-paper sensor registers new files only, in bounded batches, remembering its place, and
-asks for one backfill of a tick's papers (run by Dagster in batches), not one run per paper."""
+adds their partitions: Dagster's automation then requests every stage of a tick's new papers
+at once (which the daemon runs as one backfill, in batches), not one run per paper."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
-from litpipe_tests.daemon_soak import PAPER_ASSETS
+from litpipe_tests.daemon_ticks import Daemon
 
 PDFS = PDFS_BY_SIZE
-# Every per-paper stage, source to answers: what a tick's backfill builds of its papers.
-PAPER_STAGES = set(PAPER_ASSETS)
 
 
 @pytest.fixture
@@ -46,21 +45,9 @@ def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -
     return sensor(context)
 
 
-def requested(result: dg.SensorResult) -> list[str]:
-    """The papers a tick asks to build: those of its one backfill of every per-paper stage."""
-    if not result.run_requests:
-        return []
-    (request,) = result.run_requests
-    subset = request.asset_graph_subset
-    assert subset is not None, "a backfill, not a run"
-    papers = {
-        key.to_user_string(): set(s.get_partition_keys())
-        for key, s in subset.partitions_subsets_by_asset_key.items()
-    }
-    assert set(papers) == PAPER_STAGES
-    (keys,) = {frozenset(keys) for keys in papers.values()}
-    assert request.tags["dagster/retry_on_asset_or_op_failure"] == "false"
-    return sorted(keys)
+def requested(settings: Settings, daemon: Daemon, result: dg.SensorResult) -> list[str]:
+    """The papers built after a tick: every stage of each (`Daemon.papers_built`)."""
+    return daemon.papers_built(build_definitions(settings), result)
 
 
 def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
@@ -75,21 +62,24 @@ def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
 def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
 
     first = tick(settings, instance, None)
     new_papers = added_partitions(first, "papers")
     assert sorted(new_papers) == sorted([pdf_paper_id(PDFS[0]), "abstracts.A1", "abstracts.A2"])
     assert sorted(added_partitions(first, "collections")) == ["abstracts", "bio"]
-    assert requested(first) == sorted(new_papers)
+    assert first.run_requests == []  # the automation's to build, not the sensor's
+    assert requested(settings, daemon, first) == sorted(new_papers)
     assert len(Catalog(settings.paths.catalog_path).papers("bio")) == 1
 
     quiet = tick(settings, instance, first.cursor)
     assert quiet.run_requests == []
     assert added_partitions(quiet, "papers") == []
+    assert requested(settings, daemon, quiet) == []
 
     shutil.copy(PDFS[1], inbox / "bio")
     third = tick(settings, instance, quiet.cursor)
-    (added,) = requested(third)
+    (added,) = requested(settings, daemon, third)
     assert added_partitions(third, "papers") == [added]
     assert added not in new_papers
 
@@ -101,11 +91,12 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
         home=tmp_path / "home", corpus_roots=[inbox], operations={"sensor_batch_size": 2}
     )
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     cursor = None
     per_tick: list[list[str]] = []
     for _ in range(3):
         result = tick(settings, instance, cursor)
-        per_tick.append(requested(result))
+        per_tick.append(requested(settings, daemon, result))
         cursor = result.cursor
     # Files in path order, two a tick: the table (two rows) and one PDF, then two PDFs, then none.
     assert [len(keys) for keys in per_tick] == [3, 2, 0]
@@ -115,21 +106,45 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
 def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, inbox: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
-    # The tick registers its papers, then fails before Dagster stores its runs and cursor.
+    daemon = Daemon(instance, build_definitions(settings))
+    # The tick registers its papers, then fails before Dagster stores its partitions, runs and
+    # cursor.
     lost = tick(settings, instance, None)
 
     retried = tick(settings, instance, None)
-    assert requested(retried) == requested(lost)
+    assert added_partitions(retried, "papers") == added_partitions(lost, "papers")
     assert sorted(added_partitions(retried, "collections")) == ["abstracts", "bio"]
+    assert requested(settings, daemon, retried) == sorted(added_partitions(lost, "papers"))
 
-    # A paper whose content was built is not requested again.
-    pdf_id = pdf_paper_id(PDFS[0])
-    instance.add_dynamic_partitions("papers", [pdf_id])
+
+def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_again(
+    tmp_path: Path, inbox: Path
+) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
+    first = tick(settings, instance, None)
+    requested(settings, daemon, first)
     build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
-        partition_key=pdf_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
+        partition_key="abstracts.A1",
+        asset_selection=[dg.AssetKey("paper_source")],
+        instance=instance,
     )
-    after_build = tick(settings, instance, None)
-    assert requested(after_build) == ["abstracts.A1", "abstracts.A2"]
+
+    # The same content found again (a cursor lost): nothing is requested again.
+    assert requested(settings, daemon, tick(settings, instance, None)) == []
+
+    # A1's abstract edited: its source is built again (the automation builds what reads it).
+    (inbox / "abstracts.csv").write_text(
+        "id,title,abstract\nA1,First,A revised abstract about yeast.\n"
+        "A2,Second,Another about flies.\n",
+        encoding="utf-8",
+    )
+    changed = tick(settings, instance, first.cursor)
+    assert requested(settings, daemon, changed) == ["abstracts.A1"]
+    (run,) = changed.run_requests
+    # Its run key names the content: the tick evaluated again asks for the same run.
+    assert run.run_key == tick(settings, instance, first.cursor).run_requests[0].run_key
 
 
 def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
@@ -137,9 +152,10 @@ def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     first = tick(settings, instance, None)
+    requested(settings, daemon, first)
     paper_id = pdf_paper_id(PDFS[0])
-    instance.add_dynamic_partitions("papers", [paper_id])
     build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
         partition_key=paper_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
     )
@@ -149,6 +165,7 @@ def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
     second = tick(settings, instance, first.cursor)
     # The same content, built already: no paper run; the collection's partition is added.
     assert second.run_requests == []
+    assert requested(settings, daemon, second) == []
     assert added_partitions(second, "collections") == ["reading"]
     catalog = Catalog(settings.paths.catalog_path)
     assert catalog.papers("reading") == [paper_id]

@@ -1,4 +1,5 @@
-"""The new-paper sensor: files dropped under a corpus root become partitions and runs."""
+"""The new-paper sensor: files dropped under a corpus root become papers' and collections'
+partitions, which Dagster's automation then builds (`litpipe.defs.automation`)."""
 
 import json
 from collections.abc import Iterable
@@ -6,16 +7,11 @@ from pathlib import Path
 
 import dagster as dg
 
-# Private to Dagster (1.13.27): `RunRequest.for_asset_graph_subset`, the way a sensor asks for a
-# backfill, takes an asset-graph subset, which no public API builds or exports.
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
-
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.jobs import RUN_TAGS, paper_pipeline
-from litpipe.defs.partitions import collections, papers
+from litpipe.defs.partitions import PAPERS, collections, papers
 from litpipe.defs.resources import CatalogResource
-from litpipe.defs.staleness import built_contents
+from litpipe.defs.staleness import PAPER_SOURCE, built_contents
 from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
 from litpipe.settings import Settings
@@ -26,23 +22,32 @@ def file_fingerprint(path: Path) -> str:
     return f"{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def unbuilt(
+def rebuilt_sources(
     instance: dg.DagsterInstance, registered: list[tuple[PaperSource, Registration]]
 ) -> list[PaperSource]:
-    """The papers a tick requests: the new and changed ones, and the unchanged ones (joined
-    to one more collection, or not) whose content `paper_source` never built.
+    """The registered papers whose `paper_source` must be built again, which no partition or
+    upstream stage of Dagster's tells its automation: a paper already among the partitions
+    whose source changed (its file, or what a reference manager says of it), or whose
+    `paper_source` was built from other content than the catalog holds now. A new paper is its
+    automation's (a partition never built), and so is an unchanged one.
 
     The catalog is written during the tick, but Dagster stores the tick's run requests and
-    cursor only after it returns: a tick that fails in between leaves papers registered and
-    never requested, which its retry finds unchanged.
+    cursor only after it returns: a tick that fails in between leaves a changed paper
+    registered and not requested, which its retry finds unchanged, and built from the old
+    content.
     """
-    latest = {source.paper_id: (source, registration) for source, registration in registered}
-    unchanged = [paper_id for paper_id, (_, how) in latest.items() if how in _SAME_CONTENT]
-    built = built_contents(instance, unchanged) if unchanged else {}
+    known = set(instance.get_dynamic_partitions(PAPERS))
+    latest = {
+        source.paper_id: (source, registration)
+        for source, registration in registered
+        if source.paper_id in known
+    }
+    built = built_contents(instance, list(latest))
     return [
         source
         for paper_id, (source, registration) in latest.items()
-        if registration not in _SAME_CONTENT or built.get(paper_id) != source.content_sha256[:16]
+        if registration is Registration.CHANGED
+        or built.get(paper_id) not in (None, source.content_sha256[:16])
     ]
 
 
@@ -65,59 +70,34 @@ def register_sources(
     return registered
 
 
-# The tag naming the sensor on the backfills it requests (Dagster tags a sensor's runs, not them).
-REQUESTED_BY_TAG = "litpipe/requested_by"
-
-
 def registered_result(
     context: dg.SensorEvaluationContext,
     registered: list[tuple[PaperSource, Registration]],
     registered_collections: set[str],
     cursor: str,
-    sensor: str,
 ) -> dg.SensorResult:
-    """A tick's result: one backfill of `paper_pipeline`'s assets over every paper `unbuilt`
-    finds among those it registered (`paper_backfill`), their partitions and those of the
-    collections it registered papers into added."""
-    to_build = sorted({source.paper_id for source in unbuilt(context.instance, registered)})
+    """A tick's result: the partitions of the papers it registered and of their collections
+    added (Dagster's automation builds the new ones: `litpipe.defs.automation`), and a run of
+    `paper_source` for each paper whose content changed (`rebuilt_sources`); its automation
+    then builds what reads it.
+
+    The run key names the paper's content: a tick evaluated again after its result was
+    stored asks for nothing twice."""
     return dg.SensorResult(
-        run_requests=[paper_backfill(context, to_build, sensor)] if to_build else [],
+        run_requests=[
+            dg.RunRequest(
+                run_key=f"{source.paper_id}@{source.content_sha256[:16]}",
+                partition_key=source.paper_id,
+                asset_selection=[PAPER_SOURCE],
+                tags=RUN_TAGS,
+            )
+            for source in rebuilt_sources(context.instance, registered)
+        ],
         dynamic_partitions_requests=[
-            papers.build_add_request(to_build),
+            papers.build_add_request(sorted({source.paper_id for source, _ in registered})),
             collections.build_add_request(sorted(registered_collections)),
         ],
         cursor=cursor,
-    )
-
-
-def paper_backfill(
-    context: dg.SensorEvaluationContext, paper_ids: list[str], sensor: str
-) -> dg.RunRequest:
-    """A backfill of every per-paper stage (`paper_pipeline`'s assets) over `paper_ids`, tagged
-    with the `sensor` that requests it.
-
-    Dagster's backfill daemon runs it as the assets' `BackfillPolicy` says: runs of up to
-    `operations.batch_size` neighbouring partitions, each building a stage once for all of
-    them (`paper_batches`), as `litpipe run` and a backfill from the UI do; not one run per
-    paper, each importing the graph, loading the embedder and committing to LanceDB. It waits
-    for a run that run retries will launch again (a killed worker), and the run queue bounds
-    how many of its runs go at once.
-
-    `RunRequest.for_asset_graph_subset` is how a sensor asks Dagster 1.13 for a backfill (its
-    declarative automation asks the same way); a backfill has no run key, so a tick evaluated
-    again after its result was stored would ask again: Dagster stores a tick's requests with
-    its cursor, and `unbuilt` leaves out what was built."""
-    if context.repository_def is None:
-        raise TypeError("the sensor is evaluated without its definitions")
-    graph = context.repository_def.asset_graph
-    wanted = {
-        AssetKeyPartitionKey(key, paper_id)
-        for key in paper_pipeline.selection.resolve(graph)
-        for paper_id in paper_ids
-    }
-    return dg.RunRequest.for_asset_graph_subset(
-        AssetGraphSubset.from_asset_partition_set(wanted, graph),
-        tags={**RUN_TAGS, REQUESTED_BY_TAG: sensor},
     )
 
 
@@ -127,8 +107,9 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "
-        f"({', '.join(map(str, settings.paths.watched_roots))}) and requests their ingestion; a new "
-        "paper's registration is its arrival, which puts it in that day's nightly digest.",
+        f"({', '.join(map(str, settings.paths.watched_roots))}) as papers and collections, which "
+        "the automation condition sensor then builds; a new paper's registration is its "
+        "arrival, which puts it in that day's nightly digest.",
     )
     def new_papers_sensor(
         context: dg.SensorEvaluationContext, catalog: CatalogResource
@@ -155,8 +136,6 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         handled.update((str(path), fingerprint) for path, _, fingerprint in batch)
         if len(pending) > len(batch):
             context.log.info(f"{len(pending) - len(batch)} more files wait for the next tick")
-        return registered_result(
-            context, registered, batch_collections, json.dumps(handled), "new_papers_sensor"
-        )
+        return registered_result(context, registered, batch_collections, json.dumps(handled))
 
     return new_papers_sensor

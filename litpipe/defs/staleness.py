@@ -14,14 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import dagster as dg
-
-if TYPE_CHECKING:
-    # Private to Dagster (1.13.27), named for types only: `Definitions.resolve_asset_graph()`
-    # returns it, and Dagster exports no public type for it.
-    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 # The root of a paper's assets: its data version, the first 16 hex digits of the content's
 # sha256, tells whether a paper's current content was ever built.
@@ -176,10 +171,9 @@ def build_next_each(
 ) -> dict[str, list[dg.AssetKey]]:
     """`build_next` for each of `partitions`, their states read from the instance at once."""
     states = partition_states(instance, defs, within or keys, partitions, fallbacks_before)
-    graph = defs.resolve_asset_graph()
     return {
         partition: next_to_build(
-            graph,
+            defs,
             keys,
             states,
             partition,
@@ -191,7 +185,7 @@ def build_next_each(
 
 
 def next_to_build(
-    graph: AssetGraph,
+    defs: dg.Definitions,
     keys: list[dg.AssetKey],
     states: dict[dg.AssetKey, dict[str, State]],
     partition: str,
@@ -210,14 +204,17 @@ def next_to_build(
             or key in pending
             or states[key][partition] in (State.CODE_CHANGED, State.MISSING, State.FELL_BACK)
         )
-        waits = [a for a in ancestors(graph, key, keys) if a in stale and a not in todo]
+        waits = [a for a in ancestors(defs, key, keys) if a in stale and a not in todo]
         if must and not waits:
             todo.append(key)
     return todo
 
 
-def ancestors(graph: AssetGraph, key: dg.AssetKey, within: list[dg.AssetKey]) -> set[dg.AssetKey]:
+def ancestors(
+    defs: dg.Definitions, key: dg.AssetKey, within: list[dg.AssetKey]
+) -> set[dg.AssetKey]:
     """`key`'s ancestors among `within`."""
+    graph = defs.resolve_asset_graph()
     found: set[dg.AssetKey] = set()
     frontier = [key]
     while frontier:

@@ -124,9 +124,7 @@ def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
             (name, seen[name]) for name in watched if name not in listings and name in seen
         )
         cursor = {"synced_at": time.time(), "waiting": len(pending) - len(batch), "items": items}
-        return registered_result(
-            context, registered, registered_collections, json.dumps(cursor), "zotero_sync_sensor"
-        )
+        return registered_result(context, registered, registered_collections, json.dumps(cursor))
 
     return zotero_sync_sensor
 

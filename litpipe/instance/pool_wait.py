@@ -24,12 +24,12 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-# Private to Dagster (1.13.27): no public hook chooses an executor's concurrency context (it is
-# a name in each executor's module) or reads the interrupt Dagster captured for its steps.
+# Private to Dagster (checked on dagster 1.13.27). Missing public API: a hook to choose an
+# executor's concurrency context (`InstanceConcurrencyContext`, whose poll interval is never
+# above 0 and whose wait has no bound: it is a name in each executor's module, which `install`
+# replaces). Instance config has pool limits and granularity, not a wait's interval or bound.
 from dagster._core.execution.plan import instance_concurrency_context as dagster_context
-from dagster._core.executor import in_process, multiprocess
-from dagster._core.executor.step_delegating import step_delegating_executor
-from dagster._utils.interrupts import pop_captured_interrupt
+from dagster._core.executor import in_process, multiprocess, step_delegating
 
 from litpipe.instance.run_liveness import HOST_TAG, PID_TAG
 from litpipe.settings import code_location_settings
@@ -99,10 +99,15 @@ class InProcessConcurrencyContext(PatientConcurrencyContext):
     def claim(self, concurrency_key: str, step_key: str, step_priority: int = 0) -> bool:
         if super().claim(concurrency_key, step_key, step_priority):
             return True
-        if pop_captured_interrupt():
+        try:
+            # Raises at once for a signal captured while the step waited (Dagster's public
+            # way to act on one), then gives the handler back.
+            with dg.raise_execution_interrupts():
+                pass
+        except dg.DagsterExecutionInterruptedError as stopped:
             raise dg.DagsterExecutionInterruptedError(
                 f"Stopped while {step_key} waited for a slot of the `{concurrency_key}` pool."
-            )
+            ) from stopped
         return False
 
 
@@ -126,4 +131,6 @@ def install() -> None:
     # class, hence the ignores.
     in_process.InstanceConcurrencyContext = InProcessConcurrencyContext  # type: ignore[misc]
     multiprocess.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]
-    step_delegating_executor.InstanceConcurrencyContext = PatientConcurrencyContext  # type: ignore[misc]
+    step_delegating.step_delegating_executor.InstanceConcurrencyContext = (  # type: ignore[misc]
+        PatientConcurrencyContext
+    )

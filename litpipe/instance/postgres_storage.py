@@ -24,11 +24,10 @@ from typing import Any
 import sqlalchemy as db
 import sqlalchemy.pool as db_pool
 
-# Private to Dagster (1.13.27): a storage subclass overrides the pool-claim method, whose status
-# type and config data Dagster does not export (no public API extends a storage), and writes the
-# pool-limits table, whose schema it does not export either.
+# Private to Dagster (checked on dagster 1.13.27). Missing public API: a way to extend an event
+# log storage: the status a pool claim returns (`claim_concurrency_slot`, overridden here) and
+# the config data a storage is built from (`from_config_value`) are not exported.
 from dagster._core.storage.event_log.base import ConcurrencyClaimStatus
-from dagster._core.storage.event_log.schema import ConcurrencyLimitsTable
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.utils import (
@@ -40,6 +39,14 @@ from sqlalchemy.dialects import postgresql
 
 # Names litpipe's lock among the database's advisory locks (any fixed 64-bit number does).
 POOLS_LOCK_KEY = 0x6C697470_6F6F6C73  # "litpools"
+# The pools' limits, the columns of Dagster's table that the upsert writes (its schema module,
+# `ConcurrencyLimitsTable`, is not exported; the table is the instance database's).
+POOL_LIMITS = db.table(
+    "concurrency_limits",
+    db.column("concurrency_key", db.Text),
+    db.column("limit", db.Integer),
+    db.column("using_default_limit", db.Boolean),
+)
 
 
 class PoolSafePostgresEventLogStorage(PostgresEventLogStorage):
@@ -143,12 +150,12 @@ class PoolSafePostgresEventLogStorage(PostgresEventLogStorage):
             if default_limit is None:
                 # Dagster deletes the pool's row and slots: no INSERT, no bug.
                 return super().initialize_concurrency_limit_to_default(concurrency_key)
-            table = ConcurrencyLimitsTable
+            table = POOL_LIMITS
             upsert = postgresql.insert(table).values(
                 concurrency_key=concurrency_key, limit=default_limit, using_default_limit=True
             )
             upsert = upsert.on_conflict_do_update(
-                index_elements=[table.c.concurrency_key],
+                index_elements=["concurrency_key"],
                 set_={"limit": upsert.excluded["limit"]},
                 where=db.and_(
                     table.c.using_default_limit, table.c.limit != upsert.excluded["limit"]

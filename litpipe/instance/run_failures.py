@@ -7,17 +7,27 @@ refused a write (a full disk, a read-only home) says that, whichever step it hit
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import dagster as dg
 
 from litpipe.files import RefusedWrite, refused_write_in_text
 from litpipe.instance.pool_wait import waiting_failure
 
-if TYPE_CHECKING:
-    # Private to Dagster (1.13.27), named for types only: a stored error, as a step failure
-    # event holds it; Dagster exports no public type for it.
-    from dagster._utils.error import SerializableErrorInfo
+
+class StoredError(Protocol):
+    """A stored error, as a failure event holds it (Dagster's `SerializableErrorInfo`, which it
+    does not export): what is read of it here."""
+
+    @property
+    def cls_name(self) -> str | None: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def cause(self) -> StoredError | None: ...
+    @property
+    def context(self) -> StoredError | None: ...
+
 
 # Dagster fails a step whose blocking check failed with this error, naming only the checks.
 _BLOCKED = "DagsterAssetCheckFailedError"
@@ -73,7 +83,7 @@ def refused_write_in_events(events: Iterable[dg.DagsterEvent]) -> RefusedWrite |
     return None
 
 
-def _chain(error: SerializableErrorInfo | None) -> Iterator[SerializableErrorInfo]:
+def _chain(error: StoredError | None) -> Iterator[StoredError]:
     """A stored error and those it was raised from or while handling."""
     while error is not None:
         yield error

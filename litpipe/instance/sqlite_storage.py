@@ -19,18 +19,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
-from dagster import DagsterInvariantViolationError
+import dagster as dg
 
-# Private to Dagster (1.13.27): an event log storage is a subclass of its SQLite storage, built
-# from its config data; Dagster has no public API to extend a storage (its docs name these
-# classes in dagster.yaml, but export neither them nor their event types).
-from dagster._core.events import ASSET_EVENTS
-from dagster._core.events.log import EventLogEntry
+# Private to Dagster (checked on dagster 1.13.27). Missing public API: a way to extend an event
+# log storage (its docs name `SqliteEventLogStorage` in dagster.yaml, but export neither it nor
+# the config data a storage is built from, which `from_config_value` takes).
 from dagster._core.storage.event_log import SqliteEventLogStorage
-from dagster._core.storage.sqlite_storage import SqliteStorageConfig
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection
+
+# The events Dagster writes to its asset tables too (its `ASSET_EVENTS`, which it does not
+# export): the ones a step's batch is made of.
+ASSET_EVENT_TYPES = frozenset(
+    {
+        dg.DagsterEventType.ASSET_MATERIALIZATION,
+        dg.DagsterEventType.ASSET_OBSERVATION,
+        dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        dg.DagsterEventType.ASSET_FAILED_TO_MATERIALIZE,
+        dg.DagsterEventType.FRESHNESS_STATE_CHANGE,
+    }
+)
 
 # Events Dagster buffers before it hands them to `store_event_batch` (a batch ends sooner with
 # its step's last asset event). SQLite takes this many rows in a transaction easily.
@@ -48,18 +58,19 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
 
     @classmethod
     def from_config_value(  # type: ignore[override]  # narrowed as in SqliteEventLogStorage
-        cls, inst_data: ConfigurableClassData | None, config_value: SqliteStorageConfig
+        cls, inst_data: ConfigurableClassData | None, config_value: dict[str, Any]
     ) -> BatchingSqliteEventLogStorage:
         # The parent's builds a `SqliteEventLogStorage`, not this class.
         return cls(inst_data=inst_data, **config_value)
 
-    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+    def store_event_batch(self, events: Sequence[dg.EventLogEntry]) -> None:
         if not events or not all(
-            event.is_dagster_event and event.dagster_event_type in ASSET_EVENTS for event in events
+            event.is_dagster_event and event.dagster_event_type in ASSET_EVENT_TYPES
+            for event in events
         ):
             super().store_event_batch(events)
             return
-        by_run: dict[str, list[EventLogEntry]] = {}
+        by_run: dict[str, list[dg.EventLogEntry]] = {}
         for event in events:
             by_run.setdefault(event.run_id, []).append(event)
         for run_id, run_events in by_run.items():
@@ -70,14 +81,16 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
             event_ids = [self._insert(conn, event) for event in events]
             self._store_asset_event_tags(conn, events, event_ids)
             # The asset's entry holds its latest event: each asset's last one of the batch.
-            last: dict[str, tuple[EventLogEntry, int]] = {}
+            last: dict[str, tuple[dg.EventLogEntry, int]] = {}
             for event, event_id in zip(events, event_ids, strict=True):
                 last[str(event.get_dagster_event().asset_key)] = (event, event_id)
             for event, event_id in last.values():
                 self._store_asset_event(conn, event, event_id)
 
-    def _insert(self, conn: Connection, event: EventLogEntry) -> int:
+    def _insert(self, conn: Connection, event: dg.EventLogEntry) -> int:
         inserted = conn.execute(self.prepare_insert_event(event)).inserted_primary_key
         if inserted is None or inserted[0] is None:
-            raise DagsterInvariantViolationError("Cannot store asset event tags for null event id.")
+            raise dg.DagsterInvariantViolationError(
+                "Cannot store asset event tags for null event id."
+            )
         return int(inserted[0])

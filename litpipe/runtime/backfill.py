@@ -485,7 +485,7 @@ class _Runs:
         partition changed, one level at a time (`staleness.build_next`). Returns what was
         materialized, and why it failed, if it did; once `stopped` (before or during one of its
         runs), the partition is left not up to date."""
-        read = partitions_read(self.defs.resolve_asset_graph(), self.catalog, partition)
+        read = partitions_read(self.defs, self.catalog, partition)
         built: list[dg.AssetKey] = []
         for _ in keys:
             todo = build_next(

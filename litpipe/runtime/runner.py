@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import dagster as dg
 import sqlalchemy.exc
@@ -52,11 +52,6 @@ from litpipe.schemas import (
     PaperQuestions,
 )
 from litpipe.settings import Settings
-
-if TYPE_CHECKING:
-    # Private to Dagster (1.13.27), named for types only: `Definitions.resolve_asset_graph()`
-    # returns it, and Dagster exports no public type for it.
-    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 
 class PaperOutcome(BaseModel):
@@ -329,10 +324,11 @@ def build_lock(settings: Settings, partitions: str, key: str) -> Path:
 
 
 def partitions_read(
-    graph: AssetGraph, catalog: Catalog, partition: str
+    defs: dg.Definitions, catalog: Catalog, partition: str
 ) -> Callable[[dg.AssetKey], list[str]]:
     """Which partitions of an input from another partitions definition the assets of
     `partition` read: a collection's assets its papers, a paper's assets its collection."""
+    graph = defs.resolve_asset_graph()
 
     def read(parent: dg.AssetKey) -> list[str]:
         kind = graph.get(parent).partitions_def
@@ -378,10 +374,9 @@ def build_batch(
     `staleness.partition_states` takes it (default: when this batch starts)."""
     if fallbacks_before is None:
         fallbacks_before = latest_storage_id(instance)
-    graph = defs.resolve_asset_graph()
     paper_keys = paper_asset_keys(defs)
     batch = list(registrations)
-    reads = {paper_id: partitions_read(graph, catalog, paper_id) for paper_id in batch}
+    reads = {paper_id: partitions_read(defs, catalog, paper_id) for paper_id in batch}
 
     def stale_now(papers: list[str]) -> dict[str, list[dg.AssetKey]]:
         return build_next_each(
@@ -569,7 +564,7 @@ def _build_collection(
     added, or rebuilt with another data version; a run that built the collection after this
     process built its papers leaves nothing to do). All of them when a paper left it (`shrank`):
     its papers are fewer though none of them changed. Returns why they failed, or None."""
-    read = partitions_read(defs.resolve_asset_graph(), catalog, collection)
+    read = partitions_read(defs, catalog, collection)
     left_out = set(keys) if shrank else set()
     for _ in keys:
         todo = build_next(
