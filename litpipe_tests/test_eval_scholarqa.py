@@ -209,13 +209,13 @@ def test_a_bad_line_exits_2_naming_file_and_line_and_writes_nothing(
     dataset = tmp_path / "bad.jsonl"
     good = DATA.read_text(encoding="utf-8").splitlines()[0]
     dataset.write_text(f"{good}\n{line}\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=rf"bad\.jsonl:2: .*{reason}"):
+    with pytest.raises(ValueError, match=rf"bad\.jsonl line 2: .*{reason}"):
         read_examples(dataset)
     out = tmp_path / "out"
     code = main(["eval", "scholarqa", "--dataset", str(dataset), "--out", str(out)])
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith("litpipe eval scholarqa: ") and "bad.jsonl:2" in err
+    assert err.startswith("litpipe eval scholarqa: ") and "bad.jsonl line 2" in err
     assert not out.exists() or not any(out.iterdir())
 
 

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1] / "litpipe"
 # it. Names are litpipe's top-level modules and packages.
 LAYERS: list[tuple[str, ...]] = [
     # Pure helpers, importing nothing of litpipe: text (sentences, citation markers, Markdown
-    # blocks, token estimates), files, hashing.
-    ("text", "files", "hashing", "url_credentials", "stopping"),
+    # blocks, token estimates), files, hashing, a ValidationError in one line (validation).
+    ("text", "files", "hashing", "url_credentials", "stopping", "validation"),
     ("artifacts", "schemas"),
     ("settings", "catalog"),
     # Every setting by its dotted name, for the command line (`--set`, `config`, `init`).

@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 from litpipe.commands.terminal import LOG_FILE
 from litpipe.settings import StructuredOutput, SynthesisSettings, preset_names
+from litpipe.validation import validation_problems
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +102,5 @@ def one_line(error: ValueError) -> str:
     from pydantic import ValidationError
 
     if isinstance(error, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
-        )
+        return validation_problems(error)
     return " ".join(str(error).split())

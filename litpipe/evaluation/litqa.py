@@ -9,13 +9,13 @@ content term of the answer among the summary's terms).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar, overload
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
+from litpipe.evaluation.datasets import json_lines
 from litpipe.extractive.answer_judge import AnswerVerdict
 from litpipe.text import counted
 
@@ -45,27 +45,7 @@ def read_questions(
     wrong."""
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    questions: list[PaperQuestion] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path} line {number}: not a JSON object")
-        try:
-            questions.append(
-                model.model_validate(
-                    {name: record[name] for name in model.model_fields if name in record}
-                )
-            )
-        except ValidationError as error:
-            reason = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
-            )
-            raise ValueError(f"{path} line {number}: {reason}") from None
+    questions = [question for _, question in json_lines(path, model)]
     if not questions:
         raise ValueError(f"{path}: no question in it")
     return questions

@@ -22,7 +22,6 @@ ROUGE-2 and ROUGE-L F-measures (`litpipe.evaluation.rouge`), means over examples
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.agents.base import ModelClient
 from litpipe.evaluation.baselines import BASELINES
+from litpipe.evaluation.datasets import json_lines
 from litpipe.evaluation.rouge import (
     Scores,
     mean_scores,
@@ -101,17 +101,7 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[RelatedWorkEx
         if len(files) != 1:
             raise ValueError(f"{dataset}: expected one .jsonl file, found {len(files)}")
         dataset = files[0]
-    examples = []
-    for number, line in enumerate(dataset.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            examples.append(RelatedWorkExample.model_validate(json.loads(line)))
-        except ValueError:  # bad JSON, or a line pydantic refuses
-            raise ValueError(
-                f"{dataset} line {number}: not an example (idx, query_abstract, ref_abstracts, "
-                "gold_related_work)"
-            ) from None
+    examples = [example for _, example in json_lines(dataset, RelatedWorkExample)]
     usable = [e for e in examples if e.ref_abstracts and e.gold_related_work.strip()]
     if not usable:
         raise ValueError(f"{dataset}: no example with cited abstracts and a gold paragraph")

@@ -27,7 +27,6 @@ questions.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from litpipe.agents.base import ModelClient
 from litpipe.agents.query_answer import QueryAnswerAgent, answer_queries
@@ -47,6 +46,7 @@ from litpipe.evaluation.citation_accuracy import (
     citation_accuracy,
     mean_accuracy,
 )
+from litpipe.evaluation.datasets import json_lines, line_error
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
 from litpipe.evaluation.runner import evaluation_asker, models
 from litpipe.extractive.query_answer import QueryAnswerInput
@@ -139,14 +139,6 @@ class ScholarQAEvaluation(BaseModel):
     per_example: list[ScholarQAResult]
 
 
-def _error_line(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}" if where else first["msg"]
-    return str(error)
-
-
 def read_examples(dataset: Path, limit: int | None = None) -> list[ScholarQAExample]:
     """The first `limit` questions (all when None) of a JSONL file; ValueError naming the file
     and line of a line that is not a question with a snippet."""
@@ -156,19 +148,11 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[ScholarQAExam
     if dataset.is_dir():
         raise ValueError(f"{dataset}: a folder; give its .jsonl file")
     examples: list[ScholarQAExample] = []
-    for number, line in enumerate(dataset.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            example = ScholarQAExample.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as error:
-            raise ValueError(f"{dataset}:{number}: {_error_line(error)}") from None
+    for number, example in json_lines(dataset, ScholarQAExample):
         if not any(paper.text for paper in example.papers):
-            raise ValueError(f"{dataset}:{number}: question {example.id!r} has no paper snippet")
+            raise line_error(dataset, number, f"question {example.id!r} has no paper snippet")
         if not count_words(without_citations(example.gold_answer)):
-            raise ValueError(
-                f"{dataset}:{number}: question {example.id!r}: no words in gold_answer"
-            )
+            raise line_error(dataset, number, f"question {example.id!r}: no words in gold_answer")
         examples.append(example)
         if limit is not None and len(examples) == limit:
             break

@@ -17,16 +17,16 @@ one gold), as in `_get_rouge` of allenai/scitldr's `scripts/cal-rouge.py`. Means
 from __future__ import annotations
 
 import csv
-import json
+import itertools
 import time
-from collections.abc import Callable, Iterator
-from functools import partial
+from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from litpipe.agents.base import ModelClient
 from litpipe.evaluation.baselines import lead, textrank
+from litpipe.evaluation.datasets import json_lines, line_error
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
 from litpipe.evaluation.runner import evaluation_asker, models
 from litpipe.settings import Settings
@@ -66,26 +66,49 @@ class TldrEvaluation(BaseModel):
     per_example: list[TldrResult]
 
 
-def _from_jsonl(record: dict) -> TldrExample:
-    """A line of SciTLDR-A's JSONL: `source` (the abstract's sentences), `target`, `title`."""
-    return TldrExample(
-        paper_id=str(record["paper_id"]),
-        title=record.get("title", ""),
-        abstract=" ".join(record["source"]),
-        golds=[gold for gold in record["target"] if gold.strip()],
-    )
+class ScitldrLine(BaseModel):
+    """A line of SciTLDR-A's JSONL: `source` (the abstract's sentences), `target` (the gold
+    TL;DRs), `title`."""
+
+    # Some copies write the paper id as a number.
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    paper_id: str
+    title: str = ""
+    source: list[str]
+    target: list[str]
+
+    @field_validator("target")
+    @classmethod
+    def _golds(cls, target: list[str]) -> list[str]:
+        golds = [gold for gold in target if gold.strip()]
+        if not golds:
+            raise ValueError("no gold TL;DR")
+        return golds
+
+    def example(self) -> TldrExample:
+        return TldrExample(
+            paper_id=self.paper_id,
+            title=self.title,
+            abstract=" ".join(self.source),
+            golds=self.target,
+        )
 
 
-def _from_json_line(line: str) -> TldrExample:
-    return _from_jsonl(json.loads(line))
-
-
-def _from_csv(row: dict[str, str]) -> TldrExample:
-    """A row of `scitldr_a_test_titles_abstracts.csv`: id,title,abstract,tldr_first,tldrs_all."""
-    golds = [gold.strip() for gold in row["tldrs_all"].split(_GOLD_SEPARATOR) if gold.strip()]
-    return TldrExample(
-        paper_id=row["id"], title=row["title"], abstract=row["abstract"], golds=golds
-    )
+def _csv_examples(dataset: Path) -> Iterator[TldrExample]:
+    """The rows of `scitldr_a_test_titles_abstracts.csv`: id,title,abstract,tldr_first,
+    tldrs_all."""
+    rows = csv.DictReader(dataset.read_text(encoding="utf-8").splitlines())
+    for number, row in enumerate(rows, 2):
+        try:
+            golds = [g.strip() for g in row["tldrs_all"].split(_GOLD_SEPARATOR) if g.strip()]
+            yield TldrExample(
+                paper_id=row["id"], title=row["title"], abstract=row["abstract"], golds=golds
+            )
+        except (KeyError, AttributeError, ValidationError):
+            raise line_error(
+                dataset, number, "not a SciTLDR-A paper (title, abstract, gold TL;DRs)"
+            ) from None
 
 
 def read_examples(dataset: Path, limit: int | None = None) -> list[TldrExample]:
@@ -93,30 +116,13 @@ def read_examples(dataset: Path, limit: int | None = None) -> list[TldrExample]:
     dataset = Path(dataset)
     if not dataset.is_file():
         raise ValueError(f"{dataset}: no such file")
-    examples = []
-    text = dataset.read_text(encoding="utf-8")
-    # Each line's number and how to read it; read one by one, up to `limit`.
-    readers: Iterator[tuple[int, Callable[[], TldrExample]]]
-    if dataset.suffix == ".csv":
-        readers = (
-            (number, partial(_from_csv, row))
-            for number, row in enumerate(csv.DictReader(text.splitlines()), 2)
-        )
-    else:
-        readers = (
-            (number, partial(_from_json_line, line))
-            for number, line in enumerate(text.splitlines(), 1)
-            if line.strip()
-        )
-    for number, read in readers:
-        try:
-            examples.append(read())
-        except (KeyError, TypeError, AttributeError, json.JSONDecodeError, ValidationError):
-            raise ValueError(
-                f"{dataset} line {number}: not a SciTLDR-A paper (title, abstract, gold TL;DRs)"
-            ) from None
-        if limit is not None and len(examples) == limit:
-            break
+    # Read one by one, up to `limit`.
+    readers = (
+        _csv_examples(dataset)
+        if dataset.suffix == ".csv"
+        else (line.example() for _, line in json_lines(dataset, ScitldrLine))
+    )
+    examples = list(itertools.islice(readers, limit))
     if not examples:
         raise ValueError(f"{dataset}: no paper in it")
     return examples

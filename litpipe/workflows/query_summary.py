@@ -66,6 +66,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import estimate_tokens, without_markers
+from litpipe.validation import validation_problems
 
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever
@@ -98,10 +99,7 @@ def request_for(paper_id: str, query: str) -> QuerySummaryRequest:
     try:
         return QuerySummaryRequest(paper_id=paper_id, query=query)
     except ValidationError as error:
-        reasons = "; ".join(
-            problem["msg"].removeprefix("Value error, ") for problem in error.errors()
-        )
-        raise QuerySummaryError(reasons) from None
+        raise QuerySummaryError(validation_problems(error, locations=False)) from None
 
 
 def paper_passages(store: ChunkStore, embedder_id: str, paper_id: str) -> list[RetrievedChunk]:

@@ -88,6 +88,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import Settings
 from litpipe.text import estimate_tokens
+from litpipe.validation import validation_problems
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,7 @@ def make_request(
             top_k=top_k if top_k is not None else settings.related_work.top_k,
         )
     except ValidationError as error:
-        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
-        raise RelatedWorkInputError(f"bad request: {'; '.join(problems)}") from None
+        raise RelatedWorkInputError(f"bad request: {validation_problems(error)}") from None
 
 
 def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: Settings) -> None:

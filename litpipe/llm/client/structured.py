@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from litpipe.llm.client.model_facts import _ModelFacts
 from litpipe.settings import Route, StructuredOutput
+from litpipe.validation import validation_problems
 
 T = TypeVar("T", bound=BaseModel)
 Messages = list[dict[str, str]]
@@ -102,7 +103,7 @@ def parse_reply(text: str, schema: type[T], cut_off_at: int | None = None) -> T:
         try:
             return schema.model_validate_json(text)
         except ValidationError as error:
-            problem = _describe(error)
+            problem = validation_problems(error)
             # The object with some prose around it.
             start, end = text.find("{"), text.rfind("}")
             if start != -1 and end > start and (start, end) != (0, len(text) - 1):
@@ -113,14 +114,3 @@ def parse_reply(text: str, schema: type[T], cut_off_at: int | None = None) -> T:
     if cut_off_at is not None:
         problem += f" (cut off at max_tokens={cut_off_at}: raise the agent's max_tokens)"
     raise UnusableReply(problem)
-
-
-def _describe(error: ValidationError, most: int = 8) -> str:
-    parts = [
-        f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
-        if item["loc"]
-        else item["msg"]
-        for item in error.errors(include_url=False)[:most]
-    ]
-    more = error.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
