@@ -141,7 +141,7 @@ async def timed_calls(call: Callable[[_Item], Awaitable[object]], batch: Sequenc
 
 
 async def compare(client: LLMClient, route: Route, calls: int, rounds: int) -> dict[str, Any]:
-    timeout_s = client.settings.llm.timeout_s
+    timeout_s = client.llm.timeout_s
 
     async def bare(batch: Batch) -> Timing:
         # Built before the clock starts; timed on the loop where litellm's state lives (see
@@ -221,15 +221,14 @@ async def measure(stub: StubLLM, home: Path, args: argparse.Namespace) -> dict[s
             home=home / way,
             llm={"model": model, "api_base": stub.url, "concurrency": args.calls, "cache": False},
         )
-        client = LLMClient(settings, UsageLedger(home / f"{way}.jsonl"))
+        client = LLMClient(settings.llm, settings.paths, UsageLedger(home / f"{way}.jsonl"))
         route = settings.route("findings")
         sides = await compare(client, route, args.calls, args.rounds)
         usage = client.usage.summary()
         assert usage.failed == 0 and usage.made == 2 * args.calls * (args.rounds + 1)
 
         cached_client = LLMClient(
-            settings.model_copy(update={"llm": settings.llm.model_copy(update={"cache": True})}),
-            UsageLedger(),
+            settings.llm.model_copy(update={"cache": True}), settings.paths, UsageLedger()
         )
         hit_s = await cache_hits(cached_client, route, args.calls)
         assert cached_client.usage.summary().cached == args.calls

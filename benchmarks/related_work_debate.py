@@ -99,7 +99,7 @@ def warm_up(home: Path, delay: float) -> None:
     with StubLLM(latency_s=delay) as stub:
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = settings_for(home, stub, 4)
-        client = LLMClient(settings, UsageLedger())
+        client = LLMClient(settings.llm, settings.paths, UsageLedger())
         asker = Asker(settings.llm, client, PromptLibrary(None))
         score_references(IDEA, candidates(8), settings, asker)
 
@@ -110,7 +110,7 @@ def measure(
     with StubLLM(latency_s=delay) as stub:
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = settings_for(home, stub, bound)
-        client = LLMClient(settings, UsageLedger())
+        client = LLMClient(settings.llm, settings.paths, UsageLedger())
         asker = Asker(settings.llm, client, PromptLibrary(None))
         started = time.perf_counter()
         scored = score_references(IDEA, found, settings, asker)

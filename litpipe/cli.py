@@ -17,7 +17,7 @@ from litpipe.commands.flags import add_common_flags, one_line, settings_from_fla
 from litpipe.commands.retract import add_retract_parser, retract_command
 from litpipe.commands.terminal import other_libraries_to_the_log, refused_write_exit
 from litpipe.progress import calls_shown_on_stderr
-from litpipe.settings import Settings
+from litpipe.settings import Settings, credentials_in_environment
 from litpipe.stopping import STOPPED_EXIT, stop_on_signals
 
 
@@ -217,7 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "config":
         return config.config_command(settings, flags)
     try:
-        with other_libraries_to_the_log(settings.home, args.verbose), calls_shown_on_stderr():
+        # The runs the command executes in-process read credentials where a launched run's
+        # process does: in the environment (the `llm` resource's `dg.EnvVar`).
+        with (
+            other_libraries_to_the_log(settings.home, args.verbose),
+            calls_shown_on_stderr(),
+            credentials_in_environment(settings),
+        ):
             return _command(args, settings)
     except Exception as error:  # a full disk or a read-only home is one line, for every command
         status = refused_write_exit(error, f"litpipe {args.command}", settings.home)

@@ -36,11 +36,11 @@ def send_calls(
     shared_limits.WINDOW_S = window_s
     rate = {"openai": {"requests_per_minute": REQUESTS_PER_WINDOW}}
     unlimited = limited_settings(Path(home), api_base)
-    LLMClient(unlimited, UsageLedger()).complete_sync(
+    LLMClient(unlimited.llm, unlimited.paths, UsageLedger()).complete_sync(
         unlimited.route("summary"), [{"role": "user", "content": "warm-up"}], Summary
     )
     settings = limited_settings(Path(home), api_base, rate_limits=rate)
-    client = LLMClient(settings, UsageLedger(), limits_at)
+    client = LLMClient(settings.llm, settings.paths, UsageLedger(), limits_at)
     start.wait(timeout=120)
     conversations = [
         [{"role": "user", "content": f"call {tag}-{n}"}] for n in range(CALLS_PER_PROCESS)

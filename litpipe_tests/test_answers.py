@@ -180,7 +180,7 @@ def model_answers(
     return answer_questions(
         items,
         settings.synthesis.answer_mode,
-        Asker(settings.llm, LLMClient(settings, UsageLedger())),
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
 

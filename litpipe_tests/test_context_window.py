@@ -228,9 +228,8 @@ def test_an_unusable_reply_is_written_offline_marked_and_counted(
     offline engine's, its engine names the fallback and why, and the usage counts it."""
     stub_llm.fail_next("invalid_json", 2)
     client = make_client(tmp_path, stub_llm)
-    settings = client.settings
-    asker = Asker(settings.llm, client, PromptLibrary())
-    mode = settings.synthesis.answer_mode
+    asker = Asker(client.llm, client, PromptLibrary())
+    mode = "single"
     (answer,) = answer_questions([long_evidence(2, 50)], mode, asker)
     model = asker.route(AnswersAgent()).model
     assert answer.engine.startswith(f"{model}, offline fallback for 1 of 1: answers: {model}")

@@ -72,7 +72,7 @@ def test_offline_questions_compare_papers_that_share_words_and_cover_all(tmp_pat
 
 def test_a_single_paper_has_nothing_to_compare(tmp_path: Path, stub_llm: StubLLM) -> None:
     settings = stub_settings(tmp_path, stub_llm, synthesis={"cross_paper_questions": 4})
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     assert (
         comparative_questions(
             "col",
@@ -90,7 +90,7 @@ def test_by_default_none_are_asked_and_no_call_is_made(tmp_path: Path, stub_llm:
     # asked for.
     settings = stub_settings(tmp_path, stub_llm)
     assert settings.synthesis.cross_paper_questions == 0
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     assert (
         comparative_questions(
             "col", ABSTRACTS, settings.synthesis.cross_paper_questions, Asker(settings.llm, client)
@@ -123,7 +123,7 @@ def test_unknown_paper_ids_from_a_model_are_dropped(tmp_path: Path, stub_llm: St
         llm={"agents": {"cross_paper_questions": {"model": "openai/stub-cross"}}},
         synthesis={"cross_paper_questions": 4},  # none are asked by default
     )
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     questions = comparative_questions(
         "col", ABSTRACTS, settings.synthesis.cross_paper_questions, Asker(settings.llm, client)
     )

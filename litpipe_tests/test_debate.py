@@ -53,7 +53,7 @@ def model_reranker(home: Path, stub: StubLLM) -> LLMDebateReranker:
     settings = stub_settings(
         home, stub, llm={"model": "openai/stub-model"}, retrieval={"reranker": "debate"}
     )
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
     assert isinstance(reranker, LLMDebateReranker)
     return reranker

@@ -366,7 +366,7 @@ def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_dig
         answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
         analysis_of={COLLECTION: analysis_of([OLD])},
     )
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
 
     digest = build_digest(
         DAY,

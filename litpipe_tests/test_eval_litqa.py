@@ -91,7 +91,7 @@ def test_a_model_judge_keeps_only_the_listed_distractors(tmp_path: Path, stub_ll
         llm={"model": None, "agents": {"answer_judge": {"model": "openai/stub-judge"}}},
     )
     inputs = _inputs("The UBM domain matters most.", "DTD", ["BRCT", "UBM"])
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     (verdict,) = judge_answers([inputs], Asker(settings.llm, client))
     assert not verdict.states_ideal and verdict.stated_distractors == ["UBM"]
     user = stub_llm.requests[0]["messages"][-1]["content"]

@@ -85,7 +85,7 @@ def test_a_model_repeating_an_asked_question_is_not_kept(tmp_path: Path, stub_ll
         llm={"agents": {"followups": {"model": "openai/stub-followups"}}},
         synthesis={"follow_up_questions": 2},  # the refinement pass is off by default
     )
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     questions = follow_up_questions(
         ABSTRACT,
         asked,

@@ -168,7 +168,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     stub_llm.respond("stub-judge", judge_rejecting("REV1 inserts cytosine opposite abasic sites"))
     settings = judge_settings(tmp_path, stub_llm)
     passages = {f"[{REPAIR}:4]": [REPAIR_PASSAGE], f"[{FEARNET}:2]": [FEARNET_PASSAGE]}
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
 
     grades = grading.grade_output(
         f"{COMPARATIVE} A closing remark.", passages, settings, Asker(settings.llm, client)

@@ -128,7 +128,7 @@ def test_model_insights_are_checked_against_the_pairs(tmp_path: Path, stub_llm: 
     settings = stub_settings(
         tmp_path, stub_llm, llm={"agents": {"insights": {"model": "openai/stub-insights"}}}
     )
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     insights = insights_for(ANSWERS, Asker(settings.llm, client))
 
     # One request per paper, and one for the comparative answers, each holding all its pairs.

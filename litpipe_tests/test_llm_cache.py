@@ -112,11 +112,12 @@ def test_concurrent_processes_writing_one_key_leave_one_valid_entry(tmp_path: Pa
 
 
 def make_client(home: Path, stub: StubLLM, **overrides: Any) -> LLMClient:
-    return LLMClient(stub_settings(home, stub, **overrides), UsageLedger())
+    settings = stub_settings(home, stub, **overrides)
+    return LLMClient(settings.llm, settings.paths, UsageLedger())
 
 
 def agent_route(client: LLMClient, **changes: Any) -> Route:
-    return client.settings.route("summary").model_copy(update=changes)
+    return client.llm.route("summary").model_copy(update=changes)
 
 
 def test_an_unchanged_call_is_answered_from_the_cache(tmp_path: Path, stub_llm: StubLLM) -> None:

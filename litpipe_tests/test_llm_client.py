@@ -49,13 +49,14 @@ KNOWN_MODEL = "openai/gpt-4o-mini"
 
 
 def make_client(home: Path, stub: StubLLM, **overrides: Any) -> LLMClient:
-    client = LLMClient(stub_settings(home, stub, **overrides), UsageLedger(home / "usage.jsonl"))
+    settings = stub_settings(home, stub, **overrides)
+    client = LLMClient(settings.llm, settings.paths, UsageLedger(home / "usage.jsonl"))
     client.backoff_base_s = 0.01  # retries in milliseconds, not seconds
     return client
 
 
 def route(client: LLMClient, model: str | None = None) -> Route:
-    default = client.settings.route("findings")
+    default = client.llm.route("findings")
     return default if model is None else default.model_copy(update={"model": model})
 
 

@@ -94,11 +94,11 @@ def test_processes_appending_to_one_file_lose_no_line(tmp_path: Path) -> None:
 
 def make_client(home: Path, stub: StubLLM, **overrides: object) -> LLMClient:
     settings = stub_settings(home, stub, **overrides)
-    return LLMClient(settings, UsageLedger(home / "usage" / "run.jsonl"))
+    return LLMClient(settings.llm, settings.paths, UsageLedger(home / "usage" / "run.jsonl"))
 
 
 def known_route(client: LLMClient) -> Route:
-    return client.settings.route("summary").model_copy(update={"model": KNOWN_MODEL})
+    return client.llm.route("summary").model_copy(update={"model": KNOWN_MODEL})
 
 
 def test_a_priced_model_costs_what_litellm_says(tmp_path: Path, stub_llm: StubLLM) -> None:
@@ -126,7 +126,7 @@ def test_an_unpriced_model_costs_nothing_and_says_so_once(
     tmp_path: Path, stub_llm: StubLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = make_client(tmp_path, stub_llm, llm={"budget_usd": 0.01, "cache": False})
-    route = client.settings.route("summary").model_copy(update={"model": "openai/unpriced-1"})
+    route = client.llm.route("summary").model_copy(update={"model": "openai/unpriced-1"})
     with caplog.at_level(logging.INFO, logger="litpipe.llm"):
         for _ in range(2):
             client.complete_sync(route, MESSAGES, Summary)
@@ -174,7 +174,7 @@ def test_the_requests_sent_are_counted_apart_from_the_calls_that_failed_for_good
     failed for good, and every request the server received counted as sent."""
     client = make_client(tmp_path, stub_llm, llm={"max_retries": 2, "cache": False})
     client.backoff_base_s = 0.01  # retries in milliseconds, not seconds
-    route = client.settings.route("summary")
+    route = client.llm.route("summary")
     stub_llm.fail_next("server_error", 2)
     client.complete_sync(route, MESSAGES, Summary)
     stub_llm.fail_next("server_error", 3)

@@ -155,7 +155,7 @@ def test_each_view_prompt_is_used_and_the_reconciler_reads_the_three_views(
         stub.report_slots(8)
         settings = stub_settings(tmp_path, stub, synthesis={"answer_mode": "multi_view"})
         view_replies(stub)
-        client = LLMClient(settings, UsageLedger())
+        client = LLMClient(settings.llm, settings.paths, UsageLedger())
         with caplog.at_level(logging.WARNING):
             answers = answer_questions(
                 items, settings.synthesis.answer_mode, Asker(settings.llm, client)
@@ -256,7 +256,7 @@ def test_a_candidate_from_each_view_reaches_the_comparison_through_a_model(
             SYSTEM_LINES["compare"],
             lambda body: {"answer": f"Compared {asked_question(body)} [lee2024:3] [nowhere:9]"},
         )
-        client = LLMClient(settings, UsageLedger())
+        client = LLMClient(settings.llm, settings.paths, UsageLedger())
         with caplog.at_level(logging.WARNING):
             answers = answer_questions(
                 items, settings.synthesis.answer_mode, Asker(settings.llm, client)

@@ -251,10 +251,8 @@ def test_a_prompt_too_long_for_a_window_the_server_states_only_in_refusing_is_cu
     kept) and asked once more, and the answer is the model's."""
     with llama_cpp_python_like(context_tokens=1536, decode_s=0.0) as stub:
         client = make_client(tmp_path, stub, llm={"model": SMALL_MODEL})
-        asker = Asker(client.settings.llm, client, PromptLibrary())
-        (answer,) = answer_questions(
-            [long_evidence(8, 100)], client.settings.synthesis.answer_mode, asker
-        )
+        asker = Asker(client.llm, client, PromptLibrary())
+        (answer,) = answer_questions([long_evidence(8, 100)], "single", asker)
         asked = stub.requests
     assert stub.window_refusals == 1
     assert answer.engine == SMALL_MODEL
@@ -277,10 +275,10 @@ def test_whatever_the_model_replies_after_the_window_is_learnt_the_item_is_answe
     with llama_cpp_python_like(context_tokens=1536, decode_s=0.0) as stub:
         stub.schema_driven = True
         client = make_client(tmp_path, stub, llm={"model": SMALL_MODEL})
-        asker = Asker(client.settings.llm, client, PromptLibrary())
+        asker = Asker(client.llm, client, PromptLibrary())
         answers = answer_questions(
             [long_evidence(8, 100), long_evidence(6, 120)],
-            client.settings.synthesis.answer_mode,
+            "single",
             asker,
         )
     assert stub.window_refusals == 1
@@ -452,7 +450,7 @@ def test_through_the_client_an_unreachable_server_is_asked_as_often_as_the_break
     with StubLLM() as stub:
         url = stub.url
     client = make_client(tmp_path, stub, llm={"api_base": url, "breaker_failures": 3})
-    route = client.settings.route("findings")
+    route = client.llm.route("findings")
     messages = [{"role": "user", "content": "Paper p1."}]
     failures = client.complete_each_sync(route, [messages] * 3, _Findings)
     assert all(isinstance(failure, ModelUnreachableError) for failure in failures)
@@ -479,7 +477,7 @@ def test_once_the_runs_time_for_waiting_on_models_is_spent_no_call_waits_any_mor
         stub_llm,
         llm={"run_deadline_s": 2, "timeout_s": 60, "breaker_failures": 1, "max_retries": 0},
     )
-    route = client.settings.route("findings")
+    route = client.llm.route("findings")
     started = time.monotonic()
     with pytest.raises(ModelUnreachableError, match="model unreachable in time") as first:
         client.complete_sync(route, [{"role": "user", "content": "Paper p1."}], _Findings)

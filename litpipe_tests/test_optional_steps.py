@@ -223,7 +223,7 @@ def test_a_thin_paper_whose_follow_ups_fail_keeps_its_insights_and_the_others_ar
         abstracts,
         follow_up,
         settings,
-        Asker(settings.llm, LLMClient(settings, UsageLedger())),
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
     (failed,) = analysis.follow_ups_not_run
@@ -245,7 +245,11 @@ def test_a_plain_summary_the_model_fails_is_empty_and_says_why(
     expert = write_synthesis(analysis, ANSWERS, None, TITLES, offline, Asker(offline.llm))
 
     written = plain_summary(
-        analysis, expert, TITLES, settings, Asker(settings.llm, LLMClient(settings, UsageLedger()))
+        analysis,
+        expert,
+        TITLES,
+        settings,
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
     assert written.audience == "plain" and written.text == "" and written.citations == []

@@ -208,7 +208,9 @@ def test_a_reply_in_a_style_the_step_did_not_ask_for_is_repaired_not_a_crash(
         source="parsed",
         engine="parsed",
     )
-    asked = paper_questions_from(abstract, Asker(settings.llm, LLMClient(settings, UsageLedger())))
+    asked = paper_questions_from(
+        abstract, Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger()))
+    )
     assert [q.text for q in asked.questions] == ["What does FearNet set out to do?"]
     first, repair = stub_llm.requests
     schema = requested_schema(first)

@@ -96,7 +96,7 @@ def test_plain_request_holds_the_spine_and_the_reply_is_checked(
         f"the same without experiments [{PLM}:2], though not on a page it never read [{PLM}:40]."
     )
     stub_llm.script(PLAIN_REQUEST, {"title": "Which gene changes matter?", "text": reply})
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     plain = write_plain_summary(
         make_analysis(), expert_synthesis, TITLES, Asker(settings.llm, client)
     )

@@ -385,7 +385,7 @@ def through_the_stub(tmp_path: Path, stub: StubLLM, **overrides: Any) -> QuerySu
         PAPER,
         term_search(PAPER),
         settings,
-        Asker(settings.llm, LLMClient(settings, UsageLedger())),
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
 

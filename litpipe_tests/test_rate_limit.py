@@ -116,7 +116,7 @@ def test_without_limits_no_database_is_opened_and_calls_go_at_once(
     tmp_path: Path, stub_llm: StubLLM
 ) -> None:
     settings = limited_settings(tmp_path / "home", stub_llm.url)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(12)]
     client.complete_many_sync(settings.route("summary"), conversations, Summary)
     assert stub_llm.request_count == 12
@@ -129,7 +129,7 @@ def test_a_call_that_must_wait_says_so_once_and_why(
     monkeypatch.setattr(shared_limits, "WINDOW_S", 1.0)
     rate = {"openai": {"requests_per_minute": 2}}
     settings = limited_settings(tmp_path / "home", stub_llm.url, rate_limits=rate)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(4)]
     started = time.monotonic()
     with caplog.at_level("WARNING", logger="litpipe.llm.shared_limits"):
@@ -146,14 +146,14 @@ def test_tokens_per_minute_hold_calls_back_until_replies_say_what_they_used(
     monkeypatch.setattr(shared_limits, "WINDOW_S", 4.0)
     stub_llm.latency_s = 0.3
     warm = limited_settings(tmp_path / "home", stub_llm.url)
-    LLMClient(warm, UsageLedger()).complete_sync(
+    LLMClient(warm.llm, warm.paths, UsageLedger()).complete_sync(
         warm.route("summary"), [{"role": "user", "content": "warm-up"}], Summary
     )
     # Each request reserves its prompt and 100 tokens of reply: two fit in 300 tokens. Their
     # replies use some 20 tokens each, which frees the room for the next two at once.
     rate = {"openai": {"tokens_per_minute": 300}}
     settings = limited_settings(tmp_path / "home", stub_llm.url, rate_limits=rate, max_tokens=100)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(4)]
     started = time.monotonic()
     replies = client.complete_many_sync(settings.route("summary"), conversations, Summary)
@@ -188,10 +188,10 @@ def test_processes_sharing_the_instances_postgresql_never_exceed_the_limit(
     instance = postgres_instance(tmp_path, postgres, monkeypatch)
     home = tmp_path / "home"
     rate = {"openai": {"requests_per_minute": REQUESTS_PER_WINDOW}}
-    limits_at = model_limits_at(instance, limited_settings(home, "x", rate_limits=rate))
+    limits_at = model_limits_at(instance, limited_settings(home, "x", rate_limits=rate).llm)
     assert limits_at is not None and f":{postgres.port}/" in limits_at
     # Without a limit, the instance's database is not even looked up.
-    assert model_limits_at(instance, limited_settings(home, "x")) is None
+    assert model_limits_at(instance, limited_settings(home, "x").llm) is None
     with StubLLM() as stub:
         arrived = run_processes(stub, home, limits_at)
     assert_limited_and_all_sent(arrived)
@@ -277,10 +277,10 @@ def test_two_runs_share_the_nightly_budget_and_the_digest_says_when_it_was_spent
     def ask(client: LLMClient, n: int) -> None:
         client.complete_sync(route, [{"role": "user", "content": f"paper {n}"}], Summary)
 
-    first = LLMClient(settings, UsageLedger(home / "usage" / "run-1.jsonl"))
+    first = LLMClient(settings.llm, settings.paths, UsageLedger(home / "usage" / "run-1.jsonl"))
     for n in range(4):
         ask(first, n)
-    second = LLMClient(settings, UsageLedger(home / "usage" / "run-2.jsonl"))
+    second = LLMClient(settings.llm, settings.paths, UsageLedger(home / "usage" / "run-2.jsonl"))
     made, refused = 0, 0
     for n in range(4, 10):
         try:

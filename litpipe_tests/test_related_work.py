@@ -731,7 +731,7 @@ def model_run(
     stub.respond(DEBATE_REQUEST, scripted_debate)
     stub.respond(WRITER_REQUEST, writer)
     settings = stub_settings(home, stub, **overrides)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
     return run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
 
@@ -848,7 +848,7 @@ def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> N
         stub.report_slots(8)
         stub.respond(DEBATE_REQUEST, scripted_debate)
         settings = stub_settings(tmp_path / "home", stub, llm={"concurrency": bound})
-        client = LLMClient(settings, UsageLedger())
+        client = LLMClient(settings.llm, settings.paths, UsageLedger())
         started = time.perf_counter()
         scored = score_references(IDEA, candidates, settings, Asker(settings.llm, client))
         elapsed = time.perf_counter() - started

@@ -110,7 +110,7 @@ def model_run(
     stub.respond(WRITER_REQUEST, writer)
     stub.script(QUERIES_REQUEST, {"queries": ["posterior collapse", " ", "GAN training"]})
     settings = stub_settings(home, stub, related_work={"plan": plan})
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
     related = run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
     return related, writer

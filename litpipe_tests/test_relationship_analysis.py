@@ -156,7 +156,12 @@ def test_model_analysis_is_checked(tmp_path: Path, stub_llm: StubLLM) -> None:
         stub_llm,
         llm={"agents": {"relationships": {"model": "openai/stub-relationships"}}},
     )
-    draft = relate("col", insights, titles, Asker(settings.llm, LLMClient(settings, UsageLedger())))
+    draft = relate(
+        "col",
+        insights,
+        titles,
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
+    )
     (request,) = stub_llm.requests
     user = user_message(request)
     for one in insights:

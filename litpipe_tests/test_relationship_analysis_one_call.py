@@ -55,7 +55,7 @@ def _analyse(settings: Settings) -> Any:
         abstracts,
         no_follow_ups,
         settings,
-        Asker(settings.llm, LLMClient(settings, UsageLedger())),
+        Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
 

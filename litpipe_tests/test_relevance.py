@@ -49,7 +49,7 @@ def model_reranker(
 ) -> tuple[LLMRelevanceReranker, Settings]:
     llm = {"model": "openai/stub-model"} | overrides.pop("llm", {})
     settings = stub_settings(home, stub, llm=llm, retrieval={"reranker": "relevance"}, **overrides)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
     assert isinstance(reranker, LLMRelevanceReranker)
     return reranker, settings

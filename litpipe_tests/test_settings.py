@@ -223,9 +223,9 @@ def test_the_cli_preset_reaches_the_run_settings(
     assert cli.main([*arguments, "--model", "openai/x"]) == 0
     (settings,) = given
     assert (settings.preset, settings.llm.model) == ("thorough", "openai/x")
-    # What the run's steps read: the settings its Dagster resource carries.
-    in_run = LLMResource.from_settings(settings).settings()
-    assert (in_run.synthesis.answer_mode, in_run.retrieval.candidates) == ("multi_view", 200)
+    assert (settings.synthesis.answer_mode, settings.retrieval.candidates) == ("multi_view", 200)
+    # What the run's model steps read: the `llm` settings their Dagster resource carries.
+    assert LLMResource.of(settings.llm, settings.paths).settings().model == "openai/x"
 
 
 def test_the_cli_refuses_an_unknown_preset(

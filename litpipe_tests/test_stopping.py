@@ -65,18 +65,13 @@ def sigterm_on_another_thread(when: threading.Event) -> threading.Thread:
 
 
 def ask_for_a_note(client: LLMClient) -> None:
-    client.complete_sync(client.settings.route("note"), [{"role": "user", "content": "hi"}], Note)
+    client.complete_sync(client.llm.route("note"), [{"role": "user", "content": "hi"}], Note)
 
 
 def ask_for_the_three_views(client: LLMClient) -> None:
     """A question answered by MASS-RAG: its summarizer, extractor and reasoner asked at once."""
-    settings = client.settings.model_copy(
-        update={
-            "synthesis": client.settings.synthesis.model_copy(update={"answer_mode": "multi_view"})
-        }
-    )
     item = QuestionEvidence(question=SENSITIVITY, chunks=EVIDENCE, reranked=True)
-    answer_questions([item], settings.synthesis.answer_mode, Asker(settings.llm, client))
+    answer_questions([item], "multi_view", Asker(client.llm, client))
 
 
 @pytest.mark.parametrize(
@@ -96,7 +91,8 @@ def test_a_stop_taken_on_another_thread_ends_the_wait_for_replies_and_cancels_th
     with StubLLM(latency_s=120, lifetime_s=180) as stub, sigterm_raises_stop_asked():
         stub.report_slots(8)  # the views' calls all in flight when the stop comes
         stub.respond("stub", on_request)
-        client = LLMClient(stub_settings(tmp_path, stub), UsageLedger(tmp_path / "usage.jsonl"))
+        settings = stub_settings(tmp_path, stub)
+        client = LLMClient(settings.llm, settings.paths, UsageLedger(tmp_path / "usage.jsonl"))
         loop = model_call_loop()
         tasks_before = asyncio.run_coroutine_threadsafe(_tasks_left(), loop).result()
         sigterm_on_another_thread(asked)

@@ -99,7 +99,7 @@ def test_an_agent_can_have_a_mode_of_its_own(tmp_path: Path, stub_llm: StubLLM) 
         },
     )
     for agent in ("findings", "other"):
-        client.complete_sync(client.settings.route(agent), MESSAGES, Findings)
+        client.complete_sync(client.llm.route(agent), MESSAGES, Findings)
     own, default = stub_llm.requests
     assert "response_format" not in own and told_the_schema(own)
     assert default["response_format"] == JSON_SCHEMA_FORMAT and default["messages"] == MESSAGES

@@ -496,7 +496,7 @@ MAP_REQUEST = "Summarize paper"
 
 def model_synthesis(home: Path, stub: StubLLM, **overrides: Any) -> Synthesis:
     settings = stub_settings(home, stub, **overrides)
-    client = LLMClient(settings, UsageLedger())
+    client = LLMClient(settings.llm, settings.paths, UsageLedger())
     return write_synthesis(
         make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm, client)
     )

@@ -172,7 +172,7 @@ def test_through_a_model_diff_report_and_digest_quote_the_contradiction_it_found
 
     # The digest of today, written through the model too, opens with it.
     settings = stub_settings(home, stub_llm, corpus_roots=[])
-    asker = Asker(settings.llm, LLMClient(settings, UsageLedger()))
+    asker = Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger()))
     opening = digest_of(settings, today, asker).split("## New papers")[0]
     assert "## What changed" in opening and f"### {COLLECTION}" in opening
     assert contradiction_quoted(section(opening, "New contradictions:"))

@@ -327,7 +327,8 @@ def test_an_api_base_s_password_reaches_the_code_server_and_its_runs_by_the_envi
     """`litpipe ui --api-base http://user:password@...`: the settings file holds the URL as
     `user:***@`, the code server's environment holds it whole; the `llm` resource's config
     (every run's job snapshot) hides the password again, and a run's own process takes it from
-    the environment it inherits. Without it there, both say which variable to set."""
+    the environment it inherits (the config names the variable, `dg.EnvVar`). Without it there,
+    both say which variable to set."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-CANARYKEY")
     _, env = ui_launch(
         monkeypatch, "--home", str(tmp_path), "--model", "openai/served", "--api-base", API_BASE
@@ -342,16 +343,22 @@ def test_an_api_base_s_password_reaches_the_code_server_and_its_runs_by_the_envi
         monkeypatch.setenv(name, env[name])
     settings = code_location_settings()
     assert (settings.llm.model, settings.llm.api_base) == ("openai/served", API_BASE)
-    config = LLMResource.from_settings(settings).settings_json
-    assert "CANARYSECRET" not in config and f'"api_base":"{SHOWN_API_BASE}"' in config
-    # A run's process, given the config alone (nothing built from settings there yet).
-    monkeypatch.setattr("litpipe.defs.resources._API_BASES_GIVEN", {})
-    assert LLMResource(settings_json=config).settings().llm.api_base == API_BASE
+    resource = LLMResource.of(settings.llm, settings.paths)
+    config = resource.model_dump_json()
+    assert "CANARYSECRET" not in config and f'"api_base":"{SHOWN_API_BASE}"' in resource.llm_json
+
+    # A run's process: the resource's config names the variable, its value is the process's.
+    @dg.asset
+    def api_base_in_the_run(llm: LLMResource) -> str | None:
+        return llm.settings().api_base
+
+    run = dg.materialize([api_base_in_the_run], resources={"llm": resource})
+    assert run.output_for_node("api_base_in_the_run") == API_BASE
     monkeypatch.delenv("LITPIPE_LLM__API_BASE")
     with pytest.raises(CredentialsNotGiven, match="set LITPIPE_LLM__API_BASE"):
         code_location_settings()
-    with pytest.raises(dg.Failure, match="set LITPIPE_LLM__API_BASE"):
-        LLMResource(settings_json=config).settings()
+    with pytest.raises(dg.DagsterInvalidConfigError, match="LITPIPE_LLM__API_BASE"):
+        dg.materialize([api_base_in_the_run], resources={"llm": resource})
 
 
 def test_commands_serving_one_home_with_other_settings_each_keep_their_own_file(

@@ -77,7 +77,7 @@ def ask_command(
             print(line, file=sys.stderr)
         return 1
     result = outcome.result
-    usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+    usage = UsageLedger(usage_path(settings.paths, scope)).scope_summary()
     served = (
         f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
         if outcome.status == "materialized"

@@ -229,7 +229,7 @@ def eval_mais_command(
     }
     for name, text in files.items():
         write_atomically(out_dir / name, text)
-    usage = UsageLedger(usage_path(settings, asked.scope)).scope_summary()
+    usage = UsageLedger(usage_path(settings.paths, asked.scope)).scope_summary()
     print(table)
     print(f"written: {', '.join(str(out_dir / name) for name in files)}", file=sys.stderr)
     figures = {
@@ -281,8 +281,8 @@ def eval_litqa_command(
     ]
     from litpipe.llm.usage import UsageLedger
 
-    ledger = UsageLedger(usage_path(settings, asked.scope))
-    asker = evaluation_asker(settings, [AnswerJudgeAgent.name], ledger=ledger)
+    ledger = UsageLedger(usage_path(settings.paths, asked.scope))
+    asker = evaluation_asker(settings.llm, settings.paths, [AnswerJudgeAgent.name], ledger=ledger)
     judge = asker.route(AnswerJudgeAgent.name)
     verdicts = judge_answers(
         [

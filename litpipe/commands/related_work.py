@@ -131,7 +131,7 @@ def related_work_command(
             # command added, as if it had been refused up front (the failed run stays in the UI).
             submission.withdraw(instance, requests)
             return refused(reason)
-        usage = UsageLedger(usage_path(settings, scope)).scope_summary()
+        usage = UsageLedger(usage_path(settings.paths, scope)).scope_summary()
         done = f"materialized ({states[-1]})"
         if usage.made or usage.cached or usage.failed:  # offline engines call no model
             calls = f"; model calls: {calls_line(usage)}"

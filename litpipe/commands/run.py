@@ -241,7 +241,8 @@ def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str,
 
     if not settings.paths.catalog_path.exists():
         return {}
-    held = Catalog(settings.paths.catalog_path).collections_of([s.paper_id for s in discovery.sources])
+    catalog = Catalog(settings.paths.catalog_path)
+    held = catalog.collections_of([s.paper_id for s in discovery.sources])
     others = {
         paper_id: [name for name in collections if name != discovery.collection]
         for paper_id, collections in held.items()

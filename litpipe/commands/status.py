@@ -17,7 +17,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.runtime.requests import every_request_state
     from litpipe.runtime.runner import collection_asset_keys, open_instance, paper_asset_keys
 
-    for line in routes_described(settings):
+    for line in routes_described(settings.llm):
         print(line)
     catalog = Catalog(settings.paths.catalog_path)
     instance = open_instance(settings)

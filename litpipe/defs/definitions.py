@@ -113,7 +113,7 @@ def build_definitions(
             ),
             "lancedb": LanceDBResource(uri=str(settings.paths.lancedb_dir)),
             "retrieval": RetrievalResource.from_settings(settings),
-            "llm": LLMResource.from_settings(settings),
+            "llm": LLMResource.of(settings.llm, settings.paths),
         },
     )
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import dagster as dg
 from pydantic import BaseModel
@@ -24,10 +24,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.shared_limits import limits_database, nightly_budget_spent
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import LLMUsage, NightlyBudgetSpent
-from litpipe.settings import Settings
-
-if TYPE_CHECKING:
-    pass
+from litpipe.settings import LLMSettings, Settings
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -46,17 +43,17 @@ def llm_pool(asker: Asker, agents: Sequence[str]) -> str | None:
 
 
 def llm_retry_policy(
-    settings: Settings, asker: Asker, agents: Sequence[str]
+    llm: LLMSettings, asker: Asker, agents: Sequence[str]
 ) -> dg.RetryPolicy | None:
     """Dagster's retries of a model-calling step. The client already retried each call; this
     outlasts a longer outage. `model_failures_as_step_failures` lets only transient model errors
     through (a bad key, an invalid reply or the budget fail at once), and input errors are
     raised with `allow_retries=False`."""
-    if settings.llm.step_retries == 0 or not asker.any_model(agents):
+    if llm.step_retries == 0 or not asker.any_model(agents):
         return None
     return dg.RetryPolicy(
-        max_retries=settings.llm.step_retries,
-        delay=settings.llm.step_retry_delay_s,
+        max_retries=llm.step_retries,
+        delay=llm.step_retry_delay_s,
         backoff=dg.Backoff.EXPONENTIAL,
         jitter=dg.Jitter.PLUS_MINUS,
     )
@@ -75,12 +72,12 @@ def usage_metadata(usage: LLMUsage) -> dict[str, float | int]:
     return {f"llm_{name}": value for name, value in usage.model_dump().items()}
 
 
-def model_limits_at(instance: dg.DagsterInstance, settings: Settings) -> str | None:
+def model_limits_at(instance: dg.DagsterInstance, llm: LLMSettings) -> str | None:
     """Where `llm.rate_limits` and `llm.nightly_budget_usd` are counted: the instance's
     PostgreSQL (the URL its run storage connects to), so that every machine of a deployment
     shares them; None, the home's SQLite file, for any other instance. Not looked up without
     either setting."""
-    if not settings.llm.rate_limits and settings.llm.nightly_budget_usd is None:
+    if not llm.rate_limits and llm.nightly_budget_usd is None:
         return None
     for storage in (instance.run_storage, instance.event_log_storage):
         url = getattr(storage, "postgres_url", None)
@@ -135,7 +132,7 @@ class ModelStep:
             asker=asker,
             checks_may_skip=checks_may_skip,
             pool=llm_pool(asker, self.agents),
-            retry_policy=llm_retry_policy(settings, asker, self.agents),
+            retry_policy=llm_retry_policy(settings.llm, asker, self.agents),
             **asset_args,
         )
 
@@ -161,14 +158,14 @@ class ModelStep:
             )
         if llm is None:
             llm = cast(LLMResource, context.resources.llm)
-        step_settings = llm.settings()
+        step_llm = llm.settings()
         step = StepRun(
-            settings=step_settings,
-            prompts=PromptLibrary(step_settings.llm.prompts_dir),
-            llm=llm,
+            llm=step_llm,
+            prompts=PromptLibrary(step_llm.prompts_dir),
+            resource=llm,
             ledger=llm.ledger(usage_scope(context)),
             agents=self.agents,
-            limits_at=model_limits_at(context.instance, step_settings),
+            limits_at=model_limits_at(context.instance, step_llm),
         )
         with model_failures_as_step_failures():
             yield step
@@ -176,11 +173,12 @@ class ModelStep:
 
 @dataclass
 class StepRun:
-    """One execution of a `ModelStep`: its settings, prompts, usage ledger and clients."""
+    """One execution of a `ModelStep`: its `llm` settings (its resource's), prompts, usage
+    ledger and clients."""
 
-    settings: Settings
+    llm: LLMSettings
     prompts: PromptLibrary
-    llm: LLMResource
+    resource: LLMResource
     ledger: UsageLedger
     agents: tuple[str, ...]
     # Where the model limits shared by every process are counted (`model_limits_at`).
@@ -194,8 +192,11 @@ class StepRun:
         client for them (None when all run offline), the step's prompts and usage ledger."""
         chosen = tuple(self.agents if agents is None else agents)
         if chosen not in self._askers:
-            client = self.llm.client_for(chosen, self.ledger, self.limits_at)
-            self._askers[chosen] = Asker(self.settings.llm, client, self.prompts)
+            asker = Asker(self.llm, None, self.prompts)
+            # The client for the routes the asker resolved, which it asks by.
+            routes = [asker.route(agent) for agent in chosen]
+            asker.client = self.resource.client_for(routes, self.ledger, self.limits_at)
+            self._askers[chosen] = asker
         return self._askers[chosen]
 
     def usage(self) -> dict[str, float | int]:
@@ -204,9 +205,9 @@ class StepRun:
     def nightly_budget_spent(self, day: date) -> NightlyBudgetSpent | None:
         """When the model budget of `day` across runs (`llm.nightly_budget_usd`) was spent, and
         the calls it stopped; None where it was not, or there is none (nothing is opened)."""
-        if self.settings.llm.nightly_budget_usd is None:
+        if self.llm.nightly_budget_usd is None:
             return None
-        where = self.limits_at or self.settings.paths.model_limits_path
+        where = self.limits_at or self.resource.home_paths().model_limits_path
         return nightly_budget_spent(limits_database(where), day)
 
     def output(

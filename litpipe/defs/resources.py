@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import dagster as dg
 
@@ -20,7 +19,7 @@ from litpipe.retrieval.hybrid import HybridRetriever, paper_retrievers
 from litpipe.retrieval.store import ChunkStore, TextEncoder
 from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
 from litpipe.schemas import EmbeddingResult
-from litpipe.settings import CredentialsNotGiven, Settings, with_credentials
+from litpipe.settings import HomePaths, LLMSettings, Route, Settings, environment_name
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
 if TYPE_CHECKING:
@@ -67,7 +66,9 @@ PER_EMBEDDER_ASSETS = frozenset(
 
 def artifact_store(settings: Settings) -> ArtifactStore:
     """The artifacts of the configured embedder (and those that are the same for all)."""
-    return ArtifactStore(settings.paths.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS)
+    return ArtifactStore(
+        settings.paths.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS
+    )
 
 
 class ArtifactsResource(dg.ConfigurableResource):
@@ -241,82 +242,80 @@ class RetrievalResource(dg.ConfigurableResource):
 
 
 class LLMResource(dg.ConfigurableResource):
-    """The model behind the agents: litellm routes, the reply cache, usage and the budget.
+    """The model behind the agents: the `llm` settings (routes, the reply cache, usage and the
+    budget) and the home whose cache, usage and shared model limits their calls use.
 
     Without a model (the default) every agent runs on litpipe's offline extractive engine.
     Keys are never configured here: litellm reads them from the environment.
     """
 
-    # The whole settings model, as JSON: its steps read every group (an answer's mode, the
-    # retrieval of follow-up questions' evidence, the query-summary loop), not only `llm`, and
-    # Dagster config holds `dg.Config` classes but not the pydantic models of litpipe.settings
-    # (nor their Literal and Path fields), which stay below Dagster (docs/design.md, "Layers").
-    # Its llm.api_base has the password of its user info as ***: this config is in every run's
-    # job snapshot, which the instance stores and the UI shows.
-    settings_json: str
+    # The `llm` settings as JSON: Dagster config holds `dg.Config` classes but not the pydantic
+    # models of litpipe.settings (nor their Literal and Path fields), which stay below Dagster
+    # (docs/design.md, "Layers"). This config is in every run's job snapshot, which the instance
+    # stores and the UI shows: an api base's password is *** in it.
+    llm_json: str
+    # The api base whole, where it holds credentials: a `dg.EnvVar`, so that Dagster stores the
+    # variable's name and the process running the step reads the value from its environment
+    # (`litpipe ui` and the in-process runs put it there: `settings.credentials_environment`).
+    api_base_with_credentials: str | None = None
+    home: str
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LLMResource:
-        api_base = settings.llm.api_base
-        if api_base is not None and holds_credentials(api_base):
-            shown = hide_credentials(api_base)
-            _API_BASES_GIVEN[shown] = api_base
-            llm = settings.llm.model_copy(update={"api_base": shown})
-            settings = settings.model_copy(update={"llm": llm})
-        return cls(settings_json=settings.model_dump_json())
+    def of(cls, llm: LLMSettings, home: HomePaths) -> LLMResource:
+        api_base = llm.api_base
+        if api_base is None or not holds_credentials(api_base):
+            return cls(llm_json=llm.model_dump_json(), home=str(home.home))
+        shown = llm.model_copy(update={"api_base": hide_credentials(api_base)})
+        return cls(
+            llm_json=shown.model_dump_json(),
+            api_base_with_credentials=dg.EnvVar(API_BASE_VARIABLE),
+            home=str(home.home),
+        )
 
-    def settings(self) -> Settings:
-        """The settings, parsed once per process (every step of a run asks for them), as a
-        copy that no caller's change reaches another's; an api base's password is found again
-        at each call, as the process's environment has it now."""
-        parsed = _parsed_settings(self.settings_json)
-        shown = parsed.llm.api_base
-        if shown is None or not holds_credentials(shown):
+    def settings(self) -> LLMSettings:
+        """The `llm` settings, parsed once per process (every step of a run asks for them), as
+        a copy that no caller's change reaches another's, with the api base's password as the
+        environment of the process running the step has it."""
+        parsed = _parsed_llm_settings(self.llm_json)
+        whole = self.api_base_with_credentials
+        if whole is None:
             return parsed.model_copy(deep=True)
-        api_base = _api_base_with_credentials(shown, json.loads(self.settings_json))
-        llm = parsed.llm.model_copy(update={"api_base": api_base})
-        return parsed.model_copy(update={"llm": llm}, deep=True)
+        if hide_credentials(whole) != parsed.api_base:
+            raise dg.Failure(
+                description=f"{API_BASE_VARIABLE} holds another api base than the run's "
+                f"llm.api_base {parsed.api_base}: set it to that one",
+                allow_retries=False,
+            )
+        return parsed.model_copy(update={"api_base": whole}, deep=True)
+
+    def home_paths(self) -> HomePaths:
+        """The home's paths the model calls use: its reply cache, usage and model limits."""
+        return HomePaths(home=Path(self.home))
 
     def prompts(self) -> PromptLibrary:
-        return PromptLibrary(self.settings().llm.prompts_dir)
+        return PromptLibrary(self.settings().prompts_dir)
 
     def ledger(self, scope: str) -> UsageLedger:
         """Usage of one step; its calls also count towards its scope's total (and budget)."""
-        return UsageLedger(usage_path(self.settings(), scope))
+        return UsageLedger(usage_path(self.home_paths(), scope))
 
     def client_for(
-        self, agents: Iterable[str], ledger: UsageLedger, limits_at: str | None = None
+        self, routes: Iterable[Route], ledger: UsageLedger, limits_at: str | None = None
     ) -> LLMClient | None:
-        """One client for a step running `agents` (`litpipe.llm.model_client`; its shared
+        """One client for a step's calls by `routes` (`litpipe.llm.model_client`; its shared
         limits counted at `limits_at`), or None when all of them run offline."""
-        return model_client(self.settings(), agents, ledger, limits_at)
+        return model_client(self.settings(), self.home_paths(), routes, ledger, limits_at)
+
+
+# The variable an api base with credentials reaches a step's process by.
+API_BASE_VARIABLE = environment_name("llm.api_base")
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed_settings(settings_json: str) -> Settings:
-    return Settings(**json.loads(settings_json))
+def _parsed_llm_settings(llm_json: str) -> LLMSettings:
+    return LLMSettings.model_validate_json(llm_json)
 
 
-# The api bases holding credentials that this process built resources from, by their form with
-# the password hidden: a run in this process (every CLI command's) takes the one it was given.
-_API_BASES_GIVEN: dict[str, str] = {}
-
-
-def _api_base_with_credentials(shown: str, values: dict[str, Any]) -> str:
-    """The api base whose password `shown` hides: the one given in this process, or else (a
-    run launched from the UI, a step in a process of its own) the one this process's
-    environment (LITPIPE_LLM__API_BASE) or litpipe.toml sets."""
-    if shown in _API_BASES_GIVEN:
-        return _API_BASES_GIVEN[shown]
-    try:
-        api_base: str = with_credentials(values)["llm"]["api_base"]
-    except CredentialsNotGiven as missing:
-        raise dg.Failure(
-            description=f"{missing} for the processes that run the steps", allow_retries=False
-        ) from None
-    return api_base
-
-
-def usage_path(settings: Settings, scope: str) -> Path:
+def usage_path(home: HomePaths, scope: str) -> Path:
     """One JSONL file of model calls per scope: a `litpipe run`, or a run launched elsewhere."""
-    return settings.home / "usage" / f"{scope}.jsonl"
+    return home.usage_dir / f"{scope}.jsonl"

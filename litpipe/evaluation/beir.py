@@ -260,7 +260,9 @@ def _reranker(kind: RerankerName, settings: Settings) -> Reranker:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
-    asker = evaluation_asker(settings, [kind] if kind in AGENT_RERANKERS else [])
+    asker = evaluation_asker(
+        settings.llm, settings.paths, [kind] if kind in AGENT_RERANKERS else []
+    )
     reranker = reranker_for(
         kind,
         asker,

@@ -186,7 +186,7 @@ def evaluate_related_work(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings, [RelatedWorkAgent.name], client)
+    asker = evaluation_asker(settings.llm, settings.paths, [RelatedWorkAgent.name], client)
     embedder = load_embedder(settings)
     references, cited = candidate_pool(examples)
     pool = ReferenceTable(path=Path("candidate-pool"), references=references)

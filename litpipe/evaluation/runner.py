@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from litpipe.agents.asker import Asker
 from litpipe.llm import model_client
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, LLMSettings
 
 if TYPE_CHECKING:
     from litpipe.agents.base import ModelClient
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def evaluation_asker(
-    settings: Settings,
+    llm: LLMSettings,
+    home: HomePaths,
     agents: Iterable[str],
     client: ModelClient | None = None,
     ledger: UsageLedger | None = None,
@@ -28,9 +29,11 @@ def evaluation_asker(
     """The evaluation's agents bound to their models, asked through `client`, or, when none is
     given, through a client of its own for the models `agents` are routed to (their usage kept
     in `ledger`; no client when they all run offline)."""
+    asker = Asker(llm, client)
     if client is None:
-        client = model_client(settings, agents, ledger)
-    return Asker(settings.llm, client)
+        # For the routes the asker resolved, which it asks by.
+        asker.client = model_client(llm, home, [asker.route(agent) for agent in agents], ledger)
+    return asker
 
 
 def engines(asker: Asker, agents: Sequence[str]) -> str:

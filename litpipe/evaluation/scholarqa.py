@@ -337,7 +337,7 @@ def evaluate_scholarqa(
     (a step's, recording its usage) or one of its own when the writer is routed to a model."""
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings, [QueryAnswerAgent.name], client)
+    asker = evaluation_asker(settings.llm, settings.paths, [QueryAnswerAgent.name], client)
     questions = prepared_questions(examples, settings)
     batch = [
         QueryAnswerInput(question=question_of(q.example), evidence=q.evidence, words=q.budget)

@@ -87,7 +87,7 @@ def evaluate_answer_modes(
     routed to a model."""
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings, ANSWER_AGENTS, client)
+    asker = evaluation_asker(settings.llm, settings.paths, ANSWER_AGENTS, client)
     questions = prepared_questions(examples, settings)
     items = [
         QuestionEvidence(question=question_of(q.example), chunks=q.evidence, reranked=False)

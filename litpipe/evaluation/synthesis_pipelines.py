@@ -136,7 +136,7 @@ def evaluate_synthesis_pipelines(
     flat = relational.model_copy(
         update={"synthesis": relational.synthesis.model_copy(update={"method": "flat"})}
     )
-    asker = evaluation_asker(relational, AGENTS, client)
+    asker = evaluation_asker(relational.llm, relational.paths, AGENTS, client)
 
     heard = _CallsHeard()
     with watch_calls(heard):

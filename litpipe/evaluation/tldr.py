@@ -152,7 +152,7 @@ def evaluate_tldr(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings, [TldrAgent.name], client)
+    asker = evaluation_asker(settings.llm, settings.paths, [TldrAgent.name], client)
     written = write_tldrs([TldrInput(title=e.title, abstract=e.abstract) for e in examples], asker)
     results = []
     for example, tldr in zip(examples, written, strict=True):

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import httpx
 
-from litpipe.settings import Settings
+from litpipe.settings import LLMSettings
 from litpipe.url_credentials import hide_credentials, split_basic_auth
 
 logger = logging.getLogger(__name__)
@@ -153,14 +153,12 @@ def token_counter(model: str, api_base: str | None) -> Callable[[str], int]:
     return functools.partial(_litellm_tokens, model)
 
 
-def routes_described(settings: Settings) -> list[str]:
+def routes_described(llm: LLMSettings) -> list[str]:
     """A line per model the settings route agents to (the default, then each agent's own):
     where it is served, its context window and where that figure came from, and its server's
     decoding slots where it says (what `litpipe status` shows)."""
-    routes = {"every agent": settings.route("default")}
-    routes.update(
-        {f"agent {agent}": settings.route(agent) for agent in sorted(settings.llm.agents)}
-    )
+    routes = {"every agent": llm.route("default")}
+    routes.update({f"agent {agent}": llm.route(agent) for agent in sorted(llm.agents)})
     lines = []
     for who, route in routes.items():
         if route.offline:

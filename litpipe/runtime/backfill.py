@@ -244,7 +244,7 @@ def backfill(
             batch_outcomes.append(outcome)
             on_batch(outcome)
 
-    ledger = UsageLedger(usage_path(settings, backfill_id))
+    ledger = UsageLedger(usage_path(settings.paths, backfill_id))
     paper_keys = {key for phase in phases(defs) if phase.per == "paper" for key in phase.keys}
     touched = {p for key in paper_keys for p in rebuilt.get(key, set())}
     unfinished = {p for outcome in batch_outcomes for p in outcome.unfinished}

@@ -300,7 +300,7 @@ def run_papers(
                 progress += 1
                 on_progress(progress, total, outcomes[paper_id])
             stopped = any(outcome.status == "interrupted" for outcome in built.values())
-    ledger = UsageLedger(usage_path(settings, scope))
+    ledger = UsageLedger(usage_path(settings.paths, scope))
     return PapersRun(
         outcomes=list(outcomes.values()),
         llm_usage=ledger.scope_summary(),

@@ -9,9 +9,9 @@ flat names they had before (`llm_model`, `LITPIPE_LLM_MODEL`) still work, with a
 `DeprecationWarning` naming the new one.
 
 One module per group of settings (`ingest`, `llm`, `retrieval`, `synthesis`, `grading`,
-`related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings` and the order of
-its sources), `paths` (`HomePaths`: the paths under a home), `routes` (what an agent's calls resolve to), `sources`
-(the environment's flat names, litpipe.toml, the presets), `resolved` (the settings a command
+`related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings` and the
+order of its sources), `paths` (`HomePaths`: the paths under a home), `routes` (what an agent's
+calls resolve to), `sources` (the environment's flat names, litpipe.toml, the presets), `resolved` (the settings a command
 resolved, in the file it hands the Dagster processes it starts), `flat_names` (the names from
 before the grouping) and `base` (what every group shares). Import the names from here.
 """
@@ -37,6 +37,8 @@ from litpipe.settings.resolved import (
     SETTINGS_FILE_VARIABLE,
     CredentialsNotGiven,
     code_location_settings,
+    credentials_environment,
+    credentials_in_environment,
     read_resolved_settings,
     served_settings_environment,
     with_credentials,
@@ -94,6 +96,8 @@ __all__ = [
     "SynthesisSettings",
     "ZoteroSettings",
     "code_location_settings",
+    "credentials_environment",
+    "credentials_in_environment",
     "config_file",
     "environment_name",
     "preset_names",

@@ -5,25 +5,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from litpipe.files import checked_key
 from litpipe.settings.sources import home_settings_path
 
 
 class HomePaths(BaseModel):
-    """The folders and files under a litpipe home, and the two places settings may move out of
-    it (the Dagster instance's folder, the chunk tables' store)."""
+    """The folders and files under a litpipe home, and the places settings may move out of it
+    (the Dagster instance's folder, the chunk tables' store, the watched folders), by default
+    under it as `Settings` has them."""
 
     model_config = ConfigDict(frozen=True)
 
     home: Path
-    dagster_home: Path
+    dagster_home: Path = Field(default_factory=lambda fields: fields["home"] / "dagster")
     # The chunk tables' folder, or their object-store URI (kept a string: a Path would fold
     # `s3://` into `s3:/`).
-    lancedb_dir: Path | str
+    lancedb_dir: Path | str = Field(default_factory=lambda fields: fields["home"] / "lancedb")
     # The folders the new-paper sensor watches.
-    watched_roots: tuple[Path, ...]
+    watched_roots: tuple[Path, ...] = Field(
+        default_factory=lambda fields: (fields["home"] / "inbox",)
+    )
 
     @property
     def cache_dir(self) -> Path:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +52,35 @@ class CredentialsNotGiven(ValueError):
 def served_settings_environment(settings: Settings) -> dict[str, str]:
     """What a process started to serve `settings` needs in its environment: the file of the
     whole settings (written now), and each credential kept out of it."""
-    values = settings.model_dump(mode="json")
     return {
         SETTINGS_FILE_VARIABLE: str(write_resolved_settings(settings)),
-        **{environment_name(path): value for path, value in _held_credentials(values)},
+        **credentials_environment(settings),
     }
+
+
+def credentials_environment(settings: Settings) -> dict[str, str]:
+    """Each setting holding credentials, by the variable it is read from (LITPIPE_LLM__API_BASE):
+    how it reaches a Dagster step, whose resource config names the variable, never the value."""
+    values = settings.model_dump(mode="json")
+    return {environment_name(path): value for path, value in _held_credentials(values)}
+
+
+@contextmanager
+def credentials_in_environment(settings: Settings) -> Iterator[None]:
+    """This process's environment holding the credentials of `settings`
+    (`credentials_environment`) for the block, as it was after: the runs a command executes
+    in-process read them there, as a launched run's process does."""
+    given = credentials_environment(settings)
+    before = {name: os.environ.get(name) for name in given}
+    os.environ.update(given)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def write_resolved_settings(settings: Settings) -> Path:

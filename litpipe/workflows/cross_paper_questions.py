@@ -9,7 +9,7 @@ from litpipe.agents.asker import Asker
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.llm.errors import LLMError
 from litpipe.schemas import CrossPaperQuestions, PaperAbstract, PaperQuestions
-from litpipe.settings import Settings
+from litpipe.settings import RetrievalSettings, SynthesisSettings
 from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
@@ -23,7 +23,8 @@ def cross_paper(
     abstracts: list[PaperAbstract],
     retriever: HybridRetriever,
     reranker: Reranker,
-    settings: Settings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
     asker: Asker,
 ) -> CrossPaperQuestions:
     """`cross_paper_questions`: comparative questions from all the abstracts together, each
@@ -31,7 +32,7 @@ def cross_paper(
     fails, none, and why (`optional_steps`)."""
     try:
         questions = comparative_questions(
-            collection, abstracts, settings.synthesis.cross_paper_questions, asker
+            collection, abstracts, synthesis.cross_paper_questions, asker
         )
         answers = (
             ask(
@@ -41,7 +42,8 @@ def cross_paper(
                 retriever,
                 reranker,
                 "all",
-                settings,
+                retrieval,
+                synthesis,
                 asker,
             )
             if questions

@@ -2,7 +2,7 @@
 questions asked later (follow-ups, comparative questions), which are searched first.
 
     evidence = gather_evidence(questions, retriever, reranker, "own", 100, 20, 3)
-    answers = answer_paper(evidence, settings, asker)
+    answers = answer_paper(evidence, synthesis, asker)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from litpipe.agents.answers import answer_questions, answers_engine
 from litpipe.agents.asker import Asker
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence, PaperQuestions
-from litpipe.settings import Settings
+from litpipe.settings import RetrievalSettings, SynthesisSettings
 
 if TYPE_CHECKING:
     from litpipe.retrieval.hybrid import HybridRetriever, Scope
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
 
 def answer_paper(
     evidence: PaperEvidence,
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
 ) -> PaperAnswers:
     """`paper_answers`: every question of the paper answered only from its evidence."""
-    answers = answer_questions(evidence.questions, settings.synthesis.answer_mode, asker)
+    answers = answer_questions(evidence.questions, synthesis.answer_mode, asker)
     return PaperAnswers(
         paper_id=evidence.paper_id,
-        mode=settings.synthesis.answer_mode,
-        engine=answers_engine(settings.synthesis.answer_mode, asker),
+        mode=synthesis.answer_mode,
+        engine=answers_engine(synthesis.answer_mode, asker),
         answers=answers,
     )
 
@@ -40,7 +40,8 @@ def ask(
     retriever: HybridRetriever,
     reranker: Reranker,
     scope: Scope,
-    settings: Settings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
     asker: Asker,
 ) -> list[Answer]:
     """Questions retrieved (candidates, fusion, MMR, reranking) and answered like a paper's own."""
@@ -49,8 +50,8 @@ def ask(
         retriever,
         reranker,
         scope=scope,
-        candidates=settings.retrieval.candidates,
-        rerank_candidates=settings.retrieval.rerank_candidates,
-        keep=settings.retrieval.evidence_per_question,
+        candidates=retrieval.candidates,
+        rerank_candidates=retrieval.rerank_candidates,
+        keep=retrieval.evidence_per_question,
     )
-    return answer_questions(evidence.questions, settings.synthesis.answer_mode, asker)
+    return answer_questions(evidence.questions, synthesis.answer_mode, asker)

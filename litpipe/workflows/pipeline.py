@@ -106,16 +106,15 @@ def run(
     sources = sorted(unique_papers(iter(discovery.sources)), key=lambda s: s.paper_id)
     collection = discovery.collection
     # Every agent without a route of its own takes the default one, `route("")`'s.
-    client = (
-        client
-        if client is not None
-        else model_client(
-            settings,
-            ["", *settings.llm.agents],
-            UsageLedger(settings.home / "usage" / f"{USAGE_SCOPE}.jsonl"),
-        )
-    )
     asker = Asker(settings.llm, client)
+    if client is None:
+        # For the routes the asker resolved, which it asks by.
+        asker.client = model_client(
+            settings.llm,
+            settings.paths,
+            [asker.route(agent) for agent in ["", *settings.llm.agents]],
+            UsageLedger(settings.paths.usage_dir / f"{USAGE_SCOPE}.jsonl"),
+        )
     embedder = settings_embedder(settings)
     store = ChunkStore(settings.paths.lancedb_dir)
 
@@ -175,7 +174,7 @@ def run(
             abstract=abstract,
             questions=asked,
             evidence=found,
-            answers=answer_paper(found, settings, asker),
+            answers=answer_paper(found, settings.synthesis, asker),
         )
 
     results: dict[str, PaperResult] = {}
@@ -190,14 +189,20 @@ def run(
     answers = {paper_id: result.answers for paper_id, result in results.items()}
 
     comparative = cross_paper(
-        collection, list(abstracts.values()), retriever(), reranker, settings, asker
+        collection,
+        list(abstracts.values()),
+        retriever(),
+        reranker,
+        settings.retrieval,
+        settings.synthesis,
+        asker,
     )
     analysis = analyse(
         collection,
         answers,
         comparative,
         abstracts,
-        follow_up_answerer(retriever, reranker, settings, asker),
+        follow_up_answerer(retriever, reranker, settings.retrieval, settings.synthesis, asker),
         settings,
         asker,
         embedder,

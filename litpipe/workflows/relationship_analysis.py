@@ -5,7 +5,7 @@ model call where it fits the model's window (`analysis`, as X-Sum makes it), els
 any, by follow-up questions for thin papers. The expert synthesis and its plain-language version
 are written from the analysis by `litpipe/workflows/synthesis.py`.
 
-    follow_up = follow_up_answerer(collection, retriever_of, reranker, settings, asker)
+    follow_up = follow_up_answerer(retriever_of, reranker, retrieval, synthesis, asker)
     analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings, asker)
 """
 
@@ -38,7 +38,7 @@ from litpipe.schemas import (
     Question,
     RelationshipAnalysis,
 )
-from litpipe.settings import Settings
+from litpipe.settings import RetrievalSettings, Settings, SynthesisSettings
 from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
@@ -56,7 +56,8 @@ FollowUpAnswerer = Callable[[str, list[Question]], list[Answer]]
 def follow_up_answerer(
     retriever_of: Callable[[str], HybridRetriever],
     reranker: Reranker,
-    settings: Settings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
     asker: Asker,
 ) -> FollowUpAnswerer:
     """What `analyse` asks a thin paper's follow-up questions with: each searched in that paper's
@@ -68,7 +69,8 @@ def follow_up_answerer(
             retriever_of(paper_id),
             reranker,
             "own",
-            settings,
+            retrieval,
+            synthesis,
             asker,
         )
 

@@ -57,8 +57,9 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
                 collection.name,
                 list(abstracts.values()),
                 retriever,
-                settings_reranker(step.settings, asker),
-                step.settings,
+                settings_reranker(settings, asker),
+                settings.retrieval,
+                settings.synthesis,
                 asker,
             )
         context.log.info(

@@ -113,10 +113,10 @@ def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.Ass
         with step.run(context) as run:
             client = run.asker().client
             try:
-                evaluation = evaluate(run.settings, Path(config.dataset), config.limit, client)
+                evaluation = evaluate(settings, Path(config.dataset), config.limit, client)
             except entry.input_errors as error:
                 raise bad_input(str(error)) from error
-        files = write_evaluation(entry, evaluation, output_folder(run.settings, config.out))
+        files = write_evaluation(entry, evaluation, output_folder(settings, config.out))
         context.log.info(f"written: {files['markdown']}, {files['json']}")
         return dg.MaterializeResult(
             metadata={**evaluation_metadata(entry, evaluation, files), **run.usage()}

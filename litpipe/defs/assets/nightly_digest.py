@@ -104,12 +104,12 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 arrivals,
                 before,
                 ArtifactSources(resources.artifacts),
-                step.settings,
+                settings,
                 step.asker(),
                 # Through the home's vector cache: the night's relationship analysis encoded
                 # these insights already, so the digest loads no model to find neighbours.
                 resources.embedder.cached(),
-                history=step.settings.home,
+                history=settings.home,
             )
             built.model_budget = step.nightly_budget_spent(window.start.date())
         files = digest_report.write_digest(

@@ -1,5 +1,7 @@
 """Per-paper answers: each question answered only from its evidence, every claim cited."""
 
+import functools
+
 import dagster as dg
 
 from litpipe.agents.answers import ANSWER_AGENTS
@@ -9,7 +11,7 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import PaperBatch, each_paper, paper_asset
 from litpipe.defs.versions import ANSWERS, CodeVersion
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence
-from litpipe.settings import Settings
+from litpipe.settings import Settings, SynthesisSettings
 from litpipe.workflows import paper_answers as workflow
 from litpipe.workflows.paper_answers import answer_paper
 
@@ -28,14 +30,16 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "`synthesis.answer_mode` says.",
     )
     def paper_answers(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        return each_paper(context, STEP, answers_of)
+        return each_paper(context, STEP, functools.partial(answers_of, settings.synthesis))
 
     return [paper_answers]
 
 
-def answers_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperAnswers]:
+def answers_of(
+    synthesis: SynthesisSettings, papers: PaperBatch, paper_id: str
+) -> PaperBuild[PaperAnswers]:
     evidence = papers.store.read(["question_evidence"], paper_id, PaperEvidence)
-    answers = answer_paper(evidence, papers.step.settings, papers.step.asker())
+    answers = answer_paper(evidence, synthesis, papers.step.asker())
     return papers.paper(
         answers,
         {

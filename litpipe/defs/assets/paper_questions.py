@@ -1,5 +1,7 @@
 """Per-paper questions, broad and on the method's inner workings, from title and abstract."""
 
+import functools
+
 import dagster as dg
 
 from litpipe.agents.paper_questions import PaperQuestionsAgent, paper_questions_from
@@ -28,16 +30,17 @@ def build_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition
         "findings) and `inner_workings` (design, steps, mechanisms, rationale).",
     )
     def paper_questions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        return each_paper(context, STEP, questions_of)
+        per_style = settings.synthesis.questions_per_style
+        return each_paper(context, STEP, functools.partial(questions_of, per_style))
 
     return [paper_questions]
 
 
-def questions_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperQuestions]:
+def questions_of(per_style: int, papers: PaperBatch, paper_id: str) -> PaperBuild[PaperQuestions]:
     questions = paper_questions_from(
         papers.store.read(["paper_abstract"], paper_id, PaperAbstract),
         papers.step.asker(),
-        per_style=papers.step.settings.synthesis.questions_per_style,
+        per_style=per_style,
     )
     return papers.paper(
         questions,

@@ -167,8 +167,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         catalog, artifacts = resources.catalog, resources.artifacts
-        step_settings = resources.llm.settings()
-        requests = request_store(step_settings)
+        requests = request_store(settings)
         if not requests.exists([ASSET], key):
             raise dg.Failure(
                 f"no stored request for partition {key!r} (expected "
@@ -198,9 +197,9 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             asker = step.asker()
             search = paper_search(
                 resources.retrieval.paper_retriever(chunk_store, model, request.paper_id),
-                settings_reranker(step.settings, asker),
+                settings_reranker(settings, asker),
                 request.paper_id,
-                step.settings,
+                settings,
             )
             try:
                 result = summarize_for_query(
@@ -209,12 +208,12 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     abstract.abstract,
                     passages,
                     search,
-                    step.settings,
+                    settings,
                     asker,
                 )
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
-            result, outcomes = _graded(result, passages, step.settings, asker, model)
+            result, outcomes = _graded(result, passages, settings, asker, model)
         outputs_dir = artifacts.outputs_dir(collection)
         path = report.write_markdown(result, outputs_dir, collection)
         page = report.write_html(result, outputs_dir, collection)

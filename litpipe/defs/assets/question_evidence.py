@@ -9,7 +9,6 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import (
     SEARCH,
     PaperBatch,
-    Resources,
     all_partitions,
     paper_asset,
     paper_batch,
@@ -58,7 +57,7 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
         "each retriever's rank and score and their place in the paper (section, pages, offsets).",
     )
     def question_evidence(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        step = question_evidence_step(Resources(context).llm.settings())
+        step = question_evidence_step(settings)
         with paper_batch(context, step) as papers:
             retrieval, chunk_store = papers.resources.retrieval, papers.resources.lancedb.store()
             # Every question of the batch encoded by one call; each search then looks its
@@ -95,7 +94,7 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                     )
                 return shared[names]
 
-            reranker = settings_reranker(papers.step.settings, papers.step.asker())
+            reranker = settings_reranker(settings, papers.step.asker())
 
             def evidence_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperEvidence]:
                 found = gather_evidence(

@@ -179,16 +179,16 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         with STEP.run(context) as step:
-            stored = _stored(step.settings, key)
+            stored = _stored(settings, key)
             table = _unchanged_table(stored)
             asker = step.asker()
             encoder = resources.embedder.embedder()
             try:
-                related = run_related_work(table, stored.request, step.settings, asker, encoder)
+                related = run_related_work(table, stored.request, settings, asker, encoder)
             except RelatedWorkInputError as error:
                 # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
                 raise bad_input(str(error)) from error
-            related, outcomes = _graded(related, step.settings, asker, encoder)
+            related, outcomes = _graded(related, settings, asker, encoder)
         files = write_related_work(
             related, outputs_folder(Path(resources.artifacts.outputs_root), key)
         )

@@ -87,8 +87,9 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
             asker = step.asker()
             follow_up = follow_up_answerer(
                 lambda paper_id: resources.retrieval.paper_retriever(store, model, paper_id),
-                settings_reranker(step.settings, asker),
-                step.settings,
+                settings_reranker(settings, asker),
+                settings.retrieval,
+                settings.synthesis,
                 asker,
             )
             analysis = analyse(
@@ -97,7 +98,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 cross_paper_questions,
                 abstracts,
                 follow_up,
-                step.settings,
+                settings,
                 asker,
                 model,
             )
@@ -125,7 +126,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 "did not tell the papers apart"
             )
         # Kept by data version under the home: `litpipe diff` and the digest compare them.
-        synthesis_history.record(step.settings.home, analysis)
+        synthesis_history.record(settings.home, analysis)
         yield step.output(
             analysis,
             {

@@ -142,7 +142,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 answers,
                 cross_paper_questions,
                 titles,
-                step.settings,
+                settings,
                 step.asker(SYNTHESIS_AGENTS),
             )
 
@@ -153,6 +153,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
+            settings,
         )
 
     @_writer_asset(
@@ -175,7 +176,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 relationship_analysis,
                 synthesis,
                 titles,
-                step.settings,
+                settings,
                 step.asker(PLAIN_SUMMARY_AGENTS),
             )
 
@@ -186,6 +187,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
+            settings,
         )
 
     @step_asset(
@@ -270,6 +272,7 @@ def _written_and_checked(
     context: dg.AssetExecutionContext,
     analysis: RelationshipAnalysis,
     comparative: CrossPaperQuestions,
+    settings: Settings,
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
     """A writer's step: the text written and graded, then its checks (those that could not
     run named in the output's metadata, not reported)."""
@@ -285,7 +288,7 @@ def _written_and_checked(
         written = write(titles, answers, step)
         if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
             skipped = CheckSkipped(reason=written.not_run.line())
-            not_run = _checked(asset, dict.fromkeys(_check_names(asset), skipped), step.settings)
+            not_run = _checked(asset, dict.fromkeys(_check_names(asset), skipped), settings)
             yield _output(step, written, analysis, titles, not_run.metadata())
             yield optional_step_result(asset, written.not_run.step, [written.not_run])
             return
@@ -293,7 +296,7 @@ def _written_and_checked(
             written.text,
             grading.cited_passages(written.citations, passages),
             f"{written.audience} synthesis",
-            step.settings,
+            settings,
             judge,
             encoder,
             title=written.title,
@@ -306,14 +309,14 @@ def _written_and_checked(
     }
     if asset == "synthesis":
         outcomes["completeness"] = grading.completeness(
-            written.text, analysis, step.settings.grading.support_threshold, encoder
+            written.text, analysis, settings.grading.support_threshold, encoder
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on,
     # and what changed since the version kept before it (`synthesis_history`).
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
     if asset == "synthesis":
-        plots["changes"] = markdown_metadata(_changes(step.settings.home, written, analysis))
-    results = _checked(asset, outcomes, step.settings)
+        plots["changes"] = markdown_metadata(_changes(settings.home, written, analysis))
+    results = _checked(asset, outcomes, settings)
     yield _output(step, written, analysis, titles, {**plots, **results.metadata()})
     yield from results.results
     if asset == "plain_summary":

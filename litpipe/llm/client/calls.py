@@ -66,7 +66,7 @@ from litpipe.llm.window import (
     messages_tokens,
     token_counter,
 )
-from litpipe.settings import Route, Settings
+from litpipe.settings import LLMSettings, Route
 from litpipe.url_credentials import split_basic_auth
 
 logger = logging.getLogger(__name__)
@@ -84,12 +84,12 @@ MIN_REPLY_TOKENS = 64
 
 
 class ModelCalls:
-    """The requests of one call: `LLMClient`'s, which sets `settings` (the timeout and the
+    """The requests of one call: `LLMClient`'s, which sets `llm` (the timeout and the
     retries), `_budget`, `_shared` (the limits shared with other processes, or None), `_scope`
     (the run its calls count towards) and `_waits` (the run's time for waiting on models, or
     None)."""
 
-    settings: Settings
+    llm: LLMSettings
     _budget: _Budget
     _shared: SharedLimits | None
     _scope: RunScope
@@ -322,7 +322,7 @@ class ModelCalls:
             "messages": messages,
             "temperature": route.temperature,
             "max_tokens": max_tokens,
-            "timeout": self.settings.llm.timeout_s,
+            "timeout": self.llm.timeout_s,
             # Retries are this client's (counted, logged, honouring Retry-After): none beneath.
             "max_retries": 0,
             # A parameter a model does not take (temperature, for reasoning models) is left out
@@ -357,8 +357,8 @@ class ModelCalls:
         """The request's tries, each within its place among the route's requests in flight;
         `_WindowLearnt` where the route's window is no longer the one it was fitted to
         (`fitted_to`) once it has a place: another request's refusal taught it meanwhile."""
-        max_retries = self.settings.llm.max_retries
-        gate = await route_gate(route, self.settings, self._scope)
+        max_retries = self.llm.max_retries
+        gate = await route_gate(route, self.llm, self._scope)
         retry = 0
         while True:
             ticket = await self._place(route, gate)
@@ -456,7 +456,7 @@ class ModelCalls:
         """A try's timeout: `llm.timeout_s` (on the user's own server, as long as its pace
         needs for `max_tokens`: `InFlightLimit.timeout_for`), or what is left of the run's time
         for waiting, and whether that cut it."""
-        timeout = self.settings.llm.timeout_s
+        timeout = self.llm.timeout_s
         if gate.limit is not None:
             timeout = gate.limit.timeout_for(max_tokens)
         if self._waits is None:

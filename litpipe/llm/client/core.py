@@ -34,7 +34,7 @@ from litpipe.llm.errors import LLMError, one_line
 from litpipe.llm.shared_limits import SharedLimits, limits_database
 from litpipe.llm.usage import CallRecord, UsageLedger
 from litpipe.llm.window import token_counter
-from litpipe.settings import Route, Settings
+from litpipe.settings import HomePaths, LLMSettings, Route
 
 logger = logging.getLogger(__name__)
 
@@ -44,28 +44,33 @@ T = TypeVar("T", bound=BaseModel)
 class LLMClient(ModelCalls):
     """Structured calls for the agents of one step, recorded in `usage`.
 
-    `settings` gives the concurrency bound (`llm.concurrency`, shared by all calls of this
-    client), the timeout, the retries, the breaker, the cache switch, the budget and the run's
-    time for waiting on models (shared by the clients of the ledger's scope); the route of each
-    call gives its model, API base and sampling. API keys come from the environment only.
+    `llm` gives the concurrency bound (`llm.concurrency`, shared by all calls of this client),
+    the timeout, the retries, the breaker, the cache switch, the budget and the run's time for
+    waiting on models (shared by the clients of the ledger's scope); the route of each call
+    gives its model, API base and sampling; `home` the reply cache's folder. API keys come from
+    the environment only.
     """
 
     def __init__(
-        self, settings: Settings, usage: UsageLedger, limits_at: str | Path | None = None
+        self,
+        llm: LLMSettings,
+        home: HomePaths,
+        usage: UsageLedger,
+        limits_at: str | Path | None = None,
     ) -> None:
         """`limits_at`: where `llm.rate_limits` and `llm.nightly_budget_usd` are counted (the
-        instance's PostgreSQL URL; default `settings.paths.model_limits_path`, SQLite). Without either
+        instance's PostgreSQL URL; default `home.model_limits_path`, SQLite). Without either
         setting, nothing is."""
-        self.settings = settings
+        self.llm = llm
         self.usage = usage
-        self.cache = LLMCache(settings.paths.cache_dir) if settings.llm.cache else None
-        self._slots = asyncio.Semaphore(settings.llm.concurrency)
-        self._shared = shared_limits(settings, limits_at)
-        self._budget = _Budget(
-            settings.llm.budget_usd, usage, estimate=settings.llm.nightly_budget_usd is not None
+        self.cache = LLMCache(home.cache_dir) if llm.cache else None
+        self._slots = asyncio.Semaphore(llm.concurrency)
+        self._shared = shared_limits(
+            llm, limits_at if limits_at is not None else home.model_limits_path
         )
+        self._budget = _Budget(llm.budget_usd, usage, estimate=llm.nightly_budget_usd is not None)
         self._scope = RunScope.of_ledger(usage.path, id(usage))
-        self._waits = wait_budget(settings, self._scope)
+        self._waits = wait_budget(llm, self._scope)
 
     def count_tokens(self, route: Route, text: str) -> int:
         """The text's tokens as the route's model reads them."""
@@ -291,14 +296,13 @@ class LLMClient(ModelCalls):
             return None
 
 
-def shared_limits(settings: Settings, limits_at: str | Path | None) -> SharedLimits | None:
+def shared_limits(llm: LLMSettings, limits_at: str | Path) -> SharedLimits | None:
     """The limits the client's requests share with every process's, counted at `limits_at`
-    (default: the home's SQLite file); None, and no database opened, without any."""
-    llm = settings.llm
+    (a PostgreSQL URL, or a SQLite file); None, and no database opened, without any."""
     if not llm.rate_limits and llm.nightly_budget_usd is None:
         return None
     return SharedLimits(
-        limits_database(limits_at if limits_at is not None else settings.paths.model_limits_path),
+        limits_database(limits_at),
         dict(llm.rate_limits),
         llm.nightly_budget_usd,
         llm.nightly_budget_day_start,

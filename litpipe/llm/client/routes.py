@@ -56,7 +56,7 @@ from litpipe.files import write_atomically
 from litpipe.hashing import digest
 from litpipe.llm.errors import ModelUnreachableError
 from litpipe.llm.window import known_to_litellm, server_slots
-from litpipe.settings import Route, Settings
+from litpipe.settings import LLMSettings, Route
 from litpipe.url_credentials import hide_credentials
 
 logger = logging.getLogger(__name__)
@@ -377,10 +377,10 @@ class RunScope:
         return RunScope(str(path), path.with_suffix(".routes"))
 
 
-async def route_gate(route: Route, settings: Settings, scope: RunScope) -> RouteGate:
+async def route_gate(route: Route, llm: LLMSettings, scope: RunScope) -> RouteGate:
     """The gate of the route for the run (its server asked once per process how many it
     decodes at once)."""
-    pid, llm = os.getpid(), settings.llm
+    pid = os.getpid()
     key = (pid, route.api_base, route.model)
     if key not in _LIMITS:
         slots = await asyncio.to_thread(server_slots, route.api_base, route.model)
@@ -405,10 +405,10 @@ async def route_gate(route: Route, settings: Settings, scope: RunScope) -> Route
     return RouteGate(limit, breaker)
 
 
-def wait_budget(settings: Settings, scope: RunScope) -> WaitBudget | None:
+def wait_budget(llm: LLMSettings, scope: RunScope) -> WaitBudget | None:
     """The run's time for waiting on models, shared by the clients of its usage scope in this
     process; None without `llm.run_deadline_s`."""
-    seconds = settings.llm.run_deadline_s
+    seconds = llm.run_deadline_s
     if seconds is None:
         return None
     key = (os.getpid(), scope.name)
