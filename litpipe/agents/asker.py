@@ -16,11 +16,9 @@ more.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import logging
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,8 +26,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from litpipe import extractive
-from litpipe import text as text_helpers
 from litpipe.agents.base import (
     OFFLINE_ENGINE,
     Agent,
@@ -40,6 +36,7 @@ from litpipe.agents.base import (
     fallback_engine,
     fitted_messages,
 )
+from litpipe.agents.code_versions import imported_code_version
 from litpipe.hashing import digest
 from litpipe.llm.errors import (
     ContextOverflowError,
@@ -122,17 +119,16 @@ class Asker:
     def version(self, agent: Agent[Any, Any]) -> str:
         """Hash of all that decides the agent's replies: for the code_version of its asset.
 
-        The effective prompt text, the reply schema, the agent's module and the offline
-        extractive engine, and the route's model and sampling. Not `api_base`: the same model
-        served from another address gives the same replies.
+        The effective prompt text, the reply schema, the agent's module with the modules it
+        imports (its offline engine and what that uses: `imported_code_version`), and the route's
+        model and sampling. Not `api_base`: the same model served from another address gives
+        the same replies.
         """
         route = self.route(agent)
         return digest(
             self.prompts.digest(agent.name),
             json.dumps(agent.reply_schema.model_json_schema(), sort_keys=True),
-            inspect.getsource(sys.modules[type(agent).__module__]),
-            inspect.getsource(text_helpers),
-            extractive.source(),
+            imported_code_version(type(agent).__module__),
             route.model_dump_json(include={"model", "temperature", "max_tokens"}),
         )
 

@@ -14,13 +14,12 @@ of the same group instead: its command does the work and reports a runless mater
 the same metadata (`report_evaluation`), so its figures are plotted like the others'.
 """
 
-import inspect
-import sys
 from pathlib import Path
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from litpipe.agents.code_versions import imported_code_version
 from litpipe.defs.assets.related_work import bad_input
 from litpipe.defs.jobs import RUN_TAGS
 from litpipe.defs.llm_steps import ModelStep
@@ -29,7 +28,6 @@ from litpipe.defs.steps import step_asset
 from litpipe.defs.versions import CodeVersion, NamedVersion, declared_code_version
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.files import write_atomically
-from litpipe.hashing import digest
 from litpipe.settings import Settings
 
 GROUP = "evaluation"
@@ -83,12 +81,12 @@ def evaluation_metadata(
 
 
 def evaluation_version(entry: RegisteredEvaluation) -> CodeVersion:
-    """The evaluation module's source: a changed metric or baseline shows its figures stale.
-    (The dataset and the models are the run's config and settings, recorded as metadata.)"""
-    module = sys.modules[entry.result.__module__]
-    return CodeVersion(
-        versions=(NamedVersion(module.__name__, lambda *_: digest(inspect.getsource(module))),)
-    )
+    """The evaluation module's source and the litpipe code it imports (`imported_code_version`:
+    its metrics, baselines, the agents it asks and their offline engines): a changed metric,
+    baseline or engine shows its figures stale. (The dataset and the models are the run's
+    config and settings, recorded as metadata.)"""
+    module = entry.result.__module__
+    return CodeVersion(versions=(NamedVersion(module, lambda *_: imported_code_version(module)),))
 
 
 def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.AssetsDefinition:
