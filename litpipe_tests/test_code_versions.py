@@ -197,6 +197,8 @@ IMPORT_PIECES = st.sampled_from(
         "from litpipe.extractive.passages import (\n    PassageInput,\n    PassageReply,\n)\n",
         # A comment's parenthesis inside the list: not read alone, so the module is parsed.
         "from litpipe.citations import (\n    chunk_marker,  # (the marker)\n    marker,\n)\n",
+        # An open parenthesis in a comment: the statement is read up to a later one, or on.
+        "import litpipe.text  # (unclosed\n",
         "if TYPE_CHECKING:\n    from litpipe.retrieval.store import TextEncoder\n",
         "if TYPE_CHECKING:\n    import litpipe.llm\n\n    import litpipe.ingest\nelse:\n"
         "    import litpipe.retrieval\n",

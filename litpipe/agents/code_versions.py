@@ -139,7 +139,8 @@ def import_statements(source: str) -> list[ast.Import | ast.ImportFrom]:
         end = source.find("\n", start)
         end = len(source) if end < 0 else end
         if "(" in source[start:end]:  # a parenthesized list of names, on many lines
-            end = source.find(")", start) + 1
+            close = source.find(")", start)
+            end = len(source) if close < 0 else close + 1
         try:
             statements = ast.parse(source[start:end].strip()).body
         except SyntaxError:
