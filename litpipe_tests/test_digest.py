@@ -12,7 +12,9 @@ import dagster as dg
 
 from litpipe.agents.asker import Asker
 from litpipe.catalog import Catalog
+from litpipe.defs.automation import AUTOMATION_SENSOR
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.partitions import PAPERS
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.sources import discover
 from litpipe.llm.client import LLMClient
@@ -244,13 +246,8 @@ def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
         definitions=defs,
     )
     before = datetime.now(UTC)
-    (request,) = defs.resolve_sensor_def("new_papers_sensor")(context).run_requests
-    assert request.asset_graph_subset is not None  # a backfill of the new papers
-    (paper_id,) = {
-        key
-        for subset in request.asset_graph_subset.partitions_subsets_by_asset_key.values()
-        for key in subset.get_partition_keys()
-    }
+    requests = defs.resolve_sensor_def("new_papers_sensor")(context).dynamic_partitions_requests
+    (paper_id,) = next(r.partition_keys or [] for r in requests if r.partitions_def_name == PAPERS)
     catalog = Catalog(settings.paths.catalog_path)
 
     assert before <= catalog.registered_at(paper_id) <= datetime.now(UTC)
@@ -259,7 +256,7 @@ def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
     assert [(a.paper_id, a.collections) for a in arrived] == [(paper_id, [COLLECTION])]
 
 
-# Three nights of the schedule, through Dagster.
+# Three nights of the automation, through Dagster.
 
 DAY_1, DAY_2, DAY_3 = date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 4)
 
@@ -273,13 +270,20 @@ def ingest(settings: Settings, instance: dg.DagsterInstance, folder: Path, when:
 
 
 def nightly_run(settings: Settings, instance: dg.DagsterInstance, night: datetime) -> Digest:
-    """What the schedule does at `night`: its run request, executed."""
+    """What the automation does at `night`: the digest's partition its condition requests
+    (its first tick, an hour before, requests none), executed."""
     defs = build_definitions(settings)
-    schedule = defs.resolve_schedule_def("nightly_digest_schedule")
-    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=night)
-    (request,) = schedule.evaluate_tick(context).run_requests
+    digest = dg.AssetKey("nightly_digest")
+    before = dg.evaluate_automation_conditions(
+        defs, instance, dg.AssetSelection.assets(digest), night - timedelta(hours=1)
+    )
+    assert before.get_requested_partitions(digest) == set()
+    tick = dg.evaluate_automation_conditions(
+        defs, instance, dg.AssetSelection.assets(digest), night, before.cursor
+    )
+    (partition,) = tick.get_requested_partitions(digest)
     result = defs.resolve_job_def("nightly_digest_job").execute_in_process(
-        partition_key=request.partition_key, instance=instance
+        partition_key=partition, instance=instance
     )
     assert result.success
     return result.output_for_node("nightly_digest")
@@ -351,9 +355,11 @@ def test_the_digest_stays_out_of_what_litpipe_run_and_status_build(tmp_path: Pat
     assert digest_key not in [*paper_asset_keys(defs), *collection_asset_keys(defs)]
     for job in ("paper_pipeline", "collection_pipeline"):
         assert digest_key not in defs.resolve_job_def(job).asset_layer.selected_asset_keys
-    schedule = defs.resolve_schedule_def("nightly_digest_schedule")
-    assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 2 * * *", "UTC")
-    assert schedule.default_status is dg.DefaultScheduleStatus.RUNNING
+    # Built by Dagster's automation at 02:00 UTC, its sensor on by default.
+    condition = defs.resolve_asset_graph().get(digest_key).automation_condition
+    assert condition is not None and "0 2 * * * UTC" in (condition.get_label() or "")
+    sensor = defs.resolve_sensor_def(AUTOMATION_SENSOR)
+    assert sensor.default_status is dg.DefaultSensorStatus.RUNNING
 
 
 def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_digests(

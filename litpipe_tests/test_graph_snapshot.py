@@ -1,6 +1,6 @@
 """The asset graph against its checked-in snapshot (data/graph_snapshot.json): a change to an
-asset's key, group, partitions, upstream assets, checks or code-version inputs, or to a job,
-schedule or sensor, shows as a reviewed diff of that file.
+asset's key, group, partitions, upstream assets, checks, code-version inputs or automation
+condition, or to a job, schedule or sensor, shows as a reviewed diff of that file.
 
 The code-version inputs are the declared ones (agents, named stage versions, modules, output
 schema, settings fields, embedder), not their hashes: editing a prompt changes no snapshot."""
@@ -49,6 +49,10 @@ def graph_snapshot(defs: dg.Definitions) -> dict[str, object]:
             "upstream": sorted(parent.to_user_string() for parent in node.parent_keys),
             "checks": sorted(check.name for check in node.check_keys),
             "code_version_inputs": None if declared is None else declared.inputs(),
+            # What Dagster's automation builds it on (litpipe/defs/automation.py), by its label.
+            "automation_condition": node.automation_condition.get_label()
+            if node.automation_condition is not None
+            else None,
         }
     repository = defs.get_repository_def()
     return {

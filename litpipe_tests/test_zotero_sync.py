@@ -1,6 +1,6 @@
 """The Zotero sync: a nightly sensor that registers the items added to (or edited in) the watched
-Zotero collections since its last tick, hashing only those, and requests their ingestion; and an
-item's metadata edited in Zotero reaching its paper (`litpipe run --zotero` as well).
+Zotero collections since its last tick, hashing only those, for Dagster's automation to build;
+and an item's metadata edited in Zotero reaching its paper (`litpipe run --zotero` as well).
 
 The library is the one `test_zotero` writes with Zotero 7's schema; items are added and edited
 here as Zotero would, in its database.
@@ -18,11 +18,13 @@ import pytest
 
 import litpipe.ingest.library
 from litpipe.catalog import Catalog
+from litpipe.defs.automation import AUTOMATION_SENSOR
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.resources import CatalogResource
 from litpipe.settings import Settings
 from litpipe_tests.bundled import short_paper
+from litpipe_tests.daemon_ticks import Daemon
 from litpipe_tests.test_cli import run
 from litpipe_tests.test_sensors import added_partitions
 from litpipe_tests.test_sensors import tick as folder_tick
@@ -89,18 +91,12 @@ def tick(
     return defs.resolve_sensor_def("zotero_sync_sensor")(context)
 
 
-def requested(result: dg.SensorResult | dg.SkipReason) -> list[str]:
-    """The papers a tick asks to build: those of its one backfill of the per-paper stages."""
+def requested(
+    settings: Settings, daemon: Daemon, result: dg.SensorResult | dg.SkipReason
+) -> list[str]:
+    """The papers built after a tick: every stage of each (`Daemon.papers_built`)."""
     assert isinstance(result, dg.SensorResult), result
-    if not result.run_requests:
-        return []
-    (request,) = result.run_requests
-    assert request.asset_graph_subset is not None, "a backfill, not a run"
-    (papers,) = {
-        frozenset(subset.get_partition_keys())
-        for subset in request.asset_graph_subset.partitions_subsets_by_asset_key.values()
-    }
-    return sorted(papers)
+    return daemon.papers_built(build_definitions(settings), result)
 
 
 def reopened(data_dir: Path) -> ZoteroLibrary:
@@ -138,10 +134,11 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
 ) -> None:
     settings = sync_settings(tmp_path, zotero)
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     catalog = Catalog(settings.paths.catalog_path)
 
     first = tick(settings, instance, None)
-    assert requested(first) == READING_PAPERS
+    assert requested(settings, daemon, first) == READING_PAPERS
     assert sorted(added_partitions(first, "papers")) == READING_PAPERS
     assert added_partitions(first, "collections") == ["Reading"]
     assert catalog.papers("Reading") == READING_PAPERS
@@ -152,7 +149,7 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
     hashed.clear()
     arrived = catalog.registered_at(REV1)
     quiet = tick(settings, instance, first.cursor)
-    assert requested(quiet) == [] and added_partitions(quiet, "papers") == []
+    assert requested(settings, daemon, quiet) == [] and added_partitions(quiet, "papers") == []
     assert hashed == [] and catalog.registered_at(REV1) == arrived
 
     # An item added to the collection that evening: the next tick brings it alone.
@@ -169,7 +166,7 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
     library.file(READING, added)
     library.close()
     third = tick(settings, instance, quiet.cursor)
-    assert requested(third) == ["10.5555_short.4"]
+    assert requested(settings, daemon, third) == ["10.5555_short.4"]
     assert added_partitions(third, "papers") == ["10.5555_short.4"]
     assert [path.name for path in hashed] == ["short-4.pdf"]
     assert catalog.source("10.5555_short.4").fields["authors"] == "Okafor, Chidi"
@@ -180,12 +177,12 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
     hashed.clear()
     edit_title(zotero, "REV1KEY1", "Mutation rates vary within genes")
     fourth = tick(settings, instance, third.cursor)
-    assert requested(fourth) == [REV1]
+    assert requested(settings, daemon, fourth) == [REV1]
     assert catalog.source(REV1).fields["title"] == "Mutation rates vary within genes"
     assert catalog.registered_at(REV1) == arrived  # still the paper that arrived first
     assert len(hashed) == 1
 
-    assert requested(tick(settings, instance, fourth.cursor)) == []
+    assert requested(settings, daemon, tick(settings, instance, fourth.cursor)) == []
 
 
 def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
@@ -193,6 +190,7 @@ def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
 ) -> None:
     settings = sync_settings(tmp_path, zotero)
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     first = tick(settings, instance, None)
     assert isinstance(first, dg.SensorResult)
 
@@ -221,9 +219,11 @@ def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
     # Back as it was: the tick goes on from its place, nothing lost and nothing asked twice.
     moved.rename(zotero)
     database.write_bytes(saved)
-    assert requested(tick(settings, instance, first.cursor)) == []
+    assert requested(settings, daemon, tick(settings, instance, first.cursor)) == []
     edit_title(zotero, "ABSTRACT", "REV1 at stalled forks, revisited")
-    assert requested(tick(settings, instance, first.cursor)) == ["zotero.ABSTRACT"]
+    assert requested(settings, daemon, tick(settings, instance, first.cursor)) == [
+        "zotero.ABSTRACT"
+    ]
 
 
 def test_a_tick_hashes_and_registers_at_most_a_batch_of_items(
@@ -235,12 +235,13 @@ def test_a_tick_hashes_and_registers_at_most_a_batch_of_items(
         zotero={"data_dir": zotero, "collections": ["Reading"]},
     )
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     cursor = None
     per_tick: list[list[str]] = []
     for _ in range(4):
         result = tick(settings, instance, cursor)
         assert isinstance(result, dg.SensorResult)
-        per_tick.append(requested(result))
+        per_tick.append(requested(settings, daemon, result))
         cursor = result.cursor
     # In the order they were added, two a tick: the two PDFs, the two abstracts, then the item
     # whose PDF is gone and the book with neither (nothing to request), then none.
@@ -257,11 +258,12 @@ def test_it_syncs_once_an_interval_but_every_tick_while_items_wait(
         zotero={"data_dir": zotero, "collections": ["Reading"]},
     )
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     first = tick(settings, instance, None)
-    assert len(requested(first)) == 3
+    assert len(requested(settings, daemon, first)) == 3
     # Items wait: the next tick, a minute later, syncs at once.
     second = tick(settings, instance, first.cursor, interval_passed=False)
-    assert requested(second) == ["zotero.GONE1KEY"]
+    assert requested(settings, daemon, second) == ["zotero.GONE1KEY"]
     # None waits: the one after waits for the interval (a day by default).
     third = tick(settings, instance, second.cursor, interval_passed=False)
     assert isinstance(third, dg.SkipReason)
@@ -273,9 +275,10 @@ def test_an_item_filed_in_a_second_watched_collection_joins_it_unbuilt_again(
 ) -> None:
     settings = sync_settings(tmp_path, zotero, collections=["Reading", "Other"])
     instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(settings))
     first = tick(settings, instance, None)
     # REV1KEY1 is in both: registered into each, requested once.
-    assert requested(first) == sorted([*READING_PAPERS, "zotero.ELSEWHER"])
+    assert requested(settings, daemon, first) == sorted([*READING_PAPERS, "zotero.ELSEWHER"])
     assert sorted(added_partitions(first, "collections")) == ["Other", "Reading"]
     build_paper_source(settings, instance, PARP1)
 
@@ -285,7 +288,7 @@ def test_an_item_filed_in_a_second_watched_collection_joins_it_unbuilt_again(
     library.close()
     second = tick(settings, instance, first.cursor)
     # Its content was built for Reading: no run, only the collection's partition.
-    assert requested(second) == []
+    assert requested(settings, daemon, second) == []
     assert added_partitions(second, "collections") == ["Other"]
     catalog = Catalog(settings.paths.catalog_path)
     assert catalog.collections_of([PARP1]) == {PARP1: ["Reading", "Other"]}
@@ -321,7 +324,7 @@ def test_the_zotero_sensor_exists_only_for_a_named_library(
     tmp_path: Path, zotero: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names = {sensor.name for sensor in build_definitions(Settings(home=tmp_path)).sensors}
-    assert names == {"new_papers_sensor"}
+    assert names == {"new_papers_sensor", AUTOMATION_SENSOR}
 
     monkeypatch.setenv("LITPIPE_ZOTERO__DATA_DIR", str(zotero))
     monkeypatch.setenv("LITPIPE_ZOTERO__COLLECTIONS", '["Reading"]')
@@ -331,7 +334,7 @@ def test_the_zotero_sensor_exists_only_for_a_named_library(
     # Evaluated every minute, it syncs nightly (or every minute while items wait).
     assert sensor.minimum_interval_seconds == 60
     assert "Every 86,400 s" in (sensor.description or "")
-    # It asks for backfills of the per-paper stages, the assets `paper_pipeline` builds.
+    # It asks for runs of the per-paper stages (a changed paper's source), `paper_pipeline`'s.
     assert sensor.asset_selection == paper_pipeline.selection
     assert "'Reading'" in (sensor.description or "")
 
