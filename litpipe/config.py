@@ -8,7 +8,6 @@ setting added there is reachable here with nothing else to write.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import tomllib
@@ -21,13 +20,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from litpipe.settings import (
-    ENV_PREFIX,
-    FLAT_NAMES,
     Settings,
-    SettingsGroup,
     config_file,
     environment_name,
     preset_values,
+    setting_fields,
+    unknown_setting,
 )
 from litpipe.url_credentials import hide_credentials
 
@@ -58,25 +56,12 @@ class Setting:
 
 def settings_fields() -> list[Setting]:
     """Every setting of `Settings`, top-level ones first, then each group's in order."""
-    found: list[Setting] = []
-    for name, field in Settings.model_fields.items():
-        model = field.annotation
-        if isinstance(model, type) and issubclass(model, SettingsGroup):
-            found += [
-                Setting(f"{name}.{inner}", inner_field, name)
-                for inner, inner_field in model.model_fields.items()
-            ]
-        else:
-            found.append(Setting(name, field, None))
+    found = [Setting(path, field, group) for path, field, group in setting_fields(Settings)]
     return sorted(found, key=lambda setting: setting.group is not None)
 
 
 def settings_by_path() -> dict[str, Setting]:
     return {setting.path: setting for setting in settings_fields()}
-
-
-class UnknownSettingError(ValueError):
-    """A `--set` key that names no setting; the message names the closest ones."""
 
 
 def assignments(items: list[str]) -> dict[str, Any]:
@@ -92,7 +77,7 @@ def assignments(items: list[str]) -> dict[str, Any]:
         if not equals or not key:
             raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. synthesis.method=flat")
         if key not in known:
-            raise UnknownSettingError(f"--set {key}: no such setting{_closest(key, known)}")
+            raise unknown_setting(f"--set {key}", key, list(known))
         parsed: Any = value
         if value.lstrip()[:1] in ("{", "["):
             try:
@@ -104,28 +89,13 @@ def assignments(items: list[str]) -> dict[str, Any]:
     return nested
 
 
-def _closest(key: str, known: Mapping[str, Setting]) -> str:
-    """`; did you mean a, b or c?` from the names nearest to `key`, whole or by its last part
-    (`method` finds `synthesis.method`)."""
-    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
-    names = list(dict.fromkeys(setting.name for setting in known.values()))
-    near = difflib.get_close_matches(key.rpartition(".")[2], names, n=3, cutoff=0.75)
-    by_name = [path for name in near for path, setting in known.items() if setting.name == name]
-    suggestions = list(dict.fromkeys([*close, *by_name]))[:3]
-    if not suggestions:
-        return " (`litpipe config` lists them all)"
-    if len(suggestions) == 1:
-        return f"; did you mean {suggestions[0]}?"
-    return f"; did you mean {', '.join(suggestions[:-1])} or {suggestions[-1]}?"
-
-
 def origins(settings: Settings, flags: Mapping[str, Any]) -> dict[str, Source]:
     """Where each setting's value came from, by the order `Settings` reads its sources: a flag
     (or `--set`), the environment, litpipe.toml, the home's settings.toml (what a gated backfill
     recorded), the preset, or the default."""
-    toml = _nested_names(_toml_values())
-    home = _nested_names(_home_values(settings))
-    preset = _nested_names(preset_values(settings.preset)) if settings.preset else {}
+    toml = _paths_of(_toml_values())
+    home = _paths_of(_home_values(settings))
+    preset = _paths_of(preset_values(settings.preset)) if settings.preset else {}
     environment = _environment_paths()
     given = _paths_of(flags)
     found: dict[str, Source] = {}
@@ -248,17 +218,9 @@ def _paths_of(values: Mapping[str, Any], prefix: str = "") -> set[str]:
     return found
 
 
-def _nested_names(values: Mapping[str, Any]) -> set[str]:
-    """The dotted settings a TOML or preset table gives, its flat old names included."""
-    flat = {FLAT_NAMES[key] for key in values if key in FLAT_NAMES}
-    return _paths_of({k: v for k, v in values.items() if k not in FLAT_NAMES}) | flat
-
-
 def _environment_paths() -> set[str]:
     given = {name.upper() for name in os.environ}
-    found = {s.path for s in settings_fields() if s.environment_name in given}
-    flat = {path for name, path in FLAT_NAMES.items() if f"{ENV_PREFIX}{name}".upper() in given}
-    return found | flat
+    return {s.path for s in settings_fields() if s.environment_name in given}
 
 
 def _toml_values() -> dict[str, Any]:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from litpipe.commands.terminal import HF_PROGRESS_BARS, LOG_FILE, other_libraries_to_the_log
-from litpipe.settings import FlatSettingWarning
 from litpipe_tests.bundled import short_paper
 
 
@@ -51,9 +50,6 @@ def say_everything() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warn_as_torch("torch.quantize_per_channel is deprecated")
-        warnings.warn(
-            "llm.model (the flat name 'llm_model' is deprecated)", FlatSettingWarning, stacklevel=1
-        )
     logging.getLogger("litpipe.llm.client").info("llm call answers: made")
     logging.getLogger("litpipe.workflows").warning("litpipe's own warning")
     # A library logging through the standard hierarchy, as sentence-transformers does.
@@ -79,7 +75,7 @@ def test_other_libraries_warnings_go_to_the_log_and_litpipes_to_the_terminal(
     with other_libraries_to_the_log(tmp_path, verbose=False):
         assert os.environ[HF_PROGRESS_BARS] == "1"  # before transformers is imported
         say_everything()
-    assert shown_as_before == [FlatSettingWarning]  # litpipe's own, the user's to act on
+    assert shown_as_before == []
     terminal = capsys.readouterr().err
     assert "litpipe's own warning" in terminal
     assert "a library's error" in terminal
@@ -94,7 +90,7 @@ def test_other_libraries_warnings_go_to_the_log_and_litpipes_to_the_terminal(
     logging.getLogger("sentence_transformers").warning("after the command")
     assert "after the command" not in (tmp_path / LOG_FILE).read_text(encoding="utf-8")
     warn_as_torch("after the command")
-    assert shown_as_before == [FlatSettingWarning, DeprecationWarning]
+    assert shown_as_before == [DeprecationWarning]
 
 
 def test_verbose_shows_other_libraries_warnings_bars_and_litpipes_info(
@@ -103,7 +99,7 @@ def test_verbose_shows_other_libraries_warnings_bars_and_litpipes_info(
     with other_libraries_to_the_log(tmp_path, verbose=True):
         assert HF_PROGRESS_BARS not in os.environ
         say_everything()
-    assert shown_as_before == [FlatSettingWarning]
+    assert shown_as_before == []
     terminal = capsys.readouterr().err
     for shown in (
         "DeprecationWarning: torch.quantize_per_channel is deprecated",

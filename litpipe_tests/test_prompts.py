@@ -122,15 +122,6 @@ def test_override_wins_for_its_agent_only(tmp_path: Path) -> None:
     assert library.source("paper_abstract") == "package"
 
 
-def test_an_override_under_an_agents_old_name_still_applies_with_a_warning(
-    tmp_path: Path,
-) -> None:
-    old = write(tmp_path, "questions", SIMPLE)
-    with pytest.warns(DeprecationWarning, match="now named 'paper_questions'"):
-        assert PromptLibrary(tmp_path).text("paper_questions") == SIMPLE
-        assert PromptLibrary(tmp_path).source("paper_questions") == str(old)
-
-
 def test_digest_follows_the_effective_text(tmp_path: Path) -> None:
     folder = tmp_path / "prompts"
     folder.mkdir()

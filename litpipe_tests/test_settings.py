@@ -1,27 +1,28 @@
 """Settings grouped by what they configure: nested names from code, the environment and
-litpipe.toml; the old flat names, each with one deprecation warning; presets below them all."""
+litpipe.toml, a name of no setting refused with the nearest ones (the flat names from before the
+groups among them); presets below them all."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from litpipe import cli
 from litpipe.agents.asker import Asker
 from litpipe.defs.resources import LLMResource
 from litpipe.defs.versions import CodeVersion, code_version
 from litpipe.settings import (
-    FLAT_NAMES,
-    FlatSettingWarning,
     LLMSettings,
     Settings,
+    UnknownSettingError,
     preset_names,
     preset_values,
 )
+from litpipe.settings.routes import agent_names
+from litpipe.validation import validation_problems
 
 
 @pytest.fixture
@@ -32,80 +33,67 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def deprecations(record: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in record if issubclass(w.category, FlatSettingWarning)]
-
-
-def test_flat_keywords_land_in_their_groups_with_one_warning_each(
-    tmp_path: Path, config: Path
-) -> None:
-    with pytest.warns(DeprecationWarning) as record:
-        settings = Settings(home=tmp_path, llm_model="openai/x", retrieval_candidates=7)
-    assert (settings.llm.model, settings.retrieval.candidates) == ("openai/x", 7)
-    assert sorted(deprecations(record)) == [
-        "pass llm={'model': ...}, not llm_model=... (the flat name 'llm_model' is deprecated)",
-        "pass retrieval={'candidates': ...}, not retrieval_candidates=... (the flat name "
-        "'retrieval_candidates' is deprecated)",
-    ]
-
-
-def test_flat_environment_variables_land_in_their_groups_with_one_warning_each(
-    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LITPIPE_MAIS_MAX_ITERATIONS", "4")
-    monkeypatch.setenv("LITPIPE_AGENTS", '{"paper_questions": {"model": "gpt-4o"}}')
-    with pytest.warns(DeprecationWarning) as record:
-        settings = Settings(home=tmp_path)
-    assert settings.query_summary.max_iterations == 4
-    assert settings.llm.agents["paper_questions"].model == "gpt-4o"
-    assert sorted(deprecations(record)) == [
-        "set LITPIPE_LLM__AGENTS, not LITPIPE_AGENTS (the flat name 'agents' is deprecated)",
-        "set LITPIPE_QUERY_SUMMARY__MAX_ITERATIONS, not LITPIPE_MAIS_MAX_ITERATIONS (the flat "
-        "name 'mais_max_iterations' is deprecated)",
-    ]
-
-
-def test_a_route_under_an_agents_old_name_reaches_it_with_a_warning(
-    tmp_path: Path, config: Path
-) -> None:
-    with pytest.warns(DeprecationWarning) as record:
-        settings = Settings(home=tmp_path, llm={"agents": {"questions": {"model": "gpt-4o"}}})
-    assert settings.route("paper_questions").model == "gpt-4o"
-    assert "questions" not in settings.llm.agents
-    assert deprecations(record) == [
-        "llm.agents.paper_questions (the agent 'questions' is now named 'paper_questions')"
-    ]
-
-
-def test_flat_toml_keys_land_in_their_groups_with_one_warning_each(
-    tmp_path: Path, config: Path
-) -> None:
-    config.write_text('embedder = "my-model"\nevaluation_blocking = true\n', "utf-8")
-    with pytest.warns(DeprecationWarning) as record:
-        settings = Settings(home=tmp_path)
-    assert (settings.ingest.embedder, settings.grading.blocking) == ("my-model", True)
-    assert sorted(deprecations(record)) == [
-        f"set blocking under [grading] in {config}, not evaluation_blocking (the flat name "
-        "'evaluation_blocking' is deprecated)",
-        f"set embedder under [ingest] in {config}, not embedder (the flat name 'embedder' is "
-        "deprecated)",
-    ]
-
-
-def test_nested_names_from_the_environment_and_toml_warn_of_nothing(
+def test_nested_names_from_the_environment_and_toml_merge_within_a_group(
     tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config.write_text('[llm]\nmodel = "openai/x"\n[retrieval]\nreranker = "debate"\n', "utf-8")
     monkeypatch.setenv("LITPIPE_LLM__API_BASE", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("LITPIPE_LLM__AGENTS__PAPER_QUESTIONS__MODEL", "gpt-4o")
     monkeypatch.setenv("LITPIPE_RETRIEVAL__CANDIDATES", "42")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FlatSettingWarning)
-        settings = Settings(home=tmp_path)
+    settings = Settings(home=tmp_path)
     assert settings.llm.model == "openai/x"  # TOML and environment merge within a group
     assert settings.llm.api_base == "http://127.0.0.1:9/v1"
     assert settings.llm.agents["paper_questions"].model == "gpt-4o"
     assert (settings.retrieval.reranker, settings.retrieval.candidates) == ("debate", 42)
+
+
+@pytest.mark.parametrize(
+    ("toml", "refused", "meant"),
+    [
+        # A flat name from before the settings were grouped.
+        ('llm_model = "openai/x"\n', "llm_model", "llm.model"),
+        ("evaluation_blocking = true\n", "evaluation_blocking", "grading.blocking"),
+        ("mais_acus = true\n", "mais_acus", "query_summary.acus"),
+        ('[ingest]\nembeder = "my-model"\n', "ingest.embeder", "ingest.embedder"),
+        # An old name within its group.
+        (
+            "[operations]\nbackfill_batch_size = 10\n",
+            "operations.backfill_batch_size",
+            "operations.batch_size",
+        ),
+    ],
+)
+def test_a_toml_key_naming_no_setting_is_refused_naming_the_file_and_the_nearest(
+    tmp_path: Path, config: Path, toml: str, refused: str, meant: str
+) -> None:
+    config.write_text(toml, "utf-8")
+    with pytest.raises(UnknownSettingError) as error:
+        Settings(home=tmp_path)
+    assert str(error.value).startswith(
+        f"{config}: {refused}: no such setting; did you mean {meant}"
+    )
+    # A name no setting is near is refused too, saying where they are listed.
+    config.write_text("zzz = 1\n", "utf-8")
+    with pytest.raises(UnknownSettingError, match=r"zzz: no such setting \(`litpipe config`"):
+        Settings(home=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("agent", "meant"),
+    [("questions", "paper_questions"), ("cross_questions", "cross_paper_questions")],
+)
+def test_a_route_for_no_agent_is_refused_naming_the_nearest_agents(
+    tmp_path: Path, config: Path, agent: str, meant: str
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        Settings(home=tmp_path, llm={"agents": {agent: {"model": "gpt-4o"}}})
+    said = validation_problems(error.value)
+    assert said.startswith(f"llm.agents: no agent is named {agent!r}; did you mean ")
+    assert meant in said
+    # No agent near the name: every agent is listed.
+    with pytest.raises(ValidationError, match=r"no agent is named 'zzz' \(the agents: .*"):
+        Settings(home=tmp_path, llm={"agents": {"zzz": {"model": "gpt-4o"}}})
+    assert set(agent_names()) >= {"paper_questions", "plain_summary", "relationships"}
 
 
 def test_a_group_given_as_a_model_keeps_what_the_environment_sets_in_it(
@@ -116,40 +104,17 @@ def test_a_group_given_as_a_model_keeps_what_the_environment_sets_in_it(
     assert (settings.llm.model, settings.llm.api_base) == ("openai/x", "http://127.0.0.1:9/v1")
 
 
-# Where `retrieval.candidates` is given, by source, flat or nested; `fast` makes it 50.
-SPELLINGS = {
-    "nested": {"init": "nested", "env": "nested", "toml": "nested"},
-    "flat": {"init": "flat", "env": "flat", "toml": "flat"},
-    "mixed": {"init": "nested", "env": "flat", "toml": "nested"},
-}
-
-
-@pytest.mark.parametrize("spelling", SPELLINGS.values(), ids=SPELLINGS.keys())
 def test_init_beats_environment_beats_toml_beats_preset_beats_default(
-    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch, spelling: dict[str, str]
+    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    toml = (
-        "retrieval_candidates = 60\n"
-        if spelling["toml"] == "flat"
-        else "[retrieval]\ncandidates = 60\n"
-    )
-    env = (
-        "LITPIPE_RETRIEVAL_CANDIDATES"
-        if spelling["env"] == "flat"
-        else ("LITPIPE_RETRIEVAL__CANDIDATES")
-    )
-    init: dict[str, Any] = (
-        {"retrieval_candidates": 80}
-        if spelling["init"] == "flat"
-        else {"retrieval": {"candidates": 80}}
-    )
+    # `retrieval.candidates` given by each source; `fast` makes it 50.
+    env = "LITPIPE_RETRIEVAL__CANDIDATES"
+    init: dict[str, Any] = {"retrieval": {"candidates": 80}}
 
     def candidates(**values: Any) -> int:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FlatSettingWarning)
-            return Settings(home=tmp_path, **values).retrieval.candidates
+        return Settings(home=tmp_path, **values).retrieval.candidates
 
-    config.write_text(f'preset = "fast"\n{toml}', "utf-8")
+    config.write_text('preset = "fast"\n[retrieval]\ncandidates = 60\n', "utf-8")
     monkeypatch.setenv(env, "70")
     assert candidates(**init) == 80
     assert candidates() == 70
@@ -239,27 +204,12 @@ def test_the_cli_refuses_an_unknown_preset(
     assert all(name in error for name in ("fast", "offline", "thorough"))
 
 
-def test_a_code_version_is_the_same_from_flat_or_nested_names_and_as_before(
+def test_a_code_version_hashes_each_setting_under_its_dotted_name(
     tmp_path: Path, config: Path
 ) -> None:
     code = CodeVersion(settings=("retrieval.candidates", "synthesis.questions_per_style"))
     nested = Settings(home=tmp_path, retrieval={"candidates": 7})
-    with pytest.warns(DeprecationWarning):
-        flat = Settings(home=tmp_path, retrieval_candidates=7)
-    assert code.of(nested, Asker(nested.llm)) == code.of(flat, Asker(flat.llm))
-    # Hashed under the names the settings had before they were grouped: an upgrade stales no
-    # asset for the settings' sake.
-    before = code_version([], None, retrieval_candidates=7, questions_per_style=3)
-    assert code.of(nested, Asker(nested.llm)) == before
+    hashed = {"retrieval.candidates": 7, "synthesis.questions_per_style": 3}
+    assert code.of(nested, Asker(nested.llm)) == code_version([], None, **hashed)
     default = Settings(home=tmp_path)
-    assert code.of(default, Asker(default.llm)) != before
-
-
-def test_every_grouped_setting_has_its_flat_name() -> None:
-    grouped = {
-        f"{group}.{name}"
-        for group, field in Settings.model_fields.items()
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
-        for name in field.annotation.model_fields
-    }
-    assert grouped == set(FLAT_NAMES.values())
+    assert code.of(default, Asker(default.llm)) != code_version([], None, **hashed)

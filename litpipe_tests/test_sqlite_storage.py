@@ -2,7 +2,6 @@
 reads back exactly as Dagster's own storage's does; a home whose dagster.yaml names the storage's
 module before it moved to `litpipe.instance` still opens."""
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +112,7 @@ def test_a_range_run_reads_back_as_with_dagsters_storage_written_a_batch_at_once
     assert batches.count(len(KEYS)) == 2 and max(batches) == 2 * len(KEYS)
 
 
-def test_a_home_naming_the_storages_old_module_still_opens_and_is_brought_up_to_date(
+def test_a_home_naming_the_storages_old_module_is_brought_up_to_date_and_opens(
     tmp_path: Path,
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
@@ -126,22 +125,15 @@ def test_a_home_naming_the_storages_old_module_still_opens_and_is_brought_up_to_
     config = settings.dagster_home / "dagster.yaml"
     config.write_text(earlier, encoding="utf-8")
 
-    # Dagster's own tools (`dagster dev`, `dagster-daemon run`) open it as it is.
-    with dg.DagsterInstance.from_config(str(settings.dagster_home)) as instance:
-        assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
-    assert config.read_text("utf-8") == earlier
+    # The old module is gone: Dagster alone cannot open the home as it is.
+    with pytest.raises(Exception, match=r"Couldn.t import module litpipe\.defs\.sqlite_storage"):
+        dg.DagsterInstance.from_config(str(settings.dagster_home))
 
-    # litpipe opens it, rewriting its dagster.yaml with the storage's module now.
+    # litpipe opens it, rewriting its dagster.yaml with the storage's module now, once.
     instance = open_instance(settings)
     assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
     assert config.read_text("utf-8") == written_now
     instance.dispose()
-
-
-def test_a_dagster_yaml_of_your_own_naming_the_postgres_storages_old_module_still_loads() -> None:
-    pytest.importorskip("dagster_postgres")
-    from litpipe.instance.postgres_storage import PoolSafePostgresEventLogStorage
-
-    # Dagster loads a dagster.yaml's `module` and `class` by these names.
-    old = importlib.import_module("litpipe.defs.postgres_storage")
-    assert old.PoolSafePostgresEventLogStorage is PoolSafePostgresEventLogStorage
+    # Dagster's own tools (`dagster dev`, `dagster-daemon run`) open it from then on.
+    with dg.DagsterInstance.from_config(str(settings.dagster_home)) as instance:
+        assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)

@@ -176,9 +176,9 @@ def _show_or_log_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """litpipe's own warnings (a setting's old name) are the user's to act on and show as
-    always; another library's go to the `py.warnings` log, as `logging.captureWarnings` does."""
-    if file is not None or category.__module__.split(".")[0] == "litpipe":
+    """A warning written to a file of its own is left to it; another library's go to the
+    `py.warnings` log, as `logging.captureWarnings` does."""
+    if file is not None:
         shown(message, category, filename, lineno, file, line)
         return
     text = warnings.formatwarning(message, category, filename, lineno, line)

@@ -18,7 +18,7 @@ from litpipe.agents.base import Agent
 from litpipe.agents.claim_judge import ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceJudgeAgent
 from litpipe.hashing import digest
-from litpipe.settings import NESTED_NAMES, Settings
+from litpipe.settings import Settings
 from litpipe.workflows.reranking import settings_reranker_version
 
 Output = TypeVar("Output", bound=BaseModel)
@@ -65,7 +65,7 @@ class CodeVersion:
     modules: tuple[ModuleType, ...] = ()
     output: type[BaseModel] | None = None
     # The settings hashed (dotted paths: `retrieval.candidates`), by parameter name; a tuple
-    # hashes each under its `hashed_name`.
+    # hashes each under its path.
     settings: tuple[str, ...] | Mapping[str, str] = ()
     embedder: bool = False
 
@@ -73,7 +73,7 @@ class CodeVersion:
         """Each hashed setting's path, by the parameter name it is hashed under."""
         if isinstance(self.settings, Mapping):
             return dict(self.settings)
-        return {hashed_name(path): path for path in self.settings}
+        return {path: path for path in self.settings}
 
     def of(self, settings: Settings, asker: Asker) -> str:
         parts = [asker.version(agent) for agent in self.agents]
@@ -97,13 +97,6 @@ class CodeVersion:
             "settings": sorted(self.parameters().values()),
             "embedder": self.embedder,
         }
-
-
-def hashed_name(path: str) -> str:
-    """The name a setting is hashed under: the flat name it had before the settings were grouped
-    (`retrieval_candidates` for `retrieval.candidates`), so that grouping them changed no code
-    version and stales nothing already materialized."""
-    return NESTED_NAMES.get(path, path)
 
 
 # Each asset's declared code-version inputs, by asset name, as its definition was last built:
@@ -220,7 +213,7 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
 def asking_version(settings: Settings, asker: Asker) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
-    retrieval = {hashed_name(path): settings.value(path) for path in RETRIEVAL_SETTINGS}
+    retrieval = {path: settings.value(path) for path in RETRIEVAL_SETTINGS}
     return digest(
         answers_version(settings.synthesis.answer_mode, asker),
         settings_reranker_version(settings, asker),

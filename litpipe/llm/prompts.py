@@ -18,11 +18,8 @@ import functools
 import hashlib
 import json
 import re
-import warnings
 from importlib import resources
 from pathlib import Path
-
-from litpipe.settings import RENAMED_AGENTS, FlatSettingWarning
 
 PACKAGED_PROMPTS = "litpipe/prompts"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -74,18 +71,6 @@ class PromptLibrary:
             return None
         folder = Path(self.override_dir)
         candidates = [folder / packaged_path(agent), folder / f"{agent}.md"]
-        # An override written for the agent's old name (before it was named after its stage)
-        # still applies, with a warning: dropping it silently would change what the model reads.
-        old_names = [old for old, new in RENAMED_AGENTS.items() if new == agent]
-        for old in old_names:
-            if (folder / f"{old}.md").is_file():
-                warnings.warn(
-                    f"prompt override {folder / f'{old}.md'} is for the agent now named "
-                    f"{agent!r}: rename it {packaged_path(agent)}",
-                    FlatSettingWarning,
-                    stacklevel=3,
-                )
-        candidates += [folder / f"{old}.md" for old in old_names]
         return next((path for path in candidates if path.is_file()), candidates[0])
 
     def text(self, agent: str) -> str:

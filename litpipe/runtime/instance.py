@@ -24,12 +24,10 @@ MANAGED = "# Written by litpipe from its settings"
 # What litpipe wrote before the pool: still litpipe's, so it is brought up to date.
 _EARLIER = "telemetry:\n  enabled: false\n"
 # The module of litpipe's SQLite event log storage. Homes written before it moved out of the
-# graph name `litpipe.defs.sqlite_storage`: litpipe's own dagster.yaml differs from what it
-# would write now, so `write_instance_config` rewrites it (with the new module) the first time
-# litpipe opens such a home, as it does when a setting changes; a dagster.yaml of your own is
-# never rewritten. Until then (Dagster's own tools, `dagster dev` or `dagster-daemon run`, may
-# open the home first) and for ever for a dagster.yaml of your own naming
-# `litpipe.defs.postgres_storage`, the old modules are kept as aliases in `litpipe.defs`.
+# graph name `litpipe.defs.sqlite_storage`, which is gone: litpipe's own dagster.yaml differs
+# from what it would write now, so `write_instance_config` rewrites it (with this module) the
+# first time litpipe opens such a home, before Dagster reads it, as it does when a setting
+# changes; a dagster.yaml of your own is never rewritten.
 SQLITE_STORAGE_MODULE = "litpipe.instance.sqlite_storage"
 
 

@@ -3,21 +3,21 @@ retries, the cache, the budget, the per-agent routes and the `llm` pool."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from litpipe.settings.base import FlatSettingWarning, SettingsGroup
+from litpipe.settings.base import SettingsGroup
 from litpipe.settings.routes import (
     DEFAULT_REPLY_TOKENS,
     OFFLINE,
-    RENAMED_AGENTS,
     AgentRoute,
     Route,
     StructuredOutput,
+    agent_names,
 )
+from litpipe.settings.sources import did_you_mean, nearest
 
 
 class RateLimit(BaseModel):
@@ -179,18 +179,19 @@ class LLMSettings(SettingsGroup):
 
     @field_validator("agents", mode="after")
     @classmethod
-    def _current_agent_names(cls, agents: dict[str, AgentRoute]) -> dict[str, AgentRoute]:
-        """Routes keyed by an agent's old name still reach it, with a warning naming the new."""
-        current = dict(agents)
-        for old in [name for name in agents if name in RENAMED_AGENTS]:
-            new = RENAMED_AGENTS[old]
-            warnings.warn(
-                f"llm.agents.{new} (the agent {old!r} is now named {new!r})",
-                FlatSettingWarning,
-                stacklevel=2,
-            )
-            current.setdefault(new, current.pop(old))
-        return current
+    def _known_agents(cls, agents: dict[str, AgentRoute]) -> dict[str, AgentRoute]:
+        """A route for no agent (a misspelt name, or one an agent had before) is refused: it
+        would route nothing, and the agent meant would run on the default model."""
+        names = agent_names()
+        unknown = [
+            f"no agent is named {name!r}"
+            + (did_you_mean(nearest(name, names)) or f" (the agents: {', '.join(names)})")
+            for name in agents
+            if name not in names
+        ]
+        if unknown:
+            raise ValueError("; ".join(unknown))
+        return agents
 
     def route(self, agent: str, reply_tokens: int = DEFAULT_REPLY_TOKENS) -> Route:
         """The agent's model, sampling and window; `reply_tokens` is the agent's own size for

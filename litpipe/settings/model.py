@@ -12,7 +12,6 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from litpipe.settings.grading import GradingSettings
@@ -27,10 +26,10 @@ from litpipe.settings.routes import DEFAULT_REPLY_TOKENS, Route
 from litpipe.settings.sources import (
     DEFAULT_HOME,
     ENV_PREFIX,
-    _FlatEnvironment,
-    _FlatNamesIn,
+    _GroupsAsTables,
     _HomeSettings,
     _Preset,
+    _TomlFile,
     config_file,
     preset_names,
 )
@@ -98,18 +97,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = config_file()
         return (
-            _FlatNamesIn(
-                init_settings,
-                lambda flat, group, name: f"pass {group}={{{name!r}: ...}}, not {flat}=...",
-            ),
+            _GroupsAsTables(init_settings),
             env_settings,
-            _FlatEnvironment(settings_cls),
-            _FlatNamesIn(
-                TomlConfigSettingsSource(settings_cls, toml_file=toml),
-                lambda flat, group, name: f"set {name} under [{group}] in {toml}, not {flat}",
-            ),
+            _TomlFile(settings_cls, config_file()),
             _HomeSettings(settings_cls),
             _Preset(settings_cls),
         )

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
+from pydantic import Field
 
-from pydantic import Field, model_validator
-
-from litpipe.settings.base import FlatSettingWarning, SettingsGroup
+from litpipe.settings.base import SettingsGroup
 
 
 class OperationsSettings(SettingsGroup):
@@ -28,21 +25,6 @@ class OperationsSettings(SettingsGroup):
         "`litpipe run`'s batches, `litpipe backfill`'s, and a backfill launched from the Dagster "
         "UI (the per-paper assets' BackfillPolicy.multi_run).",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, values: Any) -> Any:
-        """`backfill_batch_size`, its old name, still works (with a warning) for now."""
-        if isinstance(values, dict) and "backfill_batch_size" in values:
-            warnings.warn(
-                "set operations.batch_size (operations.backfill_batch_size is its old name)",
-                FlatSettingWarning,
-                stacklevel=2,
-            )
-            values = dict(values)
-            old = values.pop("backfill_batch_size")
-            values.setdefault("batch_size", old)
-        return values
 
     max_concurrent_steps: int = Field(
         default=4,

@@ -1,8 +1,10 @@
 """What one agent's calls resolve to (`Route`: its model, sampling, window and structured
-output), the per-agent overrides of `llm.agents`, and the agents' old names."""
+output), the per-agent overrides of `llm.agents`, and the agents' names."""
 
 from __future__ import annotations
 
+import functools
+from importlib import resources
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -47,10 +49,17 @@ class Route(BaseModel):
         return self.model == OFFLINE
 
 
-# Agents renamed after their stage (one name per stage); a route under the old name still works.
-RENAMED_AGENTS = {
-    "abstract": "paper_abstract",
-    "questions": "paper_questions",
-    "cross_questions": "cross_paper_questions",
-    "plain": "plain_summary",
-}
+@functools.cache
+def agent_names() -> tuple[str, ...]:
+    """Every agent's name: each has one packaged prompt, `litpipe/prompts/[<stage>/]<agent>.md`
+    (`litpipe.llm.prompts`)."""
+    root = resources.files("litpipe").joinpath("prompts")
+    folders = [root, *(entry for entry in root.iterdir() if entry.is_dir())]
+    return tuple(
+        sorted(
+            entry.name.removesuffix(".md")
+            for folder in folders
+            for entry in folder.iterdir()
+            if entry.is_file() and entry.name.endswith(".md")
+        )
+    )

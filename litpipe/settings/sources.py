@@ -1,25 +1,24 @@
 """Where the settings' values come from, below the arguments given in code: the `LITPIPE_*`
 environment, litpipe.toml (or `LITPIPE_CONFIG`'s file), the home's recorded settings
-(HOME/settings.toml) and the named preset; each source's flat names moved to their groups, with
-a warning each."""
+(HOME/settings.toml) and the named preset; a key of litpipe.toml that names no setting refused
+with the nearest ones."""
 
 from __future__ import annotations
 
+import difflib
 import functools
-import json
 import os
 import tomllib
-import warnings
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_settings import PydanticBaseSettingsSource
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
 
-from litpipe.settings.base import FlatSettingWarning, SettingsGroup
-from litpipe.settings.flat_names import FLAT_NAMES
+from litpipe.settings.base import SettingsGroup
 
 ENV_PREFIX = "LITPIPE_"
 
@@ -59,71 +58,100 @@ def preset_values(name: str) -> dict[str, Any]:
         return tomllib.load(toml)
 
 
-def _nest_flat_names(
-    values: dict[str, Any], new_spelling: Callable[[str, str, str], str]
-) -> dict[str, Any]:
-    """`values` with each flat name moved to its group, warning once per name with the
-    spelling (from `new_spelling(flat, group, name)`) to use instead. A value the same source
-    also gives by its nested name wins over the flat one."""
-    nested = dict(values)
-    for flat in [key for key in values if key in FLAT_NAMES]:
-        group, name = FLAT_NAMES[flat].split(".")
-        warnings.warn(
-            f"{new_spelling(flat, group, name)} (the flat name {flat!r} is deprecated)",
-            FlatSettingWarning,
-            stacklevel=2,
-        )
-        nested[group] = {name: nested.pop(flat), **nested.get(group, {})}
-    return nested
+def setting_fields(settings_cls: type[BaseModel]) -> Iterator[tuple[str, FieldInfo, str | None]]:
+    """Each setting's dotted path (`retrieval.candidates`), field and group (None at the top
+    level), in the model's order."""
+    for name, field in settings_cls.model_fields.items():
+        group = field.annotation
+        if isinstance(group, type) and issubclass(group, SettingsGroup):
+            for inner, inner_field in group.model_fields.items():
+                yield f"{name}.{inner}", inner_field, name
+        else:
+            yield name, field, None
 
 
-class _FlatNamesIn(PydanticBaseSettingsSource):
-    """A source whose flat names are moved to their groups (with a warning each)."""
+def nearest(key: str, names: Sequence[str]) -> list[str]:
+    """The names (at most three) nearest to `key`, whole or by its last dotted part, that part
+    without its first word too (`method` finds `synthesis.method`, `llm_model` `llm.model`,
+    `mais_acus` `query_summary.acus`)."""
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    last_parts = list(dict.fromkeys(name.rpartition(".")[2] for name in names))
+    last = key.rpartition(".")[2]
+    near = [
+        found
+        for part in dict.fromkeys([last, last.partition("_")[2]])
+        if part
+        for found in difflib.get_close_matches(part, last_parts, n=3, cutoff=0.75)
+    ]
+    by_part = [name for part in near for name in names if name.rpartition(".")[2] == part]
+    return list(dict.fromkeys([*close, *by_part]))[:3]
 
-    def __init__(
-        self,
-        source: PydanticBaseSettingsSource,
-        new_spelling: Callable[[str, str, str], str],
-    ) -> None:
+
+def did_you_mean(names: Sequence[str]) -> str:
+    """`; did you mean a, b or c?`, or nothing for no names."""
+    if not names:
+        return ""
+    if len(names) == 1:
+        return f"; did you mean {names[0]}?"
+    return f"; did you mean {', '.join(names[:-1])} or {names[-1]}?"
+
+
+class UnknownSettingError(ValueError):
+    """A key that names no setting (in `--set`, or in litpipe.toml); the message names the
+    closest ones."""
+
+
+def unknown_setting(where: str, key: str, paths: Sequence[str]) -> UnknownSettingError:
+    """`<where>: no such setting`, with the settings (of `paths`) nearest to `key`."""
+    suggestions = did_you_mean(nearest(key, paths)) or " (`litpipe config` lists them all)"
+    return UnknownSettingError(f"{where}: no such setting{suggestions}")
+
+
+class _GroupsAsTables(PydanticBaseSettingsSource):
+    """The arguments given in code, a group given as a model (`Settings(llm=LLMSettings(...))`)
+    taken as the table of the fields it was given: it merges with what the other sources set
+    in that group, as a table would."""
+
+    def __init__(self, source: PydanticBaseSettingsSource) -> None:
         super().__init__(source.settings_cls)
         self._source = source
-        self._new_spelling = new_spelling
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            key: value.model_dump(exclude_unset=True) if isinstance(value, SettingsGroup) else value
+            for key, value in self._source().items()
+        }
+
+
+class _TomlFile(PydanticBaseSettingsSource):
+    """litpipe.toml (or `LITPIPE_CONFIG`'s file). A key naming no setting is refused naming
+    the file and the nearest settings: a name from before the settings were grouped
+    (`llm_model`) finds where the setting is now (`llm.model`)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], toml: Path) -> None:
+        super().__init__(settings_cls)
+        self._toml = toml
+        self._source = TomlConfigSettingsSource(settings_cls, toml_file=toml)
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return self._source.get_field_value(field, field_name)
 
     def __call__(self) -> dict[str, Any]:
         values = self._source()
-        # A group given as a model (`Settings(llm=LLMSettings(model=...))`) merges with what the
-        # other sources set in that group, as a table of the fields it was given would.
-        values = {
-            key: value.model_dump(exclude_unset=True) if isinstance(value, SettingsGroup) else value
-            for key, value in values.items()
-        }
-        return _nest_flat_names(values, self._new_spelling)
-
-
-class _FlatEnvironment(PydanticBaseSettingsSource):
-    """The `LITPIPE_<FLAT NAME>` environment variables (LITPIPE_LLM_MODEL), nested."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, "", False
-
-    def __call__(self) -> dict[str, Any]:
-        by_name = {name.upper(): value for name, value in os.environ.items()}
-        given: dict[str, Any] = {}
-        for flat in FLAT_NAMES:
-            value = by_name.get(f"{ENV_PREFIX}{flat}".upper())
-            if value is None:
-                continue
-            # A dict setting (`agents`) is JSON in the environment, as the nested one is.
-            given[flat] = json.loads(value) if value.lstrip().startswith("{") else value
-        return _nest_flat_names(
-            given,
-            lambda flat, group, name: (
-                f"set {ENV_PREFIX}{group.upper()}__{name.upper()}, not {ENV_PREFIX}{flat.upper()}"
-            ),
-        )
+        known = [path for path, _, _ in setting_fields(self.settings_cls)]
+        groups = {path.partition(".")[0] for path in known if "." in path}
+        for key, value in values.items():
+            given = (
+                [f"{key}.{name}" for name in value]
+                if key in groups and isinstance(value, dict)
+                else [key]
+            )
+            for path in [path for path in given if path not in known]:
+                raise unknown_setting(f"{self._toml}: {path}", path, known)
+        return values
 
 
 class _HomeSettings(PydanticBaseSettingsSource):
