@@ -37,11 +37,14 @@ AUTOMATED = paper_pipeline.selection | collection_pipeline.selection | nightly_d
 def _changed() -> dg.AutomationCondition:
     """A partition added, an upstream stage materialized again (or requested in this tick),
     the code version changed: true from then until the partition is requested or built."""
-    return (
+    # Dagster types `code_version_changed` for assets only and `since_last_handled` for assets
+    # or checks (its type parameter is invariant): the trigger is typed as any condition.
+    trigger: dg.AutomationCondition = (
         dg.AutomationCondition.newly_missing()
         | dg.AutomationCondition.any_deps_updated()
         | dg.AutomationCondition.code_version_changed()
-    ).since_last_handled()
+    )
+    return trigger.since_last_handled()
 
 
 def paper_stage_condition() -> dg.AutomationCondition:
@@ -69,9 +72,13 @@ def collection_stage_condition() -> dg.AutomationCondition:
 
 def nightly_digest_condition() -> dg.AutomationCondition:
     """The latest day (yesterday: the partitions have no end offset) once 02:00 UTC passed."""
+    # Typed as any condition, as `_changed`'s trigger is.
+    tick: dg.AutomationCondition = dg.AutomationCondition.cron_tick_passed(
+        NIGHTLY_DIGEST_CRON, "UTC"
+    )
     return (
         dg.AutomationCondition.in_latest_time_window()
-        & dg.AutomationCondition.cron_tick_passed(NIGHTLY_DIGEST_CRON, "UTC").since_last_handled()
+        & tick.since_last_handled()
         & ~dg.AutomationCondition.in_progress()
     ).with_label(f"the day that ended, at {NIGHTLY_DIGEST_CRON} UTC")
 
