@@ -86,6 +86,7 @@ from litpipe.instance.run_liveness import PID_TAG  # noqa: E402
 from litpipe.retrieval.store import TABLE_PREFIX  # noqa: E402
 from litpipe.runtime.runner import open_instance, phases  # noqa: E402
 from litpipe.settings import Settings  # noqa: E402
+from litpipe.settings.groups import settings_groups  # noqa: E402
 
 COLLECTION = "soak"
 OWN_PAPERS = 4  # papers only one of the two runs has
@@ -472,7 +473,7 @@ def check_lost(settings: Settings, instance: dg.DagsterInstance) -> list[str]:
     """The registered papers' per-paper assets (those `litpipe run` builds) never materialized."""
     keys = [
         key
-        for phase in phases(build_definitions(settings))
+        for phase in phases(build_definitions(**settings_groups(settings)))
         if phase.per == "paper"
         for key in phase.keys
     ]

@@ -44,6 +44,7 @@ from litpipe.evaluation.beir import corpus_documents, evaluate_retrieval, load_b
 from litpipe.ingest.chunking import chunk_document
 from litpipe.retrieval.embedder import EMBEDDER_BACKENDS, Embedder
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.workflows.ingest import settings_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace, backends: list[str], home: Path) -> int:
     from sentence_transformers import SentenceTransformer
 
     settings = Settings(home=home)
-    reference = settings_embedder(settings)
+    reference = settings_embedder(settings.ingest, settings.paths)
     texts = chunk_texts(args.corpus, args.texts, settings, reference)
     bare_model = SentenceTransformer(str(reference.model_dir), device="cpu")
 
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace, backends: list[str], home: Path) -> int:
                 continue
             started = time.perf_counter()
             evaluation = evaluate_retrieval(
-                Settings(home=home, ingest={"embedder_backend": row.backend}),
+                settings_groups(Settings(home=home, ingest={"embedder_backend": row.backend})),
                 args.corpus.parent,
                 "test",
                 methods=("dense", "hybrid"),

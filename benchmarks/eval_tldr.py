@@ -23,6 +23,7 @@ from litpipe.evaluation.tldr import best_of_golds, evaluate_tldr, figures, forma
 from litpipe.evaluation.tldr import read_examples as read_papers
 from litpipe.extractive.tldr import TITLE_WEIGHT, TldrInput, offline_tldr
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scitldr"
 TITLE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 4.0)
@@ -62,7 +63,9 @@ def main() -> None:
     grid = tune(args.dev) if args.tune else None
     with tempfile.TemporaryDirectory() as home:
         overrides = {"llm": {"model": args.model}} if args.model else {}
-        evaluation = evaluate_tldr(Settings(home=Path(home), **overrides), args.dataset, args.limit)
+        evaluation = evaluate_tldr(
+            settings_groups(Settings(home=Path(home), **overrides)), args.dataset, args.limit
+        )
     print(format_table(evaluation))
     print(
         json.dumps(

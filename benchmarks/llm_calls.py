@@ -277,9 +277,27 @@ def xsum_prompt_tokens(home: Path, settings: Settings, count: Counter) -> dict[s
     answer_questions(items, method.synthesis.answer_mode, step("answers"))
     pairs = [answer for paper in analysis.papers for answer in own[paper].answers]
     analysed(analysis_input(analysis.collection, pairs, titles), step("analysis"))
-    write_synthesis(method_analysis, own, None, titles, method, step("summary p2"))
+    write_synthesis(
+        method_analysis,
+        own,
+        None,
+        titles,
+        method.synthesis,
+        method.ingest,
+        method.paths,
+        step("summary p2"),
+    )
     write_plain_summary(method_analysis, expert, titles, step("plain summary"))
-    write_synthesis(method_analysis, own, None, titles, flat, step("summary p1"))
+    write_synthesis(
+        method_analysis,
+        own,
+        None,
+        titles,
+        flat.synthesis,
+        flat.ingest,
+        flat.paths,
+        step("summary p1"),
+    )
     return {
         name: [tokens for agent in sorted(r.tokens) for tokens in r.tokens[agent]]
         for name, r in steps.items()

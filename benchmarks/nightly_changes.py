@@ -66,7 +66,7 @@ from litpipe.settings import Settings
 
 settings = Settings(home=sys.argv[1])
 instance = open_instance(settings)
-job = build_definitions(settings).resolve_job_def("nightly_digest_job")
+job = build_definitions(**settings_groups(settings)).resolve_job_def("nightly_digest_job")
 started = time.perf_counter()
 result = job.execute_in_process(partition_key=sys.argv[2], instance=instance)
 digest = result.output_for_node("nightly_digest")
@@ -84,6 +84,7 @@ DIFF_WORK = """
 import json, sys, time
 from pathlib import Path
 from litpipe.workflows import synthesis_history as history
+from litpipe.settings.groups import settings_groups
 
 home, collection = Path(sys.argv[1]), sys.argv[2]
 started = time.perf_counter()

@@ -101,7 +101,7 @@ def warm_up(home: Path, delay: float) -> None:
         settings = settings_for(home, stub, 4)
         client = LLMClient(settings.llm, settings.paths, UsageLedger())
         asker = Asker(settings.llm, client, PromptLibrary(None))
-        score_references(IDEA, candidates(8), settings, asker)
+        score_references(IDEA, candidates(8), asker)
 
 
 def measure(
@@ -113,7 +113,7 @@ def measure(
         client = LLMClient(settings.llm, settings.paths, UsageLedger())
         asker = Asker(settings.llm, client, PromptLibrary(None))
         started = time.perf_counter()
-        scored = score_references(IDEA, found, settings, asker)
+        scored = score_references(IDEA, found, asker)
         wall = time.perf_counter() - started
         requests, in_flight = stub.request_count, stub.max_in_flight
     usage = client.usage.summary()

@@ -42,6 +42,7 @@ from litpipe.evaluation.related_work import (
 )
 from litpipe.evaluation.rouge import ROUGE_TYPES, Scores, mean_scores
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "citebench-related-work"
 
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings(
             home=args.home or Path(temporary), llm={"model": "offline", "agents": {}}
         )
-        evaluation = evaluate_related_work(settings, args.dataset)
+        evaluation = evaluate_related_work(settings_groups(settings), args.dataset)
     results = evaluation.per_example
     half = len(results) // 2
     slices = {

@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no SciFact corpus.jsonl at {args.corpus}")
     rows = read_abstracts(args.corpus.parent)
     settings = Settings()
-    embedder = settings_embedder(settings)
+    embedder = settings_embedder(settings.ingest, settings.paths)
     common = {
         "embedder": embedder.embedder_id,
         "batch_size": embedder.batch_size,

@@ -34,6 +34,7 @@ from dagster._core.execution.backfill import BulkActionStatus
 from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.runtime.execution import QUIET_RUN_CONFIG, run_failure
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import markers_in
 from litpipe_tests.daemon_soak_location import EXECUTOR_VARIABLE
 from litpipe_tests.postgres_server import PostgresServer
@@ -427,7 +428,7 @@ def _collection(soak: Soak, settings: Settings, instance: dg.DagsterInstance) ->
     from litpipe.defs.definitions import build_definitions
 
     result = (
-        build_definitions(settings, executor=dg.in_process_executor)
+        build_definitions(**settings_groups(settings), executor=dg.in_process_executor)
         .resolve_job_def("collection_pipeline")
         .execute_in_process(
             partition_key=COLLECTION,

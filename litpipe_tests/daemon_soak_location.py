@@ -9,10 +9,11 @@ import dagster as dg
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 EXECUTOR_VARIABLE = "LITPIPE_SOAK_EXECUTOR"
 
 defs = build_definitions(
-    Settings(),
+    **settings_groups(Settings()),
     executor=dg.in_process_executor if os.environ.get(EXECUTOR_VARIABLE) == "in_process" else None,
 )

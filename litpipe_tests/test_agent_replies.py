@@ -233,11 +233,13 @@ def collection() -> Collection:
         None,
         abstracts,
         _follow_up_answerer(chunks, offline, asker),
-        offline,
+        offline.synthesis,
         asker,
     )
     titles = {paper: a.title for paper, a in abstracts.items()}
-    synthesis = write_synthesis(analysis, answers, None, titles, offline, asker)
+    synthesis = write_synthesis(
+        analysis, answers, None, titles, offline.synthesis, offline.ingest, offline.paths, asker
+    )
     return Collection(abstracts, chunks, evidence, answers, analysis, synthesis)
 
 
@@ -322,7 +324,9 @@ def _followups(c: Collection, s: Settings, asker: Asker) -> object:
 
 
 def _synthesis(c: Collection, s: Settings, asker: Asker) -> object:
-    return write_synthesis(c.analysis, c.answers, None, _titles(c), s, asker)
+    return write_synthesis(
+        c.analysis, c.answers, None, _titles(c), s.synthesis, s.ingest, s.paths, asker
+    )
 
 
 def _plain(c: Collection, s: Settings, asker: Asker) -> object:
@@ -339,7 +343,7 @@ def _query_summary(c: Collection, s: Settings, asker: Asker) -> object:
         a.abstract,
         chunks,
         lambda text: chunks[:1],
-        s,
+        s.query_summary,
         asker,
     )
 
@@ -357,7 +361,7 @@ def _long_query_summary(c: Collection, s: Settings, asker: Asker) -> object:
         a.abstract,
         chunks,
         lambda text: chunks[:1],
-        s,
+        s.query_summary,
         asker,
     )
 
@@ -387,11 +391,11 @@ def _claim_judge(c: Collection, s: Settings, asker: Asker) -> object:
         for chunk in chunks
     }
     # The opening paragraph: its sentences cite every kind of marker the page does.
-    return grade_output(c.synthesis.text.split("\n\n")[0], passages, s, asker)
+    return grade_output(c.synthesis.text.split("\n\n")[0], passages, s.grading, asker)
 
 
 def _coherence(c: Collection, s: Settings, asker: Asker) -> object:
-    return grade_coherence(c.synthesis.title, c.synthesis.text, s, asker)
+    return grade_coherence(c.synthesis.title, c.synthesis.text, asker)
 
 
 def _references(c: Collection) -> list[RetrievedReference]:
@@ -406,7 +410,7 @@ def _references(c: Collection) -> list[RetrievedReference]:
 
 
 def _debate(c: Collection, s: Settings, asker: Asker) -> object:
-    return score_references("Learning from few examples.", _references(c), s, asker)
+    return score_references("Learning from few examples.", _references(c), asker)
 
 
 def _related_work(c: Collection, s: Settings, asker: Asker) -> object:
@@ -415,15 +419,17 @@ def _related_work(c: Collection, s: Settings, asker: Asker) -> object:
     inputs = RelatedWorkInput(
         idea="Learning from few examples.", references=scored, sentences=4, words=120
     )
-    return write_section(inputs, s, asker)
+    return write_section(inputs, asker)
 
 
 def _search_queries(c: Collection, s: Settings, asker: Asker) -> object:
     """The queries written, then searched with the idea over the collection's abstracts."""
     idea = "Learning from few examples."
-    queries = generated_queries(idea, s, asker)
+    queries = generated_queries(idea, s.related_work, asker)
     references = [r.reference for r in _references(c)]
-    return abstract_index(references, FakeEmbedder(), s).search(idea, 3, 4, queries)
+    return abstract_index(references, FakeEmbedder(), s.ingest, s.retrieval).search(
+        idea, 3, 4, queries
+    )
 
 
 def _related_work_plan(c: Collection, s: Settings, asker: Asker) -> object:

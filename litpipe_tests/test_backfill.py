@@ -35,6 +35,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import markers_in
 from litpipe.workflows.ingest import settings_embedder
 from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
@@ -88,7 +89,7 @@ def materializations(instance: dg.DagsterInstance, asset: str) -> Counter[str]:
 
 def all_fresh(settings: Settings, paper_ids: list[str]) -> bool:
     instance = open_instance(settings)
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
     return all(state is State.FRESH for by_paper in states.values() for state in by_paper.values())
 
@@ -145,9 +146,11 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     from dagster._core.loader import LoadingContextForTest
 
     resolver = CachingStaleStatusResolver(
-        instance, build_definitions(settings).resolve_asset_graph(), LoadingContextForTest(instance)
+        instance,
+        build_definitions(**settings_groups(settings)).resolve_asset_graph(),
+        LoadingContextForTest(instance),
     )
-    for key in paper_asset_keys(build_definitions(settings)):
+    for key in paper_asset_keys(build_definitions(**settings_groups(settings))):
         for paper_id in paper_ids:
             assert resolver.get_status(key, paper_id) == StaleStatus.FRESH, (key, paper_id)
 
@@ -180,7 +183,7 @@ def test_a_backfill_from_the_ui_runs_batches_of_batch_size(tmp_path: Path) -> No
     from dagster._core.definitions.partitions.context import partition_loading_context
 
     settings = Settings(home=tmp_path / "home", operations={"batch_size": 2})
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     graph = defs.resolve_asset_graph()
     keys = paper_asset_keys(defs)
     for key in keys:
@@ -310,7 +313,12 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     def watched(*args: Any, on_batch: Any, **kwargs: Any) -> backfilling.BackfillReport:
         def each(outcome: backfilling.BatchOutcome) -> None:
             on_batch(outcome)
-            during.append((store.count_rows(settings_embedder(args[0]).embedder_id), old_answers()))
+            during.append(
+                (
+                    store.count_rows(settings_embedder(args[0].ingest, args[0].paths).embedder_id),
+                    old_answers(),
+                )
+            )
 
         return real_backfill(*args, on_batch=each, **kwargs)
 
@@ -419,7 +427,10 @@ def test_a_paper_another_process_built_while_the_backfill_waited_for_it_is_not_b
     instance = open_instance(settings)
     paper_ids = sorted(instance.get_dynamic_partitions(papers.name))
     taken = paper_ids[1]
-    assets = [key.to_user_string() for key in paper_asset_keys(build_definitions(settings))]
+    assets = [
+        key.to_user_string()
+        for key in paper_asset_keys(build_definitions(**settings_groups(settings)))
+    ]
     before = {asset: materializations(instance, asset) for asset in assets}
     real_lock = backfilling.exclusive_lock
     built_meanwhile: list[str] = []
@@ -428,7 +439,7 @@ def test_a_paper_another_process_built_while_the_backfill_waited_for_it_is_not_b
     def another_process_holds(path: Path) -> Iterator[None]:
         if path.stem == taken and not built_meanwhile:
             # What a concurrent `litpipe run` does while it holds the lock: build the paper.
-            defs = build_definitions(settings)
+            defs = build_definitions(**settings_groups(settings))
             result = defs.resolve_job_def("paper_pipeline").execute_in_process(
                 partition_key=taken,
                 asset_selection=paper_asset_keys(defs),

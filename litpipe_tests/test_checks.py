@@ -84,7 +84,7 @@ def support(written: Synthesis, chunk_texts: dict[str, str], threshold: float) -
     grades = grade_output(
         written.text,
         cited_passages(written.citations, chunk_texts),
-        settings,
+        settings.grading,
         Asker(settings.llm),
     )
     return faithfulness(grades, "expert synthesis")

@@ -21,6 +21,7 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.runner import open_instance
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import marker, markers_in
 from litpipe_tests.bundled import short_paper, write_bad_pdfs
 from litpipe_tests.stub_llm import StubLLM
@@ -461,13 +462,13 @@ def test_a_rerun_rebuilds_what_reads_a_stage_only_when_its_output_changed(
     home = tmp_path / "home"
     assert run(home, tiny_model, str(folder), "--collection", "bio")[0] == 0
     before = materialization_counts(home)
-    old_graph = build_definitions(Settings(home=home)).resolve_asset_graph()
+    old_graph = build_definitions(**settings_groups(Settings(home=home))).resolve_asset_graph()
 
     monkeypatch.setenv("LITPIPE_RETRIEVAL__CANDIDATES", "99")
     code, report = run(home, tiny_model, str(folder), "--collection", "bio")
 
     assert code == 0 and report["papers_materialized"] == 2
-    new_graph = build_definitions(Settings(home=home)).resolve_asset_graph()
+    new_graph = build_definitions(**settings_groups(Settings(home=home))).resolve_asset_graph()
     fed = {
         key.to_user_string()
         for key in new_graph.toposorted_asset_keys

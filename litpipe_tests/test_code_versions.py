@@ -26,6 +26,7 @@ from litpipe.defs.partitions import papers
 from litpipe.ingest.sources import pdf_source
 from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import short_paper
 
 # Used by one agent, `tldr`, which one evaluation asks.
@@ -84,9 +85,9 @@ def code_versions_of(definitions: dg.Definitions) -> dict[str, str | None]:
 
 
 def changed_by(edited: str, settings: Settings, edit: Callable[[str], None]) -> set[str]:
-    before = code_versions_of(build_definitions(settings))
+    before = code_versions_of(build_definitions(**settings_groups(settings)))
     edit(edited)
-    after = code_versions_of(build_definitions(settings))
+    after = code_versions_of(build_definitions(**settings_groups(settings)))
     assert after.keys() == before.keys()
     return {name for name in before if after[name] != before[name]}
 
@@ -141,7 +142,7 @@ def test_dagster_shows_stale_only_the_assets_whose_agents_import_the_edited_modu
     source = pdf_source(short_paper(folder, 0))
     Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
-    definitions = build_definitions(settings)
+    definitions = build_definitions(**settings_groups(settings))
     result = definitions.resolve_job_def("paper_pipeline").execute_in_process(
         partition_key=source.paper_id, instance=instance
     )
@@ -149,16 +150,20 @@ def test_dagster_shows_stale_only_the_assets_whose_agents_import_the_edited_modu
     assert stale_assets(instance, definitions, source.paper_id) == set()
 
     edit(ABSTRACT_ENGINE)
-    assert stale_assets(instance, build_definitions(settings), source.paper_id) == {
-        "paper_abstract"
-    }
+    assert stale_assets(
+        instance, build_definitions(**settings_groups(settings)), source.paper_id
+    ) == {"paper_abstract"}
     edit(PASSAGES_ENGINE)
-    assert stale_assets(instance, build_definitions(settings), source.paper_id) == {
+    assert stale_assets(
+        instance, build_definitions(**settings_groups(settings)), source.paper_id
+    ) == {
         "paper_abstract",
         "question_evidence",
     }
     edit(TLDR_ENGINE)
-    assert stale_assets(instance, build_definitions(settings), source.paper_id) == {
+    assert stale_assets(
+        instance, build_definitions(**settings_groups(settings)), source.paper_id
+    ) == {
         "paper_abstract",
         "question_evidence",
     }

@@ -205,7 +205,7 @@ def test_acu_accuracy_is_reported_per_iteration_and_drops_when_the_summary_omits
         ABSTRACT,
         PAPER,
         term_search(PAPER),
-        settings,
+        settings.query_summary,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
     assert [unit.text for unit in result.acus] == [unit.text for unit in units]

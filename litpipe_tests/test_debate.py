@@ -54,7 +54,9 @@ def model_reranker(home: Path, stub: StubLLM) -> LLMDebateReranker:
         home, stub, llm={"model": "openai/stub-model"}, retrieval={"reranker": "debate"}
     )
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
-    reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
+    reranker = settings_reranker(
+        settings.retrieval, settings.ingest, Asker(settings.llm, client, PromptLibrary(None))
+    )
     assert isinstance(reranker, LLMDebateReranker)
     return reranker
 
@@ -94,7 +96,9 @@ def test_offline_probability_ranks_passages_with_the_query_terms_higher() -> Non
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, retrieval={"reranker": "debate"})
-    reranker = settings_reranker(settings, Asker(settings.llm, None, PromptLibrary(None)))
+    reranker = settings_reranker(
+        settings.retrieval, settings.ingest, Asker(settings.llm, None, PromptLibrary(None))
+    )
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[4], ABSTRACT]))
     assert [chunk.chunk_id for chunk in reranked] == ["p2:0", "p1:0", "p0:0"]
     assert [chunk.rerank_score for chunk in reranked] == [75.0, 26.0, 1.0]

@@ -31,6 +31,7 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import EmbeddingResult, PaperChunks
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.tiny_model import build_tiny_model
 
@@ -43,7 +44,7 @@ def settings(tmp_path: Path, tiny_model: Path) -> Settings:
 
 
 def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None:
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     assert {key.to_user_string() for key in graph.get_all_asset_keys()} == {
@@ -103,13 +104,13 @@ def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: S
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
 
     result = (
-        build_definitions(settings)
+        build_definitions(**settings_groups(settings))
         .resolve_job_def("paper_pipeline")
         .execute_in_process(partition_key=source.paper_id, instance=instance)
     )
 
     assert result.success
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     chunks = artifacts.read(["paper_chunks"], source.paper_id, PaperChunks)
     embedding = artifacts.read(["chunk_embeddings"], source.paper_id, EmbeddingResult)
     assert len(chunks.chunks) > 20
@@ -166,14 +167,16 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
     ingest = [dg.AssetKey(name) for name in ("paper_source", "paper_document", "paper_chunks")]
 
     def materialize(run_settings: Settings, keys: list[dg.AssetKey]) -> None:
-        job = build_definitions(run_settings).resolve_job_def("paper_pipeline")
+        job = build_definitions(**settings_groups(run_settings)).resolve_job_def("paper_pipeline")
         result = job.execute_in_process(
             partition_key=source.paper_id, instance=instance, asset_selection=keys
         )
         assert result.success
 
     def chunk_ids(run_settings: Settings) -> list[str]:
-        chunks = artifact_store(run_settings).read(["paper_chunks"], source.paper_id, PaperChunks)
+        chunks = artifact_store(run_settings.ingest, run_settings.paths).read(
+            ["paper_chunks"], source.paper_id, PaperChunks
+        )
         return [chunk.chunk_id for chunk in chunks.chunks]
 
     materialize(settings, ingest)
@@ -198,7 +201,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
     settings = Settings(home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(folder)})
 
     def code_versions() -> dict[str, str | None]:
-        graph = build_definitions(settings).resolve_asset_graph()
+        graph = build_definitions(**settings_groups(settings)).resolve_asset_graph()
         return {
             key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()
         }
@@ -229,7 +232,7 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     source = pdf_source(folder / SMALL_PDF.name)
     Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id, "never-built"])
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     defs.resolve_job_def("paper_pipeline").execute_in_process(
         partition_key=source.paper_id, instance=instance
     )
@@ -240,7 +243,7 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     assert {states[key]["never-built"] for key in keys} == {State.MISSING}
 
     overlap = settings.ingest.model_copy(update={"chunk_overlap_tokens": 8})
-    edited = build_definitions(settings.model_copy(update={"ingest": overlap}))
+    edited = build_definitions(**settings_groups(settings.model_copy(update={"ingest": overlap})))
     states = partition_states(instance, edited, keys, ids)
     by_name = {key.to_user_string(): states[key][source.paper_id] for key in keys}
     assert by_name == {

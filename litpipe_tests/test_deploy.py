@@ -33,6 +33,7 @@ from referencing.jsonschema import DRAFT202012
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUES = ROOT / "deploy" / "helm" / "values.yaml"
@@ -331,8 +332,10 @@ def test_k8s_definitions_run_every_job_s_steps_in_pods(
         assert job.executor_def.executor_creation_fn is k8s_job_executor.executor_creation_fn
 
     settings = Settings(home=tmp_path, corpus_roots=[], operations={"max_concurrent_steps": 3})
-    k8s = module.build_k8s_definitions(settings)
-    plain = build_definitions(settings)
+    k8s = build_definitions(
+        **settings_groups(settings), executor=module.k8s_executor(settings.operations)
+    )
+    plain = build_definitions(**settings_groups(settings))
     jobs = {job.name: job for job in k8s.resolve_all_job_defs()}
     # The same graph as litpipe's own definitions: only the executor differs.
     assert set(jobs) == {job.name for job in plain.resolve_all_job_defs()}

@@ -39,6 +39,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
 )
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.workflows.nightly_digest import MappingSources, build_digest
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.html_page import assert_well_formed
@@ -152,7 +153,7 @@ def hand_made_digest(tmp_path: Path) -> Digest:
         [arrival(NEW, 9), arrival(PENDING, 23)],
         {COLLECTION: [OLD, LATE]},
         sources,
-        settings,
+        settings.synthesis,
         Asker(settings.llm),
     )
 
@@ -224,7 +225,7 @@ def test_the_digest_renders_as_markdown_and_an_escaped_standalone_page(tmp_path:
 
 def test_a_day_without_papers_says_nothing_new(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
-    empty = build_digest(DAY, [], {}, MappingSources(), settings, Asker(settings.llm))
+    empty = build_digest(DAY, [], {}, MappingSources(), settings.synthesis, Asker(settings.llm))
 
     assert empty.papers == [] and empty.collections == []
     assert digest_markdown(empty) == (
@@ -239,7 +240,7 @@ def test_the_sensor_records_when_each_paper_arrived(tmp_path: Path) -> None:
     inbox.mkdir()
     folder_with(inbox / COLLECTION, PDFS_BY_SIZE[:1])
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     context = dg.build_sensor_context(
         instance=dg.DagsterInstance.ephemeral(),
         resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
@@ -272,7 +273,7 @@ def ingest(settings: Settings, instance: dg.DagsterInstance, folder: Path, when:
 def nightly_run(settings: Settings, instance: dg.DagsterInstance, night: datetime) -> Digest:
     """What the automation does at `night`: the digest's partition its condition requests
     (its first tick, an hour before, requests none), executed."""
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     digest = dg.AssetKey("nightly_digest")
     before = dg.evaluate_automation_conditions(
         defs, instance, dg.AssetSelection.assets(digest), night - timedelta(hours=1)
@@ -349,7 +350,7 @@ def test_three_nights_three_digests_each_paper_in_its_days_only(
 
 
 def test_the_digest_stays_out_of_what_litpipe_run_and_status_build(tmp_path: Path) -> None:
-    defs = build_definitions(Settings(home=tmp_path / "home", corpus_roots=[]))
+    defs = build_definitions(**settings_groups(Settings(home=tmp_path / "home", corpus_roots=[])))
     digest_key = dg.AssetKey("nightly_digest")
     assert all(digest_key not in phase.keys for phase in phases(defs))
     assert digest_key not in [*paper_asset_keys(defs), *collection_asset_keys(defs)]
@@ -379,7 +380,7 @@ def test_through_a_model_the_agents_see_short_insight_ids_mapped_back_to_the_dig
         [arrival(NEW, 9)],
         {COLLECTION: [OLD, LATE]},
         sources,
-        settings,
+        settings.synthesis,
         Asker(settings.llm, client),
     )
 

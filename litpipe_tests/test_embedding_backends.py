@@ -13,7 +13,7 @@ from litpipe.defs.versions import embedder_version
 from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval.embedder import Embedder, EmbedderError
 from litpipe.retrieval.store import table_name
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, Settings
 
 TEXTS = [
     "Aspirin lowers the risk of a second heart attack.",
@@ -27,10 +27,13 @@ TEXTS = [
 def test_torch_keeps_the_embedder_id_of_homes_made_before_backends(tmp_path: Path) -> None:
     """Homes embedded before backends existed (by torch) stay current when set to torch; the
     default is int8, the fastest backend of equal nDCG@10, a new embedder."""
-    assert embedder_version(Settings(home=tmp_path, ingest={"embedder_backend": "torch"})) == (
+    assert embedder_version(IngestSettings(embedder_backend="torch"), HomePaths(home=tmp_path)) == (
         "all-MiniLM-L6-v2"
     )
-    assert embedder_version(Settings(home=tmp_path)) == "all-MiniLM-L6-v2.torch-int8"
+    assert (
+        embedder_version(IngestSettings(), HomePaths(home=tmp_path))
+        == "all-MiniLM-L6-v2.torch-int8"
+    )
 
 
 @pytest.mark.parametrize("backend", ["torch-int8", "onnx", "model2vec"])
@@ -40,8 +43,10 @@ def test_another_backend_is_another_embedder_with_its_own_table(
     """Its id versions the embedding assets (a switch makes them stale, so a rerun re-embeds)
     and names the LanceDB table its vectors go to."""
     settings = Settings(home=tmp_path, ingest={"embedder_backend": backend})
-    assert embedder_version(settings) == f"all-MiniLM-L6-v2.{backend}"
-    assert table_name(embedder_version(settings)) != table_name("all-MiniLM-L6-v2")
+    assert embedder_version(settings.ingest, settings.paths) == f"all-MiniLM-L6-v2.{backend}"
+    assert table_name(embedder_version(settings.ingest, settings.paths)) != table_name(
+        "all-MiniLM-L6-v2"
+    )
 
 
 def test_an_unknown_backend_is_a_clear_error() -> None:

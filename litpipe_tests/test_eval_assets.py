@@ -18,6 +18,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.evaluation.registry import EVALUATIONS
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 
 RELATED_WORK = dg.AssetKey("eval_related_work")
@@ -48,7 +49,7 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_registered_evaluation_is_an_asset_of_the_evaluation_group(tmp_path: Path) -> None:
-    graph = build_definitions(Settings(home=tmp_path)).resolve_asset_graph()
+    graph = build_definitions(**settings_groups(Settings(home=tmp_path))).resolve_asset_graph()
     for entry in EVALUATIONS.values():
         node = graph.get(dg.AssetKey(entry.asset_name))
         assert node.group_name == "evaluation"

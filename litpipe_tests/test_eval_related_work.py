@@ -25,6 +25,7 @@ from litpipe.evaluation.related_work import (
 )
 from litpipe.extractive.related_work import count_words
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 
 # Three sentences about graph neural networks and one outlier: the central sentence shares the
@@ -136,7 +137,9 @@ def test_the_ranked_path_scores_the_top_k_it_ranked_from_the_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
-    evaluation = evaluate_related_work(Settings(home=tmp_path / "home"), _write_dataset(tmp_path))
+    evaluation = evaluate_related_work(
+        settings_groups(Settings(home=tmp_path / "home")), _write_dataset(tmp_path)
+    )
     # The pool: each example's two abstracts on its topic, and the one all three cite, once.
     assert evaluation.pool == 3 * 2 + 1
     # Ranked from the pool, each idea's top 3 are the three graph-network abstracts (one its

@@ -27,6 +27,7 @@ from litpipe.evaluation.scholarqa import (
 from litpipe.extractive.query_answer import QueryAnswerInput, offline_query_answer
 from litpipe.schemas import Question
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_llm import StubLLM, stub_settings
@@ -49,7 +50,7 @@ def offline_evaluation(tmp_path_factory: pytest.TempPathFactory) -> ScholarQAEva
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
-        return evaluate_scholarqa(Settings(home=home), DATA, limit=20)
+        return evaluate_scholarqa(settings_groups(Settings(home=home)), DATA, limit=20)
 
 
 def example(**changes: Any) -> ScholarQAExample:
@@ -238,7 +239,7 @@ def test_the_writer_routed_to_a_model_is_shown_the_question_and_snippets(
     settings = stub_settings(
         tmp_path, stub_llm, llm={"agents": {"query_answer": {"model": "openai/stub-qa"}}}
     )
-    evaluation = evaluate_scholarqa(settings, DATA, limit=1)
+    evaluation = evaluate_scholarqa(settings_groups(settings), DATA, limit=1)
     (result,) = evaluation.per_example
     (prompt,) = shown
     assert first.query in prompt and f"at most {result.budget_words} words" in prompt

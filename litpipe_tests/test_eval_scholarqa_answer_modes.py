@@ -17,6 +17,7 @@ from litpipe.evaluation.scholarqa import collection, read_examples
 from litpipe.evaluation.scholarqa_answer_modes import MODES, evaluate_answer_modes
 from litpipe.schemas import AnswerMode, QuestionEvidence
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import markers_in
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.stub_llm import StubLLM, stub_settings
@@ -58,7 +59,7 @@ def test_offline_the_three_modes_answer_from_the_same_passages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = recorded_passages(monkeypatch)
-    evaluation = evaluate_answer_modes(Settings(home=tmp_path), DATA, limit=4)
+    evaluation = evaluate_answer_modes(settings_groups(Settings(home=tmp_path)), DATA, limit=4)
     assert set(seen) == set(MODES)
     assert seen["single"] == seen["multi_view"] == seen["multi_view_answers"]
     assert evaluation.engine == "offline" and evaluation.model is None
@@ -78,7 +79,7 @@ def test_with_the_stub_every_mode_asks_its_calls_and_keeps_citations_valid(
     seen = recorded_passages(monkeypatch)
     with StubLLM(schema_driven=True) as stub:
         settings = stub_settings(tmp_path, stub)
-        evaluation = evaluate_answer_modes(settings, DATA, limit=1)
+        evaluation = evaluate_answer_modes(settings_groups(settings), DATA, limit=1)
         requests = len(stub.requests)
     assert evaluation.calls_per_question == {
         "single": 1,

@@ -12,6 +12,7 @@ import pytest
 
 from litpipe.cli import main
 from litpipe.evaluation.synthesis_pipelines import PIPELINES, evaluate_synthesis_pipelines
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 ICLR = Path(__file__).parents[1] / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
@@ -55,7 +56,7 @@ def test_offline_both_pipelines_are_graded_and_the_table_says_they_wrote_alike(
 def test_through_a_model_each_pipeline_counts_its_own_synthesis_calls(tmp_path: Path) -> None:
     with StubLLM(schema_driven=True) as stub:
         settings = stub_settings(tmp_path / "h", stub)
-        evaluation = evaluate_synthesis_pipelines(settings, abstracts(tmp_path, 3))
+        evaluation = evaluate_synthesis_pipelines(settings_groups(settings), abstracts(tmp_path, 3))
     flat, relational = (evaluation.pipelines[name] for name in ("flat", "relational"))
     assert evaluation.examples == 3 and evaluation.model == "openai/stub"
     assert flat.engine.startswith("openai/stub") and relational.engine.startswith("openai/stub")

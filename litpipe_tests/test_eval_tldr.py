@@ -15,6 +15,7 @@ from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr
 from litpipe.extractive.tldr import TldrInput, offline_tldr
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import sentences
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
@@ -70,7 +71,7 @@ def test_a_model_route_asks_the_model_once_per_paper(tmp_path: Path, stub_llm: S
     settings = stub_settings(
         tmp_path, stub_llm, llm={"model": None, "agents": {"tldr": {"model": "openai/stub-tldr"}}}
     )
-    evaluation = evaluate_tldr(settings, SAMPLE, limit=2)
+    evaluation = evaluate_tldr(settings_groups(settings), SAMPLE, limit=2)
     assert evaluation.engine == "openai/stub-tldr" and evaluation.model == "openai/stub-tldr"
     assert [r.outputs["litpipe"] for r in evaluation.per_example] == [
         "A model wrote this one sentence."

@@ -21,6 +21,7 @@ from litpipe.evaluation.beir import (
 from litpipe.retrieval.rerank import fallback, ranked
 from litpipe.schemas import RetrievedChunk
 from litpipe.settings import RetrievalSettings, Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_evaluation_ranking import write_beir
 from litpipe_tests.test_rerank import PASSAGES, build_tiny_cross_encoder, make_candidates
@@ -107,7 +108,9 @@ def test_reranked_methods_run_offline_and_keep_recall_at_100(
     write_beir(dataset)
     settings = Settings(home=tmp_path / "home", retrieval={"rerank_candidates": 2})
     methods = ("hybrid", "hybrid+relevance", "hybrid+debate")
-    evaluation = evaluate_retrieval(settings, dataset, "test", methods, embedder=fake_embedder)
+    evaluation = evaluate_retrieval(
+        settings_groups(settings), dataset, "test", methods, embedder=fake_embedder
+    )
     assert [result.method for result in evaluation.results] == list(methods)
     hybrid = evaluation.results[0]
     for result in evaluation.results[1:]:
@@ -129,7 +132,11 @@ def test_a_cross_encoder_method_runs_with_a_local_model(
     model = build_tiny_cross_encoder(tmp_path / "cross-encoder")
     settings = Settings(home=tmp_path / "home", retrieval={"cross_encoder_model": str(model)})
     evaluation = evaluate_retrieval(
-        settings, dataset, "test", ("hybrid", "hybrid+cross-encoder"), embedder=fake_embedder
+        settings_groups(settings),
+        dataset,
+        "test",
+        ("hybrid", "hybrid+cross-encoder"),
+        embedder=fake_embedder,
     )
     hybrid, reranked = evaluation.results
     assert reranked.method == "hybrid+cross-encoder" and reranked.rerank_fallbacks == 0

@@ -12,6 +12,7 @@ from litpipe.cli import main
 from litpipe.evaluation.beir import METHODS, evaluate_retrieval, format_table
 from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 
 
@@ -64,7 +65,9 @@ def test_beir_evaluation_embeds_the_corpus_once(
     dataset = tmp_path / "tiny"
     write_beir(dataset)
     settings = Settings(home=tmp_path / "home")
-    first = evaluate_retrieval(settings, dataset, "test", METHODS, embedder=fake_embedder)
+    first = evaluate_retrieval(
+        settings_groups(settings), dataset, "test", METHODS, embedder=fake_embedder
+    )
     assert first.collection == "beir-tiny" and first.documents == 3
     assert first.embedded_chunks == first.chunks > 0
     assert [result.method for result in first.results] == list(METHODS)
@@ -72,11 +75,15 @@ def test_beir_evaluation_embeds_the_corpus_once(
         assert result.queries == 2
         assert result.ndcg_at_10 == pytest.approx(1.0)
         assert result.recall_at_100 == pytest.approx(1.0)
-    second = evaluate_retrieval(settings, dataset, "test", ("bm25",), embedder=fake_embedder)
+    second = evaluate_retrieval(
+        settings_groups(settings), dataset, "test", ("bm25",), embedder=fake_embedder
+    )
     assert second.embedded_chunks == 0
     assert "bm25" in format_table(second)
     with pytest.raises(ValueError):
-        evaluate_retrieval(settings, dataset, "test", ("splade",), embedder=fake_embedder)
+        evaluate_retrieval(
+            settings_groups(settings), dataset, "test", ("splade",), embedder=fake_embedder
+        )
 
 
 def test_cli_rejects_an_unknown_method(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -35,6 +35,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_llm import StubLLM, requested_schema
@@ -56,7 +57,7 @@ def offline(tmp_path: Path) -> Settings:
 
 
 def graded(text: str, passages: dict[str, list[str]], settings: Settings) -> OutputGrades:
-    return grading.grade_output(text, passages, settings, Asker(settings.llm))
+    return grading.grade_output(text, passages, settings.grading, Asker(settings.llm))
 
 
 def test_a_sentence_citing_two_papers_is_graded_segment_by_segment(tmp_path: Path) -> None:
@@ -127,7 +128,9 @@ def test_an_embedder_gives_the_middle_band_and_is_called_once(
     )
     settings = settings.model_copy(update={"grading": strict})
 
-    grades = grading.grade_output(text, passages, settings, Asker(settings.llm), fake_embedder)
+    grades = grading.grade_output(
+        text, passages, settings.grading, Asker(settings.llm), fake_embedder
+    )
 
     assert len(fake_embedder.encode_calls) == 1  # every segment scored in one batch
     segments = [s for sentence in grades.sentences for s in sentence.segments]
@@ -171,7 +174,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
 
     grades = grading.grade_output(
-        f"{COMPARATIVE} A closing remark.", passages, settings, Asker(settings.llm, client)
+        f"{COMPARATIVE} A closing remark.", passages, settings.grading, Asker(settings.llm, client)
     )
 
     assert grades.grader == "openai/stub-judge"
@@ -187,7 +190,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
     assert outcome.metadata["unsupported"] == [COMPARATIVE]
     assert outcome.metadata["uncited"] == ["A closing remark."]
     assert "REV1 inserts cytosine" in outcome.markdown["flagged_table"]
-    coherence = grading.grade_coherence("T", COMPARATIVE, settings, Asker(settings.llm, client))
+    coherence = grading.grade_coherence("T", COMPARATIVE, Asker(settings.llm, client))
     checked = grading.coherence(coherence, "expert synthesis", "openai/stub-judge")
     assert isinstance(checked, CheckOutcome)
     assert checked.passed and checked.metadata["score"] == 4
@@ -195,7 +198,7 @@ def test_the_judges_structured_reply_grades_each_segment(tmp_path: Path, stub_ll
 
 def test_coherence_offline_is_skipped_not_passed(tmp_path: Path) -> None:
     settings = offline(tmp_path)
-    reply = grading.grade_coherence("T", COMPARATIVE, settings, Asker(settings.llm))
+    reply = grading.grade_coherence("T", COMPARATIVE, Asker(settings.llm))
 
     outcome = grading.coherence(reply, "expert synthesis", "offline")
 
@@ -266,12 +269,14 @@ def graded_collection(
     root = tmp_path_factory.mktemp("graded")
     settings = Settings(home=root / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)})
     build(settings, folder_with(root / "papers", PDFS_BY_SIZE[:2]))
-    written = artifact_store(settings).read(["synthesis"], COLLECTION, Synthesis)
+    written = artifact_store(settings.ingest, settings.paths).read(
+        ["synthesis"], COLLECTION, Synthesis
+    )
     return root, written
 
 
 def materialize_collection(settings: Settings) -> dg.ExecuteInProcessResult:
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     return defs.resolve_job_def(collection_pipeline.name).execute_in_process(
         partition_key=COLLECTION,
         asset_selection=[
@@ -318,7 +323,9 @@ def test_the_stub_judge_flags_one_sentence_in_the_check_and_on_the_page(
     assert coherence.passed and coherence.metadata["score"].value == 4
     assert check_evaluation(instance, "synthesis", "completeness").metadata["key_insights"]
     # The page marks the flagged sentence, once, with the judge's reason.
-    outputs = artifact_store(settings).read(["collection_outputs"], COLLECTION, CollectionOutputs)
+    outputs = artifact_store(settings.ingest, settings.paths).read(
+        ["collection_outputs"], COLLECTION, CollectionOutputs
+    )
     page = Path(outputs.files["synthesis.html"]).read_text("utf-8")
     assert_well_formed(page)
     synthesis_section = page.split('<section id="plain">')[0]
@@ -362,7 +369,7 @@ def test_an_edited_judge_prompt_makes_every_graded_output_stale_and_nothing_else
     # The grades are kept on the outputs: a judge edited in the user's prompts folder must
     # regrade them, and must not touch the stages that do not grade.
     def versions(settings: Settings) -> dict[str, str | None]:
-        graph = build_definitions(settings).resolve_asset_graph()
+        graph = build_definitions(**settings_groups(settings)).resolve_asset_graph()
         return {
             key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()
         }

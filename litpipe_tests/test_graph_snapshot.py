@@ -18,6 +18,7 @@ import pytest
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.versions import DECLARED_CODE_VERSIONS
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 SNAPSHOT = Path(__file__).parent / "data" / "graph_snapshot.json"
 UPDATE = "LITPIPE_UPDATE_SNAPSHOT"
@@ -96,7 +97,9 @@ def test_the_asset_graph_matches_its_snapshot(
     for variable in [name for name in os.environ if name.startswith("LITPIPE_")]:
         monkeypatch.delenv(variable)
     monkeypatch.chdir(tmp_path)
-    found = graph_snapshot(build_definitions(Settings(home=tmp_path / "home", corpus_roots=[])))
+    found = graph_snapshot(
+        build_definitions(**settings_groups(Settings(home=tmp_path / "home", corpus_roots=[])))
+    )
 
     undeclared = [
         name for name, asset in found["assets"].items() if asset["code_version_inputs"] is None

@@ -51,7 +51,7 @@ def test_a_key_that_is_a_path_is_refused_by_every_path_builder(tmp_path: Path, k
     settings = Settings(home=home)
     with pytest.raises(UnsafeKeyError, match=repr(key).replace(".", r"\.")):
         settings.paths.outputs_dir(key)
-    resource = ArtifactsResource.from_settings(settings)
+    resource = ArtifactsResource.of(settings.ingest, settings.paths)
     with pytest.raises(UnsafeKeyError):
         resource.outputs_dir(key)
     assert not any(p.is_file() for p in tmp_path.rglob("*"))

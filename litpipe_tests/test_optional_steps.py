@@ -18,6 +18,7 @@ from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import Answer, PaperAbstract, Question, StepNotRun
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.workflows import pipeline
 from litpipe.workflows.plain_summary import plain_summary
 from litpipe.workflows.relationship_analysis import analyse
@@ -180,7 +181,7 @@ def test_a_paper_whose_model_stages_fail_is_left_out_of_the_notebook_chain(
     )
     table = abstract_table(tmp_path / "papers")
 
-    result = pipeline.run(discover(table, "bio"), settings)
+    result = pipeline.run(discover(table, "bio"), settings_groups(settings))
 
     (left_out,) = result.left_out
     assert left_out.paper_id == "bio.b2"
@@ -222,7 +223,7 @@ def test_a_thin_paper_whose_follow_ups_fail_keeps_its_insights_and_the_others_ar
         None,
         abstracts,
         follow_up,
-        settings,
+        settings.synthesis,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
@@ -242,13 +243,21 @@ def test_a_plain_summary_the_model_fails_is_empty_and_says_why(
     settings = stub_settings(tmp_path, stub_llm)
     analysis = make_analysis()
     offline = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, offline, Asker(offline.llm))
+    expert = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        offline.synthesis,
+        offline.ingest,
+        offline.paths,
+        Asker(offline.llm),
+    )
 
     written = plain_summary(
         analysis,
         expert,
         TITLES,
-        settings,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
@@ -268,6 +277,15 @@ def test_a_programming_error_in_an_optional_step_is_not_taken_for_a_model_failur
     monkeypatch.setattr("litpipe.workflows.plain_summary.write_plain_summary", broken)
     analysis = make_analysis()
     settings = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    expert = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     with pytest.raises(TypeError, match="a bug"):
-        plain_summary(analysis, expert, TITLES, settings, Asker(settings.llm))
+        plain_summary(analysis, expert, TITLES, Asker(settings.llm))

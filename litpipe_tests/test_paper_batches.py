@@ -19,6 +19,7 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, paper_asset_keys, register, run_papers
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests import test_paper_questions_asset
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_paper_questions_asset import materialization_count, questions_reply
@@ -103,7 +104,7 @@ def test_a_batch_is_one_run_whose_papers_stay_their_own_partitions(
     (batch_settings.llm.prompts_dir / "paper_questions.md").write_text(
         prompt.replace("\n## user\n", "\n## user\nAsk about the organisms studied, too.\n", 1)
     )
-    edited = build_definitions(batch_settings)
+    edited = build_definitions(**settings_groups(batch_settings))
     paper_ids = [o.paper_id for o in first.outcomes]
     states = partition_states(instance, edited, paper_asset_keys(edited), paper_ids)
     stale = {key.to_user_string() for key, by in states.items() if State.FRESH not in by.values()}
@@ -167,7 +168,7 @@ def test_the_staleness_of_a_batch_reads_only_its_own_papers_records(
     5,000-paper run 20 s slower than the first."""
     settings = Settings(home=tmp_path / "home")
     instance = open_instance(settings)
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     keys = paper_asset_keys(defs)
     built = [f"t.p{n}" for n in range(6)]
     instance.add_dynamic_partitions(PAPERS, built)

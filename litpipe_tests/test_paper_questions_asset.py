@@ -19,6 +19,7 @@ from litpipe.ingest.sources import discover
 from litpipe.llm.prompts import PromptLibrary, fence
 from litpipe.runtime.runner import open_instance, paper_asset_keys, register, run_papers
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 from litpipe_tests.test_schema_driven_server import files_holding
@@ -85,7 +86,7 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
     assert first.llm_usage.made == 1 and first.llm_usage.tokens_in > 0
 
     # Re-materializing the stage with nothing changed: answered from the cache.
-    defs = build_definitions(model_settings)
+    defs = build_definitions(**settings_groups(model_settings))
     again = (
         defs.resolve_job_def("paper_pipeline")
         .execute_in_process(partition_key=paper_id, asset_selection=[QUESTIONS], instance=instance)
@@ -101,7 +102,7 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
     (model_settings.llm.prompts_dir / "paper_questions.md").write_text(
         prompt.replace("\n## user\n", "\n## user\nAsk about the organisms studied, too.\n", 1)
     )
-    edited = build_definitions(model_settings)
+    edited = build_definitions(**settings_groups(model_settings))
     states = partition_states(instance, edited, paper_asset_keys(edited), [paper_id])
     stale = {
         key.to_user_string()

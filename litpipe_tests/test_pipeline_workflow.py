@@ -30,11 +30,12 @@ from pathlib import Path
 
 from litpipe.ingest.sources import discover
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.workflows import pipeline
 
 home, embedder, folder = sys.argv[1:]
 settings = Settings(home=Path(home), ingest={"embedder": embedder})
-result = pipeline.run(discover(Path(folder), "genes"), settings)
+result = pipeline.run(discover(Path(folder), "genes"), settings_groups(settings))
 print("dagster" in sys.modules)
 print(result.model_dump_json())
 """
@@ -98,7 +99,7 @@ def test_the_main_chain_runs_in_a_notebook_without_dagster_as_the_graph_runs_it(
     instance = open_instance(settings)
     run = run_papers(settings, instance, register(settings, instance, discover(folder, COLLECTION)))
     assert run.collection_failure is None
-    store = artifact_store(settings)
+    store = artifact_store(settings.ingest, settings.paths)
     for asset, written in (
         ("synthesis", result.synthesis),
         ("plain_summary", result.plain_summary),

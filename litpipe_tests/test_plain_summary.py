@@ -40,7 +40,16 @@ PLAIN_REQUEST = "Write a plain-language summary"
 
 
 def expert(settings: Settings) -> Synthesis:
-    return write_synthesis(make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    return write_synthesis(
+        make_analysis(),
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
 
 
 def test_offline_plain_summary_is_the_shortest_faithful_version(tmp_path: Path) -> None:

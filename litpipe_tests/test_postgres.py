@@ -27,6 +27,7 @@ from litpipe.instance.pool_wait import PatientConcurrencyContext
 from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.postgres_server import (
     PostgresServer,
@@ -243,7 +244,7 @@ def test_concurrent_paper_runs_materialize_each_partition_once_within_the_llm_po
         instance.event_log_storage.set_concurrency_slots(LLM_POOL, pool_limit)
         paper_ids = sorted(register(settings, instance, discover(folder, COLLECTION)))
         assert len(paper_ids) == 4
-        defs = build_definitions(settings)
+        defs = build_definitions(**settings_groups(settings))
         graph = defs.resolve_asset_graph()
         pooled = {
             key.to_user_string() for key in graph.get_all_asset_keys() if graph.get(key).pools
@@ -321,7 +322,7 @@ def test_a_transient_model_error_retries_the_step_and_a_permanent_one_does_not(
             shutil.copy(pdf, folder)
         instance = open_instance(settings)
         first, second = sorted(register(settings, instance, discover(folder, COLLECTION)))
-        paper_job = build_definitions(settings).resolve_job_def("paper_pipeline")
+        paper_job = build_definitions(**settings_groups(settings)).resolve_job_def("paper_pipeline")
 
         def run_paper(paper_id: str) -> dg.ExecuteInProcessResult:
             return paper_job.execute_in_process(

@@ -113,7 +113,13 @@ def term_search(paper: list[RetrievedChunk], keep: int = 3) -> Search:
 def offline(tmp_path: Path, **overrides: Any) -> QuerySummary:
     settings = Settings(home=tmp_path, **overrides)
     return summarize_for_query(
-        REQUEST, TITLE, ABSTRACT, PAPER, term_search(PAPER), settings, Asker(settings.llm)
+        REQUEST,
+        TITLE,
+        ABSTRACT,
+        PAPER,
+        term_search(PAPER),
+        settings.query_summary,
+        Asker(settings.llm),
     )
 
 
@@ -277,7 +283,13 @@ def test_evidence_the_summarizer_finds_insufficient_routes_to_the_whole_paper(
     husbandry = [PAPER[4]]
     settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
     result = summarize_for_query(
-        REQUEST, TITLE, ABSTRACT, PAPER, lambda text: husbandry, settings, Asker(settings.llm)
+        REQUEST,
+        TITLE,
+        ABSTRACT,
+        PAPER,
+        lambda text: husbandry,
+        settings.query_summary,
+        Asker(settings.llm),
     )
     assert result.route == "whole_paper"
     assert "found the 1 passages retrieved" in result.route_reason
@@ -300,7 +312,9 @@ def test_version_follows_the_loop_settings_and_the_prompts(tmp_path: Path) -> No
     base = Settings(home=tmp_path)
 
     def version_of(settings: Settings, prompts: PromptLibrary) -> str:
-        return query_summary_version(settings, Asker(settings.llm, None, prompts))
+        return query_summary_version(
+            settings.query_summary, settings.retrieval, Asker(settings.llm, None, prompts)
+        )
 
     assert version_of(base, packaged) == version_of(base, packaged)
     capped = Settings(home=tmp_path, query_summary={"max_iterations": 3})
@@ -384,7 +398,7 @@ def through_the_stub(tmp_path: Path, stub: StubLLM, **overrides: Any) -> QuerySu
         ABSTRACT,
         PAPER,
         term_search(PAPER),
-        settings,
+        settings.query_summary,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 
@@ -585,7 +599,7 @@ def test_an_unknown_paper_is_refused_and_nothing_is_written(
             ABSTRACT,
             [],
             term_search(PAPER),
-            settings,
+            settings.query_summary,
             Asker(settings.llm),
         )
     # Nothing was written.
@@ -608,12 +622,12 @@ def test_a_stored_paper_is_summarized_through_hybrid_retrieval(
     assert [chunk.fused_rank for chunk in passages] == list(range(1, len(TEXTS) + 1))
     settings = Settings(home=tmp_path, query_summary={"context_tokens": 500})
     retriever = HybridRetriever(store, fake_embedder, "bio", None, papers=[PAPER_ID])
-    search = paper_search(retriever, NoReranker(), PAPER_ID, settings)
+    search = paper_search(retriever, NoReranker(), PAPER_ID, settings.retrieval)
     found = search(QUERY)
     assert 0 < len(found) <= settings.retrieval.evidence_per_question
     assert {chunk.paper_id for chunk in found} == {PAPER_ID}
     result = summarize_for_query(
-        REQUEST, TITLE, ABSTRACT, passages, search, settings, Asker(settings.llm)
+        REQUEST, TITLE, ABSTRACT, passages, search, settings.query_summary, Asker(settings.llm)
     )
     assert result.route == "evidence" and result.status == "approved"
     stored = set(store.paper_chunk_ids(fake_embedder.embedder_id, PAPER_ID))
@@ -647,8 +661,8 @@ def test_a_litqa2_question_is_summarized_offline_from_its_bundled_paper(
         document.title,
         document.abstract,
         passages,
-        paper_search(retriever, NoReranker(), paper_id, settings),
-        settings,
+        paper_search(retriever, NoReranker(), paper_id, settings.retrieval),
+        settings.query_summary,
         Asker(settings.llm),
     )
     assert result.route == "evidence"

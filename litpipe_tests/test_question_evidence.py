@@ -17,6 +17,7 @@ from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import open_instance, paper_asset_keys, phases, register, run_papers
 from litpipe.schemas import CorpusIndex, PaperChunks, PaperEvidence, PaperQuestions
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_cli import folder_with
@@ -43,7 +44,7 @@ def test_every_question_gets_its_own_papers_evidence_with_provenance(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     _, paper_ids = build(settings, folder)
 
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     for paper_id in paper_ids:
         questions = artifacts.read(["paper_questions"], paper_id, PaperQuestions)
         evidence = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
@@ -84,7 +85,7 @@ def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model
 
     kept = settings.retrieval.model_copy(update={"evidence_per_question": 2})
     fewer = settings.model_copy(update={"retrieval": kept})
-    defs = build_definitions(fewer)
+    defs = build_definitions(**settings_groups(fewer))
     states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
     stale = {key.to_user_string() for key, by in states.items() if by[paper_ids[0]] != State.FRESH}
     assert stale == {"question_evidence", "paper_answers"}
@@ -115,7 +116,7 @@ def test_scope_all_searches_the_collection_after_its_index(
         ingest={"embedder": str(tiny_model)},
         retrieval={"evidence_scope": "all"},
     )
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     plan = [(phase.per, [key.to_user_string() for key in phase.keys]) for phase in phases(defs)]
     # The evidence, and what reads it, waits for the collection's index.
     assert [per for per, _ in plan] == ["paper", "collection", "paper", "collection"]
@@ -126,7 +127,7 @@ def test_scope_all_searches_the_collection_after_its_index(
 
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:2])
     instance, paper_ids = build(settings, folder)
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     found = set()
     for paper_id in paper_ids:
         evidence = artifacts.read(["question_evidence"], paper_id, PaperEvidence)
@@ -151,7 +152,9 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
     folder = folder_with(tmp_path / "papers", PDFS_BY_SIZE[:1])
     plain = Settings(home=tmp_path / "plain", corpus_roots=[], ingest={"embedder": str(tiny_model)})
     _, (paper_id,) = build(plain, folder)
-    fused = artifact_store(plain).read(["question_evidence"], paper_id, PaperEvidence)
+    fused = artifact_store(plain.ingest, plain.paths).read(
+        ["question_evidence"], paper_id, PaperEvidence
+    )
 
     # Only the reranker has a model, and its server refuses the key: a permanent failure.
     stub_llm.fail_next("unauthorized", 1000)
@@ -163,7 +166,9 @@ def test_a_failing_llm_reranker_keeps_the_fused_order(
         llm={"api_base": stub_llm.url, "agents": {"relevance": {"model": "openai/stub-relevance"}}},
     )
     build(reranking, folder)
-    evidence = artifact_store(reranking).read(["question_evidence"], paper_id, PaperEvidence)
+    evidence = artifact_store(reranking.ingest, reranking.paths).read(
+        ["question_evidence"], paper_id, PaperEvidence
+    )
     assert stub_llm.request_count >= len(evidence.questions)
     assert evidence.reranker.startswith("relevance")
     assert not any(item.reranked for item in evidence.questions)

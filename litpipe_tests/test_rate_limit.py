@@ -34,6 +34,7 @@ from litpipe.llm.usage import UsageLedger
 from litpipe.report.digest import digest_markdown
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import RateLimit, Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.postgres_server import (
     PostgresServer,
     postgres_for_a_test,
@@ -303,7 +304,7 @@ def test_two_runs_share_the_nightly_budget_and_the_digest_says_when_it_was_spent
         home=home, llm={"nightly_budget_usd": budget}, ingest={"embedder": str(tiny_model)}
     )
     instance = open_instance(offline)
-    definitions = build_definitions(offline)
+    definitions = build_definitions(**settings_groups(offline))
     result = definitions.resolve_job_def("nightly_digest_job").execute_in_process(
         partition_key=yesterday.isoformat(), instance=instance
     )

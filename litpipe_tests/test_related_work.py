@@ -33,7 +33,7 @@ from litpipe.report.related_work import JSON_FILE, MARKDOWN_FILE, render_markdow
 from litpipe.retrieval.centrality import pagerank
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.schemas import DebateVerdict, RelatedWork, ScoredReference
-from litpipe.settings import Settings
+from litpipe.settings import IngestSettings, RelatedWorkSettings, RetrievalSettings, Settings
 from litpipe.workflows.related_work import (
     RelatedWorkInputError,
     abstract_index,
@@ -74,8 +74,17 @@ def offline(
     home: Path, embedder: FakeEmbedder, table: Path = DEMO, **limits: int
 ) -> tuple[RelatedWork, Settings]:
     settings = Settings(home=home)
-    request = make_request(IDEA, settings, **limits)
-    related = run_related_work(table, request, settings, Asker(settings.llm), embedder)
+    request = make_request(IDEA, settings.related_work, **limits)
+    related = run_related_work(
+        table,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm),
+        embedder,
+    )
     return related, settings
 
 
@@ -140,8 +149,17 @@ def test_a_structured_abstract_is_quoted_without_its_labels(
         encoding="utf-8",
     )
     settings = Settings(home=tmp_path)
-    request = make_request(IDEA, settings, sentences=6, words=120, top_k=2)
-    related = run_related_work(table, request, settings, Asker(settings.llm), fake_embedder)
+    request = make_request(IDEA, settings.related_work, sentences=6, words=120, top_k=2)
+    related = run_related_work(
+        table,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm),
+        fake_embedder,
+    )
     assert related.cited_ids and "molecul" in related.text
     assert not re.search(r"BACKGROUND|METHODS|RESULTS|\[(?:Purpose|Design)\]", related.text)
 
@@ -224,8 +242,11 @@ def test_markdown_has_the_idea_the_section_and_each_cited_reference(
     settings = Settings(home=tmp_path / "home")
     related, files = generate_related_work(
         DEMO,
-        make_request(IDEA, settings),
-        settings,
+        make_request(IDEA, settings.related_work),
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
         Asker(settings.llm),
         tmp_path / "out",
         fake_embedder,
@@ -246,8 +267,17 @@ def test_a_second_idea_over_the_same_table_embeds_nothing(
     offline(tmp_path, fake_embedder)
     embedded = fake_embedder.embedded_texts
     settings = Settings(home=tmp_path)
-    request = make_request("Adversarial defenses for deep networks.", settings)
-    related = run_related_work(DEMO, request, settings, Asker(settings.llm), fake_embedder)
+    request = make_request("Adversarial defenses for deep networks.", settings.related_work)
+    related = run_related_work(
+        DEMO,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm),
+        fake_embedder,
+    )
     # The idea and the queries written from it alone.
     assert fake_embedder.embedded_texts == embedded + 1 + len(related.search_queries)
 
@@ -256,7 +286,7 @@ def test_retrieval_fuses_bm25_and_dense_and_keeps_distinct_references(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     table = load_references(DEMO)
-    index = abstract_index(table.references, fake_embedder, Settings(home=tmp_path))
+    index = abstract_index(table.references, fake_embedder, IngestSettings(), RetrievalSettings())
     found = index.search("posterior collapse in variational autoencoders", 10, 100)
     assert [f.retrieval_rank for f in found] == list(range(1, 11))
     assert len({f.reference.id for f in found}) == 10
@@ -732,8 +762,17 @@ def model_run(
     stub.respond(WRITER_REQUEST, writer)
     settings = stub_settings(home, stub, **overrides)
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
-    request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
-    return run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
+    request = make_request(IDEA, settings.related_work, sentences=8, words=120, top_k=4)
+    return run_related_work(
+        DEMO,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm, client),
+        embedder,
+    )
 
 
 def test_the_writer_gets_the_idea_and_every_top_k_abstract_with_its_verdict(
@@ -841,7 +880,7 @@ def test_a_writer_prompt_over_its_context_is_refused_before_the_writer_is_called
 
 def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> None:
     references = load_references(DEMO).references[:24]
-    index = abstract_index(references, FakeEmbedder(), Settings(home=tmp_path))
+    index = abstract_index(references, FakeEmbedder(), IngestSettings(), RetrievalSettings())
     candidates = index.search(IDEA, 24, 100)
     latency, bound = 0.05, 3
     with StubLLM(latency_s=latency) as stub:
@@ -850,7 +889,7 @@ def test_debate_scoring_never_exceeds_the_concurrency_bound(tmp_path: Path) -> N
         settings = stub_settings(tmp_path / "home", stub, llm={"concurrency": bound})
         client = LLMClient(settings.llm, settings.paths, UsageLedger())
         started = time.perf_counter()
-        scored = score_references(IDEA, candidates, settings, Asker(settings.llm, client))
+        scored = score_references(IDEA, candidates, Asker(settings.llm, client))
         elapsed = time.perf_counter() - started
         assert stub.request_count == 24
         assert stub.max_in_flight == bound  # concurrent, never more than the bound
@@ -872,8 +911,11 @@ def refused(
     with pytest.raises(RelatedWorkInputError, match=match):
         generate_related_work(
             table,
-            make_request(request.pop("idea", IDEA), settings, **request),
-            settings,
+            make_request(request.pop("idea", IDEA), settings.related_work, **request),
+            settings.related_work,
+            settings.ingest,
+            settings.retrieval,
+            settings.paths,
             Asker(settings.llm),
             out,
             embedder,
@@ -930,4 +972,4 @@ def test_an_empty_idea_or_a_limit_below_one_is_refused(
     tmp_path: Path, idea: str, limits: dict[str, int], match: str
 ) -> None:
     with pytest.raises(RelatedWorkInputError, match=match):
-        make_request(idea, Settings(home=tmp_path), **limits)
+        make_request(idea, RelatedWorkSettings(), **limits)

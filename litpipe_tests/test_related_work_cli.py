@@ -19,6 +19,7 @@ from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance, phases
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_related_work import (
     DEBATE_REQUEST,
@@ -135,7 +136,7 @@ def test_an_edited_table_is_a_new_request_and_its_old_partition_refuses_the_new_
 
     # Materializing the old request again (from the UI, say) fails rather than mix them up.
     settings = Settings(home=home, ingest={"embedder": str(tiny_model)})
-    job = build_definitions(settings).resolve_job_def("related_work_job")
+    job = build_definitions(**settings_groups(settings)).resolve_job_def("related_work_job")
 
     def failure() -> str:
         result = job.execute_in_process(
@@ -251,7 +252,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_writes_nothing(
 
 
 def test_related_work_stays_out_of_the_paper_and_collection_pipelines(tmp_path: Path) -> None:
-    defs = build_definitions(Settings(home=tmp_path / "home"))
+    defs = build_definitions(**settings_groups(Settings(home=tmp_path / "home")))
     for job in ("paper_pipeline", "collection_pipeline"):
         assert ASSET not in defs.resolve_job_def(job).asset_layer.executable_asset_keys
     assert ASSET not in {key for phase in phases(defs) for key in phase.keys}

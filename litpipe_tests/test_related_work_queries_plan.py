@@ -20,7 +20,7 @@ from litpipe.extractive.search_queries import (
 from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import RelatedWork
-from litpipe.settings import Settings
+from litpipe.settings import IngestSettings, RetrievalSettings, Settings
 from litpipe.workflows.related_work import (
     abstract_index,
     load_references,
@@ -72,7 +72,7 @@ def test_blank_repeated_and_surplus_queries_are_not_searched() -> None:
 @pytest.mark.slow
 def test_each_aspect_searched_and_fused_keeps_off_topic_abstracts_out(tmp_path: Path) -> None:
     index = abstract_index(
-        load_references(FULL).references, FakeEmbedder(), Settings(home=tmp_path)
+        load_references(FULL).references, FakeEmbedder(), IngestSettings(), RetrievalSettings()
     )
     alone = [f.reference.title for f in index.search(IDEA, 10, 100)]
     fused = [f.reference.title for f in index.search(IDEA, 10, 100, ASPECTS)]
@@ -88,8 +88,17 @@ def test_offline_run_searches_the_key_phrases_and_plans_nothing(
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     settings = Settings(home=tmp_path, related_work={"plan": "auto"})
-    request = make_request(IDEA, settings, top_k=4)
-    related = run_related_work(DEMO, request, settings, Asker(settings.llm), fake_embedder)
+    request = make_request(IDEA, settings.related_work, top_k=4)
+    related = run_related_work(
+        DEMO,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm),
+        fake_embedder,
+    )
     assert related.search_queries == ASPECTS
     assert fake_embedder.encode_calls[-1] == [IDEA, *ASPECTS]  # searched, in one encode call
     # The offline writer is extractive: an automatic plan is not written, nothing warns.
@@ -97,7 +106,16 @@ def test_offline_run_searches_the_key_phrases_and_plans_nothing(
     assert_keeps_the_rules(related, DEMO)
 
     own = Settings(home=tmp_path, related_work={"plan": "Cite everything in one sentence."})
-    kept = run_related_work(DEMO, request, own, Asker(own.llm), fake_embedder)
+    kept = run_related_work(
+        DEMO,
+        request,
+        own.related_work,
+        own.ingest,
+        own.retrieval,
+        own.paths,
+        Asker(own.llm),
+        fake_embedder,
+    )
     assert kept.text == related.text and kept.plan == ""
     assert kept.warnings == ["the offline writer follows no plan: related_work.plan is not used"]
 
@@ -111,8 +129,17 @@ def model_run(
     stub.script(QUERIES_REQUEST, {"queries": ["posterior collapse", " ", "GAN training"]})
     settings = stub_settings(home, stub, related_work={"plan": plan})
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
-    request = make_request(IDEA, settings, sentences=8, words=120, top_k=4)
-    related = run_related_work(DEMO, request, settings, Asker(settings.llm, client), embedder)
+    request = make_request(IDEA, settings.related_work, sentences=8, words=120, top_k=4)
+    related = run_related_work(
+        DEMO,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm, client),
+        embedder,
+    )
     return related, writer
 
 

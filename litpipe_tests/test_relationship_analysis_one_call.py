@@ -54,7 +54,7 @@ def _analyse(settings: Settings) -> Any:
         comparative,
         abstracts,
         no_follow_ups,
-        settings,
+        settings.synthesis,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
     )
 

@@ -50,7 +50,9 @@ def model_reranker(
     llm = {"model": "openai/stub-model"} | overrides.pop("llm", {})
     settings = stub_settings(home, stub, llm=llm, retrieval={"reranker": "relevance"}, **overrides)
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
-    reranker = settings_reranker(settings, Asker(settings.llm, client, PromptLibrary(None)))
+    reranker = settings_reranker(
+        settings.retrieval, settings.ingest, Asker(settings.llm, client, PromptLibrary(None))
+    )
     assert isinstance(reranker, LLMRelevanceReranker)
     return reranker, settings
 
@@ -72,7 +74,9 @@ def test_offline_scores_query_terms_found_in_the_passage() -> None:
 
 def test_offline_reranking_puts_passages_with_the_query_terms_first(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, retrieval={"reranker": "relevance"})
-    reranker = settings_reranker(settings, Asker(settings.llm, None, PromptLibrary(None)))
+    reranker = settings_reranker(
+        settings.retrieval, settings.ingest, Asker(settings.llm, None, PromptLibrary(None))
+    )
     reranked = reranker.rerank(QUERY, make_candidates([PASSAGES[2], PASSAGES[3], PASSAGES[0]]))
     # The one with the query's terms first; the two without keep their fused order.
     assert [chunk.chunk_id for chunk in reranked] == ["p2:0", "p0:0", "p1:0"]

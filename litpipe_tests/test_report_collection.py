@@ -567,7 +567,14 @@ def test_a_collection_of_hundreds_of_papers_links_to_pages_of_papers_each_reacha
     titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
     settings, prompts = Settings(home=tmp_path), PromptLibrary(None)
     synthesis = write_synthesis(
-        analysis, answers, None, titles, settings, Asker(settings.llm, None, prompts)
+        analysis,
+        answers,
+        None,
+        titles,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm, None, prompts),
     )
     plain = write_plain_summary(analysis, synthesis, titles, Asker(settings.llm, None, prompts))
     paths = write_collection_outputs(

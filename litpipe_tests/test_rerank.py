@@ -171,7 +171,9 @@ def test_reranker_for_follows_the_setting(tmp_path: Path, tiny_cross_encoder: Pa
 
     def chosen(**overrides: Any) -> Reranker:
         settings = Settings(home=tmp_path, **overrides)
-        return settings_reranker(settings, Asker(settings.llm, None, prompts))
+        return settings_reranker(
+            settings.retrieval, settings.ingest, Asker(settings.llm, None, prompts)
+        )
 
     assert isinstance(chosen(), NoReranker)
     cross_encoder = chosen(

@@ -82,7 +82,9 @@ def strings_naming(value: object, paper_id: str) -> list[str]:
 
 
 def evidence_papers(settings: Settings, paper_id: str) -> set[str]:
-    found = artifact_store(settings).read(["question_evidence"], paper_id, PaperEvidence)
+    found = artifact_store(settings.ingest, settings.paths).read(
+        ["question_evidence"], paper_id, PaperEvidence
+    )
     return {chunk.paper_id for item in found.questions for chunk in item.chunks}
 
 
@@ -144,7 +146,7 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     assert all("retracted: data fabricated" in text for text in strings_naming(report, target))
     for figure in (home / "outputs" / "demo").glob("*.svg"):
         assert target not in figure.read_text("utf-8"), figure.name
-    analysis = artifact_store(settings).read(
+    analysis = artifact_store(settings.ingest, settings.paths).read(
         ["relationship_analysis"], "demo", RelationshipAnalysis
     )
     assert target not in analysis.papers

@@ -16,6 +16,7 @@ from litpipe.defs.resources import LanceDBResource
 from litpipe.runtime.instance import MANAGED, write_instance_config
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_store import TEXTS, paper
 
@@ -41,7 +42,7 @@ MODEL_STEPS = {
 
 
 def pools_and_retries(settings: Settings) -> dict[str, tuple[set[str], dg.RetryPolicy | None]]:
-    graph = build_definitions(settings).resolve_asset_graph()
+    graph = build_definitions(**settings_groups(settings)).resolve_asset_graph()
     found = {}
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
@@ -106,7 +107,9 @@ def test_launched_runs_get_a_bounded_multiprocess_executor_and_no_rerun_of_faile
     tmp_path: Path,
 ) -> None:
     defs = build_definitions(
-        Settings(home=tmp_path, corpus_roots=[], operations={"max_concurrent_steps": 3})
+        **settings_groups(
+            Settings(home=tmp_path, corpus_roots=[], operations={"max_concurrent_steps": 3})
+        )
     )
     for name in ("paper_pipeline", "collection_pipeline", "related_work_job", "query_summary_job"):
         job = defs.resolve_job_def(name)
@@ -115,7 +118,9 @@ def test_launched_runs_get_a_bounded_multiprocess_executor_and_no_rerun_of_faile
         assert resolved.success and resolved.value["config"]["max_concurrent"] == 3
         assert job.run_tags["dagster/retry_on_asset_or_op_failure"] == "false"
     # A deployment brings its own (dagster-k8s' k8s_job_executor, say).
-    other = build_definitions(Settings(home=tmp_path, corpus_roots=[]), dg.in_process_executor)
+    other = build_definitions(
+        **settings_groups(Settings(home=tmp_path, corpus_roots=[])), executor=dg.in_process_executor
+    )
     assert other.resolve_job_def("paper_pipeline").executor_def is dg.in_process_executor
 
 

@@ -21,6 +21,7 @@ from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
 from litpipe.schemas import RunReport
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.stub_llm import StubLLM
 
@@ -82,7 +83,7 @@ def test_every_paper_is_built_and_the_synthesis_written_with_every_check(
     outputs = run_home / "outputs" / "papers"
     assert (outputs / "synthesis.html").is_file() and (outputs / "synthesis.md").is_file()
     # Every check the graph declares on the two syntheses reports a result.
-    graph = build_definitions(Settings(home=run_home)).resolve_asset_graph()
+    graph = build_definitions(**settings_groups(Settings(home=run_home))).resolve_asset_graph()
     declared = {
         (key.asset_key.to_user_string(), key.name)
         for key in graph.asset_check_keys

@@ -15,6 +15,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.daemon_ticks import Daemon
 
@@ -34,7 +35,7 @@ def inbox(tmp_path: Path) -> Path:
 
 
 def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     sensor = defs.resolve_sensor_def("new_papers_sensor")
     context = dg.build_sensor_context(
         instance=instance,
@@ -47,7 +48,7 @@ def tick(settings: Settings, instance: dg.DagsterInstance, cursor: str | None) -
 
 def requested(settings: Settings, daemon: Daemon, result: dg.SensorResult) -> list[str]:
     """The papers built after a tick: every stage of each (`Daemon.papers_built`)."""
-    return daemon.papers_built(build_definitions(settings), result)
+    return daemon.papers_built(build_definitions(**settings_groups(settings)), result)
 
 
 def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
@@ -62,7 +63,7 @@ def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
 def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
 
     first = tick(settings, instance, None)
     new_papers = added_partitions(first, "papers")
@@ -91,7 +92,7 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
         home=tmp_path / "home", corpus_roots=[inbox], operations={"sensor_batch_size": 2}
     )
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     cursor = None
     per_tick: list[list[str]] = []
     for _ in range(3):
@@ -106,7 +107,7 @@ def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbo
 def test_a_tick_whose_result_is_lost_requests_its_papers_again(tmp_path: Path, inbox: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     # The tick registers its papers, then fails before Dagster stores its partitions, runs and
     # cursor.
     lost = tick(settings, instance, None)
@@ -122,10 +123,12 @@ def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_agai
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     requested(settings, daemon, first)
-    build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
+    build_definitions(**settings_groups(settings)).resolve_job_def(
+        "paper_pipeline"
+    ).execute_in_process(
         partition_key="abstracts.A1",
         asset_selection=[dg.AssetKey("paper_source")],
         instance=instance,
@@ -152,11 +155,13 @@ def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     requested(settings, daemon, first)
     paper_id = pdf_paper_id(PDFS[0])
-    build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
+    build_definitions(**settings_groups(settings)).resolve_job_def(
+        "paper_pipeline"
+    ).execute_in_process(
         partition_key=paper_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
     )
     (inbox / "reading").mkdir()

@@ -13,6 +13,7 @@ import pytest
 
 from litpipe.defs.definitions import build_definitions
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 # The table of docs/development.md: each must be found by its name as an asset, an agent, a
@@ -57,7 +58,7 @@ def test_grep_for_a_stage_finds_its_asset_agent_prompt_and_test(stage: str) -> N
 
 
 def test_each_asset_is_defined_in_the_module_named_as_it_or_as_its_group(tmp_path: Path) -> None:
-    defs = build_definitions(Settings(home=tmp_path, corpus_roots=[]))
+    defs = build_definitions(**settings_groups(Settings(home=tmp_path, corpus_roots=[])))
     graph = defs.resolve_asset_graph()
     misplaced = []
     for assets_def in defs.assets or []:
@@ -72,7 +73,9 @@ def test_each_asset_is_defined_in_the_module_named_as_it_or_as_its_group(tmp_pat
 
 
 def test_each_group_is_named_as_one_of_its_assets_or_is_a_family(tmp_path: Path) -> None:
-    graph = build_definitions(Settings(home=tmp_path, corpus_roots=[])).resolve_asset_graph()
+    graph = build_definitions(
+        **settings_groups(Settings(home=tmp_path, corpus_roots=[]))
+    ).resolve_asset_graph()
     members: dict[str, set[str]] = {}
     for key in graph.get_all_asset_keys():
         members.setdefault(graph.get(key).group_name, set()).add(key.to_user_string())

@@ -119,10 +119,14 @@ def test_offline_grading_scores_with_the_embedder_or_the_lexical_share(
     settings = Settings(grading={"support_threshold": 0.5})
 
     [embedded] = grade_claims(
-        [claim], {"[p:1]": [PASSAGE]}, settings, Asker(settings.llm, None, PROMPTS), fake_embedder
+        [claim],
+        {"[p:1]": [PASSAGE]},
+        settings.grading,
+        Asker(settings.llm, None, PROMPTS),
+        fake_embedder,
     )
     [lexical] = grade_claims(
-        [claim], {"[p:1]": [PASSAGE]}, settings, Asker(settings.llm, None, PROMPTS)
+        [claim], {"[p:1]": [PASSAGE]}, settings.grading, Asker(settings.llm, None, PROMPTS)
     )
 
     [expected] = support_scores([(claim.claim, [PASSAGE])], fake_embedder)

@@ -375,7 +375,16 @@ def offline_sources(analysis: RelationshipAnalysis) -> list[str]:
 
 def write_offline(tmp_path: Path, **overrides: Any) -> Synthesis:
     settings = Settings(home=tmp_path, **overrides)
-    return write_synthesis(make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    return write_synthesis(
+        make_analysis(),
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
 
 
 def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path) -> None:
@@ -389,7 +398,16 @@ def test_a_comparative_finding_two_questions_share_is_listed_once(tmp_path: Path
     ]
     analysis = analysis.model_copy(update={"insights": [*analysis.insights, *comparative]})
     settings = Settings(home=tmp_path)
-    synthesis = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    synthesis = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     across = synthesis.text.split("## Across the papers")[1].split("\n## ")[0]
     assert across.count(paper_insight.text) == 1
 
@@ -482,7 +500,7 @@ def test_version_changes_with_the_pattern_thresholds(tmp_path: Path) -> None:
     prompts = PromptLibrary(None)
 
     def version_of(settings: Settings) -> str:
-        return synthesis_version(settings, Asker(settings.llm, None, prompts))
+        return synthesis_version(settings.synthesis, Asker(settings.llm, None, prompts))
 
     default = version_of(Settings(home=tmp_path))
     assert default == version_of(Settings(home=tmp_path))
@@ -498,7 +516,14 @@ def model_synthesis(home: Path, stub: StubLLM, **overrides: Any) -> Synthesis:
     settings = stub_settings(home, stub, **overrides)
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
     return write_synthesis(
-        make_analysis(), ANSWERS, None, TITLES, settings, Asker(settings.llm, client)
+        make_analysis(),
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm, client),
     )
 
 
@@ -666,7 +691,16 @@ def test_the_pattern_is_chosen_by_the_tokens_the_model_would_count_not_character
     part_2 = [question_answer_pairs(dense[paper].answers, 500) for paper in PAPERS]
     assert estimate_tokens("\n\n".join(part_2)) < budget  # chars / 4 would choose `stuff`
     settings = Settings(home=tmp_path, synthesis={"context_tokens": budget})
-    written = write_synthesis(make_analysis(), dense, None, TITLES, settings, Asker(settings.llm))
+    written = write_synthesis(
+        make_analysis(),
+        dense,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     assert written.pattern == "map_reduce"
 
 
@@ -675,13 +709,15 @@ def test_tokens_are_counted_with_litellms_tokenizer_for_a_model_it_knows_else_th
 ) -> None:
     text = "Fitness correlated with activity (r = 0.91) across 9,003 variants [gck:3]."
     known = Settings(home=tmp_path, llm={"model": "gpt-4o-mini"})
-    assert token_counter(known, "synthesis")(text) == litellm.token_counter(
-        model="gpt-4o-mini", text=text
-    )
+    assert token_counter(known.route("synthesis"), known.ingest, known.paths)(
+        text
+    ) == litellm.token_counter(model="gpt-4o-mini", text=text)
     embedder = Embedder(known.ingest.embedder).tokenizer
     by_embedder = len(embedder.token_offsets([text])[0])
     for other in (Settings(home=tmp_path), Settings(home=tmp_path, llm={"model": "openai/stub"})):
-        assert token_counter(other, "synthesis")(text) == by_embedder
+        assert (
+            token_counter(other.route("synthesis"), other.ingest, other.paths)(text) == by_embedder
+        )
     assert by_embedder != estimate_tokens(text)
 
 
@@ -787,7 +823,16 @@ def test_a_paper_whose_insights_cite_nothing_is_covered_by_its_evidence_and_repo
     client = ScriptedClient(uncited)
     settings = Settings(home=tmp_path, llm={"model": "openai/x"})
 
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm, client))
+    expert = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm, client),
+    )
     (fix,) = [line for line in expert.text.splitlines() if ALSO_IN_COLLECTION in line]
     brca_chunks = [c for c in EVIDENCE if c.paper_id == BRCA]
     assert f"[{BRCA}:" in fix and any(c.text.split(".")[0] in fix for c in brca_chunks)
@@ -816,7 +861,16 @@ def test_a_paper_with_nothing_to_cite_is_left_out_with_its_reason_and_coverage_w
     }
     settings = Settings(home=tmp_path)
 
-    expert = write_synthesis(analysis, answers, None, TITLES, settings, Asker(settings.llm))
+    expert = write_synthesis(
+        analysis,
+        answers,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     plain = write_plain_summary(analysis, expert, TITLES, Asker(settings.llm))
 
     for written in (expert, plain):
@@ -847,7 +901,16 @@ def test_offline_text_says_a_repeated_insight_once_and_lists_few_relationships_p
     analysis.relationships = [*RELATIONSHIPS, *extra]
 
     settings = Settings(home=tmp_path)
-    synthesis = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    synthesis = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
 
     assert synthesis.text.count(unmarked(repeat.text)[:60]) == 1
     listed = synthesis.text.split("### Parallel\n")[1].split("\n\n")[0].splitlines()
@@ -965,14 +1028,32 @@ def test_a_synthesis_of_two_thousand_papers_keeps_every_prompt_within_the_contex
         synthesis={"context_tokens": budget},
     )
     client = CountingClient()
-    written = write_synthesis(analysis, answers, None, titles, model, Asker(model.llm, client))
+    written = write_synthesis(
+        analysis,
+        answers,
+        None,
+        titles,
+        model.synthesis,
+        model.ingest,
+        model.paths,
+        Asker(model.llm, client),
+    )
     assert written.pattern == "hierarchical"
     assert len(client.prompt_tokens) > 2000  # a summary per paper, then the tree's
     assert max(client.prompt_tokens) <= 1.5 * budget + 1000
 
     offline = Settings(home=tmp_path, synthesis={"context_tokens": budget})
     started = time.perf_counter()
-    synthesis = write_synthesis(analysis, answers, None, titles, offline, Asker(offline.llm))
+    synthesis = write_synthesis(
+        analysis,
+        answers,
+        None,
+        titles,
+        offline.synthesis,
+        offline.ingest,
+        offline.paths,
+        Asker(offline.llm),
+    )
     assert time.perf_counter() - started < 60
     assert {citation.paper_id for citation in synthesis.citations} == set(analysis.papers)
 
@@ -1008,7 +1089,16 @@ def test_a_large_collection_opens_with_its_central_finding_and_no_sentence_lists
     analysis, answers = small_collection(12)
     titles = {paper: f"Paper {int(paper[1:])}" for paper in analysis.papers}
     settings = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, answers, None, titles, settings, Asker(settings.llm))
+    expert = write_synthesis(
+        analysis,
+        answers,
+        None,
+        titles,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     plain = write_plain_summary(analysis, expert, titles, Asker(settings.llm))
 
     findings = {unmarked(insight.text) for insight in analysis.insights}
@@ -1031,7 +1121,16 @@ def test_a_paper_is_introduced_by_its_central_finding_never_by_its_title(tmp_pat
         update={"text": f"{TITLES[BRCA]} {title_insight.citations[0].marker}."}
     )
     settings = Settings(home=tmp_path)
-    expert = write_synthesis(analysis, ANSWERS, None, TITLES, settings, Asker(settings.llm))
+    expert = write_synthesis(
+        analysis,
+        ANSWERS,
+        None,
+        TITLES,
+        settings.synthesis,
+        settings.ingest,
+        settings.paths,
+        Asker(settings.llm),
+    )
     plain = write_plain_summary(analysis, expert, TITLES, Asker(settings.llm))
 
     sections = expert.text.split("\n## ")[1:4]

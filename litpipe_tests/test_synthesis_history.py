@@ -113,8 +113,8 @@ def digest_on(
         day,
         arrivals,
         {},
-        ArtifactSources(ArtifactsResource.from_settings(settings)),
-        settings,
+        ArtifactSources(ArtifactsResource.of(settings.ingest, settings.paths)),
+        settings.synthesis,
         asker or Asker(settings.llm),
         history=settings.home,
     )

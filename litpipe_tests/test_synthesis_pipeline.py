@@ -91,7 +91,7 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
     )
     instance, run = build(settings, folder_with(tmp_path / "papers", PDFS_BY_SIZE[:3]))
     paper_ids = sorted(outcome.paper_id for outcome in run.outcomes)
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
 
     for paper_id in paper_ids:
         answers = artifacts.read(["paper_answers"], paper_id, PaperAnswers)
@@ -222,13 +222,15 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
     assert [part[:2] for part in parts[1:]] == ["1:", "2:", "3:"]
     part_2 = parts[2]
     assert all(f"[{paper_id}:" in part_2 for paper_id in paper_ids)
-    analysis = artifact_store(settings).read(
+    analysis = artifact_store(settings.ingest, settings.paths).read(
         ["relationship_analysis"], COLLECTION, RelationshipAnalysis
     )
     (analysis_request,) = requests_of(stub_llm, "AnalysisReply")
     assert all(f"Pair {insight.insight_id} (" in analysis_request for insight in analysis.insights)
     for paper_id in paper_ids:
-        answers = artifact_store(settings).read(["paper_answers"], paper_id, PaperAnswers)
+        answers = artifact_store(settings.ingest, settings.paths).read(
+            ["paper_answers"], paper_id, PaperAnswers
+        )
         assert all(answer.question.question_id in analysis_request for answer in answers.answers)
 
     # (a) Nothing changed: no model call, no embedding.

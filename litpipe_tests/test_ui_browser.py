@@ -511,7 +511,11 @@ def test_a_papers_page_opens_with_its_title_and_collection(
     ui: str, browser: WebDriver, demo: Demo, tmp_path: Path
 ) -> None:
     paper_id = demo.papers_of[COLLECTION][0]
-    title = artifact_store(demo.settings).read(["paper_abstract"], paper_id, PaperAbstract).title
+    title = (
+        artifact_store(demo.settings.ingest, demo.settings.paths)
+        .read(["paper_abstract"], paper_id, PaperAbstract)
+        .title
+    )
     assert title and title != paper_id
     dismiss_welcome(browser, ui)
 

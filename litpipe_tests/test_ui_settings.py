@@ -27,6 +27,7 @@ from litpipe.settings import (
     read_resolved_settings,
     write_resolved_settings,
 )
+from litpipe.settings.groups import settings_groups
 
 API_BASE = "http://canaryuser:CANARYSECRET@127.0.0.1:9/v1"
 SHOWN_API_BASE = "http://canaryuser:***@127.0.0.1:9/v1"
@@ -85,7 +86,7 @@ def run_settings(monkeypatch: pytest.MonkeyPatch, *flags: str) -> Settings:
 
 
 def code_versions(settings: Settings) -> dict[str, str | None]:
-    graph = build_definitions(settings).resolve_asset_graph()
+    graph = build_definitions(**settings_groups(settings)).resolve_asset_graph()
     return {key.to_user_string(): graph.get(key).code_version for key in graph.get_all_asset_keys()}
 
 

@@ -16,7 +16,6 @@ from litpipe.defs.assets.vector_maintenance import build_vector_maintenance_asse
 from litpipe.defs.resources import LanceDBResource
 from litpipe.retrieval import store as store_module
 from litpipe.retrieval.store import ChunkStore
-from litpipe.settings import Settings
 from litpipe.workflows.vector_maintenance import vector_maintenance
 from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.test_store import paper, store_chunks_twice
@@ -79,7 +78,7 @@ def test_the_vector_maintenance_asset_reports_what_it_did(
     store = ChunkStore(db_dir)
     for one in PAPERS[:4]:
         store.embed_paper(one, fake_embedder)
-    (asset,) = build_vector_maintenance_assets(Settings(home=tmp_path, corpus_roots=[]))
+    (asset,) = build_vector_maintenance_assets()
     result = dg.materialize([asset], resources={"lancedb": LanceDBResource(uri=str(db_dir))})
     assert result.success
     (materialization,) = result.asset_materializations_for_node("vector_maintenance")

@@ -23,6 +23,7 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.resources import CatalogResource
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import short_paper
 from litpipe_tests.daemon_ticks import Daemon
 from litpipe_tests.test_cli import run
@@ -81,7 +82,7 @@ def tick(
     since the sync that left it."""
     if cursor is not None and interval_passed:
         cursor = json.dumps({**json.loads(cursor), "synced_at": 0.0})
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     context = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
@@ -96,7 +97,7 @@ def requested(
 ) -> list[str]:
     """The papers built after a tick: every stage of each (`Daemon.papers_built`)."""
     assert isinstance(result, dg.SensorResult), result
-    return daemon.papers_built(build_definitions(settings), result)
+    return daemon.papers_built(build_definitions(**settings_groups(settings)), result)
 
 
 def reopened(data_dir: Path) -> ZoteroLibrary:
@@ -124,7 +125,9 @@ def edit_title(data_dir: Path, key: str, title: str) -> None:
 
 def build_paper_source(settings: Settings, instance: dg.DagsterInstance, paper_id: str) -> None:
     instance.add_dynamic_partitions("papers", [paper_id])
-    build_definitions(settings).resolve_job_def("paper_pipeline").execute_in_process(
+    build_definitions(**settings_groups(settings)).resolve_job_def(
+        "paper_pipeline"
+    ).execute_in_process(
         partition_key=paper_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
     )
 
@@ -134,7 +137,7 @@ def test_each_tick_brings_the_items_added_or_edited_since_the_last_one(
 ) -> None:
     settings = sync_settings(tmp_path, zotero)
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     catalog = Catalog(settings.paths.catalog_path)
 
     first = tick(settings, instance, None)
@@ -190,7 +193,7 @@ def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
 ) -> None:
     settings = sync_settings(tmp_path, zotero)
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     assert isinstance(first, dg.SensorResult)
 
@@ -202,9 +205,11 @@ def test_an_unreadable_library_skips_the_tick_and_keeps_its_place(
         instance=instance,
         cursor=due,
         resources={"catalog": CatalogResource(path=str(settings.paths.catalog_path))},
-        definitions=build_definitions(settings),
+        definitions=build_definitions(**settings_groups(settings)),
     )
-    skipped = build_definitions(settings).resolve_sensor_def("zotero_sync_sensor")(context)
+    skipped = build_definitions(**settings_groups(settings)).resolve_sensor_def(
+        "zotero_sync_sensor"
+    )(context)
     assert isinstance(skipped, dg.SkipReason)
     message = skipped.skip_message or ""
     assert f"{database}: cannot read the Zotero database: file is not a database" in message
@@ -235,7 +240,7 @@ def test_a_tick_hashes_and_registers_at_most_a_batch_of_items(
         zotero={"data_dir": zotero, "collections": ["Reading"]},
     )
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     cursor = None
     per_tick: list[list[str]] = []
     for _ in range(4):
@@ -258,7 +263,7 @@ def test_it_syncs_once_an_interval_but_every_tick_while_items_wait(
         zotero={"data_dir": zotero, "collections": ["Reading"]},
     )
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     assert len(requested(settings, daemon, first)) == 3
     # Items wait: the next tick, a minute later, syncs at once.
@@ -275,7 +280,7 @@ def test_an_item_filed_in_a_second_watched_collection_joins_it_unbuilt_again(
 ) -> None:
     settings = sync_settings(tmp_path, zotero, collections=["Reading", "Other"])
     instance = dg.DagsterInstance.ephemeral()
-    daemon = Daemon(instance, build_definitions(settings))
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     # REV1KEY1 is in both: registered into each, requested once.
     assert requested(settings, daemon, first) == sorted([*READING_PAPERS, "zotero.ELSEWHER"])
@@ -323,14 +328,17 @@ def test_a_zotero_pdf_dropped_into_the_inbox_keeps_what_zotero_says_of_it(
 def test_the_zotero_sensor_exists_only_for_a_named_library(
     tmp_path: Path, zotero: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    names = {sensor.name for sensor in build_definitions(Settings(home=tmp_path)).sensors}
+    names = {
+        sensor.name
+        for sensor in build_definitions(**settings_groups(Settings(home=tmp_path))).sensors
+    }
     assert names == {"new_papers_sensor", AUTOMATION_SENSOR}
 
     monkeypatch.setenv("LITPIPE_ZOTERO__DATA_DIR", str(zotero))
     monkeypatch.setenv("LITPIPE_ZOTERO__COLLECTIONS", '["Reading"]')
     settings = Settings(home=tmp_path)
     assert settings.zotero.data_dir == zotero and settings.zotero.collections == ["Reading"]
-    sensor = build_definitions(settings).resolve_sensor_def("zotero_sync_sensor")
+    sensor = build_definitions(**settings_groups(settings)).resolve_sensor_def("zotero_sync_sensor")
     # Evaluated every minute, it syncs nightly (or every minute while items wait).
     assert sensor.minimum_interval_seconds == 60
     assert "Every 86,400 s" in (sensor.description or "")

@@ -11,6 +11,7 @@ from litpipe.commands.common import grading_lines, with_max_iterations
 from litpipe.commands.flags import add_common_flags
 from litpipe.llm.usage import calls_line
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 
 def add_ask_parser(commands: Any) -> None:
@@ -67,7 +68,7 @@ def ask_command(
         return 2
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     print(f"asking {request.paper_id} ({request.key}): {request.query}", file=sys.stderr)
-    instance, defs = open_instance(settings), build_definitions(settings)
+    instance, defs = open_instance(settings), build_definitions(**settings_groups(settings))
     outcome = summarize_request(settings, instance, request, scope, defs)
     graded = grading_lines(latest_check_results(instance, defs, request.key), ASSET, GRADING_CHECKS)
     if outcome.result is None:

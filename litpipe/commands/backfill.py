@@ -119,7 +119,7 @@ def backfill_command(
         return refused(f"--batch must be at least 1, not {batch}")
     try:
         # Before anything runs: a model that cannot be found fails here, not in every paper.
-        embedder_id = settings_embedder(settings).embedder_id
+        embedder_id = settings_embedder(settings.ingest, settings.paths).embedder_id
     except EmbedderError as error:
         return refused(str(error))
     if not settings.paths.catalog_path.is_file():
@@ -141,7 +141,9 @@ def backfill_command(
         if gate.margin < 0:
             return refused(f"--margin must be at least 0, not {gate.margin}")
         try:
-            old_id = settings_embedder(gate.home_default).embedder_id
+            old_id = settings_embedder(
+                gate.home_default.ingest, gate.home_default.paths
+            ).embedder_id
         except EmbedderError as error:
             return refused(f"the home's default embedder: {error}")
         if old_id == embedder_id:
@@ -223,8 +225,10 @@ def _score(
 
     store = ChunkStore(settings.paths.lancedb_dir)
     papers = sorted({p for ids in judged.qrels.values() for p in ids} | set(_backfilled(report)))
-    old = score_table(judged, store, settings_embedder(gate.home_default), papers)
-    new = score_table(judged, store, settings_embedder(settings), papers)
+    old = score_table(
+        judged, store, settings_embedder(gate.home_default.ingest, gate.home_default.paths), papers
+    )
+    new = score_table(judged, store, settings_embedder(settings.ingest, settings.paths), papers)
     folder = Path(settings.ingest.embedder).expanduser()
     name = str(folder.resolve()) if folder.is_dir() else settings.ingest.embedder
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from litpipe.commands.common import with_max_iterations
 from litpipe.files import write_atomically
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.stopping import STOPPED_EXIT, stop_line
 
 if TYPE_CHECKING:
@@ -54,7 +55,9 @@ def eval_retrieval_command(
         values = settings.model_dump()
         values["retrieval"] |= reranking
         settings = Settings.model_validate(values)
-        evaluation = evaluate_retrieval(settings, dataset, split, chosen, max_queries)
+        evaluation = evaluate_retrieval(
+            settings_groups(settings), dataset, split, chosen, max_queries
+        )
     except (OSError, ValueError, RerankerError) as error:
         print(f"litpipe eval retrieval: {error}", file=sys.stderr)
         return 2
@@ -106,7 +109,7 @@ def eval_command(
     if not dataset.exists():
         print(f"{label}: {dataset}: no such file", file=sys.stderr)
         return 2
-    folder = output_folder(settings, out)
+    folder = output_folder(settings.paths, out)
     config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
     result = run_evaluation(settings, entry, config, stop_requested)
     if result is None or interrupted(result):
@@ -322,7 +325,7 @@ def eval_litqa_command(
         else f"answer_judge on {judge.model}",
         seconds=round(time.perf_counter() - started, 3),
     )
-    folder = output_folder(settings, request.out)
+    folder = output_folder(settings.paths, request.out)
     files = write_evaluation(entry, evaluation, folder)
     report_evaluation(open_instance(settings), entry, evaluation, files)
     print(entry.table(evaluation))

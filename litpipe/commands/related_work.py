@@ -12,6 +12,7 @@ from litpipe.commands.common import grading_lines
 from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.text import counted
 
 
@@ -51,8 +52,8 @@ def related_work_command(
             return refused(f"{idea_file}: not UTF-8 text (re-save the idea as UTF-8)")
     try:
         table = load_references(abstracts)
-        request = make_request(idea or "", settings, sentences, words, top_k)
-        check_request(request, table, settings)
+        request = make_request(idea or "", settings.related_work, sentences, words, top_k)
+        check_request(request, table, settings.related_work)
     except RelatedWorkInputError as error:
         return refused(str(error))
     for reason in table.skipped:
@@ -83,9 +84,9 @@ def related_work_command(
     started = time.perf_counter()
     stored = new_request(request, abstracts)
     key = stored.key
-    requests = request_store(settings)
+    requests = request_store(settings.paths)
     instance = open_instance(settings)
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     folder = outputs_folder(settings.paths.outputs_root, key)
     artifacts = ArtifactStore(settings.paths.artifacts_dir)
     states: list[State] = []

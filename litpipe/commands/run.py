@@ -153,7 +153,7 @@ def run_command(
         return STOPPED_EXIT
     finished = time.perf_counter()
 
-    embedder = settings_embedder(settings)
+    embedder = settings_embedder(settings.ingest, settings.paths)
     store = ChunkStore(settings.paths.lancedb_dir)
     ingested = [o for o in outcome_list if o.status != "failed"]
     report = RunReport(
@@ -260,7 +260,7 @@ def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, Regist
     if not paper_ids:
         return {}
     catalog = Catalog(settings.paths.catalog_path)
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     return {
         paper_id: RegisteredPaper(
             source=catalog.source(paper_id),
@@ -393,7 +393,7 @@ def synthesis_report(
     )
     from litpipe.workflows.synthesis_history import changes_since
 
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
     if not all(artifacts.exists([asset], collection) for asset in [*needed, "collection_outputs"]):
         return None

@@ -7,6 +7,7 @@ from collections import Counter
 
 from litpipe import text
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 
 def status_command(settings: Settings, show_all: bool) -> int:
@@ -21,7 +22,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
         print(line)
     catalog = Catalog(settings.paths.catalog_path)
     instance = open_instance(settings)
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     keys = paper_asset_keys(defs)
     collections = catalog.collections()
     requests = every_request_state(instance, defs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 
 import dagster as dg
 
@@ -44,14 +45,40 @@ from litpipe.defs.schedules import vector_maintenance_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
-from litpipe.settings import Settings, code_location_settings
+from litpipe.settings import (
+    GradingSettings,
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    OperationsSettings,
+    QuerySummarySettings,
+    RelatedWorkSettings,
+    RetrievalSettings,
+    SynthesisSettings,
+    ZoteroSettings,
+    code_location_settings,
+    credentials_environment,
+)
+from litpipe.settings.groups import SettingsGroups, settings_groups
 
 
 def build_definitions(
-    settings: Settings, executor: dg.ExecutorDefinition | None = None
+    *,
+    paths: HomePaths,
+    ingest: IngestSettings,
+    llm: LLMSettings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
+    grading: GradingSettings,
+    related_work: RelatedWorkSettings,
+    query_summary: QuerySummarySettings,
+    operations: OperationsSettings,
+    zotero: ZoteroSettings,
+    executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
-    """The graph for these settings: code versions depend on them (embedder, chunk sizes,
-    prompts, models).
+    """The graph for these settings groups (`build_definitions(**settings_groups(settings))`):
+    code versions depend on them (embedder, chunk sizes, prompts, models). Each asset factory,
+    sensor and resource takes the groups it reads.
 
     `executor` runs the steps of the runs Dagster launches (UI, sensor, schedule, backfill);
     by default each step in its own process, `operations.max_concurrent_steps` at once. A deployment
@@ -60,28 +87,40 @@ def build_definitions(
     """
     return dg.Definitions(
         executor=executor
-        or dg.multiprocess_executor.configured(
-            {"max_concurrent": settings.operations.max_concurrent_steps}
-        ),
+        or dg.multiprocess_executor.configured({"max_concurrent": operations.max_concurrent_steps}),
         # Each per-paper and per-collection stage and the digest with its automation condition.
         assets=dg.map_asset_specs(
             with_automation,
             [
-                *build_ingest_assets(settings),
-                *build_chunk_embeddings_assets(settings),
-                *build_paper_abstract_assets(settings),
-                *build_paper_questions_assets(settings),
-                *build_question_evidence_assets(settings),
-                *build_paper_answers_assets(settings),
-                *build_corpus_index_assets(settings),
-                *build_cross_paper_questions_assets(settings),
-                *build_relationship_analysis_assets(settings),
-                *build_synthesis_assets(settings),
-                *build_related_work_assets(settings),
-                *build_query_summary_assets(settings),
-                *build_nightly_digest_assets(settings),
-                *build_evaluation_assets(settings),
-                *build_vector_maintenance_assets(settings),
+                *build_ingest_assets(ingest, operations, paths),
+                *build_chunk_embeddings_assets(ingest, operations, paths),
+                *build_paper_abstract_assets(llm, operations),
+                *build_paper_questions_assets(llm, synthesis, operations),
+                *build_question_evidence_assets(retrieval, ingest, llm, operations, paths),
+                *build_paper_answers_assets(llm, synthesis, operations),
+                *build_corpus_index_assets(ingest, paths),
+                *build_cross_paper_questions_assets(llm, retrieval, synthesis, ingest),
+                *build_relationship_analysis_assets(llm, retrieval, synthesis, ingest, paths),
+                *build_synthesis_assets(llm, synthesis, grading, ingest, paths),
+                *build_related_work_assets(related_work, ingest, retrieval, grading, llm, paths),
+                *build_query_summary_assets(query_summary, retrieval, grading, ingest, llm, paths),
+                *build_nightly_digest_assets(llm, synthesis, ingest, paths),
+                # An evaluation runs stages of the pipeline under every group.
+                *build_evaluation_assets(
+                    SettingsGroups(
+                        paths=paths,
+                        ingest=ingest,
+                        llm=llm,
+                        retrieval=retrieval,
+                        synthesis=synthesis,
+                        grading=grading,
+                        related_work=related_work,
+                        query_summary=query_summary,
+                        operations=operations,
+                        zotero=zotero,
+                    )
+                ),
+                *build_vector_maintenance_assets(),
             ],
         ),
         jobs=[
@@ -96,31 +135,44 @@ def build_definitions(
         schedules=[vector_maintenance_schedule],
         sensors=[
             automation_sensor(),
-            build_new_papers_sensor(settings),
+            build_new_papers_sensor(paths, operations),
             # Only where a Zotero library is named (zotero.data_dir).
-            *([build_zotero_sync_sensor(settings)] if settings.zotero.data_dir else []),
+            *([build_zotero_sync_sensor(zotero, operations)] if zotero.data_dir else []),
         ],
         resources={
             "io_manager": PydanticJSONIOManager(
-                base_dir=str(settings.paths.artifacts_dir), embedder_id=embedder_version(settings)
+                base_dir=str(paths.artifacts_dir), embedder_id=embedder_version(ingest, paths)
             ),
-            "artifacts": ArtifactsResource.from_settings(settings),
-            "catalog": CatalogResource(path=str(settings.paths.catalog_path)),
-            "embedder": EmbedderResource.from_settings(settings),
+            "artifacts": ArtifactsResource.of(ingest, paths),
+            "catalog": CatalogResource(path=str(paths.catalog_path)),
+            "embedder": EmbedderResource.of(ingest, paths),
             "chunker": ChunkingResource(
-                max_tokens=settings.ingest.chunk_tokens,
-                overlap_tokens=settings.ingest.chunk_overlap_tokens,
+                max_tokens=ingest.chunk_tokens, overlap_tokens=ingest.chunk_overlap_tokens
             ),
-            "lancedb": LanceDBResource(uri=str(settings.paths.lancedb_dir)),
-            "retrieval": RetrievalResource.from_settings(settings),
-            "llm": LLMResource.of(settings.llm, settings.paths),
+            "lancedb": LanceDBResource(uri=str(paths.lancedb_dir)),
+            "retrieval": RetrievalResource.of(retrieval, paths),
+            "llm": LLMResource.of(llm, paths),
         },
     )
 
 
-# The settings the command serving this code location resolved (`litpipe ui` names their file
-# in LITPIPE_SETTINGS_FILE, which the runs it launches inherit), else this process's own.
-defs = build_definitions(code_location_settings())
+def served_groups() -> SettingsGroups:
+    """The groups of the settings this code location serves: those the command serving it
+    resolved (`litpipe ui` names their file in LITPIPE_SETTINGS_FILE, which the runs it launches
+    inherit), else this process's own (`dagster dev -w workspace.yaml`, a Kubernetes code
+    location: its environment and litpipe.toml).
+
+    A credential the resource config names by its variable (`LLMResource`: the api base with
+    its password, `dg.EnvVar("LITPIPE_LLM__API_BASE")`) is put in this process's environment
+    where it is not set, from where these settings found it (litpipe.toml): the steps here, and
+    the runs this code server launches, which inherit its environment, read it there."""
+    served = code_location_settings()
+    for variable, value in credentials_environment(served).items():
+        os.environ.setdefault(variable, value)
+    return settings_groups(served)
+
+
+defs = build_definitions(**served_groups())
 
 # Every Dagster process of litpipe's (code server, run worker, step worker) loads this module
 # once and keeps what its imports made for life. Frozen, those objects are left out of the

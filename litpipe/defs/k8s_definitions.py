@@ -14,21 +14,18 @@ from __future__ import annotations
 import dagster as dg
 from dagster_k8s import k8s_job_executor
 
-from litpipe.defs.definitions import build_definitions
-from litpipe.settings import Settings, code_location_settings
+from litpipe.defs.definitions import build_definitions, served_groups
+from litpipe.settings import OperationsSettings
 
 
-def build_k8s_definitions(settings: Settings) -> dg.Definitions:
-    """litpipe's definitions for these settings, each step of a launched run a Kubernetes Job.
-
-    At most `operations.max_concurrent_steps` step pods of one run at once (the bound the
-    multiprocess executor has elsewhere). The pods get the run's image, environment (ConfigMaps,
-    Secrets) and volumes from the run launcher and the user deployment, which the Helm values set.
-    """
-    executor = k8s_job_executor.configured(
-        {"max_concurrent": settings.operations.max_concurrent_steps}
-    )
-    return build_definitions(settings, executor=executor)
+def k8s_executor(operations: OperationsSettings) -> dg.ExecutorDefinition:
+    """Each step of a launched run a Kubernetes Job, at most `operations.max_concurrent_steps`
+    step pods of one run at once (the bound the multiprocess executor has elsewhere). The pods
+    get the run's image, environment (ConfigMaps, Secrets) and volumes from the run launcher and
+    the user deployment, which the Helm values set."""
+    return k8s_job_executor.configured({"max_concurrent": operations.max_concurrent_steps})
 
 
-defs = build_k8s_definitions(code_location_settings())
+# litpipe's definitions for the settings this code location serves (`served_groups`).
+_served = served_groups()
+defs = build_definitions(**_served, executor=k8s_executor(_served["operations"]))

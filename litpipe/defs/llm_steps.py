@@ -24,7 +24,8 @@ from litpipe.llm.prompts import PromptLibrary
 from litpipe.llm.shared_limits import limits_database, nightly_budget_spent
 from litpipe.llm.usage import UsageLedger
 from litpipe.schemas import LLMUsage, NightlyBudgetSpent
-from litpipe.settings import LLMSettings, Settings
+from litpipe.settings import LLMSettings
+from litpipe.settings.groups import SettingsGroups
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -120,19 +121,21 @@ class ModelStep:
     code: CodeVersion
 
     def asset(
-        self, settings: Settings, *, checks_may_skip: bool = False, **asset_args: Any
+        self, groups: SettingsGroups, *, checks_may_skip: bool = False, **asset_args: Any
     ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-        """`dg.asset` with the step's pool, retry policy and code version under `settings`,
-        each agent's route resolved once for all three; with `checks_may_skip`, one whose step
-        may leave a check it could not run unreported (`versioned_asset`)."""
-        asker = Asker(settings.llm)
+        """`dg.asset` with the step's pool, retry policy and code version under the settings
+        `groups` (`llm` and those its code version reads), each agent's route resolved once for
+        all three; with `checks_may_skip`, one whose step may leave a check it could not run
+        unreported (`versioned_asset`)."""
+        llm = groups["llm"]
+        asker = Asker(llm)
         return versioned_asset(
             self.code,
-            settings,
+            groups,
             asker=asker,
             checks_may_skip=checks_may_skip,
             pool=llm_pool(asker, self.agents),
-            retry_policy=llm_retry_policy(settings.llm, asker, self.agents),
+            retry_policy=llm_retry_policy(llm, asker, self.agents),
             **asset_args,
         )
 

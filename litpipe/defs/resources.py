@@ -19,7 +19,14 @@ from litpipe.retrieval.hybrid import HybridRetriever, paper_retrievers
 from litpipe.retrieval.store import ChunkStore, TextEncoder
 from litpipe.retrieval.vector_cache import CachedEncoder, VectorCache
 from litpipe.schemas import EmbeddingResult
-from litpipe.settings import HomePaths, LLMSettings, Route, Settings, environment_name
+from litpipe.settings import (
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    RetrievalSettings,
+    Route,
+    environment_name,
+)
 from litpipe.url_credentials import hide_credentials, holds_credentials
 
 if TYPE_CHECKING:
@@ -64,11 +71,9 @@ PER_EMBEDDER_ASSETS = frozenset(
 )
 
 
-def artifact_store(settings: Settings) -> ArtifactStore:
-    """The artifacts of the configured embedder (and those that are the same for all)."""
-    return ArtifactStore(
-        settings.paths.artifacts_dir, embedder_version(settings), PER_EMBEDDER_ASSETS
-    )
+def artifact_store(ingest: IngestSettings, paths: HomePaths) -> ArtifactStore:
+    """The artifacts of the embedder `ingest` names (and those that are the same for all)."""
+    return ArtifactStore(paths.artifacts_dir, embedder_version(ingest, paths), PER_EMBEDDER_ASSETS)
 
 
 class ArtifactsResource(dg.ConfigurableResource):
@@ -81,11 +86,12 @@ class ArtifactsResource(dg.ConfigurableResource):
     outputs_root: str
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ArtifactsResource:
+    def of(cls, ingest: IngestSettings, paths: HomePaths) -> ArtifactsResource:
+        """The home's artifacts of the embedder `ingest` names."""
         return cls(
-            base_dir=str(settings.paths.artifacts_dir),
-            embedder_id=embedder_version(settings),
-            outputs_root=str(settings.paths.outputs_root),
+            base_dir=str(paths.artifacts_dir),
+            embedder_id=embedder_version(ingest, paths),
+            outputs_root=str(paths.outputs_root),
         )
 
     def store(self) -> ArtifactStore:
@@ -131,14 +137,15 @@ class EmbedderResource(dg.ConfigurableResource):
     vectors_dir: str | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> EmbedderResource:
+    def of(cls, ingest: IngestSettings, paths: HomePaths) -> EmbedderResource:
+        """The embedder `ingest` names, its built models and its vectors under the home."""
         return cls(
-            model=settings.ingest.embedder,
-            device=settings.ingest.embed_device,
-            batch_size=settings.ingest.embed_batch_size,
-            backend=settings.ingest.embedder_backend,
-            models_dir=str(settings.paths.models_dir),
-            vectors_dir=str(settings.paths.vectors_dir),
+            model=ingest.embedder,
+            device=ingest.embed_device,
+            batch_size=ingest.embed_batch_size,
+            backend=ingest.embedder_backend,
+            models_dir=str(paths.models_dir),
+            vectors_dir=str(paths.vectors_dir),
         )
 
     def embedder(self) -> Embedder:
@@ -178,8 +185,8 @@ class LanceDBResource(dg.ConfigurableResource):
 
 
 class RetrievalResource(dg.ConfigurableResource):
-    """How evidence is retrieved (see `Settings`: scope, candidates, RRF's k, MMR's lambda) and
-    where collections' BM25 indexes are saved."""
+    """How evidence is retrieved (the `retrieval` settings: scope, candidates, RRF's k, MMR's
+    lambda) and where collections' BM25 indexes are saved."""
 
     index_dir: str
     scope: Literal["own", "all", "others"] = "own"
@@ -190,15 +197,16 @@ class RetrievalResource(dg.ConfigurableResource):
     mmr_lambda: float = 0.7
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetrievalResource:
+    def of(cls, retrieval: RetrievalSettings, paths: HomePaths) -> RetrievalResource:
+        """Retrieval as `retrieval` sets it, the BM25 indexes under the home."""
         return cls(
-            index_dir=str(settings.paths.bm25_dir),
-            scope=settings.retrieval.evidence_scope,
-            candidates=settings.retrieval.candidates,
-            rerank_candidates=settings.retrieval.rerank_candidates,
-            keep=settings.retrieval.evidence_per_question,
-            rrf_k=settings.retrieval.rrf_k,
-            mmr_lambda=settings.retrieval.mmr_lambda,
+            index_dir=str(paths.bm25_dir),
+            scope=retrieval.evidence_scope,
+            candidates=retrieval.candidates,
+            rerank_candidates=retrieval.rerank_candidates,
+            keep=retrieval.evidence_per_question,
+            rrf_k=retrieval.rrf_k,
+            mmr_lambda=retrieval.mmr_lambda,
         )
 
     def retriever(

@@ -14,7 +14,7 @@ from litpipe.defs.resources import CatalogResource
 from litpipe.defs.staleness import PAPER_SOURCE, built_contents
 from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, OperationsSettings
 
 
 def file_fingerprint(path: Path) -> str:
@@ -101,13 +101,15 @@ def registered_result(
     )
 
 
-def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
+def build_new_papers_sensor(
+    paths: HomePaths, operations: OperationsSettings
+) -> dg.SensorDefinition:
     @dg.sensor(
         asset_selection=paper_pipeline.selection,
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Registers new or changed PDFs and tables under the corpus roots "
-        f"({', '.join(map(str, settings.paths.watched_roots))}) as papers and collections, which "
+        f"({', '.join(map(str, paths.watched_roots))}) as papers and collections, which "
         "the automation condition sensor then builds; a new paper's registration is its "
         "arrival, which puts it in that day's nightly digest.",
     )
@@ -119,10 +121,10 @@ def build_new_papers_sensor(settings: Settings) -> dg.SensorDefinition:
         handled: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         pending = [
             (path, collection, fingerprint)
-            for path, collection in corpus_files(settings.paths.watched_roots)
+            for path, collection in corpus_files(paths.watched_roots)
             if handled.get(str(path)) != (fingerprint := file_fingerprint(path))
         ]
-        batch = pending[: settings.operations.sensor_batch_size]
+        batch = pending[: operations.sensor_batch_size]
         papers_catalog = catalog.catalog()
         registered: list[tuple[PaperSource, Registration]] = []
         batch_collections: set[str] = set()

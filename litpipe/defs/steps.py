@@ -31,7 +31,7 @@ from litpipe.defs.paper_batches import PaperBuild, build_papers
 from litpipe.defs.partitions import papers
 from litpipe.defs.staleness import MEMBERS, members_fingerprint
 from litpipe.defs.versions import CodeVersion, backfill_policy, versioned_asset
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -79,26 +79,26 @@ class Resources:
 
 def step_asset(
     step: ModelStep | CodeVersion,
-    settings: Settings,
+    groups: SettingsGroups,
     *,
     resources: Iterable[str],
     checks_may_skip: bool = False,
     **asset_args: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """`dg.asset` of a step's asset under `settings`: a model step's (`ModelStep.asset`: its
-    pool, retry policy and code version; it reads `llm` besides `resources`), or one that calls
-    no model, versioned by its `CodeVersion`. The function reads `resources` (names) through
-    `Resources`; `checks_may_skip` as `versioned_asset` has it."""
+    """`dg.asset` of a step's asset under the settings `groups` its factory hands it: a model
+    step's (`ModelStep.asset`: its pool, retry policy and code version; it reads `llm` besides
+    `resources`), or one that calls no model, versioned by its `CodeVersion`. The function reads
+    `resources` (names) through `Resources`; `checks_may_skip` as `versioned_asset` has it."""
     if isinstance(step, ModelStep):
         return step.asset(
-            settings,
+            groups,
             checks_may_skip=checks_may_skip,
             required_resource_keys={"llm", *resources},
             **asset_args,
         )
     return versioned_asset(
         step,
-        settings,
+        groups,
         checks_may_skip=checks_may_skip,
         required_resource_keys=set(resources),
         **asset_args,
@@ -107,19 +107,20 @@ def step_asset(
 
 def paper_asset(
     step: ModelStep | CodeVersion,
-    settings: Settings,
+    groups: SettingsGroups,
     *,
     resources: Iterable[str] = ("catalog", "artifacts"),
     **asset_args: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """`step_asset` of a per-paper asset: `papers` partitions, and a backfill from the UI runs
-    a batch of them a run. `each_paper` (`paper_batch`) reads the catalog and the artifacts."""
+    a batch of them a run (`operations.batch_size`). `each_paper` (`paper_batch`) reads the
+    catalog and the artifacts."""
     return step_asset(
         step,
-        settings,
+        groups,
         resources=resources,
         partitions_def=papers,
-        backfill_policy=backfill_policy(settings),
+        backfill_policy=backfill_policy(groups["operations"]),
         **asset_args,
     )
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import dagster as dg
 from pydantic import BaseModel
@@ -18,7 +19,8 @@ from litpipe.agents.base import Agent
 from litpipe.agents.claim_judge import ClaimJudgeAgent
 from litpipe.agents.coherence_judge import CoherenceJudgeAgent
 from litpipe.hashing import digest
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, OperationsSettings
+from litpipe.settings.groups import SettingsGroups
 from litpipe.workflows.reranking import settings_reranker_version
 
 Output = TypeVar("Output", bound=BaseModel)
@@ -46,7 +48,17 @@ class NamedVersion:
     that a reader of the graph snapshot sees what an asset's code version takes in."""
 
     name: str
-    of: Callable[[Settings, Asker], str]
+    # The version from the settings groups its stage's definition was handed.
+    of: Callable[[SettingsGroups, Asker], str]
+
+
+def setting(groups: SettingsGroups, path: str) -> Any:
+    """The setting at a dotted path (`retrieval.candidates`), from its group among `groups`."""
+    group, _, field = path.partition(".")
+    handed = cast(Mapping[str, BaseModel], groups)
+    if group not in handed:
+        raise KeyError(f"{path}: the {group} settings were not handed to this definition")
+    return functools.reduce(getattr, field.split("."), handed[group])
 
 
 @dataclass(frozen=True)
@@ -75,15 +87,22 @@ class CodeVersion:
             return dict(self.settings)
         return {path: path for path in self.settings}
 
-    def of(self, settings: Settings, asker: Asker) -> str:
-        parts = [asker.version(agent) for agent in self.agents]
-        parts += [named.of(settings, asker) for named in self.versions]
+    def of(self, groups: SettingsGroups, asker: Asker | None) -> str:
+        """The version under the settings `groups` (those it declares, the embedder's `ingest`
+        and `paths`, and its named versions' groups), its agents' routes resolved by `asker`
+        (one is needed where it declares agents or named versions)."""
+        parts: list[str] = []
+        if self.agents or self.versions:
+            if asker is None:
+                raise ValueError("a code version of agents or named versions needs an asker")
+            parts += [asker.version(agent) for agent in self.agents]
+            parts += [named.of(groups, asker) for named in self.versions]
         if self.modules or self.output is not None or self.settings or self.embedder:
             parameters: dict[str, object] = {
-                name: settings.value(path) for name, path in self.parameters().items()
+                name: setting(groups, path) for name, path in self.parameters().items()
             }
             if self.embedder:
-                parameters["embedder"] = embedder_version(settings)
+                parameters["embedder"] = embedder_version(groups["ingest"], groups["paths"])
             parts.append(code_version(list(self.modules), self.output, **parameters))
         return parts[0] if len(parts) == 1 else digest(*parts)
 
@@ -105,12 +124,14 @@ DECLARED_CODE_VERSIONS: dict[str, CodeVersion] = {}
 
 
 def declared_code_version(
-    name: str, code: CodeVersion, settings: Settings, asker: Asker | None = None
+    name: str, code: CodeVersion, groups: SettingsGroups, asker: Asker | None = None
 ) -> str:
-    """The asset `name`'s code version under these settings (its agents' routes resolved by
-    its step's `asker`, or one of its own), its inputs recorded."""
+    """The asset `name`'s code version under the settings `groups` (its agents' routes
+    resolved by its step's `asker`, or by one of the `llm` group's), its inputs recorded."""
     DECLARED_CODE_VERSIONS[name] = code
-    return code.of(settings, asker if asker is not None else Asker(settings.llm))
+    if asker is None and (code.agents or code.versions):
+        asker = Asker(groups["llm"])
+    return code.of(groups, asker)
 
 
 # What `dg.asset` takes that belongs to the asset itself (not to its step): in a multi-asset,
@@ -129,13 +150,13 @@ _ASSET_OUT_ARGS = (
 
 def versioned_asset(
     code: CodeVersion,
-    settings: Settings,
+    groups: SettingsGroups,
     *,
     asker: Asker | None = None,
     checks_may_skip: bool = False,
     **asset_args: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """`dg.asset` with the code version `code` declares.
+    """`dg.asset` with the code version `code` declares, under the settings `groups`.
 
     With `checks_may_skip`, the same asset as a subsettable one-asset `dg.multi_asset` (its
     output named `result` as `dg.asset`'s is): a plain asset must report every check it
@@ -145,7 +166,7 @@ def versioned_asset(
 
     def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
         name = asset_args.get("name") or compute.__name__
-        version_of = declared_code_version(name, code, settings, asker)
+        version_of = declared_code_version(name, code, groups, asker)
         if not checks_may_skip:
             return dg.asset(code_version=version_of, **asset_args)(compute)
         step_args = {
@@ -182,7 +203,7 @@ def versioned_output(
     return dg.Output(value, data_version=version or data_version(value), metadata=dict(metadata))
 
 
-def embedder_version(settings: Settings) -> str:
+def embedder_version(ingest: IngestSettings, paths: HomePaths) -> str:
     """The configured embedder as its id (a local folder's id carries a fingerprint of its
     files), so a model retrained in place makes its chunks and vectors stale like a new name
     does; the setting itself when the model cannot be resolved (the step then says why)."""
@@ -190,15 +211,15 @@ def embedder_version(settings: Settings) -> str:
     from litpipe.workflows.ingest import settings_embedder
 
     try:
-        return settings_embedder(settings).embedder_id
+        return settings_embedder(ingest, paths).embedder_id
     except (EmbedderError, OSError):
-        return settings.ingest.embedder
+        return ingest.embedder
 
 
-def backfill_policy(settings: Settings) -> dg.BackfillPolicy:
+def backfill_policy(operations: OperationsSettings) -> dg.BackfillPolicy:
     """How a backfill launched from the UI runs the per-paper assets: up to
     `operations.batch_size` papers a run, as `litpipe run` does (`defs.paper_batches`)."""
-    return dg.BackfillPolicy.multi_run(max_partitions_per_run=settings.operations.batch_size)
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=operations.batch_size)
 
 
 def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
@@ -210,13 +231,13 @@ def batch_data_version(versions: dict[str, dg.DataVersion]) -> dg.DataVersion:
     return dg.DataVersion(digest(*(f"{key}={versions[key].value}" for key in sorted(versions))))
 
 
-def asking_version(settings: Settings, asker: Asker) -> str:
+def asking_version(groups: SettingsGroups, asker: Asker) -> str:
     """What decides the evidence and answers of questions a collection stage asks itself
     (comparative and follow-up questions): retrieval, reranking and answering."""
-    retrieval = {path: settings.value(path) for path in RETRIEVAL_SETTINGS}
+    retrieval = {path: setting(groups, path) for path in RETRIEVAL_SETTINGS}
     return digest(
-        answers_version(settings.synthesis.answer_mode, asker),
-        settings_reranker_version(settings, asker),
+        answers_version(groups["synthesis"].answer_mode, asker),
+        settings_reranker_version(groups["retrieval"], asker),
         json.dumps(retrieval, sort_keys=True),
     )
 
@@ -231,13 +252,15 @@ RETRIEVAL_SETTINGS = (
     "retrieval.mmr_lambda",
 )
 ANSWERS = NamedVersion(
-    "answers", lambda settings, asker: answers_version(settings.synthesis.answer_mode, asker)
+    "answers", lambda groups, asker: answers_version(groups["synthesis"].answer_mode, asker)
 )
-RERANKER = NamedVersion("reranker", settings_reranker_version)
+RERANKER = NamedVersion(
+    "reranker", lambda groups, asker: settings_reranker_version(groups["retrieval"], asker)
+)
 ASKING = NamedVersion("asking", asking_version)
 
 
-def grading_version(settings: Settings, asker: Asker) -> str:
+def grading_version(groups: SettingsGroups, asker: Asker) -> str:
     """What decides the grades an output carries besides its text and passages: both judges
     (prompt, schema, code, route) and the offline bands. For an asset that keeps its grades
     on its output, so a repeat with the same judge is served as it was and another judge
@@ -245,8 +268,8 @@ def grading_version(settings: Settings, asker: Asker) -> str:
     return digest(
         asker.version(ClaimJudgeAgent()),
         asker.version(CoherenceJudgeAgent()),
-        str(settings.grading.support_threshold),
-        str(settings.grading.partial_support_threshold),
+        str(groups["grading"].support_threshold),
+        str(groups["grading"].partial_support_threshold),
     )
 
 

@@ -29,7 +29,7 @@ from litpipe.defs.sensors import register_sources, registered_result
 from litpipe.ingest.library import LibraryEntry
 from litpipe.ingest.zotero import LIBRARY_COLLECTION, ZoteroListing, list_zotero
 from litpipe.schemas import PaperSource
-from litpipe.settings import Settings
+from litpipe.settings import OperationsSettings, ZoteroSettings
 
 # The cursor's key for the whole library (a watched collection's is its name as configured).
 WHOLE_LIBRARY = ""
@@ -44,9 +44,10 @@ class _Pending:
     fingerprint: str
 
 
-def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
-    """The sensor for `settings.zotero`; its `data_dir` must be set."""
-    zotero = settings.zotero
+def build_zotero_sync_sensor(
+    zotero: ZoteroSettings, operations: OperationsSettings
+) -> dg.SensorDefinition:
+    """The sensor for the `zotero` settings; its `data_dir` must be set."""
     if zotero.data_dir is None:
         raise ValueError("zotero.data_dir is not set: there is no library to sync")
     data_dir = zotero.data_dir
@@ -97,7 +98,7 @@ def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
             for entry in listing.entries
             if seen.get(name, {}).get(entry.key) != (fingerprint := entry.fingerprint())
         ]
-        batch = pending[: settings.operations.sensor_batch_size]
+        batch = pending[: operations.sensor_batch_size]
         papers_catalog = catalog.catalog()
         registered: list[tuple[PaperSource, Registration]] = []
         registered_collections: set[str] = set()
@@ -116,7 +117,7 @@ def build_zotero_sync_sensor(settings: Settings) -> dg.SensorDefinition:
         if len(pending) > len(batch):
             context.log.info(
                 f"{len(pending) - len(batch)} more Zotero items wait for the next tick "
-                f"(operations.sensor_batch_size: {settings.operations.sensor_batch_size})"
+                f"(operations.sensor_batch_size: {operations.sensor_batch_size})"
             )
         items = dict(_next_cursor(seen, listings, batch))
         # A watched collection not read this tick keeps its place.

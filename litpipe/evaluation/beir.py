@@ -27,7 +27,8 @@ from litpipe.evaluation.ranking import ndcg_at_k, recall_at_k
 from litpipe.ingest.chunking import chunk_document
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
-from litpipe.settings import RerankerName, Settings
+from litpipe.settings import RerankerName
+from litpipe.settings.groups import SettingsGroups
 from litpipe.workflows.ingest import settings_embedder
 
 if TYPE_CHECKING:
@@ -129,20 +130,20 @@ def corpus_documents(dataset: BeirDataset) -> list[PaperDocument]:
 
 
 def index_corpus(
-    dataset: BeirDataset, store: ChunkStore, embedder: Embedder, settings: Settings
+    dataset: BeirDataset, store: ChunkStore, embedder: Embedder, groups: SettingsGroups
 ) -> tuple[str, list[PaperChunks], int]:
     """Chunk and embed the corpus as collection `beir-<name>`; returns the collection, its
     chunks and how many chunks had to be embedded (none when the store already holds them)."""
     collection = f"beir-{dataset.name}"
     max_tokens = min(
-        settings.ingest.chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
+        groups["ingest"].chunk_tokens or embedder.max_chunk_tokens, embedder.max_chunk_tokens
     )
     papers = [
         chunk_document(
             document,
             embedder.tokenizer,
             max_tokens,
-            settings.ingest.chunk_overlap_tokens,
+            groups["ingest"].chunk_overlap_tokens,
             embedder.embedder_id,
         )
         for document in corpus_documents(dataset)
@@ -152,7 +153,7 @@ def index_corpus(
 
 
 def evaluate_retrieval(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset_dir: Path,
     split: str,
     methods: tuple[str, ...] = DEFAULT_METHODS,
@@ -169,20 +170,20 @@ def evaluate_retrieval(
         )
     # Before anything is indexed: a reranker that cannot run fails the evaluation at once.
     rerankers = {
-        method: _reranker(RERANKED_METHODS[method], settings)
+        method: _reranker(RERANKED_METHODS[method], groups)
         for method in methods
         if method in RERANKED_METHODS
     }
     dataset = load_beir(Path(dataset_dir), split)
     if embedder is None:
-        embedder = settings_embedder(settings)
-    store = ChunkStore(settings.paths.lancedb_dir)
-    collection, papers, embedded = index_corpus(dataset, store, embedder, settings)
+        embedder = settings_embedder(groups["ingest"], groups["paths"])
+    store = ChunkStore(groups["paths"].lancedb_dir)
+    collection, papers, embedded = index_corpus(dataset, store, embedder, groups)
     retriever = HybridRetriever(
         store,
         embedder,
         collection,
-        settings.home / "bm25",
+        groups["paths"].home / "bm25",
         papers=[paper.paper_id for paper in papers],
     )
     query_ids = sorted(dataset.queries)[:max_queries]
@@ -190,7 +191,7 @@ def evaluate_retrieval(
         _evaluate_method(
             method,
             _chunk_ranker(
-                method, retriever, embedder, rerankers, settings.retrieval.rerank_candidates
+                method, retriever, embedder, rerankers, groups["retrieval"].rerank_candidates
             ),
             dataset,
             query_ids,
@@ -213,7 +214,7 @@ def evaluate_retrieval(
             "bm25_b": retriever.bm25.b,
             "mmr_lambda": retriever.mmr_lambda,
             "chunk_candidates": CHUNK_CANDIDATES,
-            "rerank_candidates": settings.retrieval.rerank_candidates,
+            "rerank_candidates": groups["retrieval"].rerank_candidates,
         },
         rerankers={method: reranker.version for method, reranker in rerankers.items()},
         results=results,
@@ -250,25 +251,25 @@ def format_table(evaluation: RetrievalEvaluation) -> str:
     return "\n".join(lines)
 
 
-def _reranker(kind: RerankerName, settings: Settings) -> Reranker:
+def _reranker(kind: RerankerName, groups: SettingsGroups) -> Reranker:
     """The reranker a reranked method evaluates, its model loaded (a load is not a query's)."""
     from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS, reranker_for
     from litpipe.evaluation.runner import evaluation_asker
     from litpipe.retrieval.rerank import CrossEncoderReranker
 
-    if kind == "cross-encoder" and not settings.retrieval.cross_encoder_model:
+    if kind == "cross-encoder" and not groups["retrieval"].cross_encoder_model:
         raise ValueError(
             "method hybrid+cross-encoder needs a CrossEncoder: --cross-encoder NAME_OR_PATH"
         )
     asker = evaluation_asker(
-        settings.llm, settings.paths, [kind] if kind in AGENT_RERANKERS else []
+        groups["llm"], groups["paths"], [kind] if kind in AGENT_RERANKERS else []
     )
     reranker = reranker_for(
         kind,
         asker,
-        settings.retrieval.cross_encoder_model,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
+        groups["retrieval"].cross_encoder_model,
+        device=groups["ingest"].embed_device,
+        batch_size=groups["ingest"].embed_batch_size,
     )
     if isinstance(reranker, CrossEncoderReranker):
         # A model that cannot load fails the evaluation, rather than its figures.

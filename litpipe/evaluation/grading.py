@@ -43,7 +43,7 @@ from litpipe.schemas import (
     SentenceGrade,
     SentenceVerdict,
 )
-from litpipe.settings import Settings
+from litpipe.settings import GradingSettings
 from litpipe.text import BRACKETED, counted, markdown_blocks, marker, markers_in, sentences
 
 KeysIn = Callable[[str], list[str]]
@@ -161,7 +161,7 @@ def segments(sentence: str, keys_in: KeysIn = page_markers) -> list[Segment]:
 def grade_claims(
     claims: Sequence[Segment],
     passages: Mapping[str, Sequence[str]],
-    settings: Settings,
+    grading: GradingSettings,
     asker: Asker,
     encoder: Encoder | None = None,
 ) -> list[SegmentGrade]:
@@ -186,11 +186,9 @@ def grade_claims(
             claim=claim.claim,
             passages=texts,
             offline_score=score,
-            threshold=settings.grading.support_threshold,
+            threshold=grading.support_threshold,
             # The middle band is measured for the embedding cosine, not for the share of terms.
-            partial_threshold=settings.grading.partial_support_threshold
-            if encoder is not None
-            else None,
+            partial_threshold=grading.partial_support_threshold if encoder is not None else None,
         )
         for claim, texts, score in zip(claims, cited, scores, strict=True)
     ]
@@ -211,7 +209,7 @@ def grade_claims(
 def grade_output(
     text: str,
     passages: Mapping[str, Sequence[str]],
-    settings: Settings,
+    grading: GradingSettings,
     asker: Asker,
     encoder: Encoder | None = None,
     keys_in: KeysIn = page_markers,
@@ -220,7 +218,7 @@ def grade_output(
     sentence by its worst segment, `uncited` when it has no marker."""
     split = [(sentence, segments(sentence, keys_in)) for sentence in prose_sentences(text, keys_in)]
     every_segment = [segment for _, found in split for segment in found]
-    grades = iter(grade_claims(every_segment, passages, settings, asker, encoder))
+    grades = iter(grade_claims(every_segment, passages, grading, asker, encoder))
     graded: list[SentenceGrade] = []
     for sentence, found in split:
         own = [next(grades) for _ in found]
@@ -355,7 +353,7 @@ def graded_checks(
     text: str,
     passages: Mapping[str, Sequence[str]],
     what: str,
-    settings: Settings,
+    grading: GradingSettings,
     asker: Asker,
     encoder: Encoder | None = None,
     keys_in: KeysIn = page_markers,
@@ -365,8 +363,8 @@ def graded_checks(
     """An output's sentence grades (`grade_output`) and the outcomes of its support and
     coherence checks (coherence skipped without a model). Coherence reads `prose` when given
     (a summary without its highlights, say), else `text`."""
-    grades = grade_output(text, passages, settings, asker, encoder, keys_in)
-    reply = grade_coherence(title, prose if prose is not None else text, settings, asker)
+    grades = grade_output(text, passages, grading, asker, encoder, keys_in)
+    reply = grade_coherence(title, prose if prose is not None else text, asker)
     judge = asker.engine(CoherenceJudgeAgent.name)
     return grades, {
         SUPPORT_CHECK: faithfulness(grades, what),
@@ -374,12 +372,7 @@ def graded_checks(
     }
 
 
-def grade_coherence(
-    title: str,
-    text: str,
-    settings: Settings,
-    asker: Asker,
-) -> CoherenceReply | None:
+def grade_coherence(title: str, text: str, asker: Asker) -> CoherenceReply | None:
     """The `coherence_judge`'s grade of the text, or None when its route is offline (there is
     no offline coherence grade)."""
     agent = CoherenceJudgeAgent()

@@ -1,7 +1,8 @@
 """The `litpipe eval` datasets: one entry per evaluation, read by the CLI and the Dagster assets.
 
 Each entry names a pure-Python evaluation (`litpipe/evaluation/<module>.py`): its function
-`evaluate(settings, dataset, limit, client)` returning a pydantic model (`client`: the step's,
+`evaluate(groups, dataset, limit, client)` (`groups`: the settings' groups, of which it
+unpacks those it reads) returning a pydantic model (`client`: the step's,
 so its model calls count in the run's usage), the Markdown table of that model, and the flat
 numeric figures tracked over time (each becomes float metadata of the asset's
 materializations, which the Dagster UI plots). The evaluation model must have the fields
@@ -34,7 +35,7 @@ from litpipe.evaluation import (
     synthesis_pipelines,
     tldr,
 )
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 
 # The facts of a run, besides its figures, in the order the CLI's JSON line gives them.
 FACTS = ("dataset", "examples", "engine", "model", "embedder")
@@ -60,7 +61,9 @@ class RegisteredEvaluation:
     """The Markdown table; its first line says the dataset, examples, engine and model."""
     figures: Callable[[Any], dict[str, float]]
     """The numbers tracked over time, e.g. `{"litpipe_rouge1": 0.31, ...}`."""
-    evaluate: Callable[[Settings, Path, int | None, ModelClient | None], BaseModel] | None = None
+    evaluate: Callable[[SettingsGroups, Path, int | None, ModelClient | None], BaseModel] | None = (
+        None
+    )
     """None when the work runs Dagster runs itself: its command reports the materialization."""
     agents: tuple[str, ...] = ()
     """The agents its run asks (their routes put its step in the `llm` pool, with retries)."""

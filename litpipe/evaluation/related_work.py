@@ -42,7 +42,7 @@ from litpipe.evaluation.rouge import (
 from litpipe.evaluation.runner import evaluation_asker
 from litpipe.extractive.related_work import count_words
 from litpipe.schemas import Reference, RelatedWork
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 
 if TYPE_CHECKING:
     from litpipe.agents.asker import Asker
@@ -132,7 +132,7 @@ def candidate_pool(examples: list[RelatedWorkExample]) -> tuple[list[Reference],
 def litpipe_section(
     example: RelatedWorkExample,
     words: int,
-    settings: Settings,
+    groups: SettingsGroups,
     embedder: AbstractEncoder,
     asker: Asker,
 ) -> str:
@@ -145,7 +145,7 @@ def litpipe_section(
         if abstract.strip()
     ]
     table = ReferenceTable(path=Path(f"example-{example.idx}"), references=references)
-    return _section(example, table, len(references), words, settings, embedder, asker).text
+    return _section(example, table, len(references), words, groups, embedder, asker).text
 
 
 def _section(
@@ -153,7 +153,7 @@ def _section(
     table: ReferenceTable,
     top_k: int,
     words: int,
-    settings: Settings,
+    groups: SettingsGroups,
     embedder: AbstractEncoder,
     asker: Asker,
     index: AbstractIndex | None = None,
@@ -163,13 +163,23 @@ def _section(
     from litpipe.workflows.related_work import make_request, run_related_work
 
     request = make_request(
-        example.query_abstract, settings, sentences=words, words=words, top_k=top_k
+        example.query_abstract, groups["related_work"], sentences=words, words=words, top_k=top_k
     )
-    return run_related_work(table, request, settings, asker, embedder, index)
+    return run_related_work(
+        table,
+        request,
+        groups["related_work"],
+        groups["ingest"],
+        groups["retrieval"],
+        groups["paths"],
+        asker,
+        embedder,
+        index,
+    )
 
 
 def evaluate_related_work(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset: Path,
     limit: int | None = None,
     client: ModelClient | None = None,
@@ -186,21 +196,25 @@ def evaluate_related_work(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings.llm, settings.paths, [RelatedWorkAgent.name], client)
-    embedder = load_embedder(settings)
+    asker = evaluation_asker(groups["llm"], groups["paths"], [RelatedWorkAgent.name], client)
+    embedder = load_embedder(groups["ingest"], groups["paths"])
     references, cited = candidate_pool(examples)
     pool = ReferenceTable(path=Path("candidate-pool"), references=references)
-    index = abstract_index(references, embedder, settings, vectors_dir=settings.home / VECTORS_DIR)
+    index = abstract_index(
+        references,
+        embedder,
+        groups["ingest"],
+        groups["retrieval"],
+        vectors_dir=groups["paths"].home / VECTORS_DIR,
+    )
     results = []
     for example, example_cited in zip(examples, cited, strict=True):
         budget = count_words(without_citations(example.gold_related_work))
         documents = [a for a in example.ref_abstracts if a.strip()]
-        ranked = _section(
-            example, pool, len(example_cited), budget, settings, embedder, asker, index
-        )
+        ranked = _section(example, pool, len(example_cited), budget, groups, embedder, asker, index)
         given_ids = {scored.reference.id for scored in ranked.references}
         outputs = {
-            GIVEN: without_citations(litpipe_section(example, budget, settings, embedder, asker)),
+            GIVEN: without_citations(litpipe_section(example, budget, groups, embedder, asker)),
             RANKED: without_citations(ranked.text),
         }
         for name, baseline in BASELINES.items():
@@ -222,7 +236,7 @@ def evaluate_related_work(
         dataset=str(dataset),
         examples=len(results),
         engine=asker.engine(RelatedWorkAgent.name),
-        embedder=settings.ingest.embedder,
+        embedder=groups["ingest"].embedder,
         budget="the gold paragraph's words (citations removed), whole sentences, for every system",
         pool=len(references),
         ranked_recall=sum(r.ranked_recall for r in results) / len(results),

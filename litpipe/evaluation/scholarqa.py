@@ -52,7 +52,7 @@ from litpipe.evaluation.runner import evaluation_asker, models
 from litpipe.extractive.query_answer import QueryAnswerInput
 from litpipe.extractive.related_work import count_words
 from litpipe.schemas import Question, Reference, RetrievedChunk
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 from litpipe.text import counted
 
 SYSTEMS = ("litpipe", *BASELINES)
@@ -215,14 +215,14 @@ def gold_papers(
 
 
 def ranked_evidence(
-    query: str, snippets: Sequence[Snippet], embedder: Any, settings: Settings
+    query: str, snippets: Sequence[Snippet], embedder: Any, groups: SettingsGroups
 ) -> list[RetrievedChunk]:
     """The snippets ranked for the question by hybrid retrieval, as passages to cite."""
     from litpipe.workflows.related_work import abstract_index
 
     by_id = {f"{s.paper_id}:{s.number}": s for s in snippets}
     references = [Reference(id=key, title=s.title, abstract=s.text) for key, s in by_id.items()]
-    index = abstract_index(references, embedder, settings)
+    index = abstract_index(references, embedder, groups["ingest"], groups["retrieval"])
     found = index.search(query, len(references), len(references))
     evidence = []
     for result in found:
@@ -259,12 +259,12 @@ class PreparedQuestion:
 
 
 def prepared_questions(
-    examples: Sequence[ScholarQAExample], settings: Settings
+    examples: Sequence[ScholarQAExample], groups: SettingsGroups
 ) -> list[PreparedQuestion]:
     """Each example's question prepared, its snippets ranked with the settings' embedder."""
     from litpipe.workflows.related_work import load_embedder
 
-    embedder = load_embedder(settings)
+    embedder = load_embedder(groups["ingest"], groups["paths"])
     prepared = []
     for example in examples:
         snippets = collection(example)
@@ -273,7 +273,7 @@ def prepared_questions(
                 example=example,
                 snippets=snippets,
                 budget=count_words(without_citations(example.gold_answer)),
-                evidence=ranked_evidence(example.query, snippets, embedder, settings),
+                evidence=ranked_evidence(example.query, snippets, embedder, groups),
             )
         )
     return prepared
@@ -328,7 +328,7 @@ def mean_figures(
 
 
 def evaluate_scholarqa(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset: Path,
     limit: int | None = None,
     client: ModelClient | None = None,
@@ -337,8 +337,8 @@ def evaluate_scholarqa(
     (a step's, recording its usage) or one of its own when the writer is routed to a model."""
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings.llm, settings.paths, [QueryAnswerAgent.name], client)
-    questions = prepared_questions(examples, settings)
+    asker = evaluation_asker(groups["llm"], groups["paths"], [QueryAnswerAgent.name], client)
+    questions = prepared_questions(examples, groups)
     batch = [
         QueryAnswerInput(question=question_of(q.example), evidence=q.evidence, words=q.budget)
         for q in questions
@@ -368,7 +368,7 @@ def evaluate_scholarqa(
         examples=len(results),
         engine=asker.engine(QueryAnswerAgent.name),
         model=models(asker, [QueryAnswerAgent.name]),
-        embedder=settings.ingest.embedder,
+        embedder=groups["ingest"].embedder,
         budget="the expert answer's words (citations removed), whole sentences, for every system",
         means=means,
         mean_words=mean_words,

@@ -39,7 +39,7 @@ from litpipe.evaluation.scholarqa import (
     scored_figures,
 )
 from litpipe.schemas import AnswerMode, QuestionEvidence
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 
 MODES: tuple[AnswerMode, ...] = ("single", "multi_view", "multi_view_answers")
 
@@ -77,7 +77,7 @@ def mode_agents(mode: AnswerMode) -> tuple[str, ...]:
 
 
 def evaluate_answer_modes(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset: Path,
     limit: int | None = None,
     client: ModelClient | None = None,
@@ -87,8 +87,8 @@ def evaluate_answer_modes(
     routed to a model."""
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings.llm, settings.paths, ANSWER_AGENTS, client)
-    questions = prepared_questions(examples, settings)
+    asker = evaluation_asker(groups["llm"], groups["paths"], ANSWER_AGENTS, client)
+    questions = prepared_questions(examples, groups)
     items = [
         QuestionEvidence(question=question_of(q.example), chunks=q.evidence, reranked=False)
         for q in questions
@@ -121,7 +121,7 @@ def evaluate_answer_modes(
         examples=len(results),
         engine=engines(asker, ANSWER_AGENTS),
         model=models(asker, ANSWER_AGENTS),
-        embedder=settings.ingest.embedder,
+        embedder=groups["ingest"].embedder,
         budget="two to four sentences each, cut to the expert answer's words (whole sentences)",
         means=means,
         mean_words=mean_words,

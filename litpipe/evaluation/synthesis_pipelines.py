@@ -39,7 +39,8 @@ from litpipe.extractive.related_work import count_words
 from litpipe.llm.usage import CallRecord, watch_calls
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelationshipAnalysis, Synthesis
-from litpipe.settings import Settings
+from litpipe.settings import GradingSettings, HomePaths
+from litpipe.settings.groups import SettingsGroups
 from litpipe.text import counted
 
 PIPELINES = ("flat", "relational")
@@ -111,7 +112,7 @@ class _CallsHeard:
 
 
 def evaluate_synthesis_pipelines(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset: Path,
     limit: int | None = None,
     client: ModelClient | None = None,
@@ -130,13 +131,14 @@ def evaluate_synthesis_pipelines(
     sources = discovery.sources
     if len(sources) < 2:
         raise ValueError(f"{dataset}: two papers at least are compared, not {len(sources)}")
-    relational = settings.model_copy(
-        update={"home": settings.home / "eval" / "synthesis-pipelines"}
-    )
-    flat = relational.model_copy(
-        update={"synthesis": relational.synthesis.model_copy(update={"method": "flat"})}
-    )
-    asker = evaluation_asker(relational.llm, relational.paths, AGENTS, client)
+    # Its own home, its chunks in their own table there unless they are kept elsewhere
+    # (`operations.lancedb_uri`), as `Settings.paths` has them.
+    home = groups["paths"].home / "eval" / "synthesis-pipelines"
+    lancedb_uri = groups["operations"].lancedb_uri
+    paths = HomePaths(home=home, lancedb_dir=lancedb_uri or home / "lancedb")
+    relational: SettingsGroups = {**groups, "paths": paths}
+    flat = groups["synthesis"].model_copy(update={"method": "flat"})
+    asker = evaluation_asker(groups["llm"], paths, AGENTS, client)
 
     heard = _CallsHeard()
     with watch_calls(heard):
@@ -146,15 +148,19 @@ def evaluate_synthesis_pipelines(
         answers = {paper.answers.paper_id: paper.answers for paper in built.papers}
         titles = {paper.abstract.paper_id: paper.abstract.title for paper in built.papers}
         analysis = built.relationship_analysis
-        flat_synthesis = write_synthesis(analysis, answers, None, titles, flat, asker)
+        flat_synthesis = write_synthesis(
+            analysis, answers, None, titles, flat, groups["ingest"], paths, asker
+        )
         flat_calls = heard.calls[flat_from:]
         passages = given_passages(answers, built.cross_paper_questions)
-        encoder = settings_embedder(relational)
+        encoder = settings_embedder(groups["ingest"], paths)
         pipelines = {
-            name: _graded(name, synthesis, calls, passages, analysis, method, asker, encoder)
-            for name, synthesis, calls, method in (
-                ("flat", flat_synthesis, flat_calls, flat),
-                ("relational", built.synthesis, relational_calls, relational),
+            name: _graded(
+                name, synthesis, calls, passages, analysis, groups["grading"], asker, encoder
+            )
+            for name, synthesis, calls in (
+                ("flat", flat_synthesis, flat_calls),
+                ("relational", built.synthesis, relational_calls),
             )
         }
     return SynthesisPipelinesEvaluation(
@@ -162,7 +168,7 @@ def evaluate_synthesis_pipelines(
         examples=len(built.papers),
         engine=", ".join(dict.fromkeys(p.engine for p in pipelines.values())),
         model=models(asker, AGENTS),
-        embedder=settings.ingest.embedder,
+        embedder=groups["ingest"].embedder,
         papers_left_out=[f"{left.paper_id}: {left.reason}" for left in built.left_out],
         pipelines=pipelines,
         seconds=round(time.perf_counter() - started, 3),
@@ -175,7 +181,7 @@ def _graded(
     calls: list[CallRecord],
     passages: dict[str, str],
     analysis: RelationshipAnalysis,
-    settings: Settings,
+    grading_settings: GradingSettings,
     asker: Asker,
     encoder: Encoder,
 ) -> GradedPipeline:
@@ -183,14 +189,14 @@ def _graded(
     grades = grading.grade_output(
         synthesis.text,
         grading.cited_passages(synthesis.citations, passages),
-        settings,
+        grading_settings,
         asker,
         encoder,
     )
-    coherence = grading.grade_coherence(synthesis.title, synthesis.text, settings, asker)
+    coherence = grading.grade_coherence(synthesis.title, synthesis.text, asker)
     verdicts = [sentence.verdict for sentence in grades.sentences if sentence.verdict != "uncited"]
     share = grading.completeness(
-        synthesis.text, analysis, settings.grading.support_threshold, encoder
+        synthesis.text, analysis, grading_settings.support_threshold, encoder
     ).metadata["share"]
     return GradedPipeline(
         pipeline=name,

@@ -29,7 +29,7 @@ from litpipe.evaluation.baselines import lead, textrank
 from litpipe.evaluation.datasets import json_lines, line_error
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, rouge_table
 from litpipe.evaluation.runner import evaluation_asker, models
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 from litpipe.text import counted
 
 SYSTEMS = ("litpipe", "lead-1", "textrank-1")
@@ -140,7 +140,7 @@ def first_sentence(ranked: list[str]) -> str:
 
 
 def evaluate_tldr(
-    settings: Settings,
+    groups: SettingsGroups,
     dataset: Path,
     limit: int | None = None,
     client: ModelClient | None = None,
@@ -152,7 +152,7 @@ def evaluate_tldr(
 
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
-    asker = evaluation_asker(settings.llm, settings.paths, [TldrAgent.name], client)
+    asker = evaluation_asker(groups["llm"], groups["paths"], [TldrAgent.name], client)
     written = write_tldrs([TldrInput(title=e.title, abstract=e.abstract) for e in examples], asker)
     results = []
     for example, tldr in zip(examples, written, strict=True):

@@ -55,6 +55,7 @@ from litpipe.runtime.runner import (
 )
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.stopping import stop_line
 from litpipe.text import counted
 from litpipe.workflows.ingest import settings_embedder
@@ -154,10 +155,10 @@ def backfill(
     size = batch_size or settings.operations.batch_size
     if size < 1:
         raise ValueError(f"the batch size must be at least 1, not {size}")
-    defs = build_definitions(settings)
-    embedder_id = settings_embedder(settings).embedder_id
+    defs = build_definitions(**settings_groups(settings))
+    embedder_id = settings_embedder(settings.ingest, settings.paths).embedder_id
     store = LanceDBResource(uri=str(settings.paths.lancedb_dir)).store()
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     catalog = Catalog(settings.paths.catalog_path)
     # Registration order is the partitions' order: a batch of neighbours is one range.
     order = {p: i for i, p in enumerate(instance.get_dynamic_partitions(PAPERS))}

@@ -25,6 +25,7 @@ from litpipe.runtime.execution import execute, run_failure
 from litpipe.runtime.query_summary import AskOutcome, summarize_request
 from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.stopping import stop_line
 from litpipe.text import counted
 
@@ -49,7 +50,7 @@ def run_evaluation(
 ) -> dg.ExecuteInProcessResult | None:
     """`entry`'s asset materialized in-process with `config`, in a run of the instance; None
     when stopped on request before its run started."""
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     instance = open_instance(settings)
     if stop_requested():
         return None
@@ -156,7 +157,7 @@ def ask_questions(
         )
 
     scope = f"cli-{uuid.uuid4().hex[:12]}"
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     asked = [q for q in questions if q.pdf_file in paper_of]
     answered: list[tuple[PaperQuestion, AskOutcome]] = []
     failures: list[str] = []

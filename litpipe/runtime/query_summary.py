@@ -36,6 +36,7 @@ from litpipe.runtime.execution import interrupted, run_failure
 from litpipe.runtime.requests import submit_request
 from litpipe.schemas import CheckReport, PaperSource, QuerySummary, QuerySummaryRequest
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 from litpipe.workflows.ingest import settings_embedder
 from litpipe.workflows.query_summary import QuerySummaryError
 
@@ -75,9 +76,11 @@ def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
             f"unknown paper {paper_id!r}: it is not registered under {settings.home} (known "
             f"papers: {listed or 'none'})"
         ) from None
-    ingested = artifact_store(settings).exists(["paper_abstract"], paper_id) and (
+    ingested = artifact_store(settings.ingest, settings.paths).exists(
+        ["paper_abstract"], paper_id
+    ) and (
         ChunkStore(settings.paths.lancedb_dir).paper_chunk_ids(
-            settings_embedder(settings).embedder_id, paper_id
+            settings_embedder(settings.ingest, settings.paths).embedder_id, paper_id
         )
     )
     if not ingested:
@@ -114,10 +117,10 @@ def summarize_request(
 ) -> AskOutcome:
     """The request's summary: stored, partitioned and materialized when not fresh. The paper
     must be `ready_paper`."""
-    defs = defs or build_definitions(settings)
+    defs = defs or build_definitions(**settings_groups(settings))
     collection = Catalog(settings.paths.catalog_path).home_collection(request.paper_id)
     outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     submission = submit_request(
         defs,
         instance,
@@ -126,7 +129,7 @@ def summarize_request(
         asset=ASSET,
         request=request,
         key=request.key,
-        store=request_store(settings),
+        store=request_store(settings.paths),
         fresh=lambda: (
             request_state(instance, defs, request) is State.FRESH
             and artifacts.exists([ASSET], request.key)

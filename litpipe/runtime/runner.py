@@ -52,6 +52,7 @@ from litpipe.schemas import (
     PaperQuestions,
 )
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 
 class PaperOutcome(BaseModel):
@@ -212,7 +213,7 @@ def run_papers(
     further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
     in-process execution takes the signal there): that paper is `interrupted`, not failed, and
     the papers not reached are returned as `not_built`."""
-    defs = build_definitions(settings)
+    defs = build_definitions(**settings_groups(settings))
     plan = phases(defs)
     paper_ids = list(registrations)
     scope = f"cli-{uuid.uuid4().hex[:12]}"
@@ -533,7 +534,11 @@ def _finished(
 
 
 def _embedded(settings: Settings, paper_id: str) -> int:
-    return artifact_store(settings).read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
+    return (
+        artifact_store(settings.ingest, settings.paths)
+        .read(list(EMBEDDINGS.path), paper_id, EmbeddingResult)
+        .embedded
+    )
 
 
 def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
@@ -600,7 +605,7 @@ def _outcome(
     embedded: int,
 ) -> PaperOutcome:
     """A built paper's figures, read from its artifacts."""
-    artifacts = artifact_store(settings)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     return PaperOutcome(
         paper_id=paper_id,
         status=status,

@@ -11,22 +11,22 @@ from litpipe.ingest.pdf import PdfLimits, parse_pdf
 from litpipe.ingest.tables import document_from_row, with_bibliography
 from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import PaperChunks, PaperDocument, PaperSource
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings
 
 
-def settings_embedder(settings: Settings) -> Embedder:
-    """The embedder `settings.ingest` configures, its built models under the home: the
-    settings unpacked here, so that retrieval's `Embedder` takes only what it uses."""
+def settings_embedder(ingest: IngestSettings, paths: HomePaths) -> Embedder:
+    """The embedder `ingest` configures, its built models under the home: the group unpacked
+    here, so that retrieval's `Embedder` takes only what it uses."""
     return Embedder(
-        settings.ingest.embedder,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
-        backend=settings.ingest.embedder_backend,
-        models_dir=settings.paths.models_dir,
+        ingest.embedder,
+        device=ingest.embed_device,
+        batch_size=ingest.embed_batch_size,
+        backend=ingest.embedder_backend,
+        models_dir=paths.models_dir,
     )
 
 
-def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
+def read_document(source: PaperSource, ingest: IngestSettings) -> PaperDocument:
     """`paper_document`: title, authors, abstract and sections of the PDF, or of the table's
     row; a reference manager's metadata of the PDF (`source.fields`) wins over what its first
     page yields. Raises `IngestError` for a paper that cannot be read: the user's input, not a
@@ -35,9 +35,7 @@ def read_document(source: PaperSource, settings: Settings) -> PaperDocument:
         document = parse_pdf(
             Path(source.path),
             source.paper_id,
-            PdfLimits(
-                max_bytes=settings.ingest.max_pdf_bytes, max_pages=settings.ingest.max_pdf_pages
-            ),
+            PdfLimits(max_bytes=ingest.max_pdf_bytes, max_pages=ingest.max_pdf_pages),
         )
         return with_bibliography(document, source.fields) if source.fields else document
     return document_from_row(source)

@@ -2,7 +2,7 @@
 versions, `synthesis_history`), the papers that arrived on the day, each in brief, and how
 their insights relate to those of the papers their collections held before that day.
 
-Runs without Dagster (`build_digest(day, arrivals, before, sources, settings, asker)`);
+Runs without Dagster (`build_digest(day, arrivals, before, sources, synthesis, asker)`);
 the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
 key insights (the `insights` agent, as the relationship analysis makes them); the existing
 papers' insights come from their collection's last `relationship_analysis` when it covers them,
@@ -42,7 +42,7 @@ from litpipe.schemas import (
     RetrievedChunk,
     SynthesisDiff,
 )
-from litpipe.settings import Settings
+from litpipe.settings import SynthesisSettings
 from litpipe.text import strip_markers
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.relationship_analysis import relate_insights
@@ -97,7 +97,7 @@ def build_digest(
     arrivals: Sequence[PaperArrival],
     before: Mapping[str, list[str]],
     sources: DigestSources,
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None = None,
     history: Path | None = None,
@@ -138,7 +138,7 @@ def build_digest(
             before.get(collection, []),
             sources,
             titles,
-            settings,
+            synthesis,
             asker,
             encoder,
         )
@@ -182,14 +182,14 @@ def _related(
     before: list[str],
     sources: DigestSources,
     titles: dict[str, str],
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None,
 ) -> tuple[DigestCollection, dict[str, RetrievedChunk]]:
     """The relationships of a collection's new insights (among themselves and with its existing
     ones), the existing insights they name, and those insights' passages. `titles` (the new
     papers') gains the existing papers named."""
-    existing, origins, analysis = _existing_insights(collection, before, sources, settings, asker)
+    existing, origins, analysis = _existing_insights(collection, before, sources, asker)
     candidates = _nearest(new, existing, MAX_EXISTING_INSIGHTS)
     names = {p: titles[p] for p in dict.fromkeys(i.paper_id for i in new)}
     relationships = []
@@ -204,7 +204,7 @@ def _related(
         labelled = [
             i.model_copy(update={"insight_id": label}) for label, i in zip(ids, given, strict=True)
         ]
-        draft = relate_insights(collection, labelled, names, settings, asker, encoder)
+        draft = relate_insights(collection, labelled, names, synthesis, asker, encoder)
         fresh = {insight.insight_id for insight in new}
         relationships = [
             r.model_copy(update={"source": ids[r.source], "target": ids[r.target]})
@@ -233,7 +233,6 @@ def _existing_insights(
     collection: str,
     before: list[str],
     sources: DigestSources,
-    settings: Settings,
     asker: Asker,
 ) -> tuple[list[Insight], list[str], RelationshipAnalysis | None]:
     """The insights of the papers the collection held before the day: from its last analysis

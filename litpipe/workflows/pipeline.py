@@ -4,14 +4,15 @@ order.
 
     from litpipe.ingest.sources import discover
     from litpipe.settings import Settings
+    from litpipe.settings.groups import settings_groups
     from litpipe.workflows import pipeline
 
     settings = Settings(home=Path("lit-home"))  # offline; set llm.model for a model
-    result = pipeline.run(discover(Path("papers/")), settings)
+    result = pipeline.run(discover(Path("papers/")), settings_groups(settings))
     print(result.synthesis.text)
 
 Per paper: its document (`paper_document`: a PDF parsed, or an abstract table's row), chunks
-(`paper_chunks`), vectors in the embedder's LanceDB table under `settings.home`
+(`paper_chunks`), vectors in the embedder's LanceDB table under the home
 (`chunk_embeddings`), abstract, questions, evidence and answers. Then for the collection:
 comparative questions (`cross_paper_questions`, over the collection's BM25 index, which
 `corpus_index` builds), the relationship analysis with its follow-up questions, the expert
@@ -55,7 +56,7 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     Synthesis,
 )
-from litpipe.settings import Settings
+from litpipe.settings.groups import SettingsGroups
 from litpipe.workflows.cross_paper_questions import cross_paper
 from litpipe.workflows.ingest import chunk_paper, read_document, settings_embedder
 from litpipe.workflows.optional_steps import error_reason
@@ -68,7 +69,7 @@ from litpipe.workflows.synthesis import write_synthesis
 if TYPE_CHECKING:
     pass
 
-# The usage ledger of a run without Dagster, under `settings.home`/usage/.
+# The usage ledger of a run without Dagster, under the home's usage/.
 USAGE_SCOPE = "pipeline"
 
 
@@ -98,38 +99,38 @@ class PipelineResult(BaseModel):
 
 
 def run(
-    discovery: Discovery, settings: Settings, client: ModelClient | None = None
+    discovery: Discovery, groups: SettingsGroups, client: ModelClient | None = None
 ) -> PipelineResult:
     """The main chain over the papers of `discovery` (one collection's), offline or with the
-    model `settings` routes each agent to: through `client` when given (a caller's, recording
+    model the `llm` group routes each agent to: through `client` when given (a caller's, recording
     its usage), else one of its own."""
     sources = sorted(unique_papers(iter(discovery.sources)), key=lambda s: s.paper_id)
     collection = discovery.collection
     # Every agent without a route of its own takes the default one, `route("")`'s.
-    asker = Asker(settings.llm, client)
+    asker = Asker(groups["llm"], client)
     if client is None:
         # For the routes the asker resolved, which it asks by.
         asker.client = model_client(
-            settings.llm,
-            settings.paths,
-            [asker.route(agent) for agent in ["", *settings.llm.agents]],
-            UsageLedger(settings.paths.usage_dir / f"{USAGE_SCOPE}.jsonl"),
+            groups["llm"],
+            groups["paths"],
+            [asker.route(agent) for agent in ["", *groups["llm"].agents]],
+            UsageLedger(groups["paths"].usage_dir / f"{USAGE_SCOPE}.jsonl"),
         )
-    embedder = settings_embedder(settings)
-    store = ChunkStore(settings.paths.lancedb_dir)
+    embedder = settings_embedder(groups["ingest"], groups["paths"])
+    store = ChunkStore(groups["paths"].lancedb_dir)
 
     documents: dict[str, PaperDocument] = {}
     left_out: list[LeftOutPaper] = []
     for source in sources:
         try:
-            documents[source.paper_id] = read_document(source, settings)
+            documents[source.paper_id] = read_document(source, groups["ingest"])
         except IngestError as error:
             left_out.append(
                 LeftOutPaper(paper_id=source.paper_id, reason=f"{source.path}: {error}")
             )
     chunks = {
         paper_id: chunk_paper(
-            document, embedder, settings.ingest.chunk_tokens, settings.ingest.chunk_overlap_tokens
+            document, embedder, groups["ingest"].chunk_tokens, groups["ingest"].chunk_overlap_tokens
         )
         for paper_id, document in documents.items()
     }
@@ -139,33 +140,33 @@ def run(
 
     def retriever(paper_id: str | None = None) -> HybridRetriever:
         """Over one paper (its BM25 index in memory), or over the collection (its index saved
-        under `settings.paths.bm25_dir`, as `corpus_index` saves it)."""
+        under `groups["paths"].bm25_dir`, as `corpus_index` saves it)."""
         return HybridRetriever(
             store,
             embedder,
             collection,
-            None if paper_id else settings.paths.bm25_dir,
-            rrf_k=settings.retrieval.rrf_k,
-            mmr_lambda=settings.retrieval.mmr_lambda,
+            None if paper_id else groups["paths"].bm25_dir,
+            rrf_k=groups["retrieval"].rrf_k,
+            mmr_lambda=groups["retrieval"].mmr_lambda,
             papers=[paper_id] if paper_id else list(chunks),
         )
 
-    reranker = settings_reranker(settings, asker)
+    reranker = settings_reranker(groups["retrieval"], groups["ingest"], asker)
 
     def built(paper_id: str, document: PaperDocument) -> PaperResult:
         """The paper's model stages, from its abstract to its answers."""
         abstract = paper_abstract_from(document, asker)
         asked = paper_questions_from(
-            abstract, asker, per_style=settings.synthesis.questions_per_style
+            abstract, asker, per_style=groups["synthesis"].questions_per_style
         )
         found = gather_evidence(
             asked,
-            retriever(paper_id if settings.retrieval.evidence_scope == "own" else None),
+            retriever(paper_id if groups["retrieval"].evidence_scope == "own" else None),
             reranker,
-            scope=settings.retrieval.evidence_scope,
-            candidates=settings.retrieval.candidates,
-            rerank_candidates=settings.retrieval.rerank_candidates,
-            keep=settings.retrieval.evidence_per_question,
+            scope=groups["retrieval"].evidence_scope,
+            candidates=groups["retrieval"].candidates,
+            rerank_candidates=groups["retrieval"].rerank_candidates,
+            keep=groups["retrieval"].evidence_per_question,
         )
         return PaperResult(
             document=document,
@@ -174,7 +175,7 @@ def run(
             abstract=abstract,
             questions=asked,
             evidence=found,
-            answers=answer_paper(found, settings.synthesis, asker),
+            answers=answer_paper(found, groups["synthesis"], asker),
         )
 
     results: dict[str, PaperResult] = {}
@@ -193,8 +194,8 @@ def run(
         list(abstracts.values()),
         retriever(),
         reranker,
-        settings.retrieval,
-        settings.synthesis,
+        groups["retrieval"],
+        groups["synthesis"],
         asker,
     )
     analysis = analyse(
@@ -202,15 +203,24 @@ def run(
         answers,
         comparative,
         abstracts,
-        follow_up_answerer(retriever, reranker, settings.retrieval, settings.synthesis, asker),
-        settings,
+        follow_up_answerer(retriever, reranker, groups["retrieval"], groups["synthesis"], asker),
+        groups["synthesis"],
         asker,
         embedder,
     )
     analysis.left_out = left_out
     titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}
-    synthesis = write_synthesis(analysis, answers, comparative, titles, settings, asker)
-    plain = plain_summary(analysis, synthesis, titles, settings, asker)
+    synthesis = write_synthesis(
+        analysis,
+        answers,
+        comparative,
+        titles,
+        groups["synthesis"],
+        groups["ingest"],
+        groups["paths"],
+        asker,
+    )
+    plain = plain_summary(analysis, synthesis, titles, asker)
     return PipelineResult(
         collection=collection,
         papers=list(results.values()),

@@ -5,24 +5,17 @@ same."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from litpipe.agents.asker import Asker
 from litpipe.agents.plain_summary import PlainSummaryAgent, write_plain_summary
 from litpipe.llm.errors import LLMError
 from litpipe.schemas import RelationshipAnalysis, Synthesis
-from litpipe.settings import Settings
 from litpipe.workflows.optional_steps import not_run
-
-if TYPE_CHECKING:
-    pass
 
 
 def plain_summary(
     analysis: RelationshipAnalysis,
     expert: Synthesis,
     titles: dict[str, str],
-    settings: Settings,
     asker: Asker,
 ) -> Synthesis:
     """The `plain_summary` asset's work: `write_plain_summary`, or, when the model fails it, an

@@ -26,8 +26,10 @@ Runs without Dagster:
 
     passages = paper_passages(store, embedder.embedder_id, paper_id)
     retriever = HybridRetriever(store, embedder, paper_id, None, papers=[paper_id])
-    search = paper_search(retriever, NoReranker(), paper_id, settings)
-    result = summarize_for_query(request, title, abstract, passages, search, settings, asker)
+    search = paper_search(retriever, NoReranker(), paper_id, settings.retrieval)
+    result = summarize_for_query(
+        request, title, abstract, passages, search, settings.query_summary, asker
+    )
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from litpipe.schemas import (
     SummaryIteration,
     SummaryRoute,
 )
-from litpipe.settings import Settings
+from litpipe.settings import QuerySummarySettings, RetrievalSettings
 from litpipe.text import estimate_tokens, without_markers
 from litpipe.validation import validation_problems
 
@@ -125,7 +127,7 @@ def paper_passages(store: ChunkStore, embedder_id: str, paper_id: str) -> list[R
 
 
 def paper_search(
-    retriever: HybridRetriever, reranker: Reranker, paper_id: str, settings: Settings
+    retriever: HybridRetriever, reranker: Reranker, paper_id: str, retrieval: RetrievalSettings
 ) -> Search:
     """Search of the paper's own chunks as `question_evidence` does it: hybrid candidates, MMR,
     the reranker, the best `retrieval.evidence_per_question` kept."""
@@ -133,14 +135,12 @@ def paper_search(
     def search(text: str) -> list[RetrievedChunk]:
         shortlist = retriever.search(
             text,
-            limit=max(
-                settings.retrieval.rerank_candidates, settings.retrieval.evidence_per_question
-            ),
-            candidates=settings.retrieval.candidates,
+            limit=max(retrieval.rerank_candidates, retrieval.evidence_per_question),
+            candidates=retrieval.candidates,
             scope="own",
             paper_id=paper_id,
         )
-        return reranker.rerank(text, shortlist)[: settings.retrieval.evidence_per_question]
+        return reranker.rerank(text, shortlist)[: retrieval.evidence_per_question]
 
     return search
 
@@ -162,17 +162,17 @@ def _in_reading_order(
 
 
 def within_context(
-    evidence: list[RetrievedChunk], paper: list[RetrievedChunk], settings: Settings
+    evidence: list[RetrievedChunk], paper: list[RetrievedChunk], query_summary: QuerySummarySettings
 ) -> list[RetrievedChunk]:
     """As much of the paper as `query_summary.context_tokens` holds, in reading order: the retrieved
     passages first, then the others from the start of the paper (a paper too long to read whole
     is read as far as the model can)."""
     candidates = _in_reading_order(evidence, paper) + paper
-    return _filled([], candidates, settings.query_summary.context_tokens, paper)
+    return _filled([], candidates, query_summary.context_tokens, paper)
 
 
 def judge_parts(
-    paper: list[RetrievedChunk], evidence: list[RetrievedChunk], settings: Settings
+    paper: list[RetrievedChunk], evidence: list[RetrievedChunk], query_summary: QuerySummarySettings
 ) -> list[list[RetrievedChunk]]:
     """The whole paper in consecutive parts, each within `query_summary.context_tokens` (a
     passage longer than that is a part alone), in reading order. More than
@@ -182,7 +182,7 @@ def judge_parts(
     used = 0
     for chunk in paper:
         cost = estimate_tokens(citations.evidence_block([chunk]))
-        if not parts or used + cost > settings.query_summary.context_tokens:
+        if not parts or used + cost > query_summary.context_tokens:
             parts.append([])
             used = 0
         parts[-1].append(chunk)
@@ -191,7 +191,7 @@ def judge_parts(
     kept = sorted(
         range(len(parts)),
         key=lambda index: (-sum(chunk.chunk_id in retrieved for chunk in parts[index]), index),
-    )[: settings.query_summary.judge_parts]
+    )[: query_summary.judge_parts]
     return [parts[index] for index in sorted(kept)]
 
 
@@ -199,13 +199,11 @@ def _widened(
     source: list[RetrievedChunk],
     found: list[RetrievedChunk],
     paper: list[RetrievedChunk],
-    settings: Settings,
+    query_summary: QuerySummarySettings,
 ) -> list[RetrievedChunk]:
     """`source` and, as far as `query_summary.context_tokens` still holds, the `found` passages
     it lacks, in reading order."""
-    budget = settings.query_summary.context_tokens - estimate_tokens(
-        citations.evidence_block(source)
-    )
+    budget = query_summary.context_tokens - estimate_tokens(citations.evidence_block(source))
     return _filled(source, found, budget, paper)
 
 
@@ -258,7 +256,7 @@ def summarize_for_query(
     abstract: str,
     paper: list[RetrievedChunk],
     search: Search,
-    settings: Settings,
+    query_summary: QuerySummarySettings,
     asker: Asker,
 ) -> QuerySummary:
     """The MAIS loop for one request. `paper` is the whole paper's passages in reading order
@@ -279,7 +277,7 @@ def summarize_for_query(
             abstract=abstract,
             query=request.query,
             evidence=query_evidence,
-            most=settings.query_summary.questions,
+            most=query_summary.questions,
         ),
         asker,
     )
@@ -288,11 +286,11 @@ def summarize_for_query(
 
     whole_tokens = estimate_tokens(citations.evidence_block(paper))
     route: SummaryRoute
-    if whole_tokens <= settings.query_summary.context_tokens or not evidence:
+    if whole_tokens <= query_summary.context_tokens or not evidence:
         route, source = "whole_paper", paper
         route_reason = (
             f"the whole paper (about {whole_tokens} tokens) fits query_summary.context_tokens "
-            f"({settings.query_summary.context_tokens})"
+            f"({query_summary.context_tokens})"
             if evidence
             else "retrieval found no passage for the query or the questions"
         )
@@ -300,7 +298,7 @@ def summarize_for_query(
         route, source = "evidence", evidence
         route_reason = (
             f"the paper (about {whole_tokens} tokens) exceeds query_summary.context_tokens "
-            f"({settings.query_summary.context_tokens}): its {len(evidence)} passages retrieved "
+            f"({query_summary.context_tokens}): its {len(evidence)} passages retrieved "
             f"for the query and {len(questions)} questions"
         )
 
@@ -310,10 +308,10 @@ def summarize_for_query(
     # only sentences of what it reads, and the passages retrieved for a topic seldom hold the
     # sentence the offline judge finds best anywhere in the paper, so the loop would run to
     # its cap (measured on the bundled LitQA2 paper: 15 passes, never approved).
-    judges_whole_paper = whole_tokens > settings.query_summary.context_tokens and not asker.offline(
+    judges_whole_paper = whole_tokens > query_summary.context_tokens and not asker.offline(
         JudgeAgent()
     )
-    judged = judge_parts(paper, evidence, settings) if judges_whole_paper else [source]
+    judged = judge_parts(paper, evidence, query_summary) if judges_whole_paper else [source]
     judged_passages = sum(len(part) for part in judged)
     judge_note = ""
     if judges_whole_paper:
@@ -334,12 +332,12 @@ def summarize_for_query(
                     title=title,
                     query=request.query,
                     passages=source,
-                    most=settings.query_summary.acus,
+                    most=query_summary.acus,
                 ),
             ),
-            settings.query_summary.acus,
+            query_summary.acus,
         )
-        if settings.query_summary.acus
+        if query_summary.acus
         else []
     )
 
@@ -347,12 +345,12 @@ def summarize_for_query(
     iterations: list[SummaryIteration] = []
     previous = ""
     topics: list[str] = []
-    for iteration in range(1, settings.query_summary.max_iterations + 1):
+    for iteration in range(1, query_summary.max_iterations + 1):
         if topics and judges_whole_paper and len(source) < len(paper):
             # The judge read the whole paper: what it found missing may lie outside what the
             # summarizer read, which then gets the passages retrieved for each topic.
             source = _widened(
-                source, [c for topic in topics for c in search(topic)], paper, settings
+                source, [c for topic in topics for c in search(topic)], paper, query_summary
             )
         inputs = QuerySummaryInput(
             paper_id=request.paper_id,
@@ -365,7 +363,7 @@ def summarize_for_query(
         reply = asker.ask(summarizer, inputs)
         if iteration == 1 and not reply.evidence_sufficient and route == "evidence":
             # Self-Route: the retrieved passages do not hold the answer; the whole paper may.
-            route, source = "whole_paper", within_context(evidence, paper, settings)
+            route, source = "whole_paper", within_context(evidence, paper, query_summary)
             route_reason = (
                 f"the summarizer found the {len(evidence)} passages retrieved for the query and "
                 f"the questions insufficient (the whole paper is about {whole_tokens} tokens"
@@ -442,7 +440,7 @@ def summarize_for_query(
         questions=questions,
         acus=acus,
         iterations=iterations,
-        max_iterations=settings.query_summary.max_iterations,
+        max_iterations=query_summary.max_iterations,
         summary=last.summary,
         highlights=last.highlights,
         citations=last.citations,
@@ -452,7 +450,9 @@ def summarize_for_query(
     )
 
 
-def query_summary_version(settings: Settings, asker: Asker) -> str:
+def query_summary_version(
+    query_summary: QuerySummarySettings, retrieval: RetrievalSettings, asker: Asker
+) -> str:
     """Hash of all that decides a query summary: the six agents (prompt, schema, code, route),
     this workflow's code and the loop's settings. Retrieval's own version is its stage's."""
     agents = (
@@ -470,10 +470,10 @@ def query_summary_version(settings: Settings, asker: Asker) -> str:
             inspect.getsource(module)
             for module in (sys.modules[__name__], answering, paper_summary)
         ),
-        str(settings.query_summary.max_iterations),
-        str(settings.query_summary.questions),
-        str(settings.query_summary.context_tokens),
-        str(settings.query_summary.judge_parts),
-        str(settings.query_summary.acus),
-        str(settings.retrieval.evidence_per_question),
+        str(query_summary.max_iterations),
+        str(query_summary.questions),
+        str(query_summary.context_tokens),
+        str(query_summary.judge_parts),
+        str(query_summary.acus),
+        str(retrieval.evidence_per_question),
     )

@@ -1,8 +1,16 @@
 """LitLLM related-work generation, one request end to end, without Dagster.
 
     table = load_references(Path("refs.csv"))
-    request = make_request("We propose ...", settings, top_k=5)
-    related = run_related_work(table, request, settings, Asker(settings.llm))
+    request = make_request("We propose ...", settings.related_work, top_k=5)
+    related = run_related_work(
+        table,
+        request,
+        settings.related_work,
+        settings.ingest,
+        settings.retrieval,
+        settings.paths,
+        Asker(settings.llm),
+    )
     write_related_work(related, Path("out"))  # litpipe.report.related_work
 
 1. The reference table (CSV or JSONL with `id`, `title`, `abstract`, read as the ingest reads
@@ -86,7 +94,12 @@ from litpipe.schemas import (
     RetrievedReference,
     ScoredReference,
 )
-from litpipe.settings import Settings
+from litpipe.settings import (
+    HomePaths,
+    IngestSettings,
+    RelatedWorkSettings,
+    RetrievalSettings,
+)
 from litpipe.text import estimate_tokens
 from litpipe.validation import validation_problems
 
@@ -159,7 +172,7 @@ def load_references(path: Path) -> ReferenceTable:
 
 def make_request(
     idea: str,
-    settings: Settings,
+    related_work: RelatedWorkSettings,
     sentences: int | None = None,
     words: int | None = None,
     top_k: int | None = None,
@@ -171,15 +184,17 @@ def make_request(
     try:
         return RelatedWorkRequest(
             idea=idea.strip(),
-            sentences=sentences if sentences is not None else settings.related_work.sentences,
-            words=words if words is not None else settings.related_work.words,
-            top_k=top_k if top_k is not None else settings.related_work.top_k,
+            sentences=sentences if sentences is not None else related_work.sentences,
+            words=words if words is not None else related_work.words,
+            top_k=top_k if top_k is not None else related_work.top_k,
         )
     except ValidationError as error:
         raise RelatedWorkInputError(f"bad request: {validation_problems(error)}") from None
 
 
-def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: Settings) -> None:
+def check_request(
+    request: RelatedWorkRequest, table: ReferenceTable, related_work: RelatedWorkSettings
+) -> None:
     """Raise `RelatedWorkInputError` for what no run could serve: a top-k larger than the
     table, an idea that does not fit the writer's context."""
     problems = []
@@ -189,28 +204,30 @@ def check_request(request: RelatedWorkRequest, table: ReferenceTable, settings: 
             f"references ({table.path}): ask for at most {len(table.references)}"
         )
     idea_tokens = estimate_tokens(request.idea)
-    if idea_tokens > settings.related_work.context_tokens:
+    if idea_tokens > related_work.context_tokens:
         problems.append(
             f"the research idea is about {idea_tokens} tokens, longer than the writer's context "
-            f"(related_work.context_tokens = {settings.related_work.context_tokens}): shorten "
+            f"(related_work.context_tokens = {related_work.context_tokens}): shorten "
             "the idea to its problem, approach and contribution"
         )
     if problems:
         raise RelatedWorkInputError("; ".join(problems))
 
 
-def check_writer_context(inputs: RelatedWorkInput, settings: Settings, asker: Asker) -> None:
+def check_writer_context(
+    inputs: RelatedWorkInput, related_work: RelatedWorkSettings, asker: Asker
+) -> None:
     """Raise `RelatedWorkInputError` when a model writer's prompt (the idea and the top-k
     abstracts) would not fit its context; the offline engine has no context to fit."""
     agent = RelatedWorkAgent()
     if asker.offline(agent):
         return
     tokens = sum(estimate_tokens(m["content"]) for m in agent.messages(inputs, asker.prompts))
-    if tokens > settings.related_work.context_tokens:
+    if tokens > related_work.context_tokens:
         raise RelatedWorkInputError(
             f"the writer's prompt (the idea and {len(inputs.references)} abstracts) is about "
             f"{tokens} tokens, more than its context (related_work.context_tokens = "
-            f"{settings.related_work.context_tokens}): lower top_k or raise the setting"
+            f"{related_work.context_tokens}): lower top_k or raise the setting"
         )
 
 
@@ -222,7 +239,6 @@ def debate_passage(reference: Reference) -> str:
 def score_references(
     idea: str,
     candidates: list[RetrievedReference],
-    settings: Settings,
     asker: Asker,
 ) -> list[ScoredReference]:
     """Each candidate with the debate agent's verdict on it, in the candidates' order: one
@@ -243,10 +259,10 @@ def score_references(
     ]
 
 
-def generated_queries(idea: str, settings: Settings, asker: Asker) -> list[str]:
+def generated_queries(idea: str, related_work: RelatedWorkSettings, asker: Asker) -> list[str]:
     """The `search_queries` agent's queries for `idea` that can be searched (none when the
     setting asks for none)."""
-    count = settings.related_work.search_queries
+    count = related_work.search_queries
     if count == 0:
         return []
     inputs = SearchQueriesInput(idea=idea, count=count)
@@ -256,13 +272,13 @@ def generated_queries(idea: str, settings: Settings, asker: Asker) -> list[str]:
 
 def sentence_plan(
     inputs: RelatedWorkInput,
-    settings: Settings,
+    related_work: RelatedWorkSettings,
     asker: Asker,
 ) -> tuple[str, list[str]]:
     """The plan the writer is to write to, as `related_work.plan` asks, and a warning when a
     plan is asked of the offline writer, which writes extractively and follows none (`auto`
     then writes no plan: nothing would read it)."""
-    asked = settings.related_work.plan
+    asked = related_work.plan
     if asked == NO_PLAN:
         return "", []
     if asker.offline(RelatedWorkAgent()):
@@ -285,26 +301,28 @@ def top_references(scored: list[ScoredReference], k: int) -> list[ScoredReferenc
 def abstract_index(
     references: list[Reference],
     embedder: AbstractEncoder,
-    settings: Settings,
+    ingest: IngestSettings,
+    retrieval: RetrievalSettings,
     vectors_dir: Path | None = None,
 ) -> AbstractIndex:
-    """The in-memory search over `references`, as the settings size and fuse it."""
+    """The in-memory search over `references`, chunked as `ingest` and fused as `retrieval`
+    say."""
     return AbstractIndex(
         references,
         embedder,
-        chunk_tokens=settings.ingest.chunk_tokens,
-        overlap_tokens=settings.ingest.chunk_overlap_tokens,
-        rrf_k=settings.retrieval.rrf_k,
-        mmr_lambda=settings.retrieval.mmr_lambda,
+        chunk_tokens=ingest.chunk_tokens,
+        overlap_tokens=ingest.chunk_overlap_tokens,
+        rrf_k=retrieval.rrf_k,
+        mmr_lambda=retrieval.mmr_lambda,
         vectors_dir=vectors_dir,
     )
 
 
-def load_embedder(settings: Settings) -> AbstractEncoder:
+def load_embedder(ingest: IngestSettings, paths: HomePaths) -> AbstractEncoder:
     # Imported here: sentence-transformers costs seconds, and bad input needs no model.
     from litpipe.workflows.ingest import settings_embedder
 
-    return settings_embedder(settings)
+    return settings_embedder(ingest, paths)
 
 
 # The writer's step: the section from the offline engine or the model (one revision request
@@ -422,11 +440,7 @@ def settle(
     )
 
 
-def write_section(
-    inputs: RelatedWorkInput,
-    settings: Settings,
-    asker: Asker,
-) -> WrittenSection:
+def write_section(inputs: RelatedWorkInput, asker: Asker) -> WrittenSection:
     """The section for `inputs`: from the offline engine, or from the model with one revision
     request when its first reply breaks a rule; then `settle`d either way."""
     agent = RelatedWorkAgent()
@@ -464,38 +478,42 @@ def write_section(
 def run_related_work(
     table: ReferenceTable | Path,
     request: RelatedWorkRequest,
-    settings: Settings,
+    related_work: RelatedWorkSettings,
+    ingest: IngestSettings,
+    retrieval: RetrievalSettings,
+    paths: HomePaths,
     asker: Asker,
     embedder: AbstractEncoder | None = None,
     index: AbstractIndex | None = None,
 ) -> RelatedWork:
-    """One request end to end: retrieve, debate, keep the top-k, write, check. `client` may
-    be None when the agents run offline; `embedder` defaults to the settings' embedder;
-    `index`, the table's, built once for many requests over one table (an evaluation's)."""
+    """One request end to end: retrieve, debate, keep the top-k, write, check. `embedder`
+    defaults to the one `ingest` names; `index`, the table's, built once for many requests over
+    one table (an evaluation's); the abstracts' vectors are kept under the home (`paths`)."""
     if not isinstance(table, ReferenceTable):
         table = load_references(Path(table))
-    check_request(request, table, settings)
+    check_request(request, table, related_work)
     if index is None:
         index = abstract_index(
             table.references,
-            embedder if embedder is not None else load_embedder(settings),
-            settings,
-            vectors_dir=settings.home / VECTORS_DIR,
+            embedder if embedder is not None else load_embedder(ingest, paths),
+            ingest,
+            retrieval,
+            vectors_dir=paths.home / VECTORS_DIR,
         )
-    limit = min(len(index), max(settings.related_work.candidates, request.top_k))
-    queries = generated_queries(request.idea, settings, asker)
-    found = index.search(request.idea, limit, max(settings.retrieval.candidates, limit), queries)
-    scored = score_references(request.idea, found, settings, asker)
+    limit = min(len(index), max(related_work.candidates, request.top_k))
+    queries = generated_queries(request.idea, related_work, asker)
+    found = index.search(request.idea, limit, max(retrieval.candidates, limit), queries)
+    scored = score_references(request.idea, found, asker)
     best = top_references(scored, request.top_k)
     inputs = RelatedWorkInput(
         idea=request.idea, references=best, sentences=request.sentences, words=request.words
     )
-    check_writer_context(inputs, settings, asker)
-    plan, plan_warnings = sentence_plan(inputs, settings, asker)
+    check_writer_context(inputs, related_work, asker)
+    plan, plan_warnings = sentence_plan(inputs, related_work, asker)
     if plan:
         inputs = inputs.model_copy(update={"plan": plan})
-        check_writer_context(inputs, settings, asker)
-    section = write_section(inputs, settings, asker)
+        check_writer_context(inputs, related_work, asker)
+    section = write_section(inputs, asker)
     return RelatedWork(
         request=request,
         engine=asker.engine(RelatedWorkAgent.name),
@@ -522,17 +540,27 @@ def run_related_work(
 def generate_related_work(
     table_path: Path,
     request: RelatedWorkRequest,
-    settings: Settings,
+    related_work: RelatedWorkSettings,
+    ingest: IngestSettings,
+    retrieval: RetrievalSettings,
+    paths: HomePaths,
     asker: Asker,
     folder: Path,
     embedder: AbstractEncoder | None = None,
 ) -> tuple[RelatedWork, dict[str, Path]]:
     """`run_related_work`, then its files: bad input raises before anything is written."""
-    related = run_related_work(table_path, request, settings, asker, embedder)
+    related = run_related_work(
+        table_path, request, related_work, ingest, retrieval, paths, asker, embedder
+    )
     return related, write_related_work(related, folder)
 
 
-def related_work_version(settings: Settings, asker: Asker) -> str:
+def related_work_version(
+    related_work: RelatedWorkSettings,
+    ingest: IngestSettings,
+    retrieval: RetrievalSettings,
+    asker: Asker,
+) -> str:
     """Hash of what decides a section besides its inputs: its agents (prompt, schema, code,
     route), this module, the reading of structured abstracts and the notice its files carry,
     and the retrieval and length
@@ -548,12 +576,12 @@ def related_work_version(settings: Settings, asker: Asker) -> str:
         inspect.getsource(related_work_files),
         inspect.getsource(structured_abstracts),
         inspect.getsource(notices),
-        str(settings.ingest.chunk_tokens),
-        str(settings.ingest.chunk_overlap_tokens),
-        str(settings.retrieval.candidates),
-        str(settings.related_work.candidates),
-        str(settings.retrieval.rrf_k),
-        str(settings.retrieval.mmr_lambda),
-        str(settings.related_work.search_queries),
-        settings.related_work.plan,
+        str(ingest.chunk_tokens),
+        str(ingest.chunk_overlap_tokens),
+        str(retrieval.candidates),
+        str(related_work.candidates),
+        str(retrieval.rrf_k),
+        str(retrieval.mmr_lambda),
+        str(related_work.search_queries),
+        related_work.plan,
     )

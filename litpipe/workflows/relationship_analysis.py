@@ -6,7 +6,7 @@ any, by follow-up questions for thin papers. The expert synthesis and its plain-
 are written from the analysis by `litpipe/workflows/synthesis.py`.
 
     follow_up = follow_up_answerer(retriever_of, reranker, retrieval, synthesis, asker)
-    analysis = analyse(collection, answers, comparative, abstracts, follow_up, settings, asker)
+    analysis = analyse(collection, answers, comparative, abstracts, follow_up, synthesis, asker)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from litpipe.schemas import (
     Question,
     RelationshipAnalysis,
 )
-from litpipe.settings import RetrievalSettings, Settings, SynthesisSettings
+from litpipe.settings import RetrievalSettings, SynthesisSettings
 from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.paper_answers import ask
 
@@ -83,7 +83,7 @@ def analyse(
     comparative: CrossPaperQuestions | None,
     abstracts: dict[str, PaperAbstract],
     follow_up: FollowUpAnswerer,
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None = None,
 ) -> RelationshipAnalysis:
@@ -98,16 +98,16 @@ def analyse(
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
     pairs += comparative.answers if comparative is not None else []
 
-    insights, draft, writer = _analysed(collection, pairs, titles, settings, asker, encoder)
+    insights, draft, writer = _analysed(collection, pairs, titles, synthesis, asker, encoder)
     # The refinement pass, an extra beyond X-Sum's pipeline 2: off unless follow-ups are asked.
     thin = (
         thin_papers(
             papers,
             insights,
             papers_named(draft.narrative, draft.citations, titles),
-            settings.synthesis.min_insights_per_paper,
+            synthesis.min_insights_per_paper,
         )
-        if settings.synthesis.follow_up_questions
+        if synthesis.follow_up_questions
         else {}
     )
     follow_ups = []
@@ -117,7 +117,7 @@ def analyse(
         # Optional: a paper whose follow-ups fail keeps the insights it has.
         try:
             questions = follow_up_questions(
-                abstracts[paper_id], asked, reason, settings.synthesis.follow_up_questions, asker
+                abstracts[paper_id], asked, reason, synthesis.follow_up_questions, asker
             )
             if questions:
                 follow_ups.append(
@@ -139,7 +139,7 @@ def analyse(
             collection,
             _in_paper_order(pairs, extra, papers),
             titles,
-            settings,
+            synthesis,
             asker,
             encoder,
         )
@@ -166,7 +166,7 @@ def _analysed(
     collection: str,
     pairs: list[Answer],
     titles: dict[str, str],
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None,
 ) -> tuple[list[Insight], RelationshipDraft, str]:
@@ -177,7 +177,7 @@ def _analysed(
     if one_call is not None:
         return *one_call, AnalysisAgent.name
     insights = insights_for(pairs, asker)
-    draft = relate_insights(collection, insights, titles, settings, asker, encoder)
+    draft = relate_insights(collection, insights, titles, synthesis, asker, encoder)
     return insights, draft, RelationshipsAgent.name
 
 
@@ -185,13 +185,13 @@ def relate_insights(
     collection: str,
     insights: list[Insight],
     titles: dict[str, str],
-    settings: Settings,
+    synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None,
 ) -> RelationshipDraft:
     """`relate`, whose offline engine weighs each insight's `synthesis.relationship_neighbours`
     nearest by `encoder` (every pair without one)."""
-    nearest = None if encoder is None else (encoder, settings.synthesis.relationship_neighbours)
+    nearest = None if encoder is None else (encoder, synthesis.relationship_neighbours)
     return relate(collection, insights, titles, asker, nearest)
 
 

@@ -6,22 +6,23 @@ from __future__ import annotations
 from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.rerankers import reranker_for, reranker_version
 from litpipe.retrieval.rerank import Reranker
-from litpipe.settings import Settings
+from litpipe.settings import IngestSettings, RetrievalSettings
 
 
-def settings_reranker(settings: Settings, asker: Asker) -> Reranker:
-    """The configured reranker; an agent reranker asks through `asker`."""
+def settings_reranker(
+    retrieval: RetrievalSettings, ingest: IngestSettings, asker: Asker
+) -> Reranker:
+    """The configured reranker (a cross-encoder on the embedder's device, in its batches); an
+    agent reranker asks through `asker`."""
     return reranker_for(
-        settings.retrieval.reranker,
+        retrieval.reranker,
         asker,
-        settings.retrieval.cross_encoder_model,
-        device=settings.ingest.embed_device,
-        batch_size=settings.ingest.embed_batch_size,
+        retrieval.cross_encoder_model,
+        device=ingest.embed_device,
+        batch_size=ingest.embed_batch_size,
     )
 
 
-def settings_reranker_version(settings: Settings, asker: Asker) -> str:
+def settings_reranker_version(retrieval: RetrievalSettings, asker: Asker) -> str:
     """The configured reranker's version, without loading or calling it."""
-    return reranker_version(
-        settings.retrieval.reranker, asker, settings.retrieval.cross_encoder_model
-    )
+    return reranker_version(retrieval.reranker, asker, retrieval.cross_encoder_model)

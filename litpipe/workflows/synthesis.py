@@ -46,7 +46,7 @@ from litpipe.schemas import (
     RetrievedChunk,
     Synthesis,
 )
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, SynthesisSettings
 from litpipe.text import without_markers
 from litpipe.workflows.tokens import token_counter, tokens_up_to
 
@@ -66,12 +66,7 @@ def _without_invented(text: str, resolve: Resolver, writer: str) -> str:
     return without_markers(text, unresolved)
 
 
-def paper_summaries(
-    inputs: SynthesisInput,
-    resolve: Resolver,
-    settings: Settings,
-    asker: Asker,
-) -> list[str]:
+def paper_summaries(inputs: SynthesisInput, resolve: Resolver, asker: Asker) -> list[str]:
     """The map step: one summary per paper, in order, its invented markers removed."""
     batch = paper_summary_inputs(inputs)
     replies: list[SummaryReply] = asker.ask_each(PaperSummaryAgent(), batch)
@@ -85,12 +80,12 @@ def summary_tree(
     members: list[Member],
     theme: str,
     resolve: Resolver,
-    settings: Settings,
+    context_tokens: int,
     asker: Asker,
     count: Callable[[str], int],
 ) -> list[Member]:
     """The top of the tree: members clustered and summarized, level by level, until the level
-    fits the writer's context (its tokens as `count` counts them), is one cluster, or
+    fits the writer's context (`context_tokens`, as `count` counts them), is one cluster, or
     clustering merges nothing more."""
     level = members
     while len(level) > 1:
@@ -107,18 +102,13 @@ def summary_tree(
             )
             for inputs, reply in zip(batch, replies, strict=True)
         ]
-        budget = settings.synthesis.context_tokens
-        if tokens_up_to((member.summary for member in level), count, budget) <= budget:
+        summaries = (member.summary for member in level)
+        if tokens_up_to(summaries, count, context_tokens) <= context_tokens:
             break
     return level
 
 
-def refined_summary(
-    inputs: SynthesisInput,
-    resolve: Resolver,
-    settings: Settings,
-    asker: Asker,
-) -> Member:
+def refined_summary(inputs: SynthesisInput, resolve: Resolver, asker: Asker) -> Member:
     """The refine pattern: one summary of every paper, updated paper by paper in order, each
     step's invented markers removed before the next reads it."""
     agent = RefineSummaryAgent()
@@ -143,10 +133,14 @@ def write_synthesis(
     answers: dict[str, PaperAnswers],
     comparative: CrossPaperQuestions | None,
     titles: dict[str, str],
-    settings: Settings,
+    synthesis: SynthesisSettings,
+    ingest: IngestSettings,
+    paths: HomePaths,
     asker: Asker,
 ) -> Synthesis:
-    """The `synthesis` asset's work: the collection's expert synthesis, every paper cited."""
+    """The `synthesis` asset's work: the collection's expert synthesis, every paper cited (its
+    material measured in the writer's tokens: `token_counter`, which falls back to the
+    embedder's of `ingest`, its models under `paths`)."""
     evidence = collection_evidence(analysis, answers, comparative)
     evidence_of: dict[str, list[RetrievedChunk]] = {}
     for chunk in evidence:
@@ -156,7 +150,7 @@ def write_synthesis(
     }
     for follow_up in analysis.follow_ups:
         answers_of.setdefault(follow_up.paper_id, []).extend(follow_up.answers)
-    writer = synthesis_writer(settings.synthesis.method)
+    writer = synthesis_writer(synthesis.method)
     inputs = SynthesisInput(
         collection=analysis.collection,
         # What `stuff` would give the writer is measured first; the chosen pattern replaces it.
@@ -176,17 +170,17 @@ def write_synthesis(
             for paper in analysis.papers
         ],
         comparative=comparative.answers if comparative else [],
-        answer_chars=settings.synthesis.answer_chars,
-        context_tokens=settings.synthesis.context_tokens,
+        answer_chars=synthesis.answer_chars,
+        context_tokens=synthesis.context_tokens,
     )
-    count = token_counter(settings, writer.name)
-    budget = settings.synthesis.context_tokens
+    count = token_counter(asker.route(writer.name), ingest, paths)
+    budget = synthesis.context_tokens
     material_tokens = tokens_up_to(part_2_blocks(inputs), count, budget)
-    pattern = choose_pattern(material_tokens, len(analysis.papers), settings.synthesis)
+    pattern = choose_pattern(material_tokens, len(analysis.papers), synthesis)
     inputs.pattern = pattern
     resolve = evidence_resolver(evidence)
     if pattern in ("map_reduce", "hierarchical"):
-        summaries = paper_summaries(inputs, resolve, settings, asker)
+        summaries = paper_summaries(inputs, resolve, asker)
         inputs.papers = [
             paper.model_copy(update={"evidence": [], "summary": summary})
             for paper, summary in zip(inputs.papers, summaries, strict=True)
@@ -195,9 +189,9 @@ def write_synthesis(
         members = [
             Member(label=p.title, papers=[p.paper_id], summary=p.summary) for p in inputs.papers
         ]
-        inputs.groups = summary_tree(members, analysis.theme, resolve, settings, asker, count)
+        inputs.groups = summary_tree(members, analysis.theme, resolve, budget, asker, count)
     if pattern == "refine":
-        inputs.groups = [refined_summary(inputs, resolve, settings, asker)]
+        inputs.groups = [refined_summary(inputs, resolve, asker)]
     reply = asker.ask(writer, inputs)
     checked = covered(
         reply.text,
@@ -231,11 +225,11 @@ def given_passages(
     return {chunk_id: chunk.text for chunk_id, chunk in given_chunks(answers, comparative).items()}
 
 
-def synthesis_version(settings: Settings, asker: Asker) -> str:
+def synthesis_version(synthesis: SynthesisSettings, asker: Asker) -> str:
     """Hash of the writers (prompt, schema, code, route), this chain, the pattern thresholds
     and the settings that shape the writer's prompt."""
     writers = (
-        synthesis_writer(settings.synthesis.method),
+        synthesis_writer(synthesis.method),
         PaperSummaryAgent(),
         ClusterSummaryAgent(),
         RefineSummaryAgent(),
@@ -243,9 +237,9 @@ def synthesis_version(settings: Settings, asker: Asker) -> str:
     return digest(
         *(asker.version(writer) for writer in writers),
         inspect.getsource(sys.modules[__name__]),
-        str(settings.synthesis.context_tokens),
-        str(settings.synthesis.hierarchical_min_papers),
-        settings.synthesis.method,
-        settings.synthesis.pattern,
-        str(settings.synthesis.answer_chars),
+        str(synthesis.context_tokens),
+        str(synthesis.hierarchical_min_papers),
+        synthesis.method,
+        synthesis.pattern,
+        str(synthesis.answer_chars),
     )

@@ -5,12 +5,13 @@ Cohere or Claude models, tiktoken when that is not in the cache); else (offline,
 litellm has no entry for) with the embedder's tokenizer, which is always local. Each tokenizer
 is loaded once per process.
 
-    count = token_counter(settings, "synthesis")
+    count = token_counter(asker.route("synthesis"), settings.ingest, settings.paths)
     count("Q: What does the paper find?")
 
-It lives with the workflows because it reads the whole `Settings` (the agent's route, the
-embedder) and joins `litpipe.llm` (the model's and the server's tokenizer) to
-`litpipe.retrieval` (the embedder's), two packages of one layer that do not import each other.
+It lives with the workflows because it reads the agent's route and the embedder (the `ingest`
+group, its models under the home) and joins `litpipe.llm` (the model's and the server's
+tokenizer) to `litpipe.retrieval` (the embedder's), two packages of one layer that do not import
+each other.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from litpipe.llm import window
 from litpipe.llm.window import known_to_litellm, served_name, server_report
 from litpipe.retrieval.embedder import Embedder
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, Route
 
 
 @functools.cache
@@ -41,15 +42,15 @@ def _embedder_counter(embedder: str, models_dir: Path) -> Callable[[str], int]:
     return lambda text: len(tokenizer.token_offsets([text])[0])
 
 
-def token_counter(settings: Settings, agent: str) -> Callable[[str], int]:
-    """A counter of the tokens of a text for the model `agent` is routed to."""
-    route = settings.route(agent)
+def token_counter(route: Route, ingest: IngestSettings, paths: HomePaths) -> Callable[[str], int]:
+    """A counter of the tokens of a text for the model of `route` (an agent's), the embedder's
+    where that model's tokenizer is not known."""
     served = None if route.offline or route.api_base is None else route.api_base
     if served is not None and server_report(served, served_name(route.model)).tokenizes:
         return window.token_counter(route.model, served)
     tokenizer = None if route.offline else _model_tokenizer(route.model)
     if tokenizer is None:
-        return _embedder_counter(settings.ingest.embedder, settings.paths.models_dir)
+        return _embedder_counter(ingest.embedder, paths.models_dir)
     from litellm.utils import encode
 
     return lambda text: len(encode(model=route.model, text=text, custom_tokenizer=tokenizer))

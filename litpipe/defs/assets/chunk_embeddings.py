@@ -8,16 +8,18 @@ from litpipe.defs.versions import CodeVersion, batch_data_version, data_version
 from litpipe.retrieval import embedder as embedder_module
 from litpipe.retrieval import store as store_module
 from litpipe.schemas import EmbeddingResult, PaperChunks
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, OperationsSettings
 from litpipe.text import counted
 
 ASSET = "chunk_embeddings"
 
 
-def build_chunk_embeddings_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_chunk_embeddings_assets(
+    ingest: IngestSettings, operations: OperationsSettings, paths: HomePaths
+) -> list[dg.AssetsDefinition]:
     @paper_asset(
         CodeVersion(modules=(embedder_module, store_module), output=EmbeddingResult, embedder=True),
-        settings,
+        {"ingest": ingest, "operations": operations, "paths": paths},
         resources=("artifacts", "embedder", "lancedb"),
         name=ASSET,
         group_name="ingest",

@@ -7,14 +7,16 @@ from litpipe.defs.steps import Collection, all_partitions, step_asset
 from litpipe.defs.versions import CodeVersion, data_version, versioned_output
 from litpipe.retrieval import bm25, hybrid, text
 from litpipe.schemas import CorpusIndex
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings
 from litpipe.text import counted
 
 
-def build_corpus_index_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_corpus_index_assets(
+    ingest: IngestSettings, paths: HomePaths
+) -> list[dg.AssetsDefinition]:
     @step_asset(
         CodeVersion(modules=(bm25, hybrid, text), output=CorpusIndex, embedder=True),
-        settings,
+        {"ingest": ingest, "paths": paths},
         resources=("catalog", "embedder", "lancedb", "retrieval"),
         partitions_def=collections,
         group_name="corpus_index",

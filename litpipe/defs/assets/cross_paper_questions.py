@@ -13,7 +13,7 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import SEARCH, Collection, all_partitions, step_asset
 from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.schemas import CorpusIndex, CrossPaperQuestions, PaperAbstract
-from litpipe.settings import Settings
+from litpipe.settings import IngestSettings, LLMSettings, RetrievalSettings, SynthesisSettings
 from litpipe.text import counted
 from litpipe.workflows import cross_paper_questions as workflow
 from litpipe.workflows.cross_paper_questions import cross_paper
@@ -30,10 +30,15 @@ STEP = ModelStep(
 )
 
 
-def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_cross_paper_questions_assets(
+    llm: LLMSettings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
+    ingest: IngestSettings,
+) -> list[dg.AssetsDefinition]:
     @step_asset(
         STEP,
-        settings,
+        {"llm": llm, "retrieval": retrieval, "synthesis": synthesis},
         resources=SEARCH,
         partitions_def=collections,
         group_name="cross_paper_questions",
@@ -57,9 +62,9 @@ def build_cross_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefi
                 collection.name,
                 list(abstracts.values()),
                 retriever,
-                settings_reranker(settings, asker),
-                settings.retrieval,
-                settings.synthesis,
+                settings_reranker(retrieval, ingest, asker),
+                retrieval,
+                synthesis,
                 asker,
             )
         context.log.info(

@@ -28,7 +28,8 @@ from litpipe.defs.steps import step_asset
 from litpipe.defs.versions import CodeVersion, NamedVersion, declared_code_version
 from litpipe.evaluation.registry import EVALUATIONS, RegisteredEvaluation, run_facts
 from litpipe.files import write_atomically
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths
+from litpipe.settings.groups import SettingsGroups
 
 GROUP = "evaluation"
 
@@ -41,8 +42,8 @@ class EvaluationConfig(dg.Config):
     )
 
 
-def output_folder(settings: Settings, out: str | Path | None) -> Path:
-    return Path(out) if out else settings.paths.outputs_root / "eval"
+def output_folder(paths: HomePaths, out: str | Path | None) -> Path:
+    return Path(out) if out else paths.outputs_root / "eval"
 
 
 def write_evaluation(
@@ -89,14 +90,14 @@ def evaluation_version(entry: RegisteredEvaluation) -> CodeVersion:
     return CodeVersion(versions=(NamedVersion(module, lambda *_: imported_code_version(module)),))
 
 
-def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.AssetsDefinition:
+def _evaluation_asset(entry: RegisteredEvaluation, groups: SettingsGroups) -> dg.AssetsDefinition:
     evaluate = entry.evaluate
     assert evaluate is not None
     step = ModelStep(agents=entry.agents, code=evaluation_version(entry))
 
     @step_asset(
         step,
-        settings,
+        groups,
         resources=(),
         name=entry.asset_name,
         group_name=GROUP,
@@ -111,10 +112,10 @@ def _evaluation_asset(entry: RegisteredEvaluation, settings: Settings) -> dg.Ass
         with step.run(context) as run:
             client = run.asker().client
             try:
-                evaluation = evaluate(settings, Path(config.dataset), config.limit, client)
+                evaluation = evaluate(groups, Path(config.dataset), config.limit, client)
             except entry.input_errors as error:
                 raise bad_input(str(error)) from error
-        files = write_evaluation(entry, evaluation, output_folder(settings, config.out))
+        files = write_evaluation(entry, evaluation, output_folder(groups["paths"], config.out))
         context.log.info(f"written: {files['markdown']}, {files['json']}")
         return dg.MaterializeResult(
             metadata={**evaluation_metadata(entry, evaluation, files), **run.usage()}
@@ -150,18 +151,17 @@ evaluation_job = dg.define_asset_job(
 )
 
 
-def build_evaluation_assets(settings: Settings) -> list[dg.AssetsDefinition | dg.AssetSpec]:
-    """One asset per registered evaluation; an external one for those their command runs. A
-    step reads the settings of its `llm` resource (the UI's, or the command's)."""
+def build_evaluation_assets(groups: SettingsGroups) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    """One asset per registered evaluation; an external one for those their command runs. An
+    evaluation is a run of the pipeline's stages under the settings: its step hands it the
+    `groups` (every one: `evaluate` unpacks those it reads)."""
     return [
-        _evaluation_asset(entry, settings)
+        _evaluation_asset(entry, groups)
         if entry.evaluate is not None
         else dg.AssetSpec(
             entry.asset_name,
             group_name=GROUP,
-            code_version=declared_code_version(
-                entry.asset_name, evaluation_version(entry), settings
-            ),
+            code_version=declared_code_version(entry.asset_name, evaluation_version(entry), groups),
             description=f"`litpipe eval {entry.name}` (reported by the command, which runs "
             f"`query_summary` itself): {entry.description}. Dataset: {entry.dataset_help} "
             f"(full set: ../shared/data/{entry.default_dataset}).",

@@ -16,16 +16,21 @@ from litpipe.schemas import (
     PaperSource,
     pdf_content_sha256,
 )
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, OperationsSettings
+from litpipe.settings.groups import SettingsGroups
 from litpipe.workflows.ingest import chunk_paper, read_document
 
 GROUP = "ingest"
 
 
-def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_ingest_assets(
+    ingest: IngestSettings, operations: OperationsSettings, paths: HomePaths
+) -> list[dg.AssetsDefinition]:
+    groups: SettingsGroups = {"ingest": ingest, "operations": operations, "paths": paths}
+
     @paper_asset(
         CodeVersion(output=PaperSource),
-        settings,
+        groups,
         group_name=GROUP,
         kinds={"pdf"},
         description="Where the paper comes from, and the hash of its bytes (or of its table row).",
@@ -35,7 +40,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
     @paper_asset(
         CodeVersion(modules=(*pdf.MODULES, tables, structured_abstracts), output=PaperDocument),
-        settings,
+        groups,
         group_name=GROUP,
         # Inputs are read from their artifacts, not loaded through the IO manager (which loads
         # one partition per input), so that one run builds a batch of papers.
@@ -46,7 +51,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         def document_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperDocument]:
             paper_source = papers.store.read(["paper_source"], paper_id, PaperSource)
             try:
-                document = read_document(paper_source, settings)
+                document = read_document(paper_source, ingest)
             except IngestError as error:
                 # A bad paper is the user's input, not a transient fault: no retry, one line.
                 raise dg.Failure(
@@ -76,7 +81,7 @@ def build_ingest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             },
             embedder=True,
         ),
-        settings,
+        groups,
         resources=("catalog", "artifacts", "embedder", "chunker"),
         group_name=GROUP,
         deps=[paper_document],

@@ -21,7 +21,7 @@ from litpipe.report import page as report_page
 from litpipe.report import synthesis_diff as diff_report
 from litpipe.retrieval import neighbours
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, LLMSettings, SynthesisSettings
 from litpipe.workflows import nightly_digest as digest_workflow
 from litpipe.workflows import synthesis_diff, synthesis_history
 
@@ -71,10 +71,12 @@ STEP = ModelStep(
 )
 
 
-def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_nightly_digest_assets(
+    llm: LLMSettings, synthesis: SynthesisSettings, ingest: IngestSettings, paths: HomePaths
+) -> list[dg.AssetsDefinition]:
     @step_asset(
         STEP,
-        settings,
+        {"llm": llm, "synthesis": synthesis, "ingest": ingest, "paths": paths},
         resources=("catalog", "artifacts", "embedder"),
         partitions_def=nightly,
         group_name="nightly_digest",
@@ -104,12 +106,12 @@ def build_nightly_digest_assets(settings: Settings) -> list[dg.AssetsDefinition]
                 arrivals,
                 before,
                 ArtifactSources(resources.artifacts),
-                settings,
+                synthesis,
                 step.asker(),
                 # Through the home's vector cache: the night's relationship analysis encoded
                 # these insights already, so the digest loads no model to find neighbours.
                 resources.embedder.cached(),
-                history=settings.home,
+                history=paths.home,
             )
             built.model_budget = step.nightly_budget_spent(window.start.date())
         files = digest_report.write_digest(

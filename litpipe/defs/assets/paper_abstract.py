@@ -8,17 +8,19 @@ from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.steps import PaperBatch, each_paper, paper_asset
 from litpipe.defs.versions import CodeVersion
 from litpipe.schemas import PaperAbstract, PaperDocument
-from litpipe.settings import Settings
+from litpipe.settings import LLMSettings, OperationsSettings
 
 STEP = ModelStep(
     agents=(PaperAbstractAgent.name,), code=CodeVersion(agents=(PaperAbstractAgent(),))
 )
 
 
-def build_paper_abstract_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_paper_abstract_assets(
+    llm: LLMSettings, operations: OperationsSettings
+) -> list[dg.AssetsDefinition]:
     @paper_asset(
         STEP,
-        settings,
+        {"llm": llm, "operations": operations},
         group_name="paper_questions",
         deps=["paper_document"],
         description="Title and abstract: parsed from the paper, or written by the `abstract` "

@@ -11,17 +11,19 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import PaperBatch, each_paper, paper_asset
 from litpipe.defs.versions import ANSWERS, CodeVersion
 from litpipe.schemas import Answer, PaperAnswers, PaperEvidence
-from litpipe.settings import Settings, SynthesisSettings
+from litpipe.settings import LLMSettings, OperationsSettings, SynthesisSettings
 from litpipe.workflows import paper_answers as workflow
 from litpipe.workflows.paper_answers import answer_paper
 
 STEP = ModelStep(agents=ANSWER_AGENTS, code=CodeVersion(versions=(ANSWERS,), modules=(workflow,)))
 
 
-def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_paper_answers_assets(
+    llm: LLMSettings, synthesis: SynthesisSettings, operations: OperationsSettings
+) -> list[dg.AssetsDefinition]:
     @paper_asset(
         STEP,
-        settings,
+        {"llm": llm, "synthesis": synthesis, "operations": operations},
         group_name="paper_answers",
         deps=["question_evidence"],
         description="Each question of the paper answered only from its reranked evidence, "
@@ -30,7 +32,7 @@ def build_paper_answers_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         "`synthesis.answer_mode` says.",
     )
     def paper_answers(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        return each_paper(context, STEP, functools.partial(answers_of, settings.synthesis))
+        return each_paper(context, STEP, functools.partial(answers_of, synthesis))
 
     return [paper_answers]
 

@@ -11,7 +11,7 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import PaperBatch, each_paper, paper_asset
 from litpipe.defs.versions import CodeVersion
 from litpipe.schemas import PaperAbstract, PaperQuestions
-from litpipe.settings import Settings
+from litpipe.settings import LLMSettings, OperationsSettings, SynthesisSettings
 
 AGENT = PaperQuestionsAgent()
 STEP = ModelStep(
@@ -20,17 +20,19 @@ STEP = ModelStep(
 )
 
 
-def build_paper_questions_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_paper_questions_assets(
+    llm: LLMSettings, synthesis: SynthesisSettings, operations: OperationsSettings
+) -> list[dg.AssetsDefinition]:
     @paper_asset(
         STEP,
-        settings,
+        {"llm": llm, "synthesis": synthesis, "operations": operations},
         group_name="paper_questions",
         deps=["paper_abstract"],
         description="Questions of the paper in two styles, `broad` (context, objective, method, "
         "findings) and `inner_workings` (design, steps, mechanisms, rationale).",
     )
     def paper_questions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        per_style = settings.synthesis.questions_per_style
+        per_style = synthesis.questions_per_style
         return each_paper(context, STEP, functools.partial(questions_of, per_style))
 
     return [paper_questions]

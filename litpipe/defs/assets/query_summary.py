@@ -58,7 +58,14 @@ from litpipe.schemas import (
     QuerySummaryRequest,
     RetrievedChunk,
 )
-from litpipe.settings import Settings
+from litpipe.settings import (
+    GradingSettings,
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    QuerySummarySettings,
+    RetrievalSettings,
+)
 from litpipe.workflows.query_summary import (
     MAIS_AGENTS,
     QuerySummaryError,
@@ -80,9 +87,9 @@ PAPER_INPUTS = ("paper_chunks", "chunk_embeddings", "paper_abstract")
 PAPER_VERSIONS = "paper_versions"
 
 
-def request_store(settings: Settings) -> ArtifactStore:
+def request_store(paths: HomePaths) -> ArtifactStore:
     """Where requests are stored: `requests/query_summary/<key>.json`."""
-    return ArtifactStore(settings.paths.requests_dir)
+    return ArtifactStore(paths.requests_dir)
 
 
 def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:
@@ -124,7 +131,16 @@ STEP = ModelStep(
     # apply: a request searches its own paper), the judges that grade it, the files it
     # writes. The request's paper and query are its partition key.
     code=CodeVersion(
-        versions=(NamedVersion("query_summary", query_summary_version), RERANKER, GRADING),
+        versions=(
+            NamedVersion(
+                "query_summary",
+                lambda groups, asker: query_summary_version(
+                    groups["query_summary"], groups["retrieval"], asker
+                ),
+            ),
+            RERANKER,
+            GRADING,
+        ),
         modules=(report, notices),
         output=QuerySummary,
         settings=RETRIEVAL_SETTINGS,
@@ -133,12 +149,26 @@ STEP = ModelStep(
 )
 
 
-def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    grading_blocks = settings.grading.blocking
+def build_query_summary_assets(
+    query_summary_settings: QuerySummarySettings,
+    retrieval: RetrievalSettings,
+    grading_settings: GradingSettings,
+    ingest: IngestSettings,
+    llm: LLMSettings,
+    paths: HomePaths,
+) -> list[dg.AssetsDefinition]:
+    grading_blocks = grading_settings.blocking
 
     @step_asset(
         STEP,
-        settings,
+        {
+            "query_summary": query_summary_settings,
+            "retrieval": retrieval,
+            "grading": grading_settings,
+            "ingest": ingest,
+            "llm": llm,
+            "paths": paths,
+        },
         resources=SEARCH,
         checks_may_skip=True,
         name=ASSET,
@@ -167,7 +197,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         catalog, artifacts = resources.catalog, resources.artifacts
-        requests = request_store(settings)
+        requests = request_store(paths)
         if not requests.exists([ASSET], key):
             raise dg.Failure(
                 f"no stored request for partition {key!r} (expected "
@@ -197,9 +227,9 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             asker = step.asker()
             search = paper_search(
                 resources.retrieval.paper_retriever(chunk_store, model, request.paper_id),
-                settings_reranker(settings, asker),
+                settings_reranker(retrieval, ingest, asker),
                 request.paper_id,
-                settings,
+                retrieval,
             )
             try:
                 result = summarize_for_query(
@@ -208,12 +238,12 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                     abstract.abstract,
                     passages,
                     search,
-                    settings,
+                    query_summary_settings,
                     asker,
                 )
             except QuerySummaryError as error:
                 raise dg.Failure(str(error), allow_retries=False) from None
-            result, outcomes = _graded(result, passages, settings, asker, model)
+            result, outcomes = _graded(result, passages, grading_settings, asker, model)
         outputs_dir = artifacts.outputs_dir(collection)
         path = report.write_markdown(result, outputs_dir, collection)
         page = report.write_html(result, outputs_dir, collection)
@@ -270,7 +300,7 @@ def build_query_summary_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 def _graded(
     result: QuerySummary,
     passages: list[RetrievedChunk],
-    settings: Settings,
+    grading_settings: GradingSettings,
     asker: Asker,
     encoder: Encoder,
 ) -> tuple[QuerySummary, dict[str, CheckOutcome | CheckSkipped]]:
@@ -282,7 +312,7 @@ def _graded(
             result.citations, {chunk.chunk_id: chunk.text for chunk in passages}
         ),
         "query summary",
-        settings,
+        grading_settings,
         asker,
         # The collection's embedder scores support offline: the threshold is calibrated for it.
         encoder,

@@ -19,7 +19,13 @@ from litpipe.retrieval import bm25, evidence, fusion, hybrid, mmr, rerank, text
 from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.schemas import PaperEvidence, PaperQuestions
-from litpipe.settings import Settings
+from litpipe.settings import (
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    OperationsSettings,
+    RetrievalSettings,
+)
 from litpipe.workflows.reranking import settings_reranker
 
 # The passages found: the retrieval code, the embedder, the retrieval settings (those of
@@ -33,22 +39,34 @@ CODE = CodeVersion(
 )
 
 
-def question_evidence_step(settings: Settings) -> ModelStep:
+def question_evidence_step(retrieval: RetrievalSettings) -> ModelStep:
     """Only an LLM reranker makes this step call a model."""
-    reranker = settings.retrieval.reranker
+    reranker = retrieval.reranker
     agents = (reranker,) if reranker in AGENT_RERANKERS else ()
     return ModelStep(agents=agents, code=CODE)
 
 
-def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_question_evidence_assets(
+    retrieval: RetrievalSettings,
+    ingest: IngestSettings,
+    llm: LLMSettings,
+    operations: OperationsSettings,
+    paths: HomePaths,
+) -> list[dg.AssetsDefinition]:
     deps = [dg.AssetDep("paper_questions"), dg.AssetDep("chunk_embeddings")]
-    if settings.retrieval.evidence_scope != "own":
+    if retrieval.evidence_scope != "own":
         # Evidence from other papers changes with the collection, whose index this reads.
         deps += all_partitions("corpus_index")
 
     @paper_asset(
-        question_evidence_step(settings),
-        settings,
+        question_evidence_step(retrieval),
+        {
+            "retrieval": retrieval,
+            "ingest": ingest,
+            "llm": llm,
+            "operations": operations,
+            "paths": paths,
+        },
         resources=SEARCH,
         group_name="question_evidence",
         deps=deps,
@@ -57,9 +75,9 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
         "each retriever's rank and score and their place in the paper (section, pages, offsets).",
     )
     def question_evidence(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        step = question_evidence_step(settings)
+        step = question_evidence_step(retrieval)
         with paper_batch(context, step) as papers:
-            retrieval, chunk_store = papers.resources.retrieval, papers.resources.lancedb.store()
+            search, chunk_store = papers.resources.retrieval, papers.resources.lancedb.store()
             # Every question of the batch encoded by one call; each search then looks its
             # vector up.
             model = papers.resources.embedder.cached()
@@ -78,10 +96,10 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
             held_by = papers.catalog.collections_of(list(context.partition_keys))
 
             def retriever(paper_id: str) -> HybridRetriever:
-                if retrieval.scope == "own":
+                if search.scope == "own":
                     if not own_retrievers:
                         own_retrievers.update(
-                            retrieval.paper_retrievers(
+                            search.paper_retrievers(
                                 chunk_store, model, list(context.partition_keys)
                             )
                         )
@@ -89,12 +107,10 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                 names = tuple(held_by.get(paper_id, []))
                 if names not in shared:
                     members = sorted({p for name in names for p in papers.catalog.papers(name)})
-                    shared[names] = retrieval.retriever(
-                        chunk_store, model, "+".join(names), members
-                    )
+                    shared[names] = search.retriever(chunk_store, model, "+".join(names), members)
                 return shared[names]
 
-            reranker = settings_reranker(settings, papers.step.asker())
+            reranker = settings_reranker(retrieval, ingest, papers.step.asker())
 
             def evidence_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperEvidence]:
                 found = gather_evidence(
@@ -104,10 +120,10 @@ def build_question_evidence_assets(settings: Settings) -> list[dg.AssetsDefiniti
                     else papers.store.read(["paper_questions"], paper_id, PaperQuestions),
                     retriever(paper_id),
                     reranker,
-                    scope=retrieval.scope,
-                    candidates=retrieval.candidates,
-                    rerank_candidates=retrieval.rerank_candidates,
-                    keep=retrieval.keep,
+                    scope=search.scope,
+                    candidates=search.candidates,
+                    rerank_candidates=search.rerank_candidates,
+                    keep=search.keep,
                 )
                 not_reranked = sum(not item.reranked for item in found.questions)
                 if reranker.name != "none" and not_reranked:

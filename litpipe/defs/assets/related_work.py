@@ -45,7 +45,14 @@ from litpipe.ingest.ids import file_sha256
 from litpipe.report.related_work import MARKDOWN_FILE, write_related_work
 from litpipe.retrieval.support import Encoder
 from litpipe.schemas import RelatedWork, RelatedWorkRequest
-from litpipe.settings import Settings
+from litpipe.settings import (
+    GradingSettings,
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    RelatedWorkSettings,
+    RetrievalSettings,
+)
 from litpipe.workflows.related_work import (
     ReferenceTable,
     RelatedWorkInputError,
@@ -97,8 +104,8 @@ def new_request(request: RelatedWorkRequest, table_path: Path) -> StoredRelatedW
     )
 
 
-def request_store(settings: Settings) -> ArtifactStore:
-    return ArtifactStore(settings.paths.requests_dir)
+def request_store(paths: HomePaths) -> ArtifactStore:
+    return ArtifactStore(paths.requests_dir)
 
 
 def outputs_folder(outputs_root: Path, key: str) -> Path:
@@ -110,8 +117,8 @@ def bad_input(description: str) -> dg.Failure:
     return dg.Failure(description=description, metadata={BAD_INPUT: True}, allow_retries=False)
 
 
-def _stored(settings: Settings, key: str) -> StoredRelatedWorkRequest:
-    store = request_store(settings)
+def _stored(paths: HomePaths, key: str) -> StoredRelatedWorkRequest:
+    store = request_store(paths)
     if not store.exists([ASSET], key):
         raise bad_input(
             f"no stored request for partition {key!r} (expected {store.path([ASSET], key)}): "
@@ -147,19 +154,41 @@ STEP = ModelStep(
     # the embedder that searches the abstracts and scores support offline; the request's own
     # inputs (idea, limits, table bytes) are in its partition key.
     code=CodeVersion(
-        versions=(NamedVersion("workflow", related_work_version), GRADING),
+        versions=(
+            NamedVersion(
+                "workflow",
+                lambda groups, asker: related_work_version(
+                    groups["related_work"], groups["ingest"], groups["retrieval"], asker
+                ),
+            ),
+            GRADING,
+        ),
         output=RelatedWork,
         embedder=True,
     ),
 )
 
 
-def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    grading_blocks = settings.grading.blocking
+def build_related_work_assets(
+    related_work_settings: RelatedWorkSettings,
+    ingest: IngestSettings,
+    retrieval: RetrievalSettings,
+    grading_settings: GradingSettings,
+    llm: LLMSettings,
+    paths: HomePaths,
+) -> list[dg.AssetsDefinition]:
+    grading_blocks = grading_settings.blocking
 
     @step_asset(
         STEP,
-        settings,
+        {
+            "related_work": related_work_settings,
+            "ingest": ingest,
+            "retrieval": retrieval,
+            "grading": grading_settings,
+            "llm": llm,
+            "paths": paths,
+        },
         resources=("artifacts", "embedder"),
         checks_may_skip=True,
         name=ASSET,
@@ -179,16 +208,25 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         with STEP.run(context) as step:
-            stored = _stored(settings, key)
+            stored = _stored(paths, key)
             table = _unchanged_table(stored)
             asker = step.asker()
             encoder = resources.embedder.embedder()
             try:
-                related = run_related_work(table, stored.request, settings, asker, encoder)
+                related = run_related_work(
+                    table,
+                    stored.request,
+                    related_work_settings,
+                    ingest,
+                    retrieval,
+                    paths,
+                    asker,
+                    encoder,
+                )
             except RelatedWorkInputError as error:
                 # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
                 raise bad_input(str(error)) from error
-            related, outcomes = _graded(related, settings, asker, encoder)
+            related, outcomes = _graded(related, grading_settings, asker, encoder)
         files = write_related_work(
             related, outputs_folder(Path(resources.artifacts.outputs_root), key)
         )
@@ -222,7 +260,7 @@ def build_related_work_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
 def _graded(
     related: RelatedWork,
-    settings: Settings,
+    grading_settings: GradingSettings,
     asker: Asker,
     encoder: Encoder,
 ) -> tuple[RelatedWork, dict[str, CheckOutcome | CheckSkipped]]:
@@ -236,7 +274,7 @@ def _graded(
         related.text,
         passages,
         "related-work section",
-        settings,
+        grading_settings,
         asker,
         # The embedder that searched the abstracts scores support offline (calibrated on MiniLM).
         encoder,

@@ -25,7 +25,13 @@ from litpipe.schemas import (
     PaperAnswers,
     RelationshipAnalysis,
 )
-from litpipe.settings import Settings
+from litpipe.settings import (
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    RetrievalSettings,
+    SynthesisSettings,
+)
 from litpipe.workflows import relationship_analysis as workflow
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
@@ -53,10 +59,22 @@ STEP = ModelStep(
 )
 
 
-def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_relationship_analysis_assets(
+    llm: LLMSettings,
+    retrieval: RetrievalSettings,
+    synthesis: SynthesisSettings,
+    ingest: IngestSettings,
+    paths: HomePaths,
+) -> list[dg.AssetsDefinition]:
     @step_asset(
         STEP,
-        settings,
+        {
+            "llm": llm,
+            "retrieval": retrieval,
+            "synthesis": synthesis,
+            "ingest": ingest,
+            "paths": paths,
+        },
         resources=SEARCH,
         partitions_def=collections,
         group_name="relationship_analysis",
@@ -87,9 +105,9 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
             asker = step.asker()
             follow_up = follow_up_answerer(
                 lambda paper_id: resources.retrieval.paper_retriever(store, model, paper_id),
-                settings_reranker(settings, asker),
-                settings.retrieval,
-                settings.synthesis,
+                settings_reranker(retrieval, ingest, asker),
+                retrieval,
+                synthesis,
                 asker,
             )
             analysis = analyse(
@@ -98,7 +116,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 cross_paper_questions,
                 abstracts,
                 follow_up,
-                settings,
+                synthesis,
                 asker,
                 model,
             )
@@ -126,7 +144,7 @@ def build_relationship_analysis_assets(settings: Settings) -> list[dg.AssetsDefi
                 "did not tell the papers apart"
             )
         # Kept by data version under the home: `litpipe diff` and the digest compare them.
-        synthesis_history.record(settings.home, analysis)
+        synthesis_history.record(paths.home, analysis)
         yield step.output(
             analysis,
             {

@@ -53,7 +53,14 @@ from litpipe.schemas import (
     RelationshipAnalysis,
     Synthesis,
 )
-from litpipe.settings import Settings
+from litpipe.settings import (
+    GradingSettings,
+    HomePaths,
+    IngestSettings,
+    LLMSettings,
+    SynthesisSettings,
+)
+from litpipe.settings.groups import SettingsGroups
 from litpipe.workflows import plain_summary as plain_workflow
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.synthesis import (
@@ -82,8 +89,8 @@ _CHUNK_IDS_PER_READ = 1000
 _EXPERT_ONLY = {"completeness"}
 
 
-def _blocking(name: str, settings: Settings) -> bool:
-    return name in _ALWAYS_BLOCKING or settings.grading.blocking
+def _blocking(name: str, grading_settings: GradingSettings) -> bool:
+    return name in _ALWAYS_BLOCKING or grading_settings.blocking
 
 
 def _check_names(asset: str) -> list[str]:
@@ -91,14 +98,14 @@ def _check_names(asset: str) -> list[str]:
     return [name for name in _CHECKS if asset == "synthesis" or name not in _EXPERT_ONLY]
 
 
-def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
+def _check_specs(asset: str, grading_settings: GradingSettings) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
             name,
             asset=asset,
             partitions_def=collections,
             description=_CHECKS[name],
-            blocking=_blocking(name, settings),
+            blocking=_blocking(name, grading_settings),
         )
         for name in _check_names(asset)
     ] + ([optional_step_spec(asset, "plain_summary")] if asset == "plain_summary" else [])
@@ -107,13 +114,20 @@ def _check_specs(asset: str, settings: Settings) -> list[dg.AssetCheckSpec]:
 # The grades are kept on the output: another judge regrades (the text from the reply cache).
 SYNTHESIS_STEP = ModelStep(
     agents=SYNTHESIS_AGENTS + GRADING_AGENTS,
-    code=CodeVersion(versions=(NamedVersion("synthesis", synthesis_version), GRADING)),
+    code=CodeVersion(
+        versions=(
+            NamedVersion(
+                "synthesis", lambda groups, asker: synthesis_version(groups["synthesis"], asker)
+            ),
+            GRADING,
+        )
+    ),
 )
 PLAIN_STEP = ModelStep(
     agents=PLAIN_SUMMARY_AGENTS + GRADING_AGENTS,
     code=CodeVersion(
         versions=(
-            NamedVersion("plain", lambda _settings, asker: plain_summary_version(asker)),
+            NamedVersion("plain", lambda _groups, asker: plain_summary_version(asker)),
             GRADING,
         ),
         modules=(plain_workflow,),
@@ -121,10 +135,22 @@ PLAIN_STEP = ModelStep(
 )
 
 
-def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_synthesis_assets(
+    llm: LLMSettings,
+    synthesis_settings: SynthesisSettings,
+    grading_settings: GradingSettings,
+    ingest: IngestSettings,
+    paths: HomePaths,
+) -> list[dg.AssetsDefinition]:
+    groups: SettingsGroups = {
+        "llm": llm,
+        "synthesis": synthesis_settings,
+        "grading": grading_settings,
+    }
+
     @_writer_asset(
         SYNTHESIS_STEP,
-        settings,
+        groups,
         "The expert synthesis in three parts (the spine: theme, narrative, every insight; the "
         "evidence grouped by paper; the relationship map), citing every paper; map-reduce by "
         "paper or a tree of cluster summaries when the evidence does not fit.",
@@ -142,7 +168,9 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 answers,
                 cross_paper_questions,
                 titles,
-                settings,
+                synthesis_settings,
+                ingest,
+                paths,
                 step.asker(SYNTHESIS_AGENTS),
             )
 
@@ -153,12 +181,13 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
-            settings,
+            grading_settings,
+            paths,
         )
 
     @_writer_asset(
         PLAIN_STEP,
-        settings,
+        groups,
         "The same argument as the synthesis for a general audience, from the same spine, each "
         "paper's contribution still distinguishable and cited. Optional: when the model fails "
         "it, it is empty, ungraded, and its optional_step check says why.",
@@ -176,7 +205,6 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 relationship_analysis,
                 synthesis,
                 titles,
-                settings,
                 step.asker(PLAIN_SUMMARY_AGENTS),
             )
 
@@ -187,7 +215,8 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             context,
             relationship_analysis,
             cross_paper_questions,
-            settings,
+            grading_settings,
+            paths,
         )
 
     @step_asset(
@@ -195,7 +224,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             modules=(collection_report, report_graphs, report_page, report_markdown, notices, text),
             output=CollectionOutputs,
         ),
-        settings,
+        {},
         resources=("artifacts",),
         partitions_def=collections,
         group_name="synthesis",
@@ -245,7 +274,7 @@ def build_synthesis_assets(settings: Settings) -> list[dg.AssetsDefinition]:
 
 
 def _writer_asset(
-    step: ModelStep, settings: Settings, description: str
+    step: ModelStep, groups: SettingsGroups, description: str
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """A writer's asset (`_written_and_checked`): the checks of its text, which its step may
     leave unreported when it cannot run them."""
@@ -253,12 +282,12 @@ def _writer_asset(
     def decorate(compute: Callable[..., Any]) -> dg.AssetsDefinition:
         return step_asset(
             step,
-            settings,
+            groups,
             resources=("artifacts", "embedder", "lancedb"),
             checks_may_skip=True,
             partitions_def=collections,
             group_name="synthesis",
-            check_specs=_check_specs(compute.__name__, settings),
+            check_specs=_check_specs(compute.__name__, groups["grading"]),
             description=description,
         )(compute)
 
@@ -272,7 +301,8 @@ def _written_and_checked(
     context: dg.AssetExecutionContext,
     analysis: RelationshipAnalysis,
     comparative: CrossPaperQuestions,
-    settings: Settings,
+    grading_settings: GradingSettings,
+    paths: HomePaths,
 ) -> Iterator[dg.Output[Synthesis] | dg.AssetCheckResult]:
     """A writer's step: the text written and graded, then its checks (those that could not
     run named in the output's metadata, not reported)."""
@@ -288,7 +318,7 @@ def _written_and_checked(
         written = write(titles, answers, step)
         if written.not_run is not None:  # an optional writer whose model failed: nothing to grade
             skipped = CheckSkipped(reason=written.not_run.line())
-            not_run = _checked(asset, dict.fromkeys(_check_names(asset), skipped), settings)
+            not_run = _checked(asset, dict.fromkeys(_check_names(asset), skipped), grading_settings)
             yield _output(step, written, analysis, titles, not_run.metadata())
             yield optional_step_result(asset, written.not_run.step, [written.not_run])
             return
@@ -296,7 +326,7 @@ def _written_and_checked(
             written.text,
             grading.cited_passages(written.citations, passages),
             f"{written.audience} synthesis",
-            settings,
+            grading_settings,
             judge,
             encoder,
             title=written.title,
@@ -309,14 +339,14 @@ def _written_and_checked(
     }
     if asset == "synthesis":
         outcomes["completeness"] = grading.completeness(
-            written.text, analysis, settings.grading.support_threshold, encoder
+            written.text, analysis, grading_settings.support_threshold, encoder
         )
     # The expert synthesis' page in the UI shows the pictures of the analysis it is built on,
     # and what changed since the version kept before it (`synthesis_history`).
     plots = analysis_plots(analysis, titles) if asset == "synthesis" else {}
     if asset == "synthesis":
-        plots["changes"] = markdown_metadata(_changes(settings.home, written, analysis))
-    results = _checked(asset, outcomes, settings)
+        plots["changes"] = markdown_metadata(_changes(paths.home, written, analysis))
+    results = _checked(asset, outcomes, grading_settings)
     yield _output(step, written, analysis, titles, {**plots, **results.metadata()})
     yield from results.results
     if asset == "plain_summary":
@@ -407,6 +437,8 @@ def _stored(resources: Resources, written: Synthesis) -> dict[str, StoredChunk]:
 
 
 def _checked(
-    asset: str, outcomes: Mapping[str, CheckOutcome | CheckSkipped], settings: Settings
+    asset: str,
+    outcomes: Mapping[str, CheckOutcome | CheckSkipped],
+    grading_settings: GradingSettings,
 ) -> Checked:
-    return checked(asset, outcomes, lambda name: _blocking(name, settings))
+    return checked(asset, outcomes, lambda name: _blocking(name, grading_settings))

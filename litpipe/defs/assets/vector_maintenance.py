@@ -5,14 +5,13 @@ import dagster as dg
 from litpipe.defs.steps import Resources, step_asset
 from litpipe.defs.versions import CodeVersion
 from litpipe.retrieval import store
-from litpipe.settings import Settings
 from litpipe.workflows import vector_maintenance as maintenance_workflow
 
 
-def build_vector_maintenance_assets(settings: Settings) -> list[dg.AssetsDefinition]:
+def build_vector_maintenance_assets() -> list[dg.AssetsDefinition]:
     @step_asset(
         CodeVersion(modules=(maintenance_workflow, store)),
-        settings,
+        {},
         resources=("lancedb",),
         group_name="vector_maintenance",
         kinds={"lancedb"},
