@@ -45,7 +45,7 @@ def _write_dataset(path: Path, extra_line: str = "") -> Path:
 
 @pytest.fixture
 def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
 
 
 def test_every_registered_evaluation_is_an_asset_of_the_evaluation_group(tmp_path: Path) -> None:

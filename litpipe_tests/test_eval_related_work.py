@@ -109,7 +109,7 @@ def _write_dataset(folder: Path) -> Path:
 def test_eval_related_work_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
     dataset = _write_dataset(tmp_path)
     assert len(read_examples(tmp_path)) == 3
     out = tmp_path / "out"
@@ -136,7 +136,7 @@ def test_eval_related_work_command(
 def test_the_ranked_path_scores_the_top_k_it_ranked_from_the_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
     evaluation = evaluate_related_work(
         settings_groups(Settings(home=tmp_path / "home")), _write_dataset(tmp_path)
     )

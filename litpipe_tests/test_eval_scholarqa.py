@@ -42,14 +42,14 @@ _MARKER = re.compile(r"\[(p\d+):(\d+)\]")
 
 @pytest.fixture(autouse=True)
 def fake_dense_retrieval(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
 
 
 @pytest.fixture(scope="module")
 def offline_evaluation(tmp_path_factory: pytest.TempPathFactory) -> ScholarQAEvaluation:
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+        patch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
         return evaluate_scholarqa(settings_groups(Settings(home=home)), DATA, limit=20)
 
 

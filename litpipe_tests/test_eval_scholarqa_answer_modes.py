@@ -27,7 +27,7 @@ DATA = Path(__file__).parent / "data" / "scholarqa" / "scholarqa_multi_first20.j
 
 @pytest.fixture(autouse=True)
 def fake_dense_retrieval(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "load_embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr(workflow, "load_embedder", lambda ingest, paths: FakeEmbedder())
 
 
 def recorded_passages(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[str]]]:
