@@ -14,14 +14,17 @@ from litpipe_tests.daemon_soak import PAPER_ASSETS
 
 
 class Daemon:
-    """The daemon of one instance, its automation's cursor kept from tick to tick, started
-    before the test's first tick: a condition's first evaluation requests nothing (Dagster's
-    `initial_evaluation` counts as handled), only what changes after it."""
+    """The daemon of one instance, its automation's cursor kept from tick to tick. Its
+    automation condition sensor ticks first (`automation_first`), or after the test's first
+    sensor tick: the daemon starts both sensors at once, and either may tick first."""
 
-    def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions) -> None:
+    def __init__(
+        self, instance: dg.DagsterInstance, defs: dg.Definitions, *, automation_first: bool = True
+    ) -> None:
         self.instance = instance
         self.last: dg.EvaluateAutomationConditionsResult | None = None
-        self.automation(defs)
+        if automation_first:
+            self.automation(defs)
 
     def automation(self, defs: dg.Definitions) -> dg.EvaluateAutomationConditionsResult:
         """One tick of the automation condition sensor."""

@@ -12,6 +12,7 @@ import pytest
 
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
+from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.resources import CatalogResource
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
@@ -83,6 +84,26 @@ def test_sensor_adds_partitions_for_new_files_only(tmp_path: Path, inbox: Path) 
     (added,) = requested(settings, daemon, third)
     assert added_partitions(third, "papers") == [added]
     assert added not in new_papers
+
+
+@pytest.mark.parametrize("automation_first", [True, False], ids=["automation", "sensor"])
+def test_a_ticks_papers_are_built_whichever_sensor_ticks_first(
+    tmp_path: Path, inbox: Path, automation_first: bool
+) -> None:
+    """The daemon starts the new-papers and the automation condition sensors at once: papers
+    registered before the automation's first tick are built by it, and only once."""
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    defs = build_definitions(**settings_groups(settings))
+    daemon = Daemon(instance, defs, automation_first=automation_first)
+
+    first = tick(settings, instance, None)
+    assert requested(settings, daemon, first) == sorted(added_partitions(first, "papers"))
+    assert daemon.last is not None
+    for stage in collection_pipeline.selection.resolve(defs.resolve_asset_graph()):
+        assert daemon.last.get_requested_partitions(stage) == {"abstracts", "bio"}, stage
+
+    assert requested(settings, daemon, tick(settings, instance, first.cursor)) == []
 
 
 def test_sensor_registers_at_most_a_batch_of_files_per_tick(tmp_path: Path, inbox: Path) -> None:

@@ -4,7 +4,9 @@ sensor that evaluates them (Dagster's declarative automation, not a scheduler of
 - A paper's stages: a new paper (its partition added by the new-papers or Zotero sensor), an
   upstream stage materialized again, or a changed code version (a prompt, a model, a chunk
   setting) requests the partitions concerned, and everything downstream of them in the same
-  tick, once nothing they read is missing or in progress.
+  tick, once nothing they read is missing or in progress. The daemon's first evaluation
+  requests every partition missing then (papers registered before it, a home `litpipe run`
+  left half built).
 - A collection's stages: the same, a paper that failed (missing) not holding them back: the
   collection leaves it out, as `litpipe run` does. Requested in the same tick as its new
   papers, they join their backfill, which builds them once the papers are.
@@ -36,7 +38,8 @@ AUTOMATED = paper_pipeline.selection | collection_pipeline.selection | nightly_d
 
 def _changed() -> dg.AutomationCondition:
     """A partition added, an upstream stage materialized again (or requested in this tick),
-    the code version changed: true from then until the partition is requested or built."""
+    the code version changed: true from then until the partition is requested or built. On
+    the condition's first evaluation, every partition missing then."""
     # Dagster types `code_version_changed` for assets only and `since_last_handled` for assets
     # or checks (its type parameter is invariant): the trigger is typed as any condition.
     trigger: dg.AutomationCondition = (
@@ -44,7 +47,14 @@ def _changed() -> dg.AutomationCondition:
         | dg.AutomationCondition.any_deps_updated()
         | dg.AutomationCondition.code_version_changed()
     )
-    return trigger.since_last_handled()
+    # The first evaluation counts as handled (`since_last_handled` resets on
+    # `initial_evaluation`), and a partition missing then never becomes newly missing: the
+    # papers the new-papers sensor registers before the automation sensor's first tick (the
+    # daemon starts both at once, in no fixed order) would never be built.
+    already_missing: dg.AutomationCondition = (
+        dg.AutomationCondition.missing() & dg.AutomationCondition.initial_evaluation()
+    )
+    return trigger.since_last_handled() | already_missing
 
 
 def paper_stage_condition() -> dg.AutomationCondition:
