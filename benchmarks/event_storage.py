@@ -51,7 +51,8 @@ def one_run(batched: bool, assets: int, partitions: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
         quiet = "telemetry:\n  enabled: false\n"
-        config = managed_config(Settings(dagster_home=home)) if batched else quiet
+        settings = Settings(dagster_home=home)
+        config = managed_config(settings.llm, settings.paths) if batched else quiet
         (home / "dagster.yaml").write_text(config)
         if batched:
             os.environ["DAGSTER_EVENT_BATCH_SIZE"] = EVENT_BATCH_SIZE

@@ -137,9 +137,11 @@ def stub_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def run_once(settings: Settings, source: Path) -> tuple[PapersRun, float]:
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     started = time.perf_counter()
-    run = run_papers(settings, instance, register(settings, instance, discover(source, "bench")))
+    run = run_papers(
+        settings, instance, register(settings.paths, instance, discover(source, "bench"))
+    )
     if run.collection_failure or any(o.status == "failed" for o in run.outcomes):
         raise SystemExit(f"the run failed: {run.collection_failure or run.outcomes}")
     return run, time.perf_counter() - started

@@ -65,7 +65,7 @@ from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 
 settings = Settings(home=sys.argv[1])
-instance = open_instance(settings)
+instance = open_instance(settings.llm, settings.paths)
 job = build_definitions(**settings_groups(settings)).resolve_job_def("nightly_digest_job")
 started = time.perf_counter()
 result = job.execute_in_process(partition_key=sys.argv[2], instance=instance)

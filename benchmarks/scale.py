@@ -99,7 +99,7 @@ def peak_child_rss_mib() -> float:
 def step_seconds(settings: Settings) -> tuple[dict[str, float], int]:
     """Seconds spent in each step (by step key, summed over every run of the instance), and
     the number of runs."""
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     by_step: dict[str, float] = defaultdict(float)
     records = instance.get_run_records()
     for record in records:

@@ -495,10 +495,29 @@ def skip_unless_available() -> None:
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[LlamaServer]:
     """One real server for a test module: 2048 tokens of context, one slot. Its tests belong in
-    one `xdist_group`, so that two workers do not each start one."""
+    one `xdist_group` (`XDIST_GROUP`), so that two workers do not each start one."""
     skip_unless_available()
     with LlamaServer() as server:
         yield server
+
+
+# The group of the tests that run a real server (test_llama_server.py, test_real_model.py): one
+# worker runs them one after another, for minutes, while the others share the rest.
+XDIST_GROUP = "llama_server"
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The `xdist_group` a test is marked with, if any."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs["name"])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real server's tests first, the others in their order: started last, they would be
+    the suite's tail (`make test` has pytest-xdist keep this order: --no-loadscope-reorder)."""
+    items.sort(key=lambda item: xdist_group(item) != XDIST_GROUP)
 
 
 # --- command line ---------------------------------------------------------------------------

@@ -24,12 +24,11 @@ from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
-from litpipe.runtime.runner import open_instance
 from litpipe.schemas import ConvergenceReport, QuerySummary, RunReport
-from litpipe.settings import Settings
 from litpipe.text import marker, markers_in
 from litpipe.workflows.query_summary import request_for
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_agents import judge_verdict
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_query_summary import QUESTIONS, fenced, requests_to
@@ -73,7 +72,7 @@ def ask(home: Path, model: Path, *args: str) -> int:
 
 
 def materializations(home: Path, key: str) -> int:
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     return len(
         instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=ASSET, asset_partitions=[key]), limit=100
@@ -148,7 +147,7 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
             rf"^\| {iteration.iteration} \| {iteration.verdict.accuracy:.2f} \|", text, re.M
         )
     assert (home / "requests" / "query_summary" / f"{key}.json").is_file()
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     assert instance.get_dynamic_partitions(query_requests.name) == [key]
     (record,) = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=ASSET, asset_partitions=[key]), limit=5
@@ -222,7 +221,7 @@ def test_bad_requests_exit_2_with_a_clear_message_and_write_nothing(
     assert message in capsys.readouterr().err
     assert not (home / "requests").exists()
     assert not (home / "outputs" / "bio" / "query_summary").exists()
-    assert open_instance(Settings(home=home)).get_dynamic_partitions(query_requests.name) == []
+    assert home_instance(home).get_dynamic_partitions(query_requests.name) == []
 
 
 def test_a_registered_paper_not_yet_ingested_is_refused_saying_what_to_run(
@@ -405,7 +404,7 @@ def test_eval_mais_asks_each_question_of_its_paper_and_writes_the_table_plot_and
         [row.mean_accuracy for row in report.accuracy_by_iteration], abs=1e-4
     )
     # Each answer is a request of the instance; a rerun is served from them.
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     assert len(instance.get_dynamic_partitions(query_requests.name)) == 2
     assert main([*command, "--home", str(home), *tiny(tiny_model)]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -428,7 +427,7 @@ def test_eval_mais_with_a_limit_asks_the_first_questions_and_builds_only_their_p
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert figures["questions"] == 1 and figures["runs"] == 1
     # The corpus' other paper is not built: a limited evaluation pays for what it asks of.
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     assert instance.get_dynamic_partitions(papers.name) == [chosen[0]["pdf_file"][:-4]]
 
 

@@ -88,7 +88,7 @@ def materializations(instance: dg.DagsterInstance, asset: str) -> Counter[str]:
 
 
 def all_fresh(settings: Settings, paper_ids: list[str]) -> bool:
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     defs = build_definitions(**settings_groups(settings))
     states = partition_states(instance, defs, paper_asset_keys(defs), paper_ids)
     return all(state is State.FRESH for by_paper in states.values() for state in by_paper.values())
@@ -119,7 +119,9 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     assert f"LITPIPE_INGEST__EMBEDDER={other.resolve()}" in printed
 
     settings = Settings(home=home, ingest={"embedder": str(other)})
-    paper_ids = list(open_instance(settings).get_dynamic_partitions(papers.name))
+    paper_ids = list(
+        open_instance(settings.llm, settings.paths).get_dynamic_partitions(papers.name)
+    )
     chunks = stored_chunks(home, new, paper_ids)
     # Every chunk in the new table exactly once; the old table has not moved a version.
     assert sorted((cid, sha) for cid, sha, _ in table_content(store, new)["rows"]) == chunks
@@ -135,7 +137,7 @@ def test_backfill_to_another_embedder_in_batches_leaves_the_old_table_as_it_was(
     # The batch's first run was over the range of both papers, as the UI's backfill launches
     # it, and built every stage the new embedder made stale (the answers follow where their
     # evidence changed).
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     ours = {RANGE_START_TAG: paper_ids[0], backfilling.BACKFILL_TAG: report["backfill_id"]}
     *_, ranged = instance.get_run_records(dg.RunsFilter(tags=ours))
     assert ranged.dagster_run.tags[RANGE_END_TAG] == paper_ids[1]
@@ -286,7 +288,7 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     model = ["--home", str(home), "--model", "openai/stub", "--api-base", stub_llm.url]
     assert main(["run", str(folder), "--collection", COLLECTION, *model]) == 0
     settings = Settings(home=home)
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     paper_ids = list(instance.get_dynamic_partitions(papers.name))  # the order of the batches
     assert sorted(paper_ids) == sorted(names)
 
@@ -424,7 +426,7 @@ def test_a_paper_another_process_built_while_the_backfill_waited_for_it_is_not_b
     home = tmp_path / "home"
     assert main(["run", str(folder), "--home", str(home), "--embedder", str(tiny_model)]) == 0
     settings = Settings(home=home)  # the packaged MiniLM: every paper's embeddings are stale
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     paper_ids = sorted(instance.get_dynamic_partitions(papers.name))
     taken = paper_ids[1]
     assets = [
@@ -482,7 +484,7 @@ def test_a_paper_the_backfill_has_not_reached_is_left_out_of_the_collection_not_
     assert main([*run, "--embedder", str(tiny_model)]) == 0
     other = with_pooling(tiny_model, tmp_path / "models", "cls")
     settings = Settings(home=home, ingest={"embedder": str(other)})
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     first, registered_meanwhile = instance.get_dynamic_partitions(papers.name)
 
     report = backfilling.backfill(settings, instance, [first])

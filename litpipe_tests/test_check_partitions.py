@@ -25,6 +25,7 @@ from litpipe.runtime.execution import QUIET_RUN_CONFIG
 from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
+from litpipe_tests.homes import home_instance
 
 COLLECTIONS = ("alpha", "beta")
 COHERENCE = dg.AssetCheckKey(dg.AssetKey("synthesis"), "coherence")
@@ -54,7 +55,7 @@ def two_collections(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) 
 
 
 def test_two_collections_keep_their_own_check_results(two_collections: Path) -> None:
-    instance = open_instance(Settings(home=two_collections))
+    instance = home_instance(two_collections)
     for check in ("support", "coverage"):
         history = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(dg.AssetKey("synthesis"), check), limit=10
@@ -70,7 +71,8 @@ def test_a_check_that_could_not_run_is_skipped_with_why_not_passed(
     two_collections: Path, tiny_model: Path
 ) -> None:
     settings = Settings(home=two_collections, ingest={"embedder": str(tiny_model)})
-    instance, defs = open_instance(settings), build_definitions(**settings_groups(settings))
+    instance = open_instance(settings.llm, settings.paths)
+    defs = build_definitions(**settings_groups(settings))
     history = instance.event_log_storage.get_asset_check_execution_history(COHERENCE, limit=10)
     assert {record.partition for record in history} == set(COLLECTIONS)
     for record in history:
@@ -100,7 +102,8 @@ def test_a_check_launched_without_its_asset_is_refused_saying_why(
 ) -> None:
     """The UI offers to run a check of a subsettable asset alone; the step refuses it."""
     settings = Settings(home=two_collections, ingest={"embedder": str(tiny_model)})
-    instance, defs = open_instance(settings), build_definitions(**settings_groups(settings))
+    instance = open_instance(settings.llm, settings.paths)
+    defs = build_definitions(**settings_groups(settings))
     job = defs.resolve_job_def(collection_pipeline.name).get_subset(
         asset_selection=set(), asset_check_selection={COHERENCE}
     )

@@ -18,12 +18,12 @@ from litpipe.defs.definitions import build_definitions
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.ingest.ids import pdf_paper_id
 from litpipe.retrieval.store import ChunkStore
-from litpipe.runtime.runner import open_instance
 from litpipe.schemas import Synthesis
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.text import marker, markers_in
 from litpipe_tests.bundled import short_paper, write_bad_pdfs
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM
 
 WRITER = "openai/stub-synthesis"
@@ -215,7 +215,7 @@ def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixt
 
 def materializations(home: Path, asset: str, partition: str) -> int:
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(
             dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]),
             limit=100,
@@ -342,7 +342,7 @@ def test_a_paper_the_writer_left_uncited_makes_coverage_warn_in_the_report_and_t
     assert "3/3 papers cited, 1 of them only by an appended sentence" in err
     # What the Dagster UI shows on the check: the writer's papers and the appended one apart.
     key = dg.AssetCheckKey(dg.AssetKey("synthesis"), "coverage")
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
     evaluation = record.event.dagster_event.event_specific_data
     assert evaluation.severity == dg.AssetCheckSeverity.WARN
@@ -440,7 +440,7 @@ def test_a_blocking_check_that_fails_is_reported_with_its_reason(
 
 def materialization_counts(home: Path) -> dict[str, int]:
     """How many times each asset was materialized, over all its partitions."""
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     return {
         key.to_user_string(): len(
             instance.fetch_materializations(

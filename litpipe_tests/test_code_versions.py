@@ -136,7 +136,7 @@ def stale_assets(instance: dg.DagsterInstance, definitions: dg.Definitions, pape
 def test_dagster_shows_stale_only_the_assets_whose_agents_import_the_edited_module(
     settings: Settings, tmp_path: Path, edit: Callable[[str], None]
 ) -> None:
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     folder = tmp_path / "papers"
     folder.mkdir()
     source = pdf_source(short_paper(folder, 0))

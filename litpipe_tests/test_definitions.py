@@ -98,7 +98,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
 
 
 def test_materializing_a_paper_partition_fills_artifacts_and_lancedb(settings: Settings) -> None:
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     source = pdf_source(SMALL_PDF)
     Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
@@ -160,7 +160,7 @@ def test_each_embedder_reads_its_own_chunks_when_another_chunks_the_same_paper(
     shorter = settings.model_copy(
         update={"ingest": settings.ingest.model_copy(update={"embedder": str(short)})}
     )
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     source = pdf_source(SMALL_PDF)
     Catalog(settings.paths.catalog_path).register(source, "bio")
     instance.add_dynamic_partitions(papers.name, [source.paper_id])
@@ -225,7 +225,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
 def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
     settings: Settings, tmp_path: Path
 ) -> None:
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     folder = tmp_path / "two"
     folder.mkdir()
     shutil.copy(SMALL_PDF, folder)

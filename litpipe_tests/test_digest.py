@@ -264,7 +264,7 @@ DAY_1, DAY_2, DAY_3 = date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 4)
 
 def ingest(settings: Settings, instance: dg.DagsterInstance, folder: Path, when: datetime) -> None:
     """Papers registered at `when` (as `litpipe run` or the sensor would), then built."""
-    registrations = register(settings, instance, discover(folder, COLLECTION), now=when)
+    registrations = register(settings.paths, instance, discover(folder, COLLECTION), now=when)
     run = run_papers(settings, instance, registrations)
     assert run.collection_failure is None
     assert all(outcome.status != "failed" for outcome in run.outcomes)
@@ -302,7 +302,7 @@ def test_three_nights_three_digests_each_paper_in_its_days_only(
     settings = Settings(
         home=tmp_path / "home", corpus_roots=[], ingest={"embedder": str(tiny_model)}
     )
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     first_day = folder_with(tmp_path / "day1", PDFS_BY_SIZE[:1])
     third_day = folder_with(tmp_path / "day3", PDFS_BY_SIZE[1:3])
 

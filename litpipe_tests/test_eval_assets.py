@@ -16,10 +16,10 @@ import litpipe.workflows.related_work as workflow
 from litpipe.cli import main
 from litpipe.defs.definitions import build_definitions
 from litpipe.evaluation.registry import EVALUATIONS
-from litpipe.runtime.runner import open_instance
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.homes import home_instance
 
 RELATED_WORK = dg.AssetKey("eval_related_work")
 
@@ -72,7 +72,7 @@ def test_two_cli_runs_leave_two_materializations_with_their_figures(
     assert figures["examples"] == 2 and figures["out"] == str(home / "outputs" / "eval")
 
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(dg.AssetRecordsFilter(asset_key=RELATED_WORK), limit=10)
         .records
     )

@@ -20,9 +20,8 @@ from litpipe.evaluation.litqa import LitQAEvaluation, LitQAQuestion, read_questi
 from litpipe.extractive.answer_judge import AnswerJudgeInput, offline_verdict
 from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
-from litpipe.runtime.runner import open_instance
-from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 LITQA2 = Path(__file__).parent / "data" / "litqa2" / "litqa2_subset_with_pdfs.jsonl"
@@ -133,7 +132,7 @@ def test_eval_litqa_grades_each_question_and_reports_the_materialization(
         assert f"| {verdict} ({question.ideal}) |" in text
     # Reported to the instance as a materialization of the external asset, figures as floats.
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("eval_litqa")), 5)
         .records
     )

@@ -13,10 +13,9 @@ import pytest
 from litpipe.cli import main
 from litpipe.evaluation.tldr import TldrEvaluation, best_of_golds, evaluate_tldr, read_examples
 from litpipe.extractive.tldr import TldrInput, offline_tldr
-from litpipe.runtime.runner import open_instance
-from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.text import sentences
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM, stub_settings
 
 SAMPLE = Path(__file__).parent / "data" / "scitldr" / "scitldr_a_test_sample.jsonl"
@@ -101,7 +100,7 @@ def test_through_its_asset_the_model_calls_count_in_the_runs_usage(
     assert main(["eval", "tldr", *arguments, "--api-base", stub_llm.url]) == 0
 
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("eval_tldr")), limit=1)
         .records
     )

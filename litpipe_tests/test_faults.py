@@ -33,6 +33,7 @@ from litpipe.runtime.runner import open_instance, register
 from litpipe.settings import Settings
 from litpipe_tests.bundled import PDFS_BY_SIZE
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_eval_tldr import SAMPLE as TLDR_SAMPLE
@@ -68,7 +69,7 @@ from litpipe.settings import Settings
 discovery = discover(__import__("pathlib").Path(sys.argv[1]), "demo")
 sys.stdin.readline()
 settings = Settings()
-register(settings, open_instance(settings), discovery)
+register(settings.paths, open_instance(settings.llm, settings.paths), discovery)
 """
 
 
@@ -92,7 +93,7 @@ def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path
     errors = [writer.communicate(timeout=120)[1] for writer in writers]
 
     assert [writer.returncode for writer in writers] == [0] * len(writers), errors
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     paper_keys = instance.get_dynamic_partitions(papers.name)
     assert len(paper_keys) == len(set(paper_keys)) > 0
     assert instance.get_dynamic_partitions(collections.name) == ["demo"]
@@ -100,7 +101,7 @@ def test_processes_opening_a_fresh_home_at_once_all_register_its_papers(tmp_path
 
 def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", llm={"pool_limit": 1})
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     gone = subprocess.Popen([sys.executable, "-c", ""])
     gone.wait()  # its pid now names no process (a killed `litpipe run`)
     killed = dg.DagsterRun(
@@ -122,7 +123,8 @@ def test_a_run_whose_process_is_gone_is_failed_and_frees_its_pool_slot(tmp_path:
     for run in (killed, alive):
         assert storage.claim_concurrency_slot(LLM_POOL, run.run_id, "paper_questions").is_claimed
 
-    reopened = open_instance(settings)  # what the next `litpipe run` does before its runs
+    # What the next `litpipe run` does before its runs.
+    reopened = open_instance(settings.llm, settings.paths)
 
     assert reopened.get_run_by_id("killed-run").status == dg.DagsterRunStatus.FAILURE
     assert reopened.get_run_by_id("alive-run").status == dg.DagsterRunStatus.STARTED
@@ -306,7 +308,9 @@ def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is
     table = demo_table(tmp_path / "four.csv", papers=4)
     home = tmp_path / "home"
     settings = Settings(home=home, ingest={"embedder": str(tiny_model)})
-    paper_ids = list(register(settings, open_instance(settings), discover(table)))
+    paper_ids = list(
+        register(settings.paths, open_instance(settings.llm, settings.paths), discover(table))
+    )
 
     with StubLLM(latency_s=300, lifetime_s=600) as stub:
         arguments = ["backfill", "--batch", "2", "--embedder", str(tiny_model)]
@@ -321,7 +325,7 @@ def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is
     assert "batch 1/2 interrupted (2 papers not finished); 1 batch not started" in output
     assert "FAILED" not in output
     report = backfilling.BackfillReport.model_validate_json(
-        backfilling.report_path(settings, Embedder(str(tiny_model)).embedder_id).read_text()
+        backfilling.report_path(settings.paths, Embedder(str(tiny_model)).embedder_id).read_text()
     )
     assert report.stopped and report.unfinished_collections == ["four"]
     assert [(b.status, b.unfinished) for b in report.batches] == [
@@ -331,7 +335,7 @@ def test_sigterm_stops_a_backfill_in_its_first_batch_and_its_report_says_what_is
     assert report.failed_papers == [] and report.papers_up_to_date == 0
     # Nothing started after the interrupted step: one model call, runs of the first batch only.
     assert model_calls == 1
-    runs = open_instance(settings).get_runs()
+    runs = open_instance(settings.llm, settings.paths).get_runs()
     assert {(run.tags.get(RANGE_START_TAG), run.tags.get(RANGE_END_TAG)) for run in runs} == {
         (paper_ids[0], paper_ids[1])
     }
@@ -382,7 +386,7 @@ def test_sigterm_taken_on_another_thread_stops_eval_mais_in_a_question_and_asks_
     assert not (home / "outputs" / "corpus" / "convergence.json").exists()
     # Nothing started after the interrupted step: one model call, one summary run.
     assert model_calls == 1
-    runs = open_instance(Settings(home=home)).get_runs()
+    runs = home_instance(home).get_runs()
     assert len([run for run in runs if run.job_name == "query_summary_job"]) == 1
 
 
@@ -409,7 +413,7 @@ def test_a_registered_evaluation_asked_to_stop_starts_no_run(
 
     assert code == 130
     assert "litpipe eval tldr: stopped on request: no run started" in capsys.readouterr().err
-    assert open_instance(settings).get_runs() == []
+    assert open_instance(settings.llm, settings.paths).get_runs() == []
     assert not (tmp_path / "home" / "outputs" / "eval").exists()
 
 
@@ -460,7 +464,7 @@ def embedded(instance: dg.DagsterInstance) -> bool:
 
 def hold_the_only_llm_slot(settings: Settings) -> dg.DagsterInstance:
     """Gives the `llm` pool one slot, held by a run of a live process (this one)."""
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     holder = dg.DagsterRun(
         job_name="paper_pipeline",
         run_id="holder-run",

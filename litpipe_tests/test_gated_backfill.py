@@ -30,9 +30,9 @@ from litpipe.evaluation.embedder_gate import (
 )
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime import backfill as backfilling
-from litpipe.runtime.runner import open_instance
 from litpipe.settings import HomePaths, IngestSettings, Settings
 from litpipe.workflows.ingest import settings_embedder
+from litpipe_tests.homes import home_instance
 from litpipe_tests.variant_models import build_minilm_variant
 
 DEMO = Path(__file__).resolve().parents[1] / "corpora" / "iclr-abstracts-demo"
@@ -85,7 +85,7 @@ def last_json(out: str) -> dict[str, Any]:
 def observed_gate(home: Path) -> tuple[str | None, dict[str, Any]]:
     """The latest observation of `corpus_index` (the UI's view of the gate): its partition and
     metadata values."""
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     record = instance.fetch_observations(dg.AssetKey("corpus_index"), limit=1).records[0]
     observation = record.asset_observation
     assert observation is not None

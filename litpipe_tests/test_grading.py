@@ -284,7 +284,7 @@ def materialize_collection(settings: Settings) -> dg.ExecuteInProcessResult:
             dg.AssetKey("plain_summary"),
             dg.AssetKey("collection_outputs"),
         ],
-        instance=open_instance(settings),
+        instance=open_instance(settings.llm, settings.paths),
         raise_on_error=False,
         run_config=QUIET_RUN_CONFIG,
     )
@@ -311,7 +311,7 @@ def test_the_stub_judge_flags_one_sentence_in_the_check_and_on_the_page(
     result = materialize_collection(settings)
 
     assert result.success
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     support = check_evaluation(instance, "synthesis", "support")
     assert not support.passed and support.severity == dg.AssetCheckSeverity.WARN
     graded_sentences = support.metadata["sentences"].value
@@ -352,7 +352,7 @@ def test_the_setting_decides_whether_a_failing_grade_blocks_the_page(
 
     result = materialize_collection(settings)
 
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     latest = instance.get_latest_materialization_event(dg.AssetKey("collection_outputs"))
     assert latest is not None
     assert (latest.run_id == result.run_id) is not blocking

@@ -20,11 +20,10 @@ from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.evaluation import grading
 from litpipe.report.related_work import HTML_FILE, JSON_FILE
 from litpipe.retrieval.embedder import Embedder
-from litpipe.runtime.runner import open_instance
 from litpipe.schemas import OutputGrades, QuerySummary, RelatedWork, SentenceGrade
-from litpipe.settings import Settings
 from litpipe.workflows.query_summary import request_for
 from litpipe_tests import test_ask
+from litpipe_tests.homes import home_instance
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_ask import PAPER_ID, QUERY, ask, materializations
@@ -155,7 +154,7 @@ def test_ask_offline_grades_every_cited_sentence_and_writes_the_page(
     page = page_path.read_text("utf-8")
     parsed = assert_well_formed(page)
     assert parsed.citations >= len(result.citations) and 'class="graded' not in page
-    support = check_evaluation(open_instance(Settings(home=home)), "query_summary", "support")
+    support = check_evaluation(home_instance(home), "query_summary", "support")
     assert support.passed and support.metadata["cited_sentences"].value == len(cited)
 
 
@@ -184,7 +183,7 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
         home / "artifacts", Embedder(str(tiny_model)).embedder_id, PER_EMBEDDER_ASSETS
     ).read(["query_summary"], key, QuerySummary)
     assert result.summary == offline.summary and materializations(home, key) == 2
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     support = check_evaluation(instance, "query_summary", "support")
     assert_only_flagged(support, target.sentence, written)
     assert "Check support: FAILED (warn): " in out and "Check coherence: passed: " in out
@@ -266,7 +265,7 @@ def test_related_work_with_the_stub_as_judge_flags_the_sentence_it_rejects(
     err = capsys.readouterr().err
     _, _, related = section(related_home)
     assert related.text == offline.text and related_materializations(related_home, key) == 2
-    instance = open_instance(Settings(home=related_home))
+    instance = home_instance(related_home)
     support = check_evaluation(instance, "related_work", "support")
     assert_only_flagged(support, target.sentence, written)
     assert "Check support: FAILED (warn): " in err
@@ -293,6 +292,6 @@ def test_with_evaluation_blocking_a_flagged_section_fails_the_request(
     assert related_work(related_home, tiny_model, *ARGS, "--api-base", stub_llm.url) == 1
     err = capsys.readouterr().err
     assert f"{key} FAILED: " in err and "Check support: FAILED (error): " in err
-    instance = open_instance(Settings(home=related_home))
+    instance = home_instance(related_home)
     support = check_evaluation(instance, "related_work", "support")
     assert not support.passed and support.severity == dg.AssetCheckSeverity.ERROR

@@ -61,9 +61,9 @@ def test_a_batch_is_one_run_whose_papers_stay_their_own_partitions(
 ) -> None:
     stub_llm.respond("stub", questions_reply)
     table = write_table(tmp_path / "src", ABSTRACTS)
-    instance = open_instance(batch_settings)
+    instance = open_instance(batch_settings.llm, batch_settings.paths)
     sources = discover(table)
-    registrations = register(batch_settings, instance, sources)
+    registrations = register(batch_settings.paths, instance, sources)
 
     batches: list[tuple[int, int, int]] = []
     first = run_papers(
@@ -92,7 +92,7 @@ def test_a_batch_is_one_run_whose_papers_stay_their_own_partitions(
         assert metadata["path"].value.endswith(f"{outcome.paper_id}.json")
 
     # Nothing changed: no run, no encode, no call.
-    again = run_papers(batch_settings, instance, register(batch_settings, instance, sources))
+    again = run_papers(batch_settings, instance, register(batch_settings.paths, instance, sources))
     assert {o.status for o in again.outcomes} == {"up_to_date"}
     assert sum(o.embedded for o in again.outcomes) == 0 and again.llm_usage.made == 0
     assert len(paper_runs(instance)) == 2 and stub_llm.request_count == 5
@@ -110,7 +110,7 @@ def test_a_batch_is_one_run_whose_papers_stay_their_own_partitions(
     stale = {key.to_user_string() for key, by in states.items() if State.FRESH not in by.values()}
     assert stale == {"paper_questions", "question_evidence", "paper_answers"}
     chunks_before = materialization_count(instance, dg.AssetKey("paper_chunks"))
-    rerun = run_papers(batch_settings, instance, register(batch_settings, instance, sources))
+    rerun = run_papers(batch_settings, instance, register(batch_settings.paths, instance, sources))
     assert {o.status for o in rerun.outcomes} == {"materialized"}
     assert sum(o.embedded for o in rerun.outcomes) == 0
     assert materialization_count(instance, dg.AssetKey("paper_chunks")) == chunks_before
@@ -135,8 +135,8 @@ def test_a_paper_that_fails_in_its_batch_fails_alone_with_its_reason(
     llm = batch_settings.llm.model_copy(update={"on_unusable": "fail"})
     batch_settings = batch_settings.model_copy(update={"llm": llm})
     table = write_table(tmp_path / "src", ABSTRACTS[:3])
-    instance = open_instance(batch_settings)
-    registrations = register(batch_settings, instance, discover(table))
+    instance = open_instance(batch_settings.llm, batch_settings.paths)
+    registrations = register(batch_settings.paths, instance, discover(table))
 
     run = run_papers(batch_settings, instance, registrations)
 
@@ -167,7 +167,7 @@ def test_the_staleness_of_a_batch_reads_only_its_own_papers_records(
     of theirs alone: never the records of every paper of the home, which made each batch of a
     5,000-paper run 20 s slower than the first."""
     settings = Settings(home=tmp_path / "home")
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     defs = build_definitions(**settings_groups(settings))
     keys = paper_asset_keys(defs)
     built = [f"t.p{n}" for n in range(6)]

@@ -76,8 +76,8 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
     tmp_path: Path, stub_llm: StubLLM, model_settings: Settings
 ) -> None:
     table = write_table(tmp_path / "src", "We profile ale yeast proteins across fermentation.")
-    instance = open_instance(model_settings)
-    registrations = register(model_settings, instance, discover(table))
+    instance = open_instance(model_settings.llm, model_settings.paths)
+    registrations = register(model_settings.paths, instance, discover(table))
     (paper_id,) = registrations
 
     first = run_papers(model_settings, instance, registrations)
@@ -113,7 +113,7 @@ def test_unchanged_stage_costs_no_call_and_a_prompt_edit_stales_only_questions(
 
     embeddings_before = materialization_count(instance, EMBEDDINGS)
     rerun = run_papers(
-        model_settings, instance, register(model_settings, instance, discover(table))
+        model_settings, instance, register(model_settings.paths, instance, discover(table))
     )
     assert rerun.outcomes[0].status == "materialized" and rerun.outcomes[0].embedded == 0
     assert materialization_count(instance, EMBEDDINGS) == embeddings_before
@@ -126,8 +126,10 @@ def test_the_paper_text_reaches_the_model_only_inside_its_fence(
 ) -> None:
     abstract = f"We profile ale yeast proteins across fermentation. {INJECTION}"
     table = write_table(tmp_path / "src", abstract)
-    instance = open_instance(model_settings)
-    run = run_papers(model_settings, instance, register(model_settings, instance, discover(table)))
+    instance = open_instance(model_settings.llm, model_settings.paths)
+    run = run_papers(
+        model_settings, instance, register(model_settings.paths, instance, discover(table))
+    )
 
     assert run.outcomes[0].questions == 6
     (request,) = stub_llm.requests

@@ -96,8 +96,10 @@ def test_the_main_chain_runs_in_a_notebook_without_dagster_as_the_graph_runs_it(
 
     # The same papers and settings through the asset graph (`litpipe run`'s runner).
     settings = settings_for(tmp_path / "dagster", tiny_model)
-    instance = open_instance(settings)
-    run = run_papers(settings, instance, register(settings, instance, discover(folder, COLLECTION)))
+    instance = open_instance(settings.llm, settings.paths)
+    run = run_papers(
+        settings, instance, register(settings.paths, instance, discover(folder, COLLECTION))
+    )
     assert run.collection_failure is None
     store = artifact_store(settings.ingest, settings.paths)
     for asset, written in (

@@ -135,7 +135,7 @@ def test_the_template_puts_storage_queue_pool_and_retries_on_postgres(
     template = (dagster_home / "dagster.yaml").read_text("utf-8")
     settings = Settings(home=tmp_path / "home", dagster_home=dagster_home, corpus_roots=[])
 
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
 
     assert (dagster_home / "dagster.yaml").read_text("utf-8") == template  # not litpipe's
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
@@ -155,12 +155,11 @@ def test_workers_claiming_at_once_never_hold_more_slots_than_the_pool(
 ) -> None:
     """Eight workers (each with its own instance, as run workers have) claim a 2-slot pool at
     the same moment, twelve times over. Stock dagster-postgres let up to six through."""
-    instance = open_instance(Settings(home=tmp_path / "home", dagster_home=dagster_home))
+    settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
+    instance = open_instance(settings.llm, settings.paths)
     assert type(instance.event_log_storage).__name__ == "PoolSafePostgresEventLogStorage"
     instance.event_log_storage.set_concurrency_slots(LLM_POOL, 2)
-    workers = [
-        open_instance(Settings(home=tmp_path / "home", dagster_home=dagster_home)) for _ in range(8)
-    ]
+    workers = [open_instance(settings.llm, settings.paths) for _ in range(8)]
     most = 0
     for attempt in range(12):
         start = threading.Barrier(len(workers))
@@ -238,11 +237,11 @@ def test_concurrent_paper_runs_materialize_each_partition_once_within_the_llm_po
         folder.mkdir()
         for pdf in PDFS_BY_SIZE[:4]:
             shutil.copy(pdf, folder)
-        instance = open_instance(settings)
+        instance = open_instance(settings.llm, settings.paths)
         # The per-pool limit, as `dagster instance concurrency set llm 2` sets it: below the
         # template's default (4), so that four concurrent runs contend for it.
         instance.event_log_storage.set_concurrency_slots(LLM_POOL, pool_limit)
-        paper_ids = sorted(register(settings, instance, discover(folder, COLLECTION)))
+        paper_ids = sorted(register(settings.paths, instance, discover(folder, COLLECTION)))
         assert len(paper_ids) == 4
         defs = build_definitions(**settings_groups(settings))
         graph = defs.resolve_asset_graph()
@@ -256,7 +255,7 @@ def test_concurrent_paper_runs_materialize_each_partition_once_within_the_llm_po
             # Its own instance, as a run worker has: the runs share only PostgreSQL.
             return paper_job.execute_in_process(
                 partition_key=paper_id,
-                instance=open_instance(settings),
+                instance=open_instance(settings.llm, settings.paths),
                 raise_on_error=False,
                 run_config=QUIET_RUN_CONFIG,
             )
@@ -320,8 +319,8 @@ def test_a_transient_model_error_retries_the_step_and_a_permanent_one_does_not(
         folder.mkdir()
         for pdf in PDFS_BY_SIZE[:2]:
             shutil.copy(pdf, folder)
-        instance = open_instance(settings)
-        first, second = sorted(register(settings, instance, discover(folder, COLLECTION)))
+        instance = open_instance(settings.llm, settings.paths)
+        first, second = sorted(register(settings.paths, instance, discover(folder, COLLECTION)))
         paper_job = build_definitions(**settings_groups(settings)).resolve_job_def("paper_pipeline")
 
         def run_paper(paper_id: str) -> dg.ExecuteInProcessResult:
@@ -386,7 +385,7 @@ def test_a_default_limit_changed_after_the_pool_exists_applies_at_the_next_claim
     tmp_path: Path, dagster_home: Path
 ) -> None:
     settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     assert first_claim(instance, LLM_POOL, "run-1")
     before = instance.event_log_storage.get_concurrency_info(LLM_POOL)
     assert (before.limit, before.slot_count, before.using_default_limit) == (4, 4, True)
@@ -394,7 +393,7 @@ def test_a_default_limit_changed_after_the_pool_exists_applies_at_the_next_claim
 
     # `concurrency: pools: default_limit:` lowered in dagster.yaml; the pool's row exists.
     set_default_limit(dagster_home, 2)
-    reopened = open_instance(settings)
+    reopened = open_instance(settings.llm, settings.paths)
     assert reopened.event_log_storage.get_pool_config().default_pool_limit == 2
 
     assert first_claim(reopened, LLM_POOL, "run-2")
@@ -406,7 +405,8 @@ def test_a_default_limit_changed_after_the_pool_exists_applies_at_the_next_claim
 def test_a_limit_set_for_a_pool_survives_the_default(tmp_path: Path, dagster_home: Path) -> None:
     """`dagster instance concurrency set llm 3` wins over `default_limit`, even against a claim
     that read the pool as defaulted just before the limit was set (and so sets the default)."""
-    instance = open_instance(Settings(home=tmp_path / "home", dagster_home=dagster_home))
+    settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
+    instance = open_instance(settings.llm, settings.paths)
     instance.event_log_storage.set_concurrency_slots(LLM_POOL, 3)
 
     instance.event_log_storage.initialize_concurrency_limit_to_default(LLM_POOL)
@@ -422,7 +422,7 @@ def test_two_first_claims_of_a_new_pool_at_once_both_succeed_at_the_default_limi
     """Two runs' steps (each run with its own instance, as run workers have) claim a pool that
     does not exist yet at the same moment, in rounds of a new pool each."""
     settings = Settings(home=tmp_path / "home", dagster_home=dagster_home)
-    workers = [open_instance(settings), open_instance(settings)]
+    workers = [open_instance(settings.llm, settings.paths) for _ in range(2)]
     for attempt in range(10):
         pool = f"new-pool-{attempt}"
         start = threading.Barrier(len(workers))

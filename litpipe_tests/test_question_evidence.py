@@ -27,8 +27,8 @@ CORPUS_INDEX = dg.AssetKey("corpus_index")
 
 
 def build(settings: Settings, folder: Path) -> tuple[dg.DagsterInstance, list[str]]:
-    instance = open_instance(settings)
-    registrations = register(settings, instance, discover(folder, "bio"))
+    instance = open_instance(settings.llm, settings.paths)
+    registrations = register(settings.paths, instance, discover(folder, "bio"))
     outcome = run_papers(settings, instance, registrations)
     assert outcome.collection_failure is None
     assert all(paper.status != "failed" for paper in outcome.outcomes)
@@ -91,7 +91,7 @@ def test_a_retrieval_setting_stales_only_the_evidence(tmp_path: Path, tiny_model
     assert stale == {"question_evidence", "paper_answers"}
 
     index_runs = len(instance.fetch_materializations(CORPUS_INDEX, 10).records)
-    rerun = run_papers(fewer, instance, register(fewer, instance, discover(folder, "bio")))
+    rerun = run_papers(fewer, instance, register(fewer.paths, instance, discover(folder, "bio")))
     (outcome,) = rerun.outcomes
     assert outcome.status == "materialized" and outcome.embedded == 0
     assert outcome.evidence == 2 * outcome.questions

@@ -303,7 +303,7 @@ def test_two_runs_share_the_nightly_budget_and_the_digest_says_when_it_was_spent
     offline = Settings(
         home=home, llm={"nightly_budget_usd": budget}, ingest={"embedder": str(tiny_model)}
     )
-    instance = open_instance(offline)
+    instance = open_instance(offline.llm, offline.paths)
     definitions = build_definitions(**settings_groups(offline))
     result = definitions.resolve_job_def("nightly_digest_job").execute_in_process(
         partition_key=yesterday.isoformat(), instance=instance

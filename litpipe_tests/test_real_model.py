@@ -23,11 +23,11 @@ import pytest
 
 from litpipe.llm.client import structured_request
 from litpipe.schemas import RunReport
-from litpipe_tests.llama_server import LlamaServer, skip_unless_available
+from litpipe_tests.llama_server import XDIST_GROUP, LlamaServer, skip_unless_available
 from litpipe_tests.real_chain import SERVER_ARGUMENTS, CommandRun, RealChain, chain_commands
 from litpipe_tests.test_agent_replies import agent_classes
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(XDIST_GROUP)]
 
 # The two longest commands (ten abstracts, two MAIS loops: about 60 model calls between them)
 # would take `make test` past its 15 minutes on two cores: they run where this is set, and

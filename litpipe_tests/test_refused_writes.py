@@ -24,8 +24,7 @@ from litpipe.cli import main
 from litpipe.commands.terminal import REFUSED_WRITE_EXIT, other_libraries_to_the_log
 from litpipe.files import RefusedWrite, refused_write, refused_write_in_text
 from litpipe.instance.run_failures import failure_reason, latest_run_failure
-from litpipe.runtime.runner import open_instance
-from litpipe.settings import Settings
+from litpipe_tests.homes import home_instance
 from litpipe_tests.test_faults import DEMO_CSV, litpipe_env
 
 KEPT = "nothing written so far is lost (every write is whole or not at all)"
@@ -240,7 +239,7 @@ def test_a_step_meeting_a_full_disk_stops_the_run_in_one_line(
     assert said.out == ""
     # The run's record says why too (what the UI and a collection leaving a paper out read),
     # for the batch's run as for a paper's own.
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     (failed,) = instance.get_runs(limit=1)
     assert instance.get_run_by_id(failed.run_id).is_failure  # type: ignore[union-attr]
     logged = [e.dagster_event for e in instance.all_logs(failed.run_id) if e.dagster_event]
@@ -264,7 +263,7 @@ def test_a_papers_own_run_that_met_a_full_disk_says_so(
 
     monkeypatch.setattr("litpipe.defs.assets.ingest.read_document", parse)
     assert main(["run", str(table), "--home", str(home), "--embedder", str(tiny_model)]) == 2
-    instance = open_instance(Settings(home=home))
+    instance = home_instance(home)
     assert latest_run_failure(instance, "one.r1") == (
         RefusedWrite(full=True, path=str(home / "artifacts" / "x.json")).line()
     )

@@ -20,6 +20,7 @@ from litpipe.runtime.runner import open_instance, phases
 from litpipe.schemas import RelatedWork
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
+from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_related_work import (
     DEBATE_REQUEST,
@@ -49,14 +50,12 @@ def request_keys(home: Path) -> list[str]:
 
 
 def partitions(home: Path) -> set[str]:
-    return set(
-        open_instance(Settings(home=home)).get_dynamic_partitions(related_work_requests.name)
-    )
+    return set(home_instance(home).get_dynamic_partitions(related_work_requests.name))
 
 
 def materializations(home: Path, key: str) -> int:
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(
             dg.AssetRecordsFilter(asset_key=ASSET, asset_partitions=[key]), limit=100
         )
@@ -141,7 +140,7 @@ def test_an_edited_table_is_a_new_request_and_its_old_partition_refuses_the_new_
     def failure() -> str:
         result = job.execute_in_process(
             partition_key=old,
-            instance=open_instance(settings),
+            instance=open_instance(settings.llm, settings.paths),
             raise_on_error=False,
             run_config=QUIET_RUN_CONFIG,
         )

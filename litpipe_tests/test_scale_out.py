@@ -128,17 +128,17 @@ def test_litpipe_writes_its_dagster_yaml_with_the_pool_limit_and_keeps_yours(
     tmp_path: Path,
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[], llm={"pool_limit": 3})
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     config = settings.dagster_home / "dagster.yaml"
     assert config.read_text("utf-8").startswith(MANAGED)
     assert instance.event_log_storage.get_pool_config().default_pool_limit == 3
 
     # Another limit rewrites litpipe's file; so does the file litpipe wrote before pools.
     llm = settings.llm.model_copy(update={"pool_limit": 5})
-    write_instance_config(settings.model_copy(update={"llm": llm}))
+    write_instance_config(llm, settings.paths)
     assert "default_limit: 5" in config.read_text("utf-8")
     config.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-    write_instance_config(settings)
+    write_instance_config(settings.llm, settings.paths)
     assert "default_limit: 3" in config.read_text("utf-8")
 
     # A dagster.yaml of your own, in a folder named by LITPIPE_DAGSTER_HOME, is left as it is.
@@ -146,7 +146,7 @@ def test_litpipe_writes_its_dagster_yaml_with_the_pool_limit_and_keeps_yours(
     own.mkdir()
     (own / "dagster.yaml").write_text("telemetry:\n  enabled: true\n", encoding="utf-8")
     settings_own = Settings(home=tmp_path / "home", dagster_home=own, corpus_roots=[])
-    assert open_instance(settings_own).root_directory == str(own)
+    assert open_instance(settings_own.llm, settings_own.paths).root_directory == str(own)
     assert (own / "dagster.yaml").read_text("utf-8") == "telemetry:\n  enabled: true\n"
 
 

@@ -49,7 +49,8 @@ def stored(home: Path, managed: bool, monkeypatch: pytest.MonkeyPatch) -> dict[s
     home.mkdir()
     if managed:  # litpipe's dagster.yaml, and the batch size it sets
         monkeypatch.setenv("DAGSTER_EVENT_BATCH_SIZE", "1000")
-        (home / "dagster.yaml").write_text(managed_config(Settings(dagster_home=home)))
+        settings = Settings(dagster_home=home)
+        (home / "dagster.yaml").write_text(managed_config(settings.llm, settings.paths))
     instance = dg.DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(PARTITIONS.name or "", KEYS)
     result = (
@@ -116,7 +117,7 @@ def test_a_home_naming_the_storages_old_module_is_brought_up_to_date_and_opens(
     tmp_path: Path,
 ) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
-    written_now = managed_config(settings)
+    written_now = managed_config(settings.llm, settings.paths)
     assert "  module: litpipe.instance.sqlite_storage\n" in written_now
     # What litpipe wrote before the instance's plumbing left `litpipe.defs`.
     earlier = written_now.replace("litpipe.instance.sqlite_storage", "litpipe.defs.sqlite_storage")
@@ -130,7 +131,7 @@ def test_a_home_naming_the_storages_old_module_is_brought_up_to_date_and_opens(
         dg.DagsterInstance.from_config(str(settings.dagster_home))
 
     # litpipe opens it, rewriting its dagster.yaml with the storage's module now, once.
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     assert isinstance(instance.event_log_storage, BatchingSqliteEventLogStorage)
     assert config.read_text("utf-8") == written_now
     instance.dispose()

@@ -23,12 +23,12 @@ from litpipe.defs.assets.nightly_digest import ArtifactSources
 from litpipe.defs.resources import ArtifactsResource
 from litpipe.report.digest import digest_markdown
 from litpipe.report.synthesis_diff import digest_lines
-from litpipe.runtime.runner import open_instance
 from litpipe.schemas import Digest, PaperArrival, RunReport, Synthesis
 from litpipe.settings import Settings
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.nightly_digest import build_digest
 from litpipe.workflows.synthesis_diff import same_claim, synthesis_diff
+from litpipe_tests.homes import home_instance
 from litpipe_tests.test_relationship_analysis_offline import (
     OPPOSITES,
     demo_papers,
@@ -177,7 +177,7 @@ def test_the_synthesis_page_in_the_ui_shows_what_each_materialization_changed(
 ) -> None:
     home, _reports, _today = built
     records = (
-        open_instance(Settings(home=home))
+        home_instance(home)
         .fetch_materializations(
             dg.AssetRecordsFilter(
                 asset_key=dg.AssetKey("synthesis"), asset_partitions=[COLLECTION]

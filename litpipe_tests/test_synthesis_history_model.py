@@ -211,7 +211,7 @@ def test_on_postgresql_the_history_is_kept_under_the_home_and_diff_and_digest_re
 
     # The runs went to PostgreSQL (no SQLite storage in the home), the history to the home.
     settings = Settings(home=home, corpus_roots=[])
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
     assert len(instance.get_runs()) >= 2
     assert not list((home / "dagster").rglob("*.db"))

@@ -31,8 +31,10 @@ COLLECTION = "bio"
 
 
 def build(settings: Settings, folder: Path) -> tuple[dg.DagsterInstance, PapersRun]:
-    instance = open_instance(settings)
-    run = run_papers(settings, instance, register(settings, instance, discover(folder, COLLECTION)))
+    instance = open_instance(settings.llm, settings.paths)
+    run = run_papers(
+        settings, instance, register(settings.paths, instance, discover(folder, COLLECTION))
+    )
     assert run.collection_failure is None
     assert all(outcome.status != "failed" for outcome in run.outcomes)
     return instance, run

@@ -87,10 +87,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Demo:
         COLLECTION: folder_with(root / "papers", PDFS_BY_SIZE[:3]),
         OTHER: abstracts(root, OTHER, "nitrogen uptake"),
     }
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     papers_of = {}
     for collection, source in sources.items():
-        registered = register(settings, instance, discover(source, collection))
+        registered = register(settings.paths, instance, discover(source, collection))
         run = run_papers(settings, instance, registered)
         assert run.collection_failure is None
         assert all(outcome.status == "materialized" for outcome in run.outcomes)

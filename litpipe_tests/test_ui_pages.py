@@ -11,8 +11,7 @@ import dagster as dg
 import pytest
 
 from litpipe.cli import main
-from litpipe.runtime.runner import open_instance
-from litpipe.settings import Settings
+from litpipe_tests.homes import home_instance
 
 COLLECTIONS = {"alpha": "nitrogen uptake", "beta": "heat stress"}
 
@@ -37,7 +36,7 @@ def instance(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> dg.D
     for name, topic in COLLECTIONS.items():
         table = abstracts(folder, name, topic)
         assert main(["run", str(table), "--home", str(home), "--embedder", str(tiny_model)]) == 0
-    return open_instance(Settings(home=home))
+    return home_instance(home)
 
 
 def test_each_collection_keeps_its_own_check_results(instance: dg.DagsterInstance) -> None:

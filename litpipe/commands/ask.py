@@ -62,14 +62,15 @@ def ask_command(
         request = request_for(paper_id, query)
         settings = with_max_iterations(settings, max_iterations)
         # Before anything is written: no request file, no partition for a paper we cannot read.
-        ready_paper(settings, request.paper_id)
+        ready_paper(settings.ingest, settings.paths, request.paper_id)
     except ValueError as error:
         print(f"litpipe ask: {error}", file=sys.stderr)
         return 2
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     print(f"asking {request.paper_id} ({request.key}): {request.query}", file=sys.stderr)
-    instance, defs = open_instance(settings), build_definitions(**settings_groups(settings))
-    outcome = summarize_request(settings, instance, request, scope, defs)
+    instance = open_instance(settings.llm, settings.paths)
+    defs = build_definitions(**settings_groups(settings))
+    outcome = summarize_request(settings.ingest, settings.paths, instance, defs, request, scope)
     graded = grading_lines(latest_check_results(instance, defs, request.key), ASSET, GRADING_CHECKS)
     if outcome.result is None:
         print(f"litpipe ask: {request.key} FAILED: {outcome.failure}", file=sys.stderr)

@@ -164,13 +164,13 @@ def backfill_command(
     )
     report = backfilling.backfill(
         settings,
-        open_instance(settings),
+        open_instance(settings.llm, settings.paths),
         paper_ids,
         batch_size=size,
         on_batch=lambda outcome: print(backfilling.batch_line(outcome), file=sys.stderr),
         stop_requested=stop_requested,
     )
-    for line in backfilling.summary_lines(report, settings):
+    for line in backfilling.summary_lines(report, settings.ingest, settings.paths):
         if gate is None or not line.startswith("To make "):
             print(line, file=sys.stderr)
     unfinished = report.stopped or report.failed_papers or report.collection_failure
@@ -188,9 +188,9 @@ def backfill_command(
         return 0
     scored = _score(settings, gate, judged, report)
     print(f"gate: {scored.decision}", file=sys.stderr)
+    scores = backfilling.report_path(settings.paths, report.embedder)
     print(
-        f"gate: both scores are in {backfilling.report_path(settings, report.embedder)} and on "
-        "corpus_index in the UI (its observations)",
+        f"gate: both scores are in {scores} and on corpus_index in the UI (its observations)",
         file=sys.stderr,
     )
     print(json.dumps(scored.model_dump(mode="json")))
@@ -219,7 +219,7 @@ def _score(
     from litpipe.evaluation.embedder_gate import decide, score_table
     from litpipe.files import write_atomically
     from litpipe.retrieval.store import ChunkStore
-    from litpipe.runtime.backfill import report_gate, report_path
+    from litpipe.runtime.backfill import embedder_setting, report_gate, report_path
     from litpipe.runtime.runner import open_instance
     from litpipe.workflows.ingest import settings_embedder
 
@@ -229,8 +229,7 @@ def _score(
         judged, store, settings_embedder(gate.home_default.ingest, gate.home_default.paths), papers
     )
     new = score_table(judged, store, settings_embedder(settings.ingest, settings.paths), papers)
-    folder = Path(settings.ingest.embedder).expanduser()
-    name = str(folder.resolve()) if folder.is_dir() else settings.ingest.embedder
+    name = embedder_setting(settings.ingest)
 
     def switch() -> None:
         record_home_settings(
@@ -253,14 +252,14 @@ def _score(
                 f"win over it: remove them to use {name}",
                 file=sys.stderr,
             )
-    path = report_path(settings, report.embedder)
+    path = report_path(settings.paths, report.embedder)
     write_atomically(
         path,
         json.dumps(
             report.model_dump(mode="json") | {"gate": result.model_dump(mode="json")}, indent=2
         ),
     )
-    report_gate(open_instance(settings), sorted(report.collections), result)
+    report_gate(open_instance(settings.llm, settings.paths), sorted(report.collections), result)
     return result
 
 

@@ -327,7 +327,7 @@ def eval_litqa_command(
     )
     folder = output_folder(settings.paths, request.out)
     files = write_evaluation(entry, evaluation, folder)
-    report_evaluation(open_instance(settings), entry, evaluation, files)
+    report_evaluation(open_instance(settings.llm, settings.paths), entry, evaluation, files)
     print(entry.table(evaluation))
     print(f"written: {files['markdown']}, {files['json']}", file=sys.stderr)
     print(_figures_line(entry, evaluation, folder, {"skipped": len(asked.skipped)}))

@@ -85,7 +85,7 @@ def related_work_command(
     stored = new_request(request, abstracts)
     key = stored.key
     requests = request_store(settings.paths)
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     defs = build_definitions(**settings_groups(settings))
     folder = outputs_folder(settings.paths.outputs_root, key)
     artifacts = ArtifactStore(settings.paths.artifacts_dir)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from litpipe.commands.flags import add_common_flags
 from litpipe.files import write_atomically
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, Settings
 from litpipe.text import counted
 
 if TYPE_CHECKING:
@@ -98,11 +98,13 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
     papers_run = _rebuild(settings, catalog, rebuilt)
     code = 0
     for name in rebuilt:
-        report = synthesis_report(settings, name, papers_run.checks.get(name, []))
+        report = synthesis_report(
+            settings.ingest, settings.paths, name, papers_run.checks.get(name, [])
+        )
         if report is None:
             code = 1
             continue
-        _update_report(settings, name, report.model_dump(mode="json"))
+        _update_report(settings.paths, name, report.model_dump(mode="json"))
         left = "; ".join(f"{paper.paper_id}: {paper.reason}" for paper in report.left_out)
         print(
             f"  {name!r} rebuilt: synthesis cites {report.cited_papers}/{report.papers} papers"
@@ -136,7 +138,7 @@ def _rebuild(settings: Settings, catalog: Catalog, collections: list[str]) -> Pa
 
     return run_papers(
         settings,
-        open_instance(settings),
+        open_instance(settings.llm, settings.paths),
         dict.fromkeys(papers, Registration.UNCHANGED),
         on_progress=show,
         on_batch=starting,
@@ -144,9 +146,9 @@ def _rebuild(settings: Settings, catalog: Catalog, collections: list[str]) -> Pa
     )
 
 
-def _update_report(settings: Settings, collection: str, synthesis: dict[str, object]) -> None:
+def _update_report(paths: HomePaths, collection: str, synthesis: dict[str, object]) -> None:
     """`report.json`'s synthesis as it is now (the rest says what the last run did)."""
-    path = settings.paths.outputs_dir(collection) / "report.json"
+    path = paths.outputs_dir(collection) / "report.json"
     if not path.exists():
         return
     report = json.loads(path.read_text("utf-8"))

@@ -26,7 +26,7 @@ from litpipe.schemas import (
     SynthesisDiff,
     SynthesisReport,
 )
-from litpipe.settings import OFFLINE, Settings
+from litpipe.settings import OFFLINE, HomePaths, IngestSettings, Settings
 from litpipe.stopping import STOPPED_EXIT, stop_line
 from litpipe.text import counted
 
@@ -79,8 +79,8 @@ def run_command(
     except ValueError as error:
         print(f"litpipe run: {error}", file=sys.stderr)
         return 2
-    elsewhere = _in_other_collections(settings, discovery)
-    before = _as_registered(settings, list(elsewhere))
+    elsewhere = _in_other_collections(settings.paths, discovery)
+    before = _as_registered(settings.ingest, settings.paths, list(elsewhere))
     print(
         f"{source}: {counted(len(discovery.sources), 'paper')} in collection "
         f"{discovery.collection!r}{_failed_to_enter(discovery.failed)}",
@@ -92,13 +92,13 @@ def run_command(
         print(f"  failed: {_describe(failure)}", file=sys.stderr)
     discovered = time.perf_counter()
 
-    instance = open_instance(settings)
-    registrations = register(settings, instance, discovery, move=move)
+    instance = open_instance(settings.llm, settings.paths)
+    registrations = register(settings.paths, instance, discovery, move=move)
     shared = SharedPapers(
         collection=discovery.collection,
         elsewhere=elsewhere,
         before=before,
-        now=_as_registered(settings, list(elsewhere)),
+        now=_as_registered(settings.ingest, settings.paths, list(elsewhere)),
         registrations=registrations,
         origin=source.name,
         without_record={s.paper_id for s in discovery.sources if s.kind == "pdf" and not s.fields},
@@ -168,7 +168,8 @@ def run_command(
         evidence_chunks=sum(o.evidence for o in ingested),
         answers=sum(o.answers for o in ingested),
         synthesis=synthesis_report(
-            settings,
+            settings.ingest,
+            settings.paths,
             discovery.collection,
             papers_run.checks.get(discovery.collection, []),
             history_since,
@@ -234,14 +235,14 @@ def run_command(
     return 0 if report.papers and not report.collection_failure else 1
 
 
-def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str, list[str]]:
+def _in_other_collections(paths: HomePaths, discovery: Discovery) -> dict[str, list[str]]:
     """The source's papers that the catalog holds in other collections, with those; read only
     (a home without a catalog holds none)."""
     from litpipe.catalog import Catalog
 
-    if not settings.paths.catalog_path.exists():
+    if not paths.catalog_path.exists():
         return {}
-    catalog = Catalog(settings.paths.catalog_path)
+    catalog = Catalog(paths.catalog_path)
     held = catalog.collections_of([s.paper_id for s in discovery.sources])
     others = {
         paper_id: [name for name in collections if name != discovery.collection]
@@ -250,7 +251,9 @@ def _in_other_collections(settings: Settings, discovery: Discovery) -> dict[str,
     return {paper_id: names for paper_id, names in others.items() if names}
 
 
-def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, RegisteredPaper]:
+def _as_registered(
+    ingest: IngestSettings, paths: HomePaths, paper_ids: list[str]
+) -> dict[str, RegisteredPaper]:
     """The papers as the catalog holds them (their source) and as last built (the title of
     their document, where one was built)."""
     from litpipe.catalog import Catalog
@@ -259,8 +262,8 @@ def _as_registered(settings: Settings, paper_ids: list[str]) -> dict[str, Regist
 
     if not paper_ids:
         return {}
-    catalog = Catalog(settings.paths.catalog_path)
-    artifacts = artifact_store(settings.ingest, settings.paths)
+    catalog = Catalog(paths.catalog_path)
+    artifacts = artifact_store(ingest, paths)
     return {
         paper_id: RegisteredPaper(
             source=catalog.source(paper_id),
@@ -377,7 +380,8 @@ def _held(elsewhere: dict[str, list[str]]) -> str:
 
 
 def synthesis_report(
-    settings: Settings,
+    ingest: IngestSettings,
+    paths: HomePaths,
     collection: str,
     checks: list[CheckReport],
     since: datetime | None = None,
@@ -393,7 +397,7 @@ def synthesis_report(
     )
     from litpipe.workflows.synthesis_history import changes_since
 
-    artifacts = artifact_store(settings.ingest, settings.paths)
+    artifacts = artifact_store(ingest, paths)
     needed = ["cross_paper_questions", "relationship_analysis", "synthesis", "plain_summary"]
     if not all(artifacts.exists([asset], collection) for asset in [*needed, "collection_outputs"]):
         return None
@@ -417,7 +421,7 @@ def synthesis_report(
         left_out=expert.left_out,
         outputs=outputs.files,
         checks=checks,
-        changes=changes_since(settings.home, collection, since),
+        changes=changes_since(paths.home, collection, since),
     )
 
 

@@ -21,7 +21,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
     for line in routes_described(settings.llm):
         print(line)
     catalog = Catalog(settings.paths.catalog_path)
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     defs = build_definitions(**settings_groups(settings))
     keys = paper_asset_keys(defs)
     collections = catalog.collections()

@@ -29,7 +29,8 @@ def code_server_environment(settings: Settings) -> dict[str, str]:
     from litpipe.instance.sqlite_storage import enable_event_batches
     from litpipe.runtime.instance import write_instance_config
 
-    write_instance_config(settings)  # the UI's runs get the `llm` pool's limit too
+    # The UI's runs get the `llm` pool's limit too.
+    write_instance_config(settings.llm, settings.paths)
     enable_event_batches()  # and write a batch of papers' events together
     return {
         **os.environ,

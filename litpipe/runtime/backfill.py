@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import collection_pipeline
@@ -54,7 +55,7 @@ from litpipe.runtime.runner import (
     phases,
 )
 from litpipe.schemas import EmbeddingResult, FailedPaper, LLMUsage
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.stopping import stop_line
 from litpipe.text import counted
@@ -178,7 +179,7 @@ def backfill(
     before = {e: _table_now(store, e) for e in [embedder_id, *previous]}
     backfill_id = f"backfill-{uuid.uuid4().hex[:12]}"
     tags = {USAGE_SCOPE_TAG: backfill_id, BACKFILL_TAG: backfill_id}
-    runs = _Runs(settings, defs, instance, catalog, tags, stop_requested)
+    runs = _Runs(artifacts, defs, instance, catalog, tags, stop_requested)
 
     rebuilt: dict[dg.AssetKey, set[str]] = {}
     failed_ids = {failure.paper_id for failure in failed}
@@ -197,7 +198,7 @@ def backfill(
                 if runs.stopping():
                     unfinished_collections.add(collection)
                     continue
-                with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
+                with exclusive_lock(build_lock(settings.paths, COLLECTIONS, collection)):
                     built, failure = runs.settle(collection_pipeline.name, phase.keys, collection)
                 built_collections[collection].extend(k.to_user_string() for k in built)
                 for key in built:
@@ -228,7 +229,9 @@ def backfill(
             built_before = {key: set(partitions) for key, partitions in rebuilt.items()}
             with ExitStack() as locks:
                 for paper_id in sorted(batch):
-                    locks.enter_context(exclusive_lock(build_lock(settings, PAPERS, paper_id)))
+                    locks.enter_context(
+                        exclusive_lock(build_lock(settings.paths, PAPERS, paper_id))
+                    )
                 outcome = _run_batch(runs, phase, batch, order, rebuilt, number, len(batches))
             for failed_paper in outcome.failed:
                 source = catalog.source(failed_paper.paper_id or "")
@@ -276,15 +279,15 @@ def backfill(
         stopped=runs.stopped,
         unfinished_collections=sorted(unfinished_collections),
     )
-    out = report_path(settings, embedder_id)
+    out = report_path(settings.paths, embedder_id)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(out, report.model_dump_json(indent=2))
     return report
 
 
-def report_path(settings: Settings, embedder_id: str) -> Path:
+def report_path(paths: HomePaths, embedder_id: str) -> Path:
     """The report of the latest backfill to an embedder."""
-    return settings.paths.outputs_root / "backfill" / f"{embedder_id}.json"
+    return paths.outputs_root / "backfill" / f"{embedder_id}.json"
 
 
 def report_gate(
@@ -344,7 +347,7 @@ def batch_line(outcome: BatchOutcome) -> str:
     )
 
 
-def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
+def summary_lines(report: BackfillReport, ingest: IngestSettings, paths: HomePaths) -> list[str]:
     """What `litpipe backfill` prints when it is done."""
     rebuilt = ", ".join(f"{asset} {n}" for asset, n in report.rebuilt.items() if n)
     usage = report.llm_calls
@@ -376,10 +379,9 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
         lines.append(f"  collection assets FAILED: {report.collection_failure}")
     lines.append(f"model calls: {calls_line(usage)}" + (f" ({by_agent})" if by_agent else ""))
     lines.extend(f"  failed: {f.paper_id}: {f.reason}" for f in report.failed_papers)
-    lines.append(f"Report: {report_path(settings, report.embedder)}")
+    lines.append(f"Report: {report_path(paths, report.embedder)}")
     if report.previous_tables:
-        folder = Path(settings.ingest.embedder).expanduser()
-        name = str(folder.resolve()) if folder.is_dir() else settings.ingest.embedder
+        name = embedder_setting(ingest)
         lines.append(
             f'To make {report.embedder} the default, set `embedder = "{name}"` under [ingest] in '
             f"litpipe.toml or export LITPIPE_INGEST__EMBEDDER={name}; until then `litpipe run`, "
@@ -388,6 +390,13 @@ def summary_lines(report: BackfillReport, settings: Settings) -> list[str]:
     if report.stopped:
         lines.append(_stop_line(report))
     return lines
+
+
+def embedder_setting(ingest: IngestSettings) -> str:
+    """`ingest.embedder` as a setting that names the same model from any folder: a local
+    model's folder resolved, a hub name as it is."""
+    folder = Path(ingest.embedder).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else ingest.embedder
 
 
 def _stop_line(report: BackfillReport) -> str:
@@ -424,7 +433,7 @@ def _run_batch(
     run per level of neighbouring papers alike (`runner.build_batch`)."""
     started = time.perf_counter()
     build = build_batch(
-        runs.settings,
+        runs.artifacts,
         runs.defs,
         runs.instance,
         runs.catalog,
@@ -461,7 +470,7 @@ class _Runs:
     a stop is requested, or a signal interrupted a run's step, `stopped` holds and no further
     run starts."""
 
-    settings: Settings
+    artifacts: ArtifactStore
     defs: dg.Definitions
     instance: dg.DagsterInstance
     catalog: Catalog

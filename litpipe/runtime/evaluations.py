@@ -51,7 +51,7 @@ def run_evaluation(
     """`entry`'s asset materialized in-process with `config`, in a run of the instance; None
     when stopped on request before its run started."""
     defs = build_definitions(**settings_groups(settings))
-    instance = open_instance(settings)
+    instance = open_instance(settings.llm, settings.paths)
     if stop_requested():
         return None
     return execute(
@@ -134,8 +134,8 @@ def ask_questions(
     if len(missing) == len(questions):
         raise ValueError(f"no question's PDF is in {corpus}")
 
-    instance = open_instance(settings)
-    registrations = register(settings, instance, discovery)
+    instance = open_instance(settings.llm, settings.paths)
+    registrations = register(settings.paths, instance, discovery)
     papers_run = run_papers(
         settings,
         instance,
@@ -178,7 +178,7 @@ def ask_questions(
         except ValueError as error:
             failures.append(f"{question.id}: {error}")
             continue
-        outcome = summarize_request(settings, instance, request, scope, defs)
+        outcome = summarize_request(settings.ingest, settings.paths, instance, defs, request, scope)
         if outcome.status == "interrupted":
             interrupted_ids.append(question.id)
             progress(f"[{number}/{len(asked)}] {question.id}: interrupted (stop requested)")

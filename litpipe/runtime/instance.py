@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from litpipe.files import exclusive_lock, write_atomically
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, LLMSettings
 
 # Held while the instance is created or migrated: two processes creating the SQLite storages at
 # once raced on their tables and alembic stamps (one crashed; once the run database ended with
@@ -31,7 +31,7 @@ _EARLIER = "telemetry:\n  enabled: false\n"
 SQLITE_STORAGE_MODULE = "litpipe.instance.sqlite_storage"
 
 
-def managed_config(settings: Settings) -> str:
+def managed_config(llm: LLMSettings, paths: HomePaths) -> str:
     # `default_limit` applies to every pool, and the only pool of litpipe's graph is `llm`;
     # a per-pool limit set with `dagster instance concurrency set llm N` takes precedence.
     return (
@@ -43,7 +43,7 @@ def managed_config(settings: Settings) -> str:
         "concurrency:\n"
         "  pools:\n"
         "    # The `llm` pool: steps that may call a model, across all runs of this instance.\n"
-        f"    default_limit: {settings.llm.pool_limit}\n"
+        f"    default_limit: {llm.pool_limit}\n"
         "# With `dagster-daemon` running: runs stuck starting are failed, and a finished run's\n"
         "# pool slots freed. litpipe's own runs whose process died are released whenever\n"
         "# litpipe opens the instance.\n"
@@ -56,7 +56,7 @@ def managed_config(settings: Settings) -> str:
         f"  module: {SQLITE_STORAGE_MODULE}\n"
         "  class: BatchingSqliteEventLogStorage\n"
         "  config:\n"
-        f"    base_dir: {json.dumps(str(settings.dagster_home / 'history' / 'runs'))}\n"
+        f"    base_dir: {json.dumps(str(paths.dagster_home / 'history' / 'runs'))}\n"
     )
 
 
@@ -68,18 +68,19 @@ def is_managed(config: Path) -> bool:
     return text.startswith(MANAGED) or text == _EARLIER
 
 
-def write_instance_config(settings: Settings) -> Path:
-    """`dagster_home`'s dagster.yaml, written from the settings unless it is someone's own."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
-    config = settings.dagster_home / "dagster.yaml"
-    wanted = managed_config(settings)
+def write_instance_config(llm: LLMSettings, paths: HomePaths) -> Path:
+    """`dagster_home`'s dagster.yaml, written from the settings (the `llm` pool's limit) unless
+    it is someone's own."""
+    paths.dagster_home.mkdir(parents=True, exist_ok=True)
+    config = paths.dagster_home / "dagster.yaml"
+    wanted = managed_config(llm, paths)
     if is_managed(config) and (not config.exists() or config.read_text("utf-8") != wanted):
         write_atomically(config, wanted)
     return config
 
 
 @contextmanager
-def instance_lock(settings: Settings) -> Iterator[None]:
+def instance_lock(paths: HomePaths) -> Iterator[None]:
     """Exclusive across the processes of this machine sharing `dagster_home`, while held."""
-    with exclusive_lock(settings.dagster_home / LOCK_NAME):
+    with exclusive_lock(paths.dagster_home / LOCK_NAME):
         yield

@@ -25,7 +25,6 @@ from litpipe.defs.assets.query_summary import (
     request_store,
 )
 from litpipe.defs.check_results import latest_check_results
-from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import query_summary_job
 from litpipe.defs.partitions import QUERY_REQUESTS
 from litpipe.defs.resources import artifact_store
@@ -35,8 +34,7 @@ from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import interrupted, run_failure
 from litpipe.runtime.requests import submit_request
 from litpipe.schemas import CheckReport, PaperSource, QuerySummary, QuerySummaryRequest
-from litpipe.settings import Settings
-from litpipe.settings.groups import settings_groups
+from litpipe.settings import HomePaths, IngestSettings
 from litpipe.workflows.ingest import settings_embedder
 from litpipe.workflows.query_summary import QuerySummaryError
 
@@ -58,29 +56,28 @@ class AskOutcome(BaseModel):
     failure: str | None = None
 
 
-def ready_paper(settings: Settings, paper_id: str) -> PaperSource:
-    """The paper's source when it is registered and ingested (its abstract and chunks stored);
-    otherwise a QuerySummaryError saying what to do. Writes nothing."""
-    if not settings.paths.catalog_path.is_file():
+def ready_paper(ingest: IngestSettings, paths: HomePaths, paper_id: str) -> PaperSource:
+    """The paper's source when it is registered and ingested (its abstract and chunks stored,
+    for the embedder `ingest` names); otherwise a QuerySummaryError saying what to do. Writes
+    nothing."""
+    if not paths.catalog_path.is_file():
         raise QuerySummaryError(
-            f"unknown paper {paper_id!r}: no paper is registered under {settings.home}; run "
+            f"unknown paper {paper_id!r}: no paper is registered under {paths.home}; run "
             "`litpipe run SOURCE` first"
         )
-    catalog = Catalog(settings.paths.catalog_path)
+    catalog = Catalog(paths.catalog_path)
     try:
         source = catalog.source(paper_id)
     except KeyError:
         known = sorted({p for c in catalog.collections() for p in catalog.papers(c)})
         listed = ", ".join(known[:_KNOWN_SHOWN]) + (", ..." if len(known) > _KNOWN_SHOWN else "")
         raise QuerySummaryError(
-            f"unknown paper {paper_id!r}: it is not registered under {settings.home} (known "
+            f"unknown paper {paper_id!r}: it is not registered under {paths.home} (known "
             f"papers: {listed or 'none'})"
         ) from None
-    ingested = artifact_store(settings.ingest, settings.paths).exists(
-        ["paper_abstract"], paper_id
-    ) and (
-        ChunkStore(settings.paths.lancedb_dir).paper_chunk_ids(
-            settings_embedder(settings.ingest, settings.paths).embedder_id, paper_id
+    ingested = artifact_store(ingest, paths).exists(["paper_abstract"], paper_id) and (
+        ChunkStore(paths.lancedb_dir).paper_chunk_ids(
+            settings_embedder(ingest, paths).embedder_id, paper_id
         )
     )
     if not ingested:
@@ -109,18 +106,18 @@ def request_state(
 
 
 def summarize_request(
-    settings: Settings,
+    ingest: IngestSettings,
+    paths: HomePaths,
     instance: dg.DagsterInstance,
+    defs: dg.Definitions,
     request: QuerySummaryRequest,
     scope: str,
-    defs: dg.Definitions | None = None,
 ) -> AskOutcome:
-    """The request's summary: stored, partitioned and materialized when not fresh. The paper
-    must be `ready_paper`."""
-    defs = defs or build_definitions(**settings_groups(settings))
-    collection = Catalog(settings.paths.catalog_path).home_collection(request.paper_id)
+    """The request's summary: stored, partitioned and materialized (as `defs`, the graph built
+    from the same settings, has it) when not fresh. The paper must be `ready_paper`."""
+    collection = Catalog(paths.catalog_path).home_collection(request.paper_id)
     outcome = AskOutcome(request=request, collection=collection, status="up_to_date")
-    artifacts = artifact_store(settings.ingest, settings.paths)
+    artifacts = artifact_store(ingest, paths)
     submission = submit_request(
         defs,
         instance,
@@ -129,7 +126,7 @@ def summarize_request(
         asset=ASSET,
         request=request,
         key=request.key,
-        store=request_store(settings.paths),
+        store=request_store(paths),
         fresh=lambda: (
             request_state(instance, defs, request) is State.FRESH
             and artifacts.exists([ASSET], request.key)
@@ -151,7 +148,7 @@ def summarize_request(
     if artifacts.exists([ASSET], request.key) and outcome.status not in {"failed", "interrupted"}:
         summary = artifacts.read([ASSET], request.key, QuerySummary)
         outcome.result = summary
-        outcome.markdown = str(markdown_path(settings.paths.outputs_dir(collection), request.key))
+        outcome.markdown = str(markdown_path(paths.outputs_dir(collection), request.key))
     outcome.check = next(
         (
             check

@@ -21,6 +21,7 @@ import dagster as dg
 import sqlalchemy.exc
 from pydantic import BaseModel, Field
 
+from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog, Registration
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.definitions import build_definitions
@@ -51,7 +52,7 @@ from litpipe.schemas import (
     PaperEvidence,
     PaperQuestions,
 )
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, LLMSettings, Settings
 from litpipe.settings.groups import settings_groups
 
 
@@ -67,15 +68,15 @@ class PaperOutcome(BaseModel):
     failure: FailedPaper | None = None
 
 
-def open_instance(settings: Settings) -> dg.DagsterInstance:
+def open_instance(llm: LLMSettings, paths: HomePaths) -> dg.DagsterInstance:
     """The persistent instance in `dagster_home` (default `LITPIPE_HOME/dagster`), the one
-    `litpipe ui` serves: SQLite with litpipe's dagster.yaml, or whatever one of your own says
-    (PostgreSQL: deploy/dagster.postgres.yaml)."""
+    `litpipe ui` serves: SQLite with litpipe's dagster.yaml (the `llm` pool's limit), or
+    whatever one of your own says (PostgreSQL: deploy/dagster.postgres.yaml)."""
     enable_event_batches()
     # Creating the instance creates (or migrates) its storages: one process at a time.
-    with instance_lock(settings):
-        write_instance_config(settings)
-        instance = dg.DagsterInstance.from_config(str(settings.dagster_home))
+    with instance_lock(paths):
+        write_instance_config(llm, paths)
+        instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
     # Before any run of ours waits for a pool slot that a killed run still holds.
     release_dead_runs(instance)
     return instance
@@ -156,7 +157,7 @@ class PapersRun(BaseModel):
 
 
 def register(
-    settings: Settings,
+    paths: HomePaths,
     instance: dg.DagsterInstance,
     discovery: Discovery,
     now: datetime | None = None,
@@ -166,7 +167,7 @@ def register(
     their partitions to the instance; a new paper arrives `now` (default: the clock), which puts
     it in that day's nightly digest. A paper of other collections stays in them too, or with
     `move` leaves them."""
-    catalog = Catalog(settings.paths.catalog_path)
+    catalog = Catalog(paths.catalog_path)
     registrations = {
         source.paper_id: catalog.register(source, discovery.collection, now, move)
         for source in discovery.sources
@@ -222,6 +223,7 @@ def run_papers(
     total = len(paper_ids) * sum(phase.per == "paper" for phase in plan)
     progress = 0
     catalog = Catalog(settings.paths.catalog_path)
+    artifacts = artifact_store(settings.ingest, settings.paths)
     # Every collection of a paper reads what is built of it: each is brought up to date (one
     # whose papers did not change is found fresh, and left as it is).
     papers_of: dict[str, list[str]] = {}
@@ -246,7 +248,7 @@ def run_papers(
         if phase.per == "collection":
             failures = []
             for collection in [*papers_of, *left]:
-                with exclusive_lock(build_lock(settings, COLLECTIONS, collection)):
+                with exclusive_lock(build_lock(settings.paths, COLLECTIONS, collection)):
                     failure = _build_collection(
                         defs,
                         instance,
@@ -283,9 +285,11 @@ def run_papers(
             with ExitStack() as locks:
                 # In key order, so that two processes never wait on each other.
                 for paper_id in sorted(batch):
-                    locks.enter_context(exclusive_lock(build_lock(settings, PAPERS, paper_id)))
+                    locks.enter_context(
+                        exclusive_lock(build_lock(settings.paths, PAPERS, paper_id))
+                    )
                 built = build_batch(
-                    settings,
+                    artifacts,
                     defs,
                     instance,
                     catalog,
@@ -316,12 +320,12 @@ def run_papers(
     )
 
 
-def build_lock(settings: Settings, partitions: str, key: str) -> Path:
+def build_lock(paths: HomePaths, partitions: str, key: str) -> Path:
     """The lock a process holds while it decides what to build of one partition and builds it:
     two `litpipe run`s on overlapping sources (or a run and a backfill) then take turns on a
     shared paper or collection, and the second finds it built instead of building it again at
     the same time."""
-    return settings.home / "locks" / partitions / f"{key}.lock"
+    return paths.home / "locks" / partitions / f"{key}.lock"
 
 
 def partitions_read(
@@ -352,7 +356,7 @@ class BatchBuild:
 
 
 def build_batch(
-    settings: Settings,
+    artifacts: ArtifactStore,
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     catalog: Catalog,
@@ -372,7 +376,8 @@ def build_batch(
     `tags`; a paper that fails in it is left out and the others are built again without it
     (`paper_batches`). Once `stop_requested`, or a signal interrupted a run, no further run
     starts: the papers not finished are `interrupted`. `fallbacks_before`: as
-    `staleness.partition_states` takes it (default: when this batch starts)."""
+    `staleness.partition_states` takes it (default: when this batch starts). A built paper's
+    figures are read from `artifacts`."""
     if fallbacks_before is None:
         fallbacks_before = latest_storage_id(instance)
     paper_keys = paper_asset_keys(defs)
@@ -401,7 +406,7 @@ def build_batch(
     def finished() -> BatchBuild:
         build.outcomes = {
             **done,
-            **_finished(settings, [p for p in batch if p not in done], seconds, embedded),
+            **_finished(artifacts, [p for p in batch if p not in done], seconds, embedded),
         }
         return build
 
@@ -430,7 +435,7 @@ def build_batch(
             if result.success:
                 if EMBEDDINGS in level:
                     for paper_id in neighbours:
-                        embedded[paper_id] += _embedded(settings, paper_id)
+                        embedded[paper_id] += _embedded(artifacts, paper_id)
                 rebuilt.extend(neighbours)
                 continue
             failed = papers_failed(result)
@@ -518,12 +523,15 @@ def _failed(catalog: Catalog, paper_id: str, reason: str, seconds: float) -> Pap
 
 
 def _finished(
-    settings: Settings, paper_ids: list[str], seconds: dict[str, float], embedded: dict[str, int]
+    artifacts: ArtifactStore,
+    paper_ids: list[str],
+    seconds: dict[str, float],
+    embedded: dict[str, int],
 ) -> dict[str, PaperOutcome]:
     """The outcomes of papers that neither failed nor were interrupted."""
     return {
         paper_id: _outcome(
-            settings,
+            artifacts,
             paper_id,
             "materialized" if seconds[paper_id] else "up_to_date",
             round(seconds[paper_id], 3),
@@ -533,12 +541,8 @@ def _finished(
     }
 
 
-def _embedded(settings: Settings, paper_id: str) -> int:
-    return (
-        artifact_store(settings.ingest, settings.paths)
-        .read(list(EMBEDDINGS.path), paper_id, EmbeddingResult)
-        .embedded
-    )
+def _embedded(artifacts: ArtifactStore, paper_id: str) -> int:
+    return artifacts.read(list(EMBEDDINGS.path), paper_id, EmbeddingResult).embedded
 
 
 def _merged(earlier: PaperOutcome, later: PaperOutcome) -> PaperOutcome:
@@ -598,14 +602,13 @@ def _build_collection(
 
 
 def _outcome(
-    settings: Settings,
+    artifacts: ArtifactStore,
     paper_id: str,
     status: Literal["materialized", "up_to_date"],
     seconds: float,
     embedded: int,
 ) -> PaperOutcome:
     """A built paper's figures, read from its artifacts."""
-    artifacts = artifact_store(settings.ingest, settings.paths)
     return PaperOutcome(
         paper_id=paper_id,
         status=status,
