@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from litpipe_tests.llama_server import XDIST_GROUP, xdist_group
+
 GROUP = "test_suite_workers"
 
 
@@ -23,3 +25,14 @@ def test_a_grouped_test_is_scheduled_by_its_group(request: pytest.FixtureRequest
         f"{request.node.nodeid}: pytest-xdist ignores xdist_group with pytest "
         f"{pytest.__version__}; each worker would set up a group's shared fixtures"
     )
+
+
+def test_the_real_servers_tests_are_handed_out_first(request: pytest.FixtureRequest) -> None:
+    """They take one worker for minutes: begun last, they would be the suite's tail."""
+    first = [xdist_group(item) == XDIST_GROUP for item in request.session.items]
+    assert first == sorted(first, reverse=True), "a test comes before the real server's"
+    # pytest-xdist hands out the groups in that order only where it does not sort them by size.
+    if request.config.getoption("loadgroup", default=False):
+        assert request.config.getoption("loadscopereorder") is False, (
+            "`make test` runs pytest-xdist without --no-loadscope-reorder"
+        )
