@@ -97,8 +97,9 @@ def asset_graph_svg() -> str:
     """The asset graph, each asset in the column of its longest path from a root, an arrow
     from each asset to those reading it."""
     from litpipe.defs.definitions import build_definitions
+    from litpipe.settings.groups import settings_groups
 
-    graph = build_definitions(Settings()).resolve_asset_graph()
+    graph = build_definitions(**settings_groups(Settings())).resolve_asset_graph()
     keys = sorted(graph.get_all_asset_keys(), key=lambda key: key.to_user_string())
     parents = {key: [p for p in graph.get(key).parent_keys if p in keys] for key in keys}
     depth: dict[Any, int] = {}
