@@ -30,6 +30,7 @@ from pathlib import Path
 
 from litpipe.evaluation import scholarqa, scholarqa_answer_modes
 from litpipe.settings import Settings
+from litpipe.settings.groups import settings_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT.parent / "shared" / "data" / "scholarqa-multi" / "scholarqa_multi.jsonl"
@@ -67,7 +68,7 @@ def main() -> None:
             llm = {"model": "openai/stub", "api_base": stub.url}
         settings = Settings(home=home, llm=llm)
         started = time.perf_counter()
-        evaluation = evaluate(settings, args.dataset, args.limit)
+        evaluation = evaluate(settings_groups(settings), args.dataset, args.limit)
         wall = time.perf_counter() - started
     print(module.format_table(evaluation))
     if args.out is not None:

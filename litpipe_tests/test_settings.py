@@ -21,6 +21,7 @@ from litpipe.settings import (
     preset_names,
     preset_values,
 )
+from litpipe.settings.groups import settings_groups
 from litpipe.settings.routes import agent_names
 from litpipe.validation import validation_problems
 
@@ -210,6 +211,6 @@ def test_a_code_version_hashes_each_setting_under_its_dotted_name(
     code = CodeVersion(settings=("retrieval.candidates", "synthesis.questions_per_style"))
     nested = Settings(home=tmp_path, retrieval={"candidates": 7})
     hashed = {"retrieval.candidates": 7, "synthesis.questions_per_style": 3}
-    assert code.of(nested, Asker(nested.llm)) == code_version([], None, **hashed)
+    assert code.of(settings_groups(nested), Asker(nested.llm)) == code_version([], None, **hashed)
     default = Settings(home=tmp_path)
-    assert code.of(default, Asker(default.llm)) != code_version([], None, **hashed)
+    assert code.of(settings_groups(default), Asker(default.llm)) != code_version([], None, **hashed)
