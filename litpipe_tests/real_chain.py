@@ -36,7 +36,11 @@ IDEA = "Continual learning of new classes from few examples without forgetting o
 COMMAND_TIMEOUT_S = 1200.0
 # Fewer model calls than the defaults, so that the chain runs in minutes on two cores: one
 # question per style, a two-pass MAIS loop with three diagnostic questions, five related-work
-# candidates debated and one search query.
+# candidates debated and one search query. And replies of 256 tokens at most: SmolLM2's valid
+# replies took under 130, its unusable ones ran on to max_tokens (1,024 for an insight or a
+# summary: eight of them took 307 of the chain's 411 s of decoding), so the cap cuts short only
+# what fails anyway. The one-call analysis keeps its own 4,096, so that it does not fit the
+# 2,048-token window and the insights and relationships are asked apart, as by default.
 QUICK_SETTINGS = {
     "LITPIPE_SYNTHESIS__QUESTIONS_PER_STYLE": "1",
     "LITPIPE_QUERY_SUMMARY__MAX_ITERATIONS": "2",
@@ -44,6 +48,8 @@ QUICK_SETTINGS = {
     "LITPIPE_RELATED_WORK__CANDIDATES": "5",
     "LITPIPE_RELATED_WORK__TOP_K": "3",
     "LITPIPE_RELATED_WORK__SEARCH_QUERIES": "1",
+    "LITPIPE_LLM__MAX_TOKENS": "256",
+    "LITPIPE_LLM__AGENTS__ANALYSIS__MAX_TOKENS": "4096",
 }
 _CONTEXT_ERROR = re.compile(r"context (window|size|length)|exceeds? the available", re.I)
 
