@@ -42,6 +42,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -515,9 +516,19 @@ def xdist_group(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The real server's tests first, the others in their order: started last, they would be
-    the suite's tail (`make test` has pytest-xdist keep this order: --no-loadscope-reorder)."""
-    items.sort(key=lambda item: xdist_group(item) != XDIST_GROUP)
+    """The real server's tests first, then the other groups, the largest first, then the tests
+    of no group: pytest-xdist's own order (by size), less the real server's tests, which would
+    be the suite's tail begun later. `make test` has pytest-xdist keep this order
+    (--no-loadscope-reorder); each group, and each test of none, keeps its tests' order."""
+    sizes = Counter(xdist_group(item) for item in items)
+
+    def place(item: pytest.Item) -> tuple[int, int]:
+        group = xdist_group(item)
+        if group == XDIST_GROUP:
+            return (0, 0)
+        return (1, -sizes[group]) if group is not None else (2, 0)
+
+    items.sort(key=place)
 
 
 # --- command line ---------------------------------------------------------------------------
