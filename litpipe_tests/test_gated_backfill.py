@@ -30,7 +30,7 @@ from litpipe.evaluation.embedder_gate import (
 )
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime import backfill as backfilling
-from litpipe.settings import HomePaths, IngestSettings, Settings
+from litpipe.settings import Settings
 from litpipe.workflows.ingest import settings_embedder
 from litpipe_tests.homes import home_instance
 from litpipe_tests.variant_models import build_minilm_variant
@@ -65,14 +65,14 @@ def write_pairs(path: Path, rows: list[dict[str, str]]) -> Path:
 def serving_table(home: Path) -> str:
     """The table a query of this home searches: its default embedder's, as `litpipe ask`, the
     related work and the UI's code location resolve it."""
-    return ChunkStore.table_name(
-        settings_embedder(IngestSettings(), HomePaths(home=home)).embedder_id
-    )
+    settings = Settings(home=home)
+    return ChunkStore.table_name(settings_embedder(settings.ingest, settings.paths).embedder_id)
 
 
 def nearest(home: Path, query: str) -> list[str]:
     """The chunks a dense query of the home finds, from the table its settings serve."""
-    embedder = settings_embedder(IngestSettings(), HomePaths(home=home))
+    settings = Settings(home=home)
+    embedder = settings_embedder(settings.ingest, settings.paths)
     store = ChunkStore(home / "lancedb")
     rows = store.dense_search(embedder.embedder_id, embedder.encode([query])[0], 5)
     return [row["chunk_id"] for row in rows]
@@ -153,7 +153,8 @@ def test_the_gate_switches_the_default_only_when_ndcg_holds_and_the_old_table_se
         return real_backfill(*args, on_batch=each, **kwargs)
 
     monkeypatch.setattr(backfilling, "backfill", watched)
-    tiny_id = settings_embedder(IngestSettings(embedder=str(tiny_model)), HomePaths(home=home))
+    tiny = Settings(home=home, ingest={"embedder": str(tiny_model)})
+    tiny_id = settings_embedder(tiny.ingest, tiny.paths)
     assert main([*gated, str(pairs), "--embedder", str(tiny_model), "--batch", "8"]) == 3
     captured = capsys.readouterr()
     gate = last_json(captured.out)
