@@ -7,8 +7,9 @@ table of abstracts from the bundled ICLR corpus is dropped into the inbox: the n
 sensor registers it and requests one backfill of its papers, which the backfill daemon runs as
 batches of `operations.batch_size` papers, at most `max_runs` at once. Once a run has built a
 stage or two, its worker process is killed with SIGKILL; the rest is left to Dagster (the run
-failed, its slots freed, the run retried from its failure). Then the collection's stages run
-and its synthesis is read.
+failed, its slots freed, the run retried from its failure). The collection's stages are the
+daemon's too (its automation requests them once the papers are built: in their backfill, or,
+where a killed run's retry left them out of it, on a later tick); their synthesis is read.
 
 Shared by `test_daemon_soak.py` (which asserts) and `benchmarks/daemon_soak.py` (which prints).
 """
@@ -31,8 +32,9 @@ import dagster as dg
 import yaml
 from dagster._core.execution.backfill import BulkActionStatus
 
+from litpipe.defs.jobs import collection_pipeline
 from litpipe.defs.llm_steps import LLM_POOL
-from litpipe.runtime.execution import QUIET_RUN_CONFIG, run_failure
+from litpipe.instance.run_failures import failure_reason
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.text import markers_in
@@ -67,6 +69,10 @@ STEP_ENDS = {
 }
 # Fewer model calls than the defaults: one question per style (two a paper, one answer each).
 QUICK = {"LITPIPE_SYNTHESIS__QUESTIONS_PER_STYLE": "1"}
+# How long the daemon may stay idle, every run ended and every backfill done, before what is
+# unbuilt is taken to stay so: past two ticks of the automation condition sensor (every 30 s),
+# which requests the collection's stages a killed run's backfill left out.
+IDLE_S = 75.0
 
 
 @dataclass
@@ -78,10 +84,13 @@ class Soak:
     max_runs: int
     pool_limit: int
     executor: str
-    seconds: float = 0.0  # from the daemon's start (the table waiting) to the last run's end
+    # From the daemon's start (the table waiting) to the last paper run's end.
+    seconds: float = 0.0
     runs: list[dg.DagsterRun] = field(default_factory=list)  # the paper runs, retries included
     # The runs of the collection's stages the daemon's automation launched.
     collection_runs: list[dg.DagsterRun] = field(default_factory=list)
+    # The collection's materializations, by stage (each once: the daemon built it once).
+    collection_materializations: dict[str, int] = field(default_factory=dict)
     backfills: int = 0
     killed_run: str | None = None
     killed_steps_done: int = 0  # steps the killed run had finished when it was killed
@@ -95,8 +104,8 @@ class Soak:
     pool_waits: int = 0  # times a step waited for a slot of the pool
     slots_held_at_end: int = -1
     model_calls: int = 0
-    collection_succeeded: bool = False
-    collection_failure: str = ""  # why the collection's run failed, if it did
+    collection_succeeded: bool = False  # the daemon's runs built every stage of the collection
+    collection_failure: str = ""  # why a collection run failed, if one did
     uncited: list[str] = field(default_factory=list)  # papers the synthesis does not cite
     daemon_log: str = ""
 
@@ -132,6 +141,7 @@ class Soak:
             "backfills": self.backfills,
             "runs": len(self.runs),
             "collection_runs": [run.status.value for run in self.collection_runs],
+            "collection_materializations": self.collection_materializations,
             "run_statuses": dict(statuses),
             "seconds": round(self.seconds, 1),
             "papers_per_minute": self.papers_per_minute,
@@ -291,6 +301,7 @@ def run_soak(
         try:
             settings = Settings()
             instance = dg.DagsterInstance.from_config(str(dagster_home))
+            stages = _collection_stages(settings)
             write_table(settings.home / "inbox" / f"{COLLECTION}.csv", papers)
             sampler = PoolSampler(instance)
             sampler.start()
@@ -304,8 +315,7 @@ def run_soak(
                 start_new_session=True,
             )
             try:
-                _until_built(soak, instance, daemon.pid, started, kill, timeout_s)
-                soak.seconds = _last_run_end(instance) - started
+                _until_built(soak, instance, stages, daemon.pid, started, kill, timeout_s)
                 soak.slots_held_at_end = _slots_after_runs(instance)
                 soak.killed_slots_at_end = sum(
                     slot.run_id == soak.killed_run
@@ -318,9 +328,10 @@ def run_soak(
                 _stop(daemon)
                 log.close()
             soak.peak_slots_sampled = sampler.peak
-            _collection(soak, settings, instance)
+            _collection(soak, settings, instance, stages)
             soak.model_calls = stub.request_count
             _read_back(soak, instance, settings)
+            soak.seconds = _last_run_end(instance, soak.runs) - started
         finally:
             for name, value in previous.items():
                 if value is None:
@@ -331,16 +342,26 @@ def run_soak(
     return soak
 
 
+def _collection_stages(settings: Settings) -> list[dg.AssetKey]:
+    """The collection's stages, index to outputs, in the graph these settings build."""
+    from litpipe.defs.definitions import build_definitions
+
+    graph = build_definitions(**settings_groups(settings)).resolve_asset_graph()
+    return sorted(collection_pipeline.selection.resolve(graph))
+
+
 def _until_built(
     soak: Soak,
     instance: dg.DagsterInstance,
+    stages: list[dg.AssetKey],
     daemon: int,
     started: float,
     kill: bool,
     timeout_s: float,
 ) -> None:
-    """Waits until every paper has its answers and no run is left to finish or retry,
-    killing one run's worker on the way."""
+    """Waits until every paper has its answers, the collection every stage, and no run is left
+    to finish or retry, killing one run's worker on the way; or until the daemon, every
+    backfill done, has launched nothing for `IDLE_S`: what is unbuilt then stays so."""
     answers = dg.AssetKey("paper_answers")
     while time.time() - started < timeout_s:
         time.sleep(1.0)
@@ -355,14 +376,17 @@ def _until_built(
         ]
         if not runs or pending or retrying or (kill and soak.killed_run is None):
             continue
-        partitions = instance.get_materialized_partitions(answers)
         registered = instance.get_dynamic_partitions("papers")
-        if len(registered) == soak.papers and set(registered) <= partitions:
+        papers_built = len(registered) == soak.papers and set(registered) <= (
+            instance.get_materialized_partitions(answers)
+        )
+        collection_built = all(
+            COLLECTION in instance.get_materialized_partitions(stage) for stage in stages
+        )
+        if papers_built and collection_built:
             return
-        if all(run.status != dg.DagsterRunStatus.STARTED for run in runs) and _backfills_done(
-            instance
-        ):
-            return  # nothing left running: what is missing will stay missing
+        if _backfills_done(instance) and time.time() - _last_run_end(instance) > IDLE_S:
+            return
     raise TimeoutError(f"the soak did not finish in {timeout_s:.0f} s")
 
 
@@ -393,9 +417,12 @@ def _kill_one(soak: Soak, instance: dg.DagsterInstance, daemon: int) -> None:
         return
 
 
-def _last_run_end(instance: dg.DagsterInstance) -> float:
+def _last_run_end(instance: dg.DagsterInstance, runs: list[dg.DagsterRun] | None = None) -> float:
+    """When the last of these runs (by default, of all runs) ended."""
+    filters = None if runs is None else dg.RunsFilter(run_ids=[run.run_id for run in runs])
     return max(
-        (record.end_time or 0.0 for record in instance.get_run_records()), default=time.time()
+        (record.end_time or 0.0 for record in instance.get_run_records(filters)),
+        default=time.time(),
     )
 
 
@@ -423,22 +450,29 @@ def _stop(daemon: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _collection(soak: Soak, settings: Settings, instance: dg.DagsterInstance) -> None:
-    """The collection's stages over the built papers, run here in-process."""
-    from litpipe.defs.definitions import build_definitions
-
-    result = (
-        build_definitions(**settings_groups(settings), executor=dg.in_process_executor)
-        .resolve_job_def("collection_pipeline")
-        .execute_in_process(
-            partition_key=COLLECTION,
-            instance=instance,
-            raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
+def _collection(
+    soak: Soak, settings: Settings, instance: dg.DagsterInstance, stages: list[dg.AssetKey]
+) -> None:
+    """What the daemon built of the collection: its runs, each stage's materializations, and
+    the papers its synthesis cites."""
+    soak.collection_runs = [
+        run for run in instance.get_runs() if run.asset_selection and not _builds_papers(run)
+    ]
+    for stage in stages:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=stage, asset_partitions=[COLLECTION]), limit=100
+        ).records
+        soak.collection_materializations[stage.to_user_string()] = len(records)
+    failed = [run for run in soak.collection_runs if run.status != dg.DagsterRunStatus.SUCCESS]
+    soak.collection_failure = "; ".join(
+        failure_reason(
+            entry.dagster_event for entry in instance.all_logs(run.run_id) if entry.dagster_event
         )
+        for run in failed
     )
-    soak.collection_succeeded = result.success
-    soak.collection_failure = "" if result.success else run_failure(result)
+    soak.collection_succeeded = (
+        bool(soak.collection_runs) and not failed and all(soak.collection_materializations.values())
+    )
     synthesis = settings.home / "outputs" / COLLECTION / "synthesis.md"
     cited = (
         {paper for paper, _ in markers_in(synthesis.read_text("utf-8"))}
@@ -457,9 +491,6 @@ def _builds_papers(run: dg.DagsterRun) -> bool:
 
 def _read_back(soak: Soak, instance: dg.DagsterInstance, settings: Settings) -> None:
     soak.runs = [run for run in instance.get_runs() if _builds_papers(run)]
-    soak.collection_runs = [
-        run for run in instance.get_runs() if run.asset_selection and not _builds_papers(run)
-    ]
     soak.backfills = len(instance.get_backfills())
     soak.retries_of_killed = [
         run for run in soak.runs if run.tags.get("dagster/parent_run_id") == soak.killed_run
