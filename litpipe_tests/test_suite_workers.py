@@ -1,4 +1,4 @@
-"""How `make test` spreads the suite over its two workers (pytest-xdist, `--dist loadgroup`).
+"""How `make test` spreads the suite over its workers (pytest-xdist, `--dist loadgroup`).
 
 A module whose tests share a costly fixture (a llama-server and the three PDFs run through it, a
 built corpus, a browser) marks them with one `xdist_group`, so that one worker sets it up once.
