@@ -37,8 +37,8 @@ class Daemon:
         return self.last
 
     def papers_built(self, defs: dg.Definitions, result: dg.SensorResult) -> list[str]:
-        """The papers whose source gets built after the tick: those whose `paper_source` run
-        it requests, and those the automation requests then, with all their stages at once."""
+        """The papers whose stages get built after the tick: those it requests a run of every
+        stage for, and those the automation requests then, with all their stages at once."""
         for request in result.dynamic_partitions_requests:
             name = request.partitions_def_name
             known = set(self.instance.get_dynamic_partitions(name))
@@ -47,7 +47,7 @@ class Daemon:
                 self.instance.add_dynamic_partitions(name, new)
         rebuilt = set()
         for run in result.run_requests:
-            assert run.asset_selection == [PAPER_SOURCE], run
+            assert run.asset_selection is None, run  # the sensor's: every per-paper stage
             assert RUN_TAGS.items() <= run.tags.items()
             assert run.partition_key is not None
             rebuilt.add(run.partition_key)

@@ -18,6 +18,7 @@ from litpipe.ingest.ids import pdf_paper_id
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.daemon_soak import PAPER_ASSETS
 from litpipe_tests.daemon_ticks import Daemon
 
 PDFS = PDFS_BY_SIZE
@@ -158,7 +159,7 @@ def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_agai
     # The same content found again (a cursor lost): nothing is requested again.
     assert requested(settings, daemon, tick(settings, instance, None)) == []
 
-    # A1's abstract edited: its source is built again (the automation builds what reads it).
+    # A1's abstract edited: every stage of it is built again, in one run the sensor asks for.
     (inbox / "abstracts.csv").write_text(
         "id,title,abstract\nA1,First,A revised abstract about yeast.\n"
         "A2,Second,Another about flies.\n",
@@ -169,6 +170,33 @@ def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_agai
     (run,) = changed.run_requests
     # Its run key names the content: the tick evaluated again asks for the same run.
     assert run.run_key == tick(settings, instance, first.cursor).run_requests[0].run_key
+
+
+def test_a_stage_built_again_outside_the_automation_gets_no_stage_after_it_requested(
+    tmp_path: Path, inbox: Path
+) -> None:
+    """The retry of a killed worker's batch builds its papers' stages again, in a run the
+    automation did not request: it requests none of their next stages on top of it (the
+    daemon soak saw eager's `any_deps_updated` build 7 papers' next stages twice)."""
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
+    requested(settings, daemon, tick(settings, instance, None))
+    daemon.automation(build_definitions(**settings_groups(settings)))  # the next tick: calm
+    build_definitions(**settings_groups(settings)).resolve_job_def(
+        "paper_pipeline"
+    ).execute_in_process(
+        partition_key="abstracts.A1",
+        asset_selection=[dg.AssetKey("paper_source"), dg.AssetKey("paper_document")],
+        instance=instance,
+    )
+
+    evaluation = daemon.automation(build_definitions(**settings_groups(settings)))
+
+    requested_again = {
+        stage: evaluation.get_requested_partitions(dg.AssetKey(stage)) for stage in PAPER_ASSETS
+    }
+    assert all(not partitions for partitions in requested_again.values()), requested_again
 
 
 def test_a_paper_dropped_into_a_second_folder_joins_that_collection(

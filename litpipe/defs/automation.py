@@ -1,12 +1,12 @@
 """What Dagster's daemon builds by itself: the automation conditions of litpipe's assets and the
 sensor that evaluates them (Dagster's declarative automation, not a scheduler of litpipe's).
 
-- A paper's stages: a new paper (its partition added by the new-papers or Zotero sensor), an
-  upstream stage materialized again, or a changed code version (a prompt, a model, a chunk
-  setting) requests the partitions concerned, and everything downstream of them in the same
-  tick, once nothing they read is missing or in progress. The daemon's first evaluation
-  requests every partition missing then (papers registered before it, a home `litpipe run`
-  left half built).
+- A paper's stages: a new paper (its partition added by the new-papers or Zotero sensor) or a
+  changed code version (a prompt, a model, a chunk setting) requests the partitions
+  concerned, and everything downstream of them in the same tick, once nothing they read is
+  missing or in progress (a stage built again otherwise is followed by whoever built it). The
+  daemon's first evaluation requests every partition missing then (papers registered before
+  it, a home `litpipe run` left half built).
 - A collection's stages: the same, a paper that failed (missing) not holding them back: the
   collection leaves it out, as `litpipe run` does. Requested in the same tick as its new
   papers, they join their backfill, which builds them once the papers are.
@@ -36,15 +36,15 @@ NIGHTLY_DIGEST_CRON = "0 2 * * *"
 AUTOMATED = paper_pipeline.selection | collection_pipeline.selection | nightly_digest_job.selection
 
 
-def _changed() -> dg.AutomationCondition:
-    """A partition added, an upstream stage materialized again (or requested in this tick),
-    the code version changed: true from then until the partition is requested or built. On
-    the condition's first evaluation, every partition missing then."""
+def _changed(upstream: dg.AutomationCondition) -> dg.AutomationCondition:
+    """A partition added, `upstream` (what of its dependencies starts it), the code version
+    changed: true from then until the partition is requested or built. On the condition's
+    first evaluation, every partition missing then."""
     # Dagster types `code_version_changed` for assets only and `since_last_handled` for assets
     # or checks (its type parameter is invariant): the trigger is typed as any condition.
     trigger: dg.AutomationCondition = (
         dg.AutomationCondition.newly_missing()
-        | dg.AutomationCondition.any_deps_updated()
+        | upstream
         | dg.AutomationCondition.code_version_changed()
     )
     # The first evaluation counts as handled (`since_last_handled` resets on
@@ -58,13 +58,25 @@ def _changed() -> dg.AutomationCondition:
 
 
 def paper_stage_condition() -> dg.AutomationCondition:
-    """`AutomationCondition.eager()`, and a changed code version too (which eager ignores)."""
+    """`AutomationCondition.eager()`, and a changed code version too (which eager ignores),
+    where a stage follows its upstream stages only when those are requested in the same tick.
+
+    Eager's `any_deps_updated` also fires on an upstream stage built by a run the automation
+    did not request: the retry of a killed worker's batch (Dagster's run retries) rebuilds
+    that batch's stages, and the daemon soak saw the next stages of 7 of its 10 papers
+    requested again while it ran (`in_progress` missed the retry), built twice. What else
+    builds a paper's stage again asks for the stages after it itself: the new-papers sensor
+    (a changed file: every stage of the paper), `litpipe run`, the UI's "materialize
+    downstream"."""
+    requested_upstream: dg.AutomationCondition = dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.will_be_requested()
+    )
     return (
-        _changed()
+        _changed(requested_upstream)
         & ~dg.AutomationCondition.any_deps_missing()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
-    ).with_label("eager, or code version changed")
+    ).with_label("new, code version changed, or upstream requested with it")
 
 
 def collection_stage_condition() -> dg.AutomationCondition:
@@ -73,7 +85,7 @@ def collection_stage_condition() -> dg.AutomationCondition:
     another partitions definition in the same tick, but never in the same run: a new
     collection's stages join the backfill of its new papers, which builds them after those."""
     return (
-        _changed()
+        _changed(dg.AutomationCondition.any_deps_updated())
         & ~dg.AutomationCondition.any_deps_missing().ignore(paper_pipeline.selection)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()

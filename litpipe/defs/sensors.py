@@ -11,7 +11,7 @@ from litpipe.catalog import Catalog, Registration
 from litpipe.defs.jobs import RUN_TAGS, paper_pipeline
 from litpipe.defs.partitions import PAPERS, collections, papers
 from litpipe.defs.resources import CatalogResource
-from litpipe.defs.staleness import PAPER_SOURCE, built_contents
+from litpipe.defs.staleness import built_contents
 from litpipe.ingest.sources import corpus_files, discover_file
 from litpipe.schemas import PaperSource
 from litpipe.settings import HomePaths, OperationsSettings
@@ -78,8 +78,9 @@ def registered_result(
 ) -> dg.SensorResult:
     """A tick's result: the partitions of the papers it registered and of their collections
     added (Dagster's automation builds the new ones: `litpipe.defs.automation`), and a run of
-    `paper_source` for each paper whose content changed (`rebuilt_sources`); its automation
-    then builds what reads it.
+    every per-paper stage (the sensor's `paper_pipeline` selection) for each paper whose
+    content changed (`rebuilt_sources`): a paper's stages follow an upstream stage only when
+    the automation requests both.
 
     The run key names the paper's content: a tick evaluated again after its result was
     stored asks for nothing twice."""
@@ -88,7 +89,6 @@ def registered_result(
             dg.RunRequest(
                 run_key=f"{source.paper_id}@{source.content_sha256[:16]}",
                 partition_key=source.paper_id,
-                asset_selection=[PAPER_SOURCE],
                 tags=RUN_TAGS,
             )
             for source in rebuilt_sources(context.instance, registered)
