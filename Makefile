@@ -36,14 +36,13 @@ demo: $(BIN)/litpipe
 	$(BIN)/litpipe status
 
 test: $(BIN)/litpipe $(VENV)/.real-model
-	# Three workers on two cores: the slow tests mostly wait (on child processes, servers,
-	# polls), so a third overlaps them (the PostgreSQL, browser, daemon and fault tests: 655 s
-	# with two workers, 531 s with three, on a loaded 2-core machine); a module's shared
-	# fixtures stay on one worker (xdist_group). The groups are handed out in the order
-	# collected (--no-loadscope-reorder), the real model's first: its minutes on one worker are
-	# not the tail (litpipe_tests/llama_server.py).
+	# Two workers on two cores, a module's shared fixtures on one worker (xdist_group). A third
+	# overlapped the tests that mostly wait (655 s with two workers, 531 s with three, loaded),
+	# but in a fresh clone it starved the real model's CPU-bound group, the tail: 886 s of it
+	# with three against 700 s with two. The groups are handed out in the order collected
+	# (--no-loadscope-reorder), the real model's first (litpipe_tests/llama_server.py).
 	# The slowest twenty are listed at the end: where the 15 minutes go.
-	$(BIN)/python -m pytest -n 3 --dist loadgroup --no-loadscope-reorder --durations=20
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=20
 
 lint: $(BIN)/litpipe
 	$(BIN)/ruff check litpipe litpipe_tests benchmarks docs/hooks

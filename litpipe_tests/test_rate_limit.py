@@ -129,6 +129,10 @@ def test_a_call_that_must_wait_says_so_once_and_why(
 ) -> None:
     monkeypatch.setattr(shared_limits, "WINDOW_S", 1.0)
     rate = {"openai": {"requests_per_minute": 2}}
+    # The four calls in flight at once, so that the two over the limit wait together (one
+    # at a time, as the in-flight limit a silent server teaches sends them, each would wait
+    # alone, and each say so).
+    stub_llm.report_slots(4)
     settings = limited_settings(tmp_path / "home", stub_llm.url, rate_limits=rate)
     client = LLMClient(settings.llm, settings.paths, UsageLedger())
     conversations = [[{"role": "user", "content": f"paper {n}"}] for n in range(4)]

@@ -94,11 +94,11 @@ def test_an_agent_can_have_a_mode_of_its_own(tmp_path: Path, stub_llm: StubLLM) 
         stub_llm,
         llm={
             "structured_output": "json_schema",
-            "agents": {"findings": AgentRoute(structured_output="prompt")},
+            "agents": {"answers": AgentRoute(structured_output="prompt")},
             "cache": False,
         },
     )
-    for agent in ("findings", "other"):
+    for agent in ("answers", "insights"):
         client.complete_sync(client.llm.route(agent), MESSAGES, Findings)
     own, default = stub_llm.requests
     assert "response_format" not in own and told_the_schema(own)
