@@ -39,8 +39,9 @@ test: $(BIN)/litpipe $(VENV)/.real-model
 	# Two workers on two cores, a module's shared fixtures on one worker (xdist_group). A third
 	# overlapped the tests that mostly wait (655 s with two workers, 531 s with three, loaded),
 	# but in a fresh clone it starved the real model's CPU-bound group, the tail: 886 s of it
-	# with three against 700 s with two. The groups are handed out in the order collected
-	# (--no-loadscope-reorder), the real model's first (litpipe_tests/llama_server.py).
+	# with three against 576 s with two (the suite: 1,166 s and 1,183 s). The groups are handed
+	# out in the order collected (--no-loadscope-reorder), the real model's first
+	# (litpipe_tests/llama_server.py).
 	# The slowest twenty are listed at the end: where the 15 minutes go.
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=20
 

@@ -78,7 +78,10 @@ def test_the_daemon_builds_every_paper_once_within_the_pool_despite_a_killed_wor
     assert soak.model_calls > 0
 
     # The collection's synthesis, written by the daemon's runs from the papers it built, cites
-    # every one; each collection stage was built once.
+    # every one. Its stages follow any paper's update: built once with the backfill, and once
+    # more where the killed batch's retry lands after them (the LLM cache answers the calls).
     assert soak.collection_succeeded, soak.collection_failure or log
-    assert set(soak.collection_materializations.values()) == {1}, soak.collection_materializations
+    assert set(soak.collection_materializations.values()) <= {1, 2}, (
+        soak.collection_materializations
+    )
     assert soak.uncited == []
