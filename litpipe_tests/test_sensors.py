@@ -53,6 +53,19 @@ def requested(settings: Settings, daemon: Daemon, result: dg.SensorResult) -> li
     return daemon.papers_built(build_definitions(**settings_groups(settings)), result)
 
 
+def build_stages(
+    settings: Settings, instance: dg.DagsterInstance, paper_id: str, *stages: str
+) -> None:
+    """A paper's `stages` built in a run of their own, outside the automation."""
+    build_definitions(**settings_groups(settings)).resolve_job_def(
+        "paper_pipeline"
+    ).execute_in_process(
+        partition_key=paper_id,
+        asset_selection=[dg.AssetKey(stage) for stage in stages],
+        instance=instance,
+    )
+
+
 def added_partitions(result: dg.SensorResult, name: str) -> list[str]:
     return [
         key
@@ -148,13 +161,7 @@ def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_agai
     daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     first = tick(settings, instance, None)
     requested(settings, daemon, first)
-    build_definitions(**settings_groups(settings)).resolve_job_def(
-        "paper_pipeline"
-    ).execute_in_process(
-        partition_key="abstracts.A1",
-        asset_selection=[dg.AssetKey("paper_source")],
-        instance=instance,
-    )
+    build_stages(settings, instance, "abstracts.A1", "paper_source")
 
     # The same content found again (a cursor lost): nothing is requested again.
     assert requested(settings, daemon, tick(settings, instance, None)) == []
@@ -183,13 +190,7 @@ def test_a_stage_built_again_outside_the_automation_gets_no_stage_after_it_reque
     daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
     requested(settings, daemon, tick(settings, instance, None))
     daemon.automation(build_definitions(**settings_groups(settings)))  # the next tick: calm
-    build_definitions(**settings_groups(settings)).resolve_job_def(
-        "paper_pipeline"
-    ).execute_in_process(
-        partition_key="abstracts.A1",
-        asset_selection=[dg.AssetKey("paper_source"), dg.AssetKey("paper_document")],
-        instance=instance,
-    )
+    build_stages(settings, instance, "abstracts.A1", "paper_source", "paper_document")
 
     evaluation = daemon.automation(build_definitions(**settings_groups(settings)))
 
@@ -208,11 +209,7 @@ def test_a_paper_dropped_into_a_second_folder_joins_that_collection(
     first = tick(settings, instance, None)
     requested(settings, daemon, first)
     paper_id = pdf_paper_id(PDFS[0])
-    build_definitions(**settings_groups(settings)).resolve_job_def(
-        "paper_pipeline"
-    ).execute_in_process(
-        partition_key=paper_id, asset_selection=[dg.AssetKey("paper_source")], instance=instance
-    )
+    build_stages(settings, instance, paper_id, "paper_source")
     (inbox / "reading").mkdir()
     shutil.copy(PDFS[0], inbox / "reading")
 
