@@ -36,14 +36,14 @@ demo: $(BIN)/litpipe
 	$(BIN)/litpipe status
 
 test: $(BIN)/litpipe $(VENV)/.real-model
-	# Two workers on two cores, a module's shared fixtures on one worker (xdist_group). A third
-	# overlapped the tests that mostly wait (655 s with two workers, 531 s with three, loaded),
-	# but in a fresh clone it starved the real model's CPU-bound group, the tail: 886 s of it
-	# with three against 576 s with two (the suite: 1,166 s and 1,183 s). The groups are handed
-	# out in the order collected (--no-loadscope-reorder), the real model's first
-	# (litpipe_tests/llama_server.py).
+	# One worker more than the two cores, a module's shared fixtures on one worker (xdist_group):
+	# the third fills the time the others wait on servers, timeouts and child processes (the
+	# suite used 82% of two cores with two workers). The real model's CPU-bound group, handed out
+	# first (--no-loadscope-reorder keeps litpipe_tests/llama_server.py's order), keeps its
+	# priority and the other tests step back for it (llama_server.py, YIELDING_NICENESS): at one
+	# priority the third worker slowed that group, the tail, from 576 s to 886 s.
 	# The slowest twenty are listed at the end: where the 15 minutes go.
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=20
+	$(BIN)/python -m pytest -n 3 --dist loadgroup --no-loadscope-reorder --durations=20
 
 lint: $(BIN)/litpipe
 	$(BIN)/ruff check litpipe litpipe_tests benchmarks docs/hooks
