@@ -112,7 +112,8 @@ def review(text: str, supplied: list[str], max_sentences: int, max_words: int) -
 
 def reference_block(scored: ScoredReference) -> str:
     """One reference as the writer sees it: its id and probability, its title and abstract
-    (fenced as paper text), the debate's arguments and quotes (fenced too: they quote it)."""
+    (and a collection paper's full-text passage, fenced as paper text), the debate's arguments
+    and quotes (fenced too: they quote it)."""
     verdict = scored.verdict
     debate = [
         *(f"For: {argument}" for argument in verdict.arguments_for),
@@ -123,7 +124,7 @@ def reference_block(scored: ScoredReference) -> str:
     reference = scored.reference
     return (
         f"### Reference {citation([reference.id])}: relevance {verdict.probability}/100\n"
-        + fence(f"Title: {' '.join(reference.title.split())}\n\n{reference.abstract.strip()}")
+        + fence(f"Title: {' '.join(reference.title.split())}\n\n{reference.text().strip()}")
         + "\nDebate of its relevance:\n"
         + fence("\n".join(debate) or "(no arguments)", "debate")
     )

@@ -1,32 +1,39 @@
 """`litpipe related-work`: a related-work section for a research idea from a table of
-abstracts (LitLLM), materialized as the request's `related_work` partition unless it is fresh;
-the Markdown on stdout, what was done and where the files lie on stderr."""
+abstracts or from a collection's ingested papers (LitLLM), materialized as the request's
+`related_work` partition unless it is fresh; the Markdown on stdout, what was done and where
+the files lie on stderr."""
 
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from litpipe.commands.common import grading_lines
 from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_line
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings, Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.text import counted
+
+if TYPE_CHECKING:
+    from litpipe.workflows.related_work_pool import CollectionPool
 
 
 def related_work_command(
     settings: Settings,
-    abstracts: Path,
+    abstracts: Path | None,
     idea: str | None,
     idea_file: Path | None,
     sentences: int | None = None,
     words: int | None = None,
     top_k: int | None = None,
     out: Path | None = None,
+    collection: str | None = None,
 ) -> int:
-    """Checks the request, stores it, materializes its `related_work` partition unless that is
+    """Checks the request (its pool: the `abstracts` table, or else the `collection`'s ingested
+    papers), stores it, materializes its `related_work` partition unless that is
     fresh already, and prints the Markdown (stdout) and what was done (stderr)."""
     from litpipe.report.related_work import HTML_FILE, JSON_FILE, MARKDOWN_FILE
     from litpipe.runtime.evaluations import step_failure
@@ -36,6 +43,7 @@ def related_work_command(
         load_references,
         make_request,
     )
+    from litpipe.workflows.related_work_pool import pool_table
 
     def refused(message: str) -> int:
         print(f"litpipe related-work: {message}", file=sys.stderr)
@@ -50,14 +58,21 @@ def related_work_command(
             idea = idea_file.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             return refused(f"{idea_file}: not UTF-8 text (re-save the idea as UTF-8)")
+    pool: CollectionPool | None = None
     try:
-        table = load_references(abstracts)
+        if abstracts is not None:
+            table = load_references(abstracts)
+        else:
+            assert collection is not None  # the command line asks for one of them
+            pool = _collection_pool(settings.ingest, settings.paths, collection)
+            # The passages wait for the step: the checks here count the papers.
+            table = pool_table(pool, {})
         request = make_request(idea or "", settings.related_work, sentences, words, top_k)
         check_request(request, table, settings.related_work)
     except RelatedWorkInputError as error:
         return refused(str(error))
     for reason in table.skipped:
-        print(f"{abstracts}: left out {reason}", file=sys.stderr)
+        print(f"{abstracts or f'collection {collection}'}: left out {reason}", file=sys.stderr)
 
     # Imported only now: Dagster costs seconds that refused input need not wait for.
     import uuid
@@ -66,6 +81,7 @@ def related_work_command(
     from litpipe.defs.assets.related_work import (
         ASSET,
         GRADING_CHECKS,
+        new_collection_request,
         new_request,
         outputs_folder,
         request_store,
@@ -82,7 +98,11 @@ def related_work_command(
     from litpipe.schemas import RelatedWork
 
     started = time.perf_counter()
-    stored = new_request(request, abstracts)
+    if pool is not None:
+        stored = new_collection_request(request, pool)
+    else:
+        assert abstracts is not None  # a table's request
+        stored = new_request(request, abstracts)
     key = stored.key
     requests = request_store(settings.paths)
     instance = open_instance(settings.llm, settings.paths)
@@ -92,7 +112,8 @@ def related_work_command(
     states: list[State] = []
 
     def fresh() -> bool:
-        # The same idea, limits and table bytes under the same code version: nothing to redo.
+        # The same idea, limits and table bytes (or collection papers) under the same code
+        # version: nothing to redo.
         states.append(request_states(instance, defs, ASSET, [key])[key])
         files_kept = artifacts.exists([ASSET], key) and all(
             (folder / name).is_file() for name in (MARKDOWN_FILE, HTML_FILE, JSON_FILE)
@@ -163,3 +184,22 @@ def related_work_command(
         write_atomically(out, text)
         print(f"copied to: {out}", file=sys.stderr)
     return 0
+
+
+def _collection_pool(ingest: IngestSettings, paths: HomePaths, collection: str) -> CollectionPool:
+    """The collection's ingested papers for the embedder `ingest` names, read before any
+    Dagster import; `RelatedWorkInputError` for an unknown collection or one with no ingested
+    paper."""
+    from litpipe.artifacts import ArtifactStore
+    from litpipe.retrieval.store import ChunkStore
+    from litpipe.workflows.ingest import settings_embedder
+    from litpipe.workflows.related_work_pool import read_pool
+
+    return read_pool(
+        paths.catalog_path,
+        # `paper_abstract` is the same for every embedder: the store's top folder holds it.
+        ArtifactStore(paths.artifacts_dir),
+        ChunkStore(paths.lancedb_dir),
+        settings_embedder(ingest, paths).embedder_id,
+        collection,
+    )

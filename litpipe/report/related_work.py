@@ -12,7 +12,7 @@ from litpipe.files import write_atomically
 from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import GRADE_CSS, PAGE_CSS, SentenceMarks, standalone_page
-from litpipe.schemas import RelatedWork
+from litpipe.schemas import Reference, RelatedWork
 from litpipe.text import BRACKETED, markdown_blocks
 
 MARKDOWN_FILE = "related_work.md"
@@ -52,6 +52,14 @@ def render_markdown(related: RelatedWork) -> str:
         ]
     )
     return safe_markdown(text)
+
+
+def _passage_paragraph(reference: Reference) -> str:
+    """A collection paper's full-text passage under its abstract (a table row has none)."""
+    if not reference.passage:
+        return ""
+    passage = html.escape(" ".join(reference.passage.split()))
+    return f'<p class="text"><em>From the full text:</em> {passage}</p>'
 
 
 def render_html(related: RelatedWork) -> str:
@@ -97,7 +105,8 @@ def render_html(related: RelatedWork) -> str:
         f"[{html.escape(scored.reference.id)}]</strong> {html.escape(scored.reference.title)} · "
         f"relevance {scored.verdict.probability}/100"
         f"{'' if scored.reference.id in related.cited_ids else ' · not cited'}</p>"
-        f'<p class="text">{html.escape(" ".join(scored.reference.abstract.split()))}</p></div>'
+        f'<p class="text">{html.escape(" ".join(scored.reference.abstract.split()))}</p>'
+        f"{_passage_paragraph(scored.reference)}</div>"
         for scored in related.references
     )
     idea = "".join(

@@ -16,11 +16,25 @@ from litpipe.schemas.grades import OutputGrades
 
 
 class Reference(BaseModel):
-    """One row of a reference table, cited as `[id]`."""
+    """One row of a reference table, or one paper of a collection, cited as `[id]`."""
 
-    id: str = Field(description="The table's `id` column, exactly as it is cited: `[id]`.")
+    id: str = Field(
+        description="The table's `id` column, or the collection's paper id, exactly as it is "
+        "cited: `[id]`."
+    )
     title: str
     abstract: str
+    # Left out of the JSON when empty: a table's references are written as they always were.
+    passage: str = Field(
+        default="",
+        exclude_if=lambda passage: not passage,
+        description="A collection paper's full-text passage closest to the idea, when it has a "
+        "full text (a table row has none).",
+    )
+
+    def text(self) -> str:
+        """What is read of the reference besides its title: the abstract, then the passage."""
+        return f"{self.abstract}\n\n{self.passage}" if self.passage else self.abstract
 
 
 class RelatedWorkRequest(BaseModel):

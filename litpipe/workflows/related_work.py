@@ -119,11 +119,13 @@ class RelatedWorkInputError(ValueError):
 
 @dataclass
 class ReferenceTable:
-    """The usable rows of a reference table, and the rows left out with their reasons."""
+    """The usable rows of a reference table, and the rows left out with their reasons; or a
+    collection's ingested papers (`collection`), and the papers left out."""
 
     path: Path
     references: list[Reference]
     skipped: list[str] = field(default_factory=list)
+    collection: str | None = None
 
 
 def load_references(path: Path) -> ReferenceTable:
@@ -198,10 +200,16 @@ def check_request(
     """Raise `RelatedWorkInputError` for what no run could serve: a top-k larger than the
     table, an idea that does not fit the writer's context."""
     problems = []
-    if request.top_k > len(table.references):
+    usable = len(table.references)
+    if request.top_k > usable and table.collection is not None:
         problems.append(
-            f"top_k {request.top_k} is larger than the table's {len(table.references)} usable "
-            f"references ({table.path}): ask for at most {len(table.references)}"
+            f"top_k {request.top_k} is larger than collection {table.collection!r}'s {usable} "
+            f"ingested papers: ask for at most {usable}"
+        )
+    elif request.top_k > usable:
+        problems.append(
+            f"top_k {request.top_k} is larger than the table's {usable} usable "
+            f"references ({table.path}): ask for at most {usable}"
         )
     idea_tokens = estimate_tokens(request.idea)
     if idea_tokens > related_work.context_tokens:
@@ -232,8 +240,8 @@ def check_writer_context(
 
 
 def debate_passage(reference: Reference) -> str:
-    """What the debate agent reads of a reference: its title, then its abstract."""
-    return f"{reference.title}\n\n{reference.abstract}"
+    """What the debate agent reads of a reference: its title, then its abstract (and passage)."""
+    return f"{reference.title}\n\n{reference.text()}"
 
 
 def score_references(

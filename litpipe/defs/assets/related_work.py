@@ -1,4 +1,5 @@
-"""Related work (LitLLM), one partition per request: an abstracts table and a research idea.
+"""Related work (LitLLM), one partition per request: a research idea and its pool, an abstracts
+table or a collection's ingested papers (`litpipe.workflows.related_work_pool`).
 
 Whoever adds a `related_work_requests` partition (`litpipe related-work`) first stores its
 request at `LITPIPE_HOME/requests/related_work/<key>.json`: the idea and limits, the table's
@@ -11,6 +12,11 @@ cited sentences against the abstracts it cites (the grades kept on the output), 
 sentences the grading flags) and `related_work.json` to
 `LITPIPE_HOME/outputs/related_work/<key>/`.
 
+A collection's request stores the collection's name and the fingerprint of its ingested papers
+(ids, abstracts, chunk contents) instead of a table: a paper added to it, retracted or ingested
+again is another pool, hence another partition, and the step refuses a pool that is no longer
+the stored one, as it refuses an edited table.
+
 Checks: `support` (sentence by sentence, by the `claim_judge` agent: the calibrated score
 offline, a model when one is routed) and `coherence` (a model only: without one it is not run,
 and the `skipped_checks` metadata says why) warn, or block when `grading.blocking` is set.
@@ -20,9 +26,10 @@ section itself coming from the reply cache.
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 import dagster as dg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.debate import DebateAgent
@@ -34,7 +41,7 @@ from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.report_metadata import markdown_metadata
-from litpipe.defs.steps import Resources, step_asset
+from litpipe.defs.steps import SEARCH, Resources, step_asset
 from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
@@ -53,6 +60,7 @@ from litpipe.settings import (
     RelatedWorkSettings,
     RetrievalSettings,
 )
+from litpipe.workflows import related_work_pool
 from litpipe.workflows.related_work import (
     ReferenceTable,
     RelatedWorkInputError,
@@ -60,6 +68,7 @@ from litpipe.workflows.related_work import (
     related_work_version,
     run_related_work,
 )
+from litpipe.workflows.related_work_pool import CollectionPool, pool_references, read_pool
 
 ASSET = "related_work"
 GROUP = "related_work"
@@ -76,13 +85,41 @@ GRADING_CHECKS = grading.check_descriptions("section", "the references (title an
 BAD_INPUT = "litpipe/bad_input"
 
 
+def _absent(value: str | None) -> bool:
+    return value is None
+
+
 class StoredRelatedWorkRequest(BaseModel):
-    """A `related_work` partition's inputs, as stored under `HomePaths.requests_dir`."""
+    """A `related_work` partition's inputs, as stored under `HomePaths.requests_dir`: a table
+    request's or a collection request's (the other pair absent, and left out of the file)."""
 
     key: str = Field(description="The partition key: `rw-` and a hash of everything below.")
     request: RelatedWorkRequest
-    table_path: str = Field(description="The abstracts table, an absolute path.")
-    table_sha256: str = Field(description="sha256 of the table's bytes when the request was made.")
+    table_path: str | None = Field(
+        default=None, exclude_if=_absent, description="The abstracts table, an absolute path."
+    )
+    table_sha256: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="sha256 of the table's bytes when the request was made.",
+    )
+    collection: str | None = Field(
+        default=None, exclude_if=_absent, description="The collection whose papers are the pool."
+    )
+    pool_fingerprint: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The collection's ingested papers when the request was made "
+        "(`CollectionPool.fingerprint`).",
+    )
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> Self:
+        table = self.table_path is not None and self.table_sha256 is not None
+        collection = self.collection is not None and self.pool_fingerprint is not None
+        if table == collection:
+            raise ValueError("a request's pool is either a table or a collection")
+        return self
 
 
 def request_key(request: RelatedWorkRequest, table_sha256: str) -> str:
@@ -90,6 +127,30 @@ def request_key(request: RelatedWorkRequest, table_sha256: str) -> str:
     table lies: the same bytes under another name are the same references)."""
     return "rw-" + digest(
         request.idea, str(request.sentences), str(request.words), str(request.top_k), table_sha256
+    )
+
+
+def collection_request_key(request: RelatedWorkRequest, collection: str, fingerprint: str) -> str:
+    """As `request_key`, for a collection's pool: its name and its papers' fingerprint."""
+    return "rw-" + digest(
+        request.idea,
+        str(request.sentences),
+        str(request.words),
+        str(request.top_k),
+        "collection",
+        collection,
+        fingerprint,
+    )
+
+
+def new_collection_request(
+    request: RelatedWorkRequest, pool: CollectionPool
+) -> StoredRelatedWorkRequest:
+    return StoredRelatedWorkRequest(
+        key=collection_request_key(request, pool.collection, pool.fingerprint),
+        request=request,
+        collection=pool.collection,
+        pool_fingerprint=pool.fingerprint,
     )
 
 
@@ -127,8 +188,44 @@ def _stored(paths: HomePaths, key: str) -> StoredRelatedWorkRequest:
     return store.read([ASSET], key, StoredRelatedWorkRequest)
 
 
+def _unchanged_pool(
+    stored: StoredRelatedWorkRequest,
+    resources: Resources,
+    related_work_settings: RelatedWorkSettings,
+    retrieval: RetrievalSettings,
+) -> ReferenceTable:
+    """The collection's papers as the request found them, their passages for its idea; or a
+    failure saying that the collection changed since."""
+    assert stored.collection is not None  # a collection's request
+    catalog, model = resources.catalog.catalog(), resources.embedder.embedder()
+    chunk_store = resources.lancedb.store()
+    try:
+        pool = read_pool(
+            catalog.path,
+            resources.artifacts.store(),
+            chunk_store,
+            model.embedder_id,
+            stored.collection,
+        )
+    except RelatedWorkInputError as error:
+        raise bad_input(str(error)) from error
+    if pool.fingerprint != stored.pool_fingerprint:
+        raise bad_input(
+            f"collection {stored.collection!r} changed since this request was made (a paper "
+            f"added, retracted or ingested again); run `litpipe related-work --collection "
+            f"{stored.collection}` again (a changed collection is a new request)"
+        )
+    # Over the catalog's list, as every stage of the collection searches it: its saved BM25
+    # index is shared, not rebuilt for the pool.
+    retriever = resources.retrieval.retriever(
+        chunk_store, model, stored.collection, catalog.papers(stored.collection)
+    )
+    return pool_references(pool, stored.request, retriever, related_work_settings, retrieval)
+
+
 def _unchanged_table(stored: StoredRelatedWorkRequest) -> ReferenceTable:
     """The table the request was made with, or a failure saying why it is gone."""
+    assert stored.table_path is not None  # a table's request
     path = Path(stored.table_path)
     changed = (
         f"{path}: the abstracts table changed since this request was made; run "
@@ -163,6 +260,7 @@ STEP = ModelStep(
             ),
             GRADING,
         ),
+        modules=(related_work_pool,),
         output=RelatedWork,
         embedder=True,
     ),
@@ -189,7 +287,7 @@ def build_related_work_assets(
             "llm": llm,
             "paths": paths,
         },
-        resources=("artifacts", "embedder"),
+        resources=SEARCH,
         checks_may_skip=True,
         name=ASSET,
         partitions_def=related_work_requests,
@@ -209,7 +307,11 @@ def build_related_work_assets(
         key, resources = context.partition_key, Resources(context)
         with STEP.run(context) as step:
             stored = _stored(paths, key)
-            table = _unchanged_table(stored)
+            table = (
+                _unchanged_table(stored)
+                if stored.collection is None
+                else _unchanged_pool(stored, resources, related_work_settings, retrieval)
+            )
             asker = step.asker()
             encoder = resources.embedder.embedder()
             try:
@@ -238,7 +340,11 @@ def build_related_work_assets(
             {
                 "engine": related.engine,
                 "debate_engine": related.debate_engine,
-                "table": dg.MetadataValue.path(stored.table_path),
+                **(
+                    {"table": dg.MetadataValue.path(stored.table_path)}
+                    if stored.table_path is not None
+                    else {"collection": stored.collection}
+                ),
                 "table_rows": related.table_rows,
                 "skipped_rows": len(related.skipped_rows),
                 "top_k": len(related.references),
@@ -267,7 +373,7 @@ def _graded(
     """The section with its sentence grades, and the outcomes of its grading checks. An `[id]`
     cites a whole reference: its passage is the title and abstract the writer was given."""
     passages = {
-        scored.reference.id: [f"{scored.reference.title}. {scored.reference.abstract}"]
+        scored.reference.id: [f"{scored.reference.title}. {scored.reference.text()}"]
         for scored in related.references
     }
     grades, outcomes = grading.graded_checks(
