@@ -179,10 +179,14 @@ def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
 
     related = commands.add_parser(
         "related-work",
-        help="write a related-work section for a research idea from a table of abstracts",
+        help="write a related-work section for a research idea from a table of abstracts or "
+        "from a collection's papers",
     )
-    related.add_argument(
-        "--abstracts", type=Path, required=True, help="table (.csv/.jsonl) with id,title,abstract"
+    pool = related.add_mutually_exclusive_group(required=True)
+    pool.add_argument("--abstracts", type=Path, help="table (.csv/.jsonl) with id,title,abstract")
+    pool.add_argument(
+        "--collection",
+        help="a collection `litpipe run` ingested: its papers' abstracts and full-text passages",
     )
     idea = related.add_mutually_exclusive_group(required=True)
     idea.add_argument("--idea", help="the research idea, as text")
@@ -276,6 +280,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             words=args.words,
             top_k=args.top_k,
             out=args.out,
+            collection=args.collection,
         )
     return ui.ui_command(settings, args.port)
 
