@@ -257,7 +257,12 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
         return status.status_command(settings, show_all=args.all)
     if args.command == "ask":
         return ask.ask_command(
-            settings, args.paper, " ".join(args.query), args.max_iterations, args.record
+            settings,
+            args.paper,
+            " ".join(args.query),
+            args.max_iterations,
+            args.record,
+            collection=args.collection,
         )
     if args.command == "eval":
         return evaluations.eval_retrieval_command(

@@ -1,6 +1,8 @@
 """`litpipe ask`: a summary of one ingested paper focused on a query (MAIS), served from its
 `query_summary` partition when that is fresh, with the loop's trace and its grading checks;
-with `--record`, the (query, paper) pair kept for `litpipe backfill --gate recorded`."""
+with `--record`, the (query, paper) pair kept for `litpipe backfill --gate recorded`. With
+`--collection` instead of `--paper`: a cited answer from the whole collection, served from its
+`collection_answer` partition when that is fresh, each sentence's grade shown."""
 
 from __future__ import annotations
 
@@ -11,17 +13,26 @@ from litpipe.commands.common import grading_lines, with_max_iterations
 from litpipe.commands.flags import add_common_flags
 from litpipe.llm.usage import calls_line
 from litpipe.settings import Settings
-from litpipe.settings.groups import settings_groups
+from litpipe.settings.groups import SettingsGroups, settings_groups
 
 
 def add_ask_parser(commands: Any) -> None:
     """`litpipe ask`'s arguments, on the CLI's subcommands."""
     ask = commands.add_parser(
         "ask",
-        help="a summary of one ingested paper focused on a query (MAIS), with the loop's trace",
+        help="a summary of one ingested paper focused on a query (MAIS), with the loop's trace; "
+        "or, with --collection, a cited answer from a whole collection",
     )
-    ask.add_argument("--paper", required=True, help="the paper's id, as `litpipe run` prints it")
-    ask.add_argument("query", nargs="*", help="what the summary should focus on")
+    asked = ask.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--paper", help="the paper's id, as `litpipe run` prints it")
+    asked.add_argument(
+        "--collection",
+        help="answer from every paper of this collection (as `litpipe run` named it), citing "
+        "[paper_id:page], each sentence graded; or say that the collection does not answer",
+    )
+    ask.add_argument(
+        "query", nargs="*", help="what the summary should focus on; with --collection, the question"
+    )
     ask.add_argument(
         "--max-iterations",
         type=int,
@@ -38,14 +49,34 @@ def add_ask_parser(commands: Any) -> None:
 
 def ask_command(
     settings: Settings,
-    paper_id: str,
+    paper_id: str | None,
     query: str,
     max_iterations: int | None,
     record: bool = False,
+    collection: str | None = None,
 ) -> int:
     """The summary and its trace; with `record`, once it is written, the pair judged: the user
-    asked this paper this question (an empty query is refused before, as any request's)."""
+    asked this paper this question (an empty query is refused before, as any request's). With
+    `collection` (and no paper), the collection's answer (`ask_collection`)."""
     import uuid
+
+    if collection is not None:
+        unused = [
+            name
+            for name, given in (
+                ("--max-iterations", max_iterations is not None),
+                ("--record", record),
+            )
+            if given
+        ]
+        if unused:
+            print(
+                f"litpipe ask: {' and '.join(unused)} apply to --paper (MAIS), not --collection",
+                file=sys.stderr,
+            )
+            return 2
+        return ask_collection(settings_groups(settings), collection, query)
+    assert paper_id is not None  # the parser requires --paper or --collection
 
     from litpipe.defs.assets.query_summary import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
@@ -103,4 +134,63 @@ def ask_command(
             f"Judged pair {'recorded' if recorded else 'already recorded'} in "
             f"{settings.home / RECORDED_QRELS} (for `litpipe backfill --gate recorded`)"
         )
+    return 0
+
+
+def ask_collection(groups: SettingsGroups, collection: str, question: str) -> int:
+    """The collection's answer (or its admission that it does not answer), each sentence's
+    grade and the files; bad input refused in one line, exit 2, before anything is written."""
+    import uuid
+
+    from litpipe.defs.assets.collection_answer import ASSET, GRADING_CHECKS
+    from litpipe.defs.check_results import latest_check_results
+    from litpipe.defs.definitions import build_definitions
+    from litpipe.defs.resources import usage_path
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.report.collection_answer import render_text
+    from litpipe.runtime.collection_answer import answer_request, ready_collection
+    from litpipe.runtime.runner import open_instance
+    from litpipe.workflows.collection_answer import CollectionAnswerError, request_for
+
+    ingest, paths = groups["ingest"], groups["paths"]
+    try:
+        request = request_for(collection, question)
+        # Before anything is written: no request file, no partition for a collection we
+        # cannot search.
+        members = ready_collection(ingest, paths, request.collection)
+    except CollectionAnswerError as error:
+        print(f"litpipe ask: {error}", file=sys.stderr)
+        return 2
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    print(
+        f"asking collection {request.collection} ({len(members)} papers; {request.key}): "
+        f"{request.question}",
+        file=sys.stderr,
+    )
+    instance = open_instance(groups["llm"], paths)
+    defs = build_definitions(**groups)
+    outcome = answer_request(ingest, paths, instance, defs, request, scope)
+    graded = grading_lines(latest_check_results(instance, defs, request.key), ASSET, GRADING_CHECKS)
+    if outcome.result is None:
+        print(f"litpipe ask: {request.key} FAILED: {outcome.failure}", file=sys.stderr)
+        for line in graded:
+            print(line, file=sys.stderr)
+        return 1
+    usage = UsageLedger(usage_path(paths, scope)).scope_summary()
+    served = (
+        f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
+        if outcome.status == "materialized"
+        else "up to date: served from the materialized asset (no run, no model call)"
+    )
+    print(render_text(outcome.result))
+    print()
+    if outcome.check is not None:
+        verdict = "passed" if outcome.check.passed else "FAILED"
+        print(f"Check {outcome.check.check}: {verdict}: {outcome.check.description}")
+    for line in graded:
+        print(line)
+    print(f"Request {request.key}: {served}")
+    print(f"Markdown: {outcome.markdown}")
+    print(f"HTML: {outcome.html}")
+    print(f"JSON: {outcome.json_file}")
     return 0

@@ -8,6 +8,7 @@ import os
 import dagster as dg
 
 from litpipe.defs.assets.chunk_embeddings import build_chunk_embeddings_assets
+from litpipe.defs.assets.collection_answer import build_collection_answer_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.cross_paper_questions import build_cross_paper_questions_assets
 from litpipe.defs.assets.evaluation import build_evaluation_assets, evaluation_job
@@ -25,6 +26,7 @@ from litpipe.defs.assets.vector_maintenance import build_vector_maintenance_asse
 from litpipe.defs.automation import automation_sensor, with_automation
 from litpipe.defs.io_manager import PydanticJSONIOManager
 from litpipe.defs.jobs import (
+    collection_answer_job,
     collection_pipeline,
     nightly_digest_job,
     paper_pipeline,
@@ -104,6 +106,7 @@ def build_definitions(
                 *build_synthesis_assets(llm, synthesis, grading, ingest, paths),
                 *build_related_work_assets(related_work, ingest, retrieval, grading, llm, paths),
                 *build_query_summary_assets(query_summary, retrieval, grading, ingest, llm, paths),
+                *build_collection_answer_assets(synthesis, retrieval, grading, ingest, llm, paths),
                 *build_nightly_digest_assets(llm, synthesis, ingest, paths),
                 # An evaluation runs stages of the pipeline under every group.
                 *build_evaluation_assets(
@@ -128,6 +131,7 @@ def build_definitions(
             collection_pipeline,
             related_work_job,
             query_summary_job,
+            collection_answer_job,
             nightly_digest_job,
             evaluation_job,
             vector_maintenance_job,

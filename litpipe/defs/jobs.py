@@ -29,6 +29,11 @@ related_work_job = dg.define_asset_job(
 query_summary_job = dg.define_asset_job(
     "query_summary_job", selection=dg.AssetSelection.groups("query_summary"), tags=RUN_TAGS
 )
+# One question of a collection (a partition of `collection_questions`): `litpipe ask
+# --collection`.
+collection_answer_job = dg.define_asset_job(
+    "collection_answer_job", selection=dg.AssetSelection.groups("collection_answer"), tags=RUN_TAGS
+)
 # One day's digest (a partition of `partitions.nightly`): what the nightly schedule runs. Kept
 # out of the paper and collection pipelines, which `litpipe run` and the sensor request.
 nightly_digest_job = dg.define_asset_job(

@@ -307,6 +307,19 @@ def latest_materialization_tags(
     }
 
 
+def partition_versions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: list[str]
+) -> dict[str, str]:
+    """Each of `partitions`' own data version (a batch's partition its own, not the batch's),
+    as `key`'s latest materialization of it recorded; a partition never built is absent."""
+    versions = {}
+    for partition, record in _latest_records(instance, key, partitions).items():
+        version = _partition_version(record.tags, record.metadata)
+        if version is not None:
+            versions[partition] = version
+    return versions
+
+
 def built_contents(instance: dg.DagsterInstance, paper_ids: list[str]) -> dict[str, str]:
     """Each paper's content as `paper_source` last built it (its own data version); a paper
     never built is absent."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from litpipe.agents.base import OFFLINE_ENGINE, FallbackShare, fallback_share
 from litpipe.schemas import (
+    CollectionAnswer,
     CrossPaperQuestions,
     Digest,
     OutputGrades,
@@ -62,6 +63,10 @@ CONVERGENCE = (
     "diagnostic answer holds the words of the paper's sentence that best matches its question, "
     "and its summarizer adds, for each topic the judge names, the sentence holding that topic's "
     "words), so the iterations and approvals measure nothing about MAIS"
+)
+COLLECTION_ANSWER = (
+    "every sentence of the answer is copied from the passages retrieved, picked for the terms it "
+    "shares with the question"
 )
 RELATED_WORK = "every sentence is copied from a reference abstract, picked by query-focused LexRank"
 DEBATE = "the relevance scores count the idea's terms in each abstract: no argument was weighed"
@@ -205,6 +210,11 @@ def query_summary_notice(result: QuerySummary) -> str | None:
         result.grades,
         advice="Configure a model (README, Models) for written prose and a MAIS loop that reads.",
     )
+
+
+def collection_answer_notice(result: CollectionAnswer) -> str | None:
+    """A question's answer from a collection: the answer (its views written alike)."""
+    return offline_notice([Part("the answer", result.engine, COLLECTION_ANSWER)], result.grades)
 
 
 def related_work_notice(related: RelatedWork) -> str | None:

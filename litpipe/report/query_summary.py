@@ -25,7 +25,13 @@ from litpipe.report.page import (
     pages_label,
     standalone_page,
 )
-from litpipe.schemas import ConvergenceReport, QuerySummary, StoredChunk, SummaryIteration
+from litpipe.schemas import (
+    Citation,
+    ConvergenceReport,
+    QuerySummary,
+    StoredChunk,
+    SummaryIteration,
+)
 from litpipe.text import counted
 
 # Passages quoted under the citations are cut to this many characters.
@@ -231,8 +237,14 @@ def render_text(result: QuerySummary) -> str:
 def citation_problems(result: QuerySummary, stored: Mapping[str, StoredChunk]) -> list[str]:
     """Each citation of the summary and highlights that does not resolve to a stored chunk of
     the cited paper on the cited page, with why; empty when all resolve."""
+    return unresolved_citations(result.citations, stored)
+
+
+def unresolved_citations(cited: Sequence[Citation], stored: Mapping[str, StoredChunk]) -> list[str]:
+    """Each of `cited` that does not resolve to a stored chunk of the cited paper on the cited
+    page, with why; empty when all resolve."""
     problems = []
-    for citation in result.citations:
+    for citation in cited:
         if not citation.chunk_ids:
             problems.append(f"{citation.marker}: no chunk")
         for chunk_id in citation.chunk_ids:

@@ -6,6 +6,7 @@
 - `synthesis`: the written syntheses and the files written for people;
 - `grades`: the grades of a written output's sentences;
 - `query_summary`: query-focused summaries (MAIS) and their convergence;
+- `collection_answer`: a question answered from a whole collection;
 - `related_work`: related-work sections (LitLLM);
 - `digest`: the nightly digest;
 - `reports`: what runs and steps report: left-out papers, steps not run, checks, usage.
@@ -22,6 +23,12 @@ from litpipe.schemas.changes import (
     RelationshipChange,
     SupportChange,
     SynthesisDiff,
+)
+from litpipe.schemas.collection_answer import (
+    MAX_QUESTION_CHARS,
+    NOT_ANSWERED,
+    CollectionAnswer,
+    CollectionAnswerRequest,
 )
 from litpipe.schemas.digest import (
     Digest,
@@ -111,6 +118,8 @@ from litpipe.schemas.reports import (
 from litpipe.schemas.synthesis import CollectionOutputs, Synthesis, SynthesisPattern
 
 __all__ = [
+    "MAX_QUESTION_CHARS",
+    "NOT_ANSWERED",
     "OPTIONAL_STEP_NAMES",
     "RELATIONSHIP_TYPES",
     "Answer",
@@ -120,6 +129,8 @@ __all__ = [
     "Chunk",
     "Citation",
     "ClaimEnd",
+    "CollectionAnswer",
+    "CollectionAnswerRequest",
     "CollectionOutputs",
     "ConvergenceReport",
     "CorpusIndex",
