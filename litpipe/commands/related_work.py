@@ -193,13 +193,15 @@ def _collection_pool(ingest: IngestSettings, paths: HomePaths, collection: str) 
     from litpipe.artifacts import ArtifactStore
     from litpipe.retrieval.store import ChunkStore
     from litpipe.workflows.ingest import settings_embedder
-    from litpipe.workflows.related_work_pool import read_pool
+    from litpipe.workflows.related_work_pool import collection_catalog, read_pool
 
+    # The catalog first: an unknown collection leaves no home behind (a chunk store makes one).
+    catalog = collection_catalog(paths.catalog_path, collection)
     return read_pool(
-        paths.catalog_path,
+        catalog,
+        collection,
         # `paper_abstract` is the same for every embedder: the store's top folder holds it.
         ArtifactStore(paths.artifacts_dir),
         ChunkStore(paths.lancedb_dir),
         settings_embedder(ingest, paths).embedder_id,
-        collection,
     )

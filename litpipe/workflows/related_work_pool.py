@@ -1,7 +1,8 @@
 """A collection's papers as the references of a related-work request
 (`litpipe related-work --collection C`), without Dagster.
 
-    pool = read_pool(catalog, artifacts, chunk_store, embedder.embedder_id, "biology-cc-by")
+    catalog = collection_catalog(paths.catalog_path, "biology-cc-by")
+    pool = read_pool(catalog, "biology-cc-by", artifacts, chunk_store, embedder.embedder_id)
     retriever = HybridRetriever(chunk_store, embedder, pool.collection, index_dir, papers=...)
     table = pool_references(pool, request, retriever, related_work, retrieval)
     related = run_related_work(table, request, ...)  # litpipe.workflows.related_work
@@ -54,15 +55,9 @@ class CollectionPool(BaseModel):
     )
 
 
-def read_pool(
-    catalog_path: Path,
-    artifacts: ArtifactStore,
-    chunk_store: ChunkStore,
-    embedder_id: str,
-    collection: str,
-) -> CollectionPool:
-    """The collection's ingested papers; `RelatedWorkInputError` for a collection the catalog
-    does not know or one with no ingested paper. Writes nothing."""
+def collection_catalog(catalog_path: Path, collection: str) -> Catalog:
+    """The catalog that holds the collection; `RelatedWorkInputError` when there is none, or
+    it does not hold it. Writes nothing (not even the home)."""
     if not catalog_path.is_file():
         raise RelatedWorkInputError(
             f"unknown collection {collection!r}: no paper is registered under "
@@ -75,6 +70,18 @@ def read_pool(
         raise RelatedWorkInputError(
             f"unknown collection {collection!r} (known collections: {listed or 'none'})"
         )
+    return catalog
+
+
+def read_pool(
+    catalog: Catalog,
+    collection: str,
+    artifacts: ArtifactStore,
+    chunk_store: ChunkStore,
+    embedder_id: str,
+) -> CollectionPool:
+    """The ingested papers of a collection of the catalog (`collection_catalog`);
+    `RelatedWorkInputError` for one with no ingested paper."""
     members = catalog.papers(collection)
     rows = chunk_store.chunk_rows(
         embedder_id, ["paper_id", "chunk_id", "content_sha256"], paper_ids=members
@@ -94,12 +101,13 @@ def read_pool(
             f"{collection}` first"
         )
     abstracts = [artifacts.read(["paper_abstract"], p, PaperAbstract) for p in ingested]
+    abstracts_of = set(ingested)
     full_text = [p for p in ingested if catalog.source(p).kind == "pdf"]
     return CollectionPool(
         collection=collection,
         abstracts=abstracts,
         full_text=full_text,
-        not_ingested=[p for p in members if p not in set(ingested)],
+        not_ingested=[p for p in members if p not in abstracts_of],
         fingerprint=digest(
             *(
                 digest(a.paper_id, a.title, a.abstract, str(a.paper_id in full_text))

@@ -68,7 +68,12 @@ from litpipe.workflows.related_work import (
     related_work_version,
     run_related_work,
 )
-from litpipe.workflows.related_work_pool import CollectionPool, pool_references, read_pool
+from litpipe.workflows.related_work_pool import (
+    CollectionPool,
+    collection_catalog,
+    pool_references,
+    read_pool,
+)
 
 ASSET = "related_work"
 GROUP = "related_work"
@@ -197,15 +202,11 @@ def _unchanged_pool(
     """The collection's papers as the request found them, their passages for its idea; or a
     failure saying that the collection changed since."""
     assert stored.collection is not None  # a collection's request
-    catalog, model = resources.catalog.catalog(), resources.embedder.embedder()
-    chunk_store = resources.lancedb.store()
+    model, chunk_store = resources.embedder.embedder(), resources.lancedb.store()
     try:
+        catalog = collection_catalog(Path(resources.catalog.path), stored.collection)
         pool = read_pool(
-            catalog.path,
-            resources.artifacts.store(),
-            chunk_store,
-            model.embedder_id,
-            stored.collection,
+            catalog, stored.collection, resources.artifacts.store(), chunk_store, model.embedder_id
         )
     except RelatedWorkInputError as error:
         raise bad_input(str(error)) from error
