@@ -16,6 +16,7 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.partitions import (
+    collection_questions,
     collections,
     nightly,
     papers,
@@ -64,6 +65,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "collection_outputs",
         "related_work",
         "query_summary",
+        "collection_answer",
         "nightly_digest",
         "vector_maintenance",
         *(f"eval_{name.replace('-', '_')}" for name in EVALUATIONS),
@@ -79,6 +81,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
     per_request = {
         "related_work": related_work_requests,
         "query_summary": query_requests,
+        "collection_answer": collection_questions,
         "nightly_digest": nightly,
     }
     for key in graph.get_all_asset_keys():
@@ -215,6 +218,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
         "corpus_index",
         "question_evidence",
         "query_summary",
+        "collection_answer",
         "related_work",
         # Relationship candidates are nearest neighbours by the embedder.
         "relationship_analysis",

@@ -60,6 +60,7 @@ PER_EMBEDDER_ASSETS = frozenset(
         "corpus_index",
         "question_evidence",
         "query_summary",
+        "collection_answer",
         "paper_answers",
         "cross_paper_questions",
         "relationship_analysis",

@@ -1,5 +1,5 @@
-"""Submitting a user request (`litpipe ask`'s paper and query, `litpipe related-work`'s idea and
-table) as a partition of its own: the one path both commands take."""
+"""Submitting a user request (`litpipe ask`'s paper and query or collection and question,
+`litpipe related-work`'s idea and table) as a partition of its own: the one path they take."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.llm_steps import USAGE_SCOPE_TAG
-from litpipe.defs.partitions import QUERY_REQUESTS, RELATED_WORK_REQUESTS
+from litpipe.defs.partitions import COLLECTION_QUESTIONS, QUERY_REQUESTS, RELATED_WORK_REQUESTS
 from litpipe.defs.staleness import State, partition_states
 from litpipe.runtime.execution import execute
 
@@ -96,6 +96,7 @@ def every_request_state(
     for asset, partitions in (
         ("query_summary", QUERY_REQUESTS),
         ("related_work", RELATED_WORK_REQUESTS),
+        ("collection_answer", COLLECTION_QUESTIONS),
     ):
         keys = instance.get_dynamic_partitions(partitions)
         if keys:
