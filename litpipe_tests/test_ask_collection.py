@@ -275,7 +275,11 @@ def test_through_a_model_the_answer_is_cited_and_the_unrelated_question_declined
         (["--collection", "nope", QUESTION], "unknown collection 'nope'"),
         (
             ["--collection", COLLECTION, "--max-iterations", "2", QUESTION],
-            "--max-iterations apply to --paper (MAIS), not --collection",
+            "--collection does not take --max-iterations (options of --paper's MAIS summary)",
+        ),
+        (
+            ["--collection", COLLECTION, "--record", "--max-iterations", "2", QUESTION],
+            "--collection does not take --max-iterations or --record",
         ),
     ],
 )

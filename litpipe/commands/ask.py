@@ -71,7 +71,8 @@ def ask_command(
         ]
         if unused:
             print(
-                f"litpipe ask: {' and '.join(unused)} apply to --paper (MAIS), not --collection",
+                f"litpipe ask: --collection does not take {' or '.join(unused)} (options of "
+                "--paper's MAIS summary)",
                 file=sys.stderr,
             )
             return 2

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from litpipe.agents.answers import answers_version
+from litpipe.agents.answers import ANSWER_AGENTS, AnswersAgent, answers_version
 from litpipe.agents.asker import Asker
 from litpipe.agents.base import OFFLINE_ENGINE
 from litpipe.agents.massrag import answer_multi_view, answer_multi_view_answers
@@ -64,12 +64,7 @@ if TYPE_CHECKING:
 # model client if any of them is routed to one.
 COLLECTION_ANSWER_AGENTS = (
     QueryAnswerAgent.name,
-    "massrag_summarizer",
-    "massrag_extractor",
-    "massrag_reasoner",
-    "massrag_reconcile",
-    "massrag_candidate",
-    "massrag_compare",
+    *(agent for agent in ANSWER_AGENTS if agent != AnswersAgent.name),
 )
 # Passages an answer is written from: a question of a collection draws on several papers
 # (ScholarQA's expert answers cite two to ten), where a paper's own question needs three.
