@@ -37,6 +37,7 @@ from litpipe.settings.groups import settings_groups
 from litpipe.text import estimate_tokens
 from litpipe.workflows.related_work import write_section
 from litpipe.workflows.related_work_pool import (
+    CollectionPool,
     collection_catalog,
     passage_tokens,
     pool_references,
@@ -294,6 +295,31 @@ def test_exactly_one_pool_is_asked_for(
             related_work(tmp_path / "home", tiny_model, *pool, "--idea", IDEA)
         assert usage.value.code == 2
         assert "--abstracts" in capsys.readouterr().err
+
+
+def test_a_retracted_paper_leaves_the_pool_and_changes_its_fingerprint(
+    home: Path, tiny_model: Path
+) -> None:
+    paths = Settings(home=home).paths
+    embedder_id = Embedder(str(tiny_model)).embedder_id
+
+    def pool_now() -> CollectionPool:
+        catalog = collection_catalog(paths.catalog_path, COLLECTION)
+        return read_pool(
+            catalog,
+            COLLECTION,
+            ArtifactStore(paths.artifacts_dir),
+            ChunkStore(paths.lancedb_dir),
+            embedder_id,
+        )
+
+    before = pool_now()
+    assert before == pool_now()  # read twice, the same pool: a repeat is the same request
+    retracted = before.abstracts[0].paper_id
+    Catalog(paths.catalog_path).retract(retracted, "withdrawn by its authors")
+    after = pool_now()
+    assert retracted not in {a.paper_id for a in after.abstracts} and len(after.abstracts) == 8
+    assert after.fingerprint != before.fingerprint
 
 
 class OutsideCitingClient(GeneratedClient):

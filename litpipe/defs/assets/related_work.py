@@ -296,10 +296,11 @@ def build_related_work_assets(
         check_specs=grading_check_specs(
             ASSET, related_work_requests, GRADING_CHECKS, grading_blocks
         ),
-        description="A related-work section for a research idea from an abstracts table "
-        "(LitLLM): BM25 + dense retrieval fused by RRF and diversified by MMR, debate scoring of "
-        "each candidate, the top-k given to the writer, every one cited as [id] and nothing "
-        "else; each cited sentence graded against the abstracts it cites. Files: "
+        description="A related-work section for a research idea from an abstracts table or a "
+        "collection's ingested papers, with their full-text passages (LitLLM): BM25 + dense "
+        "retrieval fused by RRF and diversified by MMR, debate scoring of each candidate, the "
+        "top-k given to the writer, every one cited as [id] and nothing else; each cited "
+        "sentence graded against the abstracts it cites. Files: "
         "LITPIPE_HOME/outputs/related_work/<request>/related_work.md, .html and .json.",
     )
     def related_work(
