@@ -266,6 +266,32 @@ def test_through_a_model_the_answer_is_cited_and_the_unrelated_question_declined
     assert declined.declined_because == "the writer found no answer in the passages retrieved"
 
 
+def test_through_a_model_an_answer_the_judge_finds_unsupported_is_declined(
+    home: Path,
+    tiny_model: Path,
+    stub_llm: StubLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The writer answers, citing a passage it was given; the claim judge finds no sentence
+    supported: the reader gets the admission, not the answer."""
+    stub_llm.respond("stub-judge", lambda body: {"reason": "not said", "verdict": "unsupported"})
+    stub_llm.respond("stub", answer_as_agent)
+    routes = {**ROUTES, "claim_judge": {"model": "openai/stub-judge"}}
+    monkeypatch.setenv("LITPIPE_LLM__AGENTS", json.dumps(routes))
+    model = ["--model", "openai/stub", "--api-base", stub_llm.url]
+    stub_llm.respond("stub-answer", answer_as_agent)
+    assert ask(home, tiny_model, "--collection", COLLECTION, QUESTION, *model) == 0
+    out = capsys.readouterr().out
+    result = answer_of(home, tiny_model, QUESTION)
+    assert_declined(home, QUESTION, result, out)
+    assert result.declined_because == (
+        "no sentence of the answer is supported by the passages it cites"
+    )
+    # The judge was asked: the writer's answer cited a passage.
+    assert any(body.get("model") == "stub-judge" for body in stub_llm.requests)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
