@@ -103,6 +103,7 @@ def test_an_engine_module_changes_the_code_version_of_its_agents_assets_only(
         "cross_paper_questions",
         "relationship_analysis",
         "query_summary",
+        "collection_answer",
         "related_work",
         "eval_related_work",
         "eval_scholarqa",
