@@ -381,4 +381,10 @@ def test_an_edited_judge_prompt_makes_every_graded_output_stale_and_nothing_else
     before = versions(Settings(home=tmp_path / "a", corpus_roots=[]))
     after = versions(Settings(home=tmp_path / "b", corpus_roots=[], llm={"prompts_dir": prompts}))
     changed = {name for name in before if before[name] != after[name]}
-    assert changed == {"synthesis", "plain_summary", "query_summary", "related_work"}
+    assert changed == {
+        "synthesis",
+        "plain_summary",
+        "query_summary",
+        "collection_answer",
+        "related_work",
+    }

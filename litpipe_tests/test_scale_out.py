@@ -31,6 +31,7 @@ MODEL_STEPS = {
     "plain_summary",
     "related_work",
     "query_summary",
+    "collection_answer",
     "nightly_digest",
     # The evaluations whose step writes with litpipe's agents.
     "eval_related_work",
@@ -111,7 +112,13 @@ def test_launched_runs_get_a_bounded_multiprocess_executor_and_no_rerun_of_faile
             Settings(home=tmp_path, corpus_roots=[], operations={"max_concurrent_steps": 3})
         )
     )
-    for name in ("paper_pipeline", "collection_pipeline", "related_work_job", "query_summary_job"):
+    for name in (
+        "paper_pipeline",
+        "collection_pipeline",
+        "related_work_job",
+        "query_summary_job",
+        "collection_answer_job",
+    ):
         job = defs.resolve_job_def(name)
         assert job.executor_def.name == "multiprocess"
         resolved = job.executor_def.apply_config_mapping({})
