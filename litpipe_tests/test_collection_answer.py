@@ -44,7 +44,7 @@ from litpipe_tests.test_agent_replies import GeneratedClient, offline_settings
 from litpipe_tests.test_agent_replies import collection as generated_collection
 
 # One worker builds this module's shared home (`make test` runs pytest-xdist).
-pytestmark = pytest.mark.xdist_group("test_ask_collection")
+pytestmark = pytest.mark.xdist_group("test_collection_answer")
 
 COLLECTION = "biology-cc-by"
 # Answered by one bundled paper (REV1 in Drosophila, 10.1101_2024.02.13.580051).
