@@ -84,7 +84,6 @@ def related_work_command(
         new_collection_request,
         new_request,
         outputs_folder,
-        request_store,
     )
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
@@ -92,6 +91,7 @@ def related_work_command(
     from litpipe.defs.partitions import RELATED_WORK_REQUESTS
     from litpipe.defs.resources import usage_path
     from litpipe.defs.staleness import State
+    from litpipe.defs.stored_requests import request_store
     from litpipe.llm.usage import UsageLedger
     from litpipe.runtime.requests import request_states, submit_request
     from litpipe.runtime.runner import open_instance

@@ -22,12 +22,12 @@ from litpipe.defs.assets.collection_answer import (
     COLLECTION_VERSIONS,
     collection_versions,
 )
-from litpipe.defs.assets.query_summary import request_store
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.jobs import collection_answer_job
 from litpipe.defs.partitions import COLLECTION_QUESTIONS
 from litpipe.defs.resources import artifact_store
 from litpipe.defs.staleness import State
+from litpipe.defs.stored_requests import request_store
 from litpipe.report.collection_answer import html_path, json_path, markdown_path
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import interrupted, run_failure

@@ -22,13 +22,13 @@ from litpipe.defs.assets.query_summary import (
     PAPER_VERSIONS,
     not_ingested,
     paper_versions,
-    request_store,
 )
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.jobs import query_summary_job
 from litpipe.defs.partitions import QUERY_REQUESTS
 from litpipe.defs.resources import artifact_store
 from litpipe.defs.staleness import State, partition_states
+from litpipe.defs.stored_requests import request_store
 from litpipe.report.query_summary import markdown_path
 from litpipe.retrieval.store import ChunkStore
 from litpipe.runtime.execution import interrupted, run_failure

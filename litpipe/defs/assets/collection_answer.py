@@ -26,13 +26,13 @@ import dagster as dg
 
 from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
-from litpipe.defs.assets.query_summary import request_store
 from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import collection_questions
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.staleness import members_fingerprint, partition_versions
 from litpipe.defs.steps import SEARCH, Resources, all_partitions, step_asset
+from litpipe.defs.stored_requests import stored_request
 from litpipe.defs.versions import (
     GRADING,
     RERANKER,
@@ -159,14 +159,13 @@ def build_collection_answer_assets(
         context: dg.AssetExecutionContext,
     ) -> Iterator[dg.Output[CollectionAnswer] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
-        requests = request_store(paths)
-        if not requests.exists([ASSET], key):
-            raise dg.Failure(
-                f"no stored request for partition {key!r} (expected "
-                f"{requests.path([ASSET], key)}): add requests with `litpipe ask --collection`",
-                allow_retries=False,
-            )
-        request = requests.read([ASSET], key, CollectionAnswerRequest)
+        request = stored_request(
+            paths,
+            ASSET,
+            key,
+            CollectionAnswerRequest,
+            "add requests with `litpipe ask --collection`",
+        )
         catalog = resources.catalog.catalog()
         if request.collection not in catalog.collections():
             raise dg.Failure(

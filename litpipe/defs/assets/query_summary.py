@@ -31,13 +31,13 @@ import dagster as dg
 
 from litpipe.agents.asker import Asker
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
-from litpipe.artifacts import ArtifactStore
 from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import query_requests
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.staleness import latest_materialization_tags
 from litpipe.defs.steps import SEARCH, Resources, all_partitions, step_asset
+from litpipe.defs.stored_requests import stored_request
 from litpipe.defs.versions import (
     GRADING,
     RERANKER,
@@ -85,11 +85,6 @@ GRADING_CHECKS = grading.check_descriptions("summary and its highlights", "the c
 # are recorded under this metadata key.
 PAPER_INPUTS = ("paper_chunks", "chunk_embeddings", "paper_abstract")
 PAPER_VERSIONS = "paper_versions"
-
-
-def request_store(paths: HomePaths) -> ArtifactStore:
-    """Where requests are stored: `requests/query_summary/<key>.json`."""
-    return ArtifactStore(paths.requests_dir)
 
 
 def paper_versions(instance: dg.DagsterInstance, paper_id: str) -> str:
@@ -197,14 +192,9 @@ def build_query_summary_assets(
     ) -> Iterator[dg.Output[QuerySummary] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         catalog, artifacts = resources.catalog, resources.artifacts
-        requests = request_store(paths)
-        if not requests.exists([ASSET], key):
-            raise dg.Failure(
-                f"no stored request for partition {key!r} (expected "
-                f"{requests.path([ASSET], key)}): add requests with `litpipe ask`",
-                allow_retries=False,
-            )
-        request = requests.read([ASSET], key, QuerySummaryRequest)
+        request = stored_request(
+            paths, ASSET, key, QuerySummaryRequest, "add requests with `litpipe ask`"
+        )
         try:
             source = catalog.catalog().source(request.paper_id)
         except KeyError as error:

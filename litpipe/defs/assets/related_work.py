@@ -36,12 +36,12 @@ from litpipe.agents.question_evidence.debate import DebateAgent
 from litpipe.agents.related_work import RelatedWorkAgent
 from litpipe.agents.related_work_plan import RelatedWorkPlanAgent
 from litpipe.agents.search_queries import SearchQueriesAgent
-from litpipe.artifacts import ArtifactStore
 from litpipe.defs.check_results import checked, grading_check_specs
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import related_work_requests
 from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.steps import SEARCH, Resources, step_asset
+from litpipe.defs.stored_requests import stored_request
 from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion
 from litpipe.evaluation import grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
@@ -170,10 +170,6 @@ def new_request(request: RelatedWorkRequest, table_path: Path) -> StoredRelatedW
     )
 
 
-def request_store(paths: HomePaths) -> ArtifactStore:
-    return ArtifactStore(paths.requests_dir)
-
-
 def outputs_folder(outputs_root: Path, key: str) -> Path:
     """Where a request's `related_work.md` and `related_work.json` are written."""
     return Path(outputs_root) / ASSET / checked_key(key, "request key")
@@ -181,16 +177,6 @@ def outputs_folder(outputs_root: Path, key: str) -> Path:
 
 def bad_input(description: str) -> dg.Failure:
     return dg.Failure(description=description, metadata={BAD_INPUT: True}, allow_retries=False)
-
-
-def _stored(paths: HomePaths, key: str) -> StoredRelatedWorkRequest:
-    store = request_store(paths)
-    if not store.exists([ASSET], key):
-        raise bad_input(
-            f"no stored request for partition {key!r} (expected {store.path([ASSET], key)}): "
-            "add related-work requests with `litpipe related-work`"
-        )
-    return store.read([ASSET], key, StoredRelatedWorkRequest)
 
 
 def _unchanged_pool(
@@ -308,7 +294,14 @@ def build_related_work_assets(
     ) -> Iterator[dg.Output[RelatedWork] | dg.AssetCheckResult]:
         key, resources = context.partition_key, Resources(context)
         with STEP.run(context) as step:
-            stored = _stored(paths, key)
+            stored = stored_request(
+                paths,
+                ASSET,
+                key,
+                StoredRelatedWorkRequest,
+                "add related-work requests with `litpipe related-work`",
+                metadata={BAD_INPUT: True},
+            )
             table = (
                 _unchanged_table(stored)
                 if stored.collection is None
