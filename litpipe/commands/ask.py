@@ -12,7 +12,7 @@ from typing import Any
 from litpipe.commands.common import grading_lines, with_max_iterations
 from litpipe.commands.flags import add_common_flags
 from litpipe.llm.usage import calls_line
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, Settings
 from litpipe.settings.groups import SettingsGroups, settings_groups
 
 
@@ -82,9 +82,7 @@ def ask_command(
     from litpipe.defs.assets.query_summary import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.resources import usage_path
     from litpipe.evaluation.embedder_gate import RECORDED_QRELS, record_pair
-    from litpipe.llm.usage import UsageLedger
     from litpipe.report.query_summary import html_path, outcome_line, render_text
     from litpipe.runtime.query_summary import ready_paper, summarize_request
     from litpipe.runtime.runner import open_instance
@@ -111,12 +109,7 @@ def ask_command(
             print(line, file=sys.stderr)
         return 1
     result = outcome.result
-    usage = UsageLedger(usage_path(settings.paths, scope)).scope_summary()
-    served = (
-        f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
-        if outcome.status == "materialized"
-        else "up to date: served from the materialized asset (no run, no model call)"
-    )
+    served = served_line(settings.paths, scope, outcome.status, outcome.seconds)
     print(render_text(result))
     print()
     print(f"Status: {result.status}, {outcome_line(result)}")
@@ -146,8 +139,6 @@ def ask_collection(groups: SettingsGroups, collection: str, question: str) -> in
     from litpipe.defs.assets.collection_answer import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
-    from litpipe.defs.resources import usage_path
-    from litpipe.llm.usage import UsageLedger
     from litpipe.report.collection_answer import render_text
     from litpipe.runtime.collection_answer import answer_request, ready_collection
     from litpipe.runtime.runner import open_instance
@@ -177,12 +168,7 @@ def ask_collection(groups: SettingsGroups, collection: str, question: str) -> in
         for line in graded:
             print(line, file=sys.stderr)
         return 1
-    usage = UsageLedger(usage_path(paths, scope)).scope_summary()
-    served = (
-        f"materialized in {outcome.seconds:.1f} s (model calls: {calls_line(usage)})"
-        if outcome.status == "materialized"
-        else "up to date: served from the materialized asset (no run, no model call)"
-    )
+    served = served_line(paths, scope, outcome.status, outcome.seconds)
     print(render_text(outcome.result))
     print()
     if outcome.check is not None:
@@ -195,3 +181,15 @@ def ask_collection(groups: SettingsGroups, collection: str, question: str) -> in
     print(f"HTML: {outcome.html}")
     print(f"JSON: {outcome.json_file}")
     return 0
+
+
+def served_line(paths: HomePaths, scope: str, status: str, seconds: float) -> str:
+    """How a request was served: materialized, with its run's model calls (`scope`'s usage), or
+    from the fresh materialization."""
+    from litpipe.defs.resources import usage_path
+    from litpipe.llm.usage import UsageLedger
+
+    if status != "materialized":
+        return "up to date: served from the materialized asset (no run, no model call)"
+    usage = UsageLedger(usage_path(paths, scope)).scope_summary()
+    return f"materialized in {seconds:.1f} s (model calls: {calls_line(usage)})"
