@@ -263,6 +263,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             args.max_iterations,
             args.record,
             collection=args.collection,
+            watch=args.watch,
         )
     if args.command == "eval":
         return evaluations.eval_retrieval_command(

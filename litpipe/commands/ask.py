@@ -44,6 +44,12 @@ def add_ask_parser(commands: Any) -> None:
         help="also keep (query, paper) as a judged pair in HOME/qrels.jsonl, for `litpipe "
         "backfill --gate`",
     )
+    ask.add_argument(
+        "--watch",
+        action="store_true",
+        help="with --collection: keep the question standing, answered again whenever the "
+        "collection changes (`litpipe status` lists it; `litpipe diff --question ID`)",
+    )
     add_common_flags(ask)
 
 
@@ -54,6 +60,7 @@ def ask_command(
     max_iterations: int | None,
     record: bool = False,
     collection: str | None = None,
+    watch: bool = False,
 ) -> int:
     """The summary and its trace; with `record`, once it is written, the pair judged: the user
     asked this paper this question (an empty query is refused before, as any request's). With
@@ -76,8 +83,11 @@ def ask_command(
                 file=sys.stderr,
             )
             return 2
-        return ask_collection(settings_groups(settings), collection, query)
+        return ask_collection(settings_groups(settings), collection, query, watch)
     assert paper_id is not None  # the parser requires --paper or --collection
+    if watch:
+        print("litpipe ask: --watch goes with --collection (a standing question)", file=sys.stderr)
+        return 2
 
     from litpipe.defs.assets.query_summary import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
@@ -131,9 +141,12 @@ def ask_command(
     return 0
 
 
-def ask_collection(groups: SettingsGroups, collection: str, question: str) -> int:
+def ask_collection(
+    groups: SettingsGroups, collection: str, question: str, watch: bool = False
+) -> int:
     """The collection's answer (or its admission that it does not answer), each sentence's
-    grade and the files; bad input refused in one line, exit 2, before anything is written."""
+    grade and the files; bad input refused in one line, exit 2, before anything is written.
+    With `watch`, the question registered as standing first."""
     import uuid
 
     from litpipe.defs.assets.collection_answer import ASSET, GRADING_CHECKS
@@ -143,6 +156,7 @@ def ask_collection(groups: SettingsGroups, collection: str, question: str) -> in
     from litpipe.runtime.collection_answer import answer_request, ready_collection
     from litpipe.runtime.runner import open_instance
     from litpipe.workflows.collection_answer import CollectionAnswerError, request_for
+    from litpipe.workflows.standing_questions import register
 
     ingest, paths = groups["ingest"], groups["paths"]
     try:
@@ -153,6 +167,13 @@ def ask_collection(groups: SettingsGroups, collection: str, question: str) -> in
     except CollectionAnswerError as error:
         print(f"litpipe ask: {error}", file=sys.stderr)
         return 2
+    if watch:
+        standing = register(paths.home, request, "watch")
+        print(
+            f"standing question {standing.id}: answered again whenever {request.collection} "
+            f"changes (`litpipe diff --question {standing.id}`)",
+            file=sys.stderr,
+        )
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     print(
         f"asking collection {request.collection} ({len(members)} papers; {request.key}): "

@@ -8,9 +8,11 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from litpipe.commands.flags import add_common_flags
+from litpipe.schemas.standing_questions import StandingQuestionEntry
 from litpipe.settings import Settings
 
 
@@ -22,7 +24,14 @@ def add_diff_parser(commands: Any) -> None:
         "sentences with their citations, claims whose support changed, relationships "
         "(default: the latest version against the one kept before it)",
     )
-    diff.add_argument("collection", help="the collection's name")
+    diff.add_argument("collection", nargs="?", help="the collection's name")
+    diff.add_argument(
+        "--question",
+        metavar="ID",
+        help="instead of a synthesis: a standing question's answer (its id, as `litpipe "
+        "status` lists it): sentences and citations added and removed, claims whose support "
+        "grade changed, and the papers that brought the change",
+    )
     diff.add_argument(
         "--since",
         metavar="DATE",
@@ -54,6 +63,11 @@ def diff_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.since is not None and (args.from_version or args.to_version):
         print("litpipe diff: --since goes without --from and --to", file=sys.stderr)
         return 2
+    if (collection is None) == (args.question is None):
+        print("litpipe diff: name a COLLECTION or a --question ID (one of them)", file=sys.stderr)
+        return 2
+    if args.question is not None:
+        return _question_diff(settings.home, settings.questions, args)
     try:
         kept = history.entries(home, collection, "synthesis")
         if not kept:
@@ -98,6 +112,72 @@ def diff_command(settings: Settings, args: argparse.Namespace) -> int:
                 "contradicted": len(diff.contradicted),
                 "relationships_appeared": len(diff.relationships_appeared),
                 "relationships_gone": len(diff.relationships_gone),
+            }
+        )
+    )
+    return 0
+
+
+def _question_diff(
+    home: Path, tables: list[StandingQuestionEntry], args: argparse.Namespace
+) -> int:
+    """`litpipe diff --question ID`: the answer's two kept versions compared, as a
+    synthesis' are (the same `--since`, `--from` and `--to`); `tables`, litpipe.toml's
+    `[[questions]]`."""
+    from litpipe.commands.standing import sync_config
+    from litpipe.report.answer_diff import diff_markdown
+    from litpipe.workflows import answer_history
+    from litpipe.workflows.standing_questions import named
+
+    try:
+        sync_config(home, tables)
+        question = named(home, args.question)
+        collection, key = question.request.collection, question.key
+        kept = answer_history.entries(home, collection, key)
+        if not kept:
+            print(
+                f"litpipe diff: no answer to {question.id} is kept under {home} (`litpipe run` "
+                f"answers it once {collection!r} has papers)",
+                file=sys.stderr,
+            )
+            return 2
+        if args.since is not None:
+            old = answer_history.version_at(home, collection, key, _when(args.since))
+            new = answer_history.read(kept[-1])
+        else:
+            new = (
+                answer_history.version_named(home, collection, key, args.to_version)
+                if args.to_version
+                else answer_history.read(kept[-1])
+            )
+            old = (
+                answer_history.version_named(home, collection, key, args.from_version)
+                if args.from_version
+                else answer_history.version_before(home, new)
+            )
+    except ValueError as error:
+        print(f"litpipe diff: {error}", file=sys.stderr)
+        return 2
+    diff = answer_history.answer_diff(old, new)
+    print(diff_markdown(diff, heading_level=1))
+    print(
+        json.dumps(
+            {
+                "question": question.id,
+                "key": key,
+                "collection": collection,
+                "from": diff.from_version,
+                "to": diff.to_version,
+                "changed": diff.changed,
+                "papers_added": len(diff.papers_added),
+                "papers_removed": len(diff.papers_removed),
+                "sentences_added": len(diff.sentences_added),
+                "sentences_removed": len(diff.sentences_removed),
+                "citations_added": len(diff.citations_added),
+                "citations_removed": len(diff.citations_removed),
+                "support_changed": len(diff.support_changed),
+                "grades_changed": len(diff.grades_changed),
+                "brought_by": diff.brought_by,
             }
         )
     )

@@ -51,6 +51,8 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
     from litpipe.catalog import Catalog
     from litpipe.commands.run import synthesis_report
+    from litpipe.commands.standing import answer_standing
+    from litpipe.settings.groups import settings_groups
 
     if not settings.paths.catalog_path.exists():
         print(f"litpipe retract: no catalog in {settings.home}: run papers first", file=sys.stderr)
@@ -115,6 +117,10 @@ def retract_command(settings: Settings, paper_id: str, reason: str, undo: bool) 
     if papers_run.collection_failure:
         print(f"  collection assets FAILED: {papers_run.collection_failure}", file=sys.stderr)
         code = 1
+    # The standing answers of its collections: the next answer drops (or restores) its
+    # citations.
+    for line in answer_standing(settings_groups(settings), settings.questions):
+        print(line, file=sys.stderr)
     return code
 
 

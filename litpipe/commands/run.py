@@ -67,9 +67,11 @@ def run_command(
     reader: SourceReader | None = None,
 ) -> int:
     # Imported here: Dagster, LanceDB and the tokenizer cost seconds that `--help` should not.
+    from litpipe.commands.standing import answer_standing
     from litpipe.ingest.sources import discover
     from litpipe.retrieval.store import ChunkStore
     from litpipe.runtime.runner import open_instance, register, run_papers
+    from litpipe.settings.groups import settings_groups
     from litpipe.workflows import synthesis_history
     from litpipe.workflows.ingest import settings_embedder
 
@@ -232,6 +234,8 @@ def run_command(
         )
     if report.collection_failure:
         print(f"  collection assets FAILED: {report.collection_failure}", file=sys.stderr)
+    for line in answer_standing(settings_groups(settings), settings.questions):
+        print(line, file=sys.stderr)
     return 0 if report.papers and not report.collection_failure else 1
 
 

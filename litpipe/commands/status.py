@@ -12,6 +12,7 @@ from litpipe.settings.groups import settings_groups
 
 def status_command(settings: Settings, show_all: bool) -> int:
     from litpipe.catalog import Catalog
+    from litpipe.commands.standing import status_lines, sync_config
     from litpipe.defs.definitions import build_definitions
     from litpipe.defs.staleness import State, fallback_counts, partition_states
     from litpipe.llm.window import routes_described
@@ -20,6 +21,7 @@ def status_command(settings: Settings, show_all: bool) -> int:
 
     for line in routes_described(settings.llm):
         print(line)
+    sync_config(settings.home, settings.questions)
     catalog = Catalog(settings.paths.catalog_path)
     instance = open_instance(settings.llm, settings.paths)
     defs = build_definitions(**settings_groups(settings))
@@ -32,6 +34,8 @@ def status_command(settings: Settings, show_all: bool) -> int:
     for collection in collections:
         paper_ids = catalog.papers(collection)
         print(f"{collection}: {text.counted(len(paper_ids), 'paper')}")
+        for line in status_lines(settings.paths, collection):
+            print(line)
         collection_keys = collection_asset_keys(defs)
         for key, by_collection in partition_states(
             instance, defs, collection_keys, [collection]

@@ -45,6 +45,7 @@ from litpipe.defs.resources import (
 )
 from litpipe.defs.schedules import vector_maintenance_schedule
 from litpipe.defs.sensors import build_new_papers_sensor
+from litpipe.defs.standing_questions import build_standing_questions_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
 from litpipe.settings import (
@@ -140,6 +141,7 @@ def build_definitions(
         sensors=[
             automation_sensor(),
             build_new_papers_sensor(paths, operations),
+            build_standing_questions_sensor(paths),
             # Only where a Zotero library is named (zotero.data_dir).
             *([build_zotero_sync_sensor(zotero, operations)] if zotero.data_dir else []),
         ],

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from litpipe.files import write_atomically
 from litpipe.report import notices
+from litpipe.report.answer_diff import digest_lines as answer_digest_lines
 from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
@@ -177,13 +178,25 @@ def _new_ids(digest: Digest) -> set[str]:
 
 
 def changes_markdown(digest: Digest) -> list[str]:
-    """The digest's opening: what changed in each collection's synthesis during the day."""
-    if not digest.changes:
+    """The digest's opening: per collection, its standing answers that changed during the
+    day, each with the papers that brought the change, then what changed in its synthesis."""
+    if not digest.changes and not digest.standing:
         return []
     arrived = Counter(c for paper in digest.papers for c in paper.collections)
+    syntheses = {diff.collection: diff for diff in digest.changes}
     lines = ["## What changed", ""]
-    for diff in digest.changes:
-        lines += digest_lines(diff, arrived[diff.collection])
+    for collection in dict.fromkeys([*syntheses, *(d.collection for d in digest.standing)]):
+        answers = answer_digest_lines([d for d in digest.standing if d.collection == collection])
+        if answers:
+            answers = ["Standing questions whose answer changed:", "", *answers]
+        synthesis = syntheses.get(collection)
+        # Under the collection's heading, the answers first.
+        heading, *rest = (
+            digest_lines(synthesis, arrived[collection])
+            if synthesis is not None
+            else [f"### {collection}", ""]
+        )
+        lines += [heading, *rest[:1], *answers, *rest[1:]]
     return lines
 
 
@@ -343,7 +356,11 @@ def digest_pages(digest: Digest) -> dict[str, str]:
     main = f"{digest.day}.html"
     pool = {c.chunk_id: c for c in digest.passages}
     links = CitationLinks(pool, digest.titles)
-    changed = [("changes", "What changed", _changes_html(digest))] if digest.changes else []
+    changed = (
+        [("changes", "What changed", _changes_html(digest))]
+        if digest.changes or digest.standing
+        else []
+    )
     if not digest.papers:
         sections = [
             *changed,

@@ -3,7 +3,13 @@ synthesis asset's page in the UI, in brief for the nightly digest's opening sect
 
 from __future__ import annotations
 
-from litpipe.schemas.changes import ClaimEnd, RelationshipChange, RetractionChange, SynthesisDiff
+from litpipe.schemas.changes import (
+    ClaimEnd,
+    DiffSentence,
+    RelationshipChange,
+    RetractionChange,
+    SynthesisDiff,
+)
 from litpipe.text import counted
 
 
@@ -121,12 +127,24 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
             lines += ["Went:", ""]
             lines += _listed([_relationship_line(c) for c in diff.relationships_gone], limit)
             lines.append("")
-    for title, listed in (
-        ("Sentences added", diff.sentences_added),
-        ("Sentences removed", diff.sentences_removed),
-    ):
+    lines += sentence_sections(diff.sentences_added, diff.sentences_removed, sub, limit)
+    if diff.reworded:
+        lines += [f"{counted(diff.reworded, 'sentence')} only reworded (kept).", ""]
+    left_out = _left_out_lines(diff)
+    if left_out:
+        lines += [f"{sub} Papers left out", "", *left_out, ""]
+    return "\n".join(lines)
+
+
+def sentence_sections(
+    added: list[DiffSentence], removed: list[DiffSentence], heading: str, limit: int | None
+) -> list[str]:
+    """The sections "Sentences added" and "Sentences removed" under `heading` (`###`), each
+    sentence with the papers it cites; a section with none left out."""
+    lines: list[str] = []
+    for title, listed in (("Sentences added", added), ("Sentences removed", removed)):
         if listed:
-            lines += [f"{sub} {title}", ""]
+            lines += [f"{heading} {title}", ""]
             lines += _listed(
                 [
                     f"- {s.text}" + (f" (cites {', '.join(s.papers)})" if s.papers else "")
@@ -135,12 +153,7 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
                 limit,
             )
             lines.append("")
-    if diff.reworded:
-        lines += [f"{counted(diff.reworded, 'sentence')} only reworded (kept).", ""]
-    left_out = _left_out_lines(diff)
-    if left_out:
-        lines += [f"{sub} Papers left out", "", *left_out, ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _listed(lines: list[str], limit: int | None) -> list[str]:

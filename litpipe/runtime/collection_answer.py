@@ -19,8 +19,8 @@ from litpipe.catalog import Catalog
 from litpipe.defs.assets.collection_answer import (
     ASSET,
     CITATION_CHECK,
-    COLLECTION_VERSIONS,
     collection_versions,
+    recorded_collection_versions,
 )
 from litpipe.defs.check_results import latest_check_results
 from litpipe.defs.jobs import collection_answer_job
@@ -91,14 +91,9 @@ def request_state(
     state = request_states(instance, defs, ASSET, [request.key])[request.key]
     if state is not State.FRESH:
         return state
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=COLLECTION_ANSWERS, asset_partitions=[request.key]),
-        limit=1,
-    ).records
-    materialization = records[0].asset_materialization if records else None
-    recorded = materialization.metadata.get(COLLECTION_VERSIONS) if materialization else None
     members = Catalog(paths.catalog_path).papers(request.collection)
-    if recorded is None or recorded.value != collection_versions(instance, members):
+    recorded = recorded_collection_versions(instance, request.key)
+    if recorded is None or recorded != collection_versions(instance, members):
         return State.UPSTREAM_CHANGED
     return State.FRESH
 

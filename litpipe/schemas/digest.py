@@ -13,6 +13,7 @@ from litpipe.schemas.changes import SynthesisDiff
 from litpipe.schemas.evidence import RetrievedChunk
 from litpipe.schemas.papers import PaperSource
 from litpipe.schemas.relationships import Insight, Relationship
+from litpipe.schemas.standing_questions import AnswerDiff
 
 
 class PaperArrival(BaseModel):
@@ -86,6 +87,12 @@ class Digest(BaseModel):
         "version kept when the day began (the previous digest's end) to the one kept when it "
         "ended; the collections with new papers or a change. Empty in a digest made without "
         "the history.",
+    )
+    standing: list[AnswerDiff] = Field(
+        default_factory=list,
+        description="The standing questions whose answer changed during the day (from the "
+        "version kept when the day began to the one kept when it ended), each with the papers "
+        "that brought the change. Empty in a digest made without the history.",
     )
     model_budget: NightlyBudgetSpent | None = Field(
         default=None,

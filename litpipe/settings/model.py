@@ -14,6 +14,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from litpipe.schemas.standing_questions import StandingQuestionEntry
 from litpipe.settings.grading import GradingSettings
 from litpipe.settings.ingest import IngestSettings
 from litpipe.settings.llm import LLMSettings
@@ -72,12 +73,26 @@ class Settings(BaseSettings):
     query_summary: QuerySummarySettings = Field(default_factory=QuerySummarySettings)
     operations: OperationsSettings = Field(default_factory=OperationsSettings)
     zotero: ZoteroSettings = Field(default_factory=ZoteroSettings)
+    questions: list[StandingQuestionEntry] = Field(
+        default_factory=list,
+        description="Standing questions (`[[questions]]` tables of litpipe.toml: `collection`, "
+        "`question`, optional `id`), each answered again when its collection changes.",
+    )
 
     @field_validator("home", "dagster_home", mode="after")
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         # Dagster runs steps in other working directories; an absolute home means one place.
         return home.expanduser().resolve()
+
+    @field_validator("questions", mode="after")
+    @classmethod
+    def _distinct_names(cls, tables: list[StandingQuestionEntry]) -> list[StandingQuestionEntry]:
+        names = [table.id or table.request().key for table in tables]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"[[questions]]: two tables name {', '.join(repeated)}")
+        return tables
 
     @field_validator("preset", mode="after")
     @classmethod

@@ -42,9 +42,10 @@ from litpipe.schemas import (
     RetrievedChunk,
     SynthesisDiff,
 )
+from litpipe.schemas.standing_questions import AnswerDiff
 from litpipe.settings import SynthesisSettings
 from litpipe.text import strip_markers
-from litpipe.workflows import synthesis_history
+from litpipe.workflows import answer_history, standing_questions, synthesis_history
 from litpipe.workflows.relationship_analysis import relate_insights
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ def build_digest(
         changes=day_changes(history, day, [c.collection for c in collections])
         if history is not None
         else [],
+        standing=standing_changes(history, day) if history is not None else [],
     )
 
 
@@ -172,6 +174,21 @@ def day_changes(home: Path, day: date, arrived_in: Sequence[str]) -> list[Synthe
     for collection in dict.fromkeys([*arrived_in, *synthesis_history.collections(home)]):
         diff = synthesis_history.changes_in(home, collection, start, end)
         if diff.changed or collection in arrived_in:
+            found.append(diff)
+    return found
+
+
+def standing_changes(home: Path, day: date) -> list[AnswerDiff]:
+    """What changed during `day` (UTC) in each standing question's answer, as `day_changes`
+    reads the synthesis: from the version kept when it began to the one kept when it ended."""
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    found = []
+    for question in standing_questions.registered(home):
+        request = question.request
+        diff = answer_history.changes_in(
+            home, request.collection, question.key, start, start + timedelta(days=1)
+        )
+        if diff is not None and diff.changed:
             found.append(diff)
     return found
 

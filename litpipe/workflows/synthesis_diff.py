@@ -104,6 +104,20 @@ def _sentences_of(text: str, words_of: _Words) -> list[_Sentence]:
     return found
 
 
+def matched_sentences(
+    old_text: str, new_text: str
+) -> tuple[list[tuple[DiffSentence, DiffSentence]], list[DiffSentence], list[DiffSentence]]:
+    """The sentences of two Markdown texts matched by the module's rule: the pairs (old, new)
+    kept, reworded or not, the old sentences removed and the new ones added."""
+    words = _Words()
+    kept, removed, added = _matched(_sentences_of(old_text, words), _sentences_of(new_text, words))
+    return (
+        [(before.shown(), after.shown()) for before, after, _reworded in kept],
+        [sentence.shown() for sentence in removed],
+        [sentence.shown() for sentence in added],
+    )
+
+
 def _one_word_apart(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
     """Whether one word replaced, added or removed makes `first` into `second`."""
     if len(first) == len(second):

@@ -54,11 +54,11 @@ def entries(home: Path, collection: str, asset: HistoryAsset) -> list[Path]:
     return sorted(where.glob("*.json")) if where.is_dir() else []
 
 
-def _stamp(path: Path) -> datetime:
+def stamp_of(path: Path) -> datetime:
     return datetime.strptime(path.stem.rsplit("-", 1)[0], _STAMP).replace(tzinfo=UTC)
 
 
-def _version(path: Path) -> str:
+def version_of(path: Path) -> str:
     return path.stem.rsplit("-", 1)[1]
 
 
@@ -77,7 +77,7 @@ def record(
     asset: HistoryAsset = "synthesis" if isinstance(output, Synthesis) else "relationship_analysis"
     version = data_version(output)
     kept = entries(home, output.collection, asset)
-    if kept and _version(kept[-1]) == version:
+    if kept and version_of(kept[-1]) == version:
         return None
     when = at or now()
     entry = HistoryEntry(
@@ -103,7 +103,7 @@ def version_at(
     kept = [
         p
         for p in entries(home, collection, "synthesis")
-        if at is None or _stamp(p) < at or (_stamp(p) == at and not strictly_before)
+        if at is None or stamp_of(p) < at or (stamp_of(p) == at and not strictly_before)
     ]
     return read(kept[-1]) if kept else None
 
@@ -111,7 +111,7 @@ def version_at(
 def version_before(home: Path, entry: HistoryEntry) -> HistoryEntry | None:
     """The synthesis version kept before `entry` (None: it is the first)."""
     at = datetime.fromisoformat(entry.recorded_at)
-    kept = [p for p in entries(home, entry.collection, "synthesis") if _stamp(p) < at]
+    kept = [p for p in entries(home, entry.collection, "synthesis") if stamp_of(p) < at]
     return read(kept[-1]) if kept else None
 
 
@@ -121,8 +121,8 @@ def version_named(home: Path, collection: str, name: str) -> HistoryEntry:
     several match."""
     kept = entries(home, collection, "synthesis")
     exact = [p for p in kept if name in {p.stem, p.name}]
-    found = exact or [p for p in kept if _version(p).startswith(name)]
-    versions = {_version(p) for p in found}
+    found = exact or [p for p in kept if version_of(p).startswith(name)]
+    versions = {version_of(p) for p in found}
     if not found:
         raise ValueError(f"{collection}: no kept synthesis version {name!r}")
     if len(versions) > 1:
@@ -134,9 +134,9 @@ def analysis_of(home: Path, entry: HistoryEntry) -> RelationshipAnalysis | None:
     """The relationship analysis a kept synthesis was written from: the kept analysis of its
     recorded data version, else the one current when it was kept."""
     kept = entries(home, entry.collection, "relationship_analysis")
-    named = [p for p in kept if _version(p) == entry.analysis_version]
+    named = [p for p in kept if version_of(p) == entry.analysis_version]
     at = datetime.fromisoformat(entry.recorded_at)
-    chosen = named or [p for p in kept if _stamp(p) <= at]
+    chosen = named or [p for p in kept if stamp_of(p) <= at]
     return read(chosen[-1]).analysis if chosen else None
 
 

@@ -44,6 +44,7 @@ from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped
 from litpipe.evaluation.grading import COHERENCE_CHECK, GRADING_AGENTS, SUPPORT_CHECK
 from litpipe.hashing import digest
+from litpipe.report import answer_diff as answer_diff_report
 from litpipe.report import collection_answer as report
 from litpipe.report import notices
 from litpipe.retrieval.support import Encoder
@@ -56,6 +57,7 @@ from litpipe.settings import (
     RetrievalSettings,
     SynthesisSettings,
 )
+from litpipe.workflows import answer_history
 from litpipe.workflows.collection_answer import (
     COLLECTION_ANSWER_AGENTS,
     answer_question,
@@ -85,6 +87,17 @@ def collection_versions(instance: dg.DagsterInstance, members: list[str]) -> str
         versions = partition_versions(instance, dg.AssetKey(asset), members)
         parts += [f"{asset}:{paper}={versions.get(paper, 'missing')}" for paper in sorted(members)]
     return digest(*parts)
+
+
+def recorded_collection_versions(instance: dg.DagsterInstance, key: str) -> str | None:
+    """The `collection_versions` the request's latest materialization recorded (None: never
+    materialized, or before they were recorded)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(ASSET), asset_partitions=[key]), limit=1
+    ).records
+    materialization = records[0].asset_materialization if records else None
+    recorded = materialization.metadata.get(COLLECTION_VERSIONS) if materialization else None
+    return None if recorded is None else str(recorded.value)
 
 
 STEP = ModelStep(
@@ -204,6 +217,7 @@ def build_collection_answer_assets(
         path, page, data = report.write_files(
             result, resources.artifacts.outputs_dir(request.collection)
         )
+        history = _kept(paths, result)
         problems = report.citation_problems(result, checks.stored_chunks(rows))
         graded = checked(ASSET, outcomes, lambda _: grading_blocks)
         yield step.output(
@@ -223,6 +237,7 @@ def build_collection_answer_assets(
                 "html": dg.MetadataValue.path(str(page)),
                 "json": dg.MetadataValue.path(str(data)),
                 "preview": markdown_metadata(path.read_text(encoding="utf-8")),
+                **history,
                 COLLECTION_VERSIONS: versions,
                 **graded.metadata(),
             },
@@ -245,6 +260,25 @@ def build_collection_answer_assets(
         yield from graded.results
 
     return [collection_answer_asset]
+
+
+def _kept(paths: HomePaths, result: CollectionAnswer) -> dict[str, dg.MetadataValue]:
+    """Keeps the answer in its question's history (unless the version kept last is the same)
+    and says, for the UI, where the versions are and what changed since the one before."""
+    request = result.request
+    # Unchanged, `previous` is `current`: their diff says so.
+    previous, current = answer_history.record(paths.home, result)
+    diff = answer_history.answer_diff(previous, current)
+    return {
+        "history": dg.MetadataValue.path(
+            str(answer_history.folder(paths.home, request.collection, request.key))
+        ),
+        "versions": dg.MetadataValue.int(
+            len(answer_history.entries(paths.home, request.collection, request.key))
+        ),
+        "changed": dg.MetadataValue.text(answer_diff_report.changes_line(diff)),
+        "changes": markdown_metadata(answer_diff_report.diff_markdown(diff, limit=50)),
+    }
 
 
 def _graded(

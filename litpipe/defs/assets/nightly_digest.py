@@ -14,6 +14,7 @@ from litpipe.defs.report_metadata import markdown_metadata
 from litpipe.defs.resources import ArtifactsResource
 from litpipe.defs.steps import Resources, all_partitions, step_asset
 from litpipe.defs.versions import CodeVersion
+from litpipe.report import answer_diff as answer_diff_report
 from litpipe.report import digest as digest_report
 from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
@@ -22,8 +23,13 @@ from litpipe.report import synthesis_diff as diff_report
 from litpipe.retrieval import neighbours
 from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
 from litpipe.settings import HomePaths, IngestSettings, LLMSettings, SynthesisSettings
+from litpipe.workflows import (
+    answer_history,
+    standing_questions,
+    synthesis_diff,
+    synthesis_history,
+)
 from litpipe.workflows import nightly_digest as digest_workflow
-from litpipe.workflows import synthesis_diff, synthesis_history
 
 
 class ArtifactSources:
@@ -54,10 +60,14 @@ STEP = ModelStep(
         modules=(
             digest_workflow,
             digest_report,
-            # What changed in each collection's synthesis: its history, diff and rendering.
+            # What changed in each collection's synthesis and standing answers: their
+            # histories, diffs and rendering.
             synthesis_history,
             synthesis_diff,
             diff_report,
+            answer_history,
+            standing_questions,
+            answer_diff_report,
             report_page,
             report_markdown,
             notices,
