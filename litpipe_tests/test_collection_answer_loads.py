@@ -53,20 +53,22 @@ def test_questions_of_a_collection_load_the_embedder_once_and_build_no_index_aft
         for question in QUESTIONS:
             before = counts.copy()
             code = main(
-                ["ask", question, "--collection", COLLECTION, "--home", str(home)]
-                + ["--embedder", str(tiny_model)]
+                [
+                    *("ask", question, "--collection", COLLECTION),
+                    *("--home", str(home), "--embedder", str(tiny_model)),
+                ]
             )
             assert code == 0
             assert "materialized in" in capsys.readouterr().out  # a run, not a served answer
             per_question.append(counts.since(before))
 
     first, *later = per_question
-    assert (first.models, first.backends, first.bm25_builds, first.lance_indexes) == (1, 1, 1, 0)
+    assert reloads_and_builds(first) == (1, 1, 1, 0)
     for counted in later:
-        assert (counted.models, counted.backends, counted.bm25_builds, counted.lance_indexes) == (
-            0,
-            0,
-            0,
-            0,
-        )
+        assert reloads_and_builds(counted) == (0, 0, 0, 0)
         assert counted.bm25_loads >= 1  # the index was used: read from where the first saved it
+
+
+def reloads_and_builds(counts: LoadCounts) -> tuple[int, int, int, int]:
+    """Models loaded, embedder backends made, BM25 indexes built, LanceDB indexes built."""
+    return counts.models, counts.backends, counts.bm25_builds, counts.lance_indexes
