@@ -282,6 +282,7 @@ def every_setting_changed(folder: Path) -> Settings:
             "collections": ["Reading/2024", "Theses"],
             "sync_interval_s": 3600,
         },
+        questions=[{"collection": "Theses", "question": "What is new?", "id": "new"}],
     )
 
 

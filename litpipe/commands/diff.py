@@ -1,6 +1,7 @@
 """`litpipe diff COLLECTION`: what changed in a collection's synthesis between two kept versions
 (its history under the home, `litpipe.workflows.synthesis_history`), as Markdown, then one JSON
-line of its figures."""
+line of its figures; `litpipe diff --question ID`, the same of a standing question's answer
+(`litpipe.workflows.answer_history`)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def add_diff_parser(commands: Any) -> None:
     """`litpipe diff`'s arguments, on the CLI's subcommands."""
     diff = commands.add_parser(
         "diff",
-        help="what changed in a collection's synthesis between two kept versions: papers, "
-        "sentences with their citations, claims whose support changed, relationships "
-        "(default: the latest version against the one kept before it)",
+        help="what changed in a collection's synthesis (or, with --question, in a standing "
+        "question's answer) between two kept versions: papers, sentences with their citations, "
+        "claims whose support changed, relationships (default: the latest version against the "
+        "one kept before it)",
     )
     diff.add_argument("collection", nargs="?", help="the collection's name")
     diff.add_argument(

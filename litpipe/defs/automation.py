@@ -12,8 +12,10 @@ sensor that evaluates them (Dagster's declarative automation, not a scheduler of
   papers, they join their backfill, which builds them once the papers are.
 - The nightly digest: yesterday's partition (UTC days) at 02:00 UTC, as its schedule did.
 
-Request-partitioned assets (`related_work`, `query_summaries`: `litpipe related-work`, `ask`),
-the evaluations and the vector store's maintenance (its own schedule) have none.
+Request-partitioned assets (`related_work`, `query_summaries`, `collection_answer`: `litpipe
+related-work`, `ask`), the evaluations and the vector store's maintenance (its own schedule)
+have none: the standing questions of `collection_answer` are the `standing_questions_sensor`'s
+(`litpipe.defs.standing_questions` says why).
 
 Dagster's conditions know partitions, not a collection's members: every collection's
 `AllPartitionMapping` dependency on the papers sees any paper's update, so a night's papers

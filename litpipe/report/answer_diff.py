@@ -4,7 +4,7 @@ and `litpipe run`, in brief for the nightly digest's opening of each collection.
 
 from __future__ import annotations
 
-from litpipe.report.synthesis_diff import sentence_sections
+from litpipe.report.synthesis_diff import sentence_sections, support_lines
 from litpipe.schemas.standing_questions import AnswerDiff
 from litpipe.text import counted
 
@@ -68,11 +68,7 @@ def diff_markdown(diff: AnswerDiff, heading_level: int = 2, limit: int | None = 
         lines.append("")
     if diff.support_changed:
         lines += [f"{sub} Claims whose cited papers changed", ""]
-        for change in diff.support_changed:
-            moved = [f"now also cites {', '.join(change.gained)}"] * bool(change.gained)
-            moved += [f"no longer cites {', '.join(change.lost)}"] * bool(change.lost)
-            lines.append(f"- {change.after} ({'; '.join(moved)})")
-        lines.append("")
+        lines += [*support_lines(diff.support_changed), ""]
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from litpipe.schemas.changes import (
     DiffSentence,
     RelationshipChange,
     RetractionChange,
+    SupportChange,
     SynthesisDiff,
 )
 from litpipe.text import counted
@@ -109,11 +110,7 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
         lines.append("")
     if diff.support_changed:
         lines += [f"{sub} Claims whose support changed", ""]
-        for change in diff.support_changed:
-            moved = [f"now also cites {', '.join(change.gained)}"] * bool(change.gained)
-            moved += [f"no longer cites {', '.join(change.lost)}"] * bool(change.lost)
-            lines.append(f"- {change.after} ({'; '.join(moved)})")
-        lines.append("")
+        lines += [*support_lines(diff.support_changed), ""]
     if diff.theme_before != diff.theme_after:
         lines += [f"{sub} Theme", "", f"- before: {diff.theme_before or '(none)'}"]
         lines += [f"- now: {diff.theme_after or '(none)'}", ""]
@@ -134,6 +131,16 @@ def diff_markdown(diff: SynthesisDiff, heading_level: int = 2, limit: int | None
     if left_out:
         lines += [f"{sub} Papers left out", "", *left_out, ""]
     return "\n".join(lines)
+
+
+def support_lines(changes: list[SupportChange]) -> list[str]:
+    """Each kept sentence whose cited papers changed, with the papers gained and lost."""
+    lines = []
+    for change in changes:
+        moved = [f"now also cites {', '.join(change.gained)}"] * bool(change.gained)
+        moved += [f"no longer cites {', '.join(change.lost)}"] * bool(change.lost)
+        lines.append(f"- {change.after} ({'; '.join(moved)})")
+    return lines
 
 
 def sentence_sections(

@@ -22,16 +22,15 @@ from pathlib import Path
 
 from litpipe.files import checked_key, write_atomically
 from litpipe.schemas import CollectionAnswer, SentenceVerdict
-from litpipe.schemas.changes import SupportChange
 from litpipe.schemas.standing_questions import AnswerDiff, AnswerVersion, GradeChange
 from litpipe.workflows import synthesis_history
-from litpipe.workflows.synthesis_diff import matched_sentences, sentence_words
+from litpipe.workflows.synthesis_diff import matched_sentences, sentence_words, support_changes
 from litpipe.workflows.synthesis_history import (
     HISTORY_FOLDER,
     data_version,
     file_name,
+    named_file,
     stamp_of,
-    version_of,
 )
 
 ASSET_FOLDER = "collection_answer"
@@ -85,15 +84,7 @@ def record(
 def version_named(home: Path, collection: str, key: str, name: str) -> AnswerVersion:
     """The version a user names: its data version (or a prefix only it has) or its file's name;
     ValueError when none or several match."""
-    kept = entries(home, collection, key)
-    exact = [p for p in kept if name in {p.stem, p.name}]
-    found = exact or [p for p in kept if version_of(p).startswith(name)]
-    versions = {version_of(p) for p in found}
-    if not found:
-        raise ValueError(f"{key}: no kept answer version {name!r}")
-    if len(versions) > 1:
-        raise ValueError(f"{key}: {name!r} names several versions: {sorted(versions)}")
-    return read(found[-1])
+    return read(named_file(entries(home, collection, key), name, key, "answer"))
 
 
 def version_at(home: Path, collection: str, key: str, at: datetime | None) -> AnswerVersion | None:
@@ -173,16 +164,7 @@ def answer_diff(old: AnswerVersion | None, new: AnswerVersion) -> AnswerDiff:
         sentences_removed=removed,
         citations_added=[m for m in new_markers if m not in old_markers],
         citations_removed=[m for m in old_markers if m not in new_markers],
-        support_changed=[
-            SupportChange(
-                before=earlier.text,
-                after=later.text,
-                gained=[p for p in later.papers if p not in earlier.papers],
-                lost=[p for p in earlier.papers if p not in later.papers],
-            )
-            for earlier, later in kept
-            if set(earlier.papers) != set(later.papers)
-        ],
+        support_changed=support_changes(kept),
         grades_changed=grades,
         answered_before=before.answered if before else None,
         answered_after=after.answered,

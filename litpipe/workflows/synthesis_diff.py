@@ -118,6 +118,20 @@ def matched_sentences(
     )
 
 
+def support_changes(kept: list[tuple[DiffSentence, DiffSentence]]) -> list[SupportChange]:
+    """Of the sentences kept (old, new), those whose cited papers changed."""
+    return [
+        SupportChange(
+            before=before.text,
+            after=after.text,
+            gained=[p for p in after.papers if p not in before.papers],
+            lost=[p for p in before.papers if p not in after.papers],
+        )
+        for before, after in kept
+        if set(before.papers) != set(after.papers)
+    ]
+
+
 def _one_word_apart(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
     """Whether one word replaced, added or removed makes `first` into `second`."""
     if len(first) == len(second):
@@ -272,16 +286,7 @@ def synthesis_diff(
     kept, removed, added = _matched(
         old_sentences, _sentences_of(new_synthesis.text, words) if new_synthesis else []
     )
-    support = [
-        SupportChange(
-            before=before.text,
-            after=after.text,
-            gained=[p for p in after.papers if p not in before.papers],
-            lost=[p for p in before.papers if p not in after.papers],
-        )
-        for before, after, _reworded in kept
-        if set(before.papers) != set(after.papers)
-    ]
+    support = support_changes([(before.shown(), after.shown()) for before, after, _ in kept])
     known = _claims(old_analysis, words)
     before_relations = _relations(old_analysis, words)
     after_relations = _relations(new_analysis, words)

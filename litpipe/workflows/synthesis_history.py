@@ -58,7 +58,7 @@ def stamp_of(path: Path) -> datetime:
     return datetime.strptime(path.stem.rsplit("-", 1)[0], _STAMP).replace(tzinfo=UTC)
 
 
-def version_of(path: Path) -> str:
+def _version(path: Path) -> str:
     return path.stem.rsplit("-", 1)[1]
 
 
@@ -77,7 +77,7 @@ def record(
     asset: HistoryAsset = "synthesis" if isinstance(output, Synthesis) else "relationship_analysis"
     version = data_version(output)
     kept = entries(home, output.collection, asset)
-    if kept and version_of(kept[-1]) == version:
+    if kept and _version(kept[-1]) == version:
         return None
     when = at or now()
     entry = HistoryEntry(
@@ -119,22 +119,28 @@ def version_named(home: Path, collection: str, name: str) -> HistoryEntry:
     """The synthesis version a user names: its data version (or a prefix of it that only one
     version has), or its file's name; the latest kept of that version. ValueError when none or
     several match."""
-    kept = entries(home, collection, "synthesis")
+    return read(named_file(entries(home, collection, "synthesis"), name, collection, "synthesis"))
+
+
+def named_file(kept: list[Path], name: str, owner: str, kind: str) -> Path:
+    """Of the kept versions' files, the one `name` names (its data version, a prefix of it
+    only one version has, or its file's name; the latest kept of that version). ValueError,
+    naming the `owner` and the `kind` of output, when none or several match."""
     exact = [p for p in kept if name in {p.stem, p.name}]
-    found = exact or [p for p in kept if version_of(p).startswith(name)]
-    versions = {version_of(p) for p in found}
+    found = exact or [p for p in kept if _version(p).startswith(name)]
+    versions = {_version(p) for p in found}
     if not found:
-        raise ValueError(f"{collection}: no kept synthesis version {name!r}")
+        raise ValueError(f"{owner}: no kept {kind} version {name!r}")
     if len(versions) > 1:
-        raise ValueError(f"{collection}: {name!r} names several versions: {sorted(versions)}")
-    return read(found[-1])
+        raise ValueError(f"{owner}: {name!r} names several versions: {sorted(versions)}")
+    return found[-1]
 
 
 def analysis_of(home: Path, entry: HistoryEntry) -> RelationshipAnalysis | None:
     """The relationship analysis a kept synthesis was written from: the kept analysis of its
     recorded data version, else the one current when it was kept."""
     kept = entries(home, entry.collection, "relationship_analysis")
-    named = [p for p in kept if version_of(p) == entry.analysis_version]
+    named = [p for p in kept if _version(p) == entry.analysis_version]
     at = datetime.fromisoformat(entry.recorded_at)
     chosen = named or [p for p in kept if stamp_of(p) <= at]
     return read(chosen[-1]).analysis if chosen else None
