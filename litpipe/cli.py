@@ -170,7 +170,15 @@ def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
     _add_paper_questions(
         litqa,
         "JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
-        "folder for litqa_eval.md and .json (default: HOME/outputs/eval)",
+        "folder for litqa_eval.md and .json, or litqa_collection_wide.md and .json "
+        "(default: HOME/outputs/eval)",
+    )
+    litqa.add_argument(
+        "--collection-wide",
+        action="store_true",
+        help="ask each question of ONE collection of all the corpus' PDFs (as `ask "
+        "--collection`), not of its own paper: accuracy, precision, share declined, answers "
+        "citing their own paper",
     )
     if with_evaluations:
         _add_registered_evaluations(evaluations)
@@ -308,6 +316,24 @@ def _stoppable(
         )
     if args.command == "backfill":
         return backfill.backfill_from_args(settings, args, stop_requested)
+    if args.evaluation == "litqa" and args.collection_wide:
+        if args.max_iterations is not None:
+            print(
+                "litpipe eval litqa --collection-wide: --max-iterations is the per-paper "
+                "loop's: a collection's answer has none",
+                file=sys.stderr,
+            )
+            return 2
+        return evaluations.eval_command(
+            settings,
+            "litqa-collection-wide",
+            args.dataset,
+            args.limit,
+            args.out,
+            stop_requested,
+            corpus=args.corpus,
+            collection=args.collection,
+        )
     if args.evaluation in {"litqa", "mais"}:
         asking = (
             evaluations.eval_litqa_command
@@ -345,11 +371,16 @@ def _add_paper_questions(parser: argparse.ArgumentParser, dataset_help: str, out
 
 def _add_registered_evaluations(evaluations: argparse._SubParsersAction) -> None:
     """`litpipe eval <name>` for each registered evaluation its asset runs (see
-    `litpipe/evaluation/registry.py`)."""
+    `litpipe/evaluation/registry.py`), and for those asking collections by name (`scholarqa`)."""
+    from litpipe.commands.evaluations import COLLECTION_EVALUATIONS
     from litpipe.evaluation.registry import EVALUATIONS
 
     for entry in EVALUATIONS.values():
-        if entry.evaluate is None:
+        # The others their own parsers take (`litqa`, and `litqa --collection-wide`, a flag).
+        asked_by_name = entry.evaluate is not None or (
+            entry.name in COLLECTION_EVALUATIONS and not entry.command
+        )
+        if not asked_by_name:
             continue
         command = evaluations.add_parser(entry.name, help=entry.description)
         command.add_argument("--dataset", type=Path, required=True, help=entry.dataset_help)

@@ -34,7 +34,7 @@ WHOLE_SETTINGS = re.compile(r"settings: Settings\b")
 MOST_WHOLE_SETTINGS = 35
 # runtime/'s functions that build the graph from every group (`build_definitions`): the rest of
 # runtime/ takes the groups it reads.
-RUNTIME_TAKING_THE_WHOLE = {"run_papers", "backfill", "run_evaluation", "ask_questions"}
+RUNTIME_TAKING_THE_WHOLE = {"run_papers", "backfill", "ask_questions", "ask_collections"}
 
 
 def whole_settings_parameters() -> Counter[str]:

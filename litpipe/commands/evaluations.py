@@ -1,8 +1,10 @@
 """Every `litpipe eval` command: `retrieval` (retrievers on a BEIR dataset), `mais` (the MAIS
-loop's convergence), `litqa` (LitQA2 graded from the query-focused summaries) and each
-registered evaluation (`litpipe/evaluation/registry.py`) run as its asset. Each prints its table,
-the files written (stderr) and, but `retrieval`, a last line of JSON with its figures; what runs
-the graph for them lies in `litpipe.runtime.evaluations`."""
+loop's convergence), `litqa` (LitQA2 graded from the query-focused summaries; with
+`--collection-wide`, from answers of one collection of all its papers), `scholarqa` (expert
+questions, each asked of its snippets ingested as a collection) and each registered evaluation
+(`litpipe/evaluation/registry.py`) run as its asset. Each prints its table, the files written
+(stderr) and, but `retrieval`, a last line of JSON with its figures; what runs the graph for
+them lies in `litpipe.runtime.evaluations`."""
 
 from __future__ import annotations
 
@@ -25,7 +27,11 @@ if TYPE_CHECKING:
 
     from litpipe.evaluation.litqa import PaperQuestion
     from litpipe.evaluation.registry import RegisteredEvaluation
-    from litpipe.runtime.evaluations import AskedQuestions
+    from litpipe.runtime.evaluations import AskedCollections, AskedQuestions, CollectionQuestions
+    from litpipe.schemas import CollectionAnswer
+    from litpipe.settings import LLMSettings
+    from litpipe.settings.groups import SettingsGroups
+    from litpipe.settings.routes import Route
 
 
 def eval_retrieval_command(
@@ -93,16 +99,21 @@ def eval_command(
     limit: int | None,
     out: Path | None,
     stop_requested: Callable[[], bool] = lambda: False,
+    corpus: Path | None = None,
+    collection: str | None = None,
 ) -> int:
     """Materialize `eval_<name>` in-process; 2 for a bad dataset or argument (nothing written),
-    1 for another failure, `STOPPED_EXIT` when stopped on request before or during its run."""
+    1 for another failure, `STOPPED_EXIT` when stopped on request before or during its run.
+    An evaluation asking collections (`COLLECTION_EVALUATIONS`: its `corpus` of PDFs, built
+    into `collection`, for `litqa --collection-wide`) asks them first (`ask_collections`), then
+    writes its files and reports the materialization of its external asset."""
     from litpipe.defs.assets.evaluation import output_folder
     from litpipe.evaluation.registry import EVALUATIONS
-    from litpipe.runtime.evaluations import run_evaluation, step_failure
+    from litpipe.runtime.evaluations import ask_collections, run_evaluation, step_failure
     from litpipe.runtime.execution import interrupted
 
     entry = EVALUATIONS[name]
-    label = f"litpipe eval {name}"
+    label = entry.cli
     if limit is not None and limit < 1:
         print(f"{label}: --limit must be at least 1", file=sys.stderr)
         return 2
@@ -110,8 +121,35 @@ def eval_command(
         print(f"{label}: {dataset}: no such file", file=sys.stderr)
         return 2
     folder = output_folder(settings.paths, out)
+    if name in COLLECTION_EVALUATIONS:
+        from litpipe.defs.assets.evaluation import report_evaluation, write_evaluation
+        from litpipe.runtime.runner import open_instance
+
+        started = time.perf_counter()
+        groups = settings_groups(settings)
+        request = DatasetRequest(dataset, corpus or dataset, collection, out, limit)
+        try:
+            plan = COLLECTION_EVALUATIONS[name](groups, request)
+            asked = ask_collections(settings, plan.asks, _stderr, stop_requested)
+        except (OSError, ValueError) as error:
+            print(f"{label}: {error}", file=sys.stderr)
+            return 2
+        if asked.stopped:
+            print(asked.stop_line(label.removeprefix("litpipe ")), file=sys.stderr)
+            return STOPPED_EXIT
+        scored = plan.score(asked, started)
+        if scored is None:
+            print(f"{label}: no question was answered", file=sys.stderr)
+            return 1
+        evaluation, extra = scored
+        files = write_evaluation(entry, evaluation, folder)
+        report_evaluation(open_instance(settings.llm, settings.paths), entry, evaluation, files)
+        print(entry.table(evaluation))
+        print(f"written: {files['markdown']}, {files['json']}", file=sys.stderr)
+        print(_figures_line(entry, evaluation, folder, extra))
+        return 1 if asked.failures else 0
     config = {"dataset": str(dataset), "limit": limit, "out": str(folder)}
-    result = run_evaluation(settings, entry, config, stop_requested)
+    result = run_evaluation(settings_groups(settings), entry, config, stop_requested)
     if result is None or interrupted(result):
         done = "no run started" if result is None else "its run interrupted"
         print(stop_line(f"eval {name}", done, "nothing written"), file=sys.stderr)
@@ -268,7 +306,7 @@ def eval_litqa_command(
     from litpipe.evaluation.litqa import LitQAQuestion, grade, litqa_evaluation
     from litpipe.evaluation.registry import EVALUATIONS
     from litpipe.evaluation.runner import evaluation_asker
-    from litpipe.extractive.answer_judge import OFFLINE_RULE, AnswerJudgeInput
+    from litpipe.extractive.answer_judge import AnswerJudgeInput
     from litpipe.runtime.runner import open_instance
 
     entry = EVALUATIONS["litqa"]
@@ -320,9 +358,7 @@ def eval_litqa_command(
         failed=len(asked.failures),
         engine=asker.engine("query_summary"),
         embedder=settings.ingest.embedder,
-        grading=f"offline rule: {OFFLINE_RULE}"
-        if judge.offline
-        else f"answer_judge on {judge.model}",
+        grading=_grading(judge),
         seconds=round(time.perf_counter() - started, 3),
     )
     folder = output_folder(settings.paths, request.out)
@@ -332,3 +368,180 @@ def eval_litqa_command(
     print(f"written: {files['markdown']}, {files['json']}", file=sys.stderr)
     print(_figures_line(entry, evaluation, folder, {"skipped": len(asked.skipped)}))
     return 1 if asked.failures else 0
+
+
+def _grading(judge: Route) -> str:
+    """What graded the answers: the answer judge's model, or its offline rule."""
+    from litpipe.extractive.answer_judge import OFFLINE_RULE
+
+    return f"offline rule: {OFFLINE_RULE}" if judge.offline else f"answer_judge on {judge.model}"
+
+
+def _answering(llm: LLMSettings, answers: Sequence[CollectionAnswer]) -> tuple[str, str | None]:
+    """What wrote the collection answers (their engines, once each) and the models their
+    agents are routed to (None offline)."""
+    from litpipe.agents.asker import Asker
+    from litpipe.evaluation.runner import models
+    from litpipe.workflows.collection_answer import COLLECTION_ANSWER_AGENTS
+
+    engine = ", ".join(dict.fromkeys(answer.engine for answer in answers)) or "none"
+    return engine, models(Asker(llm), COLLECTION_ANSWER_AGENTS)
+
+
+@dataclass(frozen=True)
+class CollectionsPlan:
+    """An evaluation asking collections: the questions for `ask_collections`, and how its
+    outcome is scored (with the time the evaluation started): the evaluation and the extra
+    figures of its JSON line, or None when no question was answered."""
+
+    asks: list[CollectionQuestions]
+    score: Callable[[AskedCollections, float], tuple[BaseModel, dict] | None]
+
+
+def _scholarqa_plan(groups: SettingsGroups, request: DatasetRequest) -> CollectionsPlan:
+    """Each question's snippets (of the first `limit`) written as an abstract table of its own
+    collection, its one question asked of it; litpipe's answers and the baselines' scored."""
+    from litpipe.evaluation import scholarqa
+    from litpipe.ingest.ids import slug
+    from litpipe.runtime.evaluations import CollectionQuestions
+
+    paths = groups["paths"]
+    examples = scholarqa.read_examples(request.dataset, request.limit)
+    questions = [scholarqa.prepared_question(example) for example in examples]
+    # The tables stay: the catalog names each paper's source, read again if it changes.
+    tables = paths.home / "eval-collections" / "scholarqa"
+    tables.mkdir(parents=True, exist_ok=True)
+    asks = []
+    for question in questions:
+        table = tables / f"{slug(question.example.id)}.jsonl"
+        write_atomically(table, scholarqa.snippet_table(question.snippets))
+        asks.append(
+            CollectionQuestions(
+                source=table,
+                collection=scholarqa.collection_name(question.example),
+                questions=[question.example.query],
+            )
+        )
+
+    def score(asked: AskedCollections, started: float) -> tuple[BaseModel, dict] | None:
+        answers, results = [], []
+        for question, found in zip(questions, asked.asked, strict=True):
+            outcome = found.outcomes[0]
+            if outcome is None or outcome.result is None:
+                continue
+            snippet_of = {
+                found.paper_of[scholarqa.row_id(snippet)]: snippet
+                for snippet in question.snippets
+                if scholarqa.row_id(snippet) in found.paper_of
+            }
+            answers.append(outcome.result)
+            results.append(scholarqa.scholarqa_result(question, outcome.result, snippet_of))
+        if not results:
+            return None
+        engine, model = _answering(groups["llm"], answers)
+        evaluation = scholarqa.scholarqa_evaluation(
+            request.dataset,
+            results,
+            failed=len(questions) - len(results),
+            engine=engine,
+            model=model,
+            embedder=groups["ingest"].embedder,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return evaluation, {"declined": evaluation.declined}
+
+    return CollectionsPlan(asks=asks, score=score)
+
+
+def _collection_wide_plan(groups: SettingsGroups, request: DatasetRequest) -> CollectionsPlan:
+    """Every PDF of the corpus in one collection, each question (the first `limit`) asked of
+    it; each answer graded as `eval litqa` grades a summary (a declined one states nothing)."""
+    from litpipe.agents.answer_judge import AnswerJudgeAgent, judge_answers
+    from litpipe.defs.resources import usage_path
+    from litpipe.evaluation.litqa import LitQAQuestion, read_questions
+    from litpipe.evaluation.litqa_collection_wide import collection_wide_evaluation, graded_answer
+    from litpipe.evaluation.rouge import without_citations
+    from litpipe.evaluation.runner import evaluation_asker
+    from litpipe.extractive.answer_judge import AnswerJudgeInput
+    from litpipe.ingest.sources import collection_name
+    from litpipe.llm.usage import UsageLedger
+    from litpipe.runtime.evaluations import CollectionQuestions
+
+    questions = read_questions(request.dataset, LitQAQuestion)[: request.limit]
+    if not request.corpus.is_dir():
+        raise ValueError(f"{request.corpus}: not a folder of PDFs")
+    # A question whose PDF is not in the corpus is not asked (it is skipped).
+    present = [q for q in questions if (request.corpus / q.pdf_file).is_file()]
+    if not present:
+        raise ValueError(f"no question's PDF is in {request.corpus}")
+    ask = CollectionQuestions(
+        source=request.corpus,
+        collection=request.collection or collection_name(request.corpus),
+        questions=[question.question for question in present],
+    )
+
+    def score(asked: AskedCollections, started: float) -> tuple[BaseModel, dict]:
+        (found,) = asked.asked
+        skipped = [q for q in questions if q.pdf_file not in found.paper_of]
+        for question in skipped:
+            _stderr(f"  skipped {question.id}: {question.pdf_file} is not a readable PDF there")
+        asked_pairs = [
+            (question, outcome.result)
+            for question, outcome in zip(present, found.outcomes, strict=True)
+            if question.pdf_file in found.paper_of
+            and outcome is not None
+            and outcome.result is not None
+        ]
+        ledger = UsageLedger(usage_path(groups["paths"], asked.scope))
+        asker = evaluation_asker(
+            groups["llm"], groups["paths"], [AnswerJudgeAgent.name], ledger=ledger
+        )
+        answered = [(question, answer) for question, answer in asked_pairs if answer.answered]
+        verdicts = iter(
+            judge_answers(
+                [
+                    AnswerJudgeInput(
+                        question=question.question,
+                        ideal=question.ideal,
+                        distractors=question.distractors,
+                        summary=without_citations(answer.text),
+                    )
+                    for question, answer in answered
+                ],
+                asker,
+            )
+        )
+        rows = [
+            graded_answer(
+                question,
+                found.paper_of[question.pdf_file],
+                answer,
+                next(verdicts) if answer.answered else None,
+            )
+            for question, answer in asked_pairs
+        ]
+        engine, model = _answering(groups["llm"], [answer for _, answer in asked_pairs])
+        evaluation = collection_wide_evaluation(
+            rows,
+            dataset=request.dataset,
+            corpus=request.corpus,
+            collection=found.collection,
+            papers=len(found.paper_of),
+            skipped=len(skipped),
+            failed=len(questions) - len(skipped) - len(rows),
+            engine=engine,
+            model=model,
+            embedder=groups["ingest"].embedder,
+            grading=_grading(asker.route(AnswerJudgeAgent.name)),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return evaluation, {"skipped": len(skipped)}
+
+    return CollectionsPlan(asks=[ask], score=score)
+
+
+# The evaluations that ask collections as `litpipe ask --collection` does, by registered name.
+COLLECTION_EVALUATIONS: dict[str, Callable[[SettingsGroups, DatasetRequest], CollectionsPlan]] = {
+    "scholarqa": _scholarqa_plan,
+    "litqa-collection-wide": _collection_wide_plan,
+}

@@ -11,9 +11,10 @@ run's facts, written beside the figures.
 
 `litpipe eval <name> --dataset PATH [--limit N] [--out DIR]` materializes the asset
 `eval_<name>` (group "evaluation") in-process, which writes `<stem>.md` and `<stem>.json`.
-An evaluation whose work runs other Dagster runs (`litqa` asks `query_summary` partitions) has
-no `evaluate`: a run must not launch runs, so its own command does the work and reports the
-materialization of an external asset of the same key (see `litpipe/defs/assets/evaluation.py`).
+An evaluation whose work runs other Dagster runs (`litqa` asks `query_summary` partitions;
+`scholarqa` and `litqa --collection-wide` ask `collection_answer` partitions) has no `evaluate`:
+a run must not launch runs, so its own command does the work and reports the materialization of
+an external asset of the same key (see `litpipe/defs/assets/evaluation.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from litpipe.agents.answers import ANSWER_AGENTS
 from litpipe.agents.base import ModelClient
 from litpipe.evaluation import (
     litqa,
+    litqa_collection_wide,
     related_work,
     scholarqa,
     scholarqa_answer_modes,
@@ -70,10 +72,19 @@ class RegisteredEvaluation:
     input_errors: tuple[type[Exception], ...] = (OSError, ValueError)
     """Exceptions of `evaluate` that blame the dataset or the arguments (the CLI exits 2); a
     pydantic ValidationError and the workflows' input errors are ValueErrors."""
+    runs: str = "query_summary"
+    """With no `evaluate`: the asset whose partitions its command materializes."""
+    command: str = ""
+    """The command's words after `litpipe eval`, where they are not `name`."""
 
     @property
     def asset_name(self) -> str:
         return "eval_" + self.name.replace("-", "_")
+
+    @property
+    def cli(self) -> str:
+        """The command, as typed: `litpipe eval <name>` or its `command`."""
+        return f"litpipe eval {self.command or self.name}"
 
 
 def run_facts(evaluation: BaseModel) -> dict[str, str | int]:
@@ -118,9 +129,10 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
         ),
         RegisteredEvaluation(
             name="scholarqa",
-            description="ScholarQA's expert questions: query-focused answers over each "
-            "question's paper snippets, ROUGE against the expert answer and citation precision "
-            "and recall of the expert's papers, next to lead, LexRank and TextRank",
+            description="ScholarQA's expert questions, each asked of its paper snippets "
+            "ingested as a collection (as `litpipe ask --collection` asks): ROUGE against the "
+            "expert answer and citation precision and recall of the expert's papers, next to "
+            "lead, LexRank and TextRank",
             dataset_help="JSONL with id, query, gold_answer (citing papers as [n]) and papers "
             "(title, url, year, text)",
             default_dataset="scholarqa-multi/scholarqa_multi.jsonl",
@@ -128,8 +140,7 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
             result=scholarqa.ScholarQAEvaluation,
             table=scholarqa.format_table,
             figures=scholarqa.figures,
-            evaluate=scholarqa.evaluate_scholarqa,
-            agents=("query_answer",),
+            runs="collection_answer",
         ),
         RegisteredEvaluation(
             name="scholarqa-answer-modes",
@@ -171,6 +182,21 @@ EVALUATIONS: dict[str, RegisteredEvaluation] = {
             result=litqa.LitQAEvaluation,
             table=litqa.format_table,
             figures=litqa.figures,
+        ),
+        RegisteredEvaluation(
+            name="litqa-collection-wide",
+            description="LitQA2 asked of one collection of all the questions' papers (as "
+            "`litpipe ask --collection` asks): accuracy (the ideal answer stated), precision "
+            "(right among those answered), the share declined, answers citing the question's "
+            "own paper",
+            dataset_help="JSONL with id, question, ideal, distractors, pdf_file (LitQA2's format)",
+            default_dataset="litqa2-cc-by/litqa2_subset_with_pdfs.jsonl",
+            stem="litqa_collection_wide",
+            result=litqa_collection_wide.CollectionWideEvaluation,
+            table=litqa_collection_wide.format_table,
+            figures=litqa_collection_wide.figures,
+            runs="collection_answer",
+            command="litqa --collection-wide",
         ),
     )
 }

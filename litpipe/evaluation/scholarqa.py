@@ -3,33 +3,37 @@ questions): ROUGE, and citation precision and recall of the expert's papers.
 
 Each line of the dataset is a question (`id`, `subject`, `query`), an expert's answer
 (`gold_answer`, citing `papers[n]` as `[n]`, 0-based; also `[n, m]` and `[n-m]`) and `papers`,
-each a title, URL, year and a text snippet. The snippets are the question's collection, in
-memory (nothing is ingested). Several snippets may come from one paper: a paper is its URL (its
-title when it has none), and citations are counted per paper. A paper without a snippet (two in
-the full set) is not in the collection; an expert's `[n]` naming no snippet (an index past the
-list) is recorded per question and left out of the gold set.
+each a title, URL, year and a text snippet. The snippets are the question's collection:
+`litpipe eval scholarqa` ingests them as an abstract table (`snippet_table`: one row per snippet,
+id `p<k>-<j>`, paper k's j-th snippet) into collection `scholarqa-<id>`. Several snippets may
+come from one paper: a paper is its URL (its title when it has none), and citations are counted
+per paper. A paper without a snippet (two in the full set) is not in the collection; an
+expert's `[n]` naming no snippet (an index past the list) is recorded per question and left out
+of the gold set.
 
-- litpipe: the snippets ranked for the question by the in-memory hybrid retrieval of related
-  work (BM25 + dense + Reciprocal Rank Fusion, MMR; `AbstractIndex`), then the `query_answer`
-  agent writes the answer from all of them, in rank order, citing `[p<k>:<j>]` (paper k's j-th
-  snippet); offline or with whatever model the settings route that agent to.
+- litpipe: the question asked of its collection as a reader asks it (`litpipe ask
+  --collection`, the `collection_answer` asset: hybrid retrieval of the collection's chunks,
+  MMR, the reranker, the writers `synthesis.answer_mode` names, the support check; or "The
+  collection does not answer this."), its citations written as the snippets they name,
+  `[p<k>:<j>]`; offline or with whatever model the settings route its agents to.
 - lead, LexRank and TextRank (`litpipe.evaluation.baselines`) over the same snippets in the
   dataset's order (which follows the expert's numbering, mostly the order of citation: lead may
   gain from it).
 
-Every system writes under the same budget, the expert answer's word count W (citations not
-counted), in whole sentences. ROUGE-1/2/L F-measures (`litpipe.evaluation.rouge`) with citations
-removed from both sides. Citations (`litpipe.evaluation.citation_accuracy`): the papers litpipe's
-answer cites against the papers the expert cites; for the baselines, the papers their sentences
-were taken from, for context (an extractive system "cites" by construction). Means over
-questions.
+Every system is scored under the same budget, the expert answer's word count W (citations not
+counted), in whole sentences: litpipe's answer, written to ANSWER_WORDS as `ask --collection`
+writes it, is cut to W. ROUGE-1/2/L F-measures (`litpipe.evaluation.rouge`) with citations
+removed from both sides. Citations (`litpipe.evaluation.citation_accuracy`): the papers
+litpipe's answer cites against the papers the expert cites; for the baselines, the papers their
+sentences were taken from, for context (an extractive system "cites" by construction). Means
+over questions.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from litpipe.agents.base import ModelClient
-from litpipe.agents.query_answer import QueryAnswerAgent, answer_queries
+from litpipe.agents.query_answer import within_words
 from litpipe.evaluation.baselines import BASELINES, split_documents
 from litpipe.evaluation.citation_accuracy import (
     CitationAccuracy,
@@ -48,17 +51,17 @@ from litpipe.evaluation.citation_accuracy import (
 )
 from litpipe.evaluation.datasets import json_lines, line_error
 from litpipe.evaluation.rouge import Scores, mean_scores, rouge, rouge_figures, without_citations
-from litpipe.evaluation.runner import evaluation_asker, models
-from litpipe.extractive.query_answer import QueryAnswerInput
 from litpipe.extractive.related_work import count_words
-from litpipe.schemas import Question, Reference, RetrievedChunk
-from litpipe.settings.groups import SettingsGroups
+from litpipe.schemas import NOT_ANSWERED, CollectionAnswer, Question
 from litpipe.text import counted
+from litpipe.workflows.collection_answer import ANSWER_WORDS
 
 SYSTEMS = ("litpipe", *BASELINES)
 # `[3]`, `[1, 2]`, `[2-3]`: the expert's citations of `papers` by 0-based index.
 _GOLD_CITATION = re.compile(r"\[(\d+(?:\s*[,;\u2013-]\s*\d+)*)\]")
 _RANGE = re.compile(r"(\d+)\s*[\u2013-]\s*(\d+)|(\d+)")
+# litpipe's citation of a question's snippet, `[p<k>:<j>]`: the paper it names.
+_SNIPPET_MARKER = re.compile(r"\[(p\d+):\d+\]")
 
 
 class ScholarQAPaper(BaseModel):
@@ -118,7 +121,12 @@ class QuestionScores(BaseModel):
 
 
 class ScholarQAResult(QuestionScores):
-    answer: str = Field(description="litpipe's answer, with its markers.")
+    answer: str = Field(
+        description="litpipe's answer as scored (cut to the budget), its markers `[p<k>:<j>]`."
+    )
+    answered: bool = Field(
+        description="False when the collection declined: 'The collection does not answer this.'"
+    )
     outputs: dict[str, str] = Field(description="Each system's text, citations removed.")
     unresolved_gold: list[int] = Field(
         description="The expert's `[n]` naming no snippet given: left out of the gold papers."
@@ -128,6 +136,8 @@ class ScholarQAResult(QuestionScores):
 class ScholarQAEvaluation(BaseModel):
     dataset: str
     examples: int
+    declined: int = Field(description="Questions litpipe's collection declined to answer.")
+    failed: int = Field(description="Questions whose collection or answer failed (not scored).")
     engine: str
     model: str | None = Field(description="The writer's model; None offline.")
     embedder: str
@@ -214,69 +224,55 @@ def gold_papers(
     return papers, unresolved
 
 
-def ranked_evidence(
-    query: str, snippets: Sequence[Snippet], embedder: Any, groups: SettingsGroups
-) -> list[RetrievedChunk]:
-    """The snippets ranked for the question by hybrid retrieval, as passages to cite."""
-    from litpipe.workflows.related_work import abstract_index
-
-    by_id = {f"{s.paper_id}:{s.number}": s for s in snippets}
-    references = [Reference(id=key, title=s.title, abstract=s.text) for key, s in by_id.items()]
-    index = abstract_index(references, embedder, groups["ingest"], groups["retrieval"])
-    found = index.search(query, len(references), len(references))
-    evidence = []
-    for result in found:
-        snippet = by_id[result.reference.id]
-        evidence.append(
-            RetrievedChunk(
-                chunk_id=result.reference.id,
-                paper_id=snippet.paper_id,
-                section=snippet.title,
-                page_start=snippet.number,
-                page_end=snippet.number,
-                char_start=0,
-                char_end=len(snippet.text),
-                text=snippet.text,
-                bm25_rank=result.bm25_rank,
-                dense_rank=result.dense_rank,
-                # The rank after fusion and MMR: the order the writer is given.
-                fused_rank=result.retrieval_rank,
-                fused_score=result.fused_score,
-            )
-        )
-    return evidence
-
-
 @dataclass(frozen=True)
 class PreparedQuestion:
-    """A question as every system answers it: its example, its snippets, its budget (the expert
-    answer's words, citations removed) and its snippets ranked for it (`ranked_evidence`)."""
+    """A question as every system answers it: its example, its snippets and its budget (the
+    expert answer's words, citations removed)."""
 
     example: ScholarQAExample
     snippets: list[Snippet]
     budget: int
-    evidence: list[RetrievedChunk]
 
 
-def prepared_questions(
-    examples: Sequence[ScholarQAExample], groups: SettingsGroups
-) -> list[PreparedQuestion]:
-    """Each example's question prepared, its snippets ranked with the settings' embedder."""
-    from litpipe.workflows.related_work import load_embedder
+def prepared_question(example: ScholarQAExample) -> PreparedQuestion:
+    return PreparedQuestion(
+        example=example,
+        snippets=collection(example),
+        budget=count_words(without_citations(example.gold_answer)),
+    )
 
-    embedder = load_embedder(groups["ingest"], groups["paths"])
-    prepared = []
-    for example in examples:
-        snippets = collection(example)
-        prepared.append(
-            PreparedQuestion(
-                example=example,
-                snippets=snippets,
-                budget=count_words(without_citations(example.gold_answer)),
-                evidence=ranked_evidence(example.query, snippets, embedder, groups),
-            )
+
+def collection_name(example: ScholarQAExample) -> str:
+    """The collection the question's snippets are ingested into."""
+    return f"scholarqa-{example.id}"
+
+
+def row_id(snippet: Snippet) -> str:
+    """The snippet's id as a row of its question's abstract table: `p<k>-<j>`."""
+    return f"{snippet.paper_id}-{snippet.number}"
+
+
+def snippet_table(snippets: Sequence[Snippet]) -> str:
+    """The snippets as an abstract table (JSONL: id, title, abstract), one row each: what
+    `litpipe run` ingests as the question's collection."""
+    return "".join(
+        json.dumps(
+            {"id": row_id(s), "title": s.title or f"Paper {s.paper_id}", "abstract": s.text},
+            ensure_ascii=False,
         )
-    return prepared
+        + "\n"
+        for s in snippets
+    )
+
+
+def snippet_markers(answer: CollectionAnswer, snippet_of: Mapping[str, Snippet]) -> str:
+    """The answer's text with each `[paper_id:page]` of the ingested collection written as
+    the snippet it cites, `[p<k>:<j>]` (`snippet_of`: the snippet of each ingested paper)."""
+    text = answer.text
+    for citation in answer.citations:
+        snippet = snippet_of[citation.paper_id]
+        text = text.replace(citation.marker, f"[{snippet.paper_id}:{snippet.number}]")
+    return text
 
 
 def sources_of(sentences: Sequence[str], snippets: Sequence[Snippet]) -> list[str]:
@@ -327,54 +323,58 @@ def mean_figures(
     )
 
 
-def evaluate_scholarqa(
-    groups: SettingsGroups,
+def scholarqa_result(
+    question: PreparedQuestion, answer: CollectionAnswer, snippet_of: Mapping[str, Snippet]
+) -> ScholarQAResult:
+    """The question's row: litpipe's answer from its collection (cut to the budget in whole
+    sentences, its markers naming snippets) and the baselines' texts over the same snippets,
+    each scored against the expert's answer."""
+    snippets = question.snippets
+    answer_text = within_words(snippet_markers(answer, snippet_of), question.budget)
+    outputs = {"litpipe": without_citations(answer_text)}
+    cited = {"litpipe": list(dict.fromkeys(_SNIPPET_MARKER.findall(answer_text)))}
+    for name, baseline in BASELINES.items():
+        chosen = baseline([s.text for s in snippets], question.budget)
+        outputs[name] = " ".join(chosen)
+        cited[name] = sources_of(chosen, snippets)
+    scored = question_scores(question, outputs, cited)
+    return ScholarQAResult(
+        **dict(scored),
+        answer=answer_text,
+        answered=answer.answered,
+        outputs=outputs,
+        unresolved_gold=gold_papers(question.example, snippets)[1],
+    )
+
+
+def scholarqa_evaluation(
     dataset: Path,
-    limit: int | None = None,
-    client: ModelClient | None = None,
+    results: Sequence[ScholarQAResult],
+    *,
+    failed: int,
+    engine: str,
+    model: str | None,
+    embedder: str,
+    seconds: float,
 ) -> ScholarQAEvaluation:
-    """litpipe's answers and the baselines' on the first `limit` questions, scored; `client`
-    (a step's, recording its usage) or one of its own when the writer is routed to a model."""
-    started = time.perf_counter()
-    examples = read_examples(dataset, limit)
-    asker = evaluation_asker(groups["llm"], groups["paths"], [QueryAnswerAgent.name], client)
-    questions = prepared_questions(examples, groups)
-    batch = [
-        QueryAnswerInput(question=question_of(q.example), evidence=q.evidence, words=q.budget)
-        for q in questions
-    ]
-    answers = answer_queries(batch, asker)
-    results = []
-    for question, answer in zip(questions, answers, strict=True):
-        snippets = question.snippets
-        outputs = {"litpipe": without_citations(answer.text)}
-        cited = {"litpipe": list(dict.fromkeys(c.paper_id for c in answer.citations))}
-        for name, baseline in BASELINES.items():
-            chosen = baseline([s.text for s in snippets], question.budget)
-            outputs[name] = " ".join(chosen)
-            cited[name] = sources_of(chosen, snippets)
-        scored = question_scores(question, outputs, cited)
-        results.append(
-            ScholarQAResult(
-                **dict(scored),
-                answer=answer.text,
-                outputs=outputs,
-                unresolved_gold=gold_papers(question.example, snippets)[1],
-            )
-        )
+    """The means over the questions' rows."""
     means, mean_words, citations = mean_figures(results, SYSTEMS)
     return ScholarQAEvaluation(
         dataset=str(dataset),
         examples=len(results),
-        engine=asker.engine(QueryAnswerAgent.name),
-        model=models(asker, [QueryAnswerAgent.name]),
-        embedder=groups["ingest"].embedder,
-        budget="the expert answer's words (citations removed), whole sentences, for every system",
+        declined=sum(not r.answered for r in results),
+        failed=failed,
+        engine=engine,
+        model=model,
+        embedder=embedder,
+        budget="the expert answer's words (citations removed), whole sentences, for every "
+        f"system (litpipe's answer, written to {ANSWER_WORDS} words as `ask --collection` "
+        "writes it, cut to it)",
         means=means,
         mean_words=mean_words,
         citations=citations,
-        seconds=round(time.perf_counter() - started, 3),
-        per_example=results,
+        seconds=seconds,
+        per_example=list(results),
     )
 
 
@@ -429,6 +429,8 @@ def format_table(evaluation: ScholarQAEvaluation) -> str:
         "",
         "Citations: papers cited against the papers the expert cites, per question; the "
         "baselines' are the papers their sentences come from. "
-        f"{unresolved} expert citation(s) named no snippet and were left out.",
+        f"{unresolved} expert citation(s) named no snippet and were left out. litpipe declined "
+        f'{evaluation.declined} of {counted(evaluation.examples, "question")} ("{NOT_ANSWERED}", '
+        f"scored as written); {evaluation.failed} failed and are not scored.",
     ]
     return "\n".join(lines) + "\n"

@@ -2,9 +2,11 @@
 multi-view (MASS-RAG's three views reconciled) and multi-view answers (a candidate answer from
 each view, then a comparison), each writing from the same passages.
 
-The dataset, the passages and the scoring are those of `litpipe eval scholarqa`
-(`litpipe.evaluation.scholarqa`): each question's snippets, ranked for it by the in-memory hybrid
-retrieval, are the evidence every mode answers from, in the same order; ROUGE-1/2/L F-measures
+The dataset and the scoring are those of `litpipe eval scholarqa`
+(`litpipe.evaluation.scholarqa`). Each question's snippets, ranked for it by the in-memory hybrid
+retrieval of related work (`ranked_evidence`; no collection is ingested: the comparison is of
+the modes on the same passages), are the evidence every mode answers from, in the same order;
+ROUGE-1/2/L F-measures
 against the expert answer with citations removed, and citation precision and recall of the
 expert's papers. The modes write short answers (two to four sentences, as in a paper's Q&A
 pairs), not the expert's length: the comparison is between the modes, not against `eval
@@ -16,7 +18,9 @@ which of its agents are routed to a model) and wall time are reported beside the
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -30,15 +34,16 @@ from litpipe.evaluation.rouge import Scores, without_citations
 from litpipe.evaluation.runner import engines, evaluation_asker, models
 from litpipe.evaluation.scholarqa import (
     QuestionScores,
+    Snippet,
     mean_figures,
-    prepared_questions,
+    prepared_question,
     question_of,
     question_scores,
     read_examples,
     score_cells,
     scored_figures,
 )
-from litpipe.schemas import AnswerMode, QuestionEvidence
+from litpipe.schemas import AnswerMode, QuestionEvidence, Reference, RetrievedChunk
 from litpipe.settings.groups import SettingsGroups
 
 MODES: tuple[AnswerMode, ...] = ("single", "multi_view", "multi_view_answers")
@@ -76,6 +81,39 @@ def mode_agents(mode: AnswerMode) -> tuple[str, ...]:
     }[mode]
 
 
+def ranked_evidence(
+    query: str, snippets: Sequence[Snippet], embedder: Any, groups: SettingsGroups
+) -> list[RetrievedChunk]:
+    """The snippets ranked for the question by hybrid retrieval, as passages to cite."""
+    from litpipe.workflows.related_work import abstract_index
+
+    by_id = {f"{s.paper_id}:{s.number}": s for s in snippets}
+    references = [Reference(id=key, title=s.title, abstract=s.text) for key, s in by_id.items()]
+    index = abstract_index(references, embedder, groups["ingest"], groups["retrieval"])
+    found = index.search(query, len(references), len(references))
+    evidence = []
+    for result in found:
+        snippet = by_id[result.reference.id]
+        evidence.append(
+            RetrievedChunk(
+                chunk_id=result.reference.id,
+                paper_id=snippet.paper_id,
+                section=snippet.title,
+                page_start=snippet.number,
+                page_end=snippet.number,
+                char_start=0,
+                char_end=len(snippet.text),
+                text=snippet.text,
+                bm25_rank=result.bm25_rank,
+                dense_rank=result.dense_rank,
+                # The rank after fusion and MMR: the order the writer is given.
+                fused_rank=result.retrieval_rank,
+                fused_score=result.fused_score,
+            )
+        )
+    return evidence
+
+
 def evaluate_answer_modes(
     groups: SettingsGroups,
     dataset: Path,
@@ -88,9 +126,16 @@ def evaluate_answer_modes(
     started = time.perf_counter()
     examples = read_examples(dataset, limit)
     asker = evaluation_asker(groups["llm"], groups["paths"], ANSWER_AGENTS, client)
-    questions = prepared_questions(examples, groups)
+    from litpipe.workflows.related_work import load_embedder
+
+    embedder = load_embedder(groups["ingest"], groups["paths"])
+    questions = [prepared_question(example) for example in examples]
     items = [
-        QuestionEvidence(question=question_of(q.example), chunks=q.evidence, reranked=False)
+        QuestionEvidence(
+            question=question_of(q.example),
+            chunks=ranked_evidence(q.example.query, q.snippets, embedder, groups),
+            reranked=False,
+        )
         for q in questions
     ]
     answers: dict[str, list[str]] = {}

@@ -4,7 +4,9 @@ are in `litpipe.commands.evaluations`), into the instance the UI serves.
 `run_evaluation` materializes a registered evaluation's asset (a run in the instance, its figures
 as the materialization's metadata; see `litpipe/defs/assets/evaluation.py`), and `step_failure`
 says why a run failed. `ask_questions` asks each question of a LitQA-style JSONL of its own paper
-through `query_summary`, as `litpipe eval mais` and `litpipe eval litqa` both do.
+through `query_summary`, as `litpipe eval mais` and `litpipe eval litqa` both do;
+`ask_collections` asks questions of whole collections as `litpipe ask --collection` does, as
+`litpipe eval scholarqa` and `eval litqa --collection-wide` do.
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from litpipe.catalog import Registration
 from litpipe.defs.assets.evaluation import evaluation_job
 from litpipe.defs.assets.related_work import BAD_INPUT
 from litpipe.defs.definitions import build_definitions
 from litpipe.evaluation.litqa import PaperQuestion
 from litpipe.evaluation.registry import RegisteredEvaluation
+from litpipe.runtime.collection_answer import COLLECTION_ANSWERS, CollectionAskOutcome
 from litpipe.runtime.execution import execute, run_failure
 from litpipe.runtime.query_summary import AskOutcome, summarize_request
 from litpipe.runtime.runner import open_instance, register, run_papers
 from litpipe.settings import Settings
-from litpipe.settings.groups import settings_groups
+from litpipe.settings.groups import SettingsGroups, settings_groups
 from litpipe.stopping import stop_line
 from litpipe.text import counted
 
@@ -43,15 +47,15 @@ def step_failure(result: dg.ExecuteInProcessResult) -> tuple[str, bool]:
 
 
 def run_evaluation(
-    settings: Settings,
+    groups: SettingsGroups,
     entry: RegisteredEvaluation,
     config: Mapping[str, object],
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> dg.ExecuteInProcessResult | None:
     """`entry`'s asset materialized in-process with `config`, in a run of the instance; None
     when stopped on request before its run started."""
-    defs = build_definitions(**settings_groups(settings))
-    instance = open_instance(settings.llm, settings.paths)
+    defs = build_definitions(**groups)
+    instance = open_instance(groups["llm"], groups["paths"])
     if stop_requested():
         return None
     return execute(
@@ -208,4 +212,135 @@ def ask_questions(
             *(o.paper_id for o in papers_run.outcomes if o.status == "interrupted"),
             *papers_run.not_built,
         ],
+    )
+
+
+class CollectionQuestions(BaseModel):
+    """Questions to ask of one collection: its source (a folder of PDFs or an abstract table,
+    as `litpipe run` reads it), the collection it is built into, and the questions."""
+
+    source: Path
+    collection: str
+    questions: list[str]
+
+
+class CollectionAnswers(BaseModel):
+    """What `ask_collections` found of one `CollectionQuestions`: its papers (each source's
+    file name, or row id, with its paper id) and, in the questions' order, each question's
+    outcome (None when it was not asked: it failed, or the command was stopped)."""
+
+    collection: str
+    paper_of: dict[str, str]
+    outcomes: list[CollectionAskOutcome | None]
+
+
+class AskedCollections(BaseModel):
+    scope: str
+    asked: list[CollectionAnswers]
+    failures: list[str]
+    stopped: bool = False
+    not_asked: int = Field(default=0, description="When stopped: the questions not reached.")
+
+    def stop_line(self, command: str) -> str:
+        """What a stopped evaluation prints last (a rerun serves what was answered)."""
+        answered = sum(o is not None for a in self.asked for o in a.outcomes)
+        done = f"{counted(answered, 'question')} answered, {len(self.failures)} failed"
+        left = f"not asked: {counted(self.not_asked, 'question')}; no report written"
+        return stop_line(command, done, left)
+
+
+def answer_inputs(defs: dg.Definitions) -> set[dg.AssetKey]:
+    """The per-paper assets a collection's answer reads (its papers' chunks and embeddings)
+    with everything upstream of them: all of a paper a collection answer needs built."""
+    graph = defs.resolve_asset_graph()
+    needed: set[dg.AssetKey] = set()
+    reading = list(graph.get(COLLECTION_ANSWERS).parent_keys)
+    while reading:
+        key = reading.pop()
+        if key not in needed:
+            needed.add(key)
+            reading += graph.get(key).parent_keys
+    return needed
+
+
+def ask_collections(
+    settings: Settings,
+    asks: Sequence[CollectionQuestions],
+    progress: Callable[[str], None],
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> AskedCollections:
+    """Every source's papers registered in its collection and built as far as a collection
+    answer reads them (`answer_inputs`: chunks and embeddings, no synthesis), then each
+    question asked of its collection as `litpipe ask --collection` asks it (`answer_request`:
+    a `collection_questions` partition, served when fresh). A ValueError when a source cannot
+    be read; a question its collection cannot answer (no embedded paper) is a failure. No
+    further run starts once `stop_requested`."""
+    from litpipe.ingest.sources import discover
+    from litpipe.runtime.collection_answer import answer_request, ready_collection
+    from litpipe.workflows.collection_answer import CollectionAnswerError, request_for
+
+    discoveries = [discover(ask.source, ask.collection) for ask in asks]
+    instance = open_instance(settings.llm, settings.paths)
+    registrations: dict[str, Registration] = {}
+    for discovery in discoveries:
+        registrations |= register(settings.paths, instance, discovery)
+    defs = build_definitions(**settings_groups(settings))
+    papers_run = run_papers(
+        settings,
+        instance,
+        registrations,
+        on_progress=lambda done, total, outcome: progress(
+            f"[{done}/{total}] {outcome.paper_id}: {outcome.status}"
+        ),
+        stop_requested=stop_requested,
+        stages=answer_inputs(defs),
+    )
+    failures = [
+        f"paper {o.paper_id} failed: {o.failure.reason if o.failure else 'failed'}"
+        for o in papers_run.outcomes
+        if o.status == "failed"
+    ]
+    scope = f"cli-{uuid.uuid4().hex[:12]}"
+    asked: list[CollectionAnswers] = []
+    stopped, not_asked = papers_run.stopped, 0
+    for ask, discovery in zip(asks, discoveries, strict=True):
+        outcomes: list[CollectionAskOutcome | None] = []
+        for question in ask.questions:
+            stopped = stopped or stop_requested()
+            if stopped:
+                not_asked += 1
+                outcomes.append(None)
+                continue
+            try:
+                request = request_for(discovery.collection, question)
+                ready_collection(settings.ingest, settings.paths, request.collection)
+            except CollectionAnswerError as error:
+                failures.append(f"{discovery.collection}: {error}")
+                outcomes.append(None)
+                continue
+            outcome = answer_request(
+                settings.ingest, settings.paths, instance, defs, request, scope
+            )
+            stopped = outcome.status == "interrupted"
+            if outcome.result is None:
+                failures.append(f"{request.key} ({discovery.collection}): {outcome.failure}")
+            outcomes.append(outcome if outcome.result is not None else None)
+            progress(
+                f"  {discovery.collection} {request.key}: {outcome.status.replace('_', ' ')}"
+                + ("" if outcome.result is None or outcome.result.answered else " (declined)")
+            )
+        asked.append(
+            CollectionAnswers(
+                collection=discovery.collection,
+                paper_of={
+                    source.external_id or Path(source.path).name: source.paper_id
+                    for source in discovery.sources
+                },
+                outcomes=outcomes,
+            )
+        )
+    for failure in failures:
+        progress(f"  failed: {failure}")
+    return AskedCollections(
+        scope=scope, asked=asked, failures=failures, stopped=stopped, not_asked=not_asked
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -203,6 +203,7 @@ def run_papers(
     left_collections: Iterable[str] = (),
     on_batch: Callable[[int, int, int], None] = lambda done, papers, total: None,
     rebuild_collections: Iterable[str] = (),
+    stages: Collection[dg.AssetKey] | None = None,
 ) -> PapersRun:
     """Materializes what is new, changed or stale, phase by phase: the papers' assets in
     batches of `operations.batch_size` papers (`build_batch`; `on_batch` hears of each before it
@@ -213,9 +214,15 @@ def run_papers(
     without a paper of theirs being built again: one retracted or restored). It starts no
     further run once `stop_requested` or once a signal interrupted a run's step (Dagster's
     in-process execution takes the signal there): that paper is `interrupted`, not failed, and
-    the papers not reached are returned as `not_built`."""
+    the papers not reached are returned as `not_built`. With `stages`, only those assets are
+    built (a phase holding none of them is left out): an evaluation asking a collection needs
+    its papers' chunks and embeddings, not their syntheses."""
     defs = build_definitions(**settings_groups(settings))
-    plan = phases(defs)
+    plan = [
+        Phase(per=phase.per, keys=[key for key in phase.keys if stages is None or key in stages])
+        for phase in phases(defs)
+    ]
+    plan = [phase for phase in plan if phase.keys]
     paper_ids = list(registrations)
     scope = f"cli-{uuid.uuid4().hex[:12]}"
     # Items a model left to the offline engine before this command are asked again, once.
@@ -615,7 +622,9 @@ def _outcome(
         seconds=seconds,
         chunks=len(artifacts.read(["paper_chunks"], paper_id, PaperChunks).chunks),
         embedded=embedded,
-        questions=len(artifacts.read(["paper_questions"], paper_id, PaperQuestions).questions),
+        questions=len(artifacts.read(["paper_questions"], paper_id, PaperQuestions).questions)
+        if artifacts.exists(["paper_questions"], paper_id)
+        else 0,
         evidence=sum(
             len(item.chunks)
             for item in artifacts.read(["question_evidence"], paper_id, PaperEvidence).questions

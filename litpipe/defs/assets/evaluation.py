@@ -8,10 +8,11 @@ writes `<stem>.md` and `<stem>.json` (default folder `LITPIPE_HOME/outputs/eval`
 figure as float metadata, with the engine, model, embedder, dataset, examples and the table.
 
 An evaluation whose work runs other Dagster runs (`litqa` materializes a `query_summary`
-partition per question) cannot be an asset's step: a run launching runs would hold a worker
-while it waits, and the nested runs would not belong to it. It is an external asset (`AssetSpec`)
-of the same group instead: its command does the work and reports a runless materialization with
-the same metadata (`report_evaluation`), so its figures are plotted like the others'.
+partition per question, `scholarqa` a `collection_answer` one) cannot be an asset's step: a run
+launching runs would hold a worker while it waits, and the nested runs would not belong to it.
+It is an external asset (`AssetSpec`) of the same group instead: its command does the work and
+reports a runless materialization with the same metadata (`report_evaluation`), so its figures
+are plotted like the others'.
 """
 
 from pathlib import Path
@@ -138,7 +139,7 @@ def report_evaluation(
     instance.report_runless_asset_event(
         dg.AssetMaterialization(
             asset_key=reported_asset_key(entry),
-            description=f"reported by `litpipe eval {entry.name}`",
+            description=f"reported by `{entry.cli}`",
             metadata=evaluation_metadata(entry, evaluation, files),
         )
     )
@@ -162,8 +163,8 @@ def build_evaluation_assets(groups: SettingsGroups) -> list[dg.AssetsDefinition 
             entry.asset_name,
             group_name=GROUP,
             code_version=declared_code_version(entry.asset_name, evaluation_version(entry), groups),
-            description=f"`litpipe eval {entry.name}` (reported by the command, which runs "
-            f"`query_summary` itself): {entry.description}. Dataset: {entry.dataset_help} "
+            description=f"`{entry.cli}` (reported by the command, which runs "
+            f"`{entry.runs}` itself): {entry.description}. Dataset: {entry.dataset_help} "
             f"(full set: ../shared/data/{entry.default_dataset}).",
         )
         for entry in EVALUATIONS.values()
