@@ -8,7 +8,9 @@ added for the model's column:
 - LitQA2: `eval litqa`, the same questions graded for the ideal answer (in the same home, so
   it grades the summaries `eval mais` wrote);
 - answer modes: `eval scholarqa-answer-modes` on ScholarQABench;
-- ScholarQA: `eval scholarqa`;
+- LitQA2 collection-wide: `eval litqa --collection-wide`, the same questions each asked of one
+  collection of all their PDFs;
+- ScholarQA: `eval scholarqa`, each question asked of its snippets ingested as a collection;
 - related work: `eval related-work` on CiteBench's Multi-XScience sample;
 - pipeline 1 against pipeline 2: `eval synthesis-pipelines` on the bundled biology PDFs.
 
@@ -77,6 +79,11 @@ def evaluations(data: Path) -> list[Evaluation]:
             ("ideal_share", "distractor_share", "approved_share"),
         ),
         Evaluation(
+            "LitQA2 collection-wide",
+            ("eval", "litqa", "--collection-wide", *questions),
+            ("accuracy", "precision", "declined_share", "cites_own_paper_share"),
+        ),
+        Evaluation(
             "answer modes",
             ("eval", "scholarqa-answer-modes", *scholarqa),
             tuple(f"{mode}_{metric}" for mode in modes for metric in ("rougeL", "citation_recall")),
@@ -84,7 +91,7 @@ def evaluations(data: Path) -> list[Evaluation]:
         Evaluation(
             "ScholarQA",
             ("eval", "scholarqa", *scholarqa),
-            ("litpipe_rougeL", "litpipe_citation_precision", "litpipe_citation_recall"),
+            ("litpipe_rougeL", "litpipe_citation_precision", "litpipe_citation_recall", "declined"),
         ),
         Evaluation(
             "related work",

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from litpipe.catalog import Catalog
 from litpipe.cli import main
+from litpipe.commands.evaluations import eval_command
 from litpipe.evaluation.litqa import LitQAQuestion
 from litpipe.evaluation.litqa_collection_wide import (
     CollectionWideAnswer,
@@ -26,6 +27,8 @@ from litpipe.evaluation.litqa_collection_wide import (
 )
 from litpipe.extractive.answer_judge import AnswerVerdict
 from litpipe.schemas import NOT_ANSWERED, Citation, CollectionAnswer, CollectionAnswerRequest
+from litpipe.settings import Settings
+from litpipe.stopping import STOPPED_EXIT
 from litpipe_tests.bundled import short_paper
 from litpipe_tests.homes import home_instance
 from litpipe_tests.passages import retrieved_chunk
@@ -236,3 +239,27 @@ def test_max_iterations_is_refused_in_one_line(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("litpipe eval litqa --collection-wide: --max-iterations")
     assert not (tmp_path / "h").exists()
+
+
+def test_stopped_before_any_question_it_writes_no_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    short_paper(corpus, 0)
+    dataset = tmp_path / "litqa.jsonl"
+    dataset.write_text(QUESTION.model_dump_json() + "\n", "utf-8")
+    home = tmp_path / "home"
+    code = eval_command(
+        Settings(home=home),
+        "litqa-collection-wide",
+        dataset,
+        None,
+        None,
+        lambda: True,
+        corpus=corpus,
+    )
+    assert code == STOPPED_EXIT
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "eval litqa --collection-wide" in line and "not asked: 1 question" in line
+    assert not (home / "outputs" / "eval" / "litqa_collection_wide.json").exists()
