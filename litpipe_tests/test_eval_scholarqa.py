@@ -15,6 +15,8 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from litpipe.agents.query_answer import within_words
 from litpipe.catalog import Catalog
@@ -24,13 +26,22 @@ from litpipe.evaluation.scholarqa import (
     ScholarQAEvaluation,
     ScholarQAExample,
     collection,
-    collection_name,
     gold_citations,
     gold_papers,
+    prepared_question,
+    question_collection,
     read_examples,
+    row_id,
+    scholarqa_result,
 )
 from litpipe.extractive.query_answer import QueryAnswerInput, offline_query_answer
-from litpipe.schemas import NOT_ANSWERED, Question
+from litpipe.schemas import (
+    NOT_ANSWERED,
+    Citation,
+    CollectionAnswer,
+    CollectionAnswerRequest,
+    Question,
+)
 from litpipe_tests.homes import home_instance
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_agents import answer_as_agent
@@ -161,7 +172,7 @@ def test_every_question_is_a_collection_of_its_snippets_asked_as_ask_collection_
     asked = set(instance.get_dynamic_partitions("collection_questions"))
     for example in read_examples(DATA, limit=ASKED):
         # One paper per snippet, in a collection of the question's own.
-        assert len(catalog.papers(collection_name(example))) == len(collection(example))
+        assert len(catalog.papers(question_collection(example))) == len(collection(example))
     # One `collection_answer` partition per question, and the figures a materialization.
     assert len(asked) == ASKED
     records = instance.fetch_materializations(
@@ -313,3 +324,44 @@ def test_the_writer_routed_to_a_model_is_shown_the_question_and_snippets(
     assert set(result.cited_papers["litpipe"]) <= papers and result.cited_papers["litpipe"]
     assert all(marker in papers for marker, _ in _MARKER.findall(result.answer))
     assert result.words["litpipe"] <= result.budget_words
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=20),
+            st.text(alphabet=st.characters(categories=("L", "N", "Zs")), max_size=60),
+        ),
+        max_size=8,
+    )
+)
+def test_any_cited_answer_names_only_its_questions_snippets_within_the_budget(
+    sentences: list[tuple[int, str]],
+) -> None:
+    (first,) = read_examples(DATA, limit=1)
+    question = prepared_question(first)
+    # The ingested papers' ids, as `ask_collections` finds them: one per snippet's row.
+    snippet_of = {f"scholarqa-q.{row_id(s)}": s for s in question.snippets}
+    ingested = list(snippet_of)
+    cited = [(ingested[index % len(ingested)], words.strip() or "A") for index, words in sentences]
+    answer = CollectionAnswer(
+        request=CollectionAnswerRequest(collection="scholarqa-q", question=first.query),
+        answered=bool(cited),
+        text=" ".join(f"{words} [{paper}:1]." for paper, words in cited) or NOT_ANSWERED,
+        citations=[
+            Citation(marker=f"[{paper}:1]", paper_id=paper, page=1, chunk_ids=[f"{paper}:0"])
+            for paper in dict.fromkeys(paper for paper, _ in cited)
+        ],
+        passages=[],
+        papers=ingested,
+        mode="single",
+        engine="openai/generated",
+    )
+    result = scholarqa_result(question, answer, snippet_of)
+    papers = {s.paper_id for s in question.snippets}
+    assert set(result.cited_papers["litpipe"]) <= papers
+    assert "scholarqa-q." not in result.answer
+    assert result.words["litpipe"] <= result.budget_words
+    for paper_id, number in _MARKER.findall(result.answer):
+        assert any(s.paper_id == paper_id and s.number == int(number) for s in question.snippets)

@@ -418,7 +418,7 @@ def _scholarqa_plan(groups: SettingsGroups, request: DatasetRequest) -> Collecti
         asks.append(
             CollectionQuestions(
                 source=table,
-                collection=scholarqa.collection_name(question.example),
+                collection=scholarqa.question_collection(question.example),
                 questions=[question.example.query],
             )
         )

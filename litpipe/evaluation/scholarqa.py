@@ -242,7 +242,7 @@ def prepared_question(example: ScholarQAExample) -> PreparedQuestion:
     )
 
 
-def collection_name(example: ScholarQAExample) -> str:
+def question_collection(example: ScholarQAExample) -> str:
     """The collection the question's snippets are ingested into."""
     return f"scholarqa-{example.id}"
 
