@@ -1,10 +1,13 @@
 """`litpipe ask QUESTION --collection C` over 1,000 SciFact abstracts, offline, against a bare
 hybrid retrieval over the same table in the same run (issue 45, point 5).
 
-1. Ingest (timed apart, not part of any question's figure): `litpipe run` on a table of the
-   first `--papers` abstracts of SciFact's corpus (a BEIR folder: corpus.jsonl), in a fresh
-   home, in a process of its own, packaged MiniLM and offline defaults, as a user ingests a
-   collection.
+1. Ingest (timed apart, not part of any question's figure): a table of the first `--papers`
+   abstracts of SciFact's corpus (a BEIR folder: corpus.jsonl) built into one collection of a
+   fresh home, in a process of its own, packaged MiniLM and offline defaults. By default as far
+   as an answer reads (`--ingest inputs`: the papers' chunks and embeddings, through
+   `litpipe.runtime.evaluations.ask_collections`, as `litpipe eval scholarqa` ingests; the
+   collection's BM25 index is then built by the first question); `--ingest run`: `litpipe run`,
+   every stage to the syntheses (over 15 minutes for 1,000 abstracts on two busy cores).
 2. Questions: SciFact claims (queries.jsonl; `test` claims first, then `train`) whose relevant
    abstract (qrels) is among the ingested ones, so the collection holds an answer. One warm-up
    question first (the process's first ask loads the embedder: timed and counted apart), then
@@ -33,7 +36,7 @@ read, not a build).
 Data: BEIR SciFact (CC BY-NC 2.0, ../shared/data/scifact, see its README beside it).
 
 Usage: python benchmarks/collection_answer.py [DATA] [--papers 1000] [--questions 50]
-       [--repeats 5] [--commands 3] [--keep DIR]
+       [--repeats 5] [--commands 3] [--ingest inputs|run] [--keep DIR]
 Prints readable lines, then one JSON object as the last line.
 """
 
@@ -78,6 +81,21 @@ from litpipe_tests.load_counts import LoadCounts, counting_loads
 DATA = ROOT.parent / "shared" / "data" / "scifact"  # ../shared beside the checkout
 COLLECTION = "scifact"
 SPLITS = ("test", "train")
+# The papers of a table built as far as a collection's answer reads them, asking nothing.
+INGEST_INPUTS = """
+import sys
+from pathlib import Path
+from litpipe.runtime.evaluations import CollectionQuestions, ask_collections
+from litpipe.settings import Settings
+
+built = ask_collections(
+    Settings(home=sys.argv[1]),
+    [CollectionQuestions(source=Path(sys.argv[2]), collection=sys.argv[3], questions=[])],
+    progress=lambda line: None,
+)
+print("\\n".join(built.failures), file=sys.stderr)
+sys.exit(1 if built.failures else 0)
+"""
 _Result = TypeVar("_Result")
 _Arguments = ParamSpec("_Arguments")
 
@@ -164,12 +182,15 @@ def ask_in_process(home: Path, question: str) -> tuple[int, str]:
     return code, printed.getvalue()
 
 
-def in_own_process(arguments: list[str], folder: Path) -> tuple[float, int, str]:
-    """A litpipe command in a process of its own (in `folder`, so no litpipe.toml of the
-    checkout applies): its wall seconds, exit code and the end of its error output."""
+def in_own_process(
+    arguments: list[str], folder: Path, program: str = LITPIPE
+) -> tuple[float, int, str]:
+    """A litpipe command (or another `program`) in a process of its own (in `folder`, so no
+    litpipe.toml of the checkout applies): its wall seconds, exit code and the end of its error
+    output."""
     started = time.perf_counter()
     process = subprocess.run(
-        [sys.executable, "-c", LITPIPE, *arguments],
+        [sys.executable, "-c", program, *arguments],
         cwd=folder,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -206,6 +227,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="of them asked again")
     parser.add_argument("--commands", type=int, default=3, help="claims asked as a process each")
     parser.add_argument(
+        "--ingest",
+        choices=("inputs", "run"),
+        default="inputs",
+        help="build the papers as far as an answer reads them, or `litpipe run` them whole",
+    )
+    parser.add_argument(
         "--keep", type=Path, help="work in this new folder and keep it (default: a temporary one)"
     )
     args = parser.parse_args()
@@ -232,13 +259,17 @@ def main() -> int:
         folder = args.keep or Path(scratch)
         home = folder / "home"
         table = write_table(folder / f"{COLLECTION}.csv", abstracts)
-        ingest_s, ingest_code, ingest_error = in_own_process(
-            ["run", str(table), "--home", str(home), "--collection", COLLECTION], folder
+        ingest_s, ingest_code, ingest_error = (
+            in_own_process([str(home), str(table), COLLECTION], folder, INGEST_INPUTS)
+            if args.ingest == "inputs"
+            else in_own_process(
+                ["run", str(table), "--home", str(home), "--collection", COLLECTION], folder
+            )
         )
         if ingest_code != 0:
-            print(f"litpipe run failed ({ingest_code}):\n{ingest_error}", file=sys.stderr)
+            print(f"the ingest failed ({ingest_code}):\n{ingest_error}", file=sys.stderr)
             return 1
-        print(f"ingest: {len(abstracts)} abstracts by `litpipe run` in {ingest_s:.1f} s")
+        print(f"ingest ({args.ingest}): {len(abstracts)} abstracts in {ingest_s:.1f} s")
         # As the commands above: no litpipe.toml of the checkout applies.
         with contextlib.chdir(folder):
             figures = measure(home, warm_up, asked, args.repeats)
@@ -251,6 +282,7 @@ def main() -> int:
     figures.update(
         {
             "papers": len(abstracts),
+            "ingest": args.ingest,
             "ingest_s": ingest_s,
             "command_wall_s": [wall for wall, _, _ in command_runs],
             "command_exit_codes": [code for _, code, _ in command_runs],
