@@ -36,7 +36,6 @@ MODEL_STEPS = {
     # The evaluations whose step writes with litpipe's agents.
     "eval_related_work",
     "eval_tldr",
-    "eval_scholarqa",
     "eval_scholarqa_answer_modes",
     "eval_synthesis_pipelines",
 }
