@@ -7,7 +7,7 @@ hybrid retrieval over the same table in the same run (issue 45, point 5).
    as an answer reads (`--ingest inputs`: the papers' chunks and embeddings, through
    `litpipe.runtime.evaluations.ask_collections`, as `litpipe eval scholarqa` ingests; the
    collection's BM25 index is then built by the first question); `--ingest run`: `litpipe run`,
-   every stage to the syntheses (over 15 minutes for 1,000 abstracts on two busy cores).
+   every stage to the syntheses (821 s for 1,000 abstracts on two busy cores).
 2. Questions: SciFact claims (queries.jsonl; `test` claims first, then `train`) whose relevant
    abstract (qrels) is among the ingested ones, so the collection holds an answer. One warm-up
    question first (the process's first ask loads the embedder: timed and counted apart), then
@@ -81,6 +81,8 @@ from litpipe_tests.load_counts import LoadCounts, counting_loads
 DATA = ROOT.parent / "shared" / "data" / "scifact"  # ../shared beside the checkout
 COLLECTION = "scifact"
 SPLITS = ("test", "train")
+# How `litpipe ask` says a request was served (`served_line`): by a run, or from its answer.
+MATERIALIZED, SERVED = "materialized in", "up to date"
 # The papers of a table built as far as a collection's answer reads them, asking nothing.
 INGEST_INPUTS = """
 import sys
@@ -326,7 +328,7 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
         )
         before_questions = counts.copy()
         ask_s, construction_s, search_s, in_ask_s, bare_s = [], [], [], [], []
-        codes, answered = [warm_up_code], 0
+        codes, answered, runs, served = [warm_up_code], 0, 0, 0
         for question in asked:
             timer.reset()
             seconds, (code, printed) = timed(ask_in_process, home, question)
@@ -337,6 +339,7 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
             codes.append(code)
             if code == 0 and NOT_ANSWERED not in printed:
                 answered += 1
+            runs += f": {MATERIALIZED}" in printed
             seconds, _ = timed(
                 bare.search, question, limit=limit, candidates=retrieval.candidates, scope="all"
             )
@@ -345,9 +348,10 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
         before_repeats = counts.copy()
         repeat_s = []
         for question in asked[:repeats]:
-            seconds, (code, _) = timed(ask_in_process, home, question)
+            seconds, (code, printed) = timed(ask_in_process, home, question)
             repeat_s.append(seconds)
             codes.append(code)
+            served += f": {SERVED}" in printed
         repeat_counts = counts.since(before_repeats)
 
     ask, in_ask, bare_latency = Latency.of(ask_s), Latency.of(in_ask_s), Latency.of(bare_s)
@@ -361,6 +365,8 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
         "chunks": len(bare),
         "questions": len(asked),
         "answered": answered,
+        "materialized": runs,
+        "repeats_served": served,
         "exit_codes": sorted(set(codes)),
         "warm_up_ask_s": round(warm_up_s, 2),
         "warm_up_counts": vars(warm_up_counts),
@@ -385,7 +391,10 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
         "answer_mode": groups["synthesis"].answer_mode,
     }
     print(f"warm-up ask (the embedder loaded): {warm_up_s:.2f} s, counts {vars(warm_up_counts)}")
-    print(f"{len(asked)} questions asked in-process ({answered} answered, the rest declined):")
+    print(
+        f"{len(asked)} questions asked in-process ({runs} by a run; {answered} answered, the "
+        "rest declined):"
+    )
     print(f"  whole ask              {ask}")
     print(f"  retrieval in the ask   {in_ask}")
     print(f"    retriever built      {construction}")
@@ -398,7 +407,9 @@ def measure(home: Path, warm_up: str, asked: list[str], repeats: int) -> dict[st
         f"{figures['retrieval_share_of_ask']:.1%} of the asks' time"
     )
     print(f"  counts over the questions: {vars(question_counts)}")
-    print(f"{len(repeat_s)} repeats (served, no run): {repeat}, counts {vars(repeat_counts)}")
+    print(
+        f"{len(repeat_s)} repeats ({served} served, no run): {repeat}, counts {vars(repeat_counts)}"
+    )
     print(
         f"RELOADED OR REBUILT per question: {reloads}"
         if reloads
