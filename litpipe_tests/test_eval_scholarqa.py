@@ -237,6 +237,16 @@ def test_the_command_prints_the_table_and_the_figures_and_a_repeat_is_served(
     for name in SYSTEMS:
         assert 0.0 < figures[f"{name}_rouge1"] <= 1.0
         assert 0.0 <= figures[f"{name}_citation_recall"] <= 1.0
+    # The report keeps every field it had when the snippets were answered in memory.
+    written = json.loads((offline_run.out / "scholarqa_eval.json").read_text())
+    assert set(written) >= {
+        *("dataset", "examples", "engine", "model", "embedder", "budget", "means"),
+        *("mean_words", "citations", "seconds", "per_example"),
+    }
+    assert set(written["per_example"][0]) >= {
+        *("id", "subject", "papers", "snippets", "budget_words", "words", "scores"),
+        *("gold_papers", "cited_papers", "citations", "answer", "outputs", "unresolved_gold"),
+    }
     table = (offline_run.out / "scholarqa_eval.md").read_text()
     assert table.startswith("ScholarQA") and f"{ASKED} questions, writer offline" in table
     assert "| litpipe |" in table and "| textrank |" in table
