@@ -1,6 +1,7 @@
 """litpipe's SQLite event log storage writes a batch's asset events together, and what it writes
-reads back exactly as Dagster's own storage's does; a home whose dagster.yaml names the storage's
-module before it moved to `litpipe.instance` still opens."""
+reads back exactly as Dagster's own storage's does; its queries reuse their shard's engine; a
+home whose dagster.yaml names the storage's module before it moved to `litpipe.instance` still
+opens."""
 
 from pathlib import Path
 from typing import Any
@@ -8,7 +9,12 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litpipe.instance.sqlite_storage import ASSET_EVENT_TYPES, BatchingSqliteEventLogStorage
+from litpipe.instance import sqlite_storage
+from litpipe.instance.sqlite_storage import (
+    ASSET_EVENT_TYPES,
+    KEPT_ENGINES,
+    BatchingSqliteEventLogStorage,
+)
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.instance import managed_config
 from litpipe.runtime.runner import open_instance
@@ -111,6 +117,39 @@ def test_a_range_run_reads_back_as_with_dagsters_storage_written_a_batch_at_once
     assert len(ours["parsed"]) == len(KEYS) and ours["materialized"] == KEYS
     # Each step's six materializations went as one batch, and the run's planned events as one.
     assert batches.count(len(KEYS)) == 2 and max(batches) == 2 * len(KEYS)
+
+
+def test_queries_reuse_their_shards_engine_and_two_processes_storages_see_each_others_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Engines kept per shard (at most `KEPT_ENGINES` of them), never a connection: what one
+    storage writes, another over the same folder (another process: the daemon, the UI) reads at
+    once, and a table made after a storage first looked for it is found."""
+    built: list[str] = []
+    engine_of = sqlite_storage.create_engine
+
+    def counted(url: str, **options: Any) -> Any:
+        built.append(url)
+        return engine_of(url, **options)
+
+    monkeypatch.setattr(sqlite_storage, "create_engine", counted)
+    folder = str(tmp_path / "runs")
+    writer = BatchingSqliteEventLogStorage(folder)
+    reader = BatchingSqliteEventLogStorage(folder)
+    for number in range(20):
+        writer.add_dynamic_partitions("papers", [f"paper{number}"])
+        assert reader.has_dynamic_partition("papers", f"paper{number}")
+    # One engine for each storage's index shard, however many queries went through it.
+    assert len(built) == 2
+    for number in range(KEPT_ENGINES + 4):
+        with writer.run_connection(f"run{number}") as conn:
+            assert conn.exec_driver_sql("select count(*) from event_logs").scalar() == 0
+    assert len(writer._engines) == KEPT_ENGINES
+
+    assert not reader.has_table("made_later")
+    with writer.index_connection() as conn:
+        conn.exec_driver_sql("create table made_later (id integer)")
+    assert reader.has_table("made_later")
 
 
 def test_the_events_it_writes_together_are_those_dagster_writes_to_its_asset_tables() -> None:

@@ -163,13 +163,16 @@ class Embedder:
 
     @cached_property
     def _backend(self) -> VectorBackend:
-        # Dagster builds resources anew for every run: a loaded backend is kept per process.
+        # Dagster builds resources anew for every run: a loaded backend is kept per process,
+        # shared by every home that loads it. Only a backend built into the models folder
+        # depends on which folder that is.
+        builds = self.backend in ("onnx", "model2vec")
         key = (
             str(self.model_dir),
             self.device,
             self.backend,
             str(self.batch_size),
-            str(self.models_dir),
+            str(self.models_dir) if builds else "",
         )
         with _LOADED_MODELS_LOCK:
             loaded = _LOADED_BACKENDS.get(key)
