@@ -22,6 +22,7 @@ from litpipe.defs.automation import AUTOMATION_SENSOR
 from litpipe.defs.definitions import build_definitions
 from litpipe.defs.jobs import paper_pipeline
 from litpipe.defs.resources import CatalogResource
+from litpipe.defs.standing_questions import STANDING_SENSOR
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe_tests.bundled import short_paper
@@ -332,7 +333,7 @@ def test_the_zotero_sensor_exists_only_for_a_named_library(
         sensor.name
         for sensor in build_definitions(**settings_groups(Settings(home=tmp_path))).sensors
     }
-    assert names == {"new_papers_sensor", AUTOMATION_SENSOR}
+    assert names == {"new_papers_sensor", AUTOMATION_SENSOR, STANDING_SENSOR}
 
     monkeypatch.setenv("LITPIPE_ZOTERO__DATA_DIR", str(zotero))
     monkeypatch.setenv("LITPIPE_ZOTERO__COLLECTIONS", '["Reading"]')
