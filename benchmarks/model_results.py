@@ -49,7 +49,7 @@ from litpipe_tests.llama_server import LlamaServer
 from litpipe_tests.real_chain import LITPIPE, QUICK_SETTINGS, calls_since
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SMALL_MODEL = "SmolLM2-135M-Instruct Q4_1 (llama-server, 2,048-token window)"
+SMALL_MODEL = "SmolLM2-135M-Instruct, Q4_1 served as F16 (llama-server, 2,048-token window)"
 
 
 @dataclass(frozen=True)

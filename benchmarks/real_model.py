@@ -72,7 +72,7 @@ def main() -> int:
     print(
         json.dumps(
             {
-                "model": "SmolLM2-135M-Instruct Q4_1 (llama-server)",
+                "model": "SmolLM2-135M-Instruct, Q4_1 served as F16 (llama-server)",
                 "n_ctx": args.n_ctx,
                 "slots": args.slots,
                 "quick": args.quick,

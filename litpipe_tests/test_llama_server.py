@@ -14,7 +14,12 @@ import re
 import litellm
 import pytest
 
-from litpipe_tests.llama_server import LlamaServer, skip_unless_available
+from litpipe_tests.llama_server import (
+    LlamaServer,
+    served_weights,
+    skip_unless_available,
+    weights_path,
+)
 
 # One server for the module, on one worker (`make test` runs pytest-xdist).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
@@ -115,3 +120,27 @@ def test_a_prompt_longer_than_the_window_is_refused_naming_both_sizes(
         r"request \(\d+ tokens\) exceeds the available context size \(2048 tokens\)",
         str(refusal.value),
     )
+
+
+def test_the_server_reads_the_packaged_weights_each_q4_1_tensor_as_its_f16_values() -> None:
+    import gguf
+    import numpy as np
+
+    skip_unless_available()
+    packaged = gguf.GGUFReader(weights_path())
+    served = {tensor.name: tensor for tensor in gguf.GGUFReader(served_weights()).tensors}
+    assert sorted(served) == sorted(tensor.name for tensor in packaged.tensors)
+    converted = 0
+    for tensor in packaged.tensors:
+        mine = served[tensor.name]
+        if tensor.tensor_type == gguf.GGMLQuantizationType.Q4_1:
+            assert mine.tensor_type == gguf.GGMLQuantizationType.F16
+            values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+            # F16 holds a Q4_1 value (a half-precision scale times a 4-bit step, plus a
+            # half-precision minimum) to within its own rounding.
+            assert np.allclose(mine.data, values, rtol=2**-10, atol=2**-14)
+            converted += 1
+        else:
+            assert mine.tensor_type == tensor.tensor_type
+            assert np.array_equal(mine.data, tensor.data)
+    assert converted > 0
