@@ -70,6 +70,7 @@ def test_a_binary_this_cpu_cannot_run_fails_saying_so_and_how_to_rebuild(
     weights = tmp_path / "weights.gguf"
     weights.write_bytes(b"GGUF")
     monkeypatch.setattr(llama_server, "weights_path", lambda: weights)
+    monkeypatch.setattr(llama_server, "served_weights", lambda: weights)
 
     with pytest.raises(RuntimeError) as failure, LlamaServer(start_timeout_s=10):
         pass
