@@ -12,6 +12,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
 TRUTH = json.loads((Path(__file__).parent / "data" / "pdf_truth.json").read_text("utf-8"))
 PAPERS: list[dict] = TRUTH["papers"]
 PDFS_BY_SIZE = sorted(CORPUS.glob("*.pdf"), key=lambda path: path.stat().st_size)
+# The xdist group of the modules that read conftest's `bundled_pdfs_home`: one worker builds it.
+BUNDLED_PDFS_GROUP = "bundled_pdfs_home"
 
 
 def pdf_with_pages(path: Path, pages: list[str]) -> Path:

@@ -14,7 +14,10 @@ import pytest
 import sqlalchemy
 from numpy.typing import NDArray
 
+from litpipe.cli import main
 from litpipe.retrieval.embedder import Embedder
+from litpipe.schemas import RunReport
+from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE
 from litpipe_tests.tiny_model import build_tiny_model
 
 # The local OpenAI-compatible stub (`stub_llm`) and the real llama.cpp server (`llama_server`):
@@ -74,6 +77,21 @@ def minilm() -> Embedder:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local sentence-transformers folder for end-to-end runs through the real loading code."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def bundled_pdfs_home(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    """A home where `litpipe run` ingested the nine bundled PDFs into `biology-cc-by` with the
+    tiny model, once per worker (20 s idle, near 100 s on a loaded machine): the modules that
+    read it share one xdist group (BUNDLED_PDFS_GROUP), and each test works on a copy."""
+    home = tmp_path_factory.mktemp("bundled-pdfs") / "home"
+    run = ["run", str(CORPUS), "--collection", CORPUS.name, "--home", str(home)]
+    assert main([*run, "--embedder", str(tiny_model)]) == 0
+    report = RunReport.model_validate_json(
+        (home / "outputs" / CORPUS.name / "report.json").read_text()
+    )
+    assert report.papers == len(PDFS_BY_SIZE)
+    return home
 
 
 def _sqlite_without_fsync(connection: object, _record: object) -> None:

@@ -27,7 +27,7 @@ from litpipe.llm.errors import ReplyValidationError
 from litpipe.llm.prompts import PromptLibrary
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
-from litpipe.schemas import NOT_ANSWERED, CollectionAnswer, RunReport
+from litpipe.schemas import NOT_ANSWERED, CollectionAnswer
 from litpipe.settings import AgentRoute
 from litpipe.text import marker, markers_in
 from litpipe.workflows.collection_answer import (
@@ -36,7 +36,7 @@ from litpipe.workflows.collection_answer import (
     collection_answer,
     request_for,
 )
-from litpipe_tests.bundled import CORPUS, PDFS_BY_SIZE, short_paper
+from litpipe_tests.bundled import BUNDLED_PDFS_GROUP, PDFS_BY_SIZE, short_paper
 from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_agents import answer_as_agent
 from litpipe_tests.stub_llm import StubLLM
@@ -44,7 +44,7 @@ from litpipe_tests.test_agent_replies import GeneratedClient, offline_settings
 from litpipe_tests.test_agent_replies import collection as generated_collection
 
 # One worker builds this module's shared home (`make test` runs pytest-xdist).
-pytestmark = pytest.mark.xdist_group("test_collection_answer")
+pytestmark = pytest.mark.xdist_group(BUNDLED_PDFS_GROUP)
 
 COLLECTION = "biology-cc-by"
 # Answered by one bundled paper (REV1 in Drosophila, 10.1101_2024.02.13.580051).
@@ -57,23 +57,9 @@ ASSET = dg.AssetKey("collection_answer")
 _ANY_MARKER = re.compile(r"\[[A-Za-z0-9._-]+:\d+\]")
 
 
-@pytest.fixture(scope="module")
-def ingested(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
-    """A home where `litpipe run` ingested the nine bundled PDFs once (some 20 s); each test
-    works on its own copy."""
-    home = tmp_path_factory.mktemp("ingested") / "home"
-    code = main(["run", str(CORPUS), "--home", str(home), "--embedder", str(tiny_model)])
-    assert code == 0
-    report = RunReport.model_validate_json(
-        (home / "outputs" / COLLECTION / "report.json").read_text()
-    )
-    assert report.papers == len(PDFS_BY_SIZE)
-    return home
-
-
 @pytest.fixture
-def home(ingested: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(ingested, tmp_path / "home"))
+def home(bundled_pdfs_home: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(bundled_pdfs_home, tmp_path / "home"))
 
 
 def ask(home: Path, model: Path, *args: str) -> int:

@@ -43,7 +43,7 @@ from litpipe.workflows.related_work_pool import (
     pool_references,
     read_pool,
 )
-from litpipe_tests.bundled import CORPUS, short_paper
+from litpipe_tests.bundled import BUNDLED_PDFS_GROUP, short_paper
 from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_agent_replies import MODEL, GeneratedClient, offline_settings
@@ -57,7 +57,7 @@ from litpipe_tests.test_related_work import (
 )
 
 # One worker builds this module's shared home (`make test` runs pytest-xdist).
-pytestmark = pytest.mark.xdist_group("test_related_work_collection")
+pytestmark = pytest.mark.xdist_group(BUNDLED_PDFS_GROUP)
 
 COLLECTION = "biology-cc-by"
 OTHER = "other"  # another collection of the same home, one paper
@@ -70,13 +70,14 @@ ASSET = dg.AssetKey("related_work")
 
 
 @pytest.fixture(scope="module")
-def ingested(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
-    """A home where `litpipe run` ingested the nine bundled PDFs into C and one short paper into
-    another collection, and registered a paper it could not embed; each test copies it."""
+def ingested(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, bundled_pdfs_home: Path
+) -> Path:
+    """The home of the nine bundled PDFs in C, with one short paper in another collection and
+    a registered paper it could not embed; each test copies it."""
     base = tmp_path_factory.mktemp("collection-home")
-    home = base / "home"
+    home = Path(shutil.copytree(bundled_pdfs_home, base / "home"))
     run = ["--home", str(home), "--embedder", str(tiny_model)]
-    assert main(["run", str(CORPUS), "--collection", COLLECTION, *run]) == 0
     other = base / "other"
     other.mkdir()
     short_paper(other, 1)
