@@ -9,6 +9,7 @@
 - `collection_answer`: a question answered from a whole collection;
 - `related_work`: related-work sections (LitLLM);
 - `digest`: the nightly digest;
+- `references`: a paper's reference list as records, and its citation contexts;
 - `reports`: what runs and steps report: left-out papers, steps not run, checks, usage.
 
 Import them from here (`from litpipe.schemas import Answer`): the modules are how the models are
@@ -89,6 +90,12 @@ from litpipe.schemas.query_summary import (
     SummaryIteration,
     SummaryRoute,
 )
+from litpipe.schemas.references import (
+    CitationContext,
+    CitationContexts,
+    ReferenceRecord,
+    UnresolvedMarker,
+)
 from litpipe.schemas.related_work import (
     DebateVerdict,
     Reference,
@@ -128,6 +135,8 @@ __all__ = [
     "CheckReport",
     "Chunk",
     "Citation",
+    "CitationContext",
+    "CitationContexts",
     "ClaimEnd",
     "CollectionAnswer",
     "CollectionAnswerRequest",
@@ -172,6 +181,7 @@ __all__ = [
     "QuestionEvidence",
     "QuestionStyle",
     "Reference",
+    "ReferenceRecord",
     "RelatedWork",
     "RelatedWorkRequest",
     "Relationship",
@@ -195,6 +205,7 @@ __all__ = [
     "SynthesisDiff",
     "SynthesisPattern",
     "SynthesisReport",
+    "UnresolvedMarker",
     "Verdict",
     "family_name",
     "pdf_content_sha256",

@@ -1,0 +1,62 @@
+"""A paper's reference list as records, and the sentences of its body that cite them.
+
+A record keeps the entry as the PDF sets it (`raw`) beside what was read from it, so a field
+read wrongly never loses the reference. Contexts point into `PaperDocument.text` by character
+offsets; pages are 1-based, as everywhere in litpipe.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ReferenceRecord(BaseModel):
+    """One entry of a reference list. (`Reference` is LitLLM's candidate reference, in
+    `related_work`.)"""
+
+    raw: str = Field(description="The entry as the PDF (or the library) sets it, whole.")
+    number: int | None = Field(
+        default=None, description="Its number in a numbered list (`[12]`, `12.`)."
+    )
+    authors: list[str] = Field(
+        default_factory=list,
+        description="The authors' family names, in order (an organisation's name whole); "
+        "`et al.` is not an author.",
+    )
+    title: str | None = None
+    year: int | None = None
+    venue: str | None = Field(default=None, description="Journal, proceedings, book or preprint.")
+    doi: str | None = None
+    arxiv_id: str | None = None
+
+
+class CitationContext(BaseModel):
+    """An in-text marker linked to its reference-list entry, with the sentence citing it."""
+
+    reference_index: int = Field(description="0-based index of the entry in the reference list.")
+    reference_number: int | None = Field(
+        default=None, description="The entry's number in a numbered list."
+    )
+    marker: str = Field(description="The marker as written: `[3-5]`, `(Lewis et al., 2020)`.")
+    sentence: str
+    char_start: int = Field(description="The sentence's offset in `PaperDocument.text`.")
+    char_end: int
+    page: int = Field(description="1-based page of the marker.")
+    section: str = Field(description="Heading of the section holding it; '' outside any.")
+
+
+class UnresolvedMarker(BaseModel):
+    """A marker that names no entry of the list (or more than one): counted, never an error."""
+
+    marker: str
+    reason: str = Field(description="Why it was not linked: no such entry, or ambiguous.")
+    char_start: int
+    page: int
+
+
+class CitationContexts(BaseModel):
+    """A paper's citation contexts: the linked markers, and those that could not be linked."""
+
+    paper_id: str
+    contexts: list[CitationContext] = Field(default_factory=list)
+    unresolved: list[UnresolvedMarker] = Field(default_factory=list)
