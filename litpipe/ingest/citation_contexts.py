@@ -1,0 +1,243 @@
+"""A paper's in-text citation markers linked to its reference-list records, each with the
+sentence that cites, its page and its section.
+
+Markers read:
+
+- numbered: `[12]`, `[3-5]`, `[1, 4, 7]` (a range expanded), and `Lewis et al. [12]` by its
+  number; `(12)`, `(3-5)` only in a paper with a numbered list and no bracketed marker, where
+  brackets are not its style (PNAS, NAR, ASM set numbers in parentheses);
+- author-year: `(Lewis et al., 2020)`, `(Lewis and Chen 2020; Wu 2019)`, `(Gallone et al.
+  2016, 2018)`, `Lewis et al. (2020)`: linked by the first author's family name and the year
+  (a second author's name, or a year's letter `2020b`, choosing among entries that share
+  them).
+
+Superscript numbers are not read: the PDF parser joins a superscript to the word before it
+(`Transformer-based1`, `models7-13`), where it cannot be told from a name that ends in a digit
+(`PARP1`, `GPT4`).
+
+A marker that names no entry, or several, is returned unresolved with its text; nothing
+here raises.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from litpipe.schemas import (
+    CitationContext,
+    CitationContexts,
+    PaperDocument,
+    ReferenceRecord,
+    UnresolvedMarker,
+)
+from litpipe.text import Span, sentences
+
+_DASH = "-\u2010\u2011\u2012\u2013\u2014"
+_NUMBERS = (
+    rf"\d{{1,4}}(?:\s*[{_DASH}]\s*\d{{1,4}})?(?:\s*[,;]\s*\d{{1,4}}(?:\s*[{_DASH}]\s*\d{{1,4}})?)*"
+)
+_BRACKETED = re.compile(rf"\[\s*({_NUMBERS})\s*\]")
+_PARENTHESISED = re.compile(rf"\(\s*({_NUMBERS})\s*\)")
+_RANGE = re.compile(rf"(\d+)\s*[{_DASH}]\s*(\d+)|(\d+)")
+# A longer range is more likely a span of pages or years than of references.
+_MAX_RANGE = 50
+
+_NAME = (
+    r"(?:(?:van|von|de|der|den|del|della|di|da|du|la|le)\s+)*"
+    r"[^\W\d_a-z][\w'\u2019-]*(?:\s+[^\W\d_a-z][\w'\u2019-]*[a-z])?"
+)
+_YEARS = r"(?:18|19|20)\d\d[a-z]?(?:\s*,\s*(?:18|19|20)\d\d[a-z]?)*"
+_AUTHORS = rf"(?P<first>{_NAME})(?P<et_al>\s+et\s+al\.?)?(?:\s+(?:and|&)\s+(?P<second>{_NAME}))?"
+_PARENTHESIS = re.compile(r"\(([^()]{1,400})\)")
+_CITED_PART = re.compile(
+    rf"\s*(?:(?:e\.g\.|i\.e\.|see(?:\s+also)?|cf\.|reviewed\s+in)[,\s]+)?{_AUTHORS},?\s+"
+    rf"(?P<years>{_YEARS})\b"
+)
+_NARRATIVE = re.compile(rf"\b{_AUTHORS}\s+\((?P<years>{_YEARS})\)")
+_YEAR = re.compile(r"((?:18|19|20)\d\d)([a-z]?)")
+
+
+@dataclass(frozen=True)
+class _AuthorYear:
+    """One author-year citation: `Lewis et al. 2020b`."""
+
+    first: str
+    # A two-word name may be a word before the name (`In Lewis et al. (2020)`): its last word
+    # alone is tried after it.
+    first_last_word: str
+    second: str | None
+    year: int
+    letter: str
+
+
+@dataclass(frozen=True)
+class _Marker:
+    text: str
+    start: int
+    cited: list[int | _AuthorYear]
+
+
+def citation_contexts(
+    document: PaperDocument, references: list[ReferenceRecord]
+) -> CitationContexts:
+    """The markers of the document's body linked to `references` (its list's records, in
+    order), in the order they appear."""
+    text = document.text
+    spans = sentences(text)
+    starts = [span.start for span in spans]
+    section_starts = [section.char_start for section in document.sections]
+    numbers = _entries_by_number(references)
+    result = CitationContexts(paper_id=document.paper_id)
+    for marker in sorted(_markers(text, references), key=lambda found: found.start):
+        page = document.page_at(marker.start)
+        sentence = _sentence_at(spans, starts, marker.start)
+        for cited in marker.cited:
+            index, reason = (
+                _numbered(cited, numbers)
+                if isinstance(cited, int)
+                else _author_year(cited, references)
+            )
+            if index is None:
+                result.unresolved.append(
+                    UnresolvedMarker(
+                        marker=marker.text, reason=reason, char_start=marker.start, page=page
+                    )
+                )
+                continue
+            result.contexts.append(
+                CitationContext(
+                    reference_index=index,
+                    reference_number=references[index].number,
+                    marker=marker.text,
+                    sentence=sentence.text,
+                    char_start=sentence.start,
+                    char_end=sentence.end,
+                    page=page,
+                    section=_section_at(document, section_starts, marker.start),
+                )
+            )
+    return result
+
+
+def _markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
+    yield from _numeric_markers(text, references)
+    for parenthesis in _PARENTHESIS.finditer(text):
+        cited: list[int | _AuthorYear] = []
+        for part in parenthesis.group(1).split(";"):
+            if match := _CITED_PART.match(part):
+                cited.extend(_author_years(match))
+        if cited:
+            yield _Marker(parenthesis.group(0), parenthesis.start(), cited)
+    for narrative in _NARRATIVE.finditer(text):
+        yield _Marker(narrative.group(0), narrative.start(), list(_author_years(narrative)))
+
+
+def _numeric_markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
+    """The paper's numbered markers: bracketed, or parenthesised where the list is numbered
+    and parentheses are the more common of the two (a few bracketed numbers inside a
+    parenthesis do not make brackets its style). A parenthesised number past the list's last
+    is a count or a year, not a marker."""
+    bracketed = [_numeric(found) for found in _BRACKETED.finditer(text)]
+    last = max((reference.number or 0 for reference in references), default=0)
+    parenthesised = [
+        marker
+        for marker in (_numeric(found) for found in _PARENTHESISED.finditer(text))
+        if last and all(isinstance(number, int) and number <= last for number in marker.cited)
+    ]
+    yield from parenthesised if len(parenthesised) > len(bracketed) else bracketed
+
+
+def _numeric(found: re.Match[str]) -> _Marker:
+    return _Marker(found.group(0), found.start(), list(_expanded(found.group(1))))
+
+
+def _expanded(numbers: str) -> Iterator[int]:
+    """`3-5, 8` as 3, 4, 5, 8; a range longer than `_MAX_RANGE` as its two ends."""
+    for found in _RANGE.finditer(numbers):
+        if found.group(3):
+            yield int(found.group(3))
+            continue
+        low, high = int(found.group(1)), int(found.group(2))
+        if low <= high <= low + _MAX_RANGE:
+            yield from range(low, high + 1)
+        else:
+            yield from (low, high)
+
+
+def _author_years(match: re.Match[str]) -> Iterator[_AuthorYear]:
+    for year in _YEAR.finditer(match.group("years")):
+        yield _AuthorYear(
+            first=_folded(match.group("first")),
+            first_last_word=_folded(match.group("first").split()[-1]),
+            second=_folded(match.group("second")) if match.group("second") else None,
+            year=int(year.group(1)),
+            letter=year.group(2),
+        )
+
+
+def _folded(name: str) -> str:
+    """A family name as compared: no accents, case, spaces or punctuation."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(char for char in decomposed.casefold() if char.isalpha() and char.isascii())
+
+
+def _entries_by_number(references: list[ReferenceRecord]) -> dict[int, int]:
+    """Entry index by number: the list's own numbers, else (a list whose numbers were not
+    kept) each entry's place in it."""
+    numbered = {ref.number: index for index, ref in enumerate(references) if ref.number}
+    return numbered or {index + 1: index for index in range(len(references))}
+
+
+def _numbered(number: int, numbers: dict[int, int]) -> tuple[int | None, str]:
+    if number in numbers:
+        return numbers[number], ""
+    return None, f"no entry numbered {number}"
+
+
+def _author_year(cited: _AuthorYear, references: list[ReferenceRecord]) -> tuple[int | None, str]:
+    candidates = _by_first_author(cited.first, cited.year, references) or _by_first_author(
+        cited.first_last_word, cited.year, references
+    )
+    if cited.second is not None:
+        with_second = [
+            index
+            for index in candidates
+            if len(references[index].authors) > 1
+            and _folded(references[index].authors[1]) == cited.second
+        ]
+        candidates = with_second or candidates
+    if cited.letter:
+        place = ord(cited.letter) - ord("a")
+        if 0 <= place < len(candidates):
+            return candidates[place], ""
+        return None, f"no entry {place + 1} by {cited.first} in {cited.year}"
+    if len(candidates) == 1:
+        return candidates[0], ""
+    if not candidates:
+        return None, f"no entry by {cited.first} in {cited.year}"
+    return None, f"{len(candidates)} entries by {cited.first} in {cited.year}"
+
+
+def _by_first_author(family: str, year: int, references: list[ReferenceRecord]) -> list[int]:
+    return [
+        index
+        for index, reference in enumerate(references)
+        if reference.year == year and reference.authors and _folded(reference.authors[0]) == family
+    ]
+
+
+def _sentence_at(spans: list[Span], starts: list[int], offset: int) -> Span:
+    place = bisect.bisect_right(starts, offset) - 1
+    return spans[place] if place >= 0 else Span("", offset, offset)
+
+
+def _section_at(document: PaperDocument, starts: list[int], offset: int) -> str:
+    place = bisect.bisect_right(starts, offset) - 1
+    if place < 0:
+        return ""
+    section = document.sections[place]
+    return section.heading if offset < section.char_end else ""
