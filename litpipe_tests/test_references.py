@@ -10,13 +10,18 @@ paper prints them; nearly every entry has a year and a title; a numbered list is
 from __future__ import annotations
 
 import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from litpipe.ingest.bibtex import parse_bibtex, related_keys
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_reference, parse_references
+from litpipe.ingest.zotero import related_item_keys
 from litpipe.schemas import ReferenceRecord
 from litpipe_tests.bundled import CORPUS, PAPERS
 
@@ -185,6 +190,48 @@ def test_an_entry_that_reads_as_nothing_keeps_its_raw_text() -> None:
     record = parse_reference("  ")
     assert record.raw == "  " and record.title is None and record.authors == []
     assert parse_references([]) == []
+
+
+def test_bibtex_related_entries_by_key() -> None:
+    entries, damaged = parse_bibtex(
+        "@article{lewis2020, title = {RAG}, related = {chen2019, {wu2021},chen2019, lewis2020}}\n"
+        "@article{chen2019, title = {Dense retrieval}}\n"
+    )
+    assert damaged == []
+    assert [related_keys(entry) for entry in entries] == [["chen2019", "wu2021"], []]
+
+
+# Zotero 7's tables for related items (userdata.sql), and the items they point into.
+ZOTERO_RELATIONS = """
+CREATE TABLE items (itemID INTEGER PRIMARY KEY, key TEXT NOT NULL);
+CREATE TABLE relationPredicates (predicateID INTEGER PRIMARY KEY, predicate TEXT UNIQUE);
+CREATE TABLE itemRelations (
+    itemID INT NOT NULL, predicateID INT NOT NULL, object TEXT NOT NULL,
+    PRIMARY KEY (itemID, predicateID, object)
+);
+INSERT INTO items VALUES (1, 'AAAA1111'), (2, 'BBBB2222'), (3, 'CCCC3333');
+INSERT INTO relationPredicates VALUES (1, 'dc:relation'), (2, 'owl:sameAs');
+INSERT INTO itemRelations VALUES
+    (1, 1, 'http://zotero.org/users/local/x9/items/BBBB2222'),
+    (2, 1, 'http://zotero.org/users/local/x9/items/AAAA1111'),
+    (1, 1, 'http://zotero.org/users/local/x9/items/CCCC3333'),
+    (3, 2, 'http://zotero.org/groups/7/items/DDDD4444');
+"""
+
+
+def test_zotero_related_items_by_key(tmp_path: Path) -> None:
+    with closing(sqlite3.connect(tmp_path / "zotero.sqlite")) as db:
+        db.executescript(ZOTERO_RELATIONS)
+        db.commit()
+    assert related_item_keys(tmp_path) == {
+        "AAAA1111": ["BBBB2222", "CCCC3333"],
+        "BBBB2222": ["AAAA1111"],
+    }  # a merged duplicate (`owl:sameAs`) is no related item
+    (tmp_path / "empty").mkdir()
+    with closing(sqlite3.connect(tmp_path / "empty" / "zotero.sqlite")) as db:
+        db.execute("CREATE TABLE items (itemID INTEGER PRIMARY KEY, key TEXT)")
+        db.commit()
+    assert related_item_keys(tmp_path / "empty") == {}
 
 
 # Strings made of the pieces entries are made of, so that every branch of the parser is met.

@@ -67,6 +67,8 @@ VENUE_FIELDS = (
     "publisher",
 )
 FIELDS = (*TITLE_FIELDS, *VENUE_FIELDS, "date", "DOI", "extra", "abstractNote")
+# The predicate of Zotero's "Related" items in `itemRelations`.
+RELATED = "dc:relation"
 _DOI_IN_EXTRA = re.compile(r"^\s*DOI:\s*(\S+)", re.I | re.M)
 _TITLE_SHOWN = 60
 
@@ -146,6 +148,38 @@ def list_zotero(
         raise ValueError(f"{database}: cannot read the Zotero database: {reason}") from error
     chosen = slug(collection) if collection else slug(name) if name else LIBRARY_COLLECTION
     return ZoteroListing(chosen, database, [_entry(item) for item in items])
+
+
+def related_item_keys(data_dir: Path) -> dict[str, list[str]]:
+    """Each item's related items (Zotero's "Related", kept in `itemRelations` as `dc:relation`
+    to the other item's URI, `http://zotero.org/users/<id>/items/<KEY>`), by item key; {}
+    for a library without relations.
+
+    Raises ValueError, with a one-line reason, for a database that cannot be read.
+    """
+    database = data_dir.expanduser() / DATABASE
+    related: dict[str, list[str]] = {}
+    try:
+        with _read_only(database) as db:
+            if not _has_table(db, "itemRelations"):
+                return related
+            rows = db.execute(
+                "SELECT items.key, itemRelations.object FROM itemRelations "
+                "JOIN relationPredicates "
+                "ON relationPredicates.predicateID = itemRelations.predicateID "
+                "JOIN items ON items.itemID = itemRelations.itemID "
+                "WHERE relationPredicates.predicate = ? "
+                "ORDER BY items.itemID, itemRelations.object",
+                (RELATED,),
+            ).fetchall()
+    except sqlite3.Error as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{database}: cannot read the Zotero database: {reason}") from error
+    for key, uri in rows:
+        other = str(uri).rstrip("/").rpartition("/")[2]
+        if other and other != key:
+            related.setdefault(key, []).append(other)
+    return related
 
 
 @contextmanager

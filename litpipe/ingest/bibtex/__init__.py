@@ -10,8 +10,9 @@ marks the paper retracted in the catalog. The rest follows `litpipe.ingest.libra
 
 The modules, one concern each: `parser` (BibTeX's grammar: the entries and the damaged ones,
 crossrefs resolved), `files` (an entry's file fields as PDFs), `latex` (LaTeX values made
-text) and `authors` (name lists as `Family, Given`). Their underscored names are the
-package's own; the others are imported from here.
+text), `authors` (name lists as `Family, Given`) and `related` (the keys of an entry's
+related entries). Their underscored names are the package's own; the others are imported
+from here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from litpipe.ingest.bibtex.authors import names
 from litpipe.ingest.bibtex.files import _jabref_file_directories, entry_pdfs, file_field
 from litpipe.ingest.bibtex.latex import latex_to_text
 from litpipe.ingest.bibtex.parser import BibDamage, BibEntry, parse_bibtex, with_crossrefs
+from litpipe.ingest.bibtex.related import related_keys
 from litpipe.ingest.ids import slug
 from litpipe.ingest.library import LibraryEntry, library_discovery
 from litpipe.ingest.sources import Discovery
@@ -37,6 +39,7 @@ __all__ = [
     "latex_to_text",
     "names",
     "parse_bibtex",
+    "related_keys",
     "with_crossrefs",
 ]
 
