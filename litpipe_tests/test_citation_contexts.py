@@ -9,6 +9,8 @@ entry by family name and year; a marker with no entry is counted, not an error.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -183,3 +185,10 @@ def test_any_text_gives_contexts_inside_it(body: str, references: list[str]) -> 
         assert text[context.char_start : context.char_end] == context.sentence
         assert context.page in (1, 2)
     assert all(marker.marker for marker in contexts.unresolved)
+
+
+def test_long_texts_are_searched_in_linear_time() -> None:
+    start = time.process_time()
+    for body in ["Aaa-" * 20_000, "Lewis and " * 10_000 + "(2020)", "[1-" * 20_000]:
+        written(f"{body} Methods.", AUTHOR_YEAR_LIST)
+    assert time.process_time() - start < 10

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -190,6 +191,18 @@ def test_an_entry_that_reads_as_nothing_keeps_its_raw_text() -> None:
     record = parse_reference("  ")
     assert record.raw == "  " and record.title is None and record.authors == []
     assert parse_references([]) == []
+
+
+# Strings that make a careless pattern backtrack without end: each is parsed in milliseconds.
+LONG_ENTRIES = ["Aaa-" * 20_000, "A. " * 30_000, "Aaa Bbb, " * 10_000, "hep-th/" * 10_000]
+SECONDS_FOR_LONG_ENTRIES = 10
+
+
+def test_long_entries_parse_in_linear_time() -> None:
+    start = time.process_time()
+    for raw in LONG_ENTRIES:
+        assert parse_reference(raw).raw == raw
+    assert time.process_time() - start < SECONDS_FOR_LONG_ENTRIES
 
 
 def test_bibtex_related_entries_by_key() -> None:

@@ -46,9 +46,11 @@ _RANGE = re.compile(rf"(\d+)\s*[{_DASH}]\s*(\d+)|(\d+)")
 # A longer range is more likely a span of pages or years than of references.
 _MAX_RANGE = 50
 
+# A family name of one or two words, each of a bounded length: the search for markers tries
+# every word's start, and a long hyphenated word has many.
 _NAME = (
     r"(?:(?:van|von|de|der|den|del|della|di|da|du|la|le)\s+)*"
-    r"[^\W\d_a-z][\w'\u2019-]*(?:\s+[^\W\d_a-z][\w'\u2019-]*[a-z])?"
+    r"[^\W\d_a-z][\w'\u2019-]{0,40}(?:\s+[^\W\d_a-z][\w'\u2019-]{0,40}[a-z])?"
 )
 _YEARS = r"(?:18|19|20)\d\d[a-z]?(?:\s*,\s*(?:18|19|20)\d\d[a-z]?)*"
 _AUTHORS = rf"(?P<first>{_NAME})(?P<et_al>\s+et\s+al\.?)?(?:\s+(?:and|&)\s+(?P<second>{_NAME}))?"

@@ -82,8 +82,11 @@ _DOI = re.compile(r"10\.\s?\d{4,9}/\S+(?:(?<=[./_-])\s(?=[0-9a-z])\S+)*")
 _DOI_TRAILING = ".,;:'\"\u201d\u2019>"
 _URL = re.compile(r"(?:https?://|www\.)\S+|\bdoi:\s*", re.I)
 _ARXIV_NEW = re.compile(r"(?:arXiv:\s*)?(?<![\d.])(\d{4}\.\d{4,5}(?:v\d+)?)(?![\d])", re.I)
-# `hep-th/9711200`: distinctive enough to need no mention of arXiv.
-_ARXIV_OLD = re.compile(r"(?:arXiv:\s*)?\b([a-z-]+(?:\.[A-Z]{2})?/\d{7})\b", re.I)
+# `hep-th/9711200`: distinctive enough to need no mention of arXiv. The archive's name is
+# bounded, which keeps a search through a long hyphenated word linear.
+_ARXIV_OLD = re.compile(
+    r"(?:arXiv:\s*)?(?<![\w-])([a-z]{1,12}(?:-[a-z]{1,12})?(?:\.[A-Z]{2})?/\d{7})\b", re.I
+)
 _MENTIONS_ARXIV = re.compile(r"arxiv", re.I)
 _PREPRINT_VERSION = re.compile(r"^(10\.1101/.*\d)v\d+$")
 _PREPRINT_DOI_DATE = re.compile(r"10\.1101/((?:19|20)\d\d)\.\d\d\.\d\d\.")
