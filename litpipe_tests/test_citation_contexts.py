@@ -172,6 +172,16 @@ MARKER_LIKE = st.lists(
 ENTRIES = [*AUTHOR_YEAR_LIST, "[1] A. Chen, One. J. 1 (2019)."]
 
 
+def test_bracketed_numbers_of_an_author_year_paper_are_no_markers() -> None:
+    # Genetics' DHFR fragments, `F[1,2]` and `F[3]` (10.1101/2024.05.13.593936).
+    contexts = written(
+        "Introduction. Sho1 was fused to DHFR F[1,2] and Pbs2 to F[3] (Wu 2019). Methods.",
+        AUTHOR_YEAR_LIST,
+    )
+    assert [c.marker for c in contexts.contexts] == ["(Wu 2019)"]
+    assert contexts.unresolved == []
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(st.text(max_size=300), MARKER_LIKE),

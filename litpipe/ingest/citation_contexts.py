@@ -3,9 +3,9 @@ sentence that cites, its page and its section.
 
 Markers read:
 
-- numbered: `[12]`, `[3-5]`, `[1, 4, 7]` (a range expanded), and `Lewis et al. [12]` by its
-  number; `(12)`, `(3-5)` only in a paper with a numbered list and no bracketed marker, where
-  brackets are not its style (PNAS, NAR, ASM set numbers in parentheses);
+- numbered, in a paper whose list is numbered: `[12]`, `[3-5]`, `[1, 4, 7]` (a range
+  expanded), and `Lewis et al. [12]` by its number; `(12)`, `(3-5)` where they outnumber the
+  bracketed ones (PNAS, NAR, ASM set numbers in parentheses);
 - author-year: `(Lewis et al., 2020)`, `(Lewis and Chen 2020; Wu 2019)`, `(Gallone et al.
   2016, 2018)`, `Lewis et al. (2020)`: linked by the first author's family name and the year
   (a second author's name, or a year's letter `2020b`, choosing among entries that share
@@ -139,16 +139,18 @@ def _markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
 
 
 def _numeric_markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
-    """The paper's numbered markers: bracketed, or parenthesised where the list is numbered
-    and parentheses are the more common of the two (a few bracketed numbers inside a
-    parenthesis do not make brackets its style). A parenthesised number past the list's last
-    is a count or a year, not a marker."""
-    bracketed = [_numeric(found) for found in _BRACKETED.finditer(text)]
+    """The paper's numbered markers, where its list is numbered (in an author-year paper
+    `F[1,2]` names a protein fragment): bracketed, or parenthesised where parentheses are the
+    more common of the two (a few bracketed numbers inside a parenthesis do not make brackets
+    its style). A parenthesised number past the list's last is a count or a year."""
     last = max((reference.number or 0 for reference in references), default=0)
+    if not last:
+        return
+    bracketed = [_numeric(found) for found in _BRACKETED.finditer(text)]
     parenthesised = [
         marker
         for marker in (_numeric(found) for found in _PARENTHESISED.finditer(text))
-        if last and all(isinstance(number, int) and number <= last for number in marker.cited)
+        if all(isinstance(number, int) and number <= last for number in marker.cited)
     ]
     yield from parenthesised if len(parenthesised) > len(bracketed) else bracketed
 
@@ -188,10 +190,7 @@ def _folded(name: str) -> str:
 
 
 def _entries_by_number(references: list[ReferenceRecord]) -> dict[int, int]:
-    """Entry index by number: the list's own numbers, else (a list whose numbers were not
-    kept) each entry's place in it."""
-    numbered = {ref.number: index for index, ref in enumerate(references) if ref.number}
-    return numbered or {index + 1: index for index in range(len(references))}
+    return {ref.number: index for index, ref in enumerate(references) if ref.number is not None}
 
 
 def _numbered(number: int, numbers: dict[int, int]) -> tuple[int | None, str]:
