@@ -192,6 +192,7 @@ def test_any_text_gives_contexts_inside_it(body: str, references: list[str]) -> 
     contexts = written(text, references)
     for context in contexts.contexts:
         assert 0 <= context.reference_index < len(references)
+        assert text.startswith(context.marker, context.marker_start)
         assert text[context.char_start : context.char_end] == context.sentence
         assert context.page in (1, 2)
     assert all(marker.marker for marker in contexts.unresolved)

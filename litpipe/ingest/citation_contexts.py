@@ -115,6 +115,7 @@ def citation_contexts(
                     reference_index=index,
                     reference_number=references[index].number,
                     marker=marker.text,
+                    marker_start=marker.start,
                     sentence=sentence.text,
                     char_start=sentence.start,
                     char_end=sentence.end,

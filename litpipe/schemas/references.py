@@ -38,6 +38,7 @@ class CitationContext(BaseModel):
         default=None, description="The entry's number in a numbered list."
     )
     marker: str = Field(description="The marker as written: `[3-5]`, `(Lewis et al., 2020)`.")
+    marker_start: int = Field(description="The marker's offset in `PaperDocument.text`.")
     sentence: str
     char_start: int = Field(description="The sentence's offset in `PaperDocument.text`.")
     char_end: int
