@@ -128,7 +128,7 @@ class GeneratedClient:
         problem = ""
         for _ in range(2):
             choices: Choices = drawn(self.data)
-            text = json.dumps(reply(schema.model_json_schema(), choices, words), ensure_ascii=False)
+            text = json.dumps(reply(json_schema(schema), choices, words), ensure_ascii=False)
             try:
                 return parse_reply(text, schema)
             except UnusableReply as unusable:
