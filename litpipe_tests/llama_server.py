@@ -568,16 +568,20 @@ def xdist_group(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The real server's tests first, then the other groups, the largest first, then the tests
-    of no group: pytest-xdist's own order (by size), less the real server's tests, which would
-    be the suite's tail begun later. `make test` has pytest-xdist keep this order
-    (--no-loadscope-reorder); each group, and each test of none, keeps its tests' order."""
+    of no group, those marked slow (a minute or more each) before the others: pytest-xdist's
+    own order (by size), less the real server's tests, which would be the suite's tail begun
+    later, and the slow tests of no group, each of which begun among the last would be a tail
+    of its own. `make test` has pytest-xdist keep this order (--no-loadscope-reorder); each
+    group, and each test of none, keeps its tests' order."""
     sizes = Counter(xdist_group(item) for item in items)
 
     def place(item: pytest.Item) -> tuple[int, int]:
         group = xdist_group(item)
         if group == XDIST_GROUP:
             return (0, 0)
-        return (1, -sizes[group]) if group is not None else (2, 0)
+        if group is not None:
+            return (1, -sizes[group])
+        return (2, 0) if item.get_closest_marker("slow") else (3, 0)
 
     items.sort(key=place)
 

@@ -36,3 +36,12 @@ def test_the_real_servers_tests_are_handed_out_first(request: pytest.FixtureRequ
         assert request.config.getoption("loadscopereorder") is False, (
             "`make test` runs pytest-xdist without --no-loadscope-reorder"
         )
+
+
+def test_the_slow_tests_of_no_group_come_before_the_quick_ones(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Each takes a worker for a minute or more: begun among the last, each would be a tail."""
+    ungrouped = [item for item in request.session.items if xdist_group(item) is None]
+    slow = [item.get_closest_marker("slow") is not None for item in ungrouped]
+    assert slow == sorted(slow, reverse=True), "a quick test of no group comes before a slow one"
