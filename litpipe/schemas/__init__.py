@@ -91,8 +91,15 @@ from litpipe.schemas.query_summary import (
     SummaryRoute,
 )
 from litpipe.schemas.references import (
+    CITATION_INTENT_LABELS,
     CitationContext,
     CitationContexts,
+    CitationIntent,
+    CitationIntentLabel,
+    CitationMatch,
+    CitationMatches,
+    CollectionPaper,
+    MatchRule,
     ReferenceRecord,
     UnresolvedMarker,
 )
@@ -125,6 +132,7 @@ from litpipe.schemas.reports import (
 from litpipe.schemas.synthesis import CollectionOutputs, Synthesis, SynthesisPattern
 
 __all__ = [
+    "CITATION_INTENT_LABELS",
     "MAX_QUESTION_CHARS",
     "NOT_ANSWERED",
     "OPTIONAL_STEP_NAMES",
@@ -137,10 +145,15 @@ __all__ = [
     "Citation",
     "CitationContext",
     "CitationContexts",
+    "CitationIntent",
+    "CitationIntentLabel",
+    "CitationMatch",
+    "CitationMatches",
     "ClaimEnd",
     "CollectionAnswer",
     "CollectionAnswerRequest",
     "CollectionOutputs",
+    "CollectionPaper",
     "ConvergenceReport",
     "CorpusIndex",
     "CrossPaperQuestions",
@@ -160,6 +173,7 @@ __all__ = [
     "JudgeVerdict",
     "LLMUsage",
     "LeftOutPaper",
+    "MatchRule",
     "NightlyBudgetSpent",
     "OptionalStep",
     "OutputGrades",

@@ -1,4 +1,5 @@
-"""A paper's reference list as records, and the sentences of its body that cite them.
+"""A paper's reference list as records, the sentences of its body that cite them, the
+collection's papers those records name, and what each citing sentence says of the cited work.
 
 A record keeps the entry as the PDF sets it (`raw`) beside what was read from it, so a field
 read wrongly never loses the reference. Contexts point into `PaperDocument.text` by character
@@ -7,7 +8,11 @@ offsets; pages are 1-based, as everywhere in litpipe.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
+
+from litpipe.schemas.papers import PaperDocument
 
 
 class ReferenceRecord(BaseModel):
@@ -61,3 +66,70 @@ class CitationContexts(BaseModel):
     paper_id: str
     contexts: list[CitationContext] = Field(default_factory=list)
     unresolved: list[UnresolvedMarker] = Field(default_factory=list)
+
+
+MatchRule = Literal["doi", "arxiv", "title_year"]
+
+
+class CollectionPaper(BaseModel):
+    """What a reference can name a paper of the collection by."""
+
+    paper_id: str
+    title: str = ""
+    year: int | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+
+    @classmethod
+    def of(cls, document: PaperDocument) -> CollectionPaper:
+        return cls(
+            paper_id=document.paper_id,
+            title=document.title,
+            year=document.year,
+            doi=document.doi,
+            arxiv_id=document.arxiv_id,
+        )
+
+
+class CitationMatch(BaseModel):
+    """One reference-list entry and the paper of the collection it names, if one alone."""
+
+    reference_index: int = Field(description="0-based index of the entry in the reference list.")
+    paper_id: str | None = Field(default=None, description="The matched paper; None if none.")
+    rule: MatchRule | None = Field(default=None, description="What matched it.")
+    ambiguous: list[str] = Field(
+        default_factory=list,
+        description="The papers it matched by one rule, more than one: it is left unmatched.",
+    )
+    note: str = Field(
+        default="",
+        description="Why a candidate was not taken: the citing paper itself, several papers, "
+        "a title too short to tell, a year out of the rule.",
+    )
+
+
+class CitationMatches(BaseModel):
+    """A paper's reference list matched to the papers of its collection, entry by entry."""
+
+    paper_id: str
+    matches: list[CitationMatch] = Field(default_factory=list)
+
+
+CitationIntentLabel = Literal["extends", "compares", "contrasts", "uses", "background"]
+CITATION_INTENT_LABELS: tuple[CitationIntentLabel, ...] = (
+    "extends",
+    "compares",
+    "contrasts",
+    "uses",
+    "background",
+)
+
+
+class CitationIntent(BaseModel):
+    """What a citing sentence says of the work it cites."""
+
+    label: CitationIntentLabel
+    cue: str | None = Field(
+        default=None, description="The cue phrase as written in the sentence, if one decided."
+    )
+    why: str = Field(description="One line: the cue and where it sits, or the section's prior.")
