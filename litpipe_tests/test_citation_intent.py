@@ -100,6 +100,10 @@ def test_the_cue_nearest_the_marker_decides_for_each_marker() -> None:
         # A clause away.
         "We extend the model to yeast; its first form is described elsewhere [3].",
         "Unlike the other strains; the lager strain ferments slowly [3].",
+        # What is compared or built on ends at a comma.
+        "The short timeframe of selection compared to evolution, making subtle effects "
+        "difficult to discern [3].",
+        "Building on these results, others proposed a second site [3].",
         # A cue that must lead its citation, after it.
         "The estimates of [3] than ours differ.",
     ],

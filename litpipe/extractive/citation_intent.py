@@ -7,9 +7,14 @@ A cue decides only where it bears on the marker:
 - it lies within its reach of the marker, counted in words between the two ("we extend ...
   [3]" a clause away says nothing of [3]);
 - no clause break (`;`) lies between them;
+- a comparison's or an extension's cue before the marker has no comma between them ("X
+  compared to Y, making Z [3]": Y is compared, not [3]);
 - a cue that must lead its citation ("than [3]", "following [3]", "using X [3]", "as described
   [3]") comes before the marker; the others may come on either side ("[3] was outperformed",
   "X was reported [3], whereas we find");
+- `using X [3]` and a tool's noun (`software`, `database`, `pipeline`) name the citing paper's
+  own use only in Methods or beside `we`/`our`: elsewhere "studies using genomics [3]" is
+  what others did;
 - it is not negated ("we did not build on [3]", "not unlike [3]", "not inconsistent with
   [3]"): a negated comparison still compares, but a negated extension, use or contrast is no
   longer one, and the citation falls back to background.
@@ -38,6 +43,9 @@ _NEGATION = re.compile(r"\b(?:not|no|never|without|nor|cannot)\b|n't\b", re.I)
 # Words before a cue in which a negation negates it.
 _NEGATION_WORDS = 3
 _CLAUSE_BREAK = ";"
+# A contrast spans a comma ("In contrast, Smith [3]"), and so does a list of tools used ("we used
+# A, B and C [3]").
+_OBJECT_ENDS_AT_COMMA: tuple[CitationIntentLabel, ...] = ("compares", "extends")
 _FIRST_PERSON = re.compile(r"\b(?:we|our|us)\b", re.I)
 _WORD = re.compile(r"\S+")
 _METHODS_HEADING = re.compile(
@@ -217,6 +225,10 @@ def _bears(cue: _Cue, match: re.Match[str], sentence: str, start: int, end: int)
         return None
     gap = len(_WORD.findall(between))
     if gap > cue.reach or _CLAUSE_BREAK in between:
+        return None
+    # What is compared with or built on follows its cue and ends at a comma: in "selection
+    # compared to evolution, making effects hard to discern [3]", [3] is neither.
+    if cue.label in _OBJECT_ENDS_AT_COMMA and match.end() <= start and "," in between:
         return None
     # `more than 100 genes [3]` counts genes; `than ESM-2 [3]` compares.
     if cue.label == "compares" and cue.leads and between.strip()[:1].isdigit():
