@@ -133,3 +133,25 @@ class CitationIntent(BaseModel):
         default=None, description="The cue phrase as written in the sentence, if one decided."
     )
     why: str = Field(description="One line: the cue and where it sits, or the section's prior.")
+
+
+class CitingSentence(BaseModel):
+    """A sentence of a paper of the collection that cites a work, where it sits."""
+
+    paper_id: str = Field(description="The citing paper.")
+    sentence: str
+    page: int = Field(description="1-based page of the marker.")
+    section: str = Field(default="", description="Heading of the section holding it.")
+
+
+class OftenCited(BaseModel):
+    """A work that several papers of the collection cite and none of its papers is: one of
+    "Often cited, not in your library"."""
+
+    reference: ReferenceRecord = Field(
+        description="The most complete of the citing papers' records of it."
+    )
+    citing_paper_ids: list[str] = Field(description="The papers citing it, each once, sorted.")
+    contexts: list[CitingSentence] = Field(
+        default_factory=list, description="The sentences citing it, paper by paper."
+    )

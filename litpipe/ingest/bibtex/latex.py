@@ -51,6 +51,7 @@ _LETTERS = {
     "copyright": "\N{COPYRIGHT SIGN}",
     "textdegree": "\N{DEGREE SIGN}",
     "textasciitilde": "~",
+    "textasciicircum": "^",
     "textbackslash": "\\",
     "textunderscore": "_",
     "textbar": "|",
