@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pymupdf
+
+from litpipe.ingest.pdf import parse_pdf
+from litpipe.schemas import PaperDocument
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
 # Titles, abstracts, DOIs and other facts read off the nine PDFs by hand.
@@ -14,6 +18,15 @@ PAPERS: list[dict] = TRUTH["papers"]
 PDFS_BY_SIZE = sorted(CORPUS.glob("*.pdf"), key=lambda path: path.stat().st_size)
 # The xdist group of the modules that read conftest's `bundled_pdfs_home`: one worker builds it.
 BUNDLED_PDFS_GROUP = "bundled_pdfs_home"
+# The xdist group of the modules that read `bundled_document`: one worker parses each PDF once.
+BUNDLED_DOCUMENTS_GROUP = "bundled_documents"
+
+
+@cache
+def bundled_document(stem: str) -> PaperDocument:
+    """A bundled PDF (`corpora/biology-cc-by/<stem>.pdf`) parsed once a process, its paper id
+    the stem: read, never changed, by the modules of BUNDLED_DOCUMENTS_GROUP."""
+    return parse_pdf(CORPUS / f"{stem}.pdf", stem)
 
 
 def pdf_with_pages(path: Path, pages: list[str]) -> Path:

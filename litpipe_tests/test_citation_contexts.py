@@ -10,18 +10,18 @@ entry by family name and year; a marker with no entry is counted, not an error.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from litpipe.ingest.citation_contexts import citation_contexts
-from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_reference, parse_references
 from litpipe.schemas import CitationContexts, PaperDocument, ReferenceRecord, Section
-from litpipe_tests.bundled import CORPUS
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, bundled_document
 
-pytestmark = pytest.mark.xdist_group("test_citation_contexts")
+pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 BRACKETED = "10.1101_2024.02.13.580051.pdf"  # PLOS style: [1, 2], [6-8]
 PARENTHESISED = "10.1093_nar_gkae252.pdf"  # NAR: (1), (2,3), (8-10)
@@ -33,7 +33,7 @@ def linked() -> dict[str, tuple[list[ReferenceRecord], CitationContexts]]:
     """Three bundled papers' records and contexts, each PDF parsed once."""
     found = {}
     for name in (BRACKETED, PARENTHESISED, AUTHOR_YEAR):
-        document = parse_pdf(CORPUS / name, name)
+        document = bundled_document(Path(name).stem)
         records = parse_references(document.references)
         found[name] = records, citation_contexts(document, records)
     return found

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from litpipe.extractive.citation_intent import citation_intent, citation_intents, methods_headings
 from litpipe.ingest.citation_contexts import citation_contexts
-from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_references
 from litpipe.schemas import (
     CITATION_INTENT_LABELS,
@@ -26,9 +25,9 @@ from litpipe.schemas import (
     PaperDocument,
     Section,
 )
-from litpipe_tests.bundled import CORPUS
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, bundled_document
 
-pytestmark = pytest.mark.xdist_group("test_citation_intent")
+pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 
 def _intent(sentence: str, marker: str = "[3]", section: str = "Results") -> CitationIntent:
@@ -188,7 +187,7 @@ BUNDLED = ("10.1093_g3journal_jkad293", "10.1186_s13059-023-02935-8", "10.1186_s
 def bundled() -> dict[str, list[tuple[CitationContext, CitationIntent]]]:
     found = {}
     for name in BUNDLED:
-        document = parse_pdf(CORPUS / f"{name}.pdf", name)
+        document = bundled_document(name)
         contexts = citation_contexts(document, parse_references(document.references)).contexts
         found[name] = list(zip(contexts, citation_intents(document, contexts), strict=True))
     return found

@@ -23,12 +23,11 @@ from litpipe.ingest.citation_matching import (
     match_references,
     title_key,
 )
-from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_reference, parse_references
 from litpipe.schemas import CollectionPaper, PaperDocument, ReferenceRecord
-from litpipe_tests.bundled import CORPUS
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, CORPUS, bundled_document
 
-pytestmark = pytest.mark.xdist_group("test_citation_matching")
+pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 RAG = CollectionPaper(
     paper_id="arxiv-2005.11401",
@@ -154,7 +153,7 @@ def test_the_keys_compare_as_the_rules_say() -> None:
 def bundled() -> dict[str, tuple[PaperDocument, list[ReferenceRecord]]]:
     found = {}
     for path in sorted(CORPUS.glob("*.pdf")):
-        document = parse_pdf(path, path.stem)
+        document = bundled_document(path.stem)
         found[document.paper_id] = document, parse_references(document.references)
     return found
 

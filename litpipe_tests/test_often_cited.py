@@ -21,7 +21,6 @@ from litpipe.ingest.bibtex import latex_to_text, names, parse_bibtex
 from litpipe.ingest.citation_contexts import citation_contexts
 from litpipe.ingest.citation_matching import CollectionIndex, doi_key
 from litpipe.ingest.often_cited import often_cited
-from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_references
 from litpipe.ingest.zotero import list_zotero
 from litpipe.report.bibliography import RIS_LINE_END, bibtex, citation_keys, ris
@@ -33,10 +32,10 @@ from litpipe.schemas import (
     OftenCited,
     ReferenceRecord,
 )
-from litpipe_tests.bundled import CORPUS
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, CORPUS, bundled_document
 from litpipe_tests.test_zotero import ZoteroLibrary
 
-pytestmark = pytest.mark.xdist_group("test_often_cited")
+pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 RAG = ReferenceRecord(
     raw="Lewis, P. et al. Retrieval-augmented generation for knowledge-intensive NLP tasks. "
@@ -202,7 +201,7 @@ def test_a_higher_threshold_keeps_fewer() -> None:
 def bundled() -> tuple[dict[str, list[ReferenceRecord]], dict, dict]:
     references, contexts, papers = {}, {}, []
     for path in sorted(CORPUS.glob("*.pdf")):
-        document = parse_pdf(path, path.stem)
+        document = bundled_document(path.stem)
         references[document.paper_id] = parse_references(document.references)
         contexts[document.paper_id] = citation_contexts(document, references[document.paper_id])
         papers.append(CollectionPaper.of(document))

@@ -20,13 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from litpipe.ingest.bibtex import parse_bibtex, related_keys
-from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.references import parse_reference, parse_references
 from litpipe.ingest.zotero import related_item_keys
 from litpipe.schemas import ReferenceRecord
-from litpipe_tests.bundled import CORPUS, PAPERS
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, PAPERS, bundled_document
 
-pytestmark = pytest.mark.xdist_group("test_references")
+pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 NUMBERED = [
     "10.1073_pnas.2322520121.pdf",
@@ -49,7 +48,7 @@ DOI = re.compile(r"^10\.\d{4,9}/\S+$")
 def records() -> dict[str, list[ReferenceRecord]]:
     """Each bundled paper's records, its PDF parsed once."""
     return {
-        paper["file"]: parse_references(parse_pdf(CORPUS / paper["file"], "p").references)
+        paper["file"]: parse_references(bundled_document(Path(paper["file"]).stem).references)
         for paper in PAPERS
     }
 
