@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from litpipe.schemas.evidence import RetrievedChunk
 from litpipe.schemas.papers import PaperDocument
 
 
@@ -35,6 +36,26 @@ class ReferenceRecord(BaseModel):
     arxiv_id: str | None = None
 
 
+CitationIntentLabel = Literal["extends", "compares", "contrasts", "uses", "background"]
+CITATION_INTENT_LABELS: tuple[CitationIntentLabel, ...] = (
+    "extends",
+    "compares",
+    "contrasts",
+    "uses",
+    "background",
+)
+
+
+class CitationIntent(BaseModel):
+    """What a citing sentence says of the work it cites."""
+
+    label: CitationIntentLabel
+    cue: str | None = Field(
+        default=None, description="The cue phrase as written in the sentence, if one decided."
+    )
+    why: str = Field(description="One line: the cue and where it sits, or the section's prior.")
+
+
 class CitationContext(BaseModel):
     """An in-text marker linked to its reference-list entry, with the sentence citing it."""
 
@@ -49,6 +70,10 @@ class CitationContext(BaseModel):
     char_end: int
     page: int = Field(description="1-based page of the marker.")
     section: str = Field(description="Heading of the section holding it; '' outside any.")
+    intent: CitationIntent | None = Field(
+        default=None,
+        description="What the sentence says of the cited work (`paper_references` reads it).",
+    )
 
 
 class UnresolvedMarker(BaseModel):
@@ -115,26 +140,6 @@ class CitationMatches(BaseModel):
     matches: list[CitationMatch] = Field(default_factory=list)
 
 
-CitationIntentLabel = Literal["extends", "compares", "contrasts", "uses", "background"]
-CITATION_INTENT_LABELS: tuple[CitationIntentLabel, ...] = (
-    "extends",
-    "compares",
-    "contrasts",
-    "uses",
-    "background",
-)
-
-
-class CitationIntent(BaseModel):
-    """What a citing sentence says of the work it cites."""
-
-    label: CitationIntentLabel
-    cue: str | None = Field(
-        default=None, description="The cue phrase as written in the sentence, if one decided."
-    )
-    why: str = Field(description="One line: the cue and where it sits, or the section's prior.")
-
-
 class CitingSentence(BaseModel):
     """A sentence of a paper of the collection that cites a work, where it sits."""
 
@@ -155,3 +160,97 @@ class OftenCited(BaseModel):
     contexts: list[CitingSentence] = Field(
         default_factory=list, description="The sentences citing it, paper by paper."
     )
+
+
+class PaperReferences(BaseModel):
+    """The `paper_references` asset: a paper's reference list as records, the sentences of its
+    body citing them, each with its intent, and what could not be linked. Built once per paper
+    whatever its collections; a collection's `citation_graph` matches the records."""
+
+    paper: CollectionPaper = Field(description="What another paper's reference names it by.")
+    records: list[ReferenceRecord] = Field(default_factory=list)
+    contexts: list[CitationContext] = Field(default_factory=list)
+    unresolved: list[UnresolvedMarker] = Field(default_factory=list)
+
+    @property
+    def untitled(self) -> list[ReferenceRecord]:
+        """The entries no title was read from: kept, but never matched by title."""
+        return [record for record in self.records if not record.title]
+
+
+class CitationEdge(BaseModel):
+    """`citing` → `cited`: a paper of the collection whose reference list names another, with
+    the sentences citing it (none when the list names it but no marker of the body does)."""
+
+    citing: str
+    cited: str
+    reference_index: int = Field(description="0-based index of the entry in `citing`'s list.")
+    rule: MatchRule
+    contexts: list[CitationContext] = Field(default_factory=list)
+
+
+class UnmatchedReference(BaseModel):
+    """A reference left unmatched because it names more than one paper of the collection."""
+
+    paper_id: str = Field(description="The citing paper.")
+    reference_index: int
+    raw: str
+    candidates: list[str] = Field(description="The papers it names, each by the same rule.")
+    note: str
+
+
+class PaperCitationCounts(BaseModel):
+    """What of one paper's references and markers could not be used, named."""
+
+    paper_id: str
+    references: int = Field(description="Entries of its reference list.")
+    untitled: list[str] = Field(
+        default_factory=list, description="The entries (raw) no title was read from."
+    )
+    unresolved: list[str] = Field(
+        default_factory=list, description="The markers naming no entry, each with why."
+    )
+
+
+class CitationGraph(BaseModel):
+    """The `citation_graph` asset of a collection: which of its papers cite which, the works
+    they keep citing but the collection lacks, and what could not be linked."""
+
+    collection: str
+    papers: list[str] = Field(description="The members whose references are built.")
+    edges: list[CitationEdge] = Field(default_factory=list)
+    often_cited: list[OftenCited] = Field(
+        default_factory=list, description="Often cited, not in your library: most cited first."
+    )
+    ambiguous: list[UnmatchedReference] = Field(default_factory=list)
+    counts: list[PaperCitationCounts] = Field(
+        default_factory=list, description="Per paper: its entries, and what was not usable."
+    )
+
+    def cites(self, paper_id: str) -> list[str]:
+        """The papers of the collection `paper_id` cites, in its list's order."""
+        return list(dict.fromkeys(edge.cited for edge in self.edges if edge.citing == paper_id))
+
+    def cited_by(self, paper_id: str) -> list[str]:
+        """The papers of the collection citing `paper_id`."""
+        return list(dict.fromkeys(edge.citing for edge in self.edges if edge.cited == paper_id))
+
+
+CitedRelationshipType = Literal["extension", "improvement", "contrast", "complementary"]
+
+
+class CitedRelationship(BaseModel):
+    """How a paper relates to one it cites, as its citing sentences say: `extends` → extension,
+    `compares` → improvement, `contrasts` → contrast; a citation for its use or as background
+    supports no type and stays complementary, `why` saying so."""
+
+    citing: str
+    cited: str
+    type: CitedRelationshipType
+    context: CitationContext = Field(description="The sentence that decided the type.")
+    passage: RetrievedChunk | None = Field(
+        default=None,
+        description="The citing paper's chunk holding that sentence: what a synthesis cites "
+        "the relationship by, `[citing:page]`.",
+    )
+    why: str

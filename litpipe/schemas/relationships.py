@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.schemas.evidence import Answer, Citation
 from litpipe.schemas.papers import PaperReference
+from litpipe.schemas.references import CitedRelationship
 from litpipe.schemas.reports import LeftOutPaper, StepNotRun
 
 RelationshipType = Literal["extension", "contradiction", "complementary", "improvement", "parallel"]
@@ -60,6 +61,11 @@ class RelationshipAnalysis(BaseModel):
     type_distribution: dict[str, int] = Field(
         description="Relationships of each type, every type listed (a corpus where all are "
         "`complementary` is a warning sign)."
+    )
+    cited_relationships: list[CitedRelationship] = Field(
+        default_factory=list,
+        description="How papers of the collection relate to those they cite, as their citing "
+        "sentences say (the `citation_graph`'s edges), each naming its sentence and page.",
     )
     follow_ups: list[FollowUp] = Field(
         default_factory=list, description="The refinement pass: papers asked again, and why."
