@@ -40,7 +40,7 @@ import logging
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 from litpipe import citations
@@ -63,6 +63,7 @@ from litpipe.retrieval.text import tokenize
 from litpipe.schemas import (
     Answer,
     Citation,
+    CitedRelationship,
     CrossPaperQuestions,
     Insight,
     LeftOutPaper,
@@ -341,6 +342,36 @@ def also_in_collection(paper: str, titles: dict[str, str]) -> str:
     return f"{ALSO_IN_COLLECTION}, {quoted_title(titles.get(paper, paper))}: "
 
 
+# How a synthesis says what a citing sentence supports; `complementary` is said of none.
+CITED_VERBS: dict[str, str] = {
+    "extension": "extends",
+    "improvement": "compares itself with",
+    "contrast": "sets itself apart from",
+}
+
+
+def cited_relationship_sentences(
+    cited: Sequence[CitedRelationship], titles: Mapping[str, str]
+) -> list[str]:
+    """A sentence for each relationship a citing sentence types (extension, improvement,
+    contrast) and a passage of the citing paper holds: the two papers, the citing sentence
+    quoted, and its citation `[citing:page]`. Nothing else may say that one paper extends
+    another."""
+    said = []
+    for relation in cited:
+        verb = CITED_VERBS.get(relation.type)
+        if verb is None or relation.passage is None:
+            continue
+        citing = quoted_title(titles.get(relation.citing, relation.citing))
+        target = quoted_title(titles.get(relation.cited, relation.cited))
+        sentence = " ".join(relation.context.sentence.split())
+        said.append(
+            f"{citing} {verb} {target}, in its words: \u201c{sentence}\u201d "
+            f"{marker(relation.citing, relation.context.page)}"
+        )
+    return said
+
+
 def covered(
     text: str,
     resolver: Resolver,
@@ -453,13 +484,17 @@ def collection_evidence(
     answers: dict[str, PaperAnswers],
     comparative: CrossPaperQuestions | None,
 ) -> list[RetrievedChunk]:
-    """Every passage an answer of the collection was written from, each once, in order."""
+    """Every passage an answer of the collection was written from, then those holding the
+    citing sentences of its cited relationships, each once, in order."""
     every_answer = [
         a for paper in analysis.papers if paper in answers for a in answers[paper].answers
     ]
     every_answer += comparative.answers if comparative else []
     every_answer += [a for follow_up in analysis.follow_ups for a in follow_up.answers]
     chunks = {chunk.chunk_id: chunk for answer in every_answer for chunk in answer.evidence}
+    for relation in analysis.cited_relationships:
+        if relation.passage is not None:
+            chunks.setdefault(relation.passage.chunk_id, relation.passage)
     return list(chunks.values())
 
 

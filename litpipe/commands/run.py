@@ -20,6 +20,7 @@ from litpipe.files import write_atomically
 from litpipe.llm.usage import calls_counts, calls_line
 from litpipe.schemas import (
     CheckReport,
+    CitationReport,
     FailedPaper,
     PaperSource,
     RunReport,
@@ -33,6 +34,7 @@ from litpipe.text import counted
 if TYPE_CHECKING:
     from litpipe.ingest.sources import Discovery
     from litpipe.runtime.runner import PaperOutcome
+    from litpipe.schemas import CitationGraph, RelationshipAnalysis
 
 # What finds a run's papers in its source (a Zotero data directory, a .bib file), given the
 # `--collection` asked for.
@@ -394,6 +396,7 @@ def synthesis_report(
     synthesis since `since` (from the version kept last before it); None until they exist."""
     from litpipe.defs.resources import artifact_store
     from litpipe.schemas import (
+        CitationGraph,
         CollectionOutputs,
         CrossPaperQuestions,
         RelationshipAnalysis,
@@ -410,6 +413,11 @@ def synthesis_report(
     expert = artifacts.read(["synthesis"], collection, Synthesis)
     plain = artifacts.read(["plain_summary"], collection, Synthesis)
     outputs = artifacts.read(["collection_outputs"], collection, CollectionOutputs)
+    graph = (
+        artifacts.read(["citation_graph"], collection, CitationGraph)
+        if artifacts.exists(["citation_graph"], collection)
+        else None
+    )
     return SynthesisReport(
         papers=len(analysis.papers),
         comparative_questions=len(comparative.answers),
@@ -423,9 +431,28 @@ def synthesis_report(
         cited_papers=len({citation.paper_id for citation in expert.citations}),
         appended_papers=len(expert.appended),
         left_out=expert.left_out,
+        citations=citation_report(graph, analysis) if graph is not None else None,
         outputs=outputs.files,
         checks=checks,
         changes=changes_since(paths.home, collection, since),
+    )
+
+
+def citation_report(graph: CitationGraph, analysis: RelationshipAnalysis) -> CitationReport:
+    """`report.json`'s account of the collection's citation graph."""
+    return CitationReport(
+        references=sum(paper.references for paper in graph.counts),
+        edges=len(graph.edges),
+        cited_relationships=dict(
+            Counter(relation.type for relation in analysis.cited_relationships)
+        ),
+        often_cited=len(graph.often_cited),
+        untitled_references={p.paper_id: p.untitled for p in graph.counts if p.untitled},
+        unresolved_markers={p.paper_id: p.unresolved for p in graph.counts if p.unresolved},
+        ambiguous_references=[
+            f"{item.paper_id}: {item.raw} ({', '.join(item.candidates)})"
+            for item in graph.ambiguous
+        ],
     )
 
 

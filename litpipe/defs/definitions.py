@@ -8,6 +8,7 @@ import os
 import dagster as dg
 
 from litpipe.defs.assets.chunk_embeddings import build_chunk_embeddings_assets
+from litpipe.defs.assets.citation_graph import build_citation_graph_assets
 from litpipe.defs.assets.collection_answer import build_collection_answer_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.cross_paper_questions import build_cross_paper_questions_assets
@@ -17,6 +18,7 @@ from litpipe.defs.assets.nightly_digest import build_nightly_digest_assets
 from litpipe.defs.assets.paper_abstract import build_paper_abstract_assets
 from litpipe.defs.assets.paper_answers import build_paper_answers_assets
 from litpipe.defs.assets.paper_questions import build_paper_questions_assets
+from litpipe.defs.assets.paper_references import build_paper_references_assets
 from litpipe.defs.assets.query_summary import build_query_summary_assets
 from litpipe.defs.assets.question_evidence import build_question_evidence_assets
 from litpipe.defs.assets.related_work import build_related_work_assets
@@ -101,6 +103,8 @@ def build_definitions(
                 *build_paper_questions_assets(llm, synthesis, operations),
                 *build_question_evidence_assets(retrieval, ingest, llm, operations, paths),
                 *build_paper_answers_assets(llm, synthesis, operations),
+                *build_paper_references_assets(operations),
+                *build_citation_graph_assets(),
                 *build_corpus_index_assets(ingest, paths),
                 *build_cross_paper_questions_assets(llm, retrieval, synthesis, ingest),
                 *build_relationship_analysis_assets(llm, retrieval, synthesis, ingest, paths),

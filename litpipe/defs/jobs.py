@@ -17,7 +17,11 @@ paper_pipeline = dg.define_asset_job(
 collection_pipeline = dg.define_asset_job(
     "collection_pipeline",
     selection=dg.AssetSelection.groups(
-        "corpus_index", "cross_paper_questions", "relationship_analysis", "synthesis"
+        "corpus_index",
+        "citation_graph",
+        "cross_paper_questions",
+        "relationship_analysis",
+        "synthesis",
     ),
     tags=RUN_TAGS,
 )

@@ -152,7 +152,7 @@ def evaluate_synthesis_pipelines(
             analysis, answers, None, titles, flat, groups["ingest"], paths, asker
         )
         flat_calls = heard.calls[flat_from:]
-        passages = given_passages(answers, built.cross_paper_questions)
+        passages = given_passages(answers, built.cross_paper_questions, analysis)
         encoder = settings_embedder(groups["ingest"], paths)
         pipelines = {
             name: _graded(

@@ -131,6 +131,7 @@ from litpipe.schemas.relationships import (
 from litpipe.schemas.reports import (
     OPTIONAL_STEP_NAMES,
     CheckReport,
+    CitationReport,
     LeftOutPaper,
     LLMUsage,
     OptionalStep,
@@ -160,6 +161,7 @@ __all__ = [
     "CitationIntentLabel",
     "CitationMatch",
     "CitationMatches",
+    "CitationReport",
     "CitedRelationship",
     "CitedRelationshipType",
     "CitingSentence",

@@ -8,6 +8,7 @@ offsets; pages are 1-based, as everywhere in litpipe.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -226,6 +227,12 @@ class CitationGraph(BaseModel):
     counts: list[PaperCitationCounts] = Field(
         default_factory=list, description="Per paper: its entries, and what was not usable."
     )
+
+    def among(self, papers: Iterable[str]) -> CitationGraph:
+        """The graph with only the edges between `papers` (those an analysis covers)."""
+        kept = set(papers)
+        edges = [edge for edge in self.edges if edge.citing in kept and edge.cited in kept]
+        return self.model_copy(update={"edges": edges})
 
     def cites(self, paper_id: str) -> list[str]:
         """The papers of the collection `paper_id` cites, in its list's order."""

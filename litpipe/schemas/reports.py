@@ -75,6 +75,29 @@ class CheckReport(BaseModel):
         return "passed" if self.passed else f"FAILED ({self.severity})"
 
 
+class CitationReport(BaseModel):
+    """The collection's citation graph, for `report.json`: its counts, and what could not be
+    linked, named."""
+
+    references: int = Field(description="Entries of its papers' reference lists.")
+    edges: int = Field(description="Citations between papers of the collection.")
+    cited_relationships: dict[str, int] = Field(
+        default_factory=dict, description="The edges by the type their citing sentences give."
+    )
+    often_cited: int = Field(description="Works two papers or more cite that it lacks.")
+    untitled_references: dict[str, list[str]] = Field(
+        default_factory=dict, description="By paper: the entries (raw) no title was read from."
+    )
+    unresolved_markers: dict[str, list[str]] = Field(
+        default_factory=dict, description="By paper: the markers naming no entry, with why."
+    )
+    ambiguous_references: list[str] = Field(
+        default_factory=list,
+        description="References naming several papers of the collection, left unmatched: "
+        "`citing paper: entry (the papers)`.",
+    )
+
+
 class SynthesisReport(BaseModel):
     """What the collection stages produced, for `report.json`."""
 
@@ -96,6 +119,9 @@ class SynthesisReport(BaseModel):
     left_out: list[LeftOutPaper] = Field(
         default_factory=list,
         description="Papers of the collection the expert synthesis does not cover, with why.",
+    )
+    citations: CitationReport | None = Field(
+        default=None, description="How its papers cite each other, once the graph is built."
     )
     outputs: dict[str, str] = Field(description="The files written, by name.")
     checks: list[CheckReport] = Field(

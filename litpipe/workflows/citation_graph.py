@@ -1,9 +1,8 @@
-"""How a collection's papers cite each other: each paper's references read once
-(`paper_references`), the collection's graph of them (`citation_graph`), and the relationships
-its citing sentences support (`cited_relationships`).
+"""How a collection's papers cite each other: the graph of their references
+(`citation_graph`, from each paper's `paper_references`), and the relationships its citing
+sentences support (`cited_relationships`).
 
-    references = paper_references(document)
-    graph = citation_graph(collection, {paper_id: references, ...})
+    graph = citation_graph(collection, {paper_id: paper_references(document), ...})
     relationships = cited_relationships(graph, {paper_id: chunks, ...})
 """
 
@@ -11,11 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from litpipe.extractive.citation_intent import citation_intents
-from litpipe.ingest.citation_contexts import citation_contexts
 from litpipe.ingest.citation_matching import CollectionIndex
 from litpipe.ingest.often_cited import often_cited
-from litpipe.ingest.references import parse_references
 from litpipe.schemas import (
     CitationContext,
     CitationContexts,
@@ -23,10 +19,8 @@ from litpipe.schemas import (
     CitationGraph,
     CitedRelationship,
     CitedRelationshipType,
-    CollectionPaper,
     PaperChunks,
     PaperCitationCounts,
-    PaperDocument,
     PaperReferences,
     RetrievedChunk,
     UnmatchedReference,
@@ -41,23 +35,6 @@ _TYPE_OF_INTENT: dict[str, CitedRelationshipType] = {
 # The sentence that decides an edge's type: a contrast outweighs a comparison, which outweighs
 # an extension (a paper that extends a method and outperforms it improves on it).
 _DECIDING = ("contrasts", "compares", "extends", "uses", "background")
-
-
-def paper_references(document: PaperDocument) -> PaperReferences:
-    """The document's reference list as records, its body's markers linked to them, and what
-    each citing sentence says of the work it cites (`citation_intents`, offline)."""
-    records = parse_references(document.references)
-    found = citation_contexts(document, records)
-    intents = citation_intents(document, found.contexts)
-    return PaperReferences(
-        paper=CollectionPaper.of(document),
-        records=records,
-        contexts=[
-            context.model_copy(update={"intent": intent})
-            for context, intent in zip(found.contexts, intents, strict=True)
-        ],
-        unresolved=found.unresolved,
-    )
 
 
 def citation_graph(collection: str, references: Mapping[str, PaperReferences]) -> CitationGraph:

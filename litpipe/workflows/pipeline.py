@@ -43,6 +43,7 @@ from litpipe.retrieval.evidence import gather_evidence
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import (
+    CitationGraph,
     CrossPaperQuestions,
     EmbeddingResult,
     IngestError,
@@ -57,10 +58,12 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings.groups import SettingsGroups
+from litpipe.workflows.citation_graph import citation_graph, cited_relationships
 from litpipe.workflows.cross_paper_questions import cross_paper
 from litpipe.workflows.ingest import chunk_paper, read_document, settings_embedder
 from litpipe.workflows.optional_steps import error_reason
 from litpipe.workflows.paper_answers import answer_paper
+from litpipe.workflows.paper_references import paper_references
 from litpipe.workflows.plain_summary import plain_summary
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
 from litpipe.workflows.reranking import settings_reranker
@@ -93,6 +96,7 @@ class PipelineResult(BaseModel):
     papers: list[PaperResult]
     left_out: list[LeftOutPaper] = Field(default_factory=list)
     cross_paper_questions: CrossPaperQuestions
+    citation_graph: CitationGraph
     relationship_analysis: RelationshipAnalysis
     synthesis: Synthesis
     plain_summary: Synthesis
@@ -198,6 +202,10 @@ def run(
         groups["synthesis"],
         asker,
     )
+    graph = citation_graph(
+        collection,
+        {paper_id: paper_references(document) for paper_id, document in documents.items()},
+    )
     analysis = analyse(
         collection,
         answers,
@@ -207,6 +215,7 @@ def run(
         groups["synthesis"],
         asker,
         embedder,
+        cited_relationships(graph.among(answers), chunks),
     )
     analysis.left_out = left_out
     titles = {paper_id: abstract.title for paper_id, abstract in abstracts.items()}
@@ -226,6 +235,7 @@ def run(
         papers=list(results.values()),
         left_out=left_out,
         cross_paper_questions=comparative,
+        citation_graph=graph,
         relationship_analysis=analysis,
         synthesis=synthesis,
         plain_summary=plain,

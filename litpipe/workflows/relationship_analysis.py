@@ -12,7 +12,7 @@ are written from the analysis by `litpipe/workflows/synthesis.py`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from litpipe.agents.asker import Asker
@@ -29,6 +29,7 @@ from litpipe.agents.relationship_analysis.relationships import (
 from litpipe.llm.errors import LLMError
 from litpipe.schemas import (
     Answer,
+    CitedRelationship,
     CrossPaperQuestions,
     FollowUp,
     Insight,
@@ -86,13 +87,16 @@ def analyse(
     synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None = None,
+    cited: Sequence[CitedRelationship] = (),
 ) -> RelationshipAnalysis:
     """`relationship_analysis`: insights, relationships, theme and narrative; with
     `synthesis.follow_up_questions` set, papers left thin (too few insights, or absent from the
     narrative) are asked follow-up questions once, and the analysis is made again with their
     answers; a paper whose follow-ups fail (a model error) is
     recorded with why and left as it was. With an `encoder` (the collection's embedder),
-    relationship candidates are each insight's nearest neighbours (`relate`)."""
+    relationship candidates are each insight's nearest neighbours (`relate`). `cited`: how
+    the papers that cite each other relate, as their citing sentences say
+    (`citation_graph.cited_relationships`), kept on the analysis."""
     papers = list(answers)
     titles = {paper_id: abstracts[paper_id].title for paper_id in papers}
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
@@ -152,6 +156,7 @@ def analyse(
         insights=insights,
         relationships=draft.relationships,
         type_distribution=type_distribution(draft.relationships),
+        cited_relationships=list(cited),
         follow_ups=follow_ups,
         follow_ups_not_run=follow_ups_not_run,
         references={

@@ -28,6 +28,7 @@ from litpipe.agents.synthesis import (
     Resolver,
     checked_synthesis,
     choose_pattern,
+    cited_relationship_sentences,
     collection_evidence,
     covered,
     evidence_fallbacks,
@@ -193,8 +194,10 @@ def write_synthesis(
     if pattern == "refine":
         inputs.groups = [refined_summary(inputs, resolve, asker)]
     reply = asker.ask(writer, inputs)
+    # What a citing sentence supports is said from it alone, whatever wrote the rest.
+    cited = cited_relationship_sentences(analysis.cited_relationships, titles)
     checked = covered(
-        reply.text,
+        "\n\n".join([reply.text.rstrip(), " ".join(cited)]) if cited else reply.text,
         resolve,
         analysis,
         titles,
@@ -207,22 +210,32 @@ def write_synthesis(
 
 
 def given_chunks(
-    answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions
+    answers: dict[str, PaperAnswers],
+    comparative: CrossPaperQuestions,
+    analysis: RelationshipAnalysis,
 ) -> dict[str, RetrievedChunk]:
-    """Every passage a writer was given, by chunk id."""
+    """Every passage a writer was given, by chunk id: the answers' evidence, and the passages
+    of the analysis' citing sentences."""
     every_answer = [a for paper in answers.values() for a in paper.answers]
-    return {
+    given = {
         chunk.chunk_id: chunk
         for answer in [*every_answer, *comparative.answers]
         for chunk in answer.evidence
     }
+    for relation in analysis.cited_relationships:
+        if relation.passage is not None:
+            given.setdefault(relation.passage.chunk_id, relation.passage)
+    return given
 
 
 def given_passages(
-    answers: dict[str, PaperAnswers], comparative: CrossPaperQuestions
+    answers: dict[str, PaperAnswers],
+    comparative: CrossPaperQuestions,
+    analysis: RelationshipAnalysis,
 ) -> dict[str, str]:
     """The texts of `given_chunks`, by chunk id: what a written synthesis is graded against."""
-    return {chunk_id: chunk.text for chunk_id, chunk in given_chunks(answers, comparative).items()}
+    given = given_chunks(answers, comparative, analysis)
+    return {chunk_id: chunk.text for chunk_id, chunk in given.items()}
 
 
 def synthesis_version(synthesis: SynthesisSettings, asker: Asker) -> str:

@@ -1,5 +1,6 @@
 """Per-collection relationship analysis: insights, typed relationships, theme and narrative."""
 
+from collections import Counter
 from collections.abc import Iterator
 
 import dagster as dg
@@ -19,10 +20,12 @@ from litpipe.defs.versions import ASKING, CodeVersion
 from litpipe.instance.run_failures import latest_run_failure
 from litpipe.retrieval import neighbours
 from litpipe.schemas import (
+    CitationGraph,
     CrossPaperQuestions,
     LeftOutPaper,
     PaperAbstract,
     PaperAnswers,
+    PaperChunks,
     RelationshipAnalysis,
 )
 from litpipe.settings import (
@@ -32,6 +35,7 @@ from litpipe.settings import (
     RetrievalSettings,
     SynthesisSettings,
 )
+from litpipe.workflows import citation_graph as citations
 from litpipe.workflows import relationship_analysis as workflow
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.relationship_analysis import analyse, follow_up_answerer
@@ -48,7 +52,8 @@ STEP = ModelStep(
         # Follow-up questions are retrieved and answered like a paper's own.
         versions=(ASKING,),
         # Relationship candidates are the insights' nearest neighbours by the embedder.
-        modules=(workflow, neighbours),
+        # Papers that cite each other relate as their citing sentences say.
+        modules=(workflow, neighbours, citations),
         settings=(
             "synthesis.min_insights_per_paper",
             "synthesis.follow_up_questions",
@@ -78,7 +83,7 @@ def build_relationship_analysis_assets(
         resources=SEARCH,
         partitions_def=collections,
         group_name="relationship_analysis",
-        deps=all_partitions("paper_answers"),
+        deps=all_partitions("paper_answers", "paper_chunks"),
         check_specs=[optional_step_spec("relationship_analysis", "follow_up_questions")],
         description="One key insight per question-and-answer pair (none skipped), typed "
         "relationships between insights of different papers (extension, contradiction, "
@@ -88,7 +93,9 @@ def build_relationship_analysis_assets(
         "answers (their own assets failed) are left out, each named with why.",
     )
     def relationship_analysis(
-        context: dg.AssetExecutionContext, cross_paper_questions: CrossPaperQuestions
+        context: dg.AssetExecutionContext,
+        cross_paper_questions: CrossPaperQuestions,
+        citation_graph: CitationGraph,
     ) -> Iterator[dg.Output[RelationshipAnalysis] | dg.AssetCheckResult]:
         collection = Collection.of(context)
         answers = collection.outputs("paper_answers", PaperAnswers)
@@ -98,6 +105,10 @@ def build_relationship_analysis_assets(
                 allow_retries=False,
             )
         abstracts = collection.outputs("paper_abstract", PaperAbstract, answers)
+        citing = {edge.citing for edge in citation_graph.edges if edge.citing in answers}
+        cited = citations.cited_relationships(
+            citation_graph.among(answers), collection.outputs("paper_chunks", PaperChunks, citing)
+        )
         # Insights are mostly the papers' own sentences: their vectors, kept, serve the graders.
         resources = collection.resources
         store, model = resources.lancedb.store(), resources.embedder.cached()
@@ -119,6 +130,7 @@ def build_relationship_analysis_assets(
                 synthesis,
                 asker,
                 model,
+                cited,
             )
         # A paper whose own assets failed costs the others nothing: it is named, with why.
         analysis.left_out = [
@@ -153,6 +165,9 @@ def build_relationship_analysis_assets(
                 "insights": len(analysis.insights),
                 "relationships": total,
                 "relationship_types": dg.MetadataValue.json(distribution),
+                "cited_relationships": dg.MetadataValue.json(
+                    Counter(relation.type for relation in analysis.cited_relationships)
+                ),
                 "follow_up_papers": len(analysis.follow_ups),
                 "left_out": dg.MetadataValue.json(
                     {paper.paper_id: paper.reason for paper in analysis.left_out}

@@ -253,7 +253,7 @@ def build_synthesis_assets(
             answers,
             cross_paper_questions,
             titles,
-            given_chunks(answers, cross_paper_questions),
+            given_chunks(answers, cross_paper_questions, relationship_analysis),
         )
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection), content
@@ -309,7 +309,7 @@ def _written_and_checked(
     resources = Resources(context)
     answers = resources.artifacts.of_papers("paper_answers", analysis.papers, PaperAnswers)
     titles = _titles(resources.artifacts, analysis.papers)
-    passages = given_passages(answers, comparative)
+    passages = given_passages(answers, comparative, analysis)
     # The collection's embedder scores support offline: its threshold is calibrated for MiniLM.
     # The passages are stored chunks, whose vectors LanceDB holds: only sentences are encoded.
     encoder = resources.embedder.cached(known=_chunk_vectors(resources, list(passages)))

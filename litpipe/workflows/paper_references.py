@@ -1,0 +1,26 @@
+"""`paper_references`: a paper's reference list as records, the markers of its body linked to
+them, and what each citing sentence says of the work it cites."""
+
+from __future__ import annotations
+
+from litpipe.extractive.citation_intent import citation_intents
+from litpipe.ingest.citation_contexts import citation_contexts
+from litpipe.ingest.references import parse_references
+from litpipe.schemas import CollectionPaper, PaperDocument, PaperReferences
+
+
+def paper_references(document: PaperDocument) -> PaperReferences:
+    """The document's reference list as records, its body's markers linked to them, and what
+    each citing sentence says of the work it cites (`citation_intents`, offline)."""
+    records = parse_references(document.references)
+    found = citation_contexts(document, records)
+    intents = citation_intents(document, found.contexts)
+    return PaperReferences(
+        paper=CollectionPaper.of(document),
+        records=records,
+        contexts=[
+            context.model_copy(update={"intent": intent})
+            for context, intent in zip(found.contexts, intents, strict=True)
+        ],
+        unresolved=found.unresolved,
+    )
