@@ -8,31 +8,52 @@ plain text, so every link of the page leads somewhere. A sentence the grading fl
 supported, or partially, by the passages it cites) is marked, with the reason as its tooltip.
 What the offline engine wrote says so under the title (`litpipe.report.notices`). All text is
 escaped.
+
+Given the collection's citation graph, the files say how its papers cite one another (a table
+beside the relationship map, each paper's "cites" and "cited by" lines) and which works they
+keep citing that it lacks ("Often cited, not in your library", `report.citations`), and
+`citations.json`, `often_cited.bib` and `often_cited.ris` are written beside them; without
+it they are what they were before citations were read.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from litpipe.files import write_atomically
 from litpipe.report import notices
+from litpipe.report.citations import (
+    citation_files,
+    citation_neighbours,
+    citation_rows,
+    citation_table,
+    citations_markdown,
+    often_cited_html,
+    often_cited_markdown,
+    paper_citations_html,
+    row_label,
+)
 from litpipe.report.graphs import FIGURES, analysis_figures
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
     PAGE_CSS,
+    PAPERS_PER_PAGE,
     CitationLinks,
     figures_html,
     item_pages,
+    page_file,
+    paper_anchor,
     paper_pages,
     reference_lines,
     standalone_page,
 )
 from litpipe.schemas import (
     Answer,
+    CitationGraph,
     CrossPaperQuestions,
     FollowUp,
     Insight,
@@ -54,14 +75,17 @@ def synthesis_markdown(
     figures: Mapping[str, str] | None = None,
     analysis: RelationshipAnalysis | None = None,
     not_run: Sequence[StepNotRun] = (),
+    citations: CitationGraph | None = None,
 ) -> str:
     """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
     it or the `analysis` it is built from, how it was written, its text, the pictures in
-    `figures` (file name, next to the Markdown, to its alternative text), the papers it leaves
+    `figures` (file name, next to the Markdown, to its alternative text), given the collection's
+    `citations` its papers citing one another and the works often cited, the papers it leaves
     out (with why), the optional steps that did not run (`not_run`, with why), and the
     references (each cited paper by title, with the pages cited, led by its author-year
     label where the `analysis` knows its authors and year)."""
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
+    cited = _citations_markdown(citations, analysis, titles) if citations is not None else []
     text = "\n".join(
         [
             f"# {synthesis.title}",
@@ -73,17 +97,43 @@ def synthesis_markdown(
             synthesis.text.strip(),
             "",
             *(["## Relationships in pictures", "", *pictures] if pictures else []),
+            *cited,
             *_left_out_markdown(synthesis, titles),
             *_not_run_markdown(not_run),
             "## References",
             "",
             *reference_lines(
-                [synthesis.text], titles, analysis.references if analysis is not None else None
+                [synthesis.text, *cited],
+                titles,
+                analysis.references if analysis is not None else None,
             ),
             "",
         ]
     )
     return safe_markdown(text)
+
+
+def _citations_markdown(
+    citations: CitationGraph, analysis: RelationshipAnalysis | None, titles: Mapping[str, str]
+) -> list[str]:
+    """The sections of the collection's papers citing one another and of the works often
+    cited, each of at most PAPERS_PER_PAGE items (the page and `citations.json` hold all)."""
+    rows = citation_rows(citations, analysis.cited_relationships if analysis is not None else [])
+    listed = citations_markdown(rows[:PAPERS_PER_PAGE], titles) or [
+        "No paper of the collection cites another."
+    ]
+    if len(rows) > PAPERS_PER_PAGE:
+        listed.append(f"- … and {len(rows) - PAPERS_PER_PAGE} more, on {COLLECTION_PAGE}.")
+    return [
+        "## Citations within the collection",
+        "",
+        *listed,
+        "",
+        "## Often cited, not in your library",
+        "",
+        *often_cited_markdown(citations, titles, PAPERS_PER_PAGE),
+        "",
+    ]
 
 
 def _left_out_markdown(synthesis: Synthesis, titles: Mapping[str, str]) -> list[str]:
@@ -154,8 +204,9 @@ COLLECTION_PAGE = "synthesis.html"
 @dataclass(frozen=True)
 class CollectionContent:
     """What a collection's output files show: its two syntheses, the analysis they are written
-    from, each paper's answers, the comparative answers, the papers' titles and the passages
-    cited (beyond those of the answers)."""
+    from, each paper's answers, the comparative answers, the papers' titles, the passages
+    cited (beyond those of the answers) and the collection's citation graph (None: the files
+    say nothing of citations)."""
 
     synthesis: Synthesis
     plain: Synthesis
@@ -164,23 +215,34 @@ class CollectionContent:
     comparative: CrossPaperQuestions | None
     titles: Mapping[str, str]
     passages: Mapping[str, RetrievedChunk]
+    citations: CitationGraph | None = None
 
 
 def collection_pages(content: CollectionContent) -> dict[str, str]:
     """The collection's standalone page, by file name (COLLECTION_PAGE): the expert synthesis,
     the papers it leaves out (with why), the optional steps that did not run (with why), the
-    plain-language summary, the relationship map, each
+    plain-language summary, the relationship map, given the citation graph the table of
+    citations within the collection and the works often cited, each
     paper's Q&A, the comparative Q&A, and the cited passages. Beyond PAPERS_PER_PAGE papers
-    the Q&A are on pages of their own, each with its passages, which the page lists and links.
+    the Q&A are on pages of their own, each with its passages, which the page lists and links
+    (and so are the citations beyond PAPERS_PER_PAGE).
 
-    A cited chunk is looked up in `passages`, then in the evidence of the answers.
+    A cited chunk is looked up in `passages`, then in the evidence of the answers and the
+    passages holding the analysis' citing sentences.
     """
     synthesis, plain, analysis = content.synthesis, content.plain, content.analysis
     answers, comparative, titles = content.answers, content.comparative, content.titles
+    citations = content.citations
     pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
     pool.update(content.passages)
     links = CitationLinks(pool, titles)
     follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
+    stem = COLLECTION_PAGE.removesuffix(".html")
+    papers = list(dict.fromkeys([*synthesis.papers, *answers]))
+    paper_link = _paper_links(papers, titles, stem)
+    # From a page beside the collection's, where its anchors are not.
+    away_link = _paper_links(papers, titles, stem, COLLECTION_PAGE)
+    cites, cited_by = citation_neighbours(citations) if citations is not None else ({}, {})
 
     back = f'<a href="{COLLECTION_PAGE}">{html.escape(synthesis.title)}</a>'
 
@@ -199,7 +261,18 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     def qa(papers: Sequence[str], span: str) -> str:
         own_links = links if not span else CitationLinks(pool, titles)
         articles = "\n".join(
-            _paper_article(paper_id, answers, follow_ups.get(paper_id), titles, own_links)
+            _paper_article(
+                paper_id,
+                answers,
+                follow_ups.get(paper_id),
+                titles,
+                own_links,
+                None
+                if citations is None
+                else paper_citations_html(
+                    cites.get(paper_id, []), cited_by.get(paper_id, []), paper_link
+                ),
+            )
             for paper_id in papers
         )
         if not span:
@@ -250,8 +323,35 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     sections.append(
         ("relationships", "Relationship map", _relationship_map(analysis, titles, table))
     )
-    papers = list(dict.fromkeys([*synthesis.papers, *answers]))
-    by_paper, paper_files = paper_pages(papers, titles, COLLECTION_PAGE.removesuffix(".html"), qa)
+    table_files: dict[str, str] = {}
+    if citations is not None:
+        rows = citation_rows(citations, analysis.cited_relationships)
+
+        def citation_pages(start: int, stop: int, span: str) -> str:
+            own_links = links if not span else CitationLinks(pool, titles)
+            if not rows:
+                return "<p>No paper of the collection cites another.</p>"
+            listed = citation_table(rows[start:stop], away_link if span else paper_link, own_links)
+            if not span:
+                return listed
+            return page_of(span, "Citations within the collection", listed, own_links)
+
+        listing, table_files = item_pages(
+            len(rows),
+            "citations",
+            stem,
+            lambda index: row_label(rows[index], titles),
+            citation_pages,
+        )
+        sections += [
+            ("citations", "Citations within the collection", listing),
+            (
+                "often-cited",
+                "Often cited, not in your library",
+                often_cited_html(citations, paper_link, PAPERS_PER_PAGE),
+            ),
+        ]
+    by_paper, paper_files = paper_pages(papers, titles, stem, qa)
     sections += [
         ("papers", "Questions and answers by paper", by_paper),
         ("comparative", "Comparative questions", _comparative(comparative, titles, links)),
@@ -265,7 +365,29 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     )
     notice = notices.collection_notice(synthesis, plain, analysis, answers, comparative)
     page = standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
-    return {COLLECTION_PAGE: page, **relationship_files, **paper_files}
+    return {COLLECTION_PAGE: page, **relationship_files, **table_files, **paper_files}
+
+
+def _paper_links(
+    papers: Sequence[str], titles: Mapping[str, str], stem: str, main: str = ""
+) -> Callable[[str], str]:
+    """A paper's title as HTML, linked to its article: on the collection's page (`main`, its
+    file, from a page beside it), or on the page of papers holding it beyond PAPERS_PER_PAGE
+    (`paper_pages`' order); a paper with no article (neither in the synthesis nor answered)
+    is its title alone."""
+    paged = len(papers) > PAPERS_PER_PAGE
+    where = {
+        paper_id: (page_file(stem, index // PAPERS_PER_PAGE + 1) if paged else main)
+        + f"#{paper_anchor(paper_id)}"
+        for index, paper_id in enumerate(papers)
+    }
+
+    def link(paper_id: str) -> str:
+        title = html.escape(titles.get(paper_id, paper_id))
+        href = where.get(paper_id)
+        return f'<a href="{html.escape(href)}">{title}</a>' if href is not None else title
+
+    return link
 
 
 def _sentence_grades(written: Synthesis) -> list[SentenceGrade]:
@@ -279,6 +401,10 @@ def _evidence(
 ) -> Iterable[RetrievedChunk]:
     for answer in _all_answers(answers, analysis, comparative):
         yield from answer.evidence
+    # A citing sentence cites the chunk holding it (`[citing:page]`), as a synthesis may.
+    for cited in analysis.cited_relationships:
+        if cited.passage is not None:
+            yield cited.passage
 
 
 def _all_answers(
@@ -365,13 +491,17 @@ def _paper_article(
     follow_up: FollowUp | None,
     titles: Mapping[str, str],
     links: CitationLinks,
+    citing: str | None = None,
 ) -> str:
+    """A paper's article; given its lines of `citing` (HTML; None without a citation graph), it
+    shows them and gets its anchor, which those lines and the citations table link to."""
     own = answers[paper_id].answers if paper_id in answers else []
     asked = [*own, *(follow_up.answers if follow_up else [])]
     note = f'<p class="meta">Asked again: {html.escape(follow_up.reason)}</p>' if follow_up else ""
+    anchor = f' id="{paper_anchor(paper_id)}"' if citing is not None else ""
     return (
-        f"<article><h3>{html.escape(titles.get(paper_id, paper_id))}</h3>"
-        f'<p class="meta"><code>{html.escape(paper_id)}</code></p>{note}'
+        f"<article{anchor}><h3>{html.escape(titles.get(paper_id, paper_id))}</h3>"
+        f'<p class="meta"><code>{html.escape(paper_id)}</code></p>{citing or ""}{note}'
         f"{_qa_list(asked, links)}</article>"
     )
 
@@ -408,7 +538,9 @@ def _comparative(
 def write_collection_outputs(out_dir: Path, content: CollectionContent) -> dict[str, Path]:
     """Writes `synthesis.md`, `plain.md`, `synthesis.html` (with its pages of papers beyond
     PAPERS_PER_PAGE) and the pictures the Markdown shows (`relationships.svg`,
-    `relationship_types.svg`) into `out_dir`; their paths by file name."""
+    `relationship_types.svg`) into `out_dir`, and given the citation graph `citations.json`
+    (with `often_cited.bib` and `often_cited.ris` when a work is often cited); their paths by
+    file name."""
     synthesis, plain, analysis = content.synthesis, content.plain, content.analysis
     titles = content.titles
     contents = {
@@ -418,12 +550,14 @@ def write_collection_outputs(out_dir: Path, content: CollectionContent) -> dict[
             FIGURES,
             analysis,
             steps_not_run(plain, analysis, content.comparative),
+            content.citations,
         ),
         "plain.md": synthesis_markdown(
             plain, titles, analysis=analysis, not_run=[plain.not_run] if plain.not_run else []
         ),
         **collection_pages(content),
         **analysis_figures(analysis, titles),
+        **(citation_files(content.citations) if content.citations is not None else {}),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     return {name: write_atomically(out_dir / name, text) for name, text in contents.items()}

@@ -1,6 +1,7 @@
 """Pictures of a collection's relationship analysis, as standalone SVG text: the relationship graph
 (papers as nodes; the typed relationships between their insights gathered into one edge per pair
-of papers) and the distribution of relationship types as a bar chart.
+of papers; each paper citing another an arrow from it to the cited one) and the distribution of
+relationship types as a bar chart.
 
 Written by hand, like `report.convergence.render_svg`: no plotting dependency, and the same
 analysis always gives the same bytes (a rerun leaves the files and their hashes alone). Every text
@@ -22,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from litpipe.schemas import RELATIONSHIP_TYPES, Insight, Relationship, RelationshipAnalysis
+from litpipe.schemas import (
+    RELATIONSHIP_TYPES,
+    CitedRelationship,
+    Insight,
+    Relationship,
+    RelationshipAnalysis,
+)
 from litpipe.text import counted
 
 # File names of the pictures next to synthesis.md, and the alternative text each is shown with.
@@ -78,6 +85,14 @@ _BEND = 0.6
 _EDGE_MIN_WIDTH, _EDGE_STEP, _EDGE_MAX_WIDTH = 1.5, 1.5, 9.0
 _TITLE_HEIGHT = 34
 _LEGEND_ROW = 22
+# A citation is drawn apart from the typed relationships: near-black, thin, solid, with an
+# arrowhead at the cited paper. It bows to its right by this share of its length, so that two
+# papers citing each other get two arrows, not one line with a head at each end.
+_CITE_COLOUR = "#222222"
+_CITE_WIDTH = 1.3
+_CITE_BOW = 0.12
+_ARROW_LENGTH, _ARROW_HALF_WIDTH = 9.0, 4.0
+CITES_LEGEND = "cites, in this collection (arrow: citing → cited)"
 
 
 def _n(value: float) -> str:
@@ -259,6 +274,28 @@ def _horizontal_label(node: _Node) -> tuple[float, float, str]:
     return node.x, node.y + reach + _FONT * 0.8, "middle"
 
 
+@dataclass(frozen=True)
+class CitationArrow:
+    """A paper of the collection citing another, with the types its citing sentences give."""
+
+    citing: str
+    cited: str
+    types: tuple[str, ...]
+
+
+def citation_arrows(
+    papers: Sequence[str], cited: Sequence[CitedRelationship]
+) -> list[CitationArrow]:
+    """One arrow per citing and cited pair of `papers` (a list naming a paper twice, preprint
+    and journal version, is one arrow), in the order of `cited`."""
+    shown = set(papers)
+    types: dict[tuple[str, str], dict[str, None]] = {}
+    for relation in cited:
+        if relation.citing in shown and relation.cited in shown:
+            types.setdefault((relation.citing, relation.cited), {})[relation.type] = None
+    return [CitationArrow(citing, cited, tuple(kinds)) for (citing, cited), kinds in types.items()]
+
+
 def _legend_items() -> list[tuple[str, float]]:
     """Each type with the width of its legend entry (a line sample, then the name)."""
     return [(kind, 30 + _text_width(kind) + 18) for kind in RELATIONSHIP_TYPES]
@@ -269,13 +306,17 @@ def relationship_graph_svg(
     titles: Mapping[str, str],
     insights: list[Insight],
     relationships: list[Relationship],
+    cited: Sequence[CitedRelationship] = (),
 ) -> str:
     """The relationship graph: each paper a node on a ring, labelled with its shortened title
     (the full title in its tooltip); each related pair of papers one edge, coloured and dashed
-    by its most frequent type, as wide as its relationships are many; a legend of the five
-    types. The ring grows with the papers so that no two nodes overlap."""
+    by its most frequent type, as wide as its relationships are many; each paper citing another
+    (`cited`) an arrow to it; a legend of the five types (and of the arrows, if any). The ring
+    grows with the papers so that no two nodes overlap, and is placed by the relationships
+    alone: citations add arrows, never move a paper."""
     papers = list(dict.fromkeys(papers))
     edges = paper_edges(papers, insights, relationships)
+    arrows = citation_arrows(papers, cited)
     ring = _ring_order(papers, edges)
     count = len(ring)
     radial = count > _HORIZONTAL_LABELS_UP_TO
@@ -303,11 +344,15 @@ def relationship_graph_svg(
         f"Relationship graph: {counted(count, 'paper')}, {counted(total, 'relationship')} "
         f"between {counted(len(edges), 'pair')} of papers"
     )
+    if arrows:
+        heading += f"; {counted(len(arrows), 'citation')} within the collection"
     legend = _legend_items()
-    legend_width = sum(width for _, width in legend)
+    legend_width = max(
+        sum(width for _, width in legend), 30 + _text_width(CITES_LEGEND) if arrows else 0
+    )
     width = math.ceil(max(graph_width, legend_width, _text_width(heading, 14)) + 2 * _MARGIN)
     legend_top = _TITLE_HEIGHT + graph_height + 2 * _MARGIN
-    height = math.ceil(legend_top + 2 * _LEGEND_ROW + _MARGIN)
+    height = math.ceil(legend_top + (2 + bool(arrows)) * _LEGEND_ROW + _MARGIN)
     # Local coordinates (the ring's centre at 0, 0) to the canvas', the graph centred.
     dx = (width - graph_width) / 2 - left
     dy = _TITLE_HEIGHT - top
@@ -331,6 +376,10 @@ def relationship_graph_svg(
     for edge in drawn:
         parts.append(_edge(edge, where, centre, titles))
     parts.append("</g>")
+    if arrows:
+        parts.append('<g class="citations" fill="none" stroke-linecap="round">')
+        parts.extend(_citation(arrow, where, titles) for arrow in arrows)
+        parts.append("</g>")
     degree = Counter[str]()
     neighbours: dict[str, set[str]] = {paper: set() for paper in papers}
     for edge in edges:
@@ -347,7 +396,7 @@ def relationship_graph_svg(
             f'<text x="{_n(width / 2)}" y="{_n(_TITLE_HEIGHT + graph_height / 2)}" '
             'text-anchor="middle">no papers</text>'
         )
-    parts.append(_legend(legend, width, legend_top))
+    parts.append(_legend(legend, width, legend_top, bool(arrows)))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -384,6 +433,55 @@ def _edge(
         f'{_n(x1)} {_n(y1)}" stroke="{TYPE_COLOURS.get(kind, _OTHER_COLOUR)}" '
         f'stroke-width="{_n(width)}"{dashes} stroke-opacity="0.85">'
         f"<title>{escape(tooltip)}</title></path>"
+    )
+
+
+def _citation(
+    arrow: CitationArrow, where: Mapping[str, tuple[float, float]], titles: Mapping[str, str]
+) -> str:
+    """A citation: a curve from the citing paper's node to the cited one's, bowed to its right,
+    its arrowhead touching the cited node."""
+    (x0, y0), (x1, y1) = where[arrow.citing], where[arrow.cited]
+    cx = (x0 + x1) / 2 - (y1 - y0) * _CITE_BOW
+    cy = (y0 + y1) / 2 + (x1 - x0) * _CITE_BOW
+    # Each end leaves its node's rim along the curve's tangent there.
+    start_x, start_y = _towards(x0, y0, cx, cy, _NODE_R)
+    ux, uy = _unit(x1 - cx, y1 - cy)
+    tip_x, tip_y = x1 - ux * (_NODE_R + 1), y1 - uy * (_NODE_R + 1)
+    base_x, base_y = tip_x - ux * _ARROW_LENGTH, tip_y - uy * _ARROW_LENGTH
+    head = _arrowhead(tip_x, tip_y, ux, uy)
+    tooltip = (
+        f"{titles.get(arrow.citing) or arrow.citing} cites "
+        f"{titles.get(arrow.cited) or arrow.cited}: {', '.join(arrow.types)}"
+    )
+    return (
+        f'<g class="citation" data-citing="{_attr(arrow.citing)}" '
+        f'data-cited="{_attr(arrow.cited)}" data-types="{_attr(" ".join(arrow.types))}">'
+        f"<title>{escape(tooltip)}</title>"
+        f'<path d="M {_n(start_x)} {_n(start_y)} Q {_n(cx)} {_n(cy)} {_n(base_x)} {_n(base_y)}" '
+        f'stroke="{_CITE_COLOUR}" stroke-width="{_CITE_WIDTH}"/>'
+        f'<polygon class="arrow" points="{head}" fill="{_CITE_COLOUR}"/></g>'
+    )
+
+
+def _unit(dx: float, dy: float) -> tuple[float, float]:
+    length = math.hypot(dx, dy) or 1.0
+    return dx / length, dy / length
+
+
+def _towards(x: float, y: float, to_x: float, to_y: float, distance: float) -> tuple[float, float]:
+    ux, uy = _unit(to_x - x, to_y - y)
+    return x + ux * distance, y + uy * distance
+
+
+def _arrowhead(tip_x: float, tip_y: float, ux: float, uy: float) -> str:
+    """The points of an arrowhead whose tip is at (tip_x, tip_y), pointing along (ux, uy)."""
+    base_x, base_y = tip_x - ux * _ARROW_LENGTH, tip_y - uy * _ARROW_LENGTH
+    # Perpendicular to the direction, half the head's width each side.
+    px, py = -uy * _ARROW_HALF_WIDTH, ux * _ARROW_HALF_WIDTH
+    return " ".join(
+        f"{_n(x)},{_n(y)}"
+        for x, y in ((tip_x, tip_y), (base_x + px, base_y + py), (base_x - px, base_y - py))
     )
 
 
@@ -429,7 +527,7 @@ def _node(
     )
 
 
-def _legend(items: list[tuple[str, float]], width: int, top: float) -> str:
+def _legend(items: list[tuple[str, float]], width: int, top: float, cites: bool) -> str:
     total = sum(item_width for _, item_width in items)
     x = (width - total) / 2
     y = top + _LEGEND_ROW / 2
@@ -443,8 +541,18 @@ def _legend(items: list[tuple[str, float]], width: int, top: float) -> str:
             f'<text x="{_n(x + 30)}" y="{_n(y + _FONT * 0.35)}">{kind}</text></g>'
         )
         x += item_width
+    if cites:
+        y += _LEGEND_ROW
+        x = (width - 30 - _text_width(CITES_LEGEND)) / 2
+        parts.append(
+            f'<g class="legend-item cites"><line x1="{_n(x)}" y1="{_n(y)}" '
+            f'x2="{_n(x + 24 - _ARROW_LENGTH)}" y2="{_n(y)}" stroke="{_CITE_COLOUR}" '
+            f'stroke-width="{_CITE_WIDTH}"/><polygon points="{_arrowhead(x + 24, y, 1.0, 0.0)}" '
+            f'fill="{_CITE_COLOUR}"/><text x="{_n(x + 30)}" y="{_n(y + _FONT * 0.35)}">'
+            f"{escape(CITES_LEGEND)}</text></g>"
+        )
     parts.append(
-        f'<text x="{_n(width / 2)}" y="{_n(top + _LEGEND_ROW * 1.5 + _FONT * 0.35)}" '
+        f'<text x="{_n(width / 2)}" y="{_n(y + _LEGEND_ROW + _FONT * 0.35)}" '
         'text-anchor="middle" fill="#555555">Line width: relationships between two papers; '
         "colour and dashes: their most frequent type.</text>"
     )
@@ -514,7 +622,11 @@ def analysis_figures(analysis: RelationshipAnalysis, titles: Mapping[str, str]) 
     """Both pictures of an analysis, by the file name they are written under."""
     return {
         GRAPH_FILE: relationship_graph_svg(
-            analysis.papers, titles, analysis.insights, analysis.relationships
+            analysis.papers,
+            titles,
+            analysis.insights,
+            analysis.relationships,
+            analysis.cited_relationships,
         ),
         TYPES_FILE: type_distribution_svg(analysis.type_distribution),
     }

@@ -75,13 +75,14 @@ def reference_lines(
         return ["(no citations)"]
     known = references or {}
     return [
-        f"- {_described(titles.get(paper_id, paper_id), known.get(paper_id))} (`{paper_id}`): "
+        f"- {described_reference(titles.get(paper_id, paper_id), known.get(paper_id))} "
+        f"(`{paper_id}`): "
         + ", ".join(f"p. {page} `{marker(paper_id, page)}`" for page in cited_pages)
         for paper_id, cited_pages in pages.items()
     ]
 
 
-def _described(title: str, reference: PaperReference | None) -> str:
+def described_reference(title: str, reference: PaperReference | None) -> str:
     """A reference's text before its id: `Müller et al. (2021). **Title**. *Venue*.
     https://doi.org/…` (`**Title** (2021).` without authors), or the bold title alone when
     nothing more is known."""
@@ -101,8 +102,17 @@ def _described(title: str, reference: PaperReference | None) -> str:
 def chunk_anchor(chunk_id: str) -> str:
     """The page id of a chunk's passage: letters, digits and `-` kept, every other byte written
     as `_` and two hex digits (so distinct chunk ids never share an id)."""
-    return "chunk-" + "".join(
-        chr(byte) if byte in _ID_SAFE else f"_{byte:02x}" for byte in chunk_id.encode("utf-8")
+    return "chunk-" + _id_safe(chunk_id)
+
+
+def paper_anchor(paper_id: str) -> str:
+    """The page id of a paper's article, written as `chunk_anchor` writes a chunk's."""
+    return "paper-" + _id_safe(paper_id)
+
+
+def _id_safe(text: str) -> str:
+    return "".join(
+        chr(byte) if byte in _ID_SAFE else f"_{byte:02x}" for byte in text.encode("utf-8")
     )
 
 
