@@ -13,7 +13,15 @@ import pytest
 from litpipe.agents.asker import Asker
 from litpipe.llm.client import LLMClient
 from litpipe.llm.usage import UsageLedger
-from litpipe.schemas import Answer, CrossPaperQuestions, PaperAbstract, PaperAnswers, Question
+from litpipe.schemas import (
+    Answer,
+    CitationContext,
+    CitedRelationship,
+    CrossPaperQuestions,
+    PaperAbstract,
+    PaperAnswers,
+    Question,
+)
 from litpipe.settings import Settings
 from litpipe.workflows.relationship_analysis import analyse
 from litpipe_tests.stub_agents import serve_every_agent
@@ -23,7 +31,26 @@ from litpipe_tests.test_insights import ANSWERS
 TITLES = {"alpha": "Base editing of HBB", "beta": "Prime editing of HBB"}
 
 
-def _analyse(settings: Settings) -> Any:
+# Beta extends alpha, as its own sentence on its page 5 says.
+EXTENDS = CitedRelationship(
+    citing="beta",
+    cited="alpha",
+    type="extension",
+    context=CitationContext(
+        reference_index=0,
+        marker="[1]",
+        marker_start=40,
+        sentence="We extend the base editor of [1] to prime editing.",
+        char_start=10,
+        char_end=60,
+        page=5,
+        section="Results",
+    ),
+    why="extends: 'We extend' next to the marker",
+)
+
+
+def _analyse(settings: Settings, cited: list[CitedRelationship] | None = None) -> Any:
     answers = {
         paper: PaperAnswers(
             paper_id=paper,
@@ -56,6 +83,7 @@ def _analyse(settings: Settings) -> Any:
         no_follow_ups,
         settings.synthesis,
         Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger())),
+        cited=cited or [],
     )
 
 
@@ -148,3 +176,33 @@ def test_the_default_analysis_makes_no_more_calls_than_x_sum(
     analysis = _analyse(settings)
     assert stub_llm.request_count == 1
     assert json.dumps(analysis.model_dump())  # a whole analysis, serializable
+
+
+@pytest.mark.parametrize("window", [None, 4096], ids=["one call", "two steps"])
+def test_the_model_is_given_the_citing_sentences_between_the_papers_as_evidence(
+    tmp_path: Path, stub_llm: StubLLM, window: int | None
+) -> None:
+    serve_every_agent(stub_llm)
+    settings = stub_settings(
+        tmp_path, stub_llm, llm={"context_tokens": window} if window is not None else {}
+    )
+    analysis = _analyse(settings, [EXTENDS])
+    [request] = [
+        request
+        for request in stub_llm.requests
+        if _schema_title(request) in ("AnalysisReply", "RelationsReply")
+    ]
+    user = _user(request)
+    # Alpha is P1, beta P2: the sentence is fenced as the papers' own text.
+    assert "- P2 cites P1 (page 5, extension):" in user
+    assert "We extend the base editor of [1] to prime editing." in user
+    assert analysis.cited_relationships == [EXTENDS]
+
+
+def test_without_citations_between_the_papers_the_prompt_says_so(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    serve_every_agent(stub_llm)
+    _analyse(stub_settings(tmp_path, stub_llm))
+    [request] = stub_llm.requests
+    assert "(none: no paper of the collection cites another)" in _user(request)

@@ -51,7 +51,7 @@ from litpipe.retrieval.centrality import (
 from litpipe.retrieval.neighbours import nearest_pairs
 from litpipe.retrieval.rerank import term_coverage
 from litpipe.retrieval.text import content_terms, tokenize
-from litpipe.schemas import Insight, Relationship, RelationshipType
+from litpipe.schemas import CitedRelationship, Insight, Relationship, RelationshipType
 from litpipe.text import (
     looks_named,
     points_back,
@@ -198,6 +198,11 @@ class RelationsInput(BaseModel):
         default=None,
         description="The pairs of insight ids the offline engine weighs (`neighbour_pairs`); "
         "None: every pair, which only a small set affords.",
+    )
+    citations: list[CitedRelationship] = Field(
+        default_factory=list,
+        description="How papers of the collection relate to those they cite, as their citing "
+        "sentences say: a model's evidence for the types (offline, they are kept apart).",
     )
 
 

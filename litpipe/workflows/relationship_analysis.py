@@ -102,7 +102,7 @@ def analyse(
     pairs = [answer for paper_id in papers for answer in answers[paper_id].answers]
     pairs += comparative.answers if comparative is not None else []
 
-    insights, draft, writer = _analysed(collection, pairs, titles, synthesis, asker, encoder)
+    insights, draft, writer = _analysed(collection, pairs, titles, synthesis, asker, encoder, cited)
     # The refinement pass, an extra beyond X-Sum's pipeline 2: off unless follow-ups are asked.
     thin = (
         thin_papers(
@@ -146,6 +146,7 @@ def analyse(
             synthesis,
             asker,
             encoder,
+            cited,
         )
     return RelationshipAnalysis(
         collection=collection,
@@ -174,15 +175,16 @@ def _analysed(
     synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None,
+    cited: Sequence[CitedRelationship],
 ) -> tuple[list[Insight], RelationshipDraft, str]:
     """The insights and the analysis of `pairs`, and the agent whose engine wrote the analysis:
     in one call (`analysis`, X-Sum's pipeline 2) where it fits, else in two steps (`insights`,
     one call per paper, then `relationships`)."""
-    one_call = one_call_analysis(collection, pairs, titles, asker)
+    one_call = one_call_analysis(collection, pairs, titles, asker, cited)
     if one_call is not None:
         return *one_call, AnalysisAgent.name
     insights = insights_for(pairs, asker)
-    draft = relate_insights(collection, insights, titles, synthesis, asker, encoder)
+    draft = relate_insights(collection, insights, titles, synthesis, asker, encoder, cited)
     return insights, draft, RelationshipsAgent.name
 
 
@@ -193,11 +195,12 @@ def relate_insights(
     synthesis: SynthesisSettings,
     asker: Asker,
     encoder: TextEncoder | None,
+    cited: Sequence[CitedRelationship] = (),
 ) -> RelationshipDraft:
     """`relate`, whose offline engine weighs each insight's `synthesis.relationship_neighbours`
-    nearest by `encoder` (every pair without one)."""
+    nearest by `encoder` (every pair without one); a model is given `cited` as evidence."""
     nearest = None if encoder is None else (encoder, synthesis.relationship_neighbours)
-    return relate(collection, insights, titles, asker, nearest)
+    return relate(collection, insights, titles, asker, nearest, cited)
 
 
 def _in_paper_order(pairs: list[Answer], extra: list[Answer], papers: list[str]) -> list[Answer]:

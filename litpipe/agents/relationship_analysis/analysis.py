@@ -19,6 +19,8 @@ and checked by `insights_from` between them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
 from litpipe.agents.asker import Asker
@@ -31,6 +33,7 @@ from litpipe.agents.relationship_analysis.insights import (
 )
 from litpipe.agents.relationship_analysis.relationships import (
     RelationshipDraft,
+    citations_block,
     draft_from,
     papers_block,
 )
@@ -47,7 +50,7 @@ from litpipe.extractive.relationships import (
     offline_analysis,
 )
 from litpipe.llm.window import messages_tokens
-from litpipe.schemas import Answer, Insight, Relationship
+from litpipe.schemas import Answer, CitedRelationship, Insight, Relationship
 
 # The most pairs one call analyses: its reply holds an insight (~40 tokens) per pair besides the
 # relationships, theme and narrative (what the `relationships` agent alone is given 2,048 for).
@@ -61,6 +64,11 @@ class AnalysisInput(BaseModel):
     papers: list[PaperLabel]
     groups: list[InsightsInput] = Field(
         description="The pairs by paper, then the comparative ones (`pair_groups`)."
+    )
+    citations: list[CitedRelationship] = Field(
+        default_factory=list,
+        description="How papers of the collection relate to those they cite, as their citing "
+        "sentences say: evidence for the types.",
     )
 
 
@@ -147,12 +155,23 @@ class AnalysisAgent(Agent[AnalysisInput, AnalysisReply]):
             for answer in group.answers
         )
         count = sum(len(group.answers) for group in inputs.groups)
-        return dict(papers=papers, count=str(count), pairs=pairs)
+        citations = citations_block(inputs.citations, label)
+        return dict(papers=papers, count=str(count), pairs=pairs, citations=citations)
 
 
-def analysis_input(collection: str, pairs: list[Answer], titles: dict[str, str]) -> AnalysisInput:
+def analysis_input(
+    collection: str,
+    pairs: list[Answer],
+    titles: dict[str, str],
+    citations: Sequence[CitedRelationship] = (),
+) -> AnalysisInput:
     groups = pair_groups(pairs)
-    return AnalysisInput(collection=collection, papers=_labels(groups, titles), groups=groups)
+    return AnalysisInput(
+        collection=collection,
+        papers=_labels(groups, titles),
+        groups=groups,
+        citations=list(citations),
+    )
 
 
 def fits_one_call(inputs: AnalysisInput, asker: Asker) -> bool:
@@ -184,10 +203,12 @@ def one_call_analysis(
     pairs: list[Answer],
     titles: dict[str, str],
     asker: Asker,
+    citations: Sequence[CitedRelationship] = (),
 ) -> tuple[list[Insight], RelationshipDraft] | None:
-    """The insights and the relationship analysis of `pairs` in one call, checked; None where
-    `fits_one_call` says the analysis must be made in two steps."""
-    inputs = analysis_input(collection, pairs, titles)
+    """The insights and the relationship analysis of `pairs` in one call, checked, the
+    `citations` between the papers given as evidence; None where `fits_one_call` says the
+    analysis must be made in two steps."""
+    inputs = analysis_input(collection, pairs, titles, citations)
     if not fits_one_call(inputs, asker):
         return None
     return analysed(inputs, asker)

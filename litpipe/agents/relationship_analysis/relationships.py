@@ -17,6 +17,7 @@ nearest neighbours (`neighbour_pairs`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -32,7 +33,13 @@ from litpipe.extractive.relationships import (
     offline_analysis,
 )
 from litpipe.llm.prompts import fence
-from litpipe.schemas import RELATIONSHIP_TYPES, Citation, Insight, Relationship
+from litpipe.schemas import (
+    RELATIONSHIP_TYPES,
+    Citation,
+    CitedRelationship,
+    Insight,
+    Relationship,
+)
 from litpipe.text import marker, markers_in, without_markers
 
 if TYPE_CHECKING:
@@ -108,7 +115,8 @@ class RelationshipsAgent(Agent[RelationsInput, RelationsReply]):
             f"{insight.insight_id} ({_insight_papers(insight, label)}):\n{fence(insight.text)}"
             for insight in inputs.insights
         )
-        return dict(papers=papers, insights=insights)
+        citations = citations_block(inputs.citations, label)
+        return dict(papers=papers, insights=insights, citations=citations)
 
 
 def papers_block(papers: list[PaperLabel]) -> str:
@@ -117,6 +125,18 @@ def papers_block(papers: list[PaperLabel]) -> str:
         f"{paper.label} = paper id {paper.paper_id}, title:\n{fence(paper.title)}"
         for paper in papers
     )
+
+
+def citations_block(citations: Sequence[CitedRelationship], label: Mapping[str, str]) -> str:
+    """How the papers cite each other as the prompt shows it: the citing and the cited paper's
+    labels, the citing sentence fenced, its page and what it says of the cited work."""
+    lines = [
+        f"- {label.get(cited.citing, cited.citing)} cites {label.get(cited.cited, cited.cited)} "
+        f"(page {cited.context.page}, {cited.type}):\n"
+        + fence(" ".join(cited.context.sentence.split()))
+        for cited in citations
+    ]
+    return "\n".join(lines) if lines else "(none: no paper of the collection cites another)"
 
 
 def _insight_papers(insight: Insight, label: dict[str, str]) -> str:
@@ -135,16 +155,19 @@ def relate(
     titles: dict[str, str],
     asker: Asker,
     nearest: tuple[TextEncoder, int] | None = None,
+    citations: Sequence[CitedRelationship] = (),
 ) -> RelationshipDraft:
     """The relationship analysis of the collection whose papers `titles` lists (id -> title);
     with `nearest` (an encoder and `synthesis.relationship_neighbours`), the offline engine
-    weighs only each insight's nearest neighbours, without it every pair (a small set's)."""
+    weighs only each insight's nearest neighbours, without it every pair (a small set's).
+    `citations`: how the papers cite each other, a model's evidence for the types."""
     candidates = neighbour_pairs(insights, *nearest) if nearest is not None else None
     inputs = RelationsInput(
         collection=collection,
         papers=_labels(insights, titles),
         insights=insights,
         candidates=candidates,
+        citations=list(citations),
     )
     reply = asker.ask(RelationshipsAgent(), inputs)
     return draft_from(reply, insights)
