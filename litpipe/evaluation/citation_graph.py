@@ -365,7 +365,11 @@ def evaluate_citation_graph(
     if problems := misalignments(labelled, references):
         raise ValueError("the set does not line up with the parsed papers:\n" + "\n".join(problems))
     collection = {
-        paper.paper_id: PaperReferences(paper=CollectionPaper(**paper.model_dump()))
+        paper.paper_id: PaperReferences(
+            paper=CollectionPaper.model_validate(
+                paper.model_dump(include=set(CollectionPaper.model_fields))
+            )
+        )
         for paper in labelled.collection
     }
     graph = citation_graph("citation_eval", {**references, **collection})
