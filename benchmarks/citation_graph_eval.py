@@ -44,6 +44,12 @@ SET = ROOT / "litpipe_tests" / "data" / "citation_eval"
 CORPUS = ROOT / "corpora" / "biology-cc-by"
 
 
+def shown(path: Path) -> str:
+    """A path as the repository names it, where it lies inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 def share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
@@ -157,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     strata = ", ".join(
         f"{label} {sampled.get(label, 0)} of {population[label]}" for label in sorted(population)
     )
-    print(f"Citation graph on {len(references)} papers of {args.corpus}, set {args.set}")
+    print(
+        f"Citation graph on {len(references)} papers of {shown(args.corpus)}, set {shown(args.set)}"
+    )
     print(f"\n{matching_table(evaluation, references)}")
     print(
         f"\nMarker linking: precision {share(linking.precision)} ({linking.right} of "
