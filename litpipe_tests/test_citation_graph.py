@@ -10,6 +10,7 @@ that cite it by its real title, year and DOI, the way a later paper would: "we e
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.cli import main
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
+from litpipe.ingest.bibtex import latex_to_text, parse_bibtex
 from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import (
     CitationGraph,
@@ -34,6 +36,7 @@ from litpipe.workflows.citation_graph import citation_graph
 from litpipe.workflows.paper_references import paper_references
 from litpipe_tests.bundled import CORPUS, bundled_document, short_paper
 from litpipe_tests.homes import home_instance
+from litpipe_tests.test_often_cited import imported_into_zotero
 
 COLLECTION = "citing"
 REV1 = "10.1101_2024.02.13.580051"
@@ -204,6 +207,31 @@ def test_the_work_two_of_three_papers_cite_and_the_collection_lacks_tops_often_c
     )
     # REV1 is cited by two papers too, but it is in the collection.
     assert all("REV1" not in (entry.reference.title or "") for entry in graph.often_cited)
+
+
+def test_the_often_cited_bib_beside_the_synthesis_reads_back_and_imports_into_zotero(
+    built: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, home = built
+    outputs = home / "outputs" / COLLECTION
+    entries, damaged = parse_bibtex((outputs / "often_cited.bib").read_text("utf-8"))
+    assert damaged == [] and [latex_to_text(entry.fields["title"]) for entry in entries] == [
+        "Deep mutational scanning: a new style of protein science"
+    ]
+    [item] = imported_into_zotero((outputs / "often_cited.bib").read_text("utf-8"), tmp_path)
+    # Zotero stores a date as `2014-00-00 2014`.
+    assert (item.title, item.authors, item.year.split("-")[0]) == (
+        "Deep mutational scanning: a new style of protein science",
+        ["Fowler", "Fields"],
+        "2014",
+    )
+    assert (outputs / "often_cited.ris").read_text("utf-8").count("TY  - ") == 1
+    # The graph beside the synthesis: edges by paper id, and the often cited.
+    written = json.loads((outputs / "citations.json").read_text("utf-8"))
+    assert sorted(edge["cited"] for edge in written["edges"]) == [REV1, REV1]
+    assert [entry["reference"]["title"] for entry in written["often_cited"]] == [
+        "Deep mutational scanning: a new style of protein science"
+    ]
 
 
 def test_report_json_counts_the_graph(built: tuple[Path, Path]) -> None:

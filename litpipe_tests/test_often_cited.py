@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from litpipe.ingest.bibtex import latex_to_text, names, parse_bibtex
 from litpipe.ingest.citation_contexts import citation_contexts
 from litpipe.ingest.citation_matching import CollectionIndex, doi_key
+from litpipe.ingest.library import LibraryEntry
 from litpipe.ingest.often_cited import often_cited
 from litpipe.ingest.references import parse_references
 from litpipe.ingest.zotero import list_zotero
@@ -329,9 +330,22 @@ def test_the_bib_entries_are_readable_as_zotero_items(tmp_path: Path) -> None:
     BibTeX translator (its own LaTeX decoding, its handling of `@misc` and `eprint`): Zotero
     cannot run here."""
     records = [SPECIAL, RAG, DPR, ATLAS]
-    entries, damaged = parse_bibtex(bibtex(records))
+    read = imported_into_zotero(bibtex(records), tmp_path / "Zotero")
+
+    assert [
+        (item.title, item.authors, int(item.year.split("-")[0]), item.doi) for item in read
+    ] == [_as_written(record) for record in records]
+    assert read[0].venue == SPECIAL.venue
+
+
+def imported_into_zotero(bib: str, folder: Path) -> list[LibraryEntry]:
+    """The entries of `bib`, read with litpipe's BibTeX reader, inserted into a Zotero database
+    made in `folder` as Zotero's BibTeX translator maps them (journal articles: `title`,
+    `date`, `publicationTitle` for `journal`, `DOI`, the authors as creators in order), then
+    read back by litpipe's Zotero reader."""
+    entries, damaged = parse_bibtex(bib)
     assert damaged == []
-    library = ZoteroLibrary(tmp_path / "Zotero")
+    library = ZoteroLibrary(folder)
     for number, entry in enumerate(entries):
         values = {name: latex_to_text(value) for name, value in entry.fields.items()}
         fields = {"title": values["title"]}
@@ -352,13 +366,7 @@ def test_the_bib_entries_are_readable_as_zotero_items(tmp_path: Path) -> None:
             ),
         )
     library.close()
-
-    read = list_zotero(tmp_path / "Zotero").entries
-
-    assert [
-        (item.title, item.authors, int(item.year.split("-")[0]), item.doi) for item in read
-    ] == [_as_written(record) for record in records]
-    assert read[0].venue == SPECIAL.venue
+    return list_zotero(folder).entries
 
 
 _text = st.text(st.characters(codec="utf-8"), max_size=40)

@@ -39,13 +39,15 @@ from litpipe.defs.versions import GRADING, CodeVersion, NamedVersion, versioned_
 from litpipe.evaluation import checks, grading
 from litpipe.evaluation.checks import CheckOutcome, CheckSkipped, StoredChunk
 from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.report import bibliography, notices
+from litpipe.report import citations as report_citations
 from litpipe.report import collection as collection_report
 from litpipe.report import graphs as report_graphs
 from litpipe.report import markdown as report_markdown
-from litpipe.report import notices
 from litpipe.report import page as report_page
 from litpipe.report.synthesis_diff import diff_markdown
 from litpipe.schemas import (
+    CitationGraph,
     CollectionOutputs,
     CrossPaperQuestions,
     PaperAbstract,
@@ -221,7 +223,16 @@ def build_synthesis_assets(
 
     @step_asset(
         CodeVersion(
-            modules=(collection_report, report_graphs, report_page, report_markdown, notices, text),
+            modules=(
+                collection_report,
+                report_citations,
+                bibliography,
+                report_graphs,
+                report_page,
+                report_markdown,
+                notices,
+                text,
+            ),
             output=CollectionOutputs,
         ),
         {},
@@ -231,8 +242,10 @@ def build_synthesis_assets(
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
         description="The files a person reads, in `LITPIPE_HOME/outputs/<collection>/`: "
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
-        "showing their passages, the relationship map with its graph, the per-paper Q&A), and "
-        "the pictures relationships.svg and relationship_types.svg.",
+        "showing their passages, the relationship map with its graph and the papers' citations "
+        "of one another, the per-paper Q&A, the works often cited and not in the collection), "
+        "the pictures relationships.svg and relationship_types.svg, and citations.json with "
+        "often_cited.bib and often_cited.ris for a reference manager.",
     )
     def collection_outputs(
         context: dg.AssetExecutionContext,
@@ -240,6 +253,7 @@ def build_synthesis_assets(
         plain_summary: Synthesis,
         relationship_analysis: RelationshipAnalysis,
         cross_paper_questions: CrossPaperQuestions,
+        citation_graph: CitationGraph,
     ) -> dg.Output[CollectionOutputs]:
         collection, artifacts = context.partition_key, Resources(context).artifacts
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
@@ -254,6 +268,7 @@ def build_synthesis_assets(
             cross_paper_questions,
             titles,
             given_chunks(answers, cross_paper_questions, relationship_analysis),
+            citation_graph,
         )
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection), content
