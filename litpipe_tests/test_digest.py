@@ -30,12 +30,18 @@ from litpipe.runtime.runner import (
     run_papers,
 )
 from litpipe.schemas import (
+    CitationContext,
+    CitationEdge,
+    CitationGraph,
+    CitingSentence,
     Digest,
     Insight,
+    OftenCited,
     PaperAbstract,
     PaperAnswers,
     PaperArrival,
     PaperSource,
+    ReferenceRecord,
     RelationshipAnalysis,
 )
 from litpipe.settings import Settings
@@ -221,6 +227,113 @@ def test_the_digest_renders_as_markdown_and_an_escaped_standalone_page(tmp_path:
     graph = ElementTree.fromstring(files[graph_file].read_text("utf-8"))
     nodes = [t.text or "" for t in graph.iter("{http://www.w3.org/2000/svg}title")]
     assert any(TITLES[NEW] in node for node in nodes) and any(TITLES[OLD] in n for n in nodes)
+
+
+# A paper of the collection that arrived after the day: the graph built since holds it.
+LATER = "later.paper"
+
+
+def work(title: str, citing: list[str]) -> OftenCited:
+    return OftenCited(
+        reference=ReferenceRecord(raw=f"{title} (2020).", title=title, year=2020),
+        citing_paper_ids=sorted(citing),
+        contexts=[
+            CitingSentence(paper_id=p, sentence=f"{TITLES.get(p, p)} cites {title}.", page=1)
+            for p in sorted(citing)
+        ],
+    )
+
+
+def bio_citations() -> CitationGraph:
+    """The collection's graph as built after the day: the new paper cites the old one, which
+    LATE cites in its reference list only; four works none of them is."""
+    sentence = "Unlike base editing [4], prime editing needs no double-strand break."
+    return CitationGraph(
+        collection=COLLECTION,
+        papers=[OLD, LATE, NEW, LATER],
+        edges=[
+            CitationEdge(
+                citing=NEW,
+                cited=OLD,
+                reference_index=3,
+                rule="doi",
+                contexts=[
+                    CitationContext(
+                        reference_index=3,
+                        marker="[4]",
+                        marker_start=20,
+                        sentence=sentence,
+                        char_start=0,
+                        char_end=len(sentence),
+                        page=2,
+                        section="Introduction",
+                    )
+                ],
+            ),
+            CitationEdge(citing=LATE, cited=OLD, reference_index=0, rule="title_year"),
+            CitationEdge(citing=LATER, cited=NEW, reference_index=0, rule="doi"),
+        ],
+        often_cited=[
+            work("Cas9 <i>off-target</i> effects", [OLD, LATE, NEW]),
+            work("Sickle cell disease in the clinic", [OLD, NEW]),
+            work("Lipid nanoparticles at scale", [OLD, LATE]),
+            work("A review read only later", [NEW, LATER]),
+        ],
+    )
+
+
+def test_the_digest_names_the_works_the_new_papers_make_often_cited_and_their_citations(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    sources = MappingSources(
+        abstract_of={p: abstract_of(p) for p in TITLES},
+        answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
+        citations_of={COLLECTION: bio_citations()},
+    )
+    digest = build_digest(
+        DAY,
+        [arrival(NEW, 9)],
+        {COLLECTION: [OLD, LATE]},
+        sources,
+        settings.synthesis,
+        Asker(settings.llm),
+    )
+
+    (bio,) = digest.collections
+    # Those the new paper cites, most cited first; not one LATER alone makes often cited.
+    assert [(w.reference.title, w.citing_paper_ids) for w in bio.often_cited] == [
+        ("Cas9 <i>off-target</i> effects", sorted([OLD, LATE, NEW])),
+        ("Sickle cell disease in the clinic", sorted([OLD, NEW])),
+    ]
+    assert [(edge.citing, edge.cited) for edge in bio.citations] == [(NEW, OLD)]
+    assert digest.titles[OLD] == TITLES[OLD] and digest.titles[LATE] == TITLES[LATE]
+
+    markdown = digest_markdown(digest)
+    added = markdown.split(f"### Often cited, not in {COLLECTION}: what the new papers add\n")[1]
+    assert "1. **Cas9 &lt;i>off-target&lt;/i> effects** (2020)." in added
+    assert "More often cited: 2 papers cited it before today." in added
+    assert "2. **Sickle cell disease in the clinic** (2020)." in added
+    assert "Newly often cited: the papers new today bring it here." in added
+    assert f"*{TITLES[NEW].replace('<', '&lt;')}* (new today)" in added
+    assert "Lipid nanoparticles" not in markdown and "read only later" not in markdown
+    assert (
+        f"- {TITLES[NEW].replace('<', '&lt;')}, new today, cites {TITLES[OLD]}: “Unlike base "
+        "editing [4], prime editing needs no double-strand break.” (p. 2)" in markdown
+    )
+    page = digest_html(digest)
+    parsed = assert_well_formed(page)
+    text = " ".join(" ".join(parsed.text).split())
+    assert "Cas9 <i>off-target</i> effects" in text and "<i>off-target" not in page
+    assert f"{TITLES[NEW]}, new today, cites {TITLES[OLD]}" in text
+    assert "Newly often cited" in text and "More often cited" in text
+
+
+def test_without_a_citation_graph_the_digest_says_nothing_of_citations(tmp_path: Path) -> None:
+    digest = hand_made_digest(tmp_path)
+
+    assert all(c.often_cited == [] and c.citations == [] for c in digest.collections)
+    assert "Often cited" not in digest_markdown(digest) and "cites" not in digest_html(digest)
 
 
 def test_a_day_without_papers_says_nothing_new(tmp_path: Path) -> None:

@@ -245,10 +245,12 @@ def list_item(opening: str, lines: Sequence[str]) -> list[str]:
     return [opening + first, *(" " * len(opening) + line for line in rest)]
 
 
-def work_html(work: OftenCited, paper: PaperLink, new_today: Collection[str] = ()) -> str:
+def work_html(
+    work: OftenCited, paper: PaperLink, new_today: Collection[str] = (), note: str = ""
+) -> str:
     """A work of "Often cited, not in your library" as a list item: title, authors, year,
-    venue, DOI (a link), the papers citing it (those `new_today` marked), the first of its
-    citing sentences with paper and page."""
+    venue, DOI (a link), the papers citing it (those `new_today` marked), a `note` (text),
+    the first of its citing sentences with paper and page."""
     record = work.reference
     details = []
     if record.authors:
@@ -278,7 +280,10 @@ def work_html(work: OftenCited, paper: PaperLink, new_today: Collection[str] = (
         f'<li class="often-cited"><strong>{html.escape(_untitled(record))}</strong>'
         + (f'<br><span class="meta">{" · ".join(details)}</span>' if details else "")
         + f"<br>Cited by {counted(len(work.citing_paper_ids), 'paper')} of this collection: "
-        f"{citing}" + (f"<ul>{sentences}</ul>" if sentences else "") + "</li>"
+        f"{citing}"
+        + (f'<br><span class="new">{html.escape(note)}</span>' if note else "")
+        + (f"<ul>{sentences}</ul>" if sentences else "")
+        + "</li>"
     )
 
 

@@ -2,7 +2,9 @@
 
 Both say the same: what changed in each collection's synthesis during the day, the day's new
 papers, each with its abstract and key insights (or why it has none yet), then, per collection,
-how their insights relate to those of the papers it already held, and the references. The page
+how their insights relate to those of the papers it already held, the works often cited, not in
+it, that they cite (newly often cited, or more often) and the citations they make or receive,
+and the references. The page
 is standalone like the synthesis page (inline CSS, no script, every text escaped) and links each
 `[paper_id:page]` marker to its passage, shown at the end.
 """
@@ -16,8 +18,10 @@ from datetime import datetime
 from pathlib import Path
 
 from litpipe.files import write_atomically
+from litpipe.ingest.often_cited import MIN_CITING_PAPERS
 from litpipe.report import notices
 from litpipe.report.answer_diff import digest_lines as answer_digest_lines
+from litpipe.report.citations import list_item, work_html, work_markdown
 from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
@@ -40,10 +44,12 @@ from litpipe.report.page import (
 from litpipe.report.synthesis_diff import digest_lines
 from litpipe.schemas import (
     RELATIONSHIP_TYPES,
+    CitationEdge,
     Digest,
     DigestCollection,
     DigestPaper,
     Insight,
+    OftenCited,
     Relationship,
 )
 from litpipe.text import counted
@@ -281,6 +287,7 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
             f"![{FIGURES[name]}]({figure_file(digest, collection, name)})\n"
             for name in collection_figures(digest, collection)
         ]
+        lines += _citations_markdown(collection, digest)
     # The insights this file quotes: with files of papers, those of the relationships only.
     referenced = list(_shown_insights(digest)) if not pages else _related_insights(digest)
     lines += [
@@ -334,6 +341,89 @@ def _relationships_markdown(collection: DigestCollection, digest: Digest) -> lis
                 title = digest.titles.get(insight.paper_id, insight.paper_id)
                 lines.append(f"  - ({tag}*{title}*) {insight.text}")
     return [*lines, ""]
+
+
+def _newly(work: OftenCited, new: set[str]) -> str:
+    """Whether the day's papers made the work often cited, or more often."""
+    before = len([p for p in work.citing_paper_ids if p not in new])
+    if before < MIN_CITING_PAPERS:
+        return "Newly often cited: the papers new today bring it here."
+    return f"More often cited: {counted(before, 'paper')} cited it before today."
+
+
+def _citation_line(edge: CitationEdge, titles: dict[str, str], new: set[str]) -> str:
+    """`B, new today, cites A: “sentence” (p. 3)`, as text."""
+
+    def named(paper_id: str) -> str:
+        return titles.get(paper_id, paper_id) + (", new today," if paper_id in new else "")
+
+    said = (
+        f": “{' '.join(edge.contexts[0].sentence.split())}” (p. {edge.contexts[0].page})"
+        if edge.contexts
+        else " (in its reference list only)"
+    )
+    return f"{named(edge.citing)} cites {named(edge.cited).rstrip(',')}{said}"
+
+
+def _citations_markdown(collection: DigestCollection, digest: Digest) -> list[str]:
+    """What the collection's new papers changed in its citation graph: the works often cited
+    they cite, the citations they make or receive (each at most PAPERS_PER_PAGE)."""
+    new = set(collection.new_papers)
+    lines = []
+    works = collection.often_cited
+    if works:
+        lines += [f"### Often cited, not in {collection.collection}: what the new papers add", ""]
+        for rank, work in enumerate(works[:PAPERS_PER_PAGE], start=1):
+            described, citing, *sentences = work_markdown(work, digest.titles, new)
+            lines += list_item(f"{rank}. ", [described, citing, _newly(work, new), *sentences])
+        if len(works) > PAPERS_PER_PAGE:
+            lines.append(f"\n… and {counted(len(works) - PAPERS_PER_PAGE, 'more work')}.")
+        lines.append("")
+    if collection.citations:
+        lines += [f"### Citations within {collection.collection}, new today", ""]
+        lines += [
+            f"- {_citation_line(edge, digest.titles, new)}"
+            for edge in collection.citations[:PAPERS_PER_PAGE]
+        ]
+        if len(collection.citations) > PAPERS_PER_PAGE:
+            lines.append(f"- … and {len(collection.citations) - PAPERS_PER_PAGE} more.")
+        lines.append("")
+    return lines
+
+
+def _citations_html(collection: DigestCollection, digest: Digest) -> str:
+    """`_citations_markdown`'s sections, as HTML."""
+    new = set(collection.new_papers)
+
+    def paper(paper_id: str) -> str:
+        return html.escape(digest.titles.get(paper_id, paper_id))
+
+    parts = []
+    works = collection.often_cited
+    if works:
+        items = "".join(
+            work_html(work, paper, new, _newly(work, new)) for work in works[:PAPERS_PER_PAGE]
+        )
+        more = (
+            f"<p>… and {counted(len(works) - PAPERS_PER_PAGE, 'more work')}.</p>"
+            if len(works) > PAPERS_PER_PAGE
+            else ""
+        )
+        parts.append(
+            f"<h3>Often cited, not in {html.escape(collection.collection)}: what the new papers "
+            f'add</h3><ol class="often-cited">{items}</ol>{more}'
+        )
+    if collection.citations:
+        shown = collection.citations[:PAPERS_PER_PAGE]
+        lines = "".join(
+            f"<li>{html.escape(_citation_line(edge, digest.titles, new))}</li>" for edge in shown
+        )
+        left = len(collection.citations) - len(shown)
+        parts.append(
+            f"<h3>Citations within {html.escape(collection.collection)}, new today</h3>"
+            f"<ul>{lines}{f'<li>… and {left} more.</li>' if left else ''}</ul>"
+        )
+    return "".join(parts)
 
 
 def _shown_insights(digest: Digest) -> Iterable[Insight]:
@@ -395,7 +485,7 @@ def digest_pages(digest: Digest) -> dict[str, str]:
                 (
                     f"relations-{index}",
                     f"How they relate to the rest of {collection.collection}",
-                    related,
+                    related + _citations_html(collection, digest),
                 )
             )
             pages.update(relationship_pages)

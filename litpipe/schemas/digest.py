@@ -1,8 +1,9 @@
 """The nightly digest.
 
 One digest per UTC day: what changed in each collection's synthesis that day, the papers the
-catalog first registered that day, each in brief, and how their insights relate to those of
-the papers their collections held before that day.
+catalog first registered that day, each in brief, how their insights relate to those of the
+papers their collections held before that day, and what they changed in their collections'
+citation graphs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pydantic import BaseModel, Field
 from litpipe.schemas.changes import SynthesisDiff
 from litpipe.schemas.evidence import RetrievedChunk
 from litpipe.schemas.papers import PaperSource
+from litpipe.schemas.references import CitationEdge, OftenCited
 from litpipe.schemas.relationships import Insight, Relationship
 from litpipe.schemas.standing_questions import AnswerDiff
 
@@ -58,6 +60,17 @@ class DigestCollection(BaseModel):
     )
     relationships: list[Relationship] = Field(
         description="Between insights of different papers, at least one of them new."
+    )
+    often_cited: list[OftenCited] = Field(
+        default_factory=list,
+        description="The works often cited, not in the collection, that a new paper cites: "
+        "made often cited by the day's papers, or more often; their citing papers and sentences "
+        "those of the papers it held by the day's end. Empty without its citation graph.",
+    )
+    citations: list[CitationEdge] = Field(
+        default_factory=list,
+        description="The citations between its papers that a new paper makes or receives. "
+        "Empty without its citation graph.",
     )
 
 

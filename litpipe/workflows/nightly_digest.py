@@ -1,6 +1,8 @@
 """The nightly digest: what changed in each collection's synthesis during a day (its kept
-versions, `synthesis_history`), the papers that arrived on the day, each in brief, and how
-their insights relate to those of the papers their collections held before that day.
+versions, `synthesis_history`), the papers that arrived on the day, each in brief, how
+their insights relate to those of the papers their collections held before that day, and what
+they changed in each collection's citation graph (`day_citations`: the works often cited that
+they cite, and the citations they make or receive).
 
 Runs without Dagster (`build_digest(day, arrivals, before, sources, synthesis, asker)`);
 the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
@@ -28,13 +30,17 @@ from scipy.sparse import csr_array
 
 from litpipe.agents.asker import Asker
 from litpipe.agents.relationship_analysis.insights import insights_for
+from litpipe.ingest.often_cited import MIN_CITING_PAPERS
 from litpipe.retrieval.text import content_terms
 from litpipe.schemas import (
     Answer,
+    CitationEdge,
+    CitationGraph,
     Digest,
     DigestCollection,
     DigestPaper,
     Insight,
+    OftenCited,
     PaperAbstract,
     PaperAnswers,
     PaperArrival,
@@ -70,6 +76,8 @@ class DigestSources(Protocol):
 
     def analysis(self, collection: str) -> RelationshipAnalysis | None: ...
 
+    def citations(self, collection: str) -> CitationGraph | None: ...
+
 
 @dataclass
 class MappingSources:
@@ -78,6 +86,7 @@ class MappingSources:
     abstract_of: Mapping[str, PaperAbstract] = field(default_factory=dict)
     answers_of: Mapping[str, PaperAnswers] = field(default_factory=dict)
     analysis_of: Mapping[str, RelationshipAnalysis] = field(default_factory=dict)
+    citations_of: Mapping[str, CitationGraph] = field(default_factory=dict)
 
     def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]:
         return {p: self.abstract_of[p] for p in paper_ids if p in self.abstract_of}
@@ -87,6 +96,9 @@ class MappingSources:
 
     def analysis(self, collection: str) -> RelationshipAnalysis | None:
         return self.analysis_of.get(collection)
+
+    def citations(self, collection: str) -> CitationGraph | None:
+        return self.citations_of.get(collection)
 
 
 def digest_engine(asker: Asker) -> str:
@@ -109,7 +121,8 @@ def build_digest(
     embedder) the relationships agent weighs only nearest neighbours (`relate`), so a day of
     thousands of papers is not related pair by pair. With the `history` of a home
     (`synthesis_history`), it opens with what changed in each collection's synthesis during
-    the day (`day_changes`)."""
+    the day (`day_changes`). Where a collection's citation graph is built, it says what the
+    day's papers changed in it (`day_citations`)."""
     new_ids = [arrival.paper_id for arrival in arrivals]
     abstracts = sources.abstracts(new_ids)
     answers = sources.answers(new_ids)
@@ -143,8 +156,30 @@ def build_digest(
             asker,
             encoder,
         )
-        collections.append(related.model_copy(update={"new_papers": here}))
+        graph = sources.citations(collection)
+        often, citations = (
+            day_citations(graph, here, [*before.get(collection, []), *here])
+            if graph is not None
+            else ([], [])
+        )
+        collections.append(
+            related.model_copy(
+                update={"new_papers": here, "often_cited": often, "citations": citations}
+            )
+        )
         pool.update(existing_pool)
+    # The earlier papers these name, titled from their abstracts as the relationships' are.
+    named = {
+        paper_id
+        for c in collections
+        for paper_id in chain(
+            (p for work in c.often_cited for p in work.citing_paper_ids),
+            (p for edge in c.citations for p in (edge.citing, edge.cited)),
+        )
+    }
+    titles.update(
+        {p: " ".join(a.title.split()) for p, a in sources.abstracts(named - titles.keys()).items()}
+    )
     shown = [i for paper in papers for i in paper.insights]
     shown += [i for c in collections for i in c.insights]
     cited = dict.fromkeys(chunk for i in shown for c in i.citations for chunk in c.chunk_ids)
@@ -161,6 +196,30 @@ def build_digest(
         else [],
         standing=standing_changes(history, day) if history is not None else [],
     )
+
+
+def day_citations(
+    graph: CitationGraph, new: Sequence[str], held: Sequence[str]
+) -> tuple[list[OftenCited], list[CitationEdge]]:
+    """What a collection's `new` papers changed in its citation graph, among the papers it
+    `held` by the day's end (one that came later, which a graph built since holds, counts for
+    nothing, so a day's digest built again later says the same): the works often cited that
+    one of them cites, most cited first, and the citations they make or receive."""
+    fresh, kept = set(new), set(held)
+    works = []
+    for work in graph.often_cited:
+        citing = [paper_id for paper_id in work.citing_paper_ids if paper_id in kept]
+        if len(citing) >= MIN_CITING_PAPERS and fresh.intersection(citing):
+            contexts = [context for context in work.contexts if context.paper_id in kept]
+            works.append(work.model_copy(update={"citing_paper_ids": citing, "contexts": contexts}))
+    # Stable: among works cited as often, the graph's order (the more recent first).
+    works.sort(key=lambda work: -len(work.citing_paper_ids))
+    edges = [
+        edge
+        for edge in graph.edges
+        if {edge.citing, edge.cited} <= kept and fresh.intersection((edge.citing, edge.cited))
+    ]
+    return works, edges
 
 
 def day_changes(home: Path, day: date, arrived_in: Sequence[str]) -> list[SynthesisDiff]:

@@ -15,13 +15,20 @@ from litpipe.defs.resources import ArtifactsResource
 from litpipe.defs.steps import Resources, all_partitions, step_asset
 from litpipe.defs.versions import CodeVersion
 from litpipe.report import answer_diff as answer_diff_report
+from litpipe.report import citations as citations_report
 from litpipe.report import digest as digest_report
 from litpipe.report import markdown as report_markdown
 from litpipe.report import notices
 from litpipe.report import page as report_page
 from litpipe.report import synthesis_diff as diff_report
 from litpipe.retrieval import neighbours
-from litpipe.schemas import Digest, PaperAbstract, PaperAnswers, RelationshipAnalysis
+from litpipe.schemas import (
+    CitationGraph,
+    Digest,
+    PaperAbstract,
+    PaperAnswers,
+    RelationshipAnalysis,
+)
 from litpipe.settings import HomePaths, IngestSettings, LLMSettings, SynthesisSettings
 from litpipe.workflows import (
     answer_history,
@@ -51,6 +58,12 @@ class ArtifactSources:
             return None
         return store.read(["relationship_analysis"], collection, RelationshipAnalysis)
 
+    def citations(self, collection: str) -> CitationGraph | None:
+        store = self.artifacts.store()
+        if not store.exists(["citation_graph"], collection):
+            return None
+        return store.read(["citation_graph"], collection, CitationGraph)
+
 
 STEP = ModelStep(
     agents=digest_workflow.DIGEST_AGENTS,
@@ -68,6 +81,8 @@ STEP = ModelStep(
             answer_history,
             standing_questions,
             answer_diff_report,
+            # The works often cited and the citations the day's papers bring.
+            citations_report,
             report_page,
             report_markdown,
             notices,
@@ -90,13 +105,18 @@ def build_nightly_digest_assets(
         resources=("catalog", "artifacts", "embedder"),
         partitions_def=nightly,
         group_name="nightly_digest",
-        # For lineage: a day reads the abstracts and answers of its new papers and the insights
-        # of their collections' other papers (from the last analysis, else their answers).
-        deps=all_partitions("paper_abstract", "paper_answers", "relationship_analysis"),
+        # For lineage: a day reads the abstracts and answers of its new papers, the insights
+        # of their collections' other papers (from the last analysis, else their answers) and
+        # their collections' citation graphs.
+        deps=all_partitions(
+            "paper_abstract", "paper_answers", "relationship_analysis", "citation_graph"
+        ),
         description="What changed in each collection's synthesis during the day (its kept "
         "versions under LITPIPE_HOME/history), the papers that arrived on the day (UTC; first "
         "registered in the catalog then), each with its abstract and key insights, and how "
-        "their insights relate to those of the papers their collections held before; "
+        "their insights relate to those of the papers their collections held before, and the "
+        "works often cited, not in the collection, that they cite and the citations they make "
+        "or receive; "
         "LITPIPE_HOME/outputs/digests/"
         "<day>.md and .html. A day without new papers says so.",
     )
