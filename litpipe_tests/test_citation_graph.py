@@ -22,9 +22,11 @@ from litpipe.artifacts import ArtifactStore
 from litpipe.cli import main
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.ingest.bibtex import latex_to_text, parse_bibtex
+from litpipe.ingest.references import parse_references
 from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import (
     CitationGraph,
+    CollectionPaper,
     PaperChunks,
     PaperReferences,
     RelationshipAnalysis,
@@ -301,3 +303,17 @@ def test_a_reference_naming_two_papers_of_the_collection_is_left_unmatched_and_l
     [ambiguous] = [item for item in graph.ambiguous if item.paper_id == "citing"]
     assert sorted(ambiguous.candidates) == sorted([REV1, "twin"])
     assert ambiguous.raw == REV1_REFERENCE
+
+
+def test_a_preprint_pdf_is_dated_by_its_doi_so_a_reference_without_one_names_it_by_title() -> None:
+    rev1 = paper_references(bundled_document(REV1))
+    # The PDF's pages give no year; its bioRxiv DOI is dated 2024.02.13.
+    assert bundled_document(REV1).year is None and rev1.paper.year == 2024
+    undated = REV1_REFERENCE.split(" doi:")[0]
+    citing = PaperReferences(
+        paper=CollectionPaper(paper_id="citing", title="Pol zeta in fly larvae", year=2025),
+        records=parse_references([f"[1] {undated}"]),
+    )
+    assert citing.records[0].doi is None and citing.records[0].year == 2024
+    [edge] = citation_graph("c", {REV1: rev1, "citing": citing}).edges
+    assert (edge.citing, edge.cited, edge.rule) == ("citing", REV1, "title_year")

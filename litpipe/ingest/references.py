@@ -135,7 +135,7 @@ def parse_reference(raw: str) -> ReferenceRecord:
     title, after_title = _title(rest)
     if year is None:
         found = _ANY_YEAR.search(after_title) or _ANY_YEAR.search(fields)
-        year = int(found.group(1)) if found else _year_of_ids(doi, arxiv_id)
+        year = int(found.group(1)) if found else year_of_ids(doi, arxiv_id)
     return ReferenceRecord(
         raw=raw,
         number=number,
@@ -170,7 +170,7 @@ def _doi(text: str) -> str | None:
     return doi or None
 
 
-def _year_of_ids(doi: str | None, arxiv_id: str | None) -> int | None:
+def year_of_ids(doi: str | None, arxiv_id: str | None) -> int | None:
     """The year a bioRxiv or medRxiv DOI (`10.1101/2020.06.26.166157`) or a new-style arXiv
     id (`2303.08774`: 2023) is dated by, for an entry that gives its year nowhere else."""
     if doi and (dated := _PREPRINT_DOI_DATE.match(doi)):
