@@ -186,6 +186,14 @@ def test_identifiers_by_pattern() -> None:
     assert (preprint.doi, preprint.year) == ("10.1101/2020.06.26.166157", 2020)
 
 
+def test_an_article_number_after_the_venue_is_not_its_year() -> None:
+    # PNAS, reference 38: the article number 2078 comes before the year.
+    record = parse_reference(
+        "38. A. Smith, B. Jones, Replication fork protection in human cells. Cells 12, 2078 (2023)."
+    )
+    assert record.year == 2023
+
+
 def test_an_entry_that_reads_as_nothing_keeps_its_raw_text() -> None:
     record = parse_reference("  ")
     assert record.raw == "  " and record.title is None and record.authors == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import date
 
 from litpipe.schemas import ReferenceRecord
 
@@ -134,8 +135,7 @@ def parse_reference(raw: str) -> ReferenceRecord:
     rest = rest.lstrip(" .,;:")
     title, after_title = _title(rest)
     if year is None:
-        found = _ANY_YEAR.search(after_title) or _ANY_YEAR.search(fields)
-        year = int(found.group(1)) if found else year_of_ids(doi, arxiv_id)
+        year = _first_year(after_title) or _first_year(fields) or year_of_ids(doi, arxiv_id)
     return ReferenceRecord(
         raw=raw,
         number=number,
@@ -168,6 +168,16 @@ def _doi(text: str) -> str | None:
         while doi.endswith(closing) and doi.count(closing) > doi.count(opening):
             doi = doi[:-1].rstrip(_DOI_TRAILING)
     return doi or None
+
+
+def _first_year(text: str) -> int | None:
+    """The first number of `text` that can be a year of publication: not after next year
+    (`Cells 12, 2078 (2023)`: 2078 is an article number)."""
+    latest = date.today().year + 1
+    return next(
+        (year for found in _ANY_YEAR.finditer(text) if (year := int(found.group(1))) <= latest),
+        None,
+    )
 
 
 def year_of_ids(doi: str | None, arxiv_id: str | None) -> int | None:
