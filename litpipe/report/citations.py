@@ -98,18 +98,20 @@ class CitationRow:
     passage: RetrievedChunk | None = None
     why: str = ""
 
-    def citation(self) -> tuple[str, Citation] | None:
-        """The citing sentence ending in its `[citing:page]` marker, and the citation of the
-        passage holding it (none known: the marker stays plain)."""
+    def quoted(self) -> str:
+        """The citing sentence in quotes, on one line; empty for a citation of the list only."""
+        return f"“{' '.join(self.context.sentence.split())}”" if self.context is not None else ""
+
+    def citation(self) -> Citation | None:
+        """The sentence's `[citing:page]`, citing the passage holding it (none known: the
+        marker stays plain); None for a citation of the list only."""
         if self.context is None:
             return None
-        written = marker(self.citing, self.context.page)
-        chunk_ids = [self.passage.chunk_id] if self.passage is not None else []
-        return (
-            f"“{' '.join(self.context.sentence.split())}” {written}",
-            Citation(
-                marker=written, paper_id=self.citing, page=self.context.page, chunk_ids=chunk_ids
-            ),
+        return Citation(
+            marker=marker(self.citing, self.context.page),
+            paper_id=self.citing,
+            page=self.context.page,
+            chunk_ids=[self.passage.chunk_id] if self.passage is not None else [],
         )
 
 
@@ -148,7 +150,7 @@ def citation_table(rows: Sequence[CitationRow], paper: PaperLink, links: Citatio
 
 def _table_row(row: CitationRow, paper: PaperLink, links: CitationLinks) -> str:
     cited = row.citation()
-    sentence = links.inline(cited[0], [cited[1]]) if cited is not None else ""
+    sentence = links.inline(f"{row.quoted()} {cited.marker}", [cited]) if cited else ""
     section = html.escape(row.context.section) if row.context is not None else ""
     return (
         f"<tr><td>{paper(row.citing)} → {paper(row.cited)}</td>"
@@ -163,16 +165,12 @@ def citations_markdown(rows: Sequence[CitationRow], titles: Mapping[str, str]) -
     for row in rows:
         ends = f"*{titles.get(row.citing, row.citing)}* → *{titles.get(row.cited, row.cited)}*"
         cited = row.citation()
-        if cited is None:
+        if cited is None or row.context is None:
             lines.append(f"- {ends}: {row.type}.")
             continue
-        where = (
-            f"{row.context.section}, " if row.context is not None and row.context.section else ""
-        )
-        sentence, citation = cited
-        quoted = sentence.removesuffix(f" {citation.marker}")
+        where = f"{row.context.section}, " if row.context.section else ""
         why = f" {row.why}" if row.why else ""
-        lines.append(f"- {ends} (**{row.type}**): {quoted} ({where}{citation.marker}).{why}")
+        lines.append(f"- {ends} (**{row.type}**): {row.quoted()} ({where}{cited.marker}).{why}")
     return lines
 
 
@@ -201,7 +199,7 @@ def paper_citations_html(cites: Sequence[str], cited_by: Sequence[str], paper: P
     return "".join(lines)
 
 
-def reference_of(record: ReferenceRecord) -> PaperReference:
+def _reference_of(record: ReferenceRecord) -> PaperReference:
     """A record's authors, year, venue and DOI, as a reference list shows a paper's."""
     return PaperReference(
         authors=record.authors, year=record.year, venue=record.venue, doi=record.doi
@@ -218,7 +216,7 @@ def work_markdown(
     """A work of "Often cited, not in your library" as the lines of a list item, the caller
     indenting all but the first: its reference, the papers citing it (those `new_today`
     marked), a sub-list of the first of its citing sentences."""
-    described = described_reference(_untitled(work.reference), reference_of(work.reference))
+    described = described_reference(_untitled(work.reference), _reference_of(work.reference))
     if work.reference.arxiv_id and not work.reference.doi:
         described += f" {ARXIV_ABS}{work.reference.arxiv_id}"
     citing = "; ".join(
