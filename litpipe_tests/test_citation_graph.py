@@ -96,9 +96,15 @@ def contrasting_paper(folder: Path) -> Path:
         [
             "Abstract. We measured larval survival after methyl methanesulfonate in pol eta "
             "mutants. Survival did not change, and chromosome breaks were as frequent as in "
-            f"wild type.\n\nDiscussion. {UNLIKE} Variant effects were mapped as before [1].",
+            f"wild type.\n\nDiscussion. {UNLIKE} Variant effects were mapped as before [1]. "
+            "Breaks were counted as described [3, 9].",
         ],
-        [f"[1] {FOWLER}", f"[2] {REV1_REFERENCE}"],
+        # Entry 3 gives no title, and no entry 9 is listed: the paper is built all the same.
+        [
+            f"[1] {FOWLER}",
+            f"[2] {REV1_REFERENCE}",
+            "[3] Smith J, Jones K, Lee M, 2019, 12:345-349.",
+        ],
     )
 
 
@@ -236,16 +242,26 @@ def test_the_often_cited_bib_beside_the_synthesis_reads_back_and_imports_into_zo
     ]
 
 
-def test_report_json_counts_the_graph(built: tuple[Path, Path]) -> None:
+def test_report_json_counts_the_graph_and_names_what_could_not_be_linked(
+    built: tuple[Path, Path], tiny_model: Path
+) -> None:
     _, home = built
     report = RunReport.model_validate_json(
         (home / "outputs" / COLLECTION / "report.json").read_text()
     )
     assert report.synthesis is not None and report.synthesis.citations is not None
     citations = report.synthesis.citations
-    # REV1's 94 entries, and the two papers' two each.
-    assert (citations.references, citations.edges, citations.often_cited) == (98, 2, 1)
-    assert citations.ambiguous_references == [] and citations.untitled_references == {}
+    # REV1's 94 entries, and the two papers' two and three.
+    assert (citations.references, citations.edges, citations.often_cited) == (99, 2, 1)
+    assert citations.cited_relationships == {"extension": 1, "contrast": 1}
+    contrasting = paper_id_of(home, tiny_model, "unlike")
+    assert citations.untitled_references == {
+        contrasting: ["[3] Smith J, Jones K, Lee M, 2019, 12:345-349."]
+    }
+    [unresolved] = citations.unresolved_markers[contrasting]
+    assert unresolved.startswith("[3, 9] (") and "9" in unresolved
+    assert list(citations.unresolved_markers) == [contrasting]
+    assert citations.ambiguous_references == []
 
 
 def test_adding_a_paper_rebuilds_only_its_own_references_and_the_graph(
