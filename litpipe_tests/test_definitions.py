@@ -57,7 +57,9 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "paper_questions",
         "question_evidence",
         "paper_answers",
+        "paper_references",
         "corpus_index",
+        "citation_graph",
         "cross_paper_questions",
         "relationship_analysis",
         "synthesis",
@@ -72,6 +74,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
     }
     per_collection = {
         "corpus_index",
+        "citation_graph",
         "cross_paper_questions",
         "relationship_analysis",
         "synthesis",
@@ -259,6 +262,8 @@ def test_changing_chunk_overlap_makes_only_chunks_and_embeddings_stale(
         "paper_questions": State.FRESH,
         "question_evidence": State.UPSTREAM_CHANGED,
         "paper_answers": State.UPSTREAM_CHANGED,
+        # Read from the document, not the chunks.
+        "paper_references": State.FRESH,
     }
     # Dagster's own resolver (what the UI shows) agrees on the edited asset and its parent.
     resolver = CachingStaleStatusResolver(

@@ -146,6 +146,10 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         "synthesis.html",
         "relationships.svg",
         "relationship_types.svg",
+        # The bundled papers cite none of one another, but some works several of them cite.
+        "citations.json",
+        "often_cited.bib",
+        "often_cited.ris",
     }
     markdown = Path(outputs.files["synthesis.md"]).read_text("utf-8")
     assert "](relationships.svg)" in markdown and "](relationship_types.svg)" in markdown
