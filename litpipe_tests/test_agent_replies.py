@@ -465,8 +465,12 @@ def _comparison_aspects(c: Collection, s: Settings, asker: Asker) -> object:
 
 def _comparison_cells(c: Collection, s: Settings, asker: Asker) -> object:
     """Every paper's row, each aspect's passages its two chunks."""
+
+    def search_of(paper: str) -> Callable[[str], list[RetrievedChunk]]:
+        return lambda query: c.chunks[paper]
+
     inputs = [
-        row_input(paper, a.title, lambda query, paper=paper: c.chunks[paper], FIXED, s.comparison)
+        row_input(paper, a.title, search_of(paper), FIXED, s.comparison)
         for paper, a in c.abstracts.items()
     ]
     return comparison_rows(inputs, asker)

@@ -44,7 +44,7 @@ from litpipe.schemas import (
     SegmentGrade,
     SentenceGrade,
 )
-from litpipe.settings import AgentRoute, ComparisonSettings, Route, Settings
+from litpipe.settings import AgentRoute, ComparisonSettings, LLMSettings, Route, Settings
 from litpipe.text import strip_markers
 from litpipe.workflows.comparison_table import (
     comparison_aspects,
@@ -66,7 +66,7 @@ PASSAGES = {
             "yeast",
             0,
             2,
-            "It remains unclear how wild yeast strains persist between seasons. We collected "
+            "How wild yeast strains persist between seasons is poorly understood. We collected "
             "412 strains of Saccharomyces paradoxus from oak bark samples across twelve forests "
             "in three countries over four years of sampling.",
         ),
@@ -74,7 +74,8 @@ PASSAGES = {
             "yeast",
             1,
             5,
-            "Growth assays were validated against a benchmark panel of lab strains, and the "
+            "Growth assays, a plate-reader technique, were validated against a benchmark panel "
+            "of lab strains, and the "
             "wild strains grew 30% faster at low temperature than the baseline strains.",
         ),
     ],
@@ -90,9 +91,18 @@ PASSAGES = {
 }
 
 
+def offline_asker() -> Asker:
+    return Asker(LLMSettings(model=None))
+
+
+def always(passages: list[RetrievedChunk]) -> Callable[[str], list[RetrievedChunk]]:
+    """A search finding `passages` whatever the query."""
+    return lambda query: passages
+
+
 def search_of(paper_id: str) -> Callable[[str], list[RetrievedChunk]]:
     """The paper's own passages, whatever the query: the retriever over that paper alone."""
-    return lambda query: list(PASSAGES[paper_id])
+    return always(PASSAGES[paper_id])
 
 
 def offline_rows(aspects: Sequence[str], comparison: ComparisonSettings | None = None) -> Any:
@@ -100,7 +110,7 @@ def offline_rows(aspects: Sequence[str], comparison: ComparisonSettings | None =
     inputs = [
         row_input(paper, TITLES[paper], search_of(paper), aspects, settings) for paper in TITLES
     ]
-    return comparison_rows(inputs, Asker(Settings(llm={"model": None}).llm))
+    return comparison_rows(inputs, offline_asker())
 
 
 def cell(rows: Any, paper: str, aspect: str) -> Any:
@@ -131,7 +141,7 @@ def test_an_aspect_list_it_cannot_use_is_refused_in_one_line(
     aspects: list[str], message: str
 ) -> None:
     with pytest.raises(ValidationError) as refused:
-        Settings(comparison={"aspects": aspects})
+        Settings.model_validate({"comparison": {"aspects": aspects}})
     assert one_line(refused.value) == message
 
 
@@ -139,8 +149,9 @@ def test_set_names_the_aspects_and_a_list_over_the_limit_is_refused_on_the_comma
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = ["--home", str(tmp_path / "home")]
-    fixed = Settings(comparison={"aspects": ["organism", "method"]}).comparison
-    assert fixed.aspects == ["organism", "method"]
+    assert main(["config", *home, "--set", 'comparison.aspects=["organism", "method"]']) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r'^comparison\.aspects += \["organism", "method"\]  # flag$', shown, re.M)
     over = "comparison.aspects=" + str(["a", "b", "c"]).replace("'", '"')
     assert main(["config", *home, "--set", "comparison.max_aspects=2", "--set", over]) != 0
     err = capsys.readouterr().err.strip()
@@ -184,8 +195,8 @@ def test_a_paper_silent_on_an_aspect_reads_not_reported() -> None:
     # Mice's one passage holds none of evaluation's words ("benchmark", "validation", ...).
     assert cell(rows, "mice", "evaluation").not_reported
     # A paper with no passage at all for an aspect.
-    inputs = row_input("mice", TITLES["mice"], lambda query: [], ["organism"], ComparisonSettings())
-    (row,) = comparison_rows([inputs], Asker(Settings(llm={"model": None}).llm))
+    inputs = row_input("mice", TITLES["mice"], always([]), ["organism"], ComparisonSettings())
+    (row,) = comparison_rows([inputs], offline_asker())
     assert row.cells[0].value == NOT_REPORTED and row.passages == []
 
 
@@ -199,12 +210,38 @@ def test_a_cell_is_cut_to_its_word_limit_at_a_word_with_its_marker_kept() -> Non
     assert cell(whole, "mice", "data").value.endswith("16S rRNA genes [mice:3].")
 
 
+def test_an_aspect_named_in_general_words_is_searched_as_the_fixed_aspect_it_means() -> None:
+    rows = offline_rows(["method", "organism"])
+    # "method" is too general a word to count: it is searched as "approach".
+    assert not cell(rows, "yeast", "method").not_reported
+    assert "plate-reader technique" in cell(rows, "yeast", "method").value
+    assert cell(rows, "mice", "organism").not_reported  # neither passage says "organism"
+
+
+def test_the_back_matter_is_never_a_value() -> None:
+    funding = retrieved_chunk(
+        "yeast", 7, 9, "Any findings and conclusions are those of the authors and key funders."
+    )
+    thanks = funding.model_copy(update={"chunk_id": "yeast:8", "section": "Acknowledgements"})
+    stated = retrieved_chunk(
+        "yeast", 9, 1, "This work was supported by a key grant; its main finding is stated here."
+    )
+    for passages in ([thanks], [stated]):
+        inputs = row_input("yeast", "T", always(passages), ["main result"], ComparisonSettings())
+        (row,) = comparison_rows([inputs], offline_asker())
+        assert row.cells[0].not_reported, passages
+    # The same sentence in the paper's results is a value.
+    inputs = row_input("yeast", "T", always([funding]), ["main result"], ComparisonSettings())
+    (row,) = comparison_rows([inputs], offline_asker())
+    assert row.cells[0].value.endswith("[yeast:9].")
+
+
 def test_aspects_fixed_by_the_settings_are_used_as_given_else_the_fixed_six_offline() -> None:
     abstracts = [
         PaperAbstract(paper_id=p, title=t, abstract="An abstract.", source="parsed", engine="x")
         for p, t in TITLES.items()
     ]
-    offline = Asker(Settings(llm={"model": None}).llm)
+    offline = offline_asker()
     fixed = ComparisonSettings(aspects=["organism", "method"])
     assert comparison_aspects("c", abstracts, {}, fixed, offline) == (
         ["organism", "method"],
@@ -240,7 +277,7 @@ class ScriptedClient:
 
 
 def model_asker(agent: str, client: ScriptedClient) -> Asker:
-    llm = Settings(llm={"model": None, "agents": {agent: AgentRoute(model="openai/m")}}).llm
+    llm = LLMSettings(model=None, agents={agent: AgentRoute(model="openai/m")})
     return Asker(llm, client)
 
 
@@ -281,7 +318,8 @@ def test_a_model_cell_citing_another_paper_or_nothing_is_corrected_never_kept_as
 def test_a_model_value_over_the_limit_is_cut_and_its_aspects_cleaned() -> None:
     long = "strains " * 20 + "[yeast:2]"
     client = ScriptedClient(CellsReply(cells=[CellReply(aspect="data", value=long)]))
-    inputs = row_input("yeast", TITLES["yeast"], search_of("yeast"), ["data"], ComparisonSettings())
+    twelve = ComparisonSettings(cell_words=12)
+    inputs = row_input("yeast", TITLES["yeast"], search_of("yeast"), ["data"], twelve)
     (row,) = comparison_rows([inputs], model_asker("comparison_cells", client))
     assert row.cells[0].value == "strains " * 11 + "strains … [yeast:2]"
 
@@ -335,7 +373,7 @@ def test_an_unchanged_papers_row_is_not_asked_again_and_new_aspects_ask_every_ro
 
 
 def test_every_filled_cell_is_graded_and_a_cell_its_passage_does_not_hold_is_flagged() -> None:
-    offline = Asker(Settings(llm={"model": None}).llm)
+    offline = offline_asker()
     grading = Settings().grading
     rows = offline_rows(FIXED_ASPECTS)
     table = graded_cells(comparison_table("c", rows, FIXED_ASPECTS, "offline"), grading, offline)
