@@ -5,6 +5,7 @@ grades, and the files and page section people read."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 from collections.abc import Callable, Sequence
@@ -30,12 +31,16 @@ from litpipe.llm.client import LLMClient
 from litpipe.llm.errors import LLMError
 from litpipe.llm.usage import UsageLedger
 from litpipe.report.comparison import (
+    COMPARISON_CSS,
     comparison_csv,
     comparison_html,
     comparison_markdown,
     comparison_passages,
 )
-from litpipe.report.page import CitationLinks
+from litpipe.report.page import GRADE_CSS, PAGE_CSS, CitationLinks, standalone_page
+from litpipe.retrieval.hybrid import paper_retrievers
+from litpipe.retrieval.rerank import NoReranker
+from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import (
     NOT_REPORTED,
     ComparisonTable,
@@ -48,12 +53,16 @@ from litpipe.settings import AgentRoute, ComparisonSettings, LLMSettings, Route,
 from litpipe.text import strip_markers
 from litpipe.workflows.comparison_table import (
     comparison_aspects,
+    comparison_row,
     comparison_table,
     row_input,
 )
+from litpipe_tests.browser import headless_chromium, needs_chromium
+from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.stub_agents import serve_every_agent
 from litpipe_tests.stub_llm import StubLLM, stub_settings
+from litpipe_tests.test_store import paper as stored_paper
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -467,3 +476,83 @@ def test_the_html_section_sorts_links_citations_and_titles_and_marks_what_is_fla
     assert f'<td class="not-reported" data-sort="">{NOT_REPORTED}</td>' in section
     assert 'class="graded unsupported" title="unsupported: the passage does not say it"' in section
     assert section.count("<tr>") == 3
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_a_click_on_a_header_sorts_the_rows_by_that_column_not_reported_last(
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    rows = offline_rows(["data", "limitations"])
+    silent = rows[0].model_copy(
+        update={
+            "paper_id": "bees",
+            "title": "Bees",
+            "cells": [
+                rows[0].cells[1].model_copy(update={"aspect": "data"}),
+                rows[0].cells[1],
+            ],
+        }
+    )
+    table = comparison_table("c", [*rows, silent], ["data", "limitations"], "settings")
+    links = CitationLinks(comparison_passages(table), TITLES)
+    section = comparison_html(table, links, lambda paper: html.escape(paper))
+    page = tmp_path / "comparison.html"
+    css = PAGE_CSS + GRADE_CSS + COMPARISON_CSS
+    page.write_text(standalone_page("c", "", [("comparison", "Comparison", section)], css))
+
+    def papers(driver: Any) -> list[str]:
+        cells = driver.find_elements(
+            By.CSS_SELECTOR, "table.comparison-table tbody tr td:first-child"
+        )
+        return [cell.text for cell in cells]
+
+    with headless_chromium(tmp_path) as driver:
+        driver.get(page.as_uri())
+        assert papers(driver) == ["yeast", "mice", "bees"]
+        data = driver.find_elements(By.CSS_SELECTOR, "table.comparison-table th")[1]
+        data.click()  # "Stool samples ..." before "We collected ...", then the silent bees
+        assert papers(driver) == ["mice", "yeast", "bees"]
+        assert data.get_attribute("aria-sort") == "ascending"
+        data.click()
+        assert papers(driver) == ["yeast", "mice", "bees"]
+        assert data.get_attribute("aria-sort") == "descending"
+        title = driver.find_elements(By.CSS_SELECTOR, "table.comparison-table th")[0]
+        title.click()
+        assert papers(driver) == ["bees", "mice", "yeast"]
+
+
+def test_a_row_is_written_from_its_own_papers_chunks_found_by_the_hybrid_retriever(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    """Two papers in one table: each row's passages and citations are its own paper's, though
+    the other holds the same words."""
+    store = ChunkStore(tmp_path / "lancedb")
+    texts = {
+        "p1": ["We collected 300 samples of soil from a cohort of farms.", "Unrelated text."],
+        "p2": ["We collected 900 samples of water from a cohort of lakes."],
+    }
+    store.embed_papers([stored_paper(p, chunks) for p, chunks in texts.items()], fake_embedder)
+    retrievers = paper_retrievers(store, fake_embedder, sorted(texts))
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    rows = [
+        comparison_row(
+            p,
+            p,
+            retrievers[p],
+            NoReranker(),
+            ["data"],
+            settings.comparison,
+            settings.retrieval,
+            offline_asker(),
+        )
+        for p in sorted(texts)
+    ]
+    for row in rows:
+        assert {chunk.paper_id for chunk in row.passages} == {row.paper_id}
+        (data,) = row.cells
+        assert [c.paper_id for c in data.citations] == [row.paper_id]
+    assert "300 samples of soil" in rows[0].cells[0].value
+    assert "900 samples of water" in rows[1].cells[0].value
