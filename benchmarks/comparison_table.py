@@ -12,7 +12,7 @@ cells' words (mean, most) and how many were cut; the support check's supported s
 table's time per paper. A filled offline cell is the paper's own words, so the check should
 pass them all: a flagged one says the grader and the cut disagree.
 
-Usage: PYTHONPATH=. python benchmarks/comparison_table.py [--cell-words 12] [--passages 3]
+Usage: PYTHONPATH=. python benchmarks/comparison_table.py [--cell-words 20] [--passages 3]
        [--home DIR]
 Prints readable lines, then one JSON object as the last line.
 """
@@ -57,8 +57,9 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cell-words", type=int, default=12)
-    parser.add_argument("--passages", type=int, default=3)
+    defaults = ComparisonSettings()
+    parser.add_argument("--cell-words", type=int, default=defaults.cell_words)
+    parser.add_argument("--passages", type=int, default=defaults.passages_per_aspect)
     parser.add_argument(
         "--home",
         type=Path,
