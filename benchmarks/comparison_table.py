@@ -12,7 +12,7 @@ cells' words (mean, most) and how many were cut; the support check's supported s
 table's time per paper. A filled offline cell is the paper's own words, so the check should
 pass them all: a flagged one says the grader and the cut disagree.
 
-Usage: PYTHONPATH=. python benchmarks/comparison_table.py [--cell-words 20] [--passages 3]
+Usage: python benchmarks/comparison_table.py [--cell-words 20] [--passages 3]
        [--home DIR]
 Prints readable lines, then one JSON object as the last line.
 """
