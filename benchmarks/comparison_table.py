@@ -35,7 +35,7 @@ for variable, value in (
     os.environ.setdefault(variable, value)
 
 from litpipe.agents.asker import Asker  # noqa: E402
-from litpipe.agents.comparison_cells import comparison_rows  # noqa: E402
+from litpipe.agents.comparison_table.comparison_cells import comparison_rows  # noqa: E402
 from litpipe.evaluation.comparison_table import cells_support, graded_cells  # noqa: E402
 from litpipe.extractive.related_work import count_words  # noqa: E402
 from litpipe.ingest.pdf import parse_pdf  # noqa: E402

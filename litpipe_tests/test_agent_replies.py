@@ -30,7 +30,7 @@ from litpipe.agents.answer_judge import judge_answers
 from litpipe.agents.answers import answer_questions
 from litpipe.agents.asker import Asker
 from litpipe.agents.base import Agent, ModelBatch
-from litpipe.agents.comparison_cells import comparison_rows
+from litpipe.agents.comparison_table.comparison_cells import comparison_rows
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.plain_summary import write_plain_summary

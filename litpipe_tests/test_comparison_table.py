@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from litpipe.agents.asker import Asker
-from litpipe.agents.comparison_cells import comparison_rows
+from litpipe.agents.comparison_table.comparison_cells import comparison_rows
 from litpipe.cli import main
 from litpipe.commands.flags import one_line
 from litpipe.evaluation.comparison_table import cells_support, graded_cells

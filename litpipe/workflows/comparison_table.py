@@ -21,8 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from litpipe.agents.asker import Asker
-from litpipe.agents.comparison_aspects import ComparisonAspectsAgent, proposed_aspects
-from litpipe.agents.comparison_cells import comparison_rows
+from litpipe.agents.comparison_table.comparison_aspects import (
+    ComparisonAspectsAgent,
+    proposed_aspects,
+)
+from litpipe.agents.comparison_table.comparison_cells import comparison_rows
 from litpipe.extractive.comparison_table import (
     AspectPassages,
     AspectsInput,

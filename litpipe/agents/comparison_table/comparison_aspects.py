@@ -1,7 +1,8 @@
 """The `comparison_aspects` agent: the aspects (columns) of a collection's comparison table,
 proposed from its papers' titles, abstracts and questions and answers, as ArxivDIGESTables
-writes a table's schema before its values (`litpipe/prompts/comparison_aspects.md`). Its offline
-engine (`litpipe.extractive.comparison_table.offline_aspects`) gives the fixed six.
+writes a table's schema before its values (its prompt:
+`litpipe/prompts/comparison_table/comparison_aspects.md`). Its offline engine
+(`litpipe.extractive.comparison_table.offline_aspects`) gives the fixed six.
 
 A reply's aspects are cleaned (`cleaned_aspects`): spaces collapsed, blanks and repeats (in
 any case) dropped, at most `max_aspects` kept, in the model's order.

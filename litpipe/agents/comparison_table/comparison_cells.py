@@ -1,8 +1,9 @@
 """The `comparison_cells` agent: one paper's row of its collection's comparison table, a short
 value per aspect from the paper's own passages retrieved for that aspect, each citing its
-passage's `[paper_id:page]` marker or saying "not reported" (`litpipe/prompts/comparison_cells
-.md`). Its offline engine (`litpipe.extractive.comparison_table.offline_cells`) takes each
-aspect's best passage sentence, cut to the word limit.
+passage's `[paper_id:page]` marker or saying "not reported" (its prompt:
+`litpipe/prompts/comparison_table/comparison_cells.md`). Its offline engine
+(`litpipe.extractive.comparison_table.offline_cells`) takes each aspect's best passage
+sentence, cut to the word limit.
 
 One call per paper, with nothing of any other paper in it: a row is asked again only when its
 passages, the aspects or the agent change, and the LLM cache answers the rest.
