@@ -378,6 +378,22 @@ def test_an_unchanged_papers_row_is_not_asked_again_and_new_aspects_ask_every_ro
     assert stub_llm.request_count == 4
 
 
+def test_the_aspects_are_proposed_in_one_call_answered_by_the_cache_when_asked_again(
+    tmp_path: Path, stub_llm: StubLLM
+) -> None:
+    serve_every_agent(stub_llm)
+    settings = stub_settings(tmp_path, stub_llm, comparison={"max_aspects": 3})
+    abstracts = [
+        PaperAbstract(paper_id=p, title=t, abstract="An abstract.", source="parsed", engine="x")
+        for p, t in TITLES.items()
+    ]
+    for _ in range(2):
+        asker = Asker(settings.llm, LLMClient(settings.llm, settings.paths, UsageLedger()))
+        proposed = comparison_aspects("c", abstracts, {}, settings.comparison, asker)
+        assert proposed == (["organism", "method", "main finding"], "openai/stub")
+    assert stub_llm.request_count == 1
+
+
 # The support check
 
 
