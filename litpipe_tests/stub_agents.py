@@ -22,6 +22,8 @@ _QUESTION_ID = re.compile(r"\b([A-Za-z0-9._-]+:[qfx]\d{2})\b")
 _INSIGHT = re.compile(r"^(i\d{2}) \(([^)]*)\):", re.M)
 _PAPER_ID = re.compile(r"^Paper id: (\S+)$", re.M)
 _COUNT = re.compile(r"\bWrite (\d+)\b")
+_ASPECT = re.compile(r"^Aspect: (.+)$", re.M)
+_MOST_ASPECTS = re.compile(r"\bat most (\d+) aspects\b")
 
 
 def _user(body: dict[str, Any]) -> str:
@@ -127,6 +129,20 @@ def _written(text: str) -> str:
     return " ".join(f"A finding of this paper {marker}." for marker in _cited_markers(text))
 
 
+def _cells(text: str) -> dict[str, Any]:
+    """A comparison row: each aspect's value is its first passage's first sentence, cited; an
+    aspect without a passage is not reported."""
+    found = list(_ASPECT.finditer(text))
+    cells = []
+    for index, aspect in enumerate(found):
+        end = found[index + 1].start() if index + 1 < len(found) else len(text)
+        cells.append({"aspect": aspect.group(1), "value": _answer(text[aspect.end() : end])})
+    for cell in cells:
+        if not markers_in(cell["value"]):
+            cell["value"] = "not reported"
+    return {"cells": cells}
+
+
 def answer_as_agent(body: dict[str, Any]) -> dict[str, Any]:
     schema = requested_schema(body) or {}
     text = _user(body)
@@ -168,6 +184,12 @@ def answer_as_agent(body: dict[str, Any]) -> dict[str, Any]:
         return {"title": "A synthesis", "text": _written(text)}
     if title == "SummaryReply":
         return {"summary": _written(text)}
+    if title == "AspectsReply":
+        most = _MOST_ASPECTS.search(text)
+        aspects = ["organism", "method", "main finding", "limitations"]
+        return {"aspects": aspects[: int(most.group(1)) if most else len(aspects)]}
+    if title == "CellsReply":
+        return _cells(text)
     return example_from_schema(schema)
 
 

@@ -30,6 +30,7 @@ from litpipe.agents.answer_judge import judge_answers
 from litpipe.agents.answers import answer_questions
 from litpipe.agents.asker import Asker
 from litpipe.agents.base import Agent, ModelBatch
+from litpipe.agents.comparison_table.comparison_cells import comparison_rows
 from litpipe.agents.cross_paper_questions import comparative_questions
 from litpipe.agents.paper_abstract import paper_abstract_from
 from litpipe.agents.plain_summary import write_plain_summary
@@ -44,6 +45,7 @@ from litpipe.agents.relationship_analysis.relationships import relate
 from litpipe.agents.tldr import write_tldrs
 from litpipe.evaluation.grading import grade_coherence, grade_output
 from litpipe.extractive.answer_judge import AnswerJudgeInput
+from litpipe.extractive.comparison_table import FIXED_ASPECTS as FIXED
 from litpipe.extractive.query_answer import QueryAnswerInput
 from litpipe.extractive.related_work import RelatedWorkInput
 from litpipe.extractive.tldr import TldrInput
@@ -68,6 +70,7 @@ from litpipe.schemas import (
     Synthesis,
 )
 from litpipe.settings import AgentRoute, Route, Settings
+from litpipe.workflows.comparison_table import comparison_aspects, row_input
 from litpipe.workflows.query_summary import summarize_for_query
 from litpipe.workflows.related_work import (
     abstract_index,
@@ -456,6 +459,23 @@ def _tldr(c: Collection, s: Settings, asker: Asker) -> object:
     return write_tldrs(batch, asker)
 
 
+def _comparison_aspects(c: Collection, s: Settings, asker: Asker) -> object:
+    return comparison_aspects("demo", list(c.abstracts.values()), c.answers, s.comparison, asker)
+
+
+def _comparison_cells(c: Collection, s: Settings, asker: Asker) -> object:
+    """Every paper's row, each aspect's passages its two chunks."""
+
+    def search_of(paper: str) -> Callable[[str], list[RetrievedChunk]]:
+        return lambda query: c.chunks[paper]
+
+    inputs = [
+        row_input(paper, a.title, search_of(paper), FIXED, s.comparison)
+        for paper, a in c.abstracts.items()
+    ]
+    return comparison_rows(inputs, asker)
+
+
 @dataclass(frozen=True)
 class Case:
     stage: Stage
@@ -504,6 +524,8 @@ CASES: dict[str, Case] = {
     "search_queries": Case(_search_queries, {}),
     "relevance": Case(_reranker(LLMRelevanceReranker), {}),
     "tldr": Case(_tldr, {}),
+    "comparison_aspects": Case(_comparison_aspects, {}),
+    "comparison_cells": Case(_comparison_cells, {}),
 }
 
 

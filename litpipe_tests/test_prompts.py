@@ -45,6 +45,8 @@ PACKAGED_AGENTS = [
     "coherence_judge",
     "tldr",
     "answer_judge",
+    "comparison_aspects",
+    "comparison_cells",
 ]
 
 SIMPLE = """<!-- a comment with a {{placeholder_in_a_comment}} that must not count -->

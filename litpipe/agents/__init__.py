@@ -8,8 +8,9 @@ flat writer `synthesis_flat`, its map and tree steps `paper_summary` and `cluste
 its refine step `refine_summary`, `plain_summary`, `related_work`,
 `query_summary`), its prompt `litpipe/prompts/<stage>.md`; a stage with several has a package
 named as the stage (`question_evidence`: the relevance and debate rerankers;
-`relationship_analysis`: insights, relationships, follow-ups), its prompts in
-`litpipe/prompts/<stage>/`. `answers` and `massrag` (the multi-view answer's three views and
-their reconciler) write `paper_answers`; `search_queries` and `related_work_plan` (LitLLM's
-queries and sentence plan) serve `related_work`, with the `debate` of `question_evidence`.
+`relationship_analysis`: insights, relationships, follow-ups; `comparison_table`: the
+aspects, then each paper's cells), its prompts in `litpipe/prompts/<stage>/`. `answers` and
+`massrag` (the multi-view answer's three views and their reconciler) write `paper_answers`;
+`search_queries` and `related_work_plan` (LitLLM's queries and sentence plan) serve
+`related_work`, with the `debate` of `question_evidence`.
 """

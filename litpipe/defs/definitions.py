@@ -51,6 +51,7 @@ from litpipe.defs.standing_questions import build_standing_questions_sensor
 from litpipe.defs.versions import embedder_version
 from litpipe.defs.zotero_sync import build_zotero_sync_sensor
 from litpipe.settings import (
+    ComparisonSettings,
     GradingSettings,
     HomePaths,
     IngestSettings,
@@ -76,6 +77,8 @@ def build_definitions(
     synthesis: SynthesisSettings,
     grading: GradingSettings,
     related_work: RelatedWorkSettings,
+    # For the comparison table's asset (issue 47), which the asset's own change adds.
+    comparison: ComparisonSettings,
     query_summary: QuerySummarySettings,
     operations: OperationsSettings,
     zotero: ZoteroSettings,

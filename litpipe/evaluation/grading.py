@@ -214,16 +214,32 @@ def grade_output(
     encoder: Encoder | None = None,
     keys_in: KeysIn = page_markers,
 ) -> OutputGrades:
-    """Every prose sentence of `text` (Markdown) graded: its segments by `grade_claims`, the
-    sentence by its worst segment, `uncited` when it has no marker."""
-    split = [(sentence, segments(sentence, keys_in)) for sentence in prose_sentences(text, keys_in)]
+    """Every prose sentence of `text` (Markdown) graded by `grade_sentences`."""
+    graded = grade_sentences(
+        prose_sentences(text, keys_in), passages, grading, asker, encoder, keys_in
+    )
+    return OutputGrades(grader=asker.engine(ClaimJudgeAgent.name), sentences=graded)
+
+
+def grade_sentences(
+    texts: Sequence[str],
+    passages: Mapping[str, Sequence[str]],
+    grading: GradingSettings,
+    asker: Asker,
+    encoder: Encoder | None = None,
+    keys_in: KeysIn = page_markers,
+) -> list[SentenceGrade]:
+    """Each text graded as one sentence, in order (a prose sentence, a table's cell): its
+    segments by `grade_claims`, all in one batch, the text by its worst segment, `uncited`
+    when it has no marker."""
+    split = [(text, segments(text, keys_in)) for text in texts]
     every_segment = [segment for _, found in split for segment in found]
     grades = iter(grade_claims(every_segment, passages, grading, asker, encoder))
     graded: list[SentenceGrade] = []
-    for sentence, found in split:
+    for text, found in split:
         own = [next(grades) for _ in found]
-        graded.append(SentenceGrade(sentence=sentence, verdict=_worst(own), segments=own))
-    return OutputGrades(grader=asker.engine(ClaimJudgeAgent.name), sentences=graded)
+        graded.append(SentenceGrade(sentence=text, verdict=_worst(own), segments=own))
+    return graded
 
 
 def flagged(grades: OutputGrades) -> list[SentenceGrade]:

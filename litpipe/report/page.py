@@ -2,8 +2,9 @@
 digest's, a query summary's, a related-work section's).
 
 A page needs nothing but a browser on a `file://` URL: inline CSS, no external resource, no
-script. `CitationLinks` turns `[paper_id:page]` markers into links to the cited passages (a
-marker whose passage is not in the page stays plain text); `SentenceMarks` marks the sentences
+script but the few inline lines that sort a comparison table's columns (`report.comparison`).
+`CitationLinks` turns `[paper_id:page]` markers into links to the cited passages (a marker
+whose passage is not in the page stays plain text); `SentenceMarks` marks the sentences
 the grading flagged, with the reason as a tooltip. All text is escaped.
 """
 

@@ -5,6 +5,7 @@
 - `relationships`: the relationship analysis: insights, typed relationships, follow-ups;
 - `synthesis`: the written syntheses and the files written for people;
 - `grades`: the grades of a written output's sentences;
+- `comparison`: a collection's comparison table (papers by aspects, every cell cited);
 - `query_summary`: query-focused summaries (MAIS) and their convergence;
 - `collection_answer`: a question answered from a whole collection;
 - `related_work`: related-work sections (LitLLM);
@@ -30,6 +31,12 @@ from litpipe.schemas.collection_answer import (
     NOT_ANSWERED,
     CollectionAnswer,
     CollectionAnswerRequest,
+)
+from litpipe.schemas.comparison import (
+    NOT_REPORTED,
+    ComparisonCell,
+    ComparisonRow,
+    ComparisonTable,
 )
 from litpipe.schemas.digest import (
     Digest,
@@ -145,6 +152,7 @@ __all__ = [
     "CITATION_INTENT_LABELS",
     "MAX_QUESTION_CHARS",
     "NOT_ANSWERED",
+    "NOT_REPORTED",
     "OPTIONAL_STEP_NAMES",
     "RELATIONSHIP_TYPES",
     "Answer",
@@ -170,6 +178,9 @@ __all__ = [
     "CollectionAnswerRequest",
     "CollectionOutputs",
     "CollectionPaper",
+    "ComparisonCell",
+    "ComparisonRow",
+    "ComparisonTable",
     "ConvergenceReport",
     "CorpusIndex",
     "CrossPaperQuestions",

@@ -8,16 +8,17 @@ by `LITPIPE_CONFIG`), the named preset (`preset`: litpipe/presets/<name>.toml), 
 key of litpipe.toml that names no setting is refused, naming the nearest settings.
 
 One module per group of settings (`ingest`, `llm`, `retrieval`, `synthesis`, `grading`,
-`related_work`, `query_summary`, `operations`, `zotero`), and: `model` (`Settings` and the
-order of its sources), `paths` (`HomePaths`: the paths under a home), `routes` (what an agent's
-calls resolve to), `sources` (litpipe.toml, the home's recorded settings, the presets),
-`resolved` (the settings a command resolved, in the file it hands the Dagster processes it
-starts) and `base` (what every group shares). Import the names from here.
+`related_work`, `comparison`, `query_summary`, `operations`, `zotero`), and: `model`
+(`Settings` and the order of its sources), `paths` (`HomePaths`: the paths under a home),
+`routes` (what an agent's calls resolve to), `sources` (litpipe.toml, the home's recorded
+settings, the presets), `resolved` (the settings a command resolved, in the file it hands the
+Dagster processes it starts) and `base` (what every group shares). Import the names from here.
 """
 
 from __future__ import annotations
 
 from litpipe.settings.base import SettingsGroup
+from litpipe.settings.comparison import ComparisonSettings
 from litpipe.settings.grading import GradingSettings
 from litpipe.settings.ingest import (
     DEFAULT_EMBEDDER,
@@ -72,6 +73,7 @@ __all__ = [
     "OFFLINE",
     "SETTINGS_FILE_VARIABLE",
     "AgentRoute",
+    "ComparisonSettings",
     "CredentialsNotGiven",
     "EmbedderBackend",
     "GradingSettings",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
+from litpipe.settings.comparison import ComparisonSettings
 from litpipe.settings.grading import GradingSettings
 from litpipe.settings.ingest import IngestSettings
 from litpipe.settings.llm import LLMSettings
@@ -32,6 +33,7 @@ class SettingsGroups(TypedDict, total=False):
     synthesis: SynthesisSettings
     grading: GradingSettings
     related_work: RelatedWorkSettings
+    comparison: ComparisonSettings
     query_summary: QuerySummarySettings
     operations: OperationsSettings
     zotero: ZoteroSettings
@@ -47,6 +49,7 @@ def settings_groups(settings: Settings) -> SettingsGroups:
         synthesis=settings.synthesis,
         grading=settings.grading,
         related_work=settings.related_work,
+        comparison=settings.comparison,
         query_summary=settings.query_summary,
         operations=settings.operations,
         zotero=settings.zotero,

@@ -15,6 +15,7 @@ from pydantic_settings import (
 )
 
 from litpipe.schemas.standing_questions import StandingQuestionEntry
+from litpipe.settings.comparison import ComparisonSettings
 from litpipe.settings.grading import GradingSettings
 from litpipe.settings.ingest import IngestSettings
 from litpipe.settings.llm import LLMSettings
@@ -70,6 +71,7 @@ class Settings(BaseSettings):
     synthesis: SynthesisSettings = Field(default_factory=SynthesisSettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
     related_work: RelatedWorkSettings = Field(default_factory=RelatedWorkSettings)
+    comparison: ComparisonSettings = Field(default_factory=ComparisonSettings)
     query_summary: QuerySummarySettings = Field(default_factory=QuerySummarySettings)
     operations: OperationsSettings = Field(default_factory=OperationsSettings)
     zotero: ZoteroSettings = Field(default_factory=ZoteroSettings)
