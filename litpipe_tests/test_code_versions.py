@@ -102,6 +102,8 @@ def test_an_engine_module_changes_the_code_version_of_its_agents_assets_only(
         "question_evidence",
         "cross_paper_questions",
         "relationship_analysis",
+        # Its cells' passages are reranked as a paper's evidence is.
+        "comparison_table",
         "query_summary",
         "collection_answer",
         "related_work",

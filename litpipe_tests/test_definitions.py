@@ -62,6 +62,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "citation_graph",
         "cross_paper_questions",
         "relationship_analysis",
+        "comparison_table",
         "synthesis",
         "plain_summary",
         "collection_outputs",
@@ -77,6 +78,7 @@ def test_definitions_load_with_every_asset_versioned(settings: Settings) -> None
         "citation_graph",
         "cross_paper_questions",
         "relationship_analysis",
+        "comparison_table",
         "synthesis",
         "plain_summary",
         "collection_outputs",
@@ -225,6 +227,7 @@ def test_an_embedder_retrained_in_place_changes_the_code_version_of_all_it_decid
         "related_work",
         # Relationship candidates are nearest neighbours by the embedder.
         "relationship_analysis",
+        "comparison_table",
         "nightly_digest",
     }
 

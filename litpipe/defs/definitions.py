@@ -10,6 +10,7 @@ import dagster as dg
 from litpipe.defs.assets.chunk_embeddings import build_chunk_embeddings_assets
 from litpipe.defs.assets.citation_graph import build_citation_graph_assets
 from litpipe.defs.assets.collection_answer import build_collection_answer_assets
+from litpipe.defs.assets.comparison_table import build_comparison_table_assets
 from litpipe.defs.assets.corpus_index import build_corpus_index_assets
 from litpipe.defs.assets.cross_paper_questions import build_cross_paper_questions_assets
 from litpipe.defs.assets.evaluation import build_evaluation_assets, evaluation_job
@@ -77,7 +78,6 @@ def build_definitions(
     synthesis: SynthesisSettings,
     grading: GradingSettings,
     related_work: RelatedWorkSettings,
-    # For the comparison table's asset (issue 47), which the asset's own change adds.
     comparison: ComparisonSettings,
     query_summary: QuerySummarySettings,
     operations: OperationsSettings,
@@ -111,6 +111,7 @@ def build_definitions(
                 *build_corpus_index_assets(ingest, paths),
                 *build_cross_paper_questions_assets(llm, retrieval, synthesis, ingest),
                 *build_relationship_analysis_assets(llm, retrieval, synthesis, ingest, paths),
+                *build_comparison_table_assets(comparison, llm, retrieval, grading, ingest, paths),
                 *build_synthesis_assets(llm, synthesis, grading, ingest, paths),
                 *build_related_work_assets(related_work, ingest, retrieval, grading, llm, paths),
                 *build_query_summary_assets(query_summary, retrieval, grading, ingest, llm, paths),

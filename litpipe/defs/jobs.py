@@ -21,6 +21,7 @@ collection_pipeline = dg.define_asset_job(
         "citation_graph",
         "cross_paper_questions",
         "relationship_analysis",
+        "comparison_table",
         "synthesis",
     ),
     tags=RUN_TAGS,

@@ -64,6 +64,7 @@ PER_EMBEDDER_ASSETS = frozenset(
         "paper_answers",
         "cross_paper_questions",
         "relationship_analysis",
+        "comparison_table",
         "synthesis",
         "plain_summary",
         "collection_outputs",

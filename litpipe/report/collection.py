@@ -36,6 +36,12 @@ from litpipe.report.citations import (
     paper_citations_html,
     row_label,
 )
+from litpipe.report.comparison import (
+    COMPARISON_CSS,
+    comparison_files,
+    comparison_html,
+    comparison_passages,
+)
 from litpipe.report.graphs import FIGURES, analysis_figures
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
@@ -54,6 +60,7 @@ from litpipe.report.page import (
 from litpipe.schemas import (
     Answer,
     CitationGraph,
+    ComparisonTable,
     CrossPaperQuestions,
     FollowUp,
     Insight,
@@ -205,8 +212,8 @@ COLLECTION_PAGE = "synthesis.html"
 class CollectionContent:
     """What a collection's output files show: its two syntheses, the analysis they are written
     from, each paper's answers, the comparative answers, the papers' titles, the passages
-    cited (beyond those of the answers) and the collection's citation graph (None: the files
-    say nothing of citations)."""
+    cited (beyond those of the answers), the collection's citation graph (None: the files
+    say nothing of citations) and its comparison table (None: none is shown)."""
 
     synthesis: Synthesis
     plain: Synthesis
@@ -216,6 +223,7 @@ class CollectionContent:
     titles: Mapping[str, str]
     passages: Mapping[str, RetrievedChunk]
     citations: CitationGraph | None = None
+    comparison: ComparisonTable | None = None
 
 
 def collection_pages(content: CollectionContent) -> dict[str, str]:
@@ -235,6 +243,9 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     citations = content.citations
     pool = {chunk.chunk_id: chunk for chunk in _evidence(answers, analysis, comparative)}
     pool.update(content.passages)
+    comparison = content.comparison
+    if comparison is not None:
+        pool.update(comparison_passages(comparison))
     links = CitationLinks(pool, titles)
     follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
     stem = COLLECTION_PAGE.removesuffix(".html")
@@ -312,6 +323,11 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
         ),
         *([("not-run", "Steps not run", _not_run_html(not_run))] if not_run else []),
         ("plain", "Plain-language summary", _plain_summary_section(plain, links)),
+        *(
+            [("comparison", "Papers side by side", comparison_html(comparison, links, paper_link))]
+            if comparison is not None
+            else []
+        ),
     ]
     table, relationship_files = item_pages(
         len(relationships),
@@ -364,7 +380,8 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
         f"written by {html.escape(synthesis.engine)} · pattern {html.escape(synthesis.pattern)}"
     )
     notice = notices.collection_notice(synthesis, plain, analysis, answers, comparative)
-    page = standalone_page(synthesis.title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
+    css = PAGE_CSS + GRADE_CSS + (COMPARISON_CSS if comparison is not None else "")
+    page = standalone_page(synthesis.title, meta, sections, css, notice)
     return {COLLECTION_PAGE: page, **relationship_files, **table_files, **paper_files}
 
 
@@ -558,6 +575,7 @@ def write_collection_outputs(out_dir: Path, content: CollectionContent) -> dict[
         **collection_pages(content),
         **analysis_figures(analysis, titles),
         **(citation_files(content.citations) if content.citations is not None else {}),
+        **(comparison_files(content.comparison) if content.comparison is not None else {}),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     return {name: write_atomically(out_dir / name, text) for name, text in contents.items()}

@@ -42,6 +42,7 @@ from litpipe.evaluation.grading import GRADING_AGENTS
 from litpipe.report import bibliography, notices
 from litpipe.report import citations as report_citations
 from litpipe.report import collection as collection_report
+from litpipe.report import comparison as report_comparison
 from litpipe.report import graphs as report_graphs
 from litpipe.report import markdown as report_markdown
 from litpipe.report import page as report_page
@@ -49,6 +50,7 @@ from litpipe.report.synthesis_diff import diff_markdown
 from litpipe.schemas import (
     CitationGraph,
     CollectionOutputs,
+    ComparisonTable,
     CrossPaperQuestions,
     PaperAbstract,
     PaperAnswers,
@@ -227,6 +229,7 @@ def build_synthesis_assets(
                 collection_report,
                 report_citations,
                 bibliography,
+                report_comparison,
                 report_graphs,
                 report_page,
                 report_markdown,
@@ -244,8 +247,9 @@ def build_synthesis_assets(
         "synthesis.md, plain.md and synthesis.html (the synthesis with clickable citations "
         "showing their passages, the relationship map with its graph and the papers' citations "
         "of one another, the per-paper Q&A, the works often cited and not in the collection), "
-        "the pictures relationships.svg and relationship_types.svg, and citations.json with "
-        "often_cited.bib and often_cited.ris for a reference manager.",
+        "the pictures relationships.svg and relationship_types.svg, citations.json with "
+        "often_cited.bib and often_cited.ris for a reference manager, and the comparison table "
+        "as comparison.md and comparison.csv (and a sortable section of synthesis.html).",
     )
     def collection_outputs(
         context: dg.AssetExecutionContext,
@@ -254,6 +258,7 @@ def build_synthesis_assets(
         relationship_analysis: RelationshipAnalysis,
         cross_paper_questions: CrossPaperQuestions,
         citation_graph: CitationGraph,
+        comparison_table: ComparisonTable,
     ) -> dg.Output[CollectionOutputs]:
         collection, artifacts = context.partition_key, Resources(context).artifacts
         answers = artifacts.of_papers("paper_answers", relationship_analysis.papers, PaperAnswers)
@@ -269,6 +274,7 @@ def build_synthesis_assets(
             titles,
             given_chunks(answers, cross_paper_questions, relationship_analysis),
             citation_graph,
+            comparison_table,
         )
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection), content

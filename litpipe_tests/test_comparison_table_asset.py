@@ -1,0 +1,99 @@
+"""The comparison table as `litpipe run` builds it on the nine bundled PDFs, offline: the files
+beside the synthesis, every filled cell citing a stored chunk of its own paper, the support
+grades, and other aspects rebuilding the table alone."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from litpipe.artifacts import ArtifactStore
+from litpipe.cli import main
+from litpipe.defs.resources import PER_EMBEDDER_ASSETS
+from litpipe.extractive.comparison_table import FIXED_ASPECTS
+from litpipe.retrieval.embedder import Embedder
+from litpipe.retrieval.store import ChunkStore
+from litpipe.schemas import ComparisonTable
+from litpipe_tests.bundled import BUNDLED_PDFS_GROUP, CORPUS, PDFS_BY_SIZE
+from litpipe_tests.homes import home_instance
+
+pytestmark = pytest.mark.xdist_group(BUNDLED_PDFS_GROUP)
+
+COLLECTION = CORPUS.name
+
+
+def table_of(home: Path, model: Path) -> ComparisonTable:
+    store = ArtifactStore(home / "artifacts", Embedder(str(model)).embedder_id, PER_EMBEDDER_ASSETS)
+    return store.read(["comparison_table"], COLLECTION, ComparisonTable)
+
+
+def test_run_writes_one_row_per_paper_whose_filled_cells_cite_their_own_stored_chunks(
+    bundled_pdfs_home: Path, tiny_model: Path
+) -> None:
+    outputs = bundled_pdfs_home / "outputs" / COLLECTION
+    with (outputs / "comparison.csv").open(encoding="utf-8", newline="") as file:
+        rows = list(csv.reader(file))
+    assert rows[0] == ["id", "title", *FIXED_ASPECTS]
+    assert len(rows) - 1 == len(PDFS_BY_SIZE)
+    markdown = (outputs / "comparison.md").read_text("utf-8")
+    assert all(
+        f"| {aspect} |" in markdown or f" {aspect} |" in markdown for aspect in FIXED_ASPECTS
+    )
+
+    table = table_of(bundled_pdfs_home, tiny_model)
+    assert table.aspects == list(FIXED_ASPECTS) and table.aspects_engine == "offline"
+    stored = ChunkStore(bundled_pdfs_home / "lancedb").chunk_rows(
+        Embedder(str(tiny_model)).embedder_id, ["chunk_id", "paper_id", "page_start", "page_end"]
+    )
+    chunks = {row["chunk_id"]: row for row in stored.to_pylist()}
+    filled = [(row, cell) for row in table.rows for cell in row.cells if not cell.not_reported]
+    assert filled, "the offline engine fills some cells of the bundled papers"
+    for row, cell in filled:
+        assert cell.citations, (row.paper_id, cell.aspect)
+        for citation in cell.citations:
+            assert citation.paper_id == row.paper_id
+            for chunk_id in citation.chunk_ids:
+                chunk = chunks[chunk_id]
+                assert chunk["paper_id"] == row.paper_id
+                assert chunk["page_start"] <= citation.page <= chunk["page_end"]
+        # The grades are kept on the cells and shown on the page.
+        assert cell.grade is not None
+    page = (outputs / "synthesis.html").read_text("utf-8")
+    assert 'id="comparison"' in page and 'class="comparison-table"' in page
+    evaluations = home_instance(
+        bundled_pdfs_home
+    ).event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey("comparison_table"), "support"), limit=1
+    )
+    assert evaluations and evaluations[0].status.value == "SUCCEEDED"
+
+
+def test_other_aspects_rebuild_the_table_alone_not_the_papers_stages(
+    bundled_pdfs_home: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    home = Path(shutil.copytree(bundled_pdfs_home, tmp_path / "home"))
+    before = materialized(home)
+    flags = ["--collection", COLLECTION, "--home", str(home), "--embedder", str(tiny_model)]
+    aspects = 'comparison.aspects=["organism", "method"]'
+    assert main(["run", str(CORPUS), *flags, "--set", aspects]) == 0
+    after = materialized(home)
+    rebuilt = {asset for asset in after if after[asset] != before.get(asset)}
+    assert rebuilt == {"comparison_table", "collection_outputs"}
+    table = table_of(home, tiny_model)
+    assert table.aspects == ["organism", "method"] and table.aspects_engine == "settings"
+    with (home / "outputs" / COLLECTION / "comparison.csv").open(encoding="utf-8") as file:
+        assert next(csv.reader(file)) == ["id", "title", "organism", "method"]
+
+
+def materialized(home: Path) -> dict[str, int]:
+    """Materializations by asset, every partition together."""
+    instance = home_instance(home)
+    counts = {}
+    for key in instance.get_asset_keys():
+        records = instance.fetch_materializations(key, limit=10_000).records
+        counts[key.to_user_string()] = len(records)
+    return counts
