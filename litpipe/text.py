@@ -403,6 +403,12 @@ def word_counts(*texts: str) -> Counter[str]:
     return counts
 
 
+# A raised number as the PDF reader writes it (`U50¹⁴`, `10⁻⁵`, `models⁷⁻¹³`): the superscript
+# digits 0 to 9, in order, and the superscript minus, which stands for any raised dash.
+SUPERSCRIPT_DIGITS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+SUPERSCRIPT_MINUS = "\u207b"
+
+
 def overlap(first: AbstractSet[str], second: AbstractSet[str]) -> float:
     """Cosine similarity of two sets of words (0 when either is empty)."""
     if not first or not second:

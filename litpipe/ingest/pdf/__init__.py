@@ -27,7 +27,7 @@ from pkgutil import iter_modules
 from types import ModuleType
 
 from litpipe.ingest.pdf.columns import _columns, _document_style
-from litpipe.ingest.pdf.document import _assemble, _layout
+from litpipe.ingest.pdf.document import FRONT_MATTER, _assemble, _layout
 from litpipe.ingest.pdf.footnotes import _drop_footnotes
 from litpipe.ingest.pdf.front_matter import _authors, _title
 from litpipe.ingest.pdf.furniture import (
@@ -48,7 +48,7 @@ from litpipe.schemas import IngestError, PaperDocument
 # Their underscored names are the package's own: a module imports those of another by name;
 # nothing outside the package does.
 
-__all__ = ["MODULES", "PdfLimits", "parse_pdf"]
+__all__ = ["FRONT_MATTER", "MODULES", "PdfLimits", "parse_pdf"]
 
 # Every module of the package, this one first: what `paper_document`'s code version hashes, so
 # that editing any of them marks it stale.
