@@ -4,7 +4,8 @@ One `page.get_text("dict")` per page gives every text line with its box, font an
 everything after that is plain Python over those lines, so parsing costs about twice what
 reading the plain text does. The steps, in order:
 
-1. lines: horizontal text lines with their dominant font, size and weight;
+1. lines: horizontal text lines with their dominant font, size and weight, a raised number
+   written in superscripts (`U50¹⁴`, `10⁻⁵`);
 2. furniture: running headers and footers (the same text at the same height on many pages),
    page numbers, line-number margins (small integers beside the text, sharing an edge) and
    figure labels (fonts that never set a line of prose) go;
