@@ -6,14 +6,10 @@ import re
 
 from litpipe.ingest.pdf.columns import _Column, _Style
 from litpipe.ingest.pdf.headings import _REFERENCE_HEADINGS, _normalized_heading
-from litpipe.text import SUPERSCRIPT_DIGITS
 
-# Footnotes: set this much smaller than the body at most, opened by a symbol or a number (raised
-# or not: `¹ Present address`).
+# Footnotes: set this much smaller than the body at most, opened by a symbol or a number.
 _FOOTNOTE_SIZE = 0.85
-_FOOTNOTE_MARK = re.compile(
-    rf"[*\u2217\u2020\u2021\u00a7\u00b6\u2016#]|[\d{SUPERSCRIPT_DIGITS}]{{1,2}} ?[A-Za-z]"
-)
+_FOOTNOTE_MARK = re.compile(r"[*\u2217\u2020\u2021\u00a7\u00b6\u2016#]|\d{1,2} ?[A-Za-z]")
 
 
 def _drop_footnotes(columns: list[_Column], style: _Style) -> None:
