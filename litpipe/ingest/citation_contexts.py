@@ -61,9 +61,9 @@ _RAISED = re.compile(
     rf"{_RAISED_NUMBER}(?:\s?,\s?{_RAISED_NUMBER})*(?![\w\u207a{SUPERSCRIPT_MINUS}])"
 )
 _LOWERED = str.maketrans(SUPERSCRIPT_DIGITS + SUPERSCRIPT_MINUS, "0123456789-")
-# What a citation is raised after: punctuation or a closing bracket or quote right before it
-# (`(RFA)⁵⁸`, `fine-tuning³⁸`), else a word, one space away at most (`setHARD ³⁴`, set apart
-# where the word ends a line of a table).
+# What a citation is raised after: punctuation, a closing bracket or quote or a per cent sign
+# right before it (`(RFA)⁵⁸`), else a word (`fine-tuning³⁸`), one space away at most
+# (`setHARD ³⁴`, as some producers set it).
 _CLOSING = ".,;:)]%\u201d\u2019"
 _WORD_BEFORE = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*$")
 # A word that is a number (`10⁵`; `4x10⁵`, whose word is `10`) or a number times ten
@@ -74,6 +74,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[xX]10)?|[xX]10")
 # by its length). Not `in`: "reviewed in¹²" cites.
 _UNITS = frozenset({"mm", "cm", "dm", "km", "nm", "pm", "\u00b5m", "\u03bcm", "ft", "yd", "mi"})
 _WORD_PARTS = re.compile(r"[-.]")
+# A number written with a leading zero is an allele's or a code's (`spn-A⁰⁵⁷`).
+_LEADING_ZERO = re.compile(r"(?<!\d)0")
 
 # A family name of one or two words, each of a bounded length: the search for markers tries
 # every word's start, and a long hyphenated word has many.
@@ -194,11 +196,10 @@ def _numeric_markers(
 
 def _raised_markers(text: str, last: int, front_end: int) -> Iterator[_Marker]:
     """The raised numbers of the text that cite: past the front matter, after what a citation
-    follows, each number one of the list's (a number written with a leading zero is an
-    allele's or a code's: `spn-A⁰⁵⁷`)."""
+    follows, each number one of the list's and none written with a leading zero."""
     for found in _RAISED.finditer(text, front_end):
         numbers = found.group(0).translate(_LOWERED)
-        if not _cites_after(text, found.start()) or re.search(r"(?<!\d)0", numbers):
+        if not _cites_after(text, found.start()) or _LEADING_ZERO.search(numbers):
             continue
         marker = _Marker(found.group(0), found.start(), list(_expanded(numbers)))
         if all(isinstance(number, int) and 1 <= number <= last for number in marker.cited):

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     import pymupdf
 
 _BOLD_FLAG = 16
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|[.,+-]B$", re.I)
+# Below this share of the font size between two letters, a space span between them is kerning.
+_KERNING_GAP = 0.1
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
 # PyMuPDF's flag of a span set above the baseline of the text before it.
 _SUPERSCRIPT_FLAG = 1
 # A raised span of digits, commas and dashes (a citation marker `14`, `10,20`, `7-13`; an
@@ -32,11 +37,6 @@ _RAISED_NUMBER = re.compile(r"[0-9,\-\u2013\u2212 ]*[0-9\-\u2013\u2212][0-9,\-\u
 _AS_SUPERSCRIPT = str.maketrans(
     "0123456789-\u2013\u2212", SUPERSCRIPT_DIGITS + 3 * SUPERSCRIPT_MINUS
 )
-_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|[.,+-]B$", re.I)
-# Below this share of the font size between two letters, a space span between them is kerning.
-_KERNING_GAP = 0.1
-_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
 
 _HEADER_NOT_PDF = 16
 _MIN_TEXT_CHARS = 40
