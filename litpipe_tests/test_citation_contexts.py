@@ -197,6 +197,17 @@ def test_raised_numbers_cite_where_they_are_the_paper_s_style() -> None:
     assert contexts.unresolved == []
 
 
+def test_a_number_raised_after_a_full_stop_cites_from_the_sentence_it_ends() -> None:
+    contexts = written(
+        f"Introduction. Models help.{up('14,15')} They fail{up('16')}. Methods.", NATURE_LIST
+    )
+    assert [(c.reference_number, c.sentence) for c in contexts.contexts] == [
+        (14, f"Models help.{up('14,15')}"),
+        (15, f"Models help.{up('14,15')}"),
+        (16, f"They fail{up('16')}."),
+    ]
+
+
 def test_raised_numbers_are_no_markers_in_the_front_matter_or_a_bracketed_paper() -> None:
     front = f"Ann Smith{up('1,2')}, Bob Jones{up('1')}"
     text = f"{front}\n\nIntroduction. Known{up('1')} and shown{up('2,3')}."
