@@ -27,15 +27,25 @@ _ABBREVIATIONS = _word_set(
     "al approx ca cf dr e.g eq eqs etc fig figs i.e incl mr ms no nos pp prof ref refs resp sec "
     "sect st suppl tab vol vs"
 )
+# A raised number as the PDF reader writes it (`U50¹⁴`, `10⁻⁵`, `models⁷⁻¹³`): the superscript
+# digits 0 to 9, in order, and the superscript minus, which stands for any raised dash.
+SUPERSCRIPT_DIGITS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+SUPERSCRIPT_MINUS = "\u207b"
+# Raised citation markers as a sentence's end may carry them: `¹²`, `¹²,¹³`, `⁷⁻¹³`.
+_RAISED_MARKERS = (
+    rf"[{SUPERSCRIPT_DIGITS}](?:[{SUPERSCRIPT_DIGITS}{SUPERSCRIPT_MINUS},]*[{SUPERSCRIPT_DIGITS}])?"
+)
 _OPENING_MARKS = "\"'\u201c\u2018([{"
 _CLOSING_MARKS = "\"'\u201d\u2019)]}.,;:!?"
 # A full stop, ! or ? (and any closing quotes or brackets) followed by space and a capital or digit.
 # Bracketed references written after the full stop ("... sites. [12]", "... sites. [a:3]") end
-# the sentence they follow rather than open the next one. One written before it ("... sites
+# the sentence they follow rather than open the next one, as do raised ones ("... sites.¹²,¹³",
+# in superscripts as the PDF reader writes them). One written before it ("... sites
 # [a:3].") ends its sentence whatever follows: a quoted sentence may open in lower case, where a
 # passage began mid-sentence.
 _SENTENCE_END = re.compile(
     r"[.!?][\"'\u201d\u2019)\]]*(?:[ \t]*\[[^\[\]\n]{1,120}\])*"
+    rf"(?:{_RAISED_MARKERS})?"
     r"(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])"
     r"|(?<=\])[.!?](?=\s)"
 )

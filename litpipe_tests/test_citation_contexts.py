@@ -9,6 +9,7 @@ entry by family name and year; a marker with no entry is counted, not an error.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from litpipe.ingest.citation_contexts import citation_contexts
 from litpipe.ingest.references import parse_reference, parse_references
 from litpipe.schemas import CitationContexts, PaperDocument, ReferenceRecord, Section
+from litpipe.text import SUPERSCRIPT_DIGITS, SUPERSCRIPT_MINUS
 from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, bundled_document
 
 pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
@@ -162,10 +164,126 @@ def test_unknown_and_ambiguous_markers_are_unresolved_not_errors() -> None:
     ]  # and `PARP1` is no superscript marker
 
 
+NATURE_LIST = [f"{n}. Chen, A. Work number {n}. J. Tests {n}, 1-2 (2019)." for n in range(1, 21)]
+
+
+def up(numbers: str) -> str:
+    """`numbers` raised, as the PDF reader writes a superscript (`up("7-13")`: `⁷⁻¹³`)."""
+    return numbers.translate(str.maketrans("0123456789-", SUPERSCRIPT_DIGITS + SUPERSCRIPT_MINUS))
+
+
+def test_raised_numbers_cite_where_they_are_the_paper_s_style() -> None:
+    contexts = written(
+        f"Introduction. Its word{up('14')} cites, as does contact formation{up('10,20')} and "
+        f"language models{up('7-13')}. A name ending in a digit, MMseqs2{up('15')}, and a "
+        f"closing bracket, (RFA){up('16')}, cite too; PARP1 does not. Methods. We grew "
+        f"10{up('5')} cells, 2.2X10{up('6')} more, on 500 cm{up('2')} plates in Ca{up('2')}\u207a, "
+        f"fitted R{up('2')} = 0.9, and kept spn-A{up('057')} and item{up('99')} (past the list).",
+        NATURE_LIST,
+    )
+    assert [(c.marker, c.reference_number) for c in contexts.contexts] == [
+        (up("14"), 14),
+        (up("10,20"), 10),
+        (up("10,20"), 20),
+        *((up("7-13"), number) for number in range(7, 14)),
+        (up("15"), 15),
+        (up("16"), 16),
+    ]
+    assert contexts.contexts[0].sentence == (
+        f"Its word{up('14')} cites, as does contact formation{up('10,20')} and language "
+        f"models{up('7-13')}."
+    )
+    # Exponents, units, charges, allele codes and numbers past the list are no markers at all.
+    assert contexts.unresolved == []
+
+
+def test_a_number_raised_after_a_full_stop_cites_from_the_sentence_it_ends() -> None:
+    contexts = written(
+        f"Introduction. Models help.{up('14,15')} They fail{up('16')}. Methods.", NATURE_LIST
+    )
+    assert [(c.reference_number, c.sentence) for c in contexts.contexts] == [
+        (14, f"Models help.{up('14,15')}"),
+        (15, f"Models help.{up('14,15')}"),
+        (16, f"They fail{up('16')}."),
+    ]
+
+
+def test_raised_numbers_are_no_markers_in_the_front_matter_or_a_bracketed_paper() -> None:
+    front = f"Ann Smith{up('1,2')}, Bob Jones{up('1')}"
+    text = f"{front}\n\nIntroduction. Known{up('1')} and shown{up('2,3')}."
+    body = len(front) + 2
+    document = PaperDocument(
+        paper_id="nature",
+        source_path="nature.pdf",
+        title="A paper",
+        text=text,
+        sections=[
+            Section(
+                heading="Front matter", char_start=0, char_end=len(front), page_start=1, page_end=1
+            ),
+            Section(
+                heading="Introduction",
+                char_start=body,
+                char_end=len(text),
+                page_start=1,
+                page_end=1,
+            ),
+        ],
+        page_starts=[0],
+        pages=1,
+        references=NATURE_LIST,
+    )
+    contexts = citation_contexts(document, [parse_reference(entry) for entry in NATURE_LIST])
+    assert [(c.marker_start, c.reference_number) for c in contexts.contexts] == [
+        (text.index(up("1"), body), 1),
+        (text.index(up("2,3")), 2),
+        (text.index(up("2,3")), 3),
+    ]
+    # A paper citing in brackets: its raised number is a footnote's mark.
+    bracketed = written(
+        f"Introduction. Shown twice [1, 2] and once [3]. Methods. Funded{up('1')} by a grant.",
+        NATURE_LIST,
+    )
+    assert [c.marker for c in bracketed.contexts] == ["[1, 2]", "[1, 2]", "[3]"]
+
+
+# 20 of the PLM paper's contexts, each read by hand: its marker cites, and the entry it is
+# linked to is the one its number names.
+RAISED_CHECKED = json.loads(
+    (Path(__file__).parent / "data" / "superscript_contexts.json").read_text("utf-8")
+)
+
+
+def test_a_paper_citing_in_superscripts_has_its_markers_linked() -> None:
+    # Nature's style (10.1101/2023.12.13.571462): no context at all while superscripts were
+    # joined to the word before them.
+    document = bundled_document(RAISED_CHECKED["paper"])
+    records = parse_references(document.references)
+    contexts = citation_contexts(document, records)
+    assert "For ProtT5-XL-U50\u00b9\u2074 (labeled ProtT5)" in document.text
+    assert len(contexts.contexts) == 185
+    assert len({context.marker_start for context in contexts.contexts}) == 144
+    assert contexts.unresolved == []
+    # Every entry of its 75 is cited somewhere, some only inside a range (`⁷⁻¹³`).
+    cited = {context.reference_number for context in contexts.contexts}
+    assert cited == set(range(1, 76))
+    found = {(c.marker_start, c.reference_number): c for c in contexts.contexts}
+    for checked in RAISED_CHECKED["contexts"]:
+        context = found[checked["marker_start"], checked["reference_number"]]
+        assert context.marker == checked["marker"]
+        assert document.text[: context.marker_start].endswith(checked["before"])
+        assert records[context.reference_index].raw.startswith(checked["entry_starts"])
+    assert len(RAISED_CHECKED["contexts"]) == 20
+
+
 # Texts made of the pieces markers are made of, so that every branch of the finder is met.
 MARKER_LIKE = st.lists(
     st.sampled_from(
-        [*"()[],;.- \n\u2013", "Lewis", "Chen", "Wu", " et al.", " and ", "2020", "2021a", "1", "9"]
+        [
+            *"()[],;.- \n\u2013",
+            *("Lewis", "Chen", "Wu", " et al.", " and ", "2020", "2021a", "1", "9"),
+            *(up("1"), up("9"), up("0"), up("-"), "\u207a", "cm"),
+        ]
     ),
     max_size=120,
 ).map("".join)
@@ -200,6 +318,7 @@ def test_any_text_gives_contexts_inside_it(body: str, references: list[str]) -> 
 
 def test_long_texts_are_searched_in_linear_time() -> None:
     start = time.process_time()
-    for body in ["Aaa-" * 20_000, "Lewis and " * 10_000 + "(2020)", "[1-" * 20_000]:
+    raised = [f"a{up('1,')}" * 20_000, f"a{up('1-')}" * 20_000, "a" + up("1") * 40_000]
+    for body in ["Aaa-" * 20_000, "Lewis and " * 10_000 + "(2020)", "[1-" * 20_000, *raised]:
         written(f"{body} Methods.", AUTHOR_YEAR_LIST)
     assert time.process_time() - start < 10

@@ -209,3 +209,41 @@ def test_the_code_version_hashes_every_module_of_the_parser() -> None:
     it stale."""
     package = Path(str(MODULES[0].__file__)).parent
     assert {Path(str(module.__file__)) for module in MODULES} == set(package.glob("*.py"))
+
+
+def _write_line(page: pymupdf.Page, y: float, line: str, size: float) -> None:
+    """One line of text, its pieces between carets (`U50^14^`) set smaller above the baseline,
+    as a typesetter sets a superscript (PyMuPDF flags such a span superscript)."""
+    x = 72.0
+    for index, text in enumerate(line.split("^")):
+        fontsize, rise = (0.65 * size, 0.35 * size) if index % 2 else (size, 0.0)
+        page.insert_text((x, y - rise), text, fontsize=fontsize)
+        x += pymupdf.get_text_length(text, fontsize=fontsize)
+
+
+def test_raised_numbers_read_as_superscripts_and_authors_without_their_marks(
+    tmp_path: Path,
+) -> None:
+    # Read with the word before, a raised `14` made `U5014`, which reads as a name (`PARP1`).
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Raised numbers in a generated paper", fontsize=18)
+    _write_line(page, 110, "Ann Smith^1,2^, Bob Jones^1^", size=11)
+    body = [
+        "For ProtT5-XL-U50^14^ and ESM2^16^ we read contact formation^10,20^.",
+        "Language models^7-13^ were used on 2 x 10^5^ cells of mCherry^+^ cultures.",
+        "Plates of 500 cm^2^ held them for a while in the cold.",
+    ]
+    for row, line in enumerate(body):
+        _write_line(page, 150 + 12 * row, line, size=10)
+    doc.save(tmp_path / "raised.pdf")
+    document = parse_pdf(tmp_path / "raised.pdf", "raised")
+    text = document.text
+    assert "For ProtT5-XL-U50\u00b9\u2074 and ESM2\u00b9\u2076 we" in text
+    assert (
+        "formation\u00b9\u2070,\u00b2\u2070. Language models\u2077\u207b\u00b9\u00b3 were" in text
+    )
+    # Exponents and units read right; a raised sign is left as it is set.
+    assert "2 x 10\u2075 cells of mCherry+ cultures" in text
+    assert "500 cm\u00b2 held" in text
+    assert document.authors == ["Ann Smith", "Bob Jones"]

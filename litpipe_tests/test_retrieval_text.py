@@ -58,3 +58,27 @@ def test_tokenizes_from_several_threads_alike() -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(tokenize, [text] * 64))
     assert all(result == results[0] for result in results) and "inhibit" in results[0]
+
+
+def test_raised_numbers_are_neither_joined_to_their_word_nor_terms() -> None:
+    # The PDF reader writes citation markers and exponents in superscripts (`U50¹⁴`, `10⁵`).
+    assert tokenize("ProtT5-XL-U50\u00b9\u2074 predicts") == tokenize("ProtT5-XL-U50 predicts")
+    assert "u50" in tokenize("ProtT5-XL-U50\u00b9\u2074")
+    assert tokenize(
+        "contact formation\u00b9\u2070,\u00b2\u2070 and models\u2077\u207b\u00b9\u00b3."
+    ) == [
+        "contact",
+        "format",
+        "model",
+    ]
+    assert tokenize("2 x 10\u2075 cells in Ca\u00b2\u207a on 500 cm\u00b2") == [
+        "2",
+        "x",
+        "10",
+        "cell",
+        "ca",
+        "500",
+        "cm",
+    ]
+    # A name that ends in a digit keeps it: `PARP1` is no citation.
+    assert tokenize("PARP1 binds") == ["parp1", "bind"]

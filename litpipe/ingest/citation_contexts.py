@@ -6,14 +6,16 @@ Markers read:
 - numbered, in a paper whose list is numbered: `[12]`, `[3-5]`, `[1, 4, 7]` (a range
   expanded), and `Lewis et al. [12]` by its number; `(12)`, `(3-5)` where they outnumber the
   bracketed ones (PNAS, NAR, ASM set numbers in parentheses);
+- raised, in a paper whose list is numbered and where they outnumber the bracketed and the
+  parenthesised ones (Nature's style; elsewhere a raised number is a footnote's mark): the
+  PDF reader writes them in superscripts (`formation¹⁰,²⁰`, `models⁷⁻¹³`, `U50¹⁴`), read
+  after a word, a closing bracket or punctuation, not after a number (`10⁵`, `2.2x10⁻¹⁶`:
+  exponents), a unit or a lone letter (`cm²`, `R²`, `σ²`), before a charge (`Ca²⁺`) or an
+  element (`¹⁴C`), nor in the front matter (`Smith¹,²`: affiliations);
 - author-year: `(Lewis et al., 2020)`, `(Lewis and Chen 2020; Wu 2019)`, `(Gallone et al.
   2016, 2018)`, `Lewis et al. (2020)`: linked by the first author's family name and the year
   (a second author's name, or a year's letter `2020b`, choosing among entries that share
   them).
-
-Superscript numbers are not read: the PDF parser joins a superscript to the word before it
-(`Transformer-based1`, `models7-13`), where it cannot be told from a name that ends in a digit
-(`PARP1`, `GPT4`).
 
 A marker that names no entry, or several, is returned unresolved with its text; nothing
 here raises.
@@ -27,6 +29,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from litpipe.ingest.pdf import FRONT_MATTER
 from litpipe.schemas import (
     CitationContext,
     CitationContexts,
@@ -34,7 +37,7 @@ from litpipe.schemas import (
     ReferenceRecord,
     UnresolvedMarker,
 )
-from litpipe.text import Span, sentences
+from litpipe.text import SUPERSCRIPT_DIGITS, SUPERSCRIPT_MINUS, Span, sentences
 
 _DASH = "-\u2010\u2011\u2012\u2013\u2014"
 _NUMBERS = (
@@ -45,6 +48,34 @@ _PARENTHESISED = re.compile(rf"\(\s*({_NUMBERS})\s*\)")
 _RANGE = re.compile(rf"(\d+)\s*[{_DASH}]\s*(\d+)|(\d+)")
 # A longer range is more likely a span of pages or years than of references.
 _MAX_RANGE = 50
+
+# Raised numbers: `¹⁴`, `¹⁰,²⁰`, `³⁸, ³⁹, ⁴²,⁴³`, `⁷⁻¹³` (a dash the producer did not raise
+# between raised numbers too), not a run that goes on into a charge (`²⁺`, `²⁻`), a word or
+# an element (`¹⁴C`).
+_RAISED_DIGIT = f"[{SUPERSCRIPT_DIGITS}]"
+_RAISED_NUMBER = (
+    rf"{_RAISED_DIGIT}{{1,4}}(?:\s?[{_DASH}{SUPERSCRIPT_MINUS}]\s?{_RAISED_DIGIT}{{1,4}})?"
+)
+_RAISED = re.compile(
+    rf"(?<![{SUPERSCRIPT_DIGITS}{SUPERSCRIPT_MINUS}])"
+    rf"{_RAISED_NUMBER}(?:\s?,\s?{_RAISED_NUMBER})*(?![\w\u207a{SUPERSCRIPT_MINUS}])"
+)
+_LOWERED = str.maketrans(SUPERSCRIPT_DIGITS + SUPERSCRIPT_MINUS, "0123456789-")
+# What a citation is raised after: punctuation, a closing bracket or quote or a per cent sign
+# right before it (`(RFA)⁵⁸`), else a word (`fine-tuning³⁸`), one space away at most
+# (`setHARD ³⁴`, as some producers set it).
+_CLOSING = ".,;:)]%\u201d\u2019"
+_WORD_BEFORE = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*$")
+# A word that is a number (`10⁵`; `4x10⁵`, whose word is `10`) or a number times ten
+# (`2.2X10⁻¹⁶`, `2 x10⁵`) raises an exponent.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[xX]10)?|[xX]10")
+# A word's last part that is a unit raised to a power: `cm²`, `mm³`, `µm²`, `km²`, `ft²`
+# (lengths: areas and volumes; a lone letter, a variable or a unit such as `m`, is left out
+# by its length). Not `in`: "reviewed in¹²" cites.
+_UNITS = frozenset({"mm", "cm", "dm", "km", "nm", "pm", "\u00b5m", "\u03bcm", "ft", "yd", "mi"})
+_WORD_PARTS = re.compile(r"[-.]")
+# A number written with a leading zero is an allele's or a code's (`spn-A⁰⁵⁷`).
+_LEADING_ZERO = re.compile(r"(?<!\d)0")
 
 # A family name of one or two words, each of a bounded length: the search for markers tries
 # every word's start, and a long hyphenated word has many.
@@ -94,7 +125,9 @@ def citation_contexts(
     section_starts = [section.char_start for section in document.sections]
     numbers = _entries_by_number(references)
     result = CitationContexts(paper_id=document.paper_id)
-    for marker in sorted(_markers(text, references), key=lambda found: found.start):
+    front = document.sections[0] if document.sections else None
+    front_end = front.char_end if front is not None and front.heading == FRONT_MATTER else 0
+    for marker in sorted(_markers(text, references, front_end), key=lambda found: found.start):
         page = document.page_at(marker.start)
         sentence = _sentence_at(spans, starts, marker.start)
         for cited in marker.cited:
@@ -126,8 +159,8 @@ def citation_contexts(
     return result
 
 
-def _markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
-    yield from _numeric_markers(text, references)
+def _markers(text: str, references: list[ReferenceRecord], front_end: int) -> Iterator[_Marker]:
+    yield from _numeric_markers(text, references, front_end)
     for parenthesis in _PARENTHESIS.finditer(text):
         cited: list[int | _AuthorYear] = []
         for part in parenthesis.group(1).split(";"):
@@ -139,11 +172,14 @@ def _markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
         yield _Marker(narrative.group(0), narrative.start(), list(_author_years(narrative)))
 
 
-def _numeric_markers(text: str, references: list[ReferenceRecord]) -> Iterator[_Marker]:
+def _numeric_markers(
+    text: str, references: list[ReferenceRecord], front_end: int
+) -> Iterator[_Marker]:
     """The paper's numbered markers, where its list is numbered (in an author-year paper
-    `F[1,2]` names a protein fragment): bracketed, or parenthesised where parentheses are the
-    more common of the two (a few bracketed numbers inside a parenthesis do not make brackets
-    its style). A parenthesised number past the list's last is a count or a year."""
+    `F[1,2]` names a protein fragment): bracketed, parenthesised or raised, whichever is the
+    most common (a few bracketed numbers inside a parenthesis do not make brackets its style;
+    a few raised ones in a paper citing in brackets are footnotes' marks or exponents). A
+    parenthesised or raised number past the list's last is a count, a year or an exponent."""
     last = max((reference.number or 0 for reference in references), default=0)
     if not last:
         return
@@ -153,7 +189,36 @@ def _numeric_markers(text: str, references: list[ReferenceRecord]) -> Iterator[_
         for marker in (_numeric(found) for found in _PARENTHESISED.finditer(text))
         if all(isinstance(number, int) and number <= last for number in marker.cited)
     ]
-    yield from parenthesised if len(parenthesised) > len(bracketed) else bracketed
+    raised = list(_raised_markers(text, last, front_end))
+    # The paper's style is the most common of the three; a tie goes to brackets.
+    yield from max(bracketed, parenthesised, raised, key=len)
+
+
+def _raised_markers(text: str, last: int, front_end: int) -> Iterator[_Marker]:
+    """The raised numbers of the text that cite: past the front matter, after what a citation
+    follows, each number one of the list's and none written with a leading zero."""
+    for found in _RAISED.finditer(text, front_end):
+        numbers = found.group(0).translate(_LOWERED)
+        if not _cites_after(text, found.start()) or _LEADING_ZERO.search(numbers):
+            continue
+        marker = _Marker(found.group(0), found.start(), list(_expanded(numbers)))
+        if all(isinstance(number, int) and 1 <= number <= last for number in marker.cited):
+            yield marker
+
+
+def _cites_after(text: str, start: int) -> bool:
+    """Whether what stands before a raised number at `start` is what a citation is raised
+    after, not the base of an exponent."""
+    before = text[max(0, start - 40) : start]
+    if before.endswith(tuple(_CLOSING)):
+        return True
+    word = _WORD_BEFORE.search(before.removesuffix(" "))
+    if word is None or not any(char.isalpha() for char in word.group(0)):
+        return False
+    if _NUMBER.fullmatch(word.group(0)):
+        return False
+    last_part = _WORD_PARTS.split(word.group(0))[-1]
+    return not (last_part in _UNITS or (len(last_part) == 1 and last_part.isalpha()))
 
 
 def _numeric(found: re.Match[str]) -> _Marker:

@@ -2,7 +2,11 @@
 a hyphenated compound kept whole (`il6`) as well as by its parts (`il`, `6`), so a query that
 writes "IL-6", "IL6" or "IL 6" matches all three spellings; every term reduced by the Porter
 stemmer, as Lucene's English analyzer does, so "inhibits" meets "inhibition" (SciFact train BM25
-nDCG@10: 0.660 unstemmed, 0.694 stemmed; Snowball's newer English stemmer 0.692).
+nDCG@10: 0.660 unstemmed, 0.694 stemmed; Snowball's newer English stemmer 0.692). Raised
+numbers and signs (`U50¹⁴`, `10⁻⁵`, `Ca²⁺`: the PDF reader writes citation markers and
+exponents in superscripts) are left out, so that a marker neither joins the word it follows
+(`u50`, not `u50¹⁴`) nor counts as a term, as the reference list's numbers mean nothing to a
+query.
 
 `content_terms` keeps the terms of a text's content words only: what the offline engine compares
 to say whether two texts are about the same thing."""
@@ -15,11 +19,12 @@ from functools import lru_cache
 
 import Stemmer
 
-from litpipe.text import GENERIC_WORDS, words
+from litpipe.text import GENERIC_WORDS, SUPERSCRIPT_DIGITS, SUPERSCRIPT_MINUS, words
 
 # Letters and digits (any script); a compound is such runs joined by hyphens.
 _COMPOUND = re.compile(r"[^\W_]+(?:[-\u2010\u2011\u2013][^\W_]+)*")
 _PART = re.compile(r"[^\W_]+")
+_RAISED = dict.fromkeys(map(ord, SUPERSCRIPT_DIGITS + SUPERSCRIPT_MINUS + "\u207a"))
 
 # A short English stop-word list (function words only: "not", "no", "without" stay, since a
 # claim and its negation are different queries to a reader, and BM25 weighs them lightly anyway).
@@ -166,7 +171,7 @@ def tokenize(text: str) -> list[str]:
 @lru_cache(maxsize=4096)
 def _terms(text: str) -> tuple[str, ...]:
     words: list[str] = []
-    for match in _COMPOUND.finditer(text.casefold()):
+    for match in _COMPOUND.finditer(text.casefold().translate(_RAISED)):
         parts = _PART.findall(match.group())
         if len(parts) > 1:
             words.append("".join(parts))

@@ -4,7 +4,8 @@ One `page.get_text("dict")` per page gives every text line with its box, font an
 everything after that is plain Python over those lines, so parsing costs about twice what
 reading the plain text does. The steps, in order:
 
-1. lines: horizontal text lines with their dominant font, size and weight;
+1. lines: horizontal text lines with their dominant font, size and weight, a raised number
+   written in superscripts (`U50¹⁴`, `10⁻⁵`);
 2. furniture: running headers and footers (the same text at the same height on many pages),
    page numbers, line-number margins (small integers beside the text, sharing an edge) and
    figure labels (fonts that never set a line of prose) go;
@@ -27,7 +28,7 @@ from pkgutil import iter_modules
 from types import ModuleType
 
 from litpipe.ingest.pdf.columns import _columns, _document_style
-from litpipe.ingest.pdf.document import _assemble, _layout
+from litpipe.ingest.pdf.document import FRONT_MATTER, _assemble, _layout
 from litpipe.ingest.pdf.footnotes import _drop_footnotes
 from litpipe.ingest.pdf.front_matter import _authors, _title
 from litpipe.ingest.pdf.furniture import (
@@ -48,7 +49,7 @@ from litpipe.schemas import IngestError, PaperDocument
 # Their underscored names are the package's own: a module imports those of another by name;
 # nothing outside the package does.
 
-__all__ = ["MODULES", "PdfLimits", "parse_pdf"]
+__all__ = ["FRONT_MATTER", "MODULES", "PdfLimits", "parse_pdf"]
 
 # Every module of the package, this one first: what `paper_document`'s code version hashes, so
 # that editing any of them marks it stale.

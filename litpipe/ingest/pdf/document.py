@@ -20,6 +20,9 @@ from litpipe.ingest.pdf.paragraphs import _Paragraph
 from litpipe.ingest.pdf.references import _reference_paragraphs
 from litpipe.schemas import Section
 
+# The heading of what comes before the first section (title, authors, affiliations), when no
+# heading opens it: where a raised number is an affiliation's mark, not a citation.
+FRONT_MATTER = "Front matter"
 _DEBRIS_TOKENS = 40
 _DEBRIS_WORD_SHARE = 0.2
 _PROSE_WORD = re.compile(r"\(?[A-Za-z][a-z]{2,}[a-z'\u2019-]*[.,;:)]?")
@@ -56,7 +59,7 @@ def _section_starts(paragraphs: list[_Paragraph], layout: _Layout, style: _Style
         if after < len(paragraphs) and after not in starts:
             starts[after] = "Figure legends" if _CAPTION.match(paragraphs[after].text) else "Notes"
     if 0 not in starts:
-        starts[0] = "Front matter"
+        starts[0] = FRONT_MATTER
     return starts
 
 

@@ -7,6 +7,7 @@ import re
 from litpipe.ingest.pdf.columns import _Style
 from litpipe.ingest.pdf.headings import _ABSTRACT_LABEL, _FRONT_LABEL, _KNOWN_HEADINGS
 from litpipe.ingest.pdf.paragraphs import _SIZE_STEP, _heading_key, _Paragraph
+from litpipe.text import SUPERSCRIPT_DIGITS
 
 _ABSTRACT_HEADINGS = {"abstract", "summary"}
 _INTRO_HEADINGS = {"introduction", "background"}
@@ -19,6 +20,7 @@ _ABSTRACT_MAX_CHARS = 5000
 _INTRO_MIN_CHARS = 200
 _AUTHORS_MAX_CHARS = 1500
 _AFFILIATION = re.compile(r"\b(?:universit|department|institut|laborator|school of|@)", re.I)
+_AFFILIATION_MARKS = re.compile(rf"[\d{SUPERSCRIPT_DIGITS}*\u2020\u2021\u00a7#\u00b6]+|^\s*[a-z]\b")
 _BAD_TITLE = re.compile(
     r"^(?:title|untitled|microsoft word|document\d*|paper)\b|\.(?:docx?|tex|pdf)$"
 )
@@ -64,8 +66,9 @@ def _authors(paragraphs: list[_Paragraph], title_index: int | None, metadata: st
         return []
     names = []
     for piece in re.split(r",|;|\band\b|&", text):
-        # affiliation marks: digits and symbols, and a lone letter before the name ("a Jennifer")
-        name = re.sub(r"[\d*\u2020\u2021\u00a7#\u00b6]+|^\s*[a-z]\b", " ", piece)
+        # affiliation marks: digits (raised ones as the reader writes them: `Smith¹,²`) and
+        # symbols, and a lone letter before the name ("a Jennifer")
+        name = _AFFILIATION_MARKS.sub(" ", piece)
         words = name.split()
         if 2 <= len(words) <= 5 and all(word[0].isupper() for word in words):
             names.append(" ".join(words).strip(" ."))

@@ -1,6 +1,7 @@
 """Opening the PDF within its limits, and step 1: every page's horizontal text lines with their
 box, dominant font, size and weight (one `page.get_text("dict")` per page), less the space
-glyphs some producers set between kerned letters."""
+glyphs some producers set between kerned letters, and with raised numbers written as Unicode
+superscripts (`U50¹⁴`, `10⁻⁵`), as the layout shows them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from litpipe.ingest.ids import has_pdf_header, paper_identifiers
 from litpipe.schemas import IngestError
+from litpipe.text import SUPERSCRIPT_DIGITS, SUPERSCRIPT_MINUS
 
 if TYPE_CHECKING:
     # Imported where a PDF is opened: pymupdf takes about half a second to import, which the
@@ -24,6 +26,17 @@ _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|[.,+-]B$", re.I)
 _KERNING_GAP = 0.1
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+# PyMuPDF's flag of a span set above the baseline of the text before it.
+_SUPERSCRIPT_FLAG = 1
+# A raised span of digits, commas and dashes (a citation marker `14`, `10,20`, `7-13`; an
+# exponent `5`, `-16`; the minus U+2212 that some producers raise on its own before an
+# exponent's digits) is written in superscripts, its commas and spaces kept: joined to the word
+# before, `14` would read as part of it (`U5014`, where `PARP1` is a name). Other raised text
+# (letters, `*`, `†`, `+`) is left as it is set.
+_RAISED_NUMBER = re.compile(r"[0-9,\-\u2013\u2212 ]*[0-9\-\u2013\u2212][0-9,\-\u2013\u2212 ]*")
+_AS_SUPERSCRIPT = str.maketrans(
+    "0123456789-\u2013\u2212", SUPERSCRIPT_DIGITS + 3 * SUPERSCRIPT_MINUS
+)
 
 _HEADER_NOT_PDF = 16
 _MIN_TEXT_CHARS = 40
@@ -116,11 +129,20 @@ def _without_kerning_spaces(spans: list[dict]) -> list[dict]:
     return kept
 
 
+def _written(span: dict) -> str:
+    """A span's text as the line reads it: a raised number in superscripts, one character for
+    one, so that whatever stands around it keeps its place."""
+    text: str = span["text"]
+    if span["flags"] & _SUPERSCRIPT_FLAG and _RAISED_NUMBER.fullmatch(text.strip()):
+        return text.translate(_AS_SUPERSCRIPT)
+    return text
+
+
 def _line_from_spans(
     page: int, bbox: tuple[float, float, float, float], spans: list[dict]
 ) -> _Line | None:
     spans = _without_kerning_spaces(spans)
-    text = _clean("".join(span["text"] for span in spans)).strip()
+    text = _clean("".join(map(_written, spans))).strip()
     if not text:
         return None
     main = spans[0]
