@@ -1,15 +1,19 @@
-"""Tables: PyMuPDF's table finder (`Page.find_tables`, which follows a page's ruling lines) run
-on the pages that set a table's caption, each table kept only beside a caption and with text in
-most of its cells, its cells as Markdown.
+"""Tables: PyMuPDF's table finder (`Page.find_tables`) run on the pages that set a table's
+caption, each table kept only beside a caption and with text in most of its cells, its cells as
+Markdown.
 
-Rules, as judged on the bundled papers: the finder costs about 0.7 s a page here (two cores),
-ten times the rest of parsing, and outside its tables it finds two-column lists (a paper's
-abbreviations) that no reader calls a table. So it runs only on a page with a caption line
-(`Table 2: ...`, `TABLE 1`, not `Table 1). Deleted ...` nor a supplementary `Table S2`, which
-the PDF does not hold); a table is kept when such a line lies within `_CAPTION_GAP` above or
-below it, each caption naming its nearest table, and when it has two rows and two columns or
-more, at most half of its cells empty. A kept table's lines leave the page's lines, so that
-its cells reach the reader once, as Markdown; a table not kept stays in the text as it was.
+In PyMuPDF 2.0 the finder first runs its layout analyzer (`pymupdf_layout`, which pymupdf
+requires: an ONNX model) to find table regions, then the page's ruling lines and words their
+cells; with the analyzer off (`use_layout=False`) it finds none of the bundled papers' tables,
+which are ruled above and below only. Rules, as judged on the bundled papers: the finder costs
+about 1.5 s a page here (two cores), where parsing a page costs about 0.01 s, and away from
+captioned tables it finds two-column lists (a paper's abbreviations) that no reader calls a
+table. So it runs only on a page with a caption line (`Table 2: ...`, `TABLE 1`, not `Table 1).
+Deleted ...` nor a supplementary `Table S2`, which the PDF does not hold); a table is kept when
+such a line lies within `_CAPTION_GAP` above or below it, each caption naming its nearest
+table, and when it has two rows and two columns or more, at most half of its cells empty. A
+kept table's lines leave the page's lines, so that its cells reach the reader once, as
+Markdown; a table not kept stays in the text as it was.
 """
 
 from __future__ import annotations
