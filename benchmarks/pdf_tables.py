@@ -4,8 +4,11 @@ those counted by hand (`litpipe_tests/data/pdf_tables.json`), and the time table
 Parsing with tables and without them (`_find_tables` replaced by one that finds none, in this
 process) runs paper by paper, one side right after the other, the first side rotating, so a
 load that comes and goes weighs on both alike; times are medians over the rounds, per page of
-the whole corpus. Also timed once: the finder (`Page.find_tables`) on a page with no table
-caption, which the caption gate spares, to say what running it on every page would cost.
+the whole corpus. The same rounds time parsing and chunking (as `benchmarks/ingest.py` does,
+with the default embedder's tokenizer), with and without tables, against raw `get_text`:
+`ingest.py`'s ratio, whose target is 5x. Also timed once: the finder (`Page.find_tables`) on a
+page with no table caption, which the caption gate spares, to say what running it on every
+page would cost.
 
 Usage: python benchmarks/pdf_tables.py [--pdfs DIR] [--repeat N]
 Prints readable lines, then one JSON object as the last line.
@@ -19,16 +22,19 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pymupdf
 
 # The sibling benchmarks' helpers (this folder is first on sys.path).
-from ingest import paired
+from ingest import paired, parse_and_chunk, raw_pymupdf_text
 
 import litpipe.ingest.pdf as pdf
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.pdf.tables import _TABLE_CAPTION_LINE
+from litpipe.retrieval.embedder import Embedder
+from litpipe.settings import DEFAULT_EMBEDDER, IngestSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTED = ROOT / "litpipe_tests" / "data" / "pdf_tables.json"
@@ -41,13 +47,18 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def parse_without_tables(path: Path) -> None:
-    finder = pdf._find_tables
-    pdf._find_tables = lambda doc, pages: []
-    try:
-        parse_pdf(path, path.stem)
-    finally:
-        pdf._find_tables = finder
+def without_tables(parse: Callable[[Path], object]) -> Callable[[Path], object]:
+    """`parse` with the table finder replaced by one that finds none, for its call."""
+
+    def parse_without(path: Path) -> object:
+        finder = pdf._find_tables
+        pdf._find_tables = lambda doc, pages: []
+        try:
+            return parse(path)
+        finally:
+            pdf._find_tables = finder
+
+    return parse_without
 
 
 def uncaptioned_finder_seconds(paths: list[Path]) -> tuple[float, int]:
@@ -96,15 +107,35 @@ def main(argv: list[str] | None = None) -> int:
             f"by hand, {'the same' if found == hand else 'NOT the same'} (pages and labels); "
             f"{len(document.captions)} captions"
         )
+    embedder = Embedder(DEFAULT_EMBEDDER)
+    overlap = IngestSettings().chunk_overlap_tokens
+
+    def parse(path: Path) -> object:
+        return parse_pdf(path, path.stem)
+
+    def parse_chunk(path: Path) -> object:
+        return parse_and_chunk(path, embedder, overlap)
+
+    for path in pdfs:
+        parse_chunk(path)
+        raw_pymupdf_text(path)
     medians = paired(
         pdfs,
         lambda _: {
-            "with": lambda path: parse_pdf(path, path.stem),
-            "without": parse_without_tables,
+            "with": parse,
+            "without": without_tables(parse),
+            "chunked_with": parse_chunk,
+            "chunked_without": without_tables(parse_chunk),
+            "raw": raw_pymupdf_text,
         },
         args.repeat,
     )
-    with_s, without_s = medians["with"], medians["without"]
+    with_s, without_s, raw_s = medians["with"], medians["without"], medians["raw"]
+    chunked_with_s, chunked_without_s = medians["chunked_with"], medians["chunked_without"]
+    print(
+        f"parse+chunk against raw get_text: {chunked_with_s / raw_s:.2f}x with tables, "
+        f"{chunked_without_s / raw_s:.2f}x without (benchmarks/ingest.py's target: 5x)"
+    )
     finder_s, finder_pages = uncaptioned_finder_seconds(pdfs)
     print(
         f"parse with tables: {1000 * with_s / pages:.1f} ms/page, without: "
@@ -132,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                 "parse_without_tables_ms_per_page": round(1000 * without_s / pages, 2),
                 "tables_time_ratio": round(with_s / without_s, 3),
                 "tables_added_ms_per_page": round(1000 * (with_s - without_s) / pages, 2),
+                "parse_chunk_time_ratio_with_tables": round(chunked_with_s / raw_s, 3),
+                "parse_chunk_time_ratio_without_tables": round(chunked_without_s / raw_s, 3),
+                "parse_chunk_target_max_ratio": 5.0,
                 "finder_s_per_uncaptioned_page": round(finder_s / finder_pages, 3),
                 "cpu": cpu_name(),
                 "cpus": os.cpu_count(),
