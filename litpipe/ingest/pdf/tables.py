@@ -6,9 +6,10 @@ In PyMuPDF 2.0 the finder first runs its layout analyzer (`pymupdf_layout`, whic
 requires: an ONNX model) to find table regions, then the page's ruling lines and words their
 cells; with the analyzer off (`use_layout=False`) it finds none of the bundled papers' tables,
 which are ruled above and below only. Rules, as judged on the bundled papers: the finder costs
-about 1.5 s a page here (two cores), where parsing a page costs about 0.01 s, and away from
-captioned tables it finds two-column lists (a paper's abbreviations) that no reader calls a
-table. So it runs only on a page with a caption line (`Table 2: ...`, `TABLE 1`, not `Table 1).
+1 to 2 s a table page here (two cores), and half a second a page with no table, where the rest
+of parsing costs about a hundredth of a second a page (`benchmarks/pdf_tables.py`); and away
+from captioned tables it finds two-column lists (a paper's abbreviations) that no reader calls
+a table. So it runs only on a page with a caption line (`Table 2: ...`, `TABLE 1`, not `Table 1).
 Deleted ...` nor a supplementary `Table S2`, which the PDF does not hold); a table is kept when
 such a line lies within `_CAPTION_GAP` above or below it, each caption naming its nearest
 table, and when it has two rows and two columns or more, at most half of its cells empty. A
@@ -45,7 +46,11 @@ def _find_tables(doc: pymupdf.Document, pages: list[list[_Line]]) -> list[PaperT
     """The tables kept on the pages whose lines (`pages`, read from `doc`) set a caption."""
     tables = []
     for number, lines in enumerate(pages):
-        captions = [line for line in lines if _TABLE_CAPTION_LINE.match(line.text)]
+        captions = []
+        for line in lines:
+            label = _TABLE_CAPTION_LINE.match(line.text)
+            if label:
+                captions.append((" ".join(label.group(1).split()), line))
         if captions:
             tables.extend(_page_tables(doc[number], number, captions))
     return tables
@@ -62,7 +67,10 @@ def _without_table_lines(pages: list[list[_Line]], tables: list[PaperTable]) -> 
         ]
 
 
-def _page_tables(page: pymupdf.Page, number: int, captions: list[_Line]) -> list[PaperTable]:
+def _page_tables(
+    page: pymupdf.Page, number: int, captions: list[tuple[str, _Line]]
+) -> list[PaperTable]:
+    """The page's tables beside a caption line (`captions`: each with its label)."""
     try:
         found = page.find_tables().tables
         words = page.get_text("words")
@@ -71,22 +79,21 @@ def _page_tables(page: pymupdf.Page, number: int, captions: list[_Line]) -> list
         return []
     candidates = [(table, _cells(table, words)) for table in found]
     candidates = [(table, cells) for table, cells in candidates if _readable(cells)]
-    named: dict[int, _Line] = {}
-    for caption in captions:
+    named: dict[int, str] = {}
+    for label, caption in captions:
         gaps = [(_gap(caption, table.bbox), index) for index, (table, _) in enumerate(candidates)]
         near = [(gap, index) for gap, index in gaps if gap <= _CAPTION_GAP]
         if near:
-            named.setdefault(min(near)[1], caption)
+            named.setdefault(min(near)[1], label)
     kept = []
-    for index, caption in sorted(named.items()):
+    for index, label in sorted(named.items()):
         table, cells = candidates[index]
         markdown, capped = _markdown(cells)
-        label = _TABLE_CAPTION_LINE.match(caption.text)
         kept.append(
             PaperTable(
                 page=number + 1,
                 bbox=tuple(round(value, 1) for value in table.bbox),
-                label=" ".join(label.group(1).split()) if label else caption.text,
+                label=label,
                 markdown=markdown,
                 rows=len(cells),
                 columns=len(cells[0]),
@@ -102,19 +109,20 @@ def _cells(table: pymupdf.table.Table, words: list[tuple]) -> list[list[str]]:
     boxes = [row.cells for row in table.rows]
     if table.header.external:  # a header row the finder found above the table's lines
         boxes.insert(0, table.header.cells)
+    # Each word by its middle; a row's words are picked once, then each cell's among them.
+    middles = [((word[0] + word[2]) / 2, (word[1] + word[3]) / 2, word) for word in words]
     rows = []
     for row in boxes:
+        tops = [box[1] for box in row if box is not None]
+        bottoms = [box[3] for box in row if box is not None]
+        in_row = [m for m in middles if tops and min(tops) <= m[1] <= max(bottoms)]
         texts = []
         for box in row:
             if box is None:  # a cell merged into its neighbour
                 texts.append("")
                 continue
             x0, y0, x1, y1 = box
-            inside = [
-                word
-                for word in words
-                if x0 <= (word[0] + word[2]) / 2 <= x1 and y0 <= (word[1] + word[3]) / 2 <= y1
-            ]
+            inside = [word for x, y, word in in_row if x0 <= x <= x1 and y0 <= y <= y1]
             inside.sort(key=lambda word: (word[5], word[6], word[7]))  # block, line, word
             texts.append(" ".join(str(word[4]) for word in inside))
         rows.append(texts)
