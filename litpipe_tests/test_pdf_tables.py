@@ -122,8 +122,21 @@ def test_a_long_table_is_chunked_by_rows_each_chunk_repeating_its_header_row() -
     assert all(piece.text.startswith(header) for piece in pieces[1:])
     rows = [line for piece in pieces for line in piece.text.splitlines()[2:]]
     assert "|  |  | Meltome23,72 | 22,335 |  | 2,482 | 3,134 | 544.5 |" in rows
-    ends = [(piece.char_start, piece.char_end) for piece in pieces]
-    assert ends == sorted(ends) and all(start < end for start, end in ends)
+    # The offsets are the rows' in the tables part: the tables' texts after the body text.
+    part = document.text + "".join(f"\n\n{table.text}" for table in document.tables)
+    assert part[pieces[0].char_start : pieces[0].char_end] == pieces[0].text
+    for piece in pieces[1:]:
+        rows_text = "\n".join(piece.text.splitlines()[2:])
+        assert part[piece.char_start : piece.char_end] == rows_text
+
+
+def test_a_caption_that_leaves_no_room_for_rows_is_a_table_chunk_of_its_own() -> None:
+    document = bundled_document(WITH_TABLES)
+    caption, header = document.tables[1].caption, document.tables[1].markdown.splitlines()[0]
+    # 120 fake tokens: the caption (10) and header row (56) take over half.
+    chunks = chunk_document(document, FakeTokenizer(), 120, 0, "fake").chunks
+    first, second, *_ = [c for c in chunks if c.kind == "table" and c.page_start == 11]
+    assert first.text == caption and second.text.startswith(header)
 
 
 def test_a_question_on_a_value_only_a_table_states_finds_the_tables_chunk(

@@ -205,8 +205,8 @@ def _table_pieces(
     head_tokens, header_tokens, *row_tokens = (
         len(found) for found in tokenizer.token_offsets([head, header, *rows])
     )
-    # Where each row starts in the tables part: after the head, a blank line and the header.
-    row_start = span[0] + len(head) + 2 + len(header) + 1
+    # Where each row starts in the tables part: after the head and the header row.
+    row_start = span[0] + len(table.text) - len(table.markdown) + len(header) + 1
     row_starts = []
     for row in rows:
         row_starts.append(row_start)
@@ -228,7 +228,7 @@ def _table_pieces(
             last += 1
         opening = f"{head}\n\n" if with_head and not pieces else ""
         text = opening + "\n".join([header, *rows[first:last]])
-        start = span[0] if opening else (row_starts[first] if first < len(rows) else span[0])
+        start = span[0] if opening else row_starts[first]
         end = row_starts[last - 1] + len(rows[last - 1]) if last > first else span[1]
         pieces.append(_table_piece(table, section, start, end, text, tokenizer, max_tokens))
         first = last
@@ -251,11 +251,10 @@ def _table_piece(
     max_tokens: int,
 ) -> _Piece:
     """A chunk of the table, cut at its limit (a row longer than the limit alone)."""
-    offsets = tokenizer.token_offsets([text])[0]
-    if len(offsets) > max_tokens:
-        text = text[: offsets[max_tokens - 1][1]]
-        offsets = tokenizer.token_offsets([text])[0][:max_tokens]
-    return _Piece("table", section, table.page, table.page, start, end, text, len(offsets))
+    ((_, _, cut, n_tokens),) = _fit_to_limit(
+        text, [(_Region(section, 0, len(text), "table"), 0, len(text))], tokenizer, max_tokens
+    )
+    return _Piece("table", section, table.page, table.page, start, end, text[:cut], n_tokens)
 
 
 def _sentence_starts(text: str) -> list[int]:
