@@ -70,9 +70,14 @@ def test_rerun_embeds_nothing_and_a_new_pdf_embeds_only_its_chunks(
         (asset, check)
         for asset in ("synthesis", "plain_summary")
         for check in ("coverage", "citation_validity", "support", "coherence")
-    } | {("synthesis", "completeness")} | {
+    } | {("synthesis", "completeness"), ("comparison_table", "support")} | {
         (asset, "optional_step")
-        for asset in ("cross_paper_questions", "relationship_analysis", "plain_summary")
+        for asset in (
+            "cross_paper_questions",
+            "relationship_analysis",
+            "plain_summary",
+            "comparison_table",
+        )
     }
     for asset in ("synthesis", "plain_summary"):
         assert checks[(asset, "coverage")]["passed"]

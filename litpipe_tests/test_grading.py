@@ -384,6 +384,8 @@ def test_an_edited_judge_prompt_makes_every_graded_output_stale_and_nothing_else
     assert changed == {
         "synthesis",
         "plain_summary",
+        # Its cells are graded by the same judge.
+        "comparison_table",
         "query_summary",
         "collection_answer",
         "related_work",

@@ -234,5 +234,6 @@ def test_a_run_over_budget_stops_before_calling_and_says_why(
     assert failure["row"] == 1
     assert failure["reason"].startswith("paper_questions: the next call to openai/gpt-4o-mini")
     assert "llm.budget_usd" in failure["reason"] and "\n" not in failure["reason"]
-    # The call failed for good, refused before any request was sent.
-    assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 1, "requests_sent": 0}
+    # The calls failed for good, refused before any request was sent: the paper's questions,
+    # and the comparison table's aspects (an optional step: recorded as not run, with why).
+    assert report["llm_calls"] == {"made": 0, "cached": 0, "failed": 2, "requests_sent": 0}

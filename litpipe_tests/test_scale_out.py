@@ -27,6 +27,7 @@ MODEL_STEPS = {
     "paper_answers",
     "cross_paper_questions",
     "relationship_analysis",
+    "comparison_table",
     "synthesis",
     "plain_summary",
     "related_work",

@@ -150,6 +150,8 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         "citations.json",
         "often_cited.bib",
         "often_cited.ris",
+        "comparison.md",
+        "comparison.csv",
     }
     markdown = Path(outputs.files["synthesis.md"]).read_text("utf-8")
     assert "](relationships.svg)" in markdown and "](relationship_types.svg)" in markdown

@@ -255,6 +255,12 @@ def every_setting_changed(folder: Path) -> Settings:
             "hierarchical_min_papers": 4,
         },
         grading={"support_threshold": 0.6, "partial_support_threshold": 0.4, "blocking": True},
+        comparison={
+            "max_aspects": 4,
+            "aspects": ["organism", "method"],
+            "cell_words": 15,
+            "passages_per_aspect": 2,
+        },
         related_work={
             "sentences": 5,
             "words": 120,

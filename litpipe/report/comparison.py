@@ -35,7 +35,7 @@ td.not-reported { color: #999; font-style: italic; }
 """
 # On a header's click: the rows by that column's `data-sort` text (numbers by value), ascending
 # then descending, "not reported" cells last either way.
-_SORT_SCRIPT = """<script>
+SORT_SCRIPT = """<script>
 document.querySelectorAll("table.comparison-table").forEach(function (table) {
   var headers = table.querySelectorAll("th");
   headers.forEach(function (header, column) {
@@ -108,10 +108,13 @@ def comparison_passages(table: ComparisonTable) -> dict[str, RetrievedChunk]:
 
 
 def comparison_html(table: ComparisonTable, links: CitationLinks, paper: PaperLink) -> str:
-    """The section of `synthesis.html`: who chose the aspects, then the sortable table, its
-    script after it."""
+    """The section of `synthesis.html`: what of it the model failed (with why), who chose the
+    aspects, then the sortable table, its script after it."""
+    failed = "".join(
+        f'<p class="meta">{html.escape(record.line())}</p>\n' for record in table.not_run
+    )
     if not table.rows:
-        return "<p>No paper to compare.</p>"
+        return failed or "<p>No paper to compare.</p>"
     headers = "".join(
         f'<th scope="col">{html.escape(name)}</th>' for name in ["Paper", *table.aspects]
     )
@@ -121,11 +124,11 @@ def comparison_html(table: ComparisonTable, links: CitationLinks, paper: PaperLi
         + "</tr>"
         for row in table.rows
     )
-    return (
+    return failed + (
         f'<p class="meta">Aspects chosen by {html.escape(table.aspects_engine)}. Click a '
         "column's header to sort by it; a citation shows its passage.</p>\n"
         f'<table class="comparison-table"><thead><tr>{headers}</tr></thead>\n'
-        f"<tbody>{body}</tbody></table>\n{_SORT_SCRIPT}"
+        f"<tbody>{body}</tbody></table>\n{SORT_SCRIPT}"
     )
 
 

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 
 from litpipe.schemas.evidence import Citation, RetrievedChunk
 from litpipe.schemas.grades import SentenceGrade
+from litpipe.schemas.reports import StepNotRun
 
 # What a cell says where its paper's passages do not give the aspect: never a guess.
 NOT_REPORTED = "not reported"
@@ -53,3 +54,9 @@ class ComparisonTable(BaseModel):
         "that proposed them."
     )
     rows: list[ComparisonRow]
+    not_run: list[StepNotRun] = Field(
+        default_factory=list,
+        description="What the model failed (a model error): the aspects (the table is then "
+        "empty), or a paper's row (left out), each with why. The table is optional: the "
+        "collection's outputs are written all the same.",
+    )

@@ -31,9 +31,12 @@ class LeftOutPaper(BaseModel):
 
 
 # The collection steps the synthesis can do without: a model that fails one costs only it.
-OptionalStep = Literal["cross_paper_questions", "follow_up_questions", "plain_summary"]
+OptionalStep = Literal[
+    "cross_paper_questions", "follow_up_questions", "plain_summary", "comparison_table"
+]
 OPTIONAL_STEP_NAMES: dict[OptionalStep, str] = {
     "cross_paper_questions": "the cross-paper questions",
+    "comparison_table": "the comparison table",
     "follow_up_questions": "the follow-up questions",
     "plain_summary": "the plain-language summary",
 }

@@ -3,19 +3,23 @@ short value citing the passage of its own paper it came from, or "not reported";
 the support check."""
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from litpipe.agents.asker import Asker
 from litpipe.agents.comparison_table.comparison_aspects import ComparisonAspectsAgent
 from litpipe.agents.comparison_table.comparison_cells import ComparisonCellsAgent
 from litpipe.agents.question_evidence.rerankers import AGENT_RERANKERS
 from litpipe.artifacts import ArtifactStore
+from litpipe.defs.check_results import optional_step_result, optional_step_spec
 from litpipe.defs.llm_steps import ModelStep
 from litpipe.defs.partitions import collections
 from litpipe.defs.steps import SEARCH, Collection, all_partitions, step_asset
 from litpipe.defs.versions import GRADING, RERANKER, RETRIEVAL_SETTINGS, CodeVersion
 from litpipe.evaluation import comparison_table as grading
 from litpipe.evaluation.grading import GRADING_AGENTS
+from litpipe.llm.errors import LLMError
 from litpipe.schemas import ComparisonTable, PaperAbstract, PaperAnswers
 from litpipe.settings import (
     ComparisonSettings,
@@ -27,7 +31,11 @@ from litpipe.settings import (
 )
 from litpipe.text import counted
 from litpipe.workflows import comparison_table as workflow
+from litpipe.workflows.optional_steps import not_run
 from litpipe.workflows.reranking import settings_reranker
+
+if TYPE_CHECKING:
+    from litpipe.retrieval.hybrid import HybridRetriever
 
 SUPPORT_CHECK = "support"
 
@@ -75,6 +83,7 @@ def build_comparison_table_assets(
         # abstract from their artifacts.
         deps=all_partitions("paper_abstract", "paper_answers", "chunk_embeddings"),
         check_specs=[
+            optional_step_spec("comparison_table", "comparison_table"),
             dg.AssetCheckSpec(
                 SUPPORT_CHECK,
                 asset="comparison_table",
@@ -82,7 +91,7 @@ def build_comparison_table_assets(
                 description="Every filled cell is supported by the passage it cites (the "
                 "support check: each cell against its passages, as a synthesis' sentences "
                 "are). A cell that fails is marked on the page; the check warns, never blocks.",
-            )
+            ),
         ],
         description="The collection's papers side by side: one row per paper, one column per "
         "aspect (`comparison.aspects`, else proposed by the model from the papers, offline "
@@ -108,32 +117,13 @@ def build_comparison_table_assets(
         earlier = _earlier_aspects(resources.artifacts.store(), collection.name)
         with STEP.run(context) as step:
             asker = step.asker()
-            proposer = asker.engine(ComparisonAspectsAgent.name)
-            if earlier is not None and not comparison.aspects and earlier[1] == proposer:
-                aspects, chosen_by = earlier
-            else:
-                aspects, chosen_by = workflow.comparison_aspects(
-                    collection.name, list(abstracts.values()), answers, comparison, asker
-                )
-            reranker = settings_reranker(retrieval, ingest, asker)
-            rows = [
-                workflow.comparison_row(
-                    paper_id,
-                    abstract.title,
-                    retrievers[paper_id],
-                    reranker,
-                    aspects,
-                    comparison,
-                    retrieval,
-                    asker,
-                )
-                for paper_id, abstract in abstracts.items()
-                if paper_id in retrievers
-            ]
-            table = workflow.comparison_table(collection.name, rows, aspects, chosen_by)
+            table = _built(
+                collection.name, abstracts, answers, retrievers, earlier, asker, comparison
+            )
             judge = step.asker(GRADING_AGENTS)
             table = grading.graded_cells(table, grading_settings, judge, model)
             outcome = grading.cells_support(table, judge.engine("claim_judge"))
+        chosen_by = table.aspects_engine
         filled = sum(not cell.not_reported for row in table.rows for cell in row.cells)
         context.log.info(
             f"{collection.name}: {counted(len(table.rows), 'row')} by "
@@ -150,6 +140,7 @@ def build_comparison_table_assets(
                 "preview": _preview(table),
             },
         )
+        yield optional_step_result("comparison_table", "comparison_table", table.not_run)
         yield dg.AssetCheckResult(
             check_name=SUPPORT_CHECK,
             passed=outcome.passed,
@@ -157,6 +148,56 @@ def build_comparison_table_assets(
             description=outcome.description,
             metadata=dict(outcome.metadata),
         )
+
+    def _built(
+        name: str,
+        abstracts: dict[str, PaperAbstract],
+        answers: dict[str, PaperAnswers],
+        retrievers: "dict[str, HybridRetriever]",
+        earlier: tuple[list[str], str] | None,
+        asker: Asker,
+        comparison: ComparisonSettings,
+    ) -> ComparisonTable:
+        """The table, its aspects first; optional: a model error on the aspects leaves it
+        empty, on a paper's row leaves that row out, each recorded with why."""
+        proposer = asker.engine(ComparisonAspectsAgent.name)
+        try:
+            if earlier is not None and not comparison.aspects and earlier[1] == proposer:
+                aspects, chosen_by = earlier
+            else:
+                aspects, chosen_by = workflow.comparison_aspects(
+                    name, list(abstracts.values()), answers, comparison, asker
+                )
+        except LLMError as error:
+            return ComparisonTable(
+                collection=name,
+                aspects=[],
+                aspects_engine=proposer,
+                rows=[],
+                not_run=[not_run("comparison_table", error)],
+            )
+        reranker = settings_reranker(retrieval, ingest, asker)
+        rows, failed = [], []
+        for paper_id, abstract in abstracts.items():
+            if paper_id not in retrievers:
+                continue
+            try:
+                rows.append(
+                    workflow.comparison_row(
+                        paper_id,
+                        abstract.title,
+                        retrievers[paper_id],
+                        reranker,
+                        aspects,
+                        comparison,
+                        retrieval,
+                        asker,
+                    )
+                )
+            except LLMError as error:
+                failed.append(not_run("comparison_table", error, paper_id))
+        table = workflow.comparison_table(name, rows, aspects, chosen_by)
+        return table.model_copy(update={"not_run": failed})
 
     return [comparison_table]
 
