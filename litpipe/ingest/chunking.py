@@ -6,6 +6,13 @@ there is one). Consecutive chunks of a section share about `overlap_tokens` toke
 sentences when they fit, otherwise the last tokens. Every chunk is an exact slice of the document
 text, so a citation can point at the place it came from, and its token count is re-measured on
 the slice itself, so it never exceeds the limit the model truncates at.
+
+Captions and tables are chunks of their own (`Chunk.kind`). A figure's caption, or a table's
+whose table was not read, is cut out of its section's text and chunked alone, in place, as
+`caption`. A table read from the PDF (`PaperDocument.tables`) is chunked by rows, `table`:
+its caption and header row, then as many rows as fit; each further chunk repeats the header
+row. Its offsets are those of its rows in the document's tables part, past the end of the text
+(`PaperDocument.table_spans`), and its page is the table's.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from litpipe.schemas import Chunk, PaperChunks, PaperDocument, sha256_text
+from litpipe.schemas import Chunk, ChunkKind, PaperChunks, PaperDocument, PaperTable, sha256_text
 
 # Sentence ends: terminal punctuation (and closing quotes or brackets) then whitespace then
 # something that can open a sentence; or a blank line (paragraph break).
@@ -50,6 +57,21 @@ class _Region:
     heading: str
     start: int
     end: int
+    kind: ChunkKind = "text"
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A chunk before it is numbered."""
+
+    kind: ChunkKind
+    section: str
+    page_start: int
+    page_end: int
+    start: int
+    end: int
+    text: str
+    n_tokens: int
 
 
 def chunk_document(
@@ -76,21 +98,37 @@ def chunk_document(
             if text[start:end].strip():
                 spans.append((region, region.start + start, region.start + end))
     counted = _fit_to_limit(doc.text, spans, tokenizer, max_tokens)
+    pieces = [
+        _Piece(
+            kind=region.kind,
+            section=region.heading,
+            page_start=doc.page_at(start),
+            page_end=doc.page_at(end - 1),
+            start=start,
+            end=end,
+            text=doc.text[start:end],
+            n_tokens=n_tokens,
+        )
+        for region, start, end, n_tokens in counted
+    ]
+    for table, span in zip(doc.tables, doc.table_spans(), strict=True):
+        pieces.extend(_table_pieces(table, span, _section_of(doc, table), tokenizer, max_tokens))
     chunks = [
         Chunk(
             chunk_id=f"{doc.paper_id}:{index:04d}",
             paper_id=doc.paper_id,
             index=index,
-            section=region.heading,
-            page_start=doc.page_at(start),
-            page_end=doc.page_at(end - 1),
-            char_start=start,
-            char_end=end,
-            text=doc.text[start:end],
-            n_tokens=n_tokens,
-            content_sha256=sha256_text(doc.text[start:end]),
+            kind=piece.kind,
+            section=piece.section,
+            page_start=piece.page_start,
+            page_end=piece.page_end,
+            char_start=piece.start,
+            char_end=piece.end,
+            text=piece.text,
+            n_tokens=piece.n_tokens,
+            content_sha256=sha256_text(piece.text),
         )
-        for index, (region, start, end, n_tokens) in enumerate(counted)
+        for index, piece in enumerate(pieces)
     ]
     return PaperChunks(
         paper_id=doc.paper_id,
@@ -117,7 +155,106 @@ def _regions(doc: PaperDocument) -> list[_Region]:
         regions[-1] = _Region(regions[-1].heading, regions[-1].start, len(doc.text))
     else:
         regions.append(_Region("Text", 0, len(doc.text)))
+    regions = _without_captions(doc, regions)
     return [region for region in regions if doc.text[region.start : region.end].strip()]
+
+
+def _without_captions(doc: PaperDocument, regions: list[_Region]) -> list[_Region]:
+    """The regions with each caption cut out of the text around it: a figure's (or a table's
+    whose table was not read) its own region, a read table's left to the table's chunks."""
+    tables_captions = {table.caption_start for table in doc.tables}
+    cut: list[_Region] = []
+    captions = sorted(doc.captions, key=lambda caption: caption.char_start)
+    for region in regions:
+        cursor = region.start
+        for caption in captions:
+            if not region.start <= caption.char_start < region.end:
+                continue
+            end = min(caption.char_end, region.end)
+            cut.append(_Region(region.heading, cursor, caption.char_start))
+            if caption.char_start not in tables_captions:
+                cut.append(_Region(region.heading, caption.char_start, end, "caption"))
+            cursor = end
+        cut.append(_Region(region.heading, cursor, region.end))
+    return cut
+
+
+def _section_of(doc: PaperDocument, table: PaperTable) -> str:
+    """The heading of the section holding the table's caption, else its page's start."""
+    offset = table.caption_start
+    if offset is None:
+        offset = doc.page_starts[table.page - 1] if table.page <= len(doc.page_starts) else 0
+    for section in doc.sections:
+        if section.char_start <= offset < section.char_end:
+            return section.heading
+    return "Tables"
+
+
+def _table_pieces(
+    table: PaperTable,
+    span: tuple[int, int],
+    section: str,
+    tokenizer: TokenCounter,
+    max_tokens: int,
+) -> list[_Piece]:
+    """The table's chunks: its caption (or label) and header row, then the rows that fit; each
+    further chunk its header row and the rows that fit. Offsets: of its rows in the tables
+    part (`span`: the table's text there)."""
+    head = table.caption or table.label
+    header, *rows = _markdown_lines(table.markdown)
+    head_tokens, header_tokens, *row_tokens = (
+        len(found) for found in tokenizer.token_offsets([head, header, *rows])
+    )
+    # Where each row starts in the tables part: after the head and the header row.
+    row_start = span[0] + len(table.text) - len(table.markdown) + len(header) + 1
+    row_starts = []
+    for row in rows:
+        row_starts.append(row_start)
+        row_start += len(row) + 1
+    pieces: list[_Piece] = []
+    first = 0
+    # A caption that leaves no room for rows is a chunk of its own.
+    with_head = head_tokens + header_tokens <= max_tokens // 2
+    if not with_head:
+        pieces.append(
+            _table_piece(table, section, span[0], span[0] + len(head), head, tokenizer, max_tokens)
+        )
+    while first < len(rows) or not pieces:
+        budget = max_tokens - header_tokens - (head_tokens if with_head and not pieces else 0)
+        last = first
+        used = 0
+        while last < len(rows) and (last == first or used + row_tokens[last] <= budget):
+            used += row_tokens[last]
+            last += 1
+        opening = f"{head}\n\n" if with_head and not pieces else ""
+        text = opening + "\n".join([header, *rows[first:last]])
+        start = span[0] if opening else row_starts[first]
+        end = row_starts[last - 1] + len(rows[last - 1]) if last > first else span[1]
+        pieces.append(_table_piece(table, section, start, end, text, tokenizer, max_tokens))
+        first = last
+    return pieces
+
+
+def _markdown_lines(markdown: str) -> list[str]:
+    """The header row with its separator line, then each row (and any closing note)."""
+    lines = markdown.split("\n")
+    return ["\n".join(lines[:2]), *lines[2:]]
+
+
+def _table_piece(
+    table: PaperTable,
+    section: str,
+    start: int,
+    end: int,
+    text: str,
+    tokenizer: TokenCounter,
+    max_tokens: int,
+) -> _Piece:
+    """A chunk of the table, cut at its limit (a row longer than the limit alone)."""
+    ((_, _, cut, n_tokens),) = _fit_to_limit(
+        text, [(_Region(section, 0, len(text), "table"), 0, len(text))], tokenizer, max_tokens
+    )
+    return _Piece("table", section, table.page, table.page, start, end, text[:cut], n_tokens)
 
 
 def _sentence_starts(text: str) -> list[int]:

@@ -139,6 +139,7 @@ def chunk_schema(dimension: int) -> pa.Schema:
             pa.field(PRIMARY_KEY, pa.string(), nullable=False, metadata=_PRIMARY_KEY_METADATA),
             pa.field("paper_id", pa.string(), nullable=False),
             pa.field("index", pa.int32(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
             pa.field("section", pa.string(), nullable=False),
             pa.field("page_start", pa.int32(), nullable=False),
             pa.field("page_end", pa.int32(), nullable=False),
@@ -583,6 +584,10 @@ class ChunkStore:
             # Tables written before chunks carried their paper's title: add it, empty; each
             # paper's rows get theirs when next written (no text is embedded again).
             table.add_columns({"title": "''"})
+        if "kind" not in table.schema.names:
+            # Tables written before captions and tables were chunks of their own: every row
+            # was body text; each paper's rows are written again with its new chunks.
+            table.add_columns({"kind": "'text'"})
         paper_ids = sorted({paper.paper_id for paper in papers})
         previous = _select(
             table,

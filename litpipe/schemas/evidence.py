@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from litpipe.schemas.papers import PaperReference
+from litpipe.schemas.papers import ChunkKind, PaperReference
 from litpipe.schemas.reports import StepNotRun
 
 
@@ -55,6 +55,7 @@ class RetrievedChunk(BaseModel):
 
     chunk_id: str
     paper_id: str
+    kind: ChunkKind = Field(default="text", description="Body text, a caption or a table.")
     section: str
     page_start: int
     page_end: int

@@ -3,6 +3,9 @@ embeddings, and the papers that failed to enter.
 
 Offsets are character offsets into `PaperDocument.text`; pages are 1-based. A chunk's
 (`paper_id`, `char_start`, `char_end`) is enough for a citation to point at the exact place.
+A table's text (its caption and Markdown) is not part of `text`: its offsets continue past the
+end of `text`, in the document's tables part (`PaperDocument.table_spans`), so that they never
+collide with those of a passage of the body.
 """
 
 from __future__ import annotations
@@ -93,6 +96,48 @@ def family_name(author: str) -> str:
     return " ".join((family if comma else author).split())
 
 
+class PaperCaption(BaseModel):
+    """A figure's or table's caption: a paragraph of `PaperDocument.text` opened by its label."""
+
+    kind: Literal["figure", "table"]
+    label: str = Field(description="As printed: `Fig. 2`, `Figure 2`, `Table 1`.")
+    text: str
+    page: int
+    char_start: int
+    char_end: int
+
+
+class PaperTable(BaseModel):
+    """A table the PDF's table finder read: its cells as Markdown, the first row its header."""
+
+    page: int
+    bbox: tuple[float, float, float, float] = Field(
+        description="x0, y0, x1, y1 in PDF points on its page, from the top left corner."
+    )
+    label: str = Field(description="The label of the caption beside it: `Table 1`.")
+    caption: str = Field(
+        default="", description="Its caption paragraph in `PaperDocument.text`, when found."
+    )
+    caption_start: int | None = Field(
+        default=None, description="Where that paragraph starts in `PaperDocument.text`."
+    )
+    markdown: str = Field(description="Header row, separator, one line per row.")
+    rows: int = Field(description="Rows read, header included, before any cap.")
+    columns: int = Field(description="Columns read, before any cap.")
+    capped: bool = Field(
+        default=False, description="Rows or columns past the caps left out, as its Markdown says."
+    )
+
+    @property
+    def text(self) -> str:
+        """What a reader of the table is given: its caption (or label), then its Markdown."""
+        return f"{self.caption or self.label}\n\n{self.markdown}"
+
+
+# Between the body text and the tables part, and between two tables in it.
+_TABLES_SEPARATOR = "\n\n"
+
+
 class PaperDocument(BaseModel):
     """A parsed paper: clean body text (no references) and where each part of it lies."""
 
@@ -118,6 +163,23 @@ class PaperDocument(BaseModel):
     doi: str | None = None
     arxiv_id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    captions: list[PaperCaption] = Field(
+        default_factory=list, description="Figure and table captions, in reading order."
+    )
+    tables: list[PaperTable] = Field(
+        default_factory=list, description="Tables read from the PDF, in page order."
+    )
+
+    def table_spans(self) -> list[tuple[int, int]]:
+        """Each table's (start, end) offsets in the tables part: the tables' texts as if they
+        followed `text`, each after `_TABLES_SEPARATOR`, so past `len(text)`."""
+        spans = []
+        offset = len(self.text)
+        for table in self.tables:
+            offset += len(_TABLES_SEPARATOR)
+            spans.append((offset, offset + len(table.text)))
+            offset += len(table.text)
+        return spans
 
     def reference(self) -> PaperReference | None:
         """What a reference list says of the paper: None unless a reference manager or a
@@ -144,10 +206,21 @@ class PaperDocument(BaseModel):
         return max(1, bisect.bisect_right(self.page_starts, offset))
 
 
+ChunkKind = Literal["text", "table", "caption"]
+
+
 class Chunk(BaseModel):
+    """A passage of a paper: body text, a figure's or table's caption, or (part of) a table."""
+
     chunk_id: str = Field(description="`<paper_id>:<index>`, stable while the text is.")
     paper_id: str
     index: int
+    kind: ChunkKind = Field(
+        default="text",
+        description="`table`: a table's caption and rows, its offsets in the tables part "
+        "(`PaperDocument.table_spans`), its text repeating the header row; `caption`: a "
+        "caption paragraph of the text; `text`: the rest of the body.",
+    )
     section: str
     page_start: int
     page_end: int

@@ -1,8 +1,9 @@
 """PDF → `PaperDocument`: clean body text, sections, pages and references.
 
 One `page.get_text("dict")` per page gives every text line with its box, font and size;
-everything after that is plain Python over those lines, so parsing costs about twice what
-reading the plain text does. The steps, in order:
+everything after that is plain Python over those lines (but for PyMuPDF's table finder, on the
+few pages that set a table's caption), so parsing costs about twice what reading the plain text
+does. The steps, in order:
 
 1. lines: horizontal text lines with their dominant font, size and weight, a raised number
    written in superscripts (`U50¹⁴`, `10⁻⁵`);
@@ -15,8 +16,12 @@ reading the plain text does. The steps, in order:
 4. footnotes (small lines opened by a mark at a column's foot) go; paragraphs and headings,
    from line spacing, indents, short last lines and font changes; a paragraph broken by a
    column end resumes after any caption in between;
-5. the document: title, authors, abstract, references (kept out of the text), sections, and the
-   offset where each page starts.
+5. the document: title, authors, abstract, references (kept out of the text), sections, the
+   offset where each page starts, and the figure and table captions (paragraphs opened by
+   their label);
+6. tables (`tables`, found before step 2, their lines taken out of the text): on the pages
+   that set a table's caption, PyMuPDF's table finder, each table kept beside its caption, as
+   Markdown.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from pkgutil import iter_modules
 from types import ModuleType
 
 from litpipe.ingest.pdf.columns import _columns, _document_style
-from litpipe.ingest.pdf.document import FRONT_MATTER, _assemble, _layout
+from litpipe.ingest.pdf.document import FRONT_MATTER, _assemble, _captioned, _layout
 from litpipe.ingest.pdf.footnotes import _drop_footnotes
 from litpipe.ingest.pdf.front_matter import _authors, _title
 from litpipe.ingest.pdf.furniture import (
@@ -40,12 +45,14 @@ from litpipe.ingest.pdf.joining import _join_lines, _Vocabulary
 from litpipe.ingest.pdf.paragraphs import _paragraphs
 from litpipe.ingest.pdf.reading import PdfLimits, _open_pdf, _read, _text_layer_missing
 from litpipe.ingest.pdf.references import _reference_entries
+from litpipe.ingest.pdf.tables import _find_tables, _without_table_lines
 from litpipe.schemas import IngestError, PaperDocument
 
 # The modules, one concern each: `reading` (the file, its limits, its lines), `furniture`,
 # `columns` (reading order and the document's style), `footnotes`, `paragraphs` (and headings),
 # `headings` (the names and labels they are recognised by), `joining` (lines into text),
-# `front_matter` (title, authors, abstract), `references` and `document` (sections and pages).
+# `front_matter` (title, authors, abstract), `references`, `document` (sections, pages and
+# captions) and `tables`.
 # Their underscored names are the package's own: a module imports those of another by name;
 # nothing outside the package does.
 
@@ -69,7 +76,9 @@ def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> Pap
     path = Path(path)
     with _open_pdf(path, limits or PdfLimits()) as doc:
         source = _read(doc)
+        tables = _find_tables(doc, source.pages)
     pages, rects = source.pages, source.rects
+    _without_table_lines(pages, tables)
     _remove_furniture(pages, rects)
     _remove_line_numbers(pages)
     _remove_figure_text(pages, rects)
@@ -86,7 +95,7 @@ def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> Pap
             paragraph.text = vocabulary.mend_split_words(paragraph.text)
     title = _title(paragraphs, source.metadata.get("title", ""))
     layout = _layout(paragraphs, title, style)
-    text, sections, page_starts = _assemble(paragraphs, layout, style, len(pages))
+    text, sections, page_starts, captions = _assemble(paragraphs, layout, style, len(pages))
     references = _reference_entries(
         [paragraphs[index] for index in layout.reference_paragraphs], vocabulary
     )
@@ -104,4 +113,6 @@ def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> Pap
         doi=source.doi,
         arxiv_id=source.arxiv_id,
         metadata=source.metadata,
+        captions=captions,
+        tables=_captioned(tables, captions),
     )

@@ -15,10 +15,10 @@ from litpipe.ingest.pdf.front_matter import (
     _title_index,
     _unheaded_introduction,
 )
-from litpipe.ingest.pdf.headings import _CAPTION
+from litpipe.ingest.pdf.headings import _CAPTION, _CAPTION_LABEL
 from litpipe.ingest.pdf.paragraphs import _Paragraph
 from litpipe.ingest.pdf.references import _reference_paragraphs
-from litpipe.schemas import Section
+from litpipe.schemas import PaperCaption, PaperTable, Section
 
 # The heading of what comes before the first section (title, authors, affiliations), when no
 # heading opens it: where a raised number is an affiliation's mark, not a citation.
@@ -65,7 +65,7 @@ def _section_starts(paragraphs: list[_Paragraph], layout: _Layout, style: _Style
 
 def _assemble(
     paragraphs: list[_Paragraph], layout: _Layout, style: _Style, pages: int
-) -> tuple[str, list[Section], list[int]]:
+) -> tuple[str, list[Section], list[int], list[PaperCaption]]:
     starts = _section_starts(paragraphs, layout, style)
     references = set(layout.reference_paragraphs)
     if layout.reference_heading is not None:
@@ -74,6 +74,7 @@ def _assemble(
     offset = 0
     page_starts: list[int | None] = [None] * pages
     section_offsets: list[tuple[str, int]] = []
+    caption_spans: list[tuple[re.Match[str], int, int]] = []
     pending: str | None = None
     for index, paragraph in enumerate(paragraphs):
         if index in references:
@@ -91,11 +92,49 @@ def _assemble(
         for mark, page in paragraph.page_marks:
             if page_starts[page] is None:
                 page_starts[page] = offset + mark
+        label = None if paragraph.heading else _CAPTION_LABEL.match(paragraph.text)
+        if label:
+            caption_spans.append((label, offset, offset + len(paragraph.text)))
         pieces.append(paragraph.text)
         offset += len(paragraph.text)
     text = "".join(pieces)
     filled = _fill_page_starts(page_starts, len(text))
-    return text, _sections(section_offsets, filled, len(text)), filled
+    captions = [
+        PaperCaption(
+            kind="table" if "table" in label["kind"].casefold() else "figure",
+            label=" ".join(label["label"].split()),
+            text=text[start:end],
+            page=_page_at(filled, start),
+            char_start=start,
+            char_end=end,
+        )
+        for label, start, end in caption_spans
+    ]
+    return text, _sections(section_offsets, filled, len(text)), filled, captions
+
+
+def _captioned(tables: list[PaperTable], captions: list[PaperCaption]) -> list[PaperTable]:
+    """Each table with its caption paragraph: the table caption of its number on its page,
+    else of its number anywhere (a caption set on the page before)."""
+    by_number: dict[str, list[PaperCaption]] = {}
+    for caption in captions:
+        if caption.kind == "table":
+            by_number.setdefault(_number(caption.label), []).append(caption)
+    captioned = []
+    for table in tables:
+        candidates = by_number.get(_number(table.label), [])
+        same_page = [caption for caption in candidates if caption.page == table.page]
+        if same_page or candidates:
+            found = (same_page or candidates)[0]
+            table = table.model_copy(
+                update={"caption": found.text, "caption_start": found.char_start}
+            )
+        captioned.append(table)
+    return captioned
+
+
+def _number(label: str) -> str:
+    return label.split()[-1].rstrip(".").upper()
 
 
 def _debris(paragraph: _Paragraph) -> bool:

@@ -6,6 +6,13 @@ from __future__ import annotations
 import re
 
 _CAPTION = re.compile(r"(?:supplementary\s+)?(?:fig(?:ure)?s?|table|movie|video)\.?\s*S?\d", re.I)
+# What opens a caption, as a caption (not a heading) is kept: the label, then punctuation, a
+# capital or the end ("Fig. 2: ...", "Table 1 Primers", "FIG 3 ..."), so that a sentence that
+# opens with one ("Figure 3 shows ...", "Table 1). Deleted ...") is not taken for a caption.
+_CAPTION_LABEL = re.compile(
+    r"^(?P<label>(?P<kind>(?i:(?:supplementary\s+)?(?:fig(?:ure)?s?\.?|table)))\s*"
+    r"(?P<number>S?\d+))(?=\s*[.:|]|\s+[A-Z(]|\s*$)"
+)
 _NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.|[A-H]\.)\s+")
 _KNOWN_HEADINGS = {
     "abstract", "summary", "introduction", "background", "results", "discussion", "methods",
