@@ -86,9 +86,11 @@ def raw_pymupdf_text(path: Path) -> None:
             page.get_text()
 
 
-def parse_and_chunk(path: Path, embedder: Embedder, overlap: int) -> PaperChunks:
+def parse_and_chunk(
+    path: Path, embedder: Embedder, overlap: int, tables: bool = False
+) -> PaperChunks:
     return chunk_document(
-        parse_pdf(path, path.stem),
+        parse_pdf(path, path.stem, tables=tables),
         embedder.tokenizer,
         max_tokens=embedder.max_chunk_tokens,
         overlap_tokens=overlap,

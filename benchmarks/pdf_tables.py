@@ -1,8 +1,8 @@
 """Tables at ingestion, on the bundled PDFs: the tables `parse_pdf` finds in each paper against
 those counted by hand (`litpipe_tests/data/pdf_tables.json`), and the time tables add to parsing.
 
-Parsing with tables and without them (`_find_tables` replaced by one that finds none, in this
-process) runs paper by paper, one side right after the other, the first side rotating, so a
+Parsing with tables and without them (`parse_pdf(..., tables=)`, the `ingest.pdf_tables`
+setting) runs paper by paper, one side right after the other, the first side rotating, so a
 load that comes and goes weighs on both alike; times are medians over the rounds, per page of
 the whole corpus. The same rounds time parsing and chunking (as `benchmarks/ingest.py` does,
 with the default embedder's tokenizer), with and without tables, against raw `get_text`:
@@ -30,7 +30,6 @@ import pymupdf
 # The sibling benchmarks' helpers (this folder is first on sys.path).
 from ingest import paired, parse_and_chunk, raw_pymupdf_text
 
-import litpipe.ingest.pdf as pdf
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.pdf.tables import _TABLE_CAPTION_LINE
 from litpipe.retrieval.embedder import Embedder
@@ -45,20 +44,6 @@ def cpu_name() -> str:
         if line.startswith("model name"):
             return line.partition(":")[2].strip()
     return platform.processor() or platform.machine()
-
-
-def without_tables(parse: Callable[[Path], object]) -> Callable[[Path], object]:
-    """`parse` with the table finder replaced by one that finds none, for its call."""
-
-    def parse_without(path: Path) -> object:
-        finder = pdf._find_tables
-        pdf._find_tables = lambda doc, pages: []
-        try:
-            return parse(path)
-        finally:
-            pdf._find_tables = finder
-
-    return parse_without
 
 
 def uncaptioned_finder_seconds(paths: list[Path]) -> tuple[float, int]:
@@ -91,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     papers = {}
     pages = 0
     for path in pdfs:  # also the warm-up: the layout model loads on the first table page
-        document = parse_pdf(path, path.stem)
+        document = parse_pdf(path, path.stem, tables=True)
         pages += document.pages
         found = [{"page": table.page, "label": table.label} for table in document.tables]
         hand = counted.get(path.stem)
@@ -110,22 +95,22 @@ def main(argv: list[str] | None = None) -> int:
     embedder = Embedder(DEFAULT_EMBEDDER)
     overlap = IngestSettings().chunk_overlap_tokens
 
-    def parse(path: Path) -> object:
-        return parse_pdf(path, path.stem)
+    def parse(tables: bool) -> Callable[[Path], object]:
+        return lambda path: parse_pdf(path, path.stem, tables=tables)
 
-    def parse_chunk(path: Path) -> object:
-        return parse_and_chunk(path, embedder, overlap)
+    def parse_chunk(tables: bool) -> Callable[[Path], object]:
+        return lambda path: parse_and_chunk(path, embedder, overlap, tables)
 
     for path in pdfs:
-        parse_chunk(path)
+        parse_chunk(True)(path)
         raw_pymupdf_text(path)
     medians = paired(
         pdfs,
         lambda _: {
-            "with": parse,
-            "without": without_tables(parse),
-            "chunked_with": parse_chunk,
-            "chunked_without": without_tables(parse_chunk),
+            "with": parse(True),
+            "without": parse(False),
+            "chunked_with": parse_chunk(True),
+            "chunked_without": parse_chunk(False),
             "raw": raw_pymupdf_text,
         },
         args.repeat,

@@ -4,6 +4,7 @@ and pages, their chunks found by retrieval, and the tables a finder cannot read 
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pymupdf
@@ -16,7 +17,7 @@ from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.hybrid import HybridRetriever
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import PaperChunks, PaperDocument
-from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, bundled_document
+from litpipe_tests.bundled import BUNDLED_DOCUMENTS_GROUP, CORPUS
 from litpipe_tests.conftest import FakeEmbedder, FakeTokenizer
 
 COUNTED = json.loads((Path(__file__).parent / "data" / "pdf_tables.json").read_text("utf-8"))
@@ -30,19 +31,23 @@ BODY = (
 pytestmark = pytest.mark.xdist_group(BUNDLED_DOCUMENTS_GROUP)
 
 
+@cache
+def with_tables(stem: str) -> PaperDocument:
+    """A bundled PDF parsed once a process with its tables read (`ingest.pdf_tables`)."""
+    return parse_pdf(CORPUS / f"{stem}.pdf", stem, tables=True)
+
+
 def test_the_tables_found_in_each_bundled_paper_are_those_counted_by_hand() -> None:
     assert len(PAPERS) == 9
     found = {
-        stem: [
-            {"page": table.page, "label": table.label} for table in bundled_document(stem).tables
-        ]
+        stem: [{"page": table.page, "label": table.label} for table in with_tables(stem).tables]
         for stem in PAPERS
     }
     assert found == PAPERS
 
 
 def test_a_table_is_markdown_with_its_header_row_caption_and_page() -> None:
-    first, second = bundled_document(WITH_TABLES).tables
+    first, second = with_tables(WITH_TABLES).tables
     assert (first.page, first.rows, first.columns, first.capped) == (10, 10, 7, False)
     assert first.caption == "Table 1: Protein language models (pLMs) applied in study *"
     assert first.markdown.splitlines()[:2] == [
@@ -53,7 +58,7 @@ def test_a_table_is_markdown_with_its_header_row_caption_and_page() -> None:
     assert second.page == 11 and second.caption.startswith("Table 2: Task-specific datasets")
     assert "|  |  | Meltome23,72 | 22,335 |  | 2,482 | 3,134 | 544.5 |" in second.markdown
     # The values are the table's alone: the text never states them.
-    assert "544.5" not in bundled_document(WITH_TABLES).text
+    assert "544.5" not in with_tables(WITH_TABLES).text
 
 
 def test_the_figure_captions_found_are_the_figures_counted_but_two() -> None:
@@ -62,12 +67,12 @@ def test_the_figure_captions_found_are_the_figures_counted_but_two() -> None:
     for stem, figures in COUNTED["figures"].items():
         counted = [f"{figures['label']} {number}" for number in range(1, figures["count"] + 1)]
         missed = COUNTED["figure_captions_not_found"].get(stem, [])
-        found = [c.label for c in bundled_document(stem).captions if c.kind == "figure"]
+        found = [c.label for c in with_tables(stem).captions if c.kind == "figure"]
         assert found == [label for label in counted if label not in missed], stem
 
 
 def test_the_bundled_papers_captions_are_their_figures_and_tables() -> None:
-    document = bundled_document(WITH_TABLES)
+    document = with_tables(WITH_TABLES)
     assert [(caption.kind, caption.label, caption.page) for caption in document.captions] == [
         ("figure", "Fig. 1", 3),
         ("figure", "Fig. 2", 4),
@@ -85,7 +90,7 @@ def test_the_bundled_papers_captions_are_their_figures_and_tables() -> None:
 
 def test_table_and_caption_chunks_of_the_bundled_papers(minilm: Embedder) -> None:
     for stem in PAPERS:
-        document = bundled_document(stem)
+        document = with_tables(stem)
         chunks = _chunks(document, minilm)
         tables = [chunk for chunk in chunks.chunks if chunk.kind == "table"]
         captions = [chunk for chunk in chunks.chunks if chunk.kind == "caption"]
@@ -105,14 +110,14 @@ def test_table_and_caption_chunks_of_the_bundled_papers(minilm: Embedder) -> Non
                     chunk.char_start <= caption.char_start < chunk.char_end
                     for caption in document.captions
                 ), (stem, chunk.chunk_id)
-    chunks = _chunks(bundled_document(WITH_TABLES), minilm)
+    chunks = _chunks(with_tables(WITH_TABLES), minilm)
     first = next(chunk for chunk in chunks.chunks if chunk.kind == "table")
     assert first.text.startswith("Table 1: Protein language models (pLMs) applied in study *\n\n")
     assert (first.page_start, first.section) == (10, "4.1. Pre-trained pLMs")
 
 
 def test_a_long_table_is_chunked_by_rows_each_chunk_repeating_its_header_row() -> None:
-    document = bundled_document(WITH_TABLES)
+    document = with_tables(WITH_TABLES)
     header = document.tables[1].markdown.splitlines()[0]
     # 150 fake tokens a chunk: the header row is 56, a row 18 to 76.
     chunks = chunk_document(document, FakeTokenizer(), 150, 0, "fake").chunks
@@ -131,7 +136,7 @@ def test_a_long_table_is_chunked_by_rows_each_chunk_repeating_its_header_row() -
 
 
 def test_a_caption_that_leaves_no_room_for_rows_is_a_table_chunk_of_its_own() -> None:
-    document = bundled_document(WITH_TABLES)
+    document = with_tables(WITH_TABLES)
     caption, header = document.tables[1].caption, document.tables[1].markdown.splitlines()[0]
     # 120 fake tokens: the caption (10) and header row (56) take over half.
     chunks = chunk_document(document, FakeTokenizer(), 120, 0, "fake").chunks
@@ -143,7 +148,7 @@ def test_a_question_on_a_value_only_a_table_states_finds_the_tables_chunk(
     minilm: Embedder, tmp_path: Path
 ) -> None:
     """Table 2 alone gives the Meltome set's average sequence length (544.5 residues)."""
-    document = bundled_document(WITH_TABLES)
+    document = with_tables(WITH_TABLES)
     store = ChunkStore(tmp_path / "lancedb")
     store.embed_papers([_chunks(document, minilm)], minilm)
     retriever = HybridRetriever(store, minilm, "tables", None, papers=[WITH_TABLES])
@@ -155,7 +160,7 @@ def test_a_question_on_a_value_only_a_table_states_finds_the_tables_chunk(
 
 def test_a_hundred_column_table_is_capped_and_marked(tmp_path: Path) -> None:
     path = _pdf_with_table(tmp_path / "wide.pdf", rows=3, columns=100, width=1600)
-    (table,) = parse_pdf(path, "wide").tables
+    (table,) = parse_pdf(path, "wide", tables=True).tables
     assert (table.rows, table.columns, table.capped) == (3, 100, True)
     header, separator, *rows, note = table.markdown.splitlines()
     assert header == "| " + " | ".join(f"c0-{column}" for column in range(20)) + " |"
@@ -166,7 +171,7 @@ def test_a_hundred_column_table_is_capped_and_marked(tmp_path: Path) -> None:
 @pytest.mark.parametrize("lines", [True, False], ids=["ruled", "unruled"])
 def test_a_table_is_read_with_its_caption(tmp_path: Path, lines: bool) -> None:
     path = _pdf_with_table(tmp_path / "table.pdf", rows=4, columns=3, width=612, lines=lines)
-    document = parse_pdf(path, "table")
+    document = parse_pdf(path, "table", tables=True)
     (table,) = document.tables
     assert (table.page, table.label, table.rows, table.columns) == (1, "Table 1", 4, 3)
     assert table.caption == "Table 1: Growth of the strains in rich medium"
@@ -187,7 +192,7 @@ def test_a_table_the_finder_cannot_read_stays_as_text(tmp_path: Path, bad: str) 
         filled=2 if bad == "sparse" else None,
         caption_gap=10 if bad == "sparse" else 80,
     )
-    document = parse_pdf(path, bad)
+    document = parse_pdf(path, bad, tables=True)
     assert document.tables == []
     assert "grew the strains" in document.text
     (caption,) = document.captions
@@ -200,7 +205,7 @@ def test_a_store_written_before_chunk_kinds_gets_them_when_papers_are_written_ag
     tmp_path: Path, fake_embedder: FakeEmbedder
 ) -> None:
     store = ChunkStore(tmp_path / "lancedb")
-    chunks = chunk_document(bundled_document(WITH_TABLES), fake_embedder.tokenizer, 64, 0, "f")
+    chunks = chunk_document(with_tables(WITH_TABLES), fake_embedder.tokenizer, 64, 0, "f")
     store.embed_papers([chunks], fake_embedder)
     written = store.open_table(fake_embedder.embedder_id)
     assert written is not None

@@ -36,6 +36,7 @@ def read_document(source: PaperSource, ingest: IngestSettings) -> PaperDocument:
             Path(source.path),
             source.paper_id,
             PdfLimits(max_bytes=ingest.max_pdf_bytes, max_pages=ingest.max_pdf_pages),
+            tables=ingest.pdf_tables,
         )
         return with_bibliography(document, source.fields) if source.fields else document
     return document_from_row(source)

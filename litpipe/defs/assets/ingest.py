@@ -39,7 +39,11 @@ def build_ingest_assets(
         return each_paper(context, None, source_of)
 
     @paper_asset(
-        CodeVersion(modules=(*pdf.MODULES, tables, structured_abstracts), output=PaperDocument),
+        CodeVersion(
+            modules=(*pdf.MODULES, tables, structured_abstracts),
+            output=PaperDocument,
+            settings=("ingest.pdf_tables",),
+        ),
         groups,
         group_name=GROUP,
         # Inputs are read from their artifacts, not loaded through the IO manager (which loads

@@ -69,16 +69,18 @@ MODULES: tuple[ModuleType, ...] = (
 _FRONT_PAGES = 2
 
 
-def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> PaperDocument:
+def parse_pdf(
+    path: Path, paper_id: str, limits: PdfLimits | None = None, tables: bool = False
+) -> PaperDocument:
     """Parses one PDF; raises `IngestError` with a one-line reason when the file is unusable or
     over the `limits` (its size checked before it is opened, its page count before any page is
-    read)."""
+    read). With `tables` (`ingest.pdf_tables`), its tables and captions are read apart."""
     path = Path(path)
     with _open_pdf(path, limits or PdfLimits()) as doc:
         source = _read(doc)
-        tables = _find_tables(doc, source.pages)
+        found = _find_tables(doc, source.pages) if tables else []
     pages, rects = source.pages, source.rects
-    _without_table_lines(pages, tables)
+    _without_table_lines(pages, found)
     _remove_furniture(pages, rects)
     _remove_line_numbers(pages)
     _remove_figure_text(pages, rects)
@@ -113,6 +115,6 @@ def parse_pdf(path: Path, paper_id: str, limits: PdfLimits | None = None) -> Pap
         doi=source.doi,
         arxiv_id=source.arxiv_id,
         metadata=source.metadata,
-        captions=captions,
-        tables=_captioned(tables, captions),
+        captions=captions if tables else [],
+        tables=_captioned(found, captions),
     )
