@@ -28,6 +28,7 @@ from litpipe.runtime import backfill as backfilling
 from litpipe.runtime.execution import RANGE_END_TAG, RANGE_START_TAG
 from litpipe.runtime.runner import open_instance, paper_asset_keys
 from litpipe.schemas import (
+    ComparisonTable,
     CrossPaperQuestions,
     PaperChunks,
     PaperEvidence,
@@ -352,7 +353,22 @@ def test_embedder_swap_recomputes_answers_only_where_their_evidence_changed(
     assert answer_requests(stub_llm, since, set()) == []
     report = json.loads((home / "outputs" / "backfill" / f"{bf16_id}.json").read_text())
     assert report["rebuilt"]["question_evidence"] == 2 and report["rebuilt"]["paper_answers"] == 0
-    assert report["llm_calls"]["made"] == 0  # the collection's calls all come from the cache
+    # The collection's calls come from the cache, but for a comparison row whose passages the
+    # new vectors changed: the table searches each paper for its aspects, not for the
+    # questions whose evidence stayed the same.
+    made = {
+        agent: use["made"] for agent, use in report["llm_calls_by_agent"].items() if use["made"]
+    }
+    old_table, new_table = (
+        artifacts(embedder).read(["comparison_table"], COLLECTION, ComparisonTable)
+        for embedder in ("all-MiniLM-L6-v2", bf16_id)
+    )
+    changed_rows = [
+        new_row.paper_id
+        for old_row, new_row in zip(old_table.rows, new_table.rows, strict=True)
+        if [c.text for c in old_row.passages] != [c.text for c in new_row.passages]
+    ]
+    assert made == ({"comparison_cells": len(changed_rows)} if changed_rows else {})
 
     # 2. float8: both papers in one batch (one run over their range); some passages change.
     float8 = build_minilm_variant(tmp_path / "models", rounded_to="float8_e4m3fn")
