@@ -2,7 +2,7 @@
 short value citing the passage of its own paper it came from, or "not reported"; graded by
 the support check."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -66,6 +66,56 @@ def build_comparison_table_assets(
     ingest: IngestSettings,
     paths: HomePaths,
 ) -> list[dg.AssetsDefinition]:
+    def _built(
+        name: str,
+        abstracts: dict[str, PaperAbstract],
+        answers: dict[str, PaperAnswers],
+        retriever_of: "Callable[[str], HybridRetriever]",
+        earlier: tuple[list[str], str] | None,
+        asker: Asker,
+        comparison: ComparisonSettings,
+    ) -> ComparisonTable:
+        """The table, its aspects first, then a row per paper searched through its own
+        retriever (`retriever_of`, one paper's chunks in memory at a time); optional: a model
+        error on the aspects leaves it empty, on a paper's row leaves that row out, each
+        recorded with why."""
+        proposer = asker.engine(ComparisonAspectsAgent.name)
+        try:
+            if earlier is not None and not comparison.aspects and earlier[1] == proposer:
+                aspects, chosen_by = earlier
+            else:
+                aspects, chosen_by = workflow.comparison_aspects(
+                    name, list(abstracts.values()), answers, comparison, asker
+                )
+        except LLMError as error:
+            return ComparisonTable(
+                collection=name,
+                aspects=[],
+                aspects_engine=proposer,
+                rows=[],
+                not_run=[not_run("comparison_table", error)],
+            )
+        reranker = settings_reranker(retrieval, ingest, asker)
+        rows, failed = [], []
+        for paper_id, abstract in abstracts.items():
+            try:
+                rows.append(
+                    workflow.comparison_row(
+                        paper_id,
+                        abstract.title,
+                        retriever_of(paper_id),
+                        reranker,
+                        aspects,
+                        comparison,
+                        retrieval,
+                        asker,
+                    )
+                )
+            except LLMError as error:
+                failed.append(not_run("comparison_table", error, paper_id))
+        table = workflow.comparison_table(name, rows, aspects, chosen_by)
+        return table.model_copy(update={"not_run": failed})
+
     @step_asset(
         STEP,
         {
@@ -113,12 +163,15 @@ def build_comparison_table_assets(
         answers = collection.outputs("paper_answers", PaperAnswers, abstracts)
         resources = collection.resources
         store, model = resources.lancedb.store(), resources.embedder.cached()
-        retrievers = resources.retrieval.paper_retrievers(store, model, list(abstracts))
+
+        def retriever_of(paper_id: str) -> "HybridRetriever":
+            return resources.retrieval.paper_retriever(store, model, paper_id)
+
         earlier = _earlier_aspects(resources.artifacts.store(), collection.name)
         with STEP.run(context) as step:
             asker = step.asker()
             table = _built(
-                collection.name, abstracts, answers, retrievers, earlier, asker, comparison
+                collection.name, abstracts, answers, retriever_of, earlier, asker, comparison
             )
             judge = step.asker(GRADING_AGENTS)
             table = grading.graded_cells(table, grading_settings, judge, model)
@@ -148,56 +201,6 @@ def build_comparison_table_assets(
             description=outcome.description,
             metadata=dict(outcome.metadata),
         )
-
-    def _built(
-        name: str,
-        abstracts: dict[str, PaperAbstract],
-        answers: dict[str, PaperAnswers],
-        retrievers: "dict[str, HybridRetriever]",
-        earlier: tuple[list[str], str] | None,
-        asker: Asker,
-        comparison: ComparisonSettings,
-    ) -> ComparisonTable:
-        """The table, its aspects first; optional: a model error on the aspects leaves it
-        empty, on a paper's row leaves that row out, each recorded with why."""
-        proposer = asker.engine(ComparisonAspectsAgent.name)
-        try:
-            if earlier is not None and not comparison.aspects and earlier[1] == proposer:
-                aspects, chosen_by = earlier
-            else:
-                aspects, chosen_by = workflow.comparison_aspects(
-                    name, list(abstracts.values()), answers, comparison, asker
-                )
-        except LLMError as error:
-            return ComparisonTable(
-                collection=name,
-                aspects=[],
-                aspects_engine=proposer,
-                rows=[],
-                not_run=[not_run("comparison_table", error)],
-            )
-        reranker = settings_reranker(retrieval, ingest, asker)
-        rows, failed = [], []
-        for paper_id, abstract in abstracts.items():
-            if paper_id not in retrievers:
-                continue
-            try:
-                rows.append(
-                    workflow.comparison_row(
-                        paper_id,
-                        abstract.title,
-                        retrievers[paper_id],
-                        reranker,
-                        aspects,
-                        comparison,
-                        retrieval,
-                        asker,
-                    )
-                )
-            except LLMError as error:
-                failed.append(not_run("comparison_table", error, paper_id))
-        table = workflow.comparison_table(name, rows, aspects, chosen_by)
-        return table.model_copy(update={"not_run": failed})
 
     return [comparison_table]
 
