@@ -102,14 +102,21 @@ def texts_of(paper: PaperChunks) -> list[str]:
     return [chunk.text for chunk in paper.chunks]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def pdf_arguments(doc: str | None, argv: list[str] | None) -> tuple[argparse.Namespace, list[Path]]:
+    """A PDF benchmark's command line (`--pdfs`, the bundled biology papers by default;
+    `--repeat`), described by the first paragraph of its `doc`, and the PDFs it names."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--pdfs", type=Path, default=ROOT / "corpora" / "biology-cc-by")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     pdfs = sorted(args.pdfs.glob("*.pdf"))
     if not pdfs:
         parser.error(f"no PDF in {args.pdfs}")
+    return args, pdfs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, pdfs = pdf_arguments(__doc__, argv)
     defaults = IngestSettings()
     batch_size = defaults.embed_batch_size
     overlap = defaults.chunk_overlap_tokens

@@ -16,7 +16,6 @@ Prints readable lines, then one JSON object as the last line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -28,7 +27,7 @@ from pathlib import Path
 import pymupdf
 
 # The sibling benchmarks' helpers (this folder is first on sys.path).
-from ingest import paired, parse_and_chunk, raw_pymupdf_text
+from ingest import paired, parse_and_chunk, pdf_arguments, raw_pymupdf_text
 
 from litpipe.ingest.pdf import parse_pdf
 from litpipe.ingest.pdf.tables import _TABLE_CAPTION_LINE
@@ -63,13 +62,7 @@ def uncaptioned_finder_seconds(paths: list[Path]) -> tuple[float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pdfs", type=Path, default=ROOT / "corpora" / "biology-cc-by")
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
-    pdfs = sorted(args.pdfs.glob("*.pdf"))
-    if not pdfs:
-        parser.error(f"no PDF in {args.pdfs}")
+    args, pdfs = pdf_arguments(__doc__, argv)
     counted = json.loads(COUNTED.read_text("utf-8"))["papers"]
     print(f"{len(pdfs)} PDFs from {args.pdfs}; {args.repeat} timed rounds; CPU: {cpu_name()}")
 
