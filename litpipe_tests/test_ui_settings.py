@@ -197,7 +197,7 @@ def every_setting_changed(folder: Path) -> Settings:
             "embed_device": "cuda:1",
             "chunk_tokens": 128,
             "chunk_overlap_tokens": 16,
-            "pdf_tables": True,
+            "pdf_tables": False,
         },
         llm={
             "model": "openai/served",

@@ -81,6 +81,14 @@ def evidence_sentences(question: str, evidence: Sequence[RetrievedChunk]) -> lis
     return found
 
 
+def whole_unless_none(found: Sequence[EvidenceSentence]) -> list[EvidenceSentence]:
+    """The whole sentences among `found`, all of them if none is: a passage cut mid-sentence
+    opens on a fragment ("showed that the REV1 protein ...") that the passage before it holds
+    whole, and a title page's line ("Running title: ...") ends in no full stop; either, quoted
+    beside another cited sentence, runs into it."""
+    return [s for s in found if whole_sentence(s.text)] or list(found)
+
+
 def near_duplicate(sentence: str, others: Sequence[str]) -> bool:
     words = set(text_helpers.words(sentence))
     return any(
@@ -104,10 +112,10 @@ def best_sentences(
     question: str, evidence: Sequence[RetrievedChunk], most: int = MAX_ANSWER_SENTENCES
 ) -> list[EvidenceSentence]:
     """The sentences that best answer the question, best first; none when no sentence holds any
-    of its terms. Whole sentences only, unless none is: a passage cut mid-sentence opens on a
-    fragment ("showed that the REV1 protein ...") that the passage before it holds whole."""
-    relevant = [s for s in evidence_sentences(question, evidence) if s.coverage > 0]
-    relevant = [s for s in relevant if whole_sentence(s.text)] or relevant
+    of its terms; whole ones only, unless none is (`whole_unless_none`)."""
+    relevant = whole_unless_none(
+        [s for s in evidence_sentences(question, evidence) if s.coverage > 0]
+    )
     if not relevant:
         return []
     floor = MIN_SHARE_OF_BEST * max(s.score for s in relevant)

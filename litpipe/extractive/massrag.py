@@ -2,11 +2,12 @@
 views of a question's evidence, their reconciliation, and the optional candidate answers and
 their comparison.
 
-All verbatim: the summarizer takes the best sentence of each passage, the extractor the
-sentences holding most of the question's terms, the reasoner pairs of sentences of different
-passages (different papers first) that share terms, written "<A> [m1] <B> [m2]"; the reconciler
-keeps the views' sentences, one of any near-duplicates, ordered by how many views hold them, at
-most four, each with its marker.
+All verbatim, and whole sentences wherever the passages hold any (`whole_unless_none`): the
+summarizer takes the best sentence of each passage, the extractor the sentences holding most of
+the question's terms, the reasoner pairs of sentences of different passages (different papers
+first) that share terms, written "<A> [m1] <B> [m2]"; the reconciler keeps the views'
+sentences, one of any near-duplicates, ordered by how many views hold them, at most four, each
+with its marker.
 
 A candidate is the passage sentences its view holds, best first (the view's own cited text when
 it holds none verbatim, as a model's view may); the comparison picks the candidate best
@@ -30,6 +31,7 @@ from litpipe.extractive.answering import (
     cited_text,
     distinct,
     evidence_sentences,
+    whole_unless_none,
 )
 from litpipe.retrieval.text import content_terms, tokenize
 from litpipe.text import cited_sentences, strip_markers
@@ -66,7 +68,7 @@ def _collapsed(text: str) -> str:
 def offline_summarizer(inputs: AnswerInput) -> ViewReply:
     """The best sentence of each passage that holds any of the question's terms."""
     best: dict[int, EvidenceSentence] = {}
-    for sentence in evidence_sentences(inputs.question.text, inputs.evidence):
+    for sentence in whole_unless_none(evidence_sentences(inputs.question.text, inputs.evidence)):
         kept = best.get(sentence.rank)
         if sentence.coverage > 0 and (kept is None or sentence.coverage > kept.coverage):
             best[sentence.rank] = sentence
@@ -76,9 +78,9 @@ def offline_summarizer(inputs: AnswerInput) -> ViewReply:
 
 def offline_extractor(inputs: AnswerInput) -> ExtractorReply:
     """The sentences holding the largest share of the question's terms, wherever they are."""
-    relevant = [
-        s for s in evidence_sentences(inputs.question.text, inputs.evidence) if s.coverage > 0
-    ]
+    relevant = whole_unless_none(
+        [s for s in evidence_sentences(inputs.question.text, inputs.evidence) if s.coverage > 0]
+    )
     ranked = sorted(relevant, key=lambda s: -s.coverage)
     return ExtractorReply(
         spans=[
@@ -92,7 +94,8 @@ def _linked_pairs(inputs: AnswerInput) -> list[tuple[EvidenceSentence, EvidenceS
     """Pairs of sentences of different passages that share terms, one of them bearing on the
     question: the most shared terms and question coverage first, links across papers preferred."""
     scored: list[tuple[float, EvidenceSentence, EvidenceSentence]] = []
-    for first, second in combinations(evidence_sentences(inputs.question.text, inputs.evidence), 2):
+    found = whole_unless_none(evidence_sentences(inputs.question.text, inputs.evidence))
+    for first, second in combinations(found, 2):
         shared = first.terms & second.terms
         if (
             first.chunk.chunk_id == second.chunk.chunk_id

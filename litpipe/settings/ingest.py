@@ -38,14 +38,11 @@ class IngestSettings(SettingsGroup):
         description="A PDF larger than this (bytes; default 100 MB) fails (one line naming this "
         "setting) before it is opened.",
     )
-    # Off until the offline engine reads table and caption chunks well: with them on, the
-    # bundled papers' evidence changes and the offline synthesis opened with a front-matter
-    # fragment citing two pages (issue 47).
     pdf_tables: bool = Field(
-        default=False,
+        default=True,
         description="Read a PDF's tables (PyMuPDF's table finder, on the pages that set a "
         "table's caption) as Markdown chunks of their own, and its figure and table captions as "
-        "caption chunks; off, both stay in the text as before.",
+        "caption chunks; off, both stay in the text, as before litpipe read tables.",
     )
     embedder_backend: EmbedderBackend = Field(
         default=DEFAULT_EMBEDDER_BACKEND,
