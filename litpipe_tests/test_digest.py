@@ -30,10 +30,14 @@ from litpipe.runtime.runner import (
     run_papers,
 )
 from litpipe.schemas import (
+    Citation,
     CitationContext,
     CitationEdge,
     CitationGraph,
     CitingSentence,
+    ComparisonCell,
+    ComparisonRow,
+    ComparisonTable,
     Digest,
     Insight,
     OftenCited,
@@ -336,6 +340,91 @@ def test_without_a_citation_graph_the_digest_says_nothing_of_citations(tmp_path:
     assert "Often cited" not in digest_markdown(digest) and "cites" not in digest_html(digest)
 
 
+def comparison_row(paper_id: str) -> ComparisonRow:
+    """A row of the table of aspects `organism` (cited, on a page no insight cites) and
+    `dose` (not reported)."""
+    chunk = retrieved_chunk(paper_id, 1, 7, "The editors were tested in human cells.")
+    marker = f"[{paper_id}:{chunk.page_start}]"
+    cited = Citation(
+        marker=marker, paper_id=paper_id, page=chunk.page_start, chunk_ids=[chunk.chunk_id]
+    )
+    return ComparisonRow(
+        paper_id=paper_id,
+        title=TITLES[paper_id],
+        cells=[
+            ComparisonCell(
+                aspect="organism",
+                value=f"human <i>cells</i> {marker}",
+                citations=[cited],
+                not_reported=False,
+                engine="offline",
+            ),
+            ComparisonCell(
+                aspect="dose",
+                value="not reported",
+                citations=[],
+                not_reported=True,
+                engine="offline",
+            ),
+        ],
+        passages=[chunk],
+    )
+
+
+def test_the_digest_lists_the_rows_the_new_papers_have_in_the_comparison_table(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(home=tmp_path / "home", corpus_roots=[])
+    table = ComparisonTable(
+        collection=COLLECTION,
+        aspects=["organism", "dose"],
+        aspects_engine="offline",
+        rows=[comparison_row(OLD), comparison_row(NEW)],
+    )
+    sources = MappingSources(
+        abstract_of={p: abstract_of(p) for p in TITLES},
+        answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
+        comparison_of={COLLECTION: table},
+    )
+    digest = build_digest(
+        DAY,
+        [arrival(NEW, 9), arrival(PENDING, 23)],
+        {COLLECTION: [OLD, LATE]},
+        sources,
+        settings.synthesis,
+        Asker(settings.llm),
+    )
+
+    # The new paper's row alone: the old paper's was there before, the pending one has none.
+    (bio,) = digest.collections
+    assert [row.paper_id for row in bio.comparison_rows] == [NEW]
+    markdown = digest_markdown(digest)
+    section = markdown.split(f"### New rows of the comparison table of {COLLECTION}\n")[1]
+    section = section.split("\n## ")[0]
+    new_title = TITLES[NEW].replace("<", "&lt;")
+    assert f"- *{new_title}* (`{NEW}`)" in section
+    assert f"  - organism: human &lt;i>cells&lt;/i> [{NEW}:7]" in section
+    assert "  - dose: not reported" in section and TITLES[OLD] not in section
+    (cited,) = [line for line in markdown.split("## References\n")[1].splitlines() if NEW in line]
+    assert f"p. 7 `[{NEW}:7]`" in cited
+    # On the page, the value's citation opens its passage.
+    page = digest_html(digest)
+    parsed = assert_well_formed(page)
+    anchor = chunk_anchor(f"{NEW}:1")
+    assert f'href="#{anchor}"' in page and anchor in parsed.ids
+    assert "<i>cells" not in page
+    text = " ".join(" ".join(parsed.text).split())
+    assert "New rows of the comparison table of bio" in text and "dose: not reported" in text
+
+
+def test_without_a_comparison_table_the_digest_lists_no_rows(tmp_path: Path) -> None:
+    digest = hand_made_digest(tmp_path)
+
+    assert all(c.comparison_rows == [] for c in digest.collections)
+    assert "comparison table" not in digest_markdown(digest)
+    assert "comparison table" not in digest_html(digest)
+
+
 def test_a_day_without_papers_says_nothing_new(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
     empty = build_digest(DAY, [], {}, MappingSources(), settings.synthesis, Asker(settings.llm))
@@ -457,6 +546,10 @@ def test_three_nights_three_digests_each_paper_in_its_days_only(
     for relation in bio.relationships:
         assert relation.source in new_insights or relation.target in new_insights
     assert {i.paper_id for i in bio.insights} <= first
+    # ... and lists the rows its papers added to the comparison table, the earlier one's not.
+    assert {row.paper_id for row in bio.comparison_rows} == third
+    assert f"### New rows of the comparison table of {COLLECTION}" in markdown[DAY_3]
+    assert digests[DAY_1].collections[0].comparison_rows[0].paper_id in first
 
     # Built again after day 3, day 1's digest still holds day 1's paper only, unchanged.
     assert nightly_run(settings, instance, at(DAY_2, 2)) == digests[DAY_1]

@@ -274,3 +274,10 @@ def test_the_chain_through_a_model_and_what_each_rerun_costs(
         assert new.paper_id in request
     assert {"analysis", "synthesis"} <= set(calls)
     assert sum(o.embedded for o in grown.outcomes) == new.chunks == new.embedded
+    # The comparison table: the new paper's row is the only one asked, the aspects kept (the
+    # first build proposed them once and asked each paper's row once).
+    assert (made(first)["comparison_aspects"], made(first)["comparison_cells"]) == (1, 2)
+    assert calls["comparison_cells"] == 1 and "comparison_aspects" not in calls
+    (row_request,) = requests_of(stub_llm, "CellsReply", before)
+    assert f"[{new.paper_id}:" in row_request
+    assert not any(f"[{paper_id}:" in row_request for paper_id in paper_ids)

@@ -7,7 +7,8 @@ script, the one script of the page: sorting is what a comparison table is read b
 must still need nothing beside it), each cell's citation linked to its passage through the
 page's `CitationLinks`, each title to its paper's article; "not reported" cells are greyed (and
 sort last either way), and a cell the support check flagged is marked as a flagged sentence
-is, its reason in the tooltip.
+is, its reason in the tooltip. The nightly digest lists a new paper's row as its aspects and
+values (`row_markdown`, `row_html`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from collections.abc import Callable
 
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import CitationLinks, graded_span
-from litpipe.schemas import NOT_REPORTED, ComparisonCell, ComparisonTable, RetrievedChunk
+from litpipe.schemas import (
+    NOT_REPORTED,
+    ComparisonCell,
+    ComparisonRow,
+    ComparisonTable,
+    RetrievedChunk,
+)
 from litpipe.text import strip_markers
 
 COMPARISON_MARKDOWN = "comparison.md"
@@ -140,3 +147,23 @@ def _cell_html(cell: ComparisonCell, links: CitationLinks) -> str:
     if grade is not None and grade.verdict in ("unsupported", "partially_supported"):
         inner = graded_span(inner, grade)
     return f'<td data-sort="{html.escape(strip_markers(cell.value))}">{inner}</td>'
+
+
+def row_markdown(row: ComparisonRow, title: str) -> list[str]:
+    """A row as a Markdown list item: the paper's title, then each aspect with its value."""
+    cells = [f"  - {cell.aspect}: {' '.join(cell.value.split())}" for cell in row.cells]
+    return [f"- *{title}* (`{row.paper_id}`)", *cells]
+
+
+def row_html(row: ComparisonRow, title: str, links: CitationLinks) -> str:
+    """A row as an HTML list item, each value's citations linked to their passages."""
+    cells = "".join(
+        f'<li class="not-reported">{html.escape(cell.aspect)}: {html.escape(NOT_REPORTED)}</li>'
+        if cell.not_reported
+        else f"<li>{html.escape(cell.aspect)}: {links.inline(cell.value, cell.citations)}</li>"
+        for cell in row.cells
+    )
+    return (
+        f"<li><em>{html.escape(title)}</em> (<code>{html.escape(row.paper_id)}</code>)"
+        f"<ul>{cells}</ul></li>"
+    )

@@ -3,8 +3,8 @@
 Both say the same: what changed in each collection's synthesis during the day, the day's new
 papers, each with its abstract and key insights (or why it has none yet), then, per collection,
 how their insights relate to those of the papers it already held, the works often cited, not in
-it, that they cite (newly often cited, or more often) and the citations they make or receive,
-and the references. The page
+it, that they cite (newly often cited, or more often), the citations they make or receive and
+the rows they added to its comparison table, and the references. The page
 is standalone like the synthesis page (inline CSS, no script, every text escaped) and links each
 `[paper_id:page]` marker to its passage, shown at the end.
 """
@@ -22,6 +22,7 @@ from litpipe.ingest.often_cited import MIN_CITING_PAPERS
 from litpipe.report import notices
 from litpipe.report.answer_diff import digest_lines as answer_digest_lines
 from litpipe.report.citations import list_item, work_html, work_markdown
+from litpipe.report.comparison import row_html, row_markdown
 from litpipe.report.graphs import (
     FIGURES,
     GRAPH_FILE,
@@ -288,12 +289,20 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
             for name in collection_figures(digest, collection)
         ]
         lines += _citations_markdown(collection, digest)
-    # The insights this file quotes: with files of papers, those of the relationships only.
+        lines += _comparison_markdown(collection, digest)
+    # The insights this file quotes (with files of papers, those of the relationships only)
+    # and the comparison rows' values.
     referenced = list(_shown_insights(digest)) if not pages else _related_insights(digest)
+    values = [
+        cell.value
+        for c in digest.collections
+        for row in c.comparison_rows[:PAPERS_PER_PAGE]
+        for cell in row.cells
+    ]
     lines += [
         "## References",
         "",
-        *reference_lines((i.text for i in referenced), digest.titles),
+        *reference_lines([*(i.text for i in referenced), *values], digest.titles),
         "",
     ]
     return {main: safe_markdown("\n".join(lines)), **pages}
@@ -426,6 +435,41 @@ def _citations_html(collection: DigestCollection, digest: Digest) -> str:
     return "".join(parts)
 
 
+def _comparison_heading(collection: DigestCollection) -> str:
+    return f"New rows of the comparison table of {collection.collection}"
+
+
+def _comparison_markdown(collection: DigestCollection, digest: Digest) -> list[str]:
+    """The rows the new papers have in the collection's comparison table (at most
+    PAPERS_PER_PAGE), each as its aspects and values."""
+    rows = collection.comparison_rows
+    if not rows:
+        return []
+    lines = [f"### {_comparison_heading(collection)}", ""]
+    for row in rows[:PAPERS_PER_PAGE]:
+        lines += row_markdown(row, digest.titles.get(row.paper_id, row.title))
+    if len(rows) > PAPERS_PER_PAGE:
+        lines.append(f"- … and {counted(len(rows) - PAPERS_PER_PAGE, 'more row')}.")
+    return [*lines, ""]
+
+
+def _comparison_html(collection: DigestCollection, digest: Digest, links: CitationLinks) -> str:
+    """`_comparison_markdown`'s section, as HTML, each value's citations linked."""
+    rows = collection.comparison_rows
+    if not rows:
+        return ""
+    items = "".join(
+        row_html(row, digest.titles.get(row.paper_id, row.title), links)
+        for row in rows[:PAPERS_PER_PAGE]
+    )
+    left = len(rows) - PAPERS_PER_PAGE
+    more = f"<li>… and {html.escape(counted(left, 'more row'))}.</li>" if left > 0 else ""
+    return (
+        f"<h3>{html.escape(_comparison_heading(collection))}</h3>"
+        f'<ul class="comparison-rows">{items}{more}</ul>'
+    )
+
+
 def _shown_insights(digest: Digest) -> Iterable[Insight]:
     for paper in digest.papers:
         yield from paper.insights
@@ -485,7 +529,9 @@ def digest_pages(digest: Digest) -> dict[str, str]:
                 (
                     f"relations-{index}",
                     f"How they relate to the rest of {collection.collection}",
-                    related + _citations_html(collection, digest),
+                    related
+                    + _citations_html(collection, digest)
+                    + _comparison_html(collection, digest, links),
                 )
             )
             pages.update(relationship_pages)

@@ -2,8 +2,8 @@
 
 One digest per UTC day: what changed in each collection's synthesis that day, the papers the
 catalog first registered that day, each in brief, how their insights relate to those of the
-papers their collections held before that day, and what they changed in their collections'
-citation graphs.
+papers their collections held before that day, what they changed in their collections'
+citation graphs, and the rows they added to their comparison tables.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from litpipe.schemas.changes import SynthesisDiff
+from litpipe.schemas.comparison import ComparisonRow
 from litpipe.schemas.evidence import RetrievedChunk
 from litpipe.schemas.papers import PaperSource
 from litpipe.schemas.references import CitationEdge, OftenCited
@@ -71,6 +72,11 @@ class DigestCollection(BaseModel):
         default_factory=list,
         description="The citations between its papers that a new paper makes or receives. "
         "Empty without its citation graph.",
+    )
+    comparison_rows: list[ComparisonRow] = Field(
+        default_factory=list,
+        description="The rows the new papers have in its comparison table, as last built. Empty "
+        "without the table, or before it was built with them.",
     )
 
 

@@ -2,7 +2,8 @@
 versions, `synthesis_history`), the papers that arrived on the day, each in brief, how
 their insights relate to those of the papers their collections held before that day, and what
 they changed in each collection's citation graph (`day_citations`: the works often cited that
-they cite, and the citations they make or receive).
+they cite, and the citations they make or receive), and the rows they have in each collection's
+comparison table.
 
 Runs without Dagster (`build_digest(day, arrivals, before, sources, synthesis, asker)`);
 the `nightly_digest` asset wraps it. A new paper's insights are its question-and-answer pairs'
@@ -36,6 +37,7 @@ from litpipe.schemas import (
     Answer,
     CitationEdge,
     CitationGraph,
+    ComparisonTable,
     Digest,
     DigestCollection,
     DigestPaper,
@@ -78,6 +80,8 @@ class DigestSources(Protocol):
 
     def citations(self, collection: str) -> CitationGraph | None: ...
 
+    def comparison(self, collection: str) -> ComparisonTable | None: ...
+
 
 @dataclass
 class MappingSources:
@@ -87,6 +91,7 @@ class MappingSources:
     answers_of: Mapping[str, PaperAnswers] = field(default_factory=dict)
     analysis_of: Mapping[str, RelationshipAnalysis] = field(default_factory=dict)
     citations_of: Mapping[str, CitationGraph] = field(default_factory=dict)
+    comparison_of: Mapping[str, ComparisonTable] = field(default_factory=dict)
 
     def abstracts(self, paper_ids: Iterable[str]) -> dict[str, PaperAbstract]:
         return {p: self.abstract_of[p] for p in paper_ids if p in self.abstract_of}
@@ -99,6 +104,9 @@ class MappingSources:
 
     def citations(self, collection: str) -> CitationGraph | None:
         return self.citations_of.get(collection)
+
+    def comparison(self, collection: str) -> ComparisonTable | None:
+        return self.comparison_of.get(collection)
 
 
 def digest_engine(asker: Asker) -> str:
@@ -122,7 +130,8 @@ def build_digest(
     thousands of papers is not related pair by pair. With the `history` of a home
     (`synthesis_history`), it opens with what changed in each collection's synthesis during
     the day (`day_changes`). Where a collection's citation graph is built, it says what the
-    day's papers changed in it (`day_citations`)."""
+    day's papers changed in it (`day_citations`); where its comparison table is, the rows the
+    day's papers have in it."""
     new_ids = [arrival.paper_id for arrival in arrivals]
     abstracts = sources.abstracts(new_ids)
     answers = sources.answers(new_ids)
@@ -162,12 +171,20 @@ def build_digest(
             if graph is not None
             else ([], [])
         )
+        table = sources.comparison(collection)
+        rows = [row for row in table.rows if row.paper_id in here] if table is not None else []
         collections.append(
             related.model_copy(
-                update={"new_papers": here, "often_cited": often, "citations": citations}
+                update={
+                    "new_papers": here,
+                    "often_cited": often,
+                    "citations": citations,
+                    "comparison_rows": rows,
+                }
             )
         )
         pool.update(existing_pool)
+        pool.update((chunk.chunk_id, chunk) for row in rows for chunk in row.passages)
     # The earlier papers these name, titled from their abstracts as the relationships' are.
     named = {
         paper_id
@@ -182,7 +199,13 @@ def build_digest(
     )
     shown = [i for paper in papers for i in paper.insights]
     shown += [i for c in collections for i in c.insights]
-    cited = dict.fromkeys(chunk for i in shown for c in i.citations for chunk in c.chunk_ids)
+    cells = [cell for c in collections for row in c.comparison_rows for cell in row.cells]
+    cited = dict.fromkeys(
+        chunk
+        for citations in chain((i.citations for i in shown), (cell.citations for cell in cells))
+        for c in citations
+        for chunk in c.chunk_ids
+    )
     return Digest(
         day=day.isoformat(),
         engine=digest_engine(asker),

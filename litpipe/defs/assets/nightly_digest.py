@@ -24,6 +24,7 @@ from litpipe.report import synthesis_diff as diff_report
 from litpipe.retrieval import neighbours
 from litpipe.schemas import (
     CitationGraph,
+    ComparisonTable,
     Digest,
     PaperAbstract,
     PaperAnswers,
@@ -63,6 +64,12 @@ class ArtifactSources:
         if not store.exists(["citation_graph"], collection):
             return None
         return store.read(["citation_graph"], collection, CitationGraph)
+
+    def comparison(self, collection: str) -> ComparisonTable | None:
+        store = self.artifacts.store()
+        if not store.exists(["comparison_table"], collection):
+            return None
+        return store.read(["comparison_table"], collection, ComparisonTable)
 
 
 STEP = ModelStep(
@@ -107,16 +114,20 @@ def build_nightly_digest_assets(
         group_name="nightly_digest",
         # For lineage: a day reads the abstracts and answers of its new papers, the insights
         # of their collections' other papers (from the last analysis, else their answers) and
-        # their collections' citation graphs.
+        # their collections' citation graphs and comparison tables.
         deps=all_partitions(
-            "paper_abstract", "paper_answers", "relationship_analysis", "citation_graph"
+            "paper_abstract",
+            "paper_answers",
+            "relationship_analysis",
+            "citation_graph",
+            "comparison_table",
         ),
         description="What changed in each collection's synthesis during the day (its kept "
         "versions under LITPIPE_HOME/history), the papers that arrived on the day (UTC; first "
         "registered in the catalog then), each with its abstract and key insights, and how "
         "their insights relate to those of the papers their collections held before, and the "
-        "works often cited, not in the collection, that they cite and the citations they make "
-        "or receive; "
+        "works often cited, not in the collection, that they cite, the citations they make "
+        "or receive, and the rows they added to its comparison table; "
         "LITPIPE_HOME/outputs/digests/"
         "<day>.md and .html. A day without new papers says so.",
     )
