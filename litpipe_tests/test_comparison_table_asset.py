@@ -1,6 +1,7 @@
 """The comparison table as `litpipe run` builds it on the nine bundled PDFs, offline: the files
 beside the synthesis, every filled cell citing a stored chunk of its own paper, the support
-grades, and other aspects rebuilding the table alone."""
+grades, other aspects rebuilding the table alone, and `synthesis.html` in a browser (sorting,
+citations)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from litpipe.extractive.comparison_table import FIXED_ASPECTS
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import ComparisonTable
+from litpipe_tests.browser import headless_chromium, needs_chromium
 from litpipe_tests.bundled import BUNDLED_PDFS_GROUP, CORPUS, PDFS_BY_SIZE
 from litpipe_tests.homes import home_instance
 
@@ -97,3 +99,54 @@ def materialized(home: Path) -> dict[str, int]:
         records = instance.fetch_materializations(key, limit=10_000).records
         counts[key.to_user_string()] = len(records)
     return counts
+
+
+@needs_chromium
+def test_the_synthesis_page_sorts_the_table_and_each_citation_opens_its_own_papers_passage(
+    bundled_pdfs_home: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    table = table_of(bundled_pdfs_home, tiny_model)
+    titles = {row.paper_id: " ".join(row.title.split()) for row in table.rows}
+    page = bundled_pdfs_home / "outputs" / COLLECTION / "synthesis.html"
+    with headless_chromium(tmp_path) as driver:
+        driver.get(page.as_uri())
+        section = driver.find_element(By.ID, "comparison")
+
+        def column(index: int) -> list[str]:
+            rows = section.find_elements(By.CSS_SELECTOR, "table.comparison-table tbody tr")
+            return [row.find_elements(By.TAG_NAME, "td")[index].text for row in rows]
+
+        # As built: one row per paper, in the table's order; a click on the title column sorts
+        # by title, a second click the other way.
+        assert column(0) == [titles[row.paper_id] for row in table.rows]
+        headers = section.find_elements(By.CSS_SELECTOR, "table.comparison-table th")
+        assert [h.text for h in headers] == ["Paper", *table.aspects]
+        headers[0].click()
+        ascending = column(0)
+        assert ascending == sorted(titles.values(), key=str.casefold)
+        headers[0].click()
+        assert column(0) == ascending[::-1]
+
+        # Every cell's citation opens a passage of the row's own paper, on the cited page.
+        links = section.find_elements(
+            By.CSS_SELECTOR, "table.comparison-table td a.cite:not(.more)"
+        )
+        assert links, "no cited cell on the page"
+        for link in links[:6]:
+            row = link.find_element(By.XPATH, "./ancestor::tr")
+            title = row.find_elements(By.TAG_NAME, "td")[0].get_attribute("textContent")
+            target = link.get_attribute("href").split("#", 1)[1]
+            cited_page = link.get_attribute("textContent").rsplit(":", 1)[1]
+            link.click()
+            assert driver.execute_script("return location.hash") == f"#{target}"
+            passage = driver.find_element(By.ID, target)
+            assert passage.is_displayed()
+            where = passage.find_element(By.CSS_SELECTOR, "p.where").text
+            assert where.startswith(title), (where, title)
+            assert f"p. {cited_page} " in f"{where} " or "pp. " in where, (where, cited_page)
+        # A title links to its paper's article on the page.
+        paper = section.find_element(By.CSS_SELECTOR, "table.comparison-table td a")
+        anchor = paper.get_attribute("href").split("#", 1)[1]
+        assert driver.find_element(By.ID, anchor).tag_name == "article"
