@@ -261,17 +261,22 @@ def verdict(approved: bool, accepted: list[bool], topics: list[str]) -> dict[str
 
 
 def script_the_loop(stub: StubLLM) -> None:
-    """Numbered drafts citing page 1 (and a page that does not exist), a QA agent echoing the
-    summary, a judge disapproving twice, then approving (on every part of the paper: a paper
-    longer than the context is judged in parts, one call each)."""
+    """Numbered drafts citing the first page among the passages they are given (and a page
+    that does not exist), a QA agent echoing the summary, a judge disapproving twice, then
+    approving (on every part of the paper: a paper longer than the context is judged in parts,
+    one call each)."""
     drafts = iter(range(1, 100))
 
     def summarize(body: dict[str, Any]) -> dict[str, Any]:
+        prompt = " ".join(str(message["content"]) for message in body["messages"])
+        page = re.search(rf"\[{re.escape(PAPER_ID)}:(\d+)\]", prompt)
+        assert page is not None, "the summarizer was given no passage of the paper"
+        cited = f"[{PAPER_ID}:{page.group(1)}]"
         return {
             "evidence_sufficient": True,
-            "summary": f"Draft {next(drafts)}: REV1 protects flies from MMS [{PAPER_ID}:1]. "
+            "summary": f"Draft {next(drafts)}: REV1 protects flies from MMS {cited}. "
             f"It is conserved in yeast [{PAPER_ID}:999].",
-            "highlights": [f"REV1 matters [{PAPER_ID}:1]."],
+            "highlights": [f"REV1 matters {cited}."],
         }
 
     def answer(body: dict[str, Any]) -> dict[str, Any]:
