@@ -151,12 +151,13 @@ def analysis_of(paper_ids: list[str]) -> RelationshipAnalysis:
     )
 
 
-def hand_made_digest(tmp_path: Path) -> Digest:
+def hand_made_digest(tmp_path: Path, comparison: ComparisonTable | None = None) -> Digest:
     settings = Settings(home=tmp_path / "home", corpus_roots=[])
     sources = MappingSources(
         abstract_of={p: abstract_of(p) for p in TITLES},
         answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
         analysis_of={COLLECTION: analysis_of([OLD])},
+        comparison_of={COLLECTION: comparison} if comparison is not None else {},
     )
     return build_digest(
         DAY,
@@ -374,26 +375,13 @@ def comparison_row(paper_id: str) -> ComparisonRow:
 def test_the_digest_lists_the_rows_the_new_papers_have_in_the_comparison_table(
     tmp_path: Path,
 ) -> None:
-    settings = Settings(home=tmp_path / "home", corpus_roots=[])
     table = ComparisonTable(
         collection=COLLECTION,
         aspects=["organism", "dose"],
         aspects_engine="offline",
         rows=[comparison_row(OLD), comparison_row(NEW)],
     )
-    sources = MappingSources(
-        abstract_of={p: abstract_of(p) for p in TITLES},
-        answers_of={p: answers_of(p) for p in (OLD, LATE, NEW)},
-        comparison_of={COLLECTION: table},
-    )
-    digest = build_digest(
-        DAY,
-        [arrival(NEW, 9), arrival(PENDING, 23)],
-        {COLLECTION: [OLD, LATE]},
-        sources,
-        settings.synthesis,
-        Asker(settings.llm),
-    )
+    digest = hand_made_digest(tmp_path, table)
 
     # The new paper's row alone: the old paper's was there before, the pending one has none.
     (bio,) = digest.collections
