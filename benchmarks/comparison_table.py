@@ -7,13 +7,18 @@ over that paper, no reranker, `comparison.passages_per_aspect` per aspect), and 
 cell graded by the support check with the embedder (the calibrated cosine against
 `grading.support_threshold`). Ingestion is timed apart.
 
+With `--gold DIR` (`litpipe_tests/data/comparison_eval`, or another hand-checked table in its
+format), the table is scored against it (`evaluation/comparison_gold.py`): cell accuracy overall
+and per aspect, the filled cells' precision and recall, agreement on "not reported", the support
+verdicts crossed with correctness, and every wrong cell named with why.
+
 Printed: per aspect, the papers whose cell is filled (the rest "not reported"); the filled
 cells' words (mean, most) and how many were cut; the support check's supported share; the
 table's time per paper. A filled offline cell is the paper's own words, so the check should
 pass them all: a flagged one says the grader and the cut disagree.
 
 Usage: python benchmarks/comparison_table.py [--cell-words 20] [--passages 3]
-       [--home DIR]
+       [--home DIR] [--gold DIR]
 Prints readable lines, then one JSON object as the last line.
 """
 
@@ -25,6 +30,7 @@ import os
 import platform
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 for variable, value in (
@@ -36,6 +42,7 @@ for variable, value in (
 
 from litpipe.agents.asker import Asker  # noqa: E402
 from litpipe.agents.comparison_table.comparison_cells import comparison_rows  # noqa: E402
+from litpipe.evaluation.comparison_gold import GoldScores, read_gold, score_table  # noqa: E402
 from litpipe.evaluation.comparison_table import cells_support, graded_cells  # noqa: E402
 from litpipe.extractive.related_work import count_words  # noqa: E402
 from litpipe.ingest.pdf import parse_pdf  # noqa: E402
@@ -65,7 +72,13 @@ def main() -> None:
         type=Path,
         help="a home to keep (and reuse) the papers' chunks in; default: a fresh temporary one",
     )
+    parser.add_argument(
+        "--gold",
+        type=Path,
+        help="a folder holding a hand-checked gold.jsonl to score the table against",
+    )
     args = parser.parse_args()
+    gold = read_gold(args.gold) if args.gold else None
     with tempfile.TemporaryDirectory() as fresh:
         home = args.home or Path(fresh)
         settings = Settings(
@@ -78,7 +91,10 @@ def main() -> None:
         )
         started = time.perf_counter()
         embedder = settings_embedder(settings.ingest, settings.paths)
-        documents = [parse_pdf(pdf, pdf.stem) for pdf in sorted(CORPUS.glob("*.pdf"))]
+        documents = [
+            parse_pdf(pdf, pdf.stem, tables=settings.ingest.pdf_tables)
+            for pdf in sorted(CORPUS.glob("*.pdf"))
+        ]
         chunks = [
             chunk_paper(
                 document,
@@ -161,10 +177,41 @@ def main() -> None:
         f"{figures['supported']} of {figures['filled']}; {figures['table_s_per_paper']} s per "
         f"paper (ingest {figures['ingest_s']} s)"
     )
-    for row in table.rows:
+    for row in graded.rows:
         for cell in row.cells:
             print(f"  {row.paper_id[:28]:<28} {cell.aspect:>12}: {cell.value}")
+    if gold is not None:
+        figures["gold"] = gold_figures(score_table(graded, gold))
     print(json.dumps(figures))
+
+
+def gold_figures(scores: GoldScores) -> dict[str, object]:
+    """Prints the scores against the gold, each wrong cell with why, and returns their figures."""
+    overall = scores.overall
+    print(
+        f"against the gold: {overall.correct} of {overall.cells} cells right; filled cells "
+        f"precision {overall.filled.precision}, recall {overall.filled.recall}"
+    )
+    for aspect, aspect_scores in scores.by_aspect.items():
+        print(f"{aspect:>12}: {aspect_scores.correct} of {aspect_scores.cells} right")
+    agreement = scores.not_reported
+    print(
+        f"silent in the paper: {agreement.silent}, left 'not reported' {agreement.silent_left}, "
+        f"filled {agreement.silent_filled}; stated but left empty: {agreement.stated_left}"
+    )
+    cross = scores.support_by_correctness
+    print(
+        f"support verdicts {scores.support}; supported: {cross.correct_supported} of "
+        f"{cross.correct} right cells, {cross.incorrect_supported} of {cross.incorrect} wrong ones"
+    )
+    for wrong in scores.wrong:
+        print(
+            f"  wrong ({wrong.reason}) {wrong.paper_id[:28]} {wrong.aspect}: {wrong.value!r} "
+            f"cites pp. {wrong.cited_pages}; gold pp. {wrong.gold_pages}: {wrong.gold_value!r}"
+        )
+    return scores.model_dump(exclude={"wrong"}) | {
+        "wrong_by_reason": dict(Counter(wrong.reason for wrong in scores.wrong))
+    }
 
 
 if __name__ == "__main__":

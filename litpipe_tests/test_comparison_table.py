@@ -227,6 +227,52 @@ def test_an_aspect_named_in_general_words_is_searched_as_the_fixed_aspect_it_mea
     assert cell(rows, "mice", "organism").not_reported  # neither passage says "organism"
 
 
+def test_a_sentence_stating_the_aspects_move_is_its_value_before_one_sharing_its_words() -> None:
+    # The methods sentence holds the main-result query's words ("higher", "lower"); the
+    # abstract's "Here we show ..." holds none of them, and is the paper's main result.
+    methods = retrieved_chunk(
+        "yeast", 0, 6, "Colonies with higher or lower counts were replated on fresh agar."
+    )
+    shown = retrieved_chunk(
+        "yeast",
+        1,
+        1,
+        "Oak bark is sampled each spring. Here we show that wild strains overwinter in bark.",
+    )
+    inputs = row_input(
+        "yeast", "T", always([methods, shown]), ["main result"], ComparisonSettings()
+    )
+    (row,) = comparison_rows([inputs], offline_asker())
+    assert row.cells[0].value == "Here we show that wild strains overwinter in bark [yeast:1]."
+    # Without the move, the sentence sharing the query's words is the value, as before.
+    inputs = row_input("yeast", "T", always([methods]), ["main result"], ComparisonSettings())
+    (row,) = comparison_rows([inputs], offline_asker())
+    assert row.cells[0].value.startswith("Colonies with higher or lower counts")
+
+
+def test_each_aspects_passages_are_taken_from_the_sections_that_state_it_first() -> None:
+    found = [
+        retrieved_chunk("yeast", index, index + 1, f"Passage {index} of the paper.")
+        for index in range(5)
+    ]
+    sections = ["Results", "Methods", "Discussion", "Abstract", "Yeast strains"]
+    found = [
+        chunk.model_copy(update={"section": section})
+        for chunk, section in zip(found, sections, strict=True)
+    ]
+    settings = ComparisonSettings(passages_per_aspect=2)
+    inputs = row_input(
+        "yeast", "T", always(found), ["main result", "limitations", "data", "organism"], settings
+    )
+    kept = {item.aspect: [chunk.section for chunk in item.passages] for item in inputs.aspects}
+    assert kept == {
+        "main result": ["Abstract", "Results"],  # then the search's own order
+        "limitations": ["Discussion", "Results"],
+        "data": ["Methods", "Results"],
+        "organism": ["Results", "Methods"],  # not a fixed aspect: the search's order
+    }
+
+
 def test_the_back_matter_is_never_a_value() -> None:
     funding = retrieved_chunk(
         "yeast", 7, 9, "Any findings and conclusions are those of the authors and key funders."

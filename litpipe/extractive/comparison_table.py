@@ -4,11 +4,12 @@ columns) and `comparison_cells` (one paper's row), with their inputs and replies
 Aspects: offline, the fixed six (`FIXED_ASPECTS`), at most `max_aspects` of them.
 
 Cells: for each aspect, the paper's passages retrieved for the aspect's query
-(`aspect_query`) are scored as an answer's evidence is (`answering.best_sentences`: the share
-of the query's content terms a sentence holds, weighted by its passage's rank), and the best
-sentence sharing at least `MIN_SHARED_TERMS` distinct content terms with the query is the
-value: verbatim, cited with its passage's marker, cut to `cell_words` words at a word
-(`capped`). The back matter (acknowledgements, funding, data availability, ...) is never a
+(`aspect_query`, those of the sections stating the aspect first: `in_aspect_sections_first`)
+give the value: the first sentence making the aspect's rhetorical move (`ASPECT_CUES`), else
+the best-scored one as an answer's evidence is scored (`answering.best_sentences`: the share
+of the query's content terms a sentence holds, weighted by its passage's rank) sharing at least
+`MIN_SHARED_TERMS` distinct content terms with the query; verbatim, cited with its passage's
+marker, cut to `cell_words` words at a word (`capped`). The back matter (acknowledgements, funding, data availability, ...) is never a
 value. A paper none of whose passages shares that much with the aspect gets `NOT_REPORTED`.
 The value is the paper's own words, so the cell is faithful by construction; what it cannot
 promise is relevance, which the shared terms only bound.
@@ -22,7 +23,12 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from litpipe.citations import chunk_marker
-from litpipe.extractive.answering import EvidenceSentence, best_sentences
+from litpipe.extractive.answering import (
+    EvidenceSentence,
+    best_sentences,
+    evidence_sentences,
+    whole_unless_none,
+)
 from litpipe.extractive.fields import NON_BLANK
 from litpipe.extractive.related_work import count_words
 from litpipe.retrieval.text import content_terms
@@ -76,6 +82,54 @@ _BACK_MATTER_SENTENCE = re.compile(
 )
 
 
+# Where papers state each fixed aspect, as a reader of an IMRaD paper looks for it: the question
+# in the abstract and the introduction's close, the method and data in the methods, the tests in
+# the results, the finding in the abstract and conclusions, the caveats in the discussion. A
+# passage of these sections goes before the others the aspect's search found
+# (`in_aspect_sections_first`); it is a preference, not a filter: a paper whose headings are
+# none of these (a subsection's own title, a preprint's numbered headings) keeps its order.
+# Compared with the section's heading, case-folded.
+ASPECT_SECTIONS = {
+    "problem": re.compile(r"abstract|introduction|background|significance|summary"),
+    "approach": re.compile(r"abstract|method|approach|summary"),
+    "data": re.compile(r"method|material|data\b|dataset"),
+    "evaluation": re.compile(r"result|evaluation|experiment|validation"),
+    "main result": re.compile(r"abstract|conclusion|summary|significance"),
+    "limitations": re.compile(r"discussion|limitation|conclusion|future"),
+}
+
+# How papers word each fixed aspect, whatever their field: the rhetorical moves of a research
+# article (Swales's "indicating a gap", Teufel's argumentative zones: aim, own method, own
+# result, limits). A sentence making the aspect's move is its value before any sentence that
+# only shares its query's terms (`best_cell_sentence`): "Here we show that ..." states a main
+# result whose words no query can guess. Matched case-insensitively.
+ASPECT_CUES = {
+    aspect: re.compile(pattern, re.I)
+    for aspect, pattern in {
+        "problem": r"\b(?:remains?|remained) (?:largely |still |poorly )?(?:unclear|unknown|"
+        r"elusive|unexplored|to be (?:determined|elucidated))|\b(?:is|are|was|were) (?:largely |"
+        r"still )?(?:unclear|unknown|elusive|unexplored|poorly understood|not well understood)"
+        r"|\blittle is known|\b(?:major|key|central|open|outstanding) (?:challenge|question|"
+        r"problem)|\bto address (?:this|these|the)\b|\bgap in\b",
+        "approach": r"\b(?:here,? )?we (?:develop(?:ed)?|design(?:ed)?|construct(?:ed)?|"
+        r"engineer(?:ed)?|establish(?:ed)?|introduce[ds]?|present(?:ed)?|combine[ds]?|"
+        r"appl(?:y|ied)|employ(?:ed)?|use[ds]?|perform(?:ed)?|generate[ds]?)\b",
+        "data": r"\b(?:collected|sequenced|recruited|sampled|isolated|obtained|downloaded|"
+        r"retrieved)\b|\bdata(?:sets?)? (?:from|of|were|was|comprising)\b",
+        "evaluation": r"\b(?:validated?|validation|benchmark(?:ed|s)?|compared (?:with|to|"
+        r"against)|cross-validation|replicates?|statistical(?:ly)?|significan(?:t|ce))\b",
+        "main result": r"\b(?:here,? )?we (?:show|showed|find|found|demonstrate[ds]?|reveal(?:ed)?|"
+        r"report|identif(?:y|ied)|uncover(?:ed)?)\b|\b(?:our|these|the) (?:results|findings|"
+        r"data|analyses) (?:show|showed|suggest|indicate|reveal|demonstrate|support)|^(?:in "
+        r"summary|in conclusion|conclusions?|taken together|together|overall)\b",
+        "limitations": r"\blimitations?\b|\bcaveats?\b|\bfuture (?:work|studies|research)|"
+        r"\bremains? to be\b|\bfurther (?:work|studies|research|investigation) (?:is|are|will "
+        r"be) (?:needed|required)|\bcannot (?:rule out|exclude)|\bwe did not\b|\b(?:has|have) "
+        r"yet to\b|\bmay (?:differ|not generali[sz]e)|\bbeyond the scope",
+    }.items()
+}
+
+
 # Aspects a user names in words too general to count (`--set comparison.aspects=
 # '["organism", "method"]'`): searched as the fixed aspect they mean.
 _ALIASES = {
@@ -94,12 +148,27 @@ _ALIASES = {
 }
 
 
+def _fixed_aspect(aspect: str) -> str:
+    """The fixed aspect an aspect names (itself, or the one its alias names); else the aspect
+    case-folded."""
+    named = " ".join(aspect.casefold().split())
+    return _ALIASES.get(named, named)
+
+
 def aspect_query(aspect: str) -> str:
     """What an aspect is searched with: a fixed aspect's query (or the one an alias names), any
     other aspect's own words. An aspect whose words are all too general ("performance") finds
     no sentence offline, and is not reported."""
-    named = " ".join(aspect.casefold().split())
-    return ASPECT_QUERIES.get(_ALIASES.get(named, named), aspect)
+    return ASPECT_QUERIES.get(_fixed_aspect(aspect), aspect)
+
+
+def in_aspect_sections_first(aspect: str, passages: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The passages of the sections where papers state the aspect (`ASPECT_SECTIONS`) first,
+    each group in its search order; an aspect not among the fixed ones keeps the order."""
+    sections = ASPECT_SECTIONS.get(_fixed_aspect(aspect))
+    if sections is None:
+        return passages
+    return sorted(passages, key=lambda chunk: not sections.search(chunk.section.casefold()))
 
 
 class AspectsPaper(BaseModel):
@@ -173,14 +242,26 @@ def shared_terms(sentence: EvidenceSentence, query: str) -> int:
     return len(sentence.terms & content_terms(query))
 
 
-def best_cell_sentence(query: str, passages: list[RetrievedChunk]) -> EvidenceSentence | None:
-    """The best-scored sentence of the passages, back matter aside, sharing enough content terms
-    with the query (`MIN_SHARED_TERMS`); None when none does."""
+def best_cell_sentence(aspect: str, passages: list[RetrievedChunk]) -> EvidenceSentence | None:
+    """The aspect's sentence among the passages, back matter aside: the first making the
+    aspect's move (`ASPECT_CUES`), in the passages' order; else the best-scored one sharing
+    enough content terms with its query (`aspect_query`, `MIN_SHARED_TERMS`); None when none
+    does."""
+    query = aspect_query(aspect)
     wanted = content_terms(query)
     need = min(MIN_SHARED_TERMS, len(wanted))
     own = [chunk for chunk in passages if not _back_matter(chunk.section)]
     if not need or not own:
         return None
+    cue = ASPECT_CUES.get(_fixed_aspect(aspect))
+    if cue is not None:
+        moves = [
+            sentence
+            for sentence in whole_unless_none(evidence_sentences(query, own))
+            if cue.search(sentence.text) and not _BACK_MATTER_SENTENCE.search(sentence.text)
+        ]
+        if moves:
+            return moves[0]
     return next(
         (
             sentence
@@ -226,7 +307,7 @@ def capped(value: str, words: int) -> str:
 def offline_cell(item: AspectPassages, words: int) -> str:
     """The aspect's value: its best sentence (`best_cell_sentence`), cited and `capped`; or
     NOT_REPORTED."""
-    sentence = best_cell_sentence(aspect_query(item.aspect), item.passages)
+    sentence = best_cell_sentence(item.aspect, item.passages)
     if sentence is None:
         return NOT_REPORTED
     return capped(cite(sentence.text, chunk_marker(sentence.chunk)), words)

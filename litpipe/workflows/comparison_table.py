@@ -32,6 +32,7 @@ from litpipe.extractive.comparison_table import (
     AspectsPaper,
     CellsInput,
     aspect_query,
+    in_aspect_sections_first,
 )
 from litpipe.schemas import ComparisonRow, ComparisonTable, PaperAbstract, PaperAnswers
 from litpipe.settings import ComparisonSettings, RetrievalSettings
@@ -86,8 +87,10 @@ def aspect_search(
     retrieval: RetrievalSettings,
 ) -> Search:
     """Search of the paper's own chunks as `question_evidence` does it (hybrid candidates, MMR,
-    the reranker), the best `comparison.passages_per_aspect` kept."""
-    kept = retrieval.model_copy(update={"evidence_per_question": comparison.passages_per_aspect})
+    the reranker), the reranked shortlist kept whole (`retrieval.rerank_candidates`, at least
+    `comparison.passages_per_aspect`): `row_input` picks each aspect's passages from it."""
+    shortlist = max(retrieval.rerank_candidates, comparison.passages_per_aspect)
+    kept = retrieval.model_copy(update={"evidence_per_question": shortlist})
     return paper_search(retriever, reranker, paper_id, kept)
 
 
@@ -98,13 +101,20 @@ def row_input(
     aspects: Sequence[str],
     comparison: ComparisonSettings,
 ) -> CellsInput:
-    """What the paper's row is written from: its passages for each aspect's query
-    (`aspect_query`), found by `search` over this paper alone."""
+    """What the paper's row is written from: for each aspect, the best
+    `comparison.passages_per_aspect` of the passages `search` finds over this paper alone for
+    the aspect's query (`aspect_query`), those of the sections stating the aspect first
+    (`in_aspect_sections_first`)."""
     return CellsInput(
         paper_id=paper_id,
         title=title,
         aspects=[
-            AspectPassages(aspect=aspect, passages=search(aspect_query(aspect)))
+            AspectPassages(
+                aspect=aspect,
+                passages=in_aspect_sections_first(aspect, search(aspect_query(aspect)))[
+                    : comparison.passages_per_aspect
+                ],
+            )
             for aspect in aspects
         ],
         cell_words=comparison.cell_words,
