@@ -119,9 +119,7 @@ def test_each_cell_is_judged_by_page_and_term_and_every_wrong_one_is_named_with_
 
 
 def test_a_citation_of_another_paper_never_makes_a_cell_right() -> None:
-    scored = score_table(
-        table({"p3": [cell("data", "adult mice", [("p1", 1)])]}), [GOLD[-1]]
-    )
+    scored = score_table(table({"p3": [cell("data", "adult mice", [("p1", 1)])]}), [GOLD[-1]])
     assert scored.overall.correct == 0
     assert scored.wrong[0].reason == "wrong page"
     assert scored.wrong[0].cited_pages == []
