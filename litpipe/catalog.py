@@ -27,12 +27,20 @@ names it among the papers it leaves out, with the reason. `litpipe retract` mark
 command is lifted only by the command; one made by a source is lifted when the source no longer
 says it. Each mark keeps when it was made and lifted, so that what was retracted when can be
 listed (`retraction_history`).
+
+Each paper has a citation key (`citation_keys`), unique in the home regardless of case: its
+library's (`PaperSource.citation_key`), given at registration and following the library when
+it is renamed there; else one the user set (`set_key`), which nothing replaces; else one
+generated from its record (`give_generated_keys`), given once and never changed. A library's
+key that cannot be given (another paper holds it, or no manuscript could cite it) is not
+renamed: the paper keeps or gets a generated key and the clash is listed (`key_clashes`).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -40,6 +48,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from litpipe.citation_keys import (
+    BY_LIBRARY,
+    BY_USER,
+    GENERATED,
+    KeyParts,
+    generated_base,
+    key_problem,
+    suffixed,
+)
 from litpipe.schemas import PaperArrival, PaperSource, pdf_content_sha256
 
 _SCHEMA = """
@@ -57,7 +74,7 @@ CREATE TABLE IF NOT EXISTS memberships (
 """
 # The schema's version, in SQLite's `user_version`; `_MIGRATIONS[n]` takes a catalog from
 # version n to n + 1.
-_VERSION = 2
+_VERSION = 3
 
 
 def _stamp(moment: datetime) -> str:
@@ -97,7 +114,21 @@ def _retractions(db: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS = [_sortable_arrivals, _retractions]
+def _citation_keys(db: sqlite3.Connection) -> None:
+    """Version 2 -> 3: each paper's citation key, who gave it and when; unique regardless of
+    case, as BibTeX compares keys."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS citation_keys (paper_id TEXT PRIMARY KEY REFERENCES "
+        "papers(paper_id), citation_key TEXT NOT NULL, given_by TEXT NOT NULL, "
+        "given_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS citation_keys_unique "
+        "ON citation_keys (citation_key COLLATE NOCASE)"
+    )
+
+
+_MIGRATIONS = [_sortable_arrivals, _retractions, _citation_keys]
 
 # Who marked a paper retracted: the command, or the paper's source (its table or library).
 BY_COMMAND = "command"
@@ -150,6 +181,7 @@ def _with_library_record(source: PaperSource, stored_json: str) -> PaperSource:
         update={
             "fields": stored.fields,
             "external_id": stored.external_id,
+            "citation_key": stored.citation_key,
             "content_sha256": pdf_content_sha256(source.content_sha256, stored.fields),
         }
     )
@@ -183,6 +215,57 @@ def _mark_from_source(db: sqlite3.Connection, source: PaperSource, now: datetime
             "INSERT INTO retractions VALUES (?, ?, ?, ?, NULL)",
             (source.paper_id, reason, BY_SOURCE, moment),
         )
+
+
+class CitationKey(BaseModel):
+    """A paper's citation key, who gave it (`citation_keys.GIVERS`) and when."""
+
+    paper_id: str
+    key: str
+    given_by: str
+    given_at: datetime
+
+
+class KeyClash(BaseModel):
+    """A library's key the catalog could not give its paper, and why: the paper is cited by
+    `key_given` instead (None until a generated one is given)."""
+
+    paper_id: str
+    library_key: str
+    reason: str
+    key_given: str | None
+
+
+def _holder(db: sqlite3.Connection, key: str) -> tuple[str, str] | None:
+    """(paper_id, key as given) of the paper holding `key`, regardless of case; None if free."""
+    row = db.execute(
+        "SELECT paper_id, citation_key FROM citation_keys WHERE citation_key = ? COLLATE NOCASE",
+        (key,),
+    ).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def _give_library_key(db: sqlite3.Connection, source: PaperSource, now: datetime | None) -> None:
+    """The source's library key given to its paper, unless the user set the paper's key, the
+    key cannot be cited (`key_problem`) or another paper holds it (`key_clashes` lists
+    both)."""
+    key = source.citation_key
+    if not key or key_problem(key):
+        return
+    row = db.execute(
+        "SELECT citation_key, given_by FROM citation_keys WHERE paper_id = ?", (source.paper_id,)
+    ).fetchone()
+    if row is not None and (row[0] == key or row[1] == BY_USER):
+        return
+    holder = _holder(db, key)
+    if holder is not None and holder[0] != source.paper_id:
+        return
+    db.execute(
+        "INSERT INTO citation_keys VALUES (?, ?, ?, ?) ON CONFLICT(paper_id) DO UPDATE SET "
+        "citation_key = excluded.citation_key, given_by = excluded.given_by, "
+        "given_at = excluded.given_at",
+        (source.paper_id, key, BY_LIBRARY, _stamp(now or datetime.now(UTC))),
+    )
 
 
 class Catalog:
@@ -262,6 +345,15 @@ class Catalog:
                         _stamp(now or datetime.now(UTC)),
                     ),
                 )
+            elif row is not None and PaperSource.model_validate_json(row[1]).citation_key != (
+                source.citation_key
+            ):
+                # A key renamed in the library is the same paper: its record follows, nothing
+                # of it is rebuilt.
+                db.execute(
+                    "UPDATE papers SET source_json = ? WHERE paper_id = ?",
+                    (source.model_dump_json(), source.paper_id),
+                )
             if move:
                 db.execute(
                     "DELETE FROM memberships WHERE paper_id = ? AND collection != ?",
@@ -271,7 +363,107 @@ class Catalog:
                 "INSERT OR IGNORE INTO memberships VALUES (?, ?)", (collection, source.paper_id)
             )
             _mark_from_source(db, source, now)
+            _give_library_key(db, source, now)
         return outcome
+
+    def keys(self, paper_ids: list[str] | None = None) -> dict[str, CitationKey]:
+        """The citation keys given (of these papers; default: of every paper), by paper."""
+        with self._connect() as db:
+            rows = db.execute("SELECT * FROM citation_keys ORDER BY given_at, paper_id").fetchall()
+        wanted = None if paper_ids is None else set(paper_ids)
+        return {
+            paper_id: CitationKey(
+                paper_id=paper_id,
+                key=key,
+                given_by=given_by,
+                given_at=datetime.fromisoformat(given_at),
+            )
+            for paper_id, key, given_by, given_at in rows
+            if wanted is None or paper_id in wanted
+        }
+
+    def give_generated_keys(
+        self, parts: Mapping[str, KeyParts], now: datetime | None = None
+    ) -> dict[str, str]:
+        """Generated keys (`generated_base`, `suffixed`) given to the papers of `parts` that
+        have none, in the order they were registered (then by id), so that two papers of one
+        base are suffixed as they arrived, whichever is built first; the keys given, by
+        paper. A paper the catalog does not hold is a KeyError."""
+        moment = _stamp(now or datetime.now(UTC))
+        given: dict[str, str] = {}
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            known = dict(
+                db.execute(
+                    "SELECT paper_id, registered_at FROM papers WHERE paper_id IN "
+                    "(SELECT value FROM json_each(?))",
+                    (json.dumps(list(parts)),),
+                ).fetchall()
+            )
+            unknown = sorted(set(parts) - set(known))
+            if unknown:
+                raise KeyError(f"paper {unknown[0]!r} is not in the catalog {self.path}")
+            keyed = {row[0] for row in db.execute("SELECT paper_id FROM citation_keys")}
+            taken = [row[0] for row in db.execute("SELECT citation_key FROM citation_keys")]
+            for paper_id in sorted(set(parts) - keyed, key=lambda p: (known[p], p)):
+                key = suffixed(generated_base(parts[paper_id]), taken)
+                db.execute(
+                    "INSERT INTO citation_keys VALUES (?, ?, ?, ?)",
+                    (paper_id, key, GENERATED, moment),
+                )
+                taken.append(key)
+                given[paper_id] = key
+        return given
+
+    def set_key(self, paper_id: str, key: str, now: datetime | None = None) -> None:
+        """The user's key for the paper, which no library key or generated one replaces.
+        Raises ValueError with one line for a key no manuscript could cite or another paper
+        holds (regardless of case), KeyError for a paper the catalog does not hold."""
+        self._paper_column(paper_id, "paper_id")
+        problem = key_problem(key)
+        if problem:
+            raise ValueError(f"{key!r}: {problem}")
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            holder = _holder(db, key)
+            if holder is not None and holder[0] != paper_id:
+                raise ValueError(f"{key!r}: {holder[0]} is cited by {holder[1]!r} already")
+            db.execute(
+                "INSERT INTO citation_keys VALUES (?, ?, ?, ?) ON CONFLICT(paper_id) DO UPDATE "
+                "SET citation_key = excluded.citation_key, given_by = excluded.given_by, "
+                "given_at = excluded.given_at",
+                (paper_id, key, BY_USER, _stamp(now or datetime.now(UTC))),
+            )
+
+    def key_clashes(self) -> list[KeyClash]:
+        """The papers whose library key they were not given, each with why, in id order: a
+        key no manuscript could cite, or one another paper holds (a manuscript citing it
+        would get that paper). A paper whose key the user set is none of them."""
+        keys = self.keys()
+        holders = {given.key.casefold(): given.paper_id for given in keys.values()}
+        with self._connect() as db:
+            rows = db.execute("SELECT paper_id, source_json FROM papers ORDER BY 1").fetchall()
+        clashes = []
+        for paper_id, source_json in rows:
+            wanted = PaperSource.model_validate_json(source_json).citation_key
+            given = keys.get(paper_id)
+            if not wanted or (
+                given is not None and (given.key == wanted or given.given_by == BY_USER)
+            ):
+                continue
+            holder = holders.get(wanted.casefold())
+            reason = key_problem(wanted) or (
+                f"{holder} is cited by {keys[holder].key!r}" if holder else "not given yet"
+            )
+            clashes.append(
+                KeyClash(
+                    paper_id=paper_id,
+                    library_key=wanted,
+                    reason=reason,
+                    key_given=given.key if given else None,
+                )
+            )
+        return clashes
 
     def collections_of(self, paper_ids: list[str]) -> dict[str, list[str]]:
         """The collections of each of the papers, in the order it joined them (a paper the

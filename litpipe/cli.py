@@ -14,6 +14,7 @@ from pathlib import Path
 from litpipe.commands import ask, backfill, config, diff, evaluations, related_work, run, status, ui
 from litpipe.commands.backfill import add_backfill_flags
 from litpipe.commands.flags import add_common_flags, one_line, settings_from_flags
+from litpipe.commands.keys import add_key_parser, key_command, keys_listing
 from litpipe.commands.retract import add_retract_parser, retract_command
 from litpipe.commands.terminal import other_libraries_to_the_log, refused_write_exit
 from litpipe.progress import calls_shown_on_stderr
@@ -91,6 +92,12 @@ def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="what is materialized, stale or missing")
     add_common_flags(status)
     status.add_argument("--all", action="store_true", help="list every stale or missing paper")
+    status.add_argument(
+        "--keys",
+        action="store_true",
+        help="list every paper's citation key instead (and the library keys not given, why)",
+    )
+    add_key_parser(commands)
     add_retract_parser(commands)
     diff.add_diff_parser(commands)
 
@@ -262,7 +269,11 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "diff":
         return diff.diff_command(settings, args)
     if args.command == "status":
+        if args.keys:
+            return keys_listing(settings)
         return status.status_command(settings, show_all=args.all)
+    if args.command == "key":
+        return key_command(settings, args.paper, args.key)
     if args.command == "ask":
         return ask.ask_command(
             settings,

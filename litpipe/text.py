@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -467,6 +467,17 @@ def markers_in(text: str) -> list[tuple[str, int]]:
         for bracket in _BRACKET.finditer(text)
         for paper_id, page in _PARTS.findall(bracket.group(1))
     ]
+
+
+def replace_markers(text: str, render: Callable[[list[tuple[str, int]]], str]) -> str:
+    """`text` with each bracket of markers (`[a:3]`, `[a:3; b:1]`) replaced by what `render`
+    makes of its (paper id, page) pairs, in order."""
+    return _BRACKET.sub(
+        lambda bracket: render(
+            [(paper_id, int(page)) for paper_id, page in _PARTS.findall(bracket.group(1))]
+        ),
+        text,
+    )
 
 
 def without_markers(text: str, dropped: Iterable[str]) -> str:

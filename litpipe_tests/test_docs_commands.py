@@ -104,7 +104,18 @@ EXIT_CODES: list[tuple[str, int, str]] = [
 ]
 # The order a reader builds a home in: commands that read a home after those that fill it, the
 # backfills (which leave the instance's latest materializations to another embedder) last.
-STAGES = ("run", "status", "config", "diff", "retract", "ask", "related-work", "eval", "backfill")
+STAGES = (
+    "run",
+    "status",
+    "key",
+    "config",
+    "diff",
+    "retract",
+    "ask",
+    "related-work",
+    "eval",
+    "backfill",
+)
 
 
 @dataclass(frozen=True)

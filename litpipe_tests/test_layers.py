@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     # blocks, token estimates), files, hashing, a ValidationError in one line (validation).
     ("text", "files", "hashing", "url_credentials", "stopping", "validation"),
     ("artifacts", "schemas"),
-    ("settings", "catalog"),
+    ("settings", "catalog", "citation_keys"),
     # Every setting by its dotted name, for the command line (`--set`, `config`, `init`).
     ("config",),
     ("ingest", "llm", "retrieval"),

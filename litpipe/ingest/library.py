@@ -51,6 +51,9 @@ class LibraryEntry:
     problem: str = ""
     # Whether the manager marks it retracted: empty when not, else why (or only that it is).
     retracted: str = ""
+    # The key the user cites it by: the BibTeX entry's key, Better BibTeX's of a Zotero item;
+    # empty where the library has none.
+    citation_key: str = ""
 
     def fields(self) -> dict[str, str]:
         """What the entry says of the paper, as `PaperSource.fields` carries it: only what is
@@ -81,6 +84,8 @@ class LibraryEntry:
             else:
                 files.append([str(path), f"{stat.st_size}:{stat.st_mtime_ns}"])
         seen = {"fields": self.fields(), "pdfs": files, "problem": self.problem}
+        if self.citation_key:  # absent when empty, so an entry without one is seen as before
+            seen["key"] = self.citation_key
         return sha256_text(json.dumps(seen, sort_keys=True, ensure_ascii=False))[:16]
 
 
@@ -110,9 +115,9 @@ def library_discovery(
         missing = [path for path in entry.pdfs if not path.is_file()]
         gone = f"its PDF {missing[0]} is not there" if missing else entry.problem
         if present:
-            source = _pdf_source(present[0], entry.key, fields)
+            source = _pdf_source(present[0], entry, fields)
         elif fields.get("abstract") and fields.get("title"):
-            source = _abstract_source(origin, entry.key, fields)
+            source = _abstract_source(origin, entry, fields)
             if gone:
                 notes.append(f"{entry.name}: {gone}; it enters by its abstract")
         elif gone:
@@ -148,7 +153,7 @@ def _doi_id(fields: dict[str, str]) -> str | None:
     return doi_paper_id(fields["doi"]) if "doi" in fields else None
 
 
-def _pdf_source(pdf: Path, key: str, fields: dict[str, str]) -> PaperSource:
+def _pdf_source(pdf: Path, entry: LibraryEntry, fields: dict[str, str]) -> PaperSource:
     """The PDF, named by the manager's DOI when it knows one (else as any PDF is), its content
     the hash of its bytes and of the manager's fields (`pdf_content_sha256`): an edit of the
     title in the manager is a changed paper, as a changed file is (caught before it is
@@ -157,21 +162,23 @@ def _pdf_source(pdf: Path, key: str, fields: dict[str, str]) -> PaperSource:
         paper_id=_doi_id(fields) or pdf_paper_id(pdf),
         kind="pdf",
         path=str(pdf.resolve()),
-        external_id=key,
+        external_id=entry.key,
         content_sha256=pdf_content_sha256(file_sha256(pdf), fields),
         size_bytes=pdf.stat().st_size,
         fields=fields,
+        citation_key=entry.citation_key or None,
     )
 
 
-def _abstract_source(origin: Path, key: str, fields: dict[str, str]) -> PaperSource:
+def _abstract_source(origin: Path, entry: LibraryEntry, fields: dict[str, str]) -> PaperSource:
     """The entry as an abstract table's row: named by its DOI, else by its key in the library
     or `.bib` file (not by the collection: an item in two collections is one paper)."""
     return PaperSource(
-        paper_id=_doi_id(fields) or table_paper_id(slug(origin.stem), key),
+        paper_id=_doi_id(fields) or table_paper_id(slug(origin.stem), entry.key),
         kind="table_row",
         path=str(origin.resolve()),
-        external_id=key,
+        external_id=entry.key,
         content_sha256=sha256_text(json.dumps(fields, sort_keys=True, ensure_ascii=False)),
         fields=fields,
+        citation_key=entry.citation_key or None,
     )

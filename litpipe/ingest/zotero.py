@@ -14,7 +14,10 @@ creators of type author in their order, or all its creators without one), year (
 date), venue, DOI and abstract; without a PDF it enters by its title and abstract. A PDF
 stored without a parent item is a paper of its own, read as any PDF is. An item Zotero marks
 retracted (its `retractedItems` table, filled from Retraction Watch) is marked retracted in
-the catalog, with Zotero's reasons. The rest follows `litpipe.ingest.library`.
+the catalog, with Zotero's reasons. An item's citation key is Better BibTeX's, where the user
+has it: Zotero 7's `citationKey` field, a `Citation Key: ...` line of `extra` (how Better
+BibTeX pins a key), or the `citationkey` table of its `better-bibtex.sqlite` beside the
+database, in that order. The rest follows `litpipe.ingest.library`.
 """
 
 from __future__ import annotations
@@ -66,7 +69,10 @@ VENUE_FIELDS = (
     "repository",
     "publisher",
 )
-FIELDS = (*TITLE_FIELDS, *VENUE_FIELDS, "date", "DOI", "extra", "abstractNote")
+FIELDS = (*TITLE_FIELDS, *VENUE_FIELDS, "date", "DOI", "extra", "abstractNote", "citationKey")
+# Better BibTeX's database of citation keys, beside Zotero's.
+BETTER_BIBTEX = "better-bibtex.sqlite"
+_KEY_IN_EXTRA = re.compile(r"^\s*Citation Key:\s*(\S+)\s*$", re.I | re.M)
 # The predicate of Zotero's "Related" items in `itemRelations`.
 RELATED = "dc:relation"
 _DOI_IN_EXTRA = re.compile(r"^\s*DOI:\s*(\S+)", re.I | re.M)
@@ -147,7 +153,25 @@ def list_zotero(
         reason = " ".join(str(error).split()) or type(error).__name__
         raise ValueError(f"{database}: cannot read the Zotero database: {reason}") from error
     chosen = slug(collection) if collection else slug(name) if name else LIBRARY_COLLECTION
-    return ZoteroListing(chosen, database, [_entry(item) for item in items])
+    keys = better_bibtex_keys(data_dir)
+    return ZoteroListing(chosen, database, [_entry(item, keys) for item in items])
+
+
+def better_bibtex_keys(data_dir: Path) -> dict[str, str]:
+    """Better BibTeX's citation key of each item, by item key, from its `better-bibtex.sqlite`
+    (its `citationkey` table); {} where there is none, or it cannot be read (a citation key
+    is a nicety: the library is read without it)."""
+    database = data_dir / BETTER_BIBTEX
+    if not database.is_file():
+        return {}
+    try:
+        with _read_only(database) as db:
+            if not _has_table(db, "citationkey"):
+                return {}
+            rows = db.execute("SELECT itemKey, citationKey FROM citationkey").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {str(item): str(key) for item, key in rows if item and key}
 
 
 def related_item_keys(data_dir: Path) -> dict[str, list[str]]:
@@ -370,7 +394,18 @@ def _attachment_file(data_dir: Path, key: str, path: str | None) -> Path | str:
     return Path(path).expanduser()
 
 
-def _entry(item: _Item) -> LibraryEntry:
+def _citation_key(item: _Item, better_bibtex: dict[str, str]) -> str:
+    """The item's Better BibTeX key: `citationKey`, else `extra`'s pinned one, else the one in
+    Better BibTeX's database; empty where there is none."""
+    found = _KEY_IN_EXTRA.search(item.fields.get("extra", ""))
+    return (
+        item.fields.get("citationKey", "").strip()
+        or (found.group(1) if found else "")
+        or better_bibtex.get(item.key, "")
+    )
+
+
+def _entry(item: _Item, better_bibtex: dict[str, str]) -> LibraryEntry:
     values = item.fields
     title = next((values[name] for name in TITLE_FIELDS if values.get(name, "").strip()), "")
     shown = " ".join(title.split())
@@ -394,4 +429,5 @@ def _entry(item: _Item) -> LibraryEntry:
         pdfs=item.pdfs,
         problem="; ".join(item.problems),
         retracted=item.retracted,
+        citation_key=_citation_key(item, better_bibtex),
     )

@@ -8,9 +8,9 @@ whose rules (`latex_to_text`) the escapes below are written to round-trip throug
 BibTeX: `@article` for a record with a venue (`journal`), `@misc` without; authors each
 braced, so that `De Silva` or an organisation's name stays one family name; LaTeX's special
 characters escaped and the ligatures (`--`, two quotes) broken, non-ASCII kept as UTF-8; an
-arXiv id as `eprint` with `archivePrefix = {arXiv}`. Keys are the first author's family name,
-the year and the title's first word (`lewis2020retrieval`), folded to ASCII letters and
-digits, with `a`, `b`, ... added in order on a clash.
+arXiv id as `eprint` with `archivePrefix = {arXiv}`. Keys are generated as a paper's are
+(`litpipe.citation_keys`: `lewis2020retrieval`), with `a`, `b`, ... added in order on a
+clash.
 
 RIS (RefMan's specification): `TY  - ` first and `ER  - ` last, each tag on its own line ended
 by a carriage return and line feed; `JOUR` for a record with a venue (`JO`), `GEN` without.
@@ -19,16 +19,13 @@ by a carriage return and line feed; `JOUR` for a record with a venue (`JO`), `GE
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from litpipe.ingest.citation_matching import title_key
+from litpipe.citation_keys import KeyParts, generated_base, suffixed
 from litpipe.schemas import ReferenceRecord
 
 ARXIV_ABS = "https://arxiv.org/abs/"
 RIS_LINE_END = "\r\n"
-# Title words that open too many titles to tell two keys apart.
-_KEY_SKIPPED_WORDS = frozenset({"a", "an", "the", "on", "of", "in", "to", "for"})
 _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}",
     "{": r"\{",
@@ -45,13 +42,12 @@ _LATEX_SPECIAL = re.compile("|".join(re.escape(char) for char in _LATEX_ESCAPES)
 # `--`, ``` `` ``` and `''` are TeX ligatures (a dash, curly quotes): an empty group between
 # the two characters keeps them as written.
 _LIGATURE = re.compile(r"([-`'])(?=\1)")
-_NOT_KEY_CHAR = re.compile(r"[^a-z0-9]+")
 
 
 def bibtex(records: Sequence[ReferenceRecord]) -> str:
     """The records as a `.bib` text, one entry each, in order, with unique keys."""
     return "".join(
-        _bibtex_entry(key, record)
+        bibtex_entry(key, record)
         for key, record in zip(citation_keys(records), records, strict=True)
     )
 
@@ -65,60 +61,30 @@ def ris(records: Sequence[ReferenceRecord]) -> str:
 
 
 def citation_keys(records: Sequence[ReferenceRecord]) -> list[str]:
-    """Each record's key, unique among them: `lewis2020retrieval`, then `lewis2020retrievala`,
-    `...b` for the records after it that make the same one."""
-    used: set[str] = set()
-    keys = []
+    """Each record's key, unique among them, generated as a paper's is (`generated_base`):
+    `lewis2020retrieval`, then `lewis2020retrievala`, `...b` for the records after it that
+    make the same one."""
+    keys: list[str] = []
     for record in records:
-        base = _key_base(record)
-        key = next(base + suffix for suffix in _suffixes() if base + suffix not in used)
-        used.add(key)
-        keys.append(key)
+        parts = KeyParts(authors=record.authors, year=record.year, title=record.title or "")
+        keys.append(suffixed(generated_base(parts), keys))
     return keys
 
 
-def _key_base(record: ReferenceRecord) -> str:
-    author = _key_part(record.authors[0].partition(",")[0]) if record.authors else ""
-    words = [word for word in title_key(record.title).split() if word not in _KEY_SKIPPED_WORDS]
-    word = _key_part(words[0]) if words else ""
-    year = str(record.year) if record.year is not None else ""
-    return f"{author or 'anon'}{year}{word}"
-
-
-def _key_part(text: str) -> str:
-    """Letters and digits only, accents dropped (`Müller` is `muller`)."""
-    folded = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore").decode()
-    return _NOT_KEY_CHAR.sub("", folded)
-
-
-def _suffixes() -> Iterator[str]:
-    """'', then 'a' to 'z', 'aa', 'ab', ...: as many as clashes need."""
-    yield ""
-    width = 1
-    while True:
-        for number in range(26**width):
-            letters = []
-            for _ in range(width):
-                number, digit = divmod(number, 26)
-                letters.append(chr(ord("a") + digit))
-            yield "".join(reversed(letters))
-        width += 1
-
-
-def _bibtex_entry(key: str, record: ReferenceRecord) -> str:
+def bibtex_entry(key: str, record: ReferenceRecord) -> str:
     fields: list[tuple[str, str]] = []
     if record.authors:
         fields.append(("author", " and ".join(_bibtex_author(name) for name in record.authors)))
     if record.title:
-        fields.append(("title", _latex(record.title)))
+        fields.append(("title", latex_escaped(record.title)))
     if record.year is not None:
         fields.append(("year", str(record.year)))
     if record.venue:
-        fields.append(("journal", _latex(record.venue)))
+        fields.append(("journal", latex_escaped(record.venue)))
     if record.doi:
-        fields.append(("doi", _latex(record.doi)))
+        fields.append(("doi", latex_escaped(record.doi)))
     if record.arxiv_id:
-        fields.extend([("eprint", _latex(record.arxiv_id)), ("archivePrefix", "arXiv")])
+        fields.extend([("eprint", latex_escaped(record.arxiv_id)), ("archivePrefix", "arXiv")])
     entry_type = "article" if record.venue else "misc"
     body = "".join(f",\n  {name} = {{{value}}}" for name, value in fields)
     return f"@{entry_type}{{{key}{body}\n}}\n\n"
@@ -128,12 +94,13 @@ def _bibtex_author(name: str) -> str:
     """A name braced whole, `Family, Given` as `{Family}, Given`: BibTeX splits the rest."""
     family, comma, given = name.partition(",")
     if comma and family.strip() and given.strip():
-        return f"{{{_latex(family.strip())}}}, {_latex(given.strip())}"
-    return f"{{{_latex(name)}}}"
+        return f"{{{latex_escaped(family.strip())}}}, {latex_escaped(given.strip())}"
+    return f"{{{latex_escaped(name)}}}"
 
 
-def _latex(text: str) -> str:
-    """Text as a BibTeX value that reads back as itself: one line, specials escaped."""
+def latex_escaped(text: str) -> str:
+    """Text as a BibTeX value (or LaTeX prose) that reads back as itself: one line, specials
+    escaped, ligatures broken."""
     escaped = _LATEX_SPECIAL.sub(
         lambda found: _LATEX_ESCAPES[found.group()], " ".join(text.split())
     )

@@ -51,6 +51,12 @@ class PaperSource(BaseModel):
         description="A table row's columns (title, abstract and extras), or what a reference "
         "manager knows of a PDF (title, authors, year, venue, doi, abstract).",
     )
+    citation_key: str | None = Field(
+        default=None,
+        description="The key the user's library cites it by (a BibTeX entry's key, Better "
+        "BibTeX's of a Zotero item); not part of `content_sha256`: a renamed key is the same "
+        "paper. The catalog gives it to the paper where it can (`Catalog.keys`).",
+    )
 
 
 class Section(BaseModel):

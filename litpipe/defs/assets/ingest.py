@@ -4,6 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from litpipe.citation_keys import KeyParts
 from litpipe.defs.paper_batches import PaperBuild
 from litpipe.defs.steps import PaperBatch, Resources, each_paper, paper_asset
 from litpipe.defs.versions import CodeVersion
@@ -18,6 +19,7 @@ from litpipe.schemas import (
 )
 from litpipe.settings import HomePaths, IngestSettings, OperationsSettings
 from litpipe.settings.groups import SettingsGroups
+from litpipe.workflows.citation_keys import key_parts
 from litpipe.workflows.ingest import chunk_paper, read_document
 
 GROUP = "ingest"
@@ -52,6 +54,8 @@ def build_ingest_assets(
         description="Title, authors, abstract, sections with pages; references kept apart.",
     )
     def paper_document(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        read: dict[str, KeyParts] = {}
+
         def document_of(papers: PaperBatch, paper_id: str) -> PaperBuild[PaperDocument]:
             paper_source = papers.store.read(["paper_source"], paper_id, PaperSource)
             try:
@@ -61,6 +65,7 @@ def build_ingest_assets(
                 raise dg.Failure(
                     description=f"{paper_source.path}: {error}", allow_retries=False
                 ) from error
+            read[paper_id] = key_parts(document)
             return papers.paper(
                 document,
                 {
@@ -72,7 +77,11 @@ def build_ingest_assets(
                 },
             )
 
-        return each_paper(context, None, document_of)
+        built = each_paper(context, None, document_of)
+        # After the batch, not paper by paper: papers of one base are suffixed in the order
+        # they were registered, whichever was read first.
+        Resources(context).catalog.catalog().give_generated_keys(read)
+        return built
 
     @paper_asset(
         CodeVersion(

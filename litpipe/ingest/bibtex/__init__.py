@@ -121,6 +121,7 @@ def _library_entry(entry: BibEntry, folders: list[Path]) -> LibraryEntry:
     pdfs, problems = entry_pdfs(values, folders)
     return LibraryEntry(
         key=entry.key,
+        citation_key=entry.key,
         name=f"entry {entry.key} (line {entry.line})",
         title=latex_to_text(values.get("title", "")),
         authors=names(values.get("author") or values.get("editor") or ""),
