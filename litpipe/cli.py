@@ -13,6 +13,7 @@ from pathlib import Path
 
 from litpipe.commands import ask, backfill, config, diff, evaluations, related_work, run, status, ui
 from litpipe.commands.backfill import add_backfill_flags
+from litpipe.commands.export import add_export_parser, export_command
 from litpipe.commands.flags import add_common_flags, one_line, settings_from_flags
 from litpipe.commands.keys import add_key_parser, key_command, keys_listing
 from litpipe.commands.retract import add_retract_parser, retract_command
@@ -98,6 +99,7 @@ def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
         help="list every paper's citation key instead (and the library keys not given, why)",
     )
     add_key_parser(commands)
+    add_export_parser(commands)
     add_retract_parser(commands)
     diff.add_diff_parser(commands)
 
@@ -274,6 +276,8 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
         return status.status_command(settings, show_all=args.all)
     if args.command == "key":
         return key_command(settings, args.paper, args.key)
+    if args.command == "export":
+        return export_command(settings, args.collection, args.to, args.what, args.cited, args.out)
     if args.command == "ask":
         return ask.ask_command(
             settings,

@@ -113,6 +113,7 @@ STAGES = (
     "retract",
     "ask",
     "related-work",
+    "export",
     "eval",
     "backfill",
 )

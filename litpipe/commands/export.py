@@ -1,0 +1,119 @@
+"""`litpipe export COLLECTION --to latex|pandoc|docx|bibtex|csl-json [--what synthesis|plain]
+[--cited] [--out DIR]`: a built collection's synthesis (or plain-language summary) for a
+manuscript, every paper cited by its citation key (`litpipe status --keys`), with its
+bibliography; or the bibliography alone.
+
+Files go to `--out` (default `outputs/<collection>/export/`), named by `--what`
+(`synthesis.tex`, `synthesis-standalone.tex`, `synthesis.bib`, ...): `workflows.export` says
+which each format writes. A collection not built is refused (exit 2), saying how to build it;
+so is a text citing a paper without a key, and `docx` without the `pandoc` program. Nothing
+is written then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import cast
+
+from litpipe.commands.flags import add_common_flags
+from litpipe.settings import Settings
+
+WHAT = {"synthesis": "synthesis", "plain": "plain_summary"}
+
+
+def add_export_parser(commands: argparse._SubParsersAction) -> None:
+    """The `export` command's parser, among `commands`."""
+    from litpipe.workflows.export import EXPORT_FORMATS
+
+    export = commands.add_parser(
+        "export",
+        help="a collection's synthesis for a manuscript: LaTeX, Pandoc or Word citing your "
+        "keys, with its BibTeX and CSL-JSON",
+    )
+    export.add_argument("collection", help="a built collection, as `litpipe status` lists it")
+    export.add_argument("--to", choices=EXPORT_FORMATS, required=True, help="the format")
+    export.add_argument(
+        "--what",
+        choices=tuple(WHAT),
+        default="synthesis",
+        help="the expert synthesis (default) or the plain-language summary",
+    )
+    export.add_argument(
+        "--cited",
+        action="store_true",
+        help="bibtex, csl-json: only the papers the text cites (default: every paper of the "
+        "collection)",
+    )
+    export.add_argument(
+        "--out", type=Path, help="the folder to write (default: outputs/COLLECTION/export)"
+    )
+    add_common_flags(export)
+
+
+def export_command(
+    settings: Settings, collection: str, to: str, what: str, cited: bool, out: Path | None
+) -> int:
+    from litpipe.catalog import Catalog
+    from litpipe.defs.resources import artifact_store
+    from litpipe.report.manuscript import UncitedKey
+    from litpipe.schemas import PaperDocument, RelationshipAnalysis, Synthesis
+    from litpipe.workflows.citation_keys import citation_keys
+    from litpipe.workflows.export import (
+        ExportFormat,
+        PandocMissing,
+        cited_papers,
+        cited_works,
+        synthesis_manuscript,
+        write_export,
+    )
+
+    store = artifact_store(settings.ingest, settings.paths)
+    catalog = Catalog(settings.paths.catalog_path)
+    asset = WHAT[what]
+    if collection not in catalog.collections() or not store.exists([asset], collection):
+        print(
+            f"litpipe export: collection {collection!r} is not built under {settings.home}: "
+            f"`litpipe run SOURCE --collection {collection}` builds it",
+            file=sys.stderr,
+        )
+        return 2
+    analysis = (
+        store.read(["relationship_analysis"], collection, RelationshipAnalysis)
+        if store.exists(["relationship_analysis"], collection)
+        else None
+    )
+    manuscript = synthesis_manuscript(store.read([asset], collection, Synthesis), analysis)
+    papers = (
+        cited_papers(manuscript)
+        if cited or to in ("latex", "pandoc")
+        else catalog.papers(collection)
+    )
+    keys = citation_keys(catalog, store, papers)
+    documents = {
+        paper: store.read(["paper_document"], paper, PaperDocument)
+        for paper in papers
+        if paper in keys
+    }
+    folder = out or settings.paths.outputs_dir(collection) / "export"
+    try:
+        written = write_export(
+            cast("ExportFormat", to),  # one of EXPORT_FORMATS: argparse's choices
+            manuscript,
+            cited_works([p for p in papers if p in keys], keys, documents),
+            keys,
+            folder,
+            what,
+        )
+    except (UncitedKey, PandocMissing) as refused:
+        print(f"litpipe export: {refused}; nothing written", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as failed:
+        said = failed.stderr.decode("utf-8", "replace").strip().splitlines()
+        print(f"litpipe export: pandoc failed: {said[-1] if said else failed}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0

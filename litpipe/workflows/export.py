@@ -1,0 +1,155 @@
+"""A collection's synthesis (or plain-language summary) exported for a manuscript: LaTeX,
+Pandoc Markdown, BibTeX or CSL-JSON, each paper cited by its citation key.
+
+    manuscript = synthesis_manuscript(synthesis, analysis)
+    works = cited_works(papers_cited, keys, documents)
+    files = write_export("latex", manuscript, works, keys, out_dir, "synthesis")
+
+What each format writes (`EXPORT_FILES`):
+
+- `latex`: `STEM.tex`, a fragment to `\\input`; `STEM-standalone.tex`, a document that compiles
+  it with BibTeX; `STEM.bib`, the cited papers;
+- `pandoc`: `STEM.pandoc.md`, citing `[@key, p. 4]`, with `STEM.bib` and `STEM.csl.json`;
+- `docx`: `STEM.docx`, the Pandoc export made a Word document by Pandoc itself, its citeproc
+  setting each citation author-year and the bibliography after the text (the `pandoc` program
+  is needed: `PandocMissing` otherwise), beside the `pandoc` export's files;
+- `bibtex`, `csl-json`: the bibliography alone, `STEM.bib` or `STEM.csl.json`.
+
+Word is written by Pandoc rather than a Python library: its citeproc formats the citations and
+the bibliography from the same `.bib` the other formats use, in any CSL style, where a Python
+writer would need a citation formatter of its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from litpipe.files import write_atomically
+from litpipe.report.manuscript import (
+    CitedWork,
+    Manuscript,
+    bibtex_of,
+    csl_json_of,
+    latex_document,
+    latex_fragment,
+    pandoc_markdown,
+)
+from litpipe.report.notices import synthesis_notice
+from litpipe.schemas import PaperDocument, ReferenceRecord, RelationshipAnalysis, Synthesis
+from litpipe.text import markers_in
+
+ExportFormat = Literal["latex", "pandoc", "docx", "bibtex", "csl-json"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("latex", "pandoc", "docx", "bibtex", "csl-json")
+# Pandoc's limit for one document: a synthesis takes a second.
+PANDOC_TIMEOUT_S = 300
+
+
+class PandocMissing(RuntimeError):
+    """The `docx` export needs the `pandoc` program, which is not on the PATH."""
+
+
+def synthesis_manuscript(
+    synthesis: Synthesis, analysis: RelationshipAnalysis | None = None
+) -> Manuscript:
+    """The synthesis as a manuscript's text: its title, its offline notice (as its page has
+    it) and the papers it leaves out, a retracted one with its reason."""
+    return Manuscript(
+        title=synthesis.title,
+        notice=synthesis_notice(synthesis, analysis),
+        text=synthesis.text,
+        left_out=synthesis.left_out,
+    )
+
+
+def cited_papers(manuscript: Manuscript) -> list[str]:
+    """The papers the text cites, in the order first cited."""
+    return list(dict.fromkeys(paper for paper, _ in markers_in(manuscript.text)))
+
+
+def record_of(document: PaperDocument) -> ReferenceRecord:
+    """A paper's bibliography record: its library's or table's title, authors, year, venue and
+    DOI where they gave them, else what its PDF's first page yields (the authors a guess)."""
+    return ReferenceRecord(
+        raw=document.title,
+        authors=document.authors,
+        title=document.title,
+        year=document.year,
+        venue=document.venue,
+        doi=document.doi,
+    )
+
+
+def cited_works(
+    paper_ids: Sequence[str], keys: Mapping[str, str], documents: Mapping[str, PaperDocument]
+) -> list[CitedWork]:
+    """The papers' bibliography entries, each under its key, in order."""
+    return [
+        CitedWork(paper_id=paper, key=keys[paper], record=record_of(documents[paper]))
+        for paper in paper_ids
+    ]
+
+
+def export_files(to: ExportFormat, stem: str) -> list[str]:
+    """The files an export writes, in the order written."""
+    return {
+        "latex": [f"{stem}.tex", f"{stem}-standalone.tex", f"{stem}.bib"],
+        "pandoc": [f"{stem}.pandoc.md", f"{stem}.bib", f"{stem}.csl.json"],
+        "docx": [f"{stem}.pandoc.md", f"{stem}.bib", f"{stem}.csl.json", f"{stem}.docx"],
+        "bibtex": [f"{stem}.bib"],
+        "csl-json": [f"{stem}.csl.json"],
+    }[to]
+
+
+def write_export(
+    to: ExportFormat,
+    manuscript: Manuscript | None,
+    works: Sequence[CitedWork],
+    keys: Mapping[str, str],
+    out_dir: Path,
+    stem: str,
+) -> list[Path]:
+    """Writes the export's files (`export_files`) into `out_dir`, each atomically; the paths
+    written. `manuscript` is needed for `latex` and `pandoc`. Raises `UncitedKey` for a marker
+    of a paper without a key, before anything is written."""
+    texts: dict[str, str] = {}
+    pandoc = shutil.which("pandoc") if to == "docx" else None
+    if to == "docx" and pandoc is None:
+        raise PandocMissing("the docx export needs pandoc (https://pandoc.org/installing.html)")
+    if to in ("latex", "pandoc", "docx") and manuscript is None:
+        raise ValueError(f"an export to {to} needs a text")
+    if to == "latex" and manuscript is not None:
+        texts[f"{stem}.tex"] = latex_fragment(manuscript, keys)
+        texts[f"{stem}-standalone.tex"] = latex_document(manuscript.title, stem, stem)
+    if to in ("pandoc", "docx") and manuscript is not None:
+        texts[f"{stem}.pandoc.md"] = pandoc_markdown(manuscript, keys, f"{stem}.bib")
+    if to in ("latex", "pandoc", "docx", "bibtex"):
+        texts[f"{stem}.bib"] = bibtex_of(works)
+    if to in ("pandoc", "docx", "csl-json"):
+        texts[f"{stem}.csl.json"] = csl_json_of(works)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in export_files(to, stem):
+        if name in texts:
+            write_atomically(out_dir / name, texts[name])
+        written.append(out_dir / name)
+    if pandoc is not None:
+        _word(pandoc, out_dir, stem)
+    return written
+
+
+def _word(pandoc: str, out_dir: Path, stem: str) -> None:
+    """`STEM.docx` from the Pandoc export beside it, by Pandoc's citeproc, written atomically
+    (Pandoc writes a temporary file, renamed when it succeeds)."""
+    partial = out_dir / f".{stem}.docx.partial"
+    subprocess.run(
+        [pandoc, "--citeproc", f"{stem}.pandoc.md", "-o", partial.name, "--to", "docx"],
+        cwd=out_dir,
+        check=True,
+        capture_output=True,
+        timeout=PANDOC_TIMEOUT_S,
+    )
+    partial.replace(out_dir / f"{stem}.docx")

@@ -1,0 +1,228 @@
+"""`litpipe export` (issue 48, point 2): a collection's synthesis as LaTeX and Pandoc Markdown
+citing the user's own keys (unusual ones as given: `Müller2024`, `10.1000/xyz-1`,
+`smith:2020:deep`), with its BibTeX and CSL-JSON; and, in slow tests, through the real tools:
+`pandoc --citeproc` finds every citation, `latexmk -pdf` leaves none undefined."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litpipe.cli import main
+from litpipe.report.manuscript import Manuscript, UncitedKey, latex_fragment, pandoc_markdown
+from litpipe.schemas import LeftOutPaper
+
+KEYS = {"rev1": "Müller2024", "doi": "10.1000/xyz-1", "deep": "smith:2020:deep"}
+ABSTRACT = (
+    "Translesion polymerases bypass damaged DNA at stalled replication forks in {cells}. We "
+    "show that REV1 recruits polymerase zeta to abasic sites and that cells lacking it are "
+    "sensitive to alkylation damage, which links fork stalling to damage tolerance."
+)
+# Keys a manuscript's .bib holds: accented, a DOI, colons, and two differing only in case.
+UNUSUAL_BIB = "\n".join(
+    f"@article{{{key},\n  author = {{{author}}},\n  title = {{{title}}},\n  year = {{{year}}},\n"
+    f"  journal = {{Genes}},\n  abstract = {{{ABSTRACT.format(cells=cells)}}}\n}}\n"
+    for key, author, title, year, cells in [
+        ("Müller2024", "Müller, Jörg", "REV1 at stalled forks", 2024, "fission yeast"),
+        ("10.1000/xyz-1", "Okafor, Chidi", "Polymerase zeta bypass", 2023, "human fibroblasts"),
+        ("smith:2020:deep", "Smith, Anna", "Damage tolerance in flies", 2020, "Drosophila"),
+        ("Smith2021", "Smith, Ben", "Fork reversal", 2021, "mouse embryos"),
+        ("smith2021", "Smith, Cara", "Fork protection", 2021, "chicken DT40 cells"),
+    ]
+)
+
+
+def manuscript(text: str, **fields: object) -> Manuscript:
+    return Manuscript(title="What the papers report", text=text, **fields)  # type: ignore[arg-type]
+
+
+def test_latex_cites_each_marker_with_its_page_escapes_the_prose_and_names_what_it_left_out() -> (
+    None
+):
+    text = (
+        "# What the papers report\n\n"
+        "REV1 costs 50% & more_of it, with Δ ≥ 3 ℃ [rev1:4]. Both agree [doi:2; deep:7].\n\n"
+        "## Methods\n\n- a **bold** item [deep:1]\n- another\n\n![graph](relationships.svg)\n"
+    )
+    written = latex_fragment(
+        manuscript(
+            text,
+            notice="Written offline.",
+            left_out=[LeftOutPaper(paper_id="gone", reason="retracted: fabricated data")],
+        ),
+        KEYS,
+    )
+    assert r"\section{What the papers report}" in written
+    assert written.count(r"\section{") == 1 and r"\subsection{Methods}" in written
+    assert r"REV1 costs 50\% \& more\_of it" in written
+    assert r"\ensuremath{\Delta} \ensuremath{\geq} 3 ? \cite[p.~4]{Müller2024}." in written
+    assert r"\cite[p.~2]{10.1000/xyz-1}; \cite[p.~7]{smith:2020:deep}" in written
+    assert r"\item a \textbf{bold} item \cite[p.~1]{smith:2020:deep}" in written
+    assert "% Figure not included: relationships.svg (graph)" in written
+    assert "U+2103 DEGREE CELSIUS" in written.splitlines()[1]
+    assert r"\begin{quote}" in written and "Written offline." in written
+    assert r"\item gone: retracted: fabricated data" in written
+
+
+def test_pandoc_cites_a_bracket_together_and_keeps_the_markdown() -> None:
+    written = pandoc_markdown(
+        manuscript("# What the papers report\n\nBoth agree [doi:2; rev1:4].\n"), KEYS, "s.bib"
+    )
+    assert written.startswith('---\ntitle: "What the papers report"\nbibliography: "s.bib"\n---')
+    assert "# What the papers report" not in written  # the title is the header's
+    assert "Both agree [@10.1000/xyz-1, p. 2; @Müller2024, p. 4]." in written
+
+
+def test_a_marker_of_a_paper_without_a_key_is_refused_naming_it() -> None:
+    with pytest.raises(UncitedKey, match="nokey has no citation key"):
+        latex_fragment(manuscript("A claim [nokey:3]."), KEYS)
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.builds(
+                lambda paper, page: f" [{paper}:{page}]",
+                st.sampled_from(sorted(KEYS)),
+                st.integers(1, 99),
+            ),
+        ),
+        max_size=12,
+    )
+)
+def test_whatever_the_text_every_marker_becomes_a_citation_and_environments_close(
+    pieces: list[str],
+) -> None:
+    text = "".join(pieces)
+    written = latex_fragment(manuscript(text), KEYS)
+    assert not re.search(r"\[(rev1|doi|deep):\d+\]", written)
+    cited = [match for match in re.findall(r"\\cite\[p\.~\d+\]\{([^}]*)\}", written)]
+    expected = re.findall(r"\[(rev1|doi|deep):\d+\]", text)
+    assert cited == [KEYS[paper] for paper in expected]
+    for environment in ("itemize", "enumerate", "quote"):
+        assert written.count(rf"\begin{{{environment}}}") == written.count(
+            rf"\end{{{environment}}}"
+        )
+
+
+def built_home(tmp_path: Path, tiny_model: Path) -> list[str]:
+    bib = tmp_path / "manuscript.bib"
+    bib.write_text(UNUSUAL_BIB, encoding="utf-8")
+    home = ["--home", str(tmp_path / "home")]
+    assert main(["run", "--bibtex", str(bib), *home, "--embedder", str(tiny_model)]) == 0
+    return home
+
+
+def test_export_writes_every_format_with_the_librarys_own_keys(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = built_home(tmp_path, tiny_model)
+    capsys.readouterr()
+    assert main(["status", "--keys", *home]) == 0
+    listed = capsys.readouterr().out
+    assert "library key 'smith2021' of manuscript.smith2021 not given: " in listed
+    assert "manuscript.Smith2021 is cited by 'Smith2021'; cited as smith2021fork" in listed
+
+    out = tmp_path / "export"
+    for to in ("latex", "pandoc", "csl-json"):
+        assert main(["export", "manuscript", "--to", to, "--out", str(out), *home]) == 0
+    tex = (out / "synthesis.tex").read_text("utf-8")
+    cited = set(re.findall(r"\\cite\[p\.~\d+\]\{([^}]*)\}", tex))
+    assert cited and cited <= {"Müller2024", "10.1000/xyz-1", "smith:2020:deep", "Smith2021",
+                               "smith2021fork"}  # fmt: skip
+    bib = (out / "synthesis.bib").read_text("utf-8")
+    assert set(re.findall(r"^@\w+\{([^,]+),", bib, re.M)) == cited
+    pandoc = (out / "synthesis.pandoc.md").read_text("utf-8")
+    assert "[@" in pandoc and "[manuscript." not in pandoc
+    items = json.loads((out / "synthesis.csl.json").read_text("utf-8"))
+    assert {item["id"] for item in items} == cited
+
+    # The whole library's BibTeX, not only the cited papers'.
+    assert (
+        main(["export", "manuscript", "--to", "bibtex", "--out", str(tmp_path / "all"), *home]) == 0
+    )
+    everything = (tmp_path / "all" / "synthesis.bib").read_text("utf-8")
+    assert len(re.findall(r"^@\w+\{", everything, re.M)) == 5
+
+    capsys.readouterr()
+    assert main(["export", "nothing-here", "--to", "latex", *home]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("litpipe export: collection 'nothing-here' is not built under ")
+    assert "`litpipe run SOURCE --collection nothing-here` builds it" in said
+
+
+# WordprocessingML's namespace, as its elements are named.
+WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+REQUIRE_TOOLS = os.environ.get("LITPIPE_REQUIRE_TEX") == "1"
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if REQUIRE_TOOLS:
+            pytest.fail(f"{name} is not installed and LITPIPE_REQUIRE_TEX=1")
+        pytest.skip(
+            f"{name} is not installed (Debian: apt-get install pandoc latexmk "
+            "texlive-latex-recommended)"
+        )
+    return found
+
+
+@pytest.mark.slow
+def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_resolved(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    pandoc, latexmk = tool("pandoc"), tool("latexmk")
+    home = built_home(tmp_path, tiny_model)
+    out = tmp_path / "export"
+    for to in ("latex", "docx"):
+        assert main(["export", "manuscript", "--to", to, "--out", str(out), *home]) == 0
+
+    rendered = subprocess.run(
+        [pandoc, "--citeproc", "synthesis.pandoc.md", "-t", "plain"],
+        cwd=out, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "not found" not in rendered.stderr, rendered.stderr
+    cited = set(re.findall(r"^@\w+\{([^,]+),", (out / "synthesis.bib").read_text("utf-8"), re.M))
+    titles = re.findall(r"title = \{([^}]*)\}", (out / "synthesis.bib").read_text("utf-8"))
+    assert len(titles) == len(cited)
+    for title in titles:  # every cited paper in the bibliography citeproc wrote
+        assert title.split()[0] in rendered.stdout
+
+    compiled = subprocess.run(
+        [latexmk, "-pdf", "-interaction=nonstopmode", "synthesis-standalone.tex"],
+        cwd=out, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    log = (out / "synthesis-standalone.log").read_text("utf-8", errors="replace")
+    assert compiled.returncode == 0, log[-3000:]
+    undefined = [line for line in log.splitlines() if "undefined" in line.casefold()]
+    assert not undefined, undefined
+    blg = (out / "synthesis-standalone.blg").read_text("utf-8", errors="replace")
+    assert "error message" not in blg and "Error" not in blg, blg
+    assert (out / "synthesis-standalone.pdf").stat().st_size > 0
+
+    # Word: read back as a reader does (the document's XML), its citations author-year.
+    with zipfile.ZipFile(out / "synthesis.docx") as docx:
+        body = ElementTree.fromstring(docx.read("word/document.xml"))
+    paragraphs = [
+        "".join(node.text or "" for node in paragraph.iter(f"{WORD}t"))
+        for paragraph in body.iter(f"{WORD}p")
+    ]
+    text = "\n".join(paragraphs)
+    assert "[@" not in text and "[manuscript." not in text
+    assert re.search(r"\((Müller|Okafor|Smith|A\. Smith|B\. Smith|C\. Smith) 20\d\d, 1", text), (
+        text[:800]
+    )
+    for title in titles:  # the bibliography Word shows lists every cited paper
+        assert any(title.split()[0] in paragraph for paragraph in paragraphs[-len(titles) - 2 :])
