@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+import dagster as dg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from litpipe.cli import main
 from litpipe.report.manuscript import Manuscript, UncitedKey, latex_fragment, pandoc_markdown
 from litpipe.schemas import LeftOutPaper
+from litpipe_tests.homes import home_instance
 
 KEYS = {"rev1": "Müller2024", "doi": "10.1000/xyz-1", "deep": "smith:2020:deep"}
 ABSTRACT = (
@@ -154,6 +156,27 @@ def test_export_writes_every_format_with_the_librarys_own_keys(
     )
     everything = (tmp_path / "all" / "synthesis.bib").read_text("utf-8")
     assert len(re.findall(r"^@\w+\{", everything, re.M)) == 5
+
+    # The build exported LaTeX and Pandoc itself, and the UI's asset names the files.
+    built = Path(home[1]) / "outputs" / "manuscript" / "export"
+    assert (built / "synthesis.tex").read_text("utf-8") == tex
+    (record,) = (
+        home_instance(Path(home[1]))
+        .fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey("collection_outputs"), asset_partitions=["manuscript"]
+            ),
+            limit=5,
+        )
+        .records
+    )
+    metadata = record.asset_materialization.metadata
+    exported = {name: Path(value.value) for name, value in metadata.items() if "/" in name}
+    assert exported == {
+        f"export/{name}": built / name
+        for name in ("synthesis.tex", "synthesis-standalone.tex", "synthesis.bib",
+                     "synthesis.pandoc.md", "synthesis.csl.json")
+    }  # fmt: skip
 
     capsys.readouterr()
     assert main(["export", "nothing-here", "--to", "latex", *home]) == 2

@@ -59,15 +59,12 @@ def export_command(
     from litpipe.catalog import Catalog
     from litpipe.defs.resources import artifact_store
     from litpipe.report.manuscript import UncitedKey
-    from litpipe.schemas import PaperDocument, RelationshipAnalysis, Synthesis
-    from litpipe.workflows.citation_keys import citation_keys
+    from litpipe.schemas import RelationshipAnalysis, Synthesis
     from litpipe.workflows.export import (
+        EXPORT_FOLDER,
         ExportFormat,
         PandocMissing,
-        cited_papers,
-        cited_works,
-        synthesis_manuscript,
-        write_export,
+        export_synthesis,
     )
 
     store = artifact_store(settings.ingest, settings.paths)
@@ -85,27 +82,16 @@ def export_command(
         if store.exists(["relationship_analysis"], collection)
         else None
     )
-    manuscript = synthesis_manuscript(store.read([asset], collection, Synthesis), analysis)
-    papers = (
-        cited_papers(manuscript)
-        if cited or to in ("latex", "pandoc")
-        else catalog.papers(collection)
-    )
-    keys = citation_keys(catalog, store, papers)
-    documents = {
-        paper: store.read(["paper_document"], paper, PaperDocument)
-        for paper in papers
-        if paper in keys
-    }
-    folder = out or settings.paths.outputs_dir(collection) / "export"
     try:
-        written = write_export(
+        written = export_synthesis(
             cast("ExportFormat", to),  # one of EXPORT_FORMATS: argparse's choices
-            manuscript,
-            cited_works([p for p in papers if p in keys], keys, documents),
-            keys,
-            folder,
+            store.read([asset], collection, Synthesis),
+            analysis,
+            catalog,
+            store,
+            out or settings.paths.outputs_dir(collection) / EXPORT_FOLDER,
             what,
+            papers=None if cited else catalog.papers(collection),
         )
     except (UncitedKey, PandocMissing) as refused:
         print(f"litpipe export: {refused}; nothing written", file=sys.stderr)

@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from litpipe.artifacts import ArtifactStore
+from litpipe.catalog import Catalog
 from litpipe.files import write_atomically
 from litpipe.report.manuscript import (
     CitedWork,
@@ -41,9 +43,14 @@ from litpipe.report.manuscript import (
 from litpipe.report.notices import synthesis_notice
 from litpipe.schemas import PaperDocument, ReferenceRecord, RelationshipAnalysis, Synthesis
 from litpipe.text import markers_in
+from litpipe.workflows.citation_keys import citation_keys
 
 ExportFormat = Literal["latex", "pandoc", "docx", "bibtex", "csl-json"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("latex", "pandoc", "docx", "bibtex", "csl-json")
+# The folder of a collection's outputs the exports go to.
+EXPORT_FOLDER = "export"
+# What a collection's build exports beside its pages (`export_synthesis`): no program needed.
+BUILT_EXPORTS: tuple[ExportFormat, ...] = ("latex", "pandoc")
 # Pandoc's limit for one document: a synthesis takes a second.
 PANDOC_TIMEOUT_S = 300
 
@@ -153,3 +160,30 @@ def _word(pandoc: str, out_dir: Path, stem: str) -> None:
         timeout=PANDOC_TIMEOUT_S,
     )
     partial.replace(out_dir / f"{stem}.docx")
+
+
+def export_synthesis(
+    to: ExportFormat,
+    synthesis: Synthesis,
+    analysis: RelationshipAnalysis | None,
+    catalog: Catalog,
+    store: ArtifactStore,
+    out_dir: Path,
+    stem: str,
+    papers: Sequence[str] | None = None,
+) -> list[Path]:
+    """A written synthesis exported (`write_export`), its keys given where missing
+    (`citation_keys`); the bibliography of `papers` (default: the papers the text cites) for
+    `bibtex` and `csl-json`, of the cited papers for the other formats."""
+    manuscript = synthesis_manuscript(synthesis, analysis)
+    listed = (
+        cited_papers(manuscript) if papers is None or to not in ("bibtex", "csl-json") else papers
+    )
+    keys = citation_keys(catalog, store, [*listed, *cited_papers(manuscript)])
+    documents = {
+        paper: store.read(["paper_document"], paper, PaperDocument)
+        for paper in listed
+        if paper in keys
+    }
+    works = cited_works([paper for paper in listed if paper in keys], keys, documents)
+    return write_export(to, manuscript, works, keys, out_dir, stem)

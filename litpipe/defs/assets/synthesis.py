@@ -44,8 +44,10 @@ from litpipe.report import citations as report_citations
 from litpipe.report import collection as collection_report
 from litpipe.report import comparison as report_comparison
 from litpipe.report import graphs as report_graphs
+from litpipe.report import manuscript as report_manuscript
 from litpipe.report import markdown as report_markdown
 from litpipe.report import page as report_page
+from litpipe.report.manuscript import UncitedKey
 from litpipe.report.synthesis_diff import diff_markdown
 from litpipe.schemas import (
     CitationGraph,
@@ -65,6 +67,8 @@ from litpipe.settings import (
     SynthesisSettings,
 )
 from litpipe.settings.groups import SettingsGroups
+from litpipe.workflows import citation_keys as citation_keys_workflow
+from litpipe.workflows import export as export_workflow
 from litpipe.workflows import plain_summary as plain_workflow
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.synthesis import (
@@ -233,13 +237,16 @@ def build_synthesis_assets(
                 report_graphs,
                 report_page,
                 report_markdown,
+                report_manuscript,
+                export_workflow,
+                citation_keys_workflow,
                 notices,
                 text,
             ),
             output=CollectionOutputs,
         ),
         {},
-        resources=("artifacts",),
+        resources=("artifacts", "catalog"),
         partitions_def=collections,
         group_name="synthesis",
         # In backticks: the UI renders descriptions as Markdown and drops a bare <collection>.
@@ -249,7 +256,9 @@ def build_synthesis_assets(
         "of one another, the per-paper Q&A, the works often cited and not in the collection), "
         "the pictures relationships.svg and relationship_types.svg, citations.json with "
         "often_cited.bib and often_cited.ris for a reference manager, and the comparison table "
-        "as comparison.md and comparison.csv (and a sortable section of synthesis.html).",
+        "as comparison.md and comparison.csv (and a sortable section of synthesis.html); "
+        "and export/, the synthesis for a manuscript citing each paper's key: synthesis.tex "
+        "with synthesis-standalone.tex, synthesis.pandoc.md, synthesis.bib, synthesis.csl.json.",
     )
     def collection_outputs(
         context: dg.AssetExecutionContext,
@@ -279,6 +288,9 @@ def build_synthesis_assets(
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection), content
         )
+        written |= _exports(
+            context, synthesis, relationship_analysis, artifacts.outputs_dir(collection)
+        )
         outputs = CollectionOutputs(
             collection=collection, files={name: str(path) for name, path in written.items()}
         )
@@ -292,6 +304,35 @@ def build_synthesis_assets(
         )
 
     return [synthesis, plain_summary, collection_outputs]
+
+
+def _exports(
+    context: dg.AssetExecutionContext,
+    synthesis: Synthesis,
+    analysis: RelationshipAnalysis,
+    outputs_dir: Path,
+) -> dict[str, Path]:
+    """The synthesis exported for a manuscript (`BUILT_EXPORTS`: LaTeX and Pandoc, each paper
+    cited by its key) into `export/`, by name (`export/synthesis.tex`, ...). A paper cited
+    without a key leaves them out, with a warning: the pages are written all the same."""
+    resources = Resources(context)
+    files: dict[str, Path] = {}
+    try:
+        for to in export_workflow.BUILT_EXPORTS:
+            for path in export_workflow.export_synthesis(
+                to,
+                synthesis,
+                analysis,
+                resources.catalog.catalog(),
+                resources.artifacts.store(),
+                outputs_dir / export_workflow.EXPORT_FOLDER,
+                "synthesis",
+            ):
+                files[f"{export_workflow.EXPORT_FOLDER}/{path.name}"] = path
+    except UncitedKey as missing:
+        context.log.warning(f"the synthesis is not exported: {missing}")
+        return {}
+    return files
 
 
 def _writer_asset(
