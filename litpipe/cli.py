@@ -19,6 +19,7 @@ from litpipe.commands.keys import add_key_parser, key_command, keys_listing
 from litpipe.commands.retract import add_retract_parser, retract_command
 from litpipe.commands.terminal import other_libraries_to_the_log, refused_write_exit
 from litpipe.progress import calls_shown_on_stderr
+from litpipe.schemas.exports import EXPORT_FORMATS
 from litpipe.settings import Settings, credentials_in_environment
 from litpipe.stopping import STOPPED_EXIT, stop_on_signals
 
@@ -218,6 +219,12 @@ def build_parser(with_evaluations: bool = True) -> argparse.ArgumentParser:
         "--top-k", type=int, help="references given to the writer (default: related_work.top_k, 5)"
     )
     related.add_argument("--out", type=Path, help="also copy the Markdown to this file")
+    related.add_argument(
+        "--to",
+        choices=EXPORT_FORMATS,
+        help="also export the section for a manuscript (related_work.tex to \\input, its "
+        "standalone document and .bib; or Pandoc, Word, BibTeX, CSL-JSON) beside its Markdown",
+    )
     add_common_flags(related)
 
     return parser
@@ -310,6 +317,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             top_k=args.top_k,
             out=args.out,
             collection=args.collection,
+            to=args.to,
         )
     return ui.ui_command(settings, args.port)
 

@@ -187,6 +187,54 @@ def test_export_writes_every_format_with_the_librarys_own_keys(
 
 # WordprocessingML's namespace, as its elements are named.
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+IDEA = "We study how REV1 and polymerase zeta let cells tolerate alkylation damage at forks."
+
+
+def exported_related_work(
+    home: list[str], pool: list[str], to: str, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Path]:
+    """`related-work ... --to TO`: the files it says it wrote, by name."""
+    capsys.readouterr()
+    assert main(["related-work", *pool, "--idea", IDEA, "--to", to, *home]) == 0
+    said = capsys.readouterr().err
+    return {
+        Path(line.split(": ", 1)[1]).name: Path(line.split(": ", 1)[1])
+        for line in said.splitlines()
+        if line.startswith(f"{to}: ")
+    }
+
+
+def test_related_work_exports_its_section_citing_the_collections_keys_or_the_tables_titles(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = built_home(tmp_path, tiny_model)
+    embedder = ["--embedder", str(tiny_model)]
+    files = exported_related_work(
+        [*home, *embedder], ["--collection", "manuscript"], "latex", capsys
+    )
+    assert set(files) == {"related_work.tex", "related_work-standalone.tex", "related_work.bib"}
+    tex = files["related_work.tex"].read_text("utf-8")
+    cited = re.findall(r"\\cite\{([^}]*)\}", tex)
+    assert cited and set(cited) <= set(
+        re.findall(r"^@\w+\{([^,]+),", files["related_work.bib"].read_text("utf-8"), re.M)
+    )
+    assert r"\section{Related work}" in tex and "[manuscript." not in tex
+    assert set(cited) <= {
+        "Müller2024",
+        "10.1000/xyz-1",
+        "smith:2020:deep",
+        "Smith2021",
+        "smith2021fork",
+    }
+
+    demo = Path(__file__).parents[1] / "corpora" / "iclr-abstracts-demo" / "iclr_abstracts_demo.csv"
+    table = ["--abstracts", str(demo)]
+    files = exported_related_work([*home, *embedder], table, "bibtex", capsys)
+    keys = re.findall(r"^@\w+\{([^,]+),", files["related_work.bib"].read_text("utf-8"), re.M)
+    assert keys and all(key.startswith("anon") for key in keys)  # a table names no author
+    assert len(set(keys)) == len(keys)
+
+
 REQUIRE_TOOLS = os.environ.get("LITPIPE_REQUIRE_TEX") == "1"
 
 
@@ -234,6 +282,20 @@ def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_
     blg = (out / "synthesis-standalone.blg").read_text("utf-8", errors="replace")
     assert "error message" not in blg and "Error" not in blg, blg
     assert (out / "synthesis-standalone.pdf").stat().st_size > 0
+
+    # The related-work section's fragment compiles inside its standalone document.
+    section = tmp_path / "section"
+    pool = ["--collection", "manuscript", "--embedder", str(tiny_model)]
+    assert main(["related-work", *pool, "--idea", IDEA, "--to", "latex", *home]) == 0
+    folder = next((Path(home[1]) / "outputs").rglob("related_work.tex")).parent
+    shutil.copytree(folder, section)
+    compiled = subprocess.run(
+        [latexmk, "-pdf", "-interaction=nonstopmode", "related_work-standalone.tex"],
+        cwd=section, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    log = (section / "related_work-standalone.log").read_text("utf-8", errors="replace")
+    assert compiled.returncode == 0, log[-3000:]
+    assert not [line for line in log.splitlines() if "undefined" in line.casefold()]
 
     # Word: read back as a reader does (the document's XML), its citations author-year.
     with zipfile.ZipFile(out / "synthesis.docx") as docx:

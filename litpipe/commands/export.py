@@ -26,7 +26,7 @@ WHAT = {"synthesis": "synthesis", "plain": "plain_summary"}
 
 def add_export_parser(commands: argparse._SubParsersAction) -> None:
     """The `export` command's parser, among `commands`."""
-    from litpipe.workflows.export import EXPORT_FORMATS
+    from litpipe.schemas.exports import EXPORT_FORMATS
 
     export = commands.add_parser(
         "export",
@@ -60,12 +60,8 @@ def export_command(
     from litpipe.defs.resources import artifact_store
     from litpipe.report.manuscript import UncitedKey
     from litpipe.schemas import RelationshipAnalysis, Synthesis
-    from litpipe.workflows.export import (
-        EXPORT_FOLDER,
-        ExportFormat,
-        PandocMissing,
-        export_synthesis,
-    )
+    from litpipe.schemas.exports import ExportFormat
+    from litpipe.workflows.export import EXPORT_FOLDER, PandocMissing, export_synthesis
 
     store = artifact_store(settings.ingest, settings.paths)
     catalog = Catalog(settings.paths.catalog_path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from litpipe.commands.common import grading_lines
 from litpipe.files import write_atomically
@@ -18,6 +18,8 @@ from litpipe.settings.groups import settings_groups
 from litpipe.text import counted
 
 if TYPE_CHECKING:
+    from litpipe.schemas import RelatedWork
+    from litpipe.schemas.exports import ExportFormat
     from litpipe.workflows.related_work_pool import CollectionPool
 
 
@@ -31,6 +33,7 @@ def related_work_command(
     top_k: int | None = None,
     out: Path | None = None,
     collection: str | None = None,
+    to: str | None = None,
 ) -> int:
     """Checks the request (its pool: the `abstracts` table, or else the `collection`'s ingested
     papers), stores it, materializes its `related_work` partition unless that is
@@ -183,6 +186,31 @@ def related_work_command(
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(out, text)
         print(f"copied to: {out}", file=sys.stderr)
+    if to is not None:
+        return _exported(settings, related, cast("ExportFormat", to), folder)
+    return 0
+
+
+def _exported(settings: Settings, related: RelatedWork, to: ExportFormat, folder: Path) -> int:
+    """`--to`: the section exported beside its Markdown (`export_related_work`)."""
+    from litpipe.catalog import Catalog
+    from litpipe.defs.resources import artifact_store
+    from litpipe.workflows.export import PandocMissing, export_related_work
+
+    try:
+        written = export_related_work(
+            to,
+            related,
+            Catalog(settings.paths.catalog_path),
+            artifact_store(settings.ingest, settings.paths),
+            folder,
+            "related_work",
+        )
+    except PandocMissing as refused:
+        print(f"litpipe related-work: {refused}; not exported", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"{to}: {path}", file=sys.stderr)
     return 0
 
 

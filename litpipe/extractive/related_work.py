@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -126,6 +126,17 @@ def cited_ids(text: str) -> list[str]:
         if item
     ]
     return list(dict.fromkeys(found))
+
+
+def replace_citations(text: str, known: Collection[str], render: Callable[[list[str]], str]) -> str:
+    """`text` with each bracket whose ids are all `known` replaced by what `render` makes of
+    them, in order; any other bracket as it is."""
+
+    def replaced(bracket: re.Match[str]) -> str:
+        items = [i for i in _ID_SEPARATOR.split(bracket.group(1).strip()) if i]
+        return render(items) if items and all(i in known for i in items) else bracket.group()
+
+    return _BRACKET.sub(replaced, text)
 
 
 def without_citations(text: str, dropped: Iterable[str]) -> str:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from litpipe.extractive.related_work import replace_citations
 from litpipe.report.bibliography import bibtex_entry, latex_escaped
 from litpipe.schemas import LeftOutPaper, ReferenceRecord
 from litpipe.text import replace_markers
@@ -44,8 +45,15 @@ class Manuscript(BaseModel):
 
     title: str
     notice: str | None = None
-    text: str = Field(description="Markdown, citing as `[paper_id:page]`.")
+    text: str = Field(
+        description="Markdown, citing as `[paper_id:page]`, or as `[id]` (`cites_by_id`)."
+    )
     left_out: list[LeftOutPaper] = Field(default_factory=list)
+    cites_by_id: bool = Field(
+        default=False,
+        description="A related-work section's citations, `[id; id]` without pages, of the ids "
+        "the keys name.",
+    )
 
 
 class UncitedKey(ValueError):
@@ -128,14 +136,44 @@ def _key(keys: Mapping[str, str], paper_id: str) -> str:
         raise UncitedKey(f"{paper_id} has no citation key: `litpipe status --keys`") from None
 
 
-def latex_citation(cited: Sequence[tuple[str, int]], keys: Mapping[str, str]) -> str:
-    """`\\cite[p.~4]{key}` for each marker of a bracket, joined by `; `."""
-    return "; ".join(rf"\cite[p.~{page}]{{{_key(keys, paper)}}}" for paper, page in cited)
+# A citation: the paper cited, and its page where the text gives one.
+Cited = Sequence[tuple[str, int | None]]
 
 
-def pandoc_citation(cited: Sequence[tuple[str, int]], keys: Mapping[str, str]) -> str:
-    """`[@key, p. 4; @other, p. 2]`: the markers of a bracket, cited together."""
-    return "[" + "; ".join(f"{pandoc_key(_key(keys, p))}, p. {page}" for p, page in cited) + "]"
+def latex_citation(cited: Cited, keys: Mapping[str, str]) -> str:
+    """`\\cite[p.~4]{key}` (`\\cite{key}` without a page) for each marker of a bracket, joined
+    by `; `."""
+    return "; ".join(
+        rf"\cite[p.~{page}]{{{_key(keys, paper)}}}" if page else rf"\cite{{{_key(keys, paper)}}}"
+        for paper, page in cited
+    )
+
+
+def pandoc_citation(cited: Cited, keys: Mapping[str, str]) -> str:
+    """`[@key, p. 4; @other]`: the markers of a bracket, cited together."""
+    return (
+        "["
+        + "; ".join(
+            pandoc_key(_key(keys, paper)) + (f", p. {page}" if page else "")
+            for paper, page in cited
+        )
+        + "]"
+    )
+
+
+@dataclass(frozen=True)
+class _Citing:
+    """How a manuscript's text cites (`Manuscript.cites_by_id`), and the keys it cites by."""
+
+    keys: Mapping[str, str]
+    by_id: bool
+
+    def replaced(self, text: str, render: Callable[[Cited], str]) -> str:
+        """`text` with its citations rendered: its markers, or its `[id]` brackets of keyed
+        ids."""
+        if self.by_id:
+            return replace_citations(text, self.keys, lambda ids: render([(i, None) for i in ids]))
+        return replace_markers(text, render)
 
 
 def pandoc_key(key: str) -> str:
@@ -155,7 +193,8 @@ def pandoc_markdown(manuscript: Manuscript, keys: Mapping[str, str], bibliograph
         else line
         for line in _untitled(manuscript).splitlines()
     ]
-    body = replace_markers("\n".join(lines), lambda cited: pandoc_citation(cited, keys))
+    citing = _Citing(keys, manuscript.cites_by_id)
+    body = citing.replaced("\n".join(lines), lambda cited: pandoc_citation(cited, keys))
     return header + notice + body.strip() + "\n" + _left_out_markdown(manuscript.left_out)
 
 
@@ -180,14 +219,20 @@ def latex_fragment(manuscript: Manuscript, keys: Mapping[str, str]) -> str:
     every marker a `\\cite`, the left-out papers last, and a comment naming any character or
     figure it could not set."""
     replaced: list[str] = []
-    parts = [rf"\section{{{_inline(manuscript.title, keys, replaced)}}}", ""]
+    citing = _Citing(keys, manuscript.cites_by_id)
+    parts = [rf"\section{{{_inline(manuscript.title, citing, replaced)}}}", ""]
     if manuscript.notice:
-        parts += [r"\begin{quote}", _inline(manuscript.notice, keys, replaced), r"\end{quote}", ""]
-    parts.append(latex_body(_untitled(manuscript), keys, replaced))
+        parts += [
+            r"\begin{quote}",
+            _inline(manuscript.notice, citing, replaced),
+            r"\end{quote}",
+            "",
+        ]
+    parts.append(latex_body(_untitled(manuscript), citing, replaced))
     if manuscript.left_out:
         parts += ["", r"\subsection*{Papers left out}", r"\begin{itemize}"]
         parts += [
-            rf"\item {latex_escaped(paper.paper_id)}: {_inline(paper.reason, keys, replaced)}"
+            rf"\item {latex_escaped(paper.paper_id)}: {_inline(paper.reason, citing, replaced)}"
             for paper in manuscript.left_out
         ]
         parts.append(r"\end{itemize}")
@@ -200,7 +245,7 @@ def latex_fragment(manuscript: Manuscript, keys: Mapping[str, str]) -> str:
     return "\n".join(head + parts).rstrip() + "\n"
 
 
-def latex_body(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
+def latex_body(text: str, citing: _Citing, replaced: list[str]) -> str:
     """Markdown's blocks as LaTeX: headings as `\\subsection` and below (the text sits in its
     title's `\\section`), lists, quotes and paragraphs; a figure a comment."""
     out: list[str] = []
@@ -210,7 +255,7 @@ def latex_body(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
     def close() -> None:
         nonlocal environment
         if paragraph:
-            out.extend([_inline(" ".join(paragraph), keys, replaced), ""])
+            out.extend([_inline(" ".join(paragraph), citing, replaced), ""])
             paragraph.clear()
         if environment is not None:
             out.extend([rf"\end{{{environment}}}", ""])
@@ -230,7 +275,9 @@ def latex_body(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
         elif heading := _HEADING.match(stripped):
             close()
             level = min(len(heading.group(1)) - 1, len(_SECTIONS) - 1)
-            out.extend([rf"\{_SECTIONS[level]}{{{_inline(heading.group(2), keys, replaced)}}}", ""])
+            out.extend(
+                [rf"\{_SECTIONS[level]}{{{_inline(heading.group(2), citing, replaced)}}}", ""]
+            )
         elif figure := _FIGURE.match(stripped):
             close()
             out.extend(
@@ -238,18 +285,18 @@ def latex_body(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
             )
         elif bullet := _BULLET.match(line):
             open_list("itemize")
-            out.append(rf"\item {_inline(bullet.group(1), keys, replaced)}")
+            out.append(rf"\item {_inline(bullet.group(1), citing, replaced)}")
         elif numbered := _NUMBERED.match(line):
             open_list("enumerate")
-            out.append(rf"\item {_inline(numbered.group(1), keys, replaced)}")
+            out.append(rf"\item {_inline(numbered.group(1), citing, replaced)}")
         elif stripped.startswith(">"):
             if environment != "quote":
                 close()
                 out.append(r"\begin{quote}")
                 environment = "quote"
-            out.append(_inline(stripped.lstrip("> "), keys, replaced))
+            out.append(_inline(stripped.lstrip("> "), citing, replaced))
         elif environment is not None and environment != "quote" and line.startswith("  "):
-            out[-1] += " " + _inline(stripped, keys, replaced)  # a list item's next line
+            out[-1] += " " + _inline(stripped, citing, replaced)  # a list item's next line
         else:
             if environment is not None:
                 close()
@@ -258,16 +305,16 @@ def latex_body(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
     return "\n".join(out).rstrip()
 
 
-def _inline(text: str, keys: Mapping[str, str], replaced: list[str]) -> str:
+def _inline(text: str, citing: _Citing, replaced: list[str]) -> str:
     """A run of Markdown text as LaTeX: citations set aside, the rest escaped, then bold,
     italics, code and links set, the citations put back."""
     citations: list[str] = []
 
-    def held(cited: list[tuple[str, int]]) -> str:
-        citations.append(latex_citation(cited, keys))
+    def held(cited: Cited) -> str:
+        citations.append(latex_citation(cited, citing.keys))
         return f"\x00{len(citations) - 1}\x00"
 
-    kept = replace_markers(text, held)
+    kept = citing.replaced(text, held)
     kept = _LINK.sub(lambda link: f"{link.group(1)}\x01{link.group(2)}\x02", kept)
     escaped = latex_escaped(kept)
     escaped = re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", escaped)

@@ -26,10 +26,10 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
 
 from litpipe.artifacts import ArtifactStore
 from litpipe.catalog import Catalog
+from litpipe.citation_keys import KeyParts, generated_base, suffixed
 from litpipe.files import write_atomically
 from litpipe.report.manuscript import (
     CitedWork,
@@ -40,13 +40,18 @@ from litpipe.report.manuscript import (
     latex_fragment,
     pandoc_markdown,
 )
-from litpipe.report.notices import synthesis_notice
-from litpipe.schemas import PaperDocument, ReferenceRecord, RelationshipAnalysis, Synthesis
+from litpipe.report.notices import related_work_notice, synthesis_notice
+from litpipe.schemas import (
+    PaperDocument,
+    ReferenceRecord,
+    RelatedWork,
+    RelationshipAnalysis,
+    Synthesis,
+)
+from litpipe.schemas.exports import ExportFormat
 from litpipe.text import markers_in
 from litpipe.workflows.citation_keys import citation_keys
 
-ExportFormat = Literal["latex", "pandoc", "docx", "bibtex", "csl-json"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("latex", "pandoc", "docx", "bibtex", "csl-json")
 # The folder of a collection's outputs the exports go to.
 EXPORT_FOLDER = "export"
 # What a collection's build exports beside its pages (`export_synthesis`): no program needed.
@@ -186,4 +191,46 @@ def export_synthesis(
         if paper in keys
     }
     works = cited_works([paper for paper in listed if paper in keys], keys, documents)
+    return write_export(to, manuscript, works, keys, out_dir, stem)
+
+
+# The title of an exported related-work section: it goes into a paper as that paper's section.
+RELATED_WORK_TITLE = "Related work"
+
+
+def export_related_work(
+    to: ExportFormat,
+    related: RelatedWork,
+    catalog: Catalog,
+    store: ArtifactStore,
+    out_dir: Path,
+    stem: str,
+) -> list[Path]:
+    """A related-work section exported (`write_export`): a cited paper of the home's
+    collections by its citation key and record, a reference table's row by a key generated
+    from its title (a table gives neither authors nor year), unique among the section's."""
+    manuscript = Manuscript(
+        title=RELATED_WORK_TITLE,
+        notice=related_work_notice(related),
+        text=related.text,
+        cites_by_id=True,
+    )
+    references = {scored.reference.id: scored.reference for scored in related.references}
+    cited = [paper for paper in related.cited_ids if paper in references]
+    held = catalog.collections_of(cited)
+    keys = citation_keys(catalog, store, [paper for paper in cited if paper in held])
+    documents = {
+        paper: store.read(["paper_document"], paper, PaperDocument)
+        for paper in keys
+        if store.exists(["paper_document"], paper)
+    }
+    works = []
+    for paper in cited:
+        if paper in documents:
+            record = record_of(documents[paper])
+        else:
+            title = references[paper].title
+            record = ReferenceRecord(raw=title, title=title)
+            keys[paper] = suffixed(generated_base(KeyParts(title=title)), list(keys.values()))
+        works.append(CitedWork(paper_id=paper, key=keys[paper], record=record))
     return write_export(to, manuscript, works, keys, out_dir, stem)
