@@ -19,6 +19,7 @@ from litpipe.cli import main
 from litpipe.ingest.bibtex import discover_bibtex
 from litpipe.ingest.zotero import BETTER_BIBTEX, list_zotero
 from litpipe.schemas import PaperSource
+from litpipe.settings import Settings
 from litpipe_tests.test_bibtex import write_refs
 from litpipe_tests.test_zotero import FIELDS, PARP1_PDF, REV1_PDF, ZoteroLibrary
 
@@ -224,3 +225,36 @@ def test_status_lists_the_keys_and_key_sets_one_or_refuses_it_in_one_line(
     assert main(["key", "refs.garcia2019", "garcia2019fork", *home]) == 0
     assert main(["status", "--keys", *home]) == 0
     assert "garcia2019fork  refs.garcia2019  (user)" in capsys.readouterr().out
+
+
+TABLE = (
+    "id,title,abstract,authors,year\n"
+    'a1,"Graph networks, revisited",We study message passing on graphs.,"Lewis, P",2021\n'
+    'a2,Graph attention,Attention over graph edges helps.,"Lewis, Q",2021\n'
+    "a3,Sparse attention,Attention with sparse patterns scales.,,2020\n"
+)
+
+
+def built_keys(home: Path, table: Path, tiny_model: Path) -> dict[str, str]:
+    assert main(["run", str(table), "--home", str(home), "--embedder", str(tiny_model)]) == 0
+    catalog = Catalog(Settings(home=home).paths.catalog_path)
+    return {paper: given.key for paper, given in catalog.keys().items()}
+
+
+def test_a_fresh_home_gives_the_same_keys_and_a_new_paper_changes_none(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    table = tmp_path / "papers.csv"
+    table.write_text(TABLE, encoding="utf-8")
+    first = built_keys(tmp_path / "one", table, tiny_model)
+    assert first == {
+        "papers.a1": "lewis2021graph",
+        "papers.a2": "lewis2021grapha",
+        "papers.a3": "anon2020sparse",
+    }
+    assert built_keys(tmp_path / "two", table, tiny_model) == first
+    table.write_text(
+        TABLE + 'a0,Graph kernels,Kernels compare graphs.,"Lewis, R",2021\n', encoding="utf-8"
+    )
+    again = built_keys(tmp_path / "one", table, tiny_model)
+    assert again == first | {"papers.a0": "lewis2021graphb"}
