@@ -182,9 +182,15 @@ def _with_library_record(source: PaperSource, stored_json: str) -> PaperSource:
             "fields": stored.fields,
             "external_id": stored.external_id,
             "citation_key": stored.citation_key,
+            "library_bibtex": stored.library_bibtex,
             "content_sha256": pdf_content_sha256(source.content_sha256, stored.fields),
         }
     )
+
+
+def _library_side(source: PaperSource) -> tuple[str | None, str | None]:
+    """What of a source its content hash leaves out: the library's key and entry."""
+    return source.citation_key, source.library_bibtex
 
 
 class Registration(StrEnum):
@@ -345,11 +351,11 @@ class Catalog:
                         _stamp(now or datetime.now(UTC)),
                     ),
                 )
-            elif row is not None and PaperSource.model_validate_json(row[1]).citation_key != (
-                source.citation_key
+            elif row is not None and _library_side(PaperSource.model_validate_json(row[1])) != (
+                _library_side(source)
             ):
-                # A key renamed in the library is the same paper: its record follows, nothing
-                # of it is rebuilt.
+                # A key renamed or an entry edited in the library, its record unchanged, is the
+                # same paper: the source follows, nothing of it is rebuilt.
                 db.execute(
                     "UPDATE papers SET source_json = ? WHERE paper_id = ?",
                     (source.model_dump_json(), source.paper_id),

@@ -279,12 +279,20 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
         return diff.diff_command(settings, args)
     if args.command == "status":
         if args.keys:
-            return keys_listing(settings)
+            return keys_listing(settings.paths)
         return status.status_command(settings, show_all=args.all)
     if args.command == "key":
-        return key_command(settings, args.paper, args.key)
+        return key_command(settings.paths, args.paper, args.key)
     if args.command == "export":
-        return export_command(settings, args.collection, args.to, args.what, args.cited, args.out)
+        return export_command(
+            settings.ingest,
+            settings.paths,
+            args.collection,
+            args.to,
+            args.what,
+            args.cited,
+            args.out,
+        )
     if args.command == "ask":
         return ask.ask_command(
             settings,

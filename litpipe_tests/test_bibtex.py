@@ -317,6 +317,20 @@ def test_crossref_and_jabref_file_directory(tmp_path: Path) -> None:
         "venue": "Proceedings of the X Conference",
     }
     assert found.notes == ["1 entry without a PDF or an abstract left aside: DBLP:conf/x/2024"]
+    # The user's own entry, kept for a manuscript's .bib: whole without its crossref, the
+    # files of their machine left out.
+    assert source.citation_key == "DBLP:conf/x/Doe24"
+    assert source.library_bibtex == (
+        "@inproceedings{DBLP:conf/x/Doe24,\n  author = {Jane Doe},\n  title = {Gene 1 in flies},"
+        "\n  year = {2024},\n  publisher = {ACM},"
+        "\n  booktitle = {Proceedings of the {X} Conference}\n}\n"
+    )
+    (reread,), _ = parse_bibtex(source.library_bibtex)
+    assert reread.fields == {
+        name: value
+        for name, value in parse_bibtex(bib.read_text("utf-8"))[0][0].fields.items()
+        if name not in ("crossref", "file")
+    } | {"year": "2024", "publisher": "ACM", "booktitle": "Proceedings of the {X} Conference"}
 
 
 def test_reference_lines_lead_with_the_author_year_label_where_it_is_known() -> None:

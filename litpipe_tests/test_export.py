@@ -5,6 +5,7 @@ citing the user's own keys (unusual ones as given: `Müller2024`, `10.1000/xyz-1
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -20,7 +21,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litpipe.cli import main
-from litpipe.report.manuscript import Manuscript, UncitedKey, latex_fragment, pandoc_markdown
+from litpipe.report.manuscript import (
+    Manuscript,
+    ManuscriptRow,
+    ManuscriptTable,
+    UncitedKey,
+    latex_fragment,
+    pandoc_markdown,
+    table_csv,
+)
 from litpipe.schemas import LeftOutPaper
 from litpipe_tests.homes import home_instance
 
@@ -33,15 +42,17 @@ ABSTRACT = (
 # Keys a manuscript's .bib holds: accented, a DOI, colons, and two differing only in case.
 UNUSUAL_BIB = "\n".join(
     f"@article{{{key},\n  author = {{{author}}},\n  title = {{{title}}},\n  year = {{{year}}},\n"
-    f"  journal = {{Genes}},\n  abstract = {{{ABSTRACT.format(cells=cells)}}}\n}}\n"
-    for key, author, title, year, cells in [
-        ("Müller2024", "Müller, Jörg", "REV1 at stalled forks", 2024, "fission yeast"),
-        ("10.1000/xyz-1", "Okafor, Chidi", "Polymerase zeta bypass", 2023, "human fibroblasts"),
-        ("smith:2020:deep", "Smith, Anna", "Damage tolerance in flies", 2020, "Drosophila"),
-        ("Smith2021", "Smith, Ben", "Fork reversal", 2021, "mouse embryos"),
-        ("smith2021", "Smith, Cara", "Fork protection", 2021, "chicken DT40 cells"),
+    f"  journal = {{Genes}},{extra}\n  abstract = {{{ABSTRACT.format(cells=cells)}}}\n}}\n"
+    for key, author, title, year, cells, extra in [
+        ("Müller2024", "Müller, Jörg", "REV1 at stalled forks", 2024, "fission yeast", ""),
+        ("10.1000/xyz-1", "Okafor, Chidi", "Polymerase zeta bypass", 2023, "human fibroblasts",
+         "\n  file = {:/home/jo/papers/okafor.pdf:PDF},"),
+        ("smith:2020:deep", "Smith, Anna", "Damage tolerance in flies", 2020, "Drosophila", ""),
+        ("Smith2021", "Smith, Ben", "Fork reversal", 2021, "mouse embryos", ""),
+        ("smith2021", "Smith, Cara", "Fork protection", 2021, "chicken DT40 cells",
+         "\n  note = {Preprint, {DT40} data in the supplement},"),
     ]
-)
+)  # fmt: skip
 
 
 def manuscript(text: str, **fields: object) -> Manuscript:
@@ -118,6 +129,36 @@ def test_whatever_the_text_every_marker_becomes_a_citation_and_environments_clos
         )
 
 
+def test_a_table_of_papers_cites_its_row_and_each_cell_in_every_format() -> None:
+    table = ManuscriptTable(
+        columns=["Data", "Main result"],
+        rows=[
+            ManuscriptRow(
+                paper_id="rev1",
+                title="REV1 & forks",
+                cells=["5% of | cells [rev1:3]", "not reported"],
+            ),
+            ManuscriptRow(paper_id="doi", title="Bypass", cells=["DT40 [doi:2; rev1:4]", "x"]),
+        ],
+    )
+    written = latex_fragment(Manuscript(title="Comparison", table=table), KEYS)
+    tabular = written[written.index(r"\begin{tabular}") : written.index(r"\end{tabular}")]
+    rows = [line for line in tabular.splitlines() if line.endswith(r"\tabularnewline")]
+    assert rows[1].startswith(
+        r"\raggedright REV1 \& forks \cite{Müller2024} & \raggedright 5\% of | cells \cite[p.~3]{"
+    )
+    assert r"\cite[p.~2]{10.1000/xyz-1}; \cite[p.~4]{Müller2024}" in rows[2]
+    assert all(row.count(" & ") == 2 for row in rows)  # every row has its three columns
+    pandoc = pandoc_markdown(Manuscript(title="Comparison", table=table), KEYS, "c.bib")
+    assert (
+        "| REV1 & forks [@Müller2024] | 5% of \\| cells [@Müller2024, p. 3] | not reported |"
+        in (pandoc)
+    )
+    assert list(csv.reader(table_csv(table, KEYS).splitlines()))[1] == [
+        "Müller2024", "REV1 & forks", "5% of | cells [@Müller2024, p. 3]", "not reported"
+    ]  # fmt: skip
+
+
 def built_home(tmp_path: Path, tiny_model: Path) -> list[str]:
     bib = tmp_path / "manuscript.bib"
     bib.write_text(UNUSUAL_BIB, encoding="utf-8")
@@ -156,6 +197,10 @@ def test_export_writes_every_format_with_the_librarys_own_keys(
     )
     everything = (tmp_path / "all" / "synthesis.bib").read_text("utf-8")
     assert len(re.findall(r"^@\w+\{", everything, re.M)) == 5
+    # The user's own entries, under the keys they are cited by, less their machine's files.
+    assert "note = {Preprint, {DT40} data in the supplement}" in everything
+    assert re.search(r"^@article\{smith2021fork,[^@]*note = ", everything, re.M)
+    assert "okafor.pdf" not in everything
 
     # The build exported LaTeX and Pandoc itself, and the UI's asset names the files.
     built = Path(home[1]) / "outputs" / "manuscript" / "export"
@@ -177,6 +222,22 @@ def test_export_writes_every_format_with_the_librarys_own_keys(
         for name in ("synthesis.tex", "synthesis-standalone.tex", "synthesis.bib",
                      "synthesis.pandoc.md", "synthesis.csl.json")
     }  # fmt: skip
+
+    # The comparison table: a tabular citing each row's paper and each cell's passage, and a
+    # CSV by key.
+    assert main(["export", "manuscript", "--what", "comparison", "--to", "latex",
+                 "--out", str(out), *home]) == 0  # fmt: skip
+    tabular = (out / "comparison.tex").read_text("utf-8")
+    assert tabular.count(r"\tabularnewline") == 1 + 5  # the aspects' header, a row a paper
+    row_keys = set(re.findall(r"^\\raggedright [^&]* \\cite\{([^}]*)\} & ", tabular, re.M))
+    assert row_keys == {"Müller2024", "10.1000/xyz-1", "smith:2020:deep", "Smith2021",
+                        "smith2021fork"}  # fmt: skip
+    assert re.search(r"\\cite\[p\.~\d+\]\{", tabular)  # the cells cite their passages
+    table_bib = (out / "comparison.bib").read_text("utf-8")
+    assert set(re.findall(r"^@\w+\{([^,]+),", table_bib, re.M)) == row_keys
+    with (out / "comparison.csv").open(encoding="utf-8") as written:
+        assert {row["key"] for row in csv.DictReader(written)} == row_keys
+    assert (out / "comparison-standalone.tex").exists()
 
     capsys.readouterr()
     assert main(["export", "nothing-here", "--to", "latex", *home]) == 2
@@ -282,6 +343,17 @@ def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_
     blg = (out / "synthesis-standalone.blg").read_text("utf-8", errors="replace")
     assert "error message" not in blg and "Error" not in blg, blg
     assert (out / "synthesis-standalone.pdf").stat().st_size > 0
+
+    # The comparison table compiles in its standalone document, every row and cell cited.
+    assert main(["export", "manuscript", "--what", "comparison", "--to", "latex",
+                 "--out", str(out), *home]) == 0  # fmt: skip
+    compiled = subprocess.run(
+        [latexmk, "-pdf", "-interaction=nonstopmode", "comparison-standalone.tex"],
+        cwd=out, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    log = (out / "comparison-standalone.log").read_text("utf-8", errors="replace")
+    assert compiled.returncode == 0, log[-3000:]
+    assert not [line for line in log.splitlines() if "undefined" in line.casefold()]
 
     # The related-work section's fragment compiles inside its standalone document.
     section = tmp_path / "section"

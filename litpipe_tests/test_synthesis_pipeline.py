@@ -152,6 +152,12 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         "often_cited.ris",
         "comparison.md",
         "comparison.csv",
+        # The synthesis for a manuscript, each paper by its citation key (test_export reads them).
+        "export/synthesis.tex",
+        "export/synthesis-standalone.tex",
+        "export/synthesis.bib",
+        "export/synthesis.pandoc.md",
+        "export/synthesis.csl.json",
     }
     markdown = Path(outputs.files["synthesis.md"]).read_text("utf-8")
     assert "](relationships.svg)" in markdown and "](relationship_types.svg)" in markdown

@@ -1,7 +1,7 @@
-"""`litpipe export COLLECTION --to latex|pandoc|docx|bibtex|csl-json [--what synthesis|plain]
-[--cited] [--out DIR]`: a built collection's synthesis (or plain-language summary) for a
-manuscript, every paper cited by its citation key (`litpipe status --keys`), with its
-bibliography; or the bibliography alone.
+"""`litpipe export COLLECTION --to latex|pandoc|docx|bibtex|csl-json
+[--what synthesis|plain|comparison] [--cited] [--out DIR]`: a built collection's synthesis (or
+plain-language summary, or comparison table) for a manuscript, every paper cited by its
+citation key (`litpipe status --keys`), with its bibliography; or the bibliography alone.
 
 Files go to `--out` (default `outputs/<collection>/export/`), named by `--what`
 (`synthesis.tex`, `synthesis-standalone.tex`, `synthesis.bib`, ...): `workflows.export` says
@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import cast
 
 from litpipe.commands.flags import add_common_flags
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths, IngestSettings
 
-WHAT = {"synthesis": "synthesis", "plain": "plain_summary"}
+# What `--what` exports, by the asset it reads.
+WHAT = {"synthesis": "synthesis", "plain": "plain_summary", "comparison": "comparison_table"}
 
 
 def add_export_parser(commands: argparse._SubParsersAction) -> None:
@@ -39,7 +40,8 @@ def add_export_parser(commands: argparse._SubParsersAction) -> None:
         "--what",
         choices=tuple(WHAT),
         default="synthesis",
-        help="the expert synthesis (default) or the plain-language summary",
+        help="the expert synthesis (default), the plain-language summary, or the comparison "
+        "table (a LaTeX tabular or Pandoc table citing in every cell, and a CSV by key)",
     )
     export.add_argument(
         "--cited",
@@ -54,21 +56,32 @@ def add_export_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def export_command(
-    settings: Settings, collection: str, to: str, what: str, cited: bool, out: Path | None
+    ingest: IngestSettings,
+    paths: HomePaths,
+    collection: str,
+    to: str,
+    what: str,
+    cited: bool,
+    out: Path | None,
 ) -> int:
     from litpipe.catalog import Catalog
     from litpipe.defs.resources import artifact_store
     from litpipe.report.manuscript import UncitedKey
-    from litpipe.schemas import RelationshipAnalysis, Synthesis
+    from litpipe.schemas import ComparisonTable, RelationshipAnalysis, Synthesis
     from litpipe.schemas.exports import ExportFormat
-    from litpipe.workflows.export import EXPORT_FOLDER, PandocMissing, export_synthesis
+    from litpipe.workflows.export import (
+        EXPORT_FOLDER,
+        PandocMissing,
+        export_comparison,
+        export_synthesis,
+    )
 
-    store = artifact_store(settings.ingest, settings.paths)
-    catalog = Catalog(settings.paths.catalog_path)
+    store = artifact_store(ingest, paths)
+    catalog = Catalog(paths.catalog_path)
     asset = WHAT[what]
     if collection not in catalog.collections() or not store.exists([asset], collection):
         print(
-            f"litpipe export: collection {collection!r} is not built under {settings.home}: "
+            f"litpipe export: collection {collection!r} is not built under {paths.home}: "
             f"`litpipe run SOURCE --collection {collection}` builds it",
             file=sys.stderr,
         )
@@ -78,17 +91,23 @@ def export_command(
         if store.exists(["relationship_analysis"], collection)
         else None
     )
+    to_format = cast("ExportFormat", to)  # one of EXPORT_FORMATS: argparse's choices
+    folder = out or paths.outputs_dir(collection) / EXPORT_FOLDER
     try:
-        written = export_synthesis(
-            cast("ExportFormat", to),  # one of EXPORT_FORMATS: argparse's choices
-            store.read([asset], collection, Synthesis),
-            analysis,
-            catalog,
-            store,
-            out or settings.paths.outputs_dir(collection) / EXPORT_FOLDER,
-            what,
-            papers=None if cited else catalog.papers(collection),
-        )
+        if what == "comparison":
+            table = store.read([asset], collection, ComparisonTable)
+            written = export_comparison(to_format, table, catalog, store, folder, what)
+        else:
+            written = export_synthesis(
+                to_format,
+                store.read([asset], collection, Synthesis),
+                analysis,
+                catalog,
+                store,
+                folder,
+                what,
+                papers=None if cited else catalog.papers(collection),
+            )
     except (UncitedKey, PandocMissing) as refused:
         print(f"litpipe export: {refused}; nothing written", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from litpipe.commands.flags import add_common_flags
-from litpipe.settings import Settings
+from litpipe.settings import HomePaths
 
 
 def add_key_parser(commands: argparse._SubParsersAction) -> None:
@@ -27,18 +27,18 @@ def add_key_parser(commands: argparse._SubParsersAction) -> None:
     add_common_flags(key)
 
 
-def key_command(settings: Settings, paper_id: str, key: str) -> int:
+def key_command(paths: HomePaths, paper_id: str, key: str) -> int:
     from litpipe.catalog import Catalog
 
-    if not settings.paths.catalog_path.exists():
-        print(f"litpipe key: no catalog in {settings.home}: run papers first", file=sys.stderr)
+    if not paths.catalog_path.exists():
+        print(f"litpipe key: no catalog in {paths.home}: run papers first", file=sys.stderr)
         return 2
-    catalog = Catalog(settings.paths.catalog_path)
+    catalog = Catalog(paths.catalog_path)
     try:
         catalog.set_key(paper_id, key)
     except KeyError:
         print(
-            f"litpipe key: no paper {paper_id!r} in the catalog {settings.paths.catalog_path} "
+            f"litpipe key: no paper {paper_id!r} in the catalog {paths.catalog_path} "
             "(`litpipe status --keys` lists its papers); nothing changed",
             file=sys.stderr,
         )
@@ -50,18 +50,18 @@ def key_command(settings: Settings, paper_id: str, key: str) -> int:
     return 0
 
 
-def keys_listing(settings: Settings) -> int:
+def keys_listing(paths: HomePaths) -> int:
     """`status --keys`: a line a paper, `KEY  PAPER  (given by ...)`, by collection, then the
     library keys that were not given, each with why."""
     from litpipe.artifacts import ArtifactStore
     from litpipe.catalog import Catalog
     from litpipe.workflows.citation_keys import citation_keys
 
-    if not settings.paths.catalog_path.exists():
-        print(f"nothing registered yet under {settings.home}: try `litpipe run SOURCE`")
+    if not paths.catalog_path.exists():
+        print(f"nothing registered yet under {paths.home}: try `litpipe run SOURCE`")
         return 0
-    catalog = Catalog(settings.paths.catalog_path)
-    store = ArtifactStore(settings.paths.artifacts_dir)
+    catalog = Catalog(paths.catalog_path)
+    store = ArtifactStore(paths.artifacts_dir)
     for collection in catalog.collections():
         papers = catalog.papers(collection, retracted=True)
         keys = citation_keys(catalog, store, papers)

@@ -187,11 +187,13 @@ def related_work_command(
         write_atomically(out, text)
         print(f"copied to: {out}", file=sys.stderr)
     if to is not None:
-        return _exported(settings, related, cast("ExportFormat", to), folder)
+        return _exported(settings.ingest, settings.paths, related, cast("ExportFormat", to), folder)
     return 0
 
 
-def _exported(settings: Settings, related: RelatedWork, to: ExportFormat, folder: Path) -> int:
+def _exported(
+    ingest: IngestSettings, paths: HomePaths, related: RelatedWork, to: ExportFormat, folder: Path
+) -> int:
     """`--to`: the section exported beside its Markdown (`export_related_work`)."""
     from litpipe.catalog import Catalog
     from litpipe.defs.resources import artifact_store
@@ -201,8 +203,8 @@ def _exported(settings: Settings, related: RelatedWork, to: ExportFormat, folder
         written = export_related_work(
             to,
             related,
-            Catalog(settings.paths.catalog_path),
-            artifact_store(settings.ingest, settings.paths),
+            Catalog(paths.catalog_path),
+            artifact_store(ingest, paths),
             folder,
             "related_work",
         )

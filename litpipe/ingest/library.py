@@ -54,6 +54,8 @@ class LibraryEntry:
     # The key the user cites it by: the BibTeX entry's key, Better BibTeX's of a Zotero item;
     # empty where the library has none.
     citation_key: str = ""
+    # The user's own entry, where it came from their `.bib` (`written_entry`); else empty.
+    bibtex: str = ""
 
     def fields(self) -> dict[str, str]:
         """What the entry says of the paper, as `PaperSource.fields` carries it: only what is
@@ -167,6 +169,7 @@ def _pdf_source(pdf: Path, entry: LibraryEntry, fields: dict[str, str]) -> Paper
         size_bytes=pdf.stat().st_size,
         fields=fields,
         citation_key=entry.citation_key or None,
+        library_bibtex=entry.bibtex or None,
     )
 
 
@@ -181,4 +184,5 @@ def _abstract_source(origin: Path, entry: LibraryEntry, fields: dict[str, str]) 
         content_sha256=sha256_text(json.dumps(fields, sort_keys=True, ensure_ascii=False)),
         fields=fields,
         citation_key=entry.citation_key or None,
+        library_bibtex=entry.bibtex or None,
     )

@@ -16,6 +16,8 @@ out (a retracted one with its reason) close it.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import unicodedata
@@ -37,6 +39,9 @@ class CitedWork:
     paper_id: str
     key: str
     record: ReferenceRecord
+    # The user's own BibTeX entry for it (`PaperSource.library_bibtex`), given in place of one
+    # made from the record.
+    library_bibtex: str | None = None
 
 
 class Manuscript(BaseModel):
@@ -46,7 +51,11 @@ class Manuscript(BaseModel):
     title: str
     notice: str | None = None
     text: str = Field(
-        description="Markdown, citing as `[paper_id:page]`, or as `[id]` (`cites_by_id`)."
+        default="",
+        description="Markdown, citing as `[paper_id:page]`, or as `[id]` (`cites_by_id`).",
+    )
+    table: ManuscriptTable | None = Field(
+        default=None, description="A table of the papers, after the text."
     )
     left_out: list[LeftOutPaper] = Field(default_factory=list)
     cites_by_id: bool = Field(
@@ -54,6 +63,21 @@ class Manuscript(BaseModel):
         description="A related-work section's citations, `[id; id]` without pages, of the ids "
         "the keys name.",
     )
+
+
+class ManuscriptRow(BaseModel):
+    """A table's row: the paper it is of, and its cells, Markdown citing as `[paper_id:page]`."""
+
+    paper_id: str
+    title: str
+    cells: list[str]
+
+
+class ManuscriptTable(BaseModel):
+    """A table of papers (the comparison table): a row a paper, a column an aspect."""
+
+    columns: list[str]
+    rows: list[ManuscriptRow]
 
 
 class UncitedKey(ValueError):
@@ -119,6 +143,22 @@ _TEXT = {
     "\u2009": "\\,",
     "\u202f": "\\,",
     "\u200b": "",
+    # Raised and lowered digits and signs (a paper's footnote marks, units, formulas); ¹ ² ³
+    # are set in text.
+    **{
+        raised: f"\\textsuperscript{{{plain}}}"
+        for raised, plain in zip(
+            "\u2070\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b", "0456789+-", strict=True
+        )
+    },
+    **{
+        lowered: f"\\textsubscript{{{plain}}}"
+        for lowered, plain in zip(
+            "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089",
+            "0123456789",
+            strict=True,
+        )
+    },
 }
 _FIGURE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)]*)\)\s*$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
@@ -194,8 +234,27 @@ def pandoc_markdown(manuscript: Manuscript, keys: Mapping[str, str], bibliograph
         for line in _untitled(manuscript).splitlines()
     ]
     citing = _Citing(keys, manuscript.cites_by_id)
-    body = citing.replaced("\n".join(lines), lambda cited: pandoc_citation(cited, keys))
-    return header + notice + body.strip() + "\n" + _left_out_markdown(manuscript.left_out)
+    body = citing.replaced("\n".join(lines), lambda cited: pandoc_citation(cited, keys)).strip()
+    if manuscript.table is not None:
+        body = (body + "\n\n" + _pandoc_table(manuscript.table, citing)).strip()
+    return header + notice + body + "\n" + _left_out_markdown(manuscript.left_out)
+
+
+def _pandoc_table(table: ManuscriptTable, citing: _Citing) -> str:
+    """A pipe table: the paper's title citing it, then its cells, their markers citations."""
+
+    def cell(text: str) -> str:
+        cited = citing.replaced(text, lambda found: pandoc_citation(found, citing.keys))
+        return " ".join(cited.split()).replace("|", "\\|")
+
+    lines = [
+        "| " + " | ".join(cell(name) for name in ["Paper", *table.columns]) + " |",
+        "|" + "---|" * (len(table.columns) + 1),
+    ]
+    for row in table.rows:
+        paper = f"{cell(row.title)} {pandoc_citation([(row.paper_id, None)], citing.keys)}"
+        lines.append("| " + " | ".join([paper, *map(cell, row.cells)]) + " |")
+    return "\n".join(lines)
 
 
 def _untitled(manuscript: Manuscript) -> str:
@@ -229,6 +288,8 @@ def latex_fragment(manuscript: Manuscript, keys: Mapping[str, str]) -> str:
             "",
         ]
     parts.append(latex_body(_untitled(manuscript), citing, replaced))
+    if manuscript.table is not None:
+        parts += ["", latex_tabular(manuscript.table, citing, replaced)]
     if manuscript.left_out:
         parts += ["", r"\subsection*{Papers left out}", r"\begin{itemize}"]
         parts += [
@@ -325,6 +386,57 @@ def _inline(text: str, citing: _Citing, replaced: list[str]) -> str:
     return re.sub(r"\x00(\d+)\x00", lambda found: citations[int(found.group(1))], escaped)
 
 
+def table_csv(table: ManuscriptTable, keys: Mapping[str, str]) -> str:
+    """The table as CSV: `key`, `title`, then a column per aspect, its citations Pandoc's
+    (`[@key, p. 4]`), to paste into Pandoc Markdown."""
+    citing = _Citing(keys, by_id=False)
+    written = io.StringIO()
+    rows = csv.writer(written)
+    rows.writerow(["key", "title", *table.columns])
+    for row in table.rows:
+        rows.writerow(
+            [
+                _key(keys, row.paper_id),
+                row.title,
+                *(
+                    citing.replaced(text, lambda found: pandoc_citation(found, keys))
+                    for text in row.cells
+                ),
+            ]
+        )
+    return written.getvalue()
+
+
+# A table cell's opening, and a row's end: `\\raggedright` redefines `\\\\`, so the row ends
+# with `\\tabularnewline`.
+_RAGGED, _ROW_END = r"\raggedright ", r" \tabularnewline"
+
+
+def latex_tabular(table: ManuscriptTable, citing: _Citing, replaced: list[str]) -> str:
+    """The table as a `tabular` of paragraph columns sharing the line's width, small type: the
+    paper's title with its `\\cite`, then its cells, every marker a `\\cite`, each set ragged
+    right (a narrow column justified stretches its words apart). A `tabular` does not break
+    across pages: for many papers, make it a `longtable`."""
+    count = len(table.columns) + 1
+    width = rf"\dimexpr(\linewidth-{2 * count}\tabcolsep)/{count}\relax"
+    lines = [
+        r"\begin{center}",
+        r"\footnotesize",
+        r"\begin{tabular}{" + f"p{{{width}}}" * count + "}",
+        r"\hline",
+        " & ".join(_RAGGED + _inline(name, citing, replaced) for name in ["Paper", *table.columns])
+        + _ROW_END,
+        r"\hline",
+    ]
+    for row in table.rows:
+        cited = latex_citation([(row.paper_id, None)], citing.keys)
+        paper = f"{_RAGGED}{_inline(row.title, citing, replaced)} {cited}"
+        cells = [_RAGGED + _inline(" ".join(text.split()), citing, replaced) for text in row.cells]
+        lines.append(" & ".join([paper, *cells]) + _ROW_END)
+    lines += [r"\hline", r"\end{tabular}", r"\end{center}"]
+    return "\n".join(lines)
+
+
 def _pdflatex_characters(text: str, replaced: list[str]) -> str:
     """Characters pdfLaTeX cannot set in text: in math mode where they have a command, else
     `?` (each added to `replaced`)."""
@@ -366,9 +478,23 @@ def latex_document(title: str, fragment: str, bibliography: str) -> str:
     )
 
 
+# The opening of a BibTeX entry, up to its key: `@article{`.
+_ENTRY_OPENING = re.compile(r"^\s*(@\w+\s*[{(])[^,]*")
+
+
 def bibtex_of(works: Sequence[CitedWork]) -> str:
-    """The works as BibTeX, each under its citation key."""
-    return "".join(bibtex_entry(work.key, work.record) for work in works)
+    """The works as BibTeX, each under its citation key: the user's own entry where they gave
+    one, else an entry made from its record."""
+    return "".join(_bibtex_of(work) for work in works)
+
+
+def _bibtex_of(work: CitedWork) -> str:
+    if not work.library_bibtex:
+        return bibtex_entry(work.key, work.record)
+    rekeyed = _ENTRY_OPENING.sub(
+        lambda found: found.group(1) + work.key, work.library_bibtex, count=1
+    )
+    return rekeyed.strip() + "\n\n"
 
 
 def csl_json_of(works: Sequence[CitedWork]) -> str:

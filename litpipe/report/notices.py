@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from litpipe.agents.base import OFFLINE_ENGINE, FallbackShare, fallback_share
 from litpipe.schemas import (
     CollectionAnswer,
+    ComparisonTable,
     CrossPaperQuestions,
     Digest,
     OutputGrades,
@@ -70,6 +71,11 @@ COLLECTION_ANSWER = (
 )
 RELATED_WORK = "every sentence is copied from a reference abstract, picked by query-focused LexRank"
 DEBATE = "the relevance scores count the idea's terms in each abstract: no argument was weighed"
+COMPARED = (
+    "each cell is a sentence of the paper's passages picked for the aspect's terms and cue words, "
+    "cut to its first words: no cell was read"
+)
+ASPECTS = "the aspects are a fixed set (problem, approach, data, ...), not proposed from the papers"
 # The MAIS agents whose engines decide what convergence figures mean.
 SUMMARIZER, JUDGE_AGENT = "query_summary", "summary_judge"
 
@@ -215,6 +221,15 @@ def query_summary_notice(result: QuerySummary) -> str | None:
 def collection_answer_notice(result: CollectionAnswer) -> str | None:
     """A question's answer from a collection: the answer (its views written alike)."""
     return offline_notice([Part("the answer", result.engine, COLLECTION_ANSWER)], result.grades)
+
+
+def comparison_notice(table: ComparisonTable) -> str | None:
+    """The comparison table: its aspects (unless the user chose them) and its cells."""
+    parts = [Part("the aspects", table.aspects_engine, ASPECTS)] * (
+        table.aspects_engine != "settings"
+    )
+    parts += [Part("the cells", cell.engine, COMPARED) for row in table.rows for cell in row.cells]
+    return offline_notice(parts)
 
 
 def related_work_notice(related: RelatedWork) -> str | None:

@@ -57,6 +57,12 @@ class PaperSource(BaseModel):
         "BibTeX's of a Zotero item); not part of `content_sha256`: a renamed key is the same "
         "paper. The catalog gives it to the paper where it can (`Catalog.keys`).",
     )
+    library_bibtex: str | None = Field(
+        default=None,
+        description="The user's own BibTeX entry, where the paper came from their `.bib`: the "
+        "exported `.bib` gives it (under the paper's citation key) rather than one made from "
+        "its record. Not part of `content_sha256`.",
+    )
 
 
 class Section(BaseModel):

@@ -2,7 +2,7 @@
 Pandoc Markdown, BibTeX or CSL-JSON, each paper cited by its citation key.
 
     manuscript = synthesis_manuscript(synthesis, analysis)
-    works = cited_works(papers_cited, keys, documents)
+    works = cited_works(papers_cited, keys, catalog, store)
     files = write_export("latex", manuscript, works, keys, out_dir, "synthesis")
 
 What each format writes (`EXPORT_FILES`):
@@ -34,14 +34,18 @@ from litpipe.files import write_atomically
 from litpipe.report.manuscript import (
     CitedWork,
     Manuscript,
+    ManuscriptRow,
+    ManuscriptTable,
     bibtex_of,
     csl_json_of,
     latex_document,
     latex_fragment,
     pandoc_markdown,
+    table_csv,
 )
-from litpipe.report.notices import related_work_notice, synthesis_notice
+from litpipe.report.notices import comparison_notice, related_work_notice, synthesis_notice
 from litpipe.schemas import (
+    ComparisonTable,
     PaperDocument,
     ReferenceRecord,
     RelatedWork,
@@ -96,11 +100,17 @@ def record_of(document: PaperDocument) -> ReferenceRecord:
 
 
 def cited_works(
-    paper_ids: Sequence[str], keys: Mapping[str, str], documents: Mapping[str, PaperDocument]
+    paper_ids: Sequence[str], keys: Mapping[str, str], catalog: Catalog, store: ArtifactStore
 ) -> list[CitedWork]:
-    """The papers' bibliography entries, each under its key, in order."""
+    """The papers' bibliography entries, each under its key, in order: the record of its
+    document, and the user's own BibTeX entry where their library gave one."""
     return [
-        CitedWork(paper_id=paper, key=keys[paper], record=record_of(documents[paper]))
+        CitedWork(
+            paper_id=paper,
+            key=keys[paper],
+            record=record_of(store.read(["paper_document"], paper, PaperDocument)),
+            library_bibtex=catalog.source(paper).library_bibtex,
+        )
         for paper in paper_ids
     ]
 
@@ -185,12 +195,7 @@ def export_synthesis(
         cited_papers(manuscript) if papers is None or to not in ("bibtex", "csl-json") else papers
     )
     keys = citation_keys(catalog, store, [*listed, *cited_papers(manuscript)])
-    documents = {
-        paper: store.read(["paper_document"], paper, PaperDocument)
-        for paper in listed
-        if paper in keys
-    }
-    works = cited_works([paper for paper in listed if paper in keys], keys, documents)
+    works = cited_works([paper for paper in listed if paper in keys], keys, catalog, store)
     return write_export(to, manuscript, works, keys, out_dir, stem)
 
 
@@ -219,18 +224,54 @@ def export_related_work(
     cited = [paper for paper in related.cited_ids if paper in references]
     held = catalog.collections_of(cited)
     keys = citation_keys(catalog, store, [paper for paper in cited if paper in held])
-    documents = {
-        paper: store.read(["paper_document"], paper, PaperDocument)
-        for paper in keys
-        if store.exists(["paper_document"], paper)
-    }
-    works = []
+    read = [paper for paper in keys if store.exists(["paper_document"], paper)]
+    works = {work.paper_id: work for work in cited_works(read, keys, catalog, store)}
     for paper in cited:
-        if paper in documents:
-            record = record_of(documents[paper])
-        else:
+        if paper not in works:
             title = references[paper].title
-            record = ReferenceRecord(raw=title, title=title)
             keys[paper] = suffixed(generated_base(KeyParts(title=title)), list(keys.values()))
-        works.append(CitedWork(paper_id=paper, key=keys[paper], record=record))
-    return write_export(to, manuscript, works, keys, out_dir, stem)
+            record = ReferenceRecord(raw=title, title=title)
+            works[paper] = CitedWork(paper_id=paper, key=keys[paper], record=record)
+    return write_export(to, manuscript, [works[paper] for paper in cited], keys, out_dir, stem)
+
+
+def comparison_manuscript(table: ComparisonTable) -> Manuscript:
+    """The comparison table as a manuscript's table: a row a paper (its title citing it), a
+    column an aspect, under its offline notice."""
+    return Manuscript(
+        title=f"Comparison of {table.collection}",
+        notice=comparison_notice(table),
+        table=ManuscriptTable(
+            columns=table.aspects,
+            rows=[
+                ManuscriptRow(
+                    paper_id=row.paper_id,
+                    title=row.title,
+                    cells=[cell.value for cell in row.cells],
+                )
+                for row in table.rows
+            ],
+        ),
+    )
+
+
+def export_comparison(
+    to: ExportFormat,
+    table: ComparisonTable,
+    catalog: Catalog,
+    store: ArtifactStore,
+    out_dir: Path,
+    stem: str,
+) -> list[Path]:
+    """The comparison table exported (`write_export`: a `tabular` whose cells `\\cite`, a
+    Pandoc pipe table), and as `STEM.csv` keyed by citation key beside it, but for the
+    bibliography alone (`bibtex`, `csl-json`). Its rows' papers are its bibliography."""
+    manuscript = comparison_manuscript(table)
+    papers = [row.paper_id for row in table.rows]
+    keys = citation_keys(catalog, store, papers)
+    works = cited_works([paper for paper in papers if paper in keys], keys, catalog, store)
+    written = write_export(to, manuscript, works, keys, out_dir, stem)
+    if to in ("bibtex", "csl-json") or manuscript.table is None:
+        return written
+    write_atomically(out_dir / f"{stem}.csv", table_csv(manuscript.table, keys))
+    return [*written, out_dir / f"{stem}.csv"]

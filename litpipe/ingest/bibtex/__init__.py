@@ -23,7 +23,13 @@ from pathlib import Path
 from litpipe.ingest.bibtex.authors import names
 from litpipe.ingest.bibtex.files import _jabref_file_directories, entry_pdfs, file_field
 from litpipe.ingest.bibtex.latex import latex_to_text
-from litpipe.ingest.bibtex.parser import BibDamage, BibEntry, parse_bibtex, with_crossrefs
+from litpipe.ingest.bibtex.parser import (
+    BibDamage,
+    BibEntry,
+    parse_bibtex,
+    with_crossrefs,
+    written_entry,
+)
 from litpipe.ingest.bibtex.related import related_keys
 from litpipe.ingest.ids import slug
 from litpipe.ingest.library import LibraryEntry, library_discovery
@@ -122,6 +128,7 @@ def _library_entry(entry: BibEntry, folders: list[Path]) -> LibraryEntry:
     return LibraryEntry(
         key=entry.key,
         citation_key=entry.key,
+        bibtex=written_entry(entry),
         name=f"entry {entry.key} (line {entry.line})",
         title=latex_to_text(values.get("title", "")),
         authors=names(values.get("author") or values.get("editor") or ""),

@@ -67,6 +67,23 @@ def parse_bibtex(text: str) -> tuple[list[BibEntry], list[BibDamage]]:
 _NOT_INHERITED = {"title", "abstract", "doi", "url", "crossref", *FILE_FIELDS}
 
 
+# What the user's entry keeps when written again for a manuscript's `.bib` (`written_entry`): not
+# the fields of their own machine (files, BibDesk's file links) nor a `crossref` whose fields it
+# now holds.
+_NOT_WRITTEN = {"crossref", *FILE_FIELDS}
+
+
+def written_entry(entry: BibEntry) -> str:
+    """The entry as BibTeX again: its type, key and fields (LaTeX as the user wrote it, macros
+    expanded, a crossref's fields inherited), less `_NOT_WRITTEN`."""
+    body = "".join(
+        f",\n  {name} = {{{value}}}"
+        for name, value in entry.fields.items()
+        if name not in _NOT_WRITTEN and not name.startswith("bdsk-file-")
+    )
+    return f"@{entry.type}{{{entry.key}{body}\n}}\n"
+
+
 def with_crossrefs(entries: list[BibEntry]) -> list[BibEntry]:
     """The entries with the fields they lack taken from the entry their `crossref` names, its
     title as their `booktitle`, as BibTeX does."""
@@ -84,7 +101,9 @@ def with_crossrefs(entries: list[BibEntry]) -> list[BibEntry]:
         }
         if "title" in parent.fields:
             inherited.setdefault("booktitle", parent.fields["title"])
-        completed.append(BibEntry(entry.type, entry.key, {**inherited, **entry.fields}, entry.line))
+        # The entry's own fields first, as the user wrote them; what it inherits after.
+        own_first = entry.fields | {n: v for n, v in inherited.items() if n not in entry.fields}
+        completed.append(BibEntry(entry.type, entry.key, own_first, entry.line))
     return completed
 
 
