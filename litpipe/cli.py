@@ -302,6 +302,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             args.record,
             collection=args.collection,
             watch=args.watch,
+            to=args.to,
         )
     if args.command == "eval":
         return evaluations.eval_retrieval_command(

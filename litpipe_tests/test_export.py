@@ -246,6 +246,40 @@ def test_export_writes_every_format_with_the_librarys_own_keys(
     assert "`litpipe run SOURCE --collection nothing-here` builds it" in said
 
 
+def test_an_answer_exports_from_ask_and_from_export_by_its_id(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = built_home(tmp_path, tiny_model)
+    capsys.readouterr()
+    question = ["How does REV1 let cells tolerate alkylation damage?"]
+    embedder = ["--embedder", str(tiny_model)]
+    asked = ["ask", "--collection", "manuscript", *question, "--to", "latex", *embedder]
+    assert main([*asked, *home]) == 0
+    said = capsys.readouterr().out
+    (request,) = re.findall(r"^Request (c-[0-9a-f]+):", said, re.M)
+    written = {
+        Path(line[len("latex: ") :]).name
+        for line in said.splitlines()
+        if line.startswith("latex: ")
+    }
+    assert written == {f"{request}.tex", f"{request}-standalone.tex", f"{request}.bib"}
+    fragment = next((Path(home[1]) / "outputs").rglob(f"{request}.tex")).read_text("utf-8")
+    assert fragment.count(r"\section{") == 1 and r"\section{How does REV1" in fragment
+    assert re.search(r"\\cite\[p\.~\d+\]\{", fragment) and "[manuscript." not in fragment
+
+    out = tmp_path / "answer"
+    assert main(["export", "manuscript", "--what", "answer", request, "--to", "pandoc",
+                 "--out", str(out), *embedder, *home]) == 0  # fmt: skip
+    pandoc = (out / f"{request}.pandoc.md").read_text("utf-8")
+    assert "[@" in pandoc and "[manuscript." not in pandoc
+    for what in (["answer"], ["answer", "c-0000000000000000"], ["plain", "x"], ["answers"]):
+        capsys.readouterr()
+        assert (
+            main(["export", "manuscript", "--what", *what, "--to", "latex", *embedder, *home]) == 2
+        )
+        assert capsys.readouterr().err.startswith("litpipe export: ")
+
+
 # WordprocessingML's namespace, as its elements are named.
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 IDEA = "We study how REV1 and polymerase zeta let cells tolerate alkylation damage at forks."

@@ -7,13 +7,18 @@ with `--record`, the (query, paper) pair kept for `litpipe backfill --gate recor
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from litpipe.commands.common import grading_lines, with_max_iterations
 from litpipe.commands.flags import add_common_flags
 from litpipe.llm.usage import calls_line
-from litpipe.settings import HomePaths, Settings
+from litpipe.schemas.exports import EXPORT_FORMATS, ExportFormat
+from litpipe.settings import HomePaths, IngestSettings, Settings
 from litpipe.settings.groups import SettingsGroups, settings_groups
+
+if TYPE_CHECKING:
+    from litpipe.schemas import CollectionAnswer
 
 
 def add_ask_parser(commands: Any) -> None:
@@ -50,6 +55,13 @@ def add_ask_parser(commands: Any) -> None:
         help="with --collection: keep the question standing, answered again whenever the "
         "collection changes (`litpipe status` lists it; `litpipe diff --question ID`)",
     )
+    ask.add_argument(
+        "--to",
+        choices=EXPORT_FORMATS,
+        help="with --collection: also export the answer for a manuscript (<id>.tex to \\input, "
+        "its standalone document and .bib; or Pandoc, Word, BibTeX, CSL-JSON) beside its "
+        "Markdown, each paper cited by its key",
+    )
     add_common_flags(ask)
 
 
@@ -61,6 +73,7 @@ def ask_command(
     record: bool = False,
     collection: str | None = None,
     watch: bool = False,
+    to: ExportFormat | None = None,
 ) -> int:
     """The summary and its trace; with `record`, once it is written, the pair judged: the user
     asked this paper this question (an empty query is refused before, as any request's). With
@@ -83,10 +96,11 @@ def ask_command(
                 file=sys.stderr,
             )
             return 2
-        return ask_collection(settings_groups(settings), collection, query, watch)
+        return ask_collection(settings_groups(settings), collection, query, watch, to)
     assert paper_id is not None  # the parser requires --paper or --collection
-    if watch:
-        print("litpipe ask: --watch goes with --collection (a standing question)", file=sys.stderr)
+    if watch or to is not None:
+        flag = "--watch" if watch else "--to"
+        print(f"litpipe ask: {flag} goes with --collection (an answer)", file=sys.stderr)
         return 2
 
     from litpipe.defs.assets.query_summary import ASSET, GRADING_CHECKS
@@ -142,17 +156,22 @@ def ask_command(
 
 
 def ask_collection(
-    groups: SettingsGroups, collection: str, question: str, watch: bool = False
+    groups: SettingsGroups,
+    collection: str,
+    question: str,
+    watch: bool = False,
+    to: ExportFormat | None = None,
 ) -> int:
     """The collection's answer (or its admission that it does not answer), each sentence's
     grade and the files; bad input refused in one line, exit 2, before anything is written.
-    With `watch`, the question registered as standing first."""
+    With `watch`, the question registered as standing first; with `to`, the answer exported
+    beside its Markdown (`export_manuscript`)."""
     import uuid
 
     from litpipe.defs.assets.collection_answer import ASSET, GRADING_CHECKS
     from litpipe.defs.check_results import latest_check_results
     from litpipe.defs.definitions import build_definitions
-    from litpipe.report.collection_answer import render_text
+    from litpipe.report.collection_answer import markdown_path, render_text
     from litpipe.runtime.collection_answer import answer_request, ready_collection
     from litpipe.runtime.runner import open_instance
     from litpipe.workflows.collection_answer import CollectionAnswerError, request_for
@@ -201,7 +220,32 @@ def ask_collection(
     print(f"Markdown: {outcome.markdown}")
     print(f"HTML: {outcome.html}")
     print(f"JSON: {outcome.json_file}")
-    return 0
+    if to is None:
+        return 0
+    folder = markdown_path(paths.outputs_dir(request.collection), request.key).parent
+    return _exported(ingest, paths, outcome.result, to, folder)
+
+
+def _exported(
+    ingest: IngestSettings,
+    paths: HomePaths,
+    answer: CollectionAnswer,
+    to: ExportFormat,
+    folder: Path,
+) -> int:
+    from litpipe.catalog import Catalog
+    from litpipe.commands.export import exporting
+    from litpipe.defs.resources import artifact_store
+    from litpipe.workflows.export import answer_manuscript, export_manuscript
+
+    catalog, store = Catalog(paths.catalog_path), artifact_store(ingest, paths)
+    manuscript, stem = answer_manuscript(answer), answer.request.key
+    status, written = exporting(
+        "ask", lambda: export_manuscript(to, manuscript, catalog, store, folder, stem)
+    )
+    for path in written:
+        print(f"{to}: {path}")
+    return status
 
 
 def served_line(paths: HomePaths, scope: str, status: str, seconds: float) -> str:

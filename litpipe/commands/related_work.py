@@ -196,24 +196,18 @@ def _exported(
 ) -> int:
     """`--to`: the section exported beside its Markdown (`export_related_work`)."""
     from litpipe.catalog import Catalog
+    from litpipe.commands.export import exporting
     from litpipe.defs.resources import artifact_store
-    from litpipe.workflows.export import PandocMissing, export_related_work
+    from litpipe.workflows.export import export_related_work
 
-    try:
-        written = export_related_work(
-            to,
-            related,
-            Catalog(paths.catalog_path),
-            artifact_store(ingest, paths),
-            folder,
-            "related_work",
-        )
-    except PandocMissing as refused:
-        print(f"litpipe related-work: {refused}; not exported", file=sys.stderr)
-        return 2
+    catalog, store = Catalog(paths.catalog_path), artifact_store(ingest, paths)
+    status, written = exporting(
+        "related-work",
+        lambda: export_related_work(to, related, catalog, store, folder, "related_work"),
+    )
     for path in written:
         print(f"{to}: {path}", file=sys.stderr)
-    return 0
+    return status
 
 
 def _collection_pool(ingest: IngestSettings, paths: HomePaths, collection: str) -> CollectionPool:

@@ -43,8 +43,14 @@ from litpipe.report.manuscript import (
     pandoc_markdown,
     table_csv,
 )
-from litpipe.report.notices import comparison_notice, related_work_notice, synthesis_notice
+from litpipe.report.notices import (
+    collection_answer_notice,
+    comparison_notice,
+    related_work_notice,
+    synthesis_notice,
+)
 from litpipe.schemas import (
+    CollectionAnswer,
     ComparisonTable,
     PaperDocument,
     ReferenceRecord,
@@ -177,6 +183,26 @@ def _word(pandoc: str, out_dir: Path, stem: str) -> None:
     partial.replace(out_dir / f"{stem}.docx")
 
 
+def export_manuscript(
+    to: ExportFormat,
+    manuscript: Manuscript,
+    catalog: Catalog,
+    store: ArtifactStore,
+    out_dir: Path,
+    stem: str,
+    papers: Sequence[str] | None = None,
+) -> list[Path]:
+    """A text citing `[paper_id:page]` exported (`write_export`), its keys given where missing
+    (`citation_keys`); the bibliography of `papers` (default: the papers the text cites) for
+    `bibtex` and `csl-json`, of the cited papers for the other formats."""
+    listed = (
+        cited_papers(manuscript) if papers is None or to not in ("bibtex", "csl-json") else papers
+    )
+    keys = citation_keys(catalog, store, [*listed, *cited_papers(manuscript)])
+    works = cited_works([paper for paper in listed if paper in keys], keys, catalog, store)
+    return write_export(to, manuscript, works, keys, out_dir, stem)
+
+
 def export_synthesis(
     to: ExportFormat,
     synthesis: Synthesis,
@@ -187,16 +213,19 @@ def export_synthesis(
     stem: str,
     papers: Sequence[str] | None = None,
 ) -> list[Path]:
-    """A written synthesis exported (`write_export`), its keys given where missing
-    (`citation_keys`); the bibliography of `papers` (default: the papers the text cites) for
-    `bibtex` and `csl-json`, of the cited papers for the other formats."""
+    """A written synthesis exported (`export_manuscript`)."""
     manuscript = synthesis_manuscript(synthesis, analysis)
-    listed = (
-        cited_papers(manuscript) if papers is None or to not in ("bibtex", "csl-json") else papers
+    return export_manuscript(to, manuscript, catalog, store, out_dir, stem, papers)
+
+
+def answer_manuscript(answer: CollectionAnswer) -> Manuscript:
+    """A collection's answer as a manuscript's text: the question its title, under its offline
+    notice (or the collection's admission that it does not answer)."""
+    return Manuscript(
+        title=answer.request.question,
+        notice=collection_answer_notice(answer),
+        text=answer.text,
     )
-    keys = citation_keys(catalog, store, [*listed, *cited_papers(manuscript)])
-    works = cited_works([paper for paper in listed if paper in keys], keys, catalog, store)
-    return write_export(to, manuscript, works, keys, out_dir, stem)
 
 
 # The title of an exported related-work section: it goes into a paper as that paper's section.
