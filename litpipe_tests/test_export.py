@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from litpipe.catalog import Catalog
 from litpipe.cli import main
 from litpipe.report.manuscript import (
     Manuscript,
@@ -31,6 +32,7 @@ from litpipe.report.manuscript import (
     table_csv,
 )
 from litpipe.schemas import LeftOutPaper
+from litpipe.settings import HomePaths
 from litpipe_tests.homes import home_instance
 
 KEYS = {"rev1": "Müller2024", "doi": "10.1000/xyz-1", "deep": "smith:2020:deep"}
@@ -272,6 +274,17 @@ def test_an_answer_exports_from_ask_and_from_export_by_its_id(
                  "--out", str(out), *embedder, *home]) == 0  # fmt: skip
     pandoc = (out / f"{request}.pandoc.md").read_text("utf-8")
     assert "[@" in pandoc and "[manuscript." not in pandoc
+    # A paper retracted since the table was built: its row is dropped, and it is named with
+    # its reason, as the pages name it.
+    retracted = "manuscript.smith2021"
+    catalog = Catalog(HomePaths(home=Path(home[1])).catalog_path)
+    catalog.retract(retracted, "withdrawn by the journal")
+    assert main(["export", "manuscript", "--what", "comparison", "--to", "latex",
+                 "--out", str(out), *embedder, *home]) == 0  # fmt: skip
+    tabular = (out / "comparison.tex").read_text("utf-8")
+    assert "smith2021fork" not in tabular.split(r"\end{tabular}")[0]
+    assert rf"\item {retracted}: retracted: withdrawn by the journal" in tabular
+
     for what in (["answer"], ["answer", "c-0000000000000000"], ["plain", "x"], ["answers"]):
         capsys.readouterr()
         assert (

@@ -236,10 +236,15 @@ def _exported(
     from litpipe.catalog import Catalog
     from litpipe.commands.export import exporting
     from litpipe.defs.resources import artifact_store
-    from litpipe.workflows.export import answer_manuscript, export_manuscript
+    from litpipe.workflows.export import (
+        answer_manuscript,
+        export_manuscript,
+        retracted_left_out,
+    )
 
     catalog, store = Catalog(paths.catalog_path), artifact_store(ingest, paths)
-    manuscript, stem = answer_manuscript(answer), answer.request.key
+    left_out = retracted_left_out(catalog, answer.request.collection)
+    manuscript, stem = answer_manuscript(answer, left_out), answer.request.key
     status, written = exporting(
         "ask", lambda: export_manuscript(to, manuscript, catalog, store, folder, stem)
     )

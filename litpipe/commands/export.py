@@ -116,7 +116,9 @@ def export_command(
 
     def exported() -> list[Path]:
         if answer is not None:
-            manuscript = export.answer_manuscript(answer)
+            manuscript = export.answer_manuscript(
+                answer, export.retracted_left_out(catalog, collection)
+            )
             return export.export_manuscript(
                 to_format, manuscript, catalog, store, folder, partition, papers
             )

@@ -52,6 +52,7 @@ from litpipe.report.notices import (
 from litpipe.schemas import (
     CollectionAnswer,
     ComparisonTable,
+    LeftOutPaper,
     PaperDocument,
     ReferenceRecord,
     RelatedWork,
@@ -218,13 +219,17 @@ def export_synthesis(
     return export_manuscript(to, manuscript, catalog, store, out_dir, stem, papers)
 
 
-def answer_manuscript(answer: CollectionAnswer) -> Manuscript:
+def answer_manuscript(
+    answer: CollectionAnswer, left_out: Sequence[LeftOutPaper] = ()
+) -> Manuscript:
     """A collection's answer as a manuscript's text: the question its title, under its offline
-    notice (or the collection's admission that it does not answer)."""
+    notice (or the collection's admission that it does not answer); the `left_out` papers
+    (retracted) named after it."""
     return Manuscript(
         title=answer.request.question,
         notice=collection_answer_notice(answer),
         text=answer.text,
+        left_out=list(left_out),
     )
 
 
@@ -264,12 +269,25 @@ def export_related_work(
     return write_export(to, manuscript, [works[paper] for paper in cited], keys, out_dir, stem)
 
 
-def comparison_manuscript(table: ComparisonTable) -> Manuscript:
+def retracted_left_out(catalog: Catalog, collection: str) -> list[LeftOutPaper]:
+    """The collection's retracted papers, each left out with its reason, as the pages name
+    them."""
+    return [
+        LeftOutPaper.retracted(paper, retraction.reason)
+        for paper, retraction in catalog.retracted_in(collection).items()
+    ]
+
+
+def comparison_manuscript(
+    table: ComparisonTable, left_out: Sequence[LeftOutPaper] = ()
+) -> Manuscript:
     """The comparison table as a manuscript's table: a row a paper (its title citing it), a
-    column an aspect, under its offline notice."""
+    column an aspect, under its offline notice; the `left_out` papers (retracted) named after
+    it, their rows dropped where the table was built before they were retracted."""
     return Manuscript(
         title=f"Comparison of {table.collection}",
         notice=comparison_notice(table),
+        left_out=list(left_out),
         table=ManuscriptTable(
             columns=table.aspects,
             rows=[
@@ -279,6 +297,7 @@ def comparison_manuscript(table: ComparisonTable) -> Manuscript:
                     cells=[cell.value for cell in row.cells],
                 )
                 for row in table.rows
+                if row.paper_id not in {paper.paper_id for paper in left_out}
             ],
         ),
     )
@@ -295,7 +314,7 @@ def export_comparison(
     """The comparison table exported (`write_export`: a `tabular` whose cells `\\cite`, a
     Pandoc pipe table), and as `STEM.csv` keyed by citation key beside it, but for the
     bibliography alone (`bibtex`, `csl-json`). Its rows' papers are its bibliography."""
-    manuscript = comparison_manuscript(table)
+    manuscript = comparison_manuscript(table, retracted_left_out(catalog, table.collection))
     papers = [row.paper_id for row in table.rows]
     keys = citation_keys(catalog, store, papers)
     works = cited_works([paper for paper in papers if paper in keys], keys, catalog, store)
