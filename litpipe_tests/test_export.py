@@ -359,6 +359,18 @@ def tool(name: str) -> str:
 
 
 @pytest.mark.slow
+def compile_without_undefined_citations(latexmk: str, folder: Path, document: str) -> None:
+    """`latexmk -pdf DOCUMENT.tex` in `folder` succeeds, its log naming nothing undefined."""
+    compiled = subprocess.run(
+        [latexmk, "-pdf", "-interaction=nonstopmode", f"{document}.tex"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    log = (folder / f"{document}.log").read_text("utf-8", errors="replace")
+    assert compiled.returncode == 0, log[-3000:]
+    undefined = [line for line in log.splitlines() if "undefined" in line.casefold()]
+    assert not undefined, undefined
+
+
 def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_resolved(
     tmp_path: Path, tiny_model: Path
 ) -> None:
@@ -379,14 +391,7 @@ def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_
     for title in titles:  # every cited paper in the bibliography citeproc wrote
         assert title.split()[0] in rendered.stdout
 
-    compiled = subprocess.run(
-        [latexmk, "-pdf", "-interaction=nonstopmode", "synthesis-standalone.tex"],
-        cwd=out, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    log = (out / "synthesis-standalone.log").read_text("utf-8", errors="replace")
-    assert compiled.returncode == 0, log[-3000:]
-    undefined = [line for line in log.splitlines() if "undefined" in line.casefold()]
-    assert not undefined, undefined
+    compile_without_undefined_citations(latexmk, out, "synthesis-standalone")
     blg = (out / "synthesis-standalone.blg").read_text("utf-8", errors="replace")
     assert "error message" not in blg and "Error" not in blg, blg
     assert (out / "synthesis-standalone.pdf").stat().st_size > 0
@@ -394,13 +399,7 @@ def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_
     # The comparison table compiles in its standalone document, every row and cell cited.
     assert main(["export", "manuscript", "--what", "comparison", "--to", "latex",
                  "--out", str(out), *home]) == 0  # fmt: skip
-    compiled = subprocess.run(
-        [latexmk, "-pdf", "-interaction=nonstopmode", "comparison-standalone.tex"],
-        cwd=out, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    log = (out / "comparison-standalone.log").read_text("utf-8", errors="replace")
-    assert compiled.returncode == 0, log[-3000:]
-    assert not [line for line in log.splitlines() if "undefined" in line.casefold()]
+    compile_without_undefined_citations(latexmk, out, "comparison-standalone")
 
     # The related-work section's fragment compiles inside its standalone document.
     section = tmp_path / "section"
@@ -408,13 +407,7 @@ def test_the_exports_go_through_pandoc_citeproc_and_latexmk_with_every_citation_
     assert main(["related-work", *pool, "--idea", IDEA, "--to", "latex", *home]) == 0
     folder = next((Path(home[1]) / "outputs").rglob("related_work.tex")).parent
     shutil.copytree(folder, section)
-    compiled = subprocess.run(
-        [latexmk, "-pdf", "-interaction=nonstopmode", "related_work-standalone.tex"],
-        cwd=section, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    log = (section / "related_work-standalone.log").read_text("utf-8", errors="replace")
-    assert compiled.returncode == 0, log[-3000:]
-    assert not [line for line in log.splitlines() if "undefined" in line.casefold()]
+    compile_without_undefined_citations(latexmk, section, "related_work-standalone")
 
     # Word: read back as a reader does (the document's XML), its citations author-year.
     with zipfile.ZipFile(out / "synthesis.docx") as docx:
