@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from litpipe.catalog import Catalog
 from litpipe.defs.resources import artifact_store
 from litpipe.ingest.sources import discover
 from litpipe.runtime.runner import PapersRun, open_instance, register, run_papers
@@ -160,6 +161,17 @@ def test_offline_run_writes_a_synthesis_citing_every_paper_with_its_checks_passi
         "export/synthesis.csl.json",
     }
     markdown = Path(outputs.files["synthesis.md"]).read_text("utf-8")
+    # The files cite each paper by its key with the page, as the exports do; the ids follow
+    # the keys in the references.
+    keys = Catalog(settings.paths.catalog_path).keys(paper_ids)
+    assert set(keys) == set(paper_ids)
+    body, references = markdown.split("## References", 1)
+    assert markers_in(body) == []
+    for paper_id, key in keys.items():
+        assert f"[{key.key}, p. " in body or f"; {key.key}, p. " in body, key.key
+        assert f"- {key.key}: " in references and f"(`{paper_id}`)" in references
+    page = Path(outputs.files["synthesis.html"]).read_text("utf-8")
+    assert all(f">{key.key}, p. " in page for key in keys.values())
     assert "](relationships.svg)" in markdown and "](relationship_types.svg)" in markdown
     # Each collection asset's page in the Dagster UI: a Markdown preview and both pictures.
     for asset in ("relationship_analysis", "synthesis", "collection_outputs"):

@@ -381,7 +381,8 @@ def test_a_title_edited_in_zotero_reaches_the_reference_list_without_reembedding
     references = (
         (home / "outputs" / "zotero" / "synthesis.md").read_text().split("## References", 1)[1]
     )
-    assert "- Okafor (2024). **Gene 1 shapes DNA repair in flies**. *Journal of Tests*." in (
+    # Led by the paper's key, as the text cites it.
+    assert ": Okafor (2024). **Gene 1 shapes DNA repair in flies**. *Journal of Tests*." in (
         references
     )
     assert "Gene 1 and its role" not in references

@@ -14,13 +14,18 @@ beside the relationship map, each paper's "cites" and "cited by" lines) and whic
 keep citing that it lacks ("Often cited, not in your library", `report.citations`), and
 `citations.json`, `often_cited.bib` and `often_cited.ris` are written beside them; without
 it they are what they were before citations were read.
+
+Given the papers' citation keys (`CollectionContent.keys`), every file cites a paper as the
+reader knows it, by its key with the page (`[muller2021rdcosts, p. 4]`): the page keeps the
+marker in each link's pop-up, the Markdown in its references, where each key leads its paper's
+line and the paper's id follows.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from litpipe.files import write_atomically
@@ -49,8 +54,10 @@ from litpipe.report.page import (
     PAGE_CSS,
     PAPERS_PER_PAGE,
     CitationLinks,
+    Labels,
     figures_html,
     item_pages,
+    labelled,
     page_file,
     paper_anchor,
     paper_pages,
@@ -75,7 +82,6 @@ from litpipe.schemas import (
 from litpipe.text import counted
 
 
-# Any bracketed span; `markers_in` decides whether it is a citation.
 def synthesis_markdown(
     synthesis: Synthesis,
     titles: Mapping[str, str],
@@ -83,6 +89,7 @@ def synthesis_markdown(
     analysis: RelationshipAnalysis | None = None,
     not_run: Sequence[StepNotRun] = (),
     citations: CitationGraph | None = None,
+    labels: Labels | None = None,
 ) -> str:
     """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
     it or the `analysis` it is built from, how it was written, its text, the pictures in
@@ -90,10 +97,12 @@ def synthesis_markdown(
     `citations` its papers citing one another and the works often cited, the papers it leaves
     out (with why), the optional steps that did not run (`not_run`, with why), and the
     references (each cited paper by title, with the pages cited, led by its author-year
-    label where the `analysis` knows its authors and year)."""
+    label where the `analysis` knows its authors and year). Given the papers' keys (`labels`),
+    the text cites each paper by its key with the page, and its reference is led by it."""
+    labels = labels or {}
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     cited = _citations_markdown(citations, analysis, titles) if citations is not None else []
-    text = "\n".join(
+    body = "\n".join(
         [
             f"# {synthesis.title}",
             "",
@@ -107,16 +116,15 @@ def synthesis_markdown(
             *cited,
             *_left_out_markdown(synthesis, titles),
             *_not_run_markdown(not_run),
-            "## References",
-            "",
-            *reference_lines(
-                [synthesis.text, *cited],
-                titles,
-                analysis.references if analysis is not None else None,
-            ),
-            "",
         ]
     )
+    references = reference_lines(
+        [synthesis.text, *cited],
+        titles,
+        analysis.references if analysis is not None else None,
+        labels,
+    )
+    text = "\n".join([labelled(body, labels), "## References", "", *references, ""])
     return safe_markdown(text)
 
 
@@ -213,7 +221,8 @@ class CollectionContent:
     """What a collection's output files show: its two syntheses, the analysis they are written
     from, each paper's answers, the comparative answers, the papers' titles, the passages
     cited (beyond those of the answers), the collection's citation graph (None: the files
-    say nothing of citations) and its comparison table (None: none is shown)."""
+    say nothing of citations), its comparison table (None: none is shown) and the papers'
+    citation keys the files cite them by."""
 
     synthesis: Synthesis
     plain: Synthesis
@@ -224,6 +233,8 @@ class CollectionContent:
     passages: Mapping[str, RetrievedChunk]
     citations: CitationGraph | None = None
     comparison: ComparisonTable | None = None
+    keys: Labels = field(default_factory=dict)
+    """Each paper's citation key, by paper id (none: the files cite by the markers)."""
 
 
 def collection_pages(content: CollectionContent) -> dict[str, str]:
@@ -246,7 +257,7 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     comparison = content.comparison
     if comparison is not None:
         pool.update(comparison_passages(comparison))
-    links = CitationLinks(pool, titles)
+    links = CitationLinks(pool, titles, content.keys)
     follow_ups = {follow_up.paper_id: follow_up for follow_up in analysis.follow_ups}
     stem = COLLECTION_PAGE.removesuffix(".html")
     papers = list(dict.fromkeys([*synthesis.papers, *answers]))
@@ -270,7 +281,7 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
         )
 
     def qa(papers: Sequence[str], span: str) -> str:
-        own_links = links if not span else CitationLinks(pool, titles)
+        own_links = links if not span else links.anew()
         articles = "\n".join(
             _paper_article(
                 paper_id,
@@ -294,7 +305,7 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
     relationships = analysis.relationships
 
     def relationship_rows(start: int, stop: int, span: str) -> str:
-        own_links = links if not span else CitationLinks(pool, titles)
+        own_links = links if not span else links.anew()
         rows = _relationship_rows(relationships[start:stop], insights, titles, own_links)
         if not span:
             return _relationship_table(
@@ -344,7 +355,7 @@ def collection_pages(content: CollectionContent) -> dict[str, str]:
         rows = citation_rows(citations, analysis.cited_relationships)
 
         def citation_pages(start: int, stop: int, span: str) -> str:
-            own_links = links if not span else CitationLinks(pool, titles)
+            own_links = links if not span else links.anew()
             if not rows:
                 return "<p>No paper of the collection cites another.</p>"
             listed = citation_table(rows[start:stop], away_link if span else paper_link, own_links)
@@ -568,9 +579,14 @@ def write_collection_outputs(out_dir: Path, content: CollectionContent) -> dict[
             analysis,
             steps_not_run(plain, analysis, content.comparative),
             content.citations,
+            content.keys,
         ),
         "plain.md": synthesis_markdown(
-            plain, titles, analysis=analysis, not_run=[plain.not_run] if plain.not_run else []
+            plain,
+            titles,
+            analysis=analysis,
+            not_run=[plain.not_run] if plain.not_run else [],
+            labels=content.keys,
         ),
         **collection_pages(content),
         **analysis_figures(analysis, titles),

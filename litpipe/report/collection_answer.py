@@ -19,6 +19,9 @@ from litpipe.report.page import (
     GRADE_CSS,
     PAGE_CSS,
     CitationLinks,
+    Labels,
+    cited_as,
+    labelled,
     pages_label,
     standalone_page,
 )
@@ -85,10 +88,12 @@ def _nearest_lines(result: CollectionAnswer) -> list[str]:
     ] or ["(no passage was retrieved)"]
 
 
-def render_markdown(result: CollectionAnswer) -> str:
+def render_markdown(result: CollectionAnswer, labels: Labels | None = None) -> str:
     """The answer, each sentence's grade, its citations with the passages they stand for; or
     the admission that the collection does not answer, with the nearest passages and no
-    marker."""
+    marker. Given the papers' keys (`labels`), it cites each paper by its key with the page,
+    and its list of citations names each marker."""
+    labels = labels or {}
     request = result.request
     lines = [
         f"# {request.question}",
@@ -99,7 +104,7 @@ def render_markdown(result: CollectionAnswer) -> str:
         "",
         "## Answer",
         "",
-        result.text,
+        labelled(result.text, labels),
         "",
     ]
     if not result.answered:
@@ -119,13 +124,14 @@ def render_markdown(result: CollectionAnswer) -> str:
         "",
         grades_line(result) + ".",
         "",
-        *(f"- **{grade_label(g)}**: {g.sentence}" for g in grades),
+        *(f"- **{grade_label(g)}**: {labelled(g.sentence, labels)}" for g in grades),
         "",
         "## Citations",
         "",
     ]
     for citation in result.citations:
-        lines.append(f"- {citation.marker}: {', '.join(f'`{c}`' for c in citation.chunk_ids)}")
+        chunk_ids = ", ".join(f"`{c}`" for c in citation.chunk_ids)
+        lines.append(f"- {cited_as(citation, labels)}: {chunk_ids}")
         for chunk_id in citation.chunk_ids:
             if chunk_id in by_id:
                 chunk = by_id[chunk_id]
@@ -137,24 +143,28 @@ def render_markdown(result: CollectionAnswer) -> str:
     return safe_markdown("\n".join(lines))
 
 
-def write_files(result: CollectionAnswer, outputs_dir: Path) -> tuple[Path, Path, Path]:
-    """The Markdown, the page and the JSON of the answer, written; their paths."""
+def write_files(
+    result: CollectionAnswer, outputs_dir: Path, labels: Labels | None = None
+) -> tuple[Path, Path, Path]:
+    """The Markdown, the page and the JSON of the answer, written, citing each paper by its
+    key (`labels`) where it has one; their paths."""
     key = result.request.key
     path = markdown_path(outputs_dir, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     return (
-        write_atomically(path, render_markdown(result)),
-        write_atomically(html_path(outputs_dir, key), render_html(result)),
+        write_atomically(path, render_markdown(result, labels)),
+        write_atomically(html_path(outputs_dir, key), render_html(result, labels)),
         write_atomically(json_path(outputs_dir, key), result.model_dump_json(indent=2)),
     )
 
 
-def render_html(result: CollectionAnswer) -> str:
+def render_html(result: CollectionAnswer, labels: Labels | None = None) -> str:
     """The request's standalone page: the answer (citations linked to their passages, each
-    flagged sentence marked), every sentence's grade, and the cited passages; or the
-    admission and the nearest passages."""
+    flagged sentence marked, each read as its paper's key given `labels`), every sentence's
+    grade, and the cited passages; or the admission and the nearest passages."""
     request = result.request
-    links = CitationLinks({chunk.chunk_id: chunk for chunk in result.passages}, result.titles)
+    pool = {chunk.chunk_id: chunk for chunk in result.passages}
+    links = CitationLinks(pool, result.titles, labels or {})
     meta = (
         f"Collection <code>{html.escape(request.collection)}</code> · "
         f"{len(result.papers)} papers searched · answer mode {html.escape(result.mode)} · "

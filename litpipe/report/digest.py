@@ -6,7 +6,10 @@ how their insights relate to those of the papers it already held, the works ofte
 it, that they cite (newly often cited, or more often), the citations they make or receive and
 the rows they added to its comparison table, and the references. The page
 is standalone like the synthesis page (inline CSS, no script, every text escaped) and links each
-`[paper_id:page]` marker to its passage, shown at the end.
+`[paper_id:page]` marker to its passage, shown at the end. Given the papers' citation keys
+(`labels`), both cite each paper by its key with the page (`[muller2021rdcosts, p. 4]`), as the
+collection's files do: the page keeps the marker in each link's pop-up, the Markdown in its
+references.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ from litpipe.report.page import (
     PAGE_CSS,
     PAPERS_PER_PAGE,
     CitationLinks,
+    Labels,
     figures_html,
     item_pages,
+    labelled,
     page_file,
     paper_pages,
     reference_lines,
@@ -207,10 +212,11 @@ def changes_markdown(digest: Digest) -> list[str]:
     return lines
 
 
-def _changes_html(digest: Digest) -> str:
-    """`changes_markdown`'s lines as HTML: its headings, list items and paragraphs, escaped."""
+def _changes_html(digest: Digest, labels: Labels) -> str:
+    """`changes_markdown`'s lines as HTML: its headings, list items and paragraphs, escaped,
+    each citation by its key where the paper has one (`labels`)."""
     parts = []
-    for line in changes_markdown(digest)[2:]:
+    for line in (labelled(each, labels, markdown=False) for each in changes_markdown(digest)[2:]):
         if not line.strip():
             continue
         item = line.lstrip()
@@ -229,19 +235,22 @@ def _changes_html(digest: Digest) -> str:
     return "\n".join(parts)
 
 
-def digest_markdown(digest: Digest) -> str:
+def digest_markdown(digest: Digest, labels: Labels | None = None) -> str:
     """The digest as a Markdown file (`digest_markdown_pages`' first)."""
-    return digest_markdown_pages(digest)[f"{digest.day}.md"]
+    return digest_markdown_pages(digest, labels)[f"{digest.day}.md"]
 
 
-def digest_markdown_pages(digest: Digest) -> dict[str, str]:
+def digest_markdown_pages(digest: Digest, labels: Labels | None = None) -> dict[str, str]:
     """The digest as a Markdown file, `<day>.md`, by file name; beyond PAPERS_PER_PAGE new
-    papers, they are in files of their own (`<day>-papers-NNN.md`), which it lists and links."""
+    papers, they are in files of their own (`<day>-papers-NNN.md`), which it lists and links.
+    Given the papers' keys (`labels`), it cites each paper by its key with the page."""
+    labels = labels or {}
     heading = f"# Nightly digest: {digest.day}"
     main = f"{digest.day}.md"
     if not digest.papers:
         lines = [heading, "", *changes_markdown(digest), *_budget_lines(digest)]
-        return {main: safe_markdown("\n".join([*lines, nothing_new(digest.day), ""]))}
+        text = labelled("\n".join([*lines, nothing_new(digest.day), ""]), labels)
+        return {main: safe_markdown(text)}
     lines = [
         heading,
         "",
@@ -269,11 +278,14 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
                         "",
                         f"Of [the digest of {digest.day}]({main}).",
                         "",
-                        *(line for paper in shown for line in _paper_markdown(paper)),
+                        labelled(
+                            "\n".join(line for paper in shown for line in _paper_markdown(paper)),
+                            labels,
+                        ),
                         "## References",
                         "",
                         *reference_lines(
-                            (i.text for p in shown for i in p.insights), digest.titles
+                            (i.text for p in shown for i in p.insights), digest.titles, None, labels
                         ),
                         "",
                     ]
@@ -299,13 +311,11 @@ def digest_markdown_pages(digest: Digest) -> dict[str, str]:
         for row in c.comparison_rows[:PAPERS_PER_PAGE]
         for cell in row.cells
     ]
-    lines += [
-        "## References",
-        "",
-        *reference_lines([*(i.text for i in referenced), *values], digest.titles),
-        "",
-    ]
-    return {main: safe_markdown("\n".join(lines)), **pages}
+    references = reference_lines(
+        [*(i.text for i in referenced), *values], digest.titles, None, labels
+    )
+    text = "\n".join([labelled("\n".join(lines), labels), "## References", "", *references, ""])
+    return {main: safe_markdown(text), **pages}
 
 
 def _related_insights(digest: Digest) -> list[Insight]:
@@ -477,21 +487,21 @@ def _shown_insights(digest: Digest) -> Iterable[Insight]:
         yield from collection.insights
 
 
-def digest_html(digest: Digest) -> str:
+def digest_html(digest: Digest, labels: Labels | None = None) -> str:
     """The digest's standalone page (`digest_pages`' first)."""
-    return digest_pages(digest)[f"{digest.day}.html"]
+    return digest_pages(digest, labels)[f"{digest.day}.html"]
 
 
-def digest_pages(digest: Digest) -> dict[str, str]:
+def digest_pages(digest: Digest, labels: Labels | None = None) -> dict[str, str]:
     """The digest's standalone page, `<day>.html`, by file name; beyond PAPERS_PER_PAGE new
     papers, they are on pages of their own (`<day>-papers-NNN.html`, each with its passages),
-    which the page lists and links."""
+    which the page lists and links. Given the papers' keys (`labels`), its links read as them."""
     title = f"Nightly digest: {digest.day}"
     main = f"{digest.day}.html"
     pool = {c.chunk_id: c for c in digest.passages}
-    links = CitationLinks(pool, digest.titles)
+    links = CitationLinks(pool, digest.titles, labels or {})
     changed = (
-        [("changes", "What changed", _changes_html(digest))]
+        [("changes", "What changed", _changes_html(digest, labels or {}))]
         if digest.changes or digest.standing
         else []
     )
@@ -506,7 +516,7 @@ def digest_pages(digest: Digest) -> dict[str, str]:
         papers = {paper.paper_id: paper for paper in digest.papers}
 
         def articles(shown: Sequence[str], span: str) -> str:
-            own_links = links if not span else CitationLinks(pool, digest.titles)
+            own_links = links if not span else links.anew()
             listed = "\n".join(_paper_article(papers[p], own_links) for p in shown)
             if not span:
                 return listed
@@ -586,7 +596,7 @@ def _relationships_html(
         return digest.titles.get(insight.paper_id, insight.paper_id) if insight else insight_id
 
     def table(start: int, stop: int, span: str) -> str:
-        own_links = links if not span else CitationLinks(links.pool, digest.titles)
+        own_links = links if not span else links.anew()
 
         def described(insight_id: str) -> str:
             insight = insights.get(insight_id)
@@ -643,10 +653,11 @@ def _row(relation: Relationship, described: Callable[[str], str]) -> str:
     )
 
 
-def write_digest(out_dir: Path, digest: Digest) -> dict[str, Path]:
+def write_digest(out_dir: Path, digest: Digest, labels: Labels | None = None) -> dict[str, Path]:
     """Writes `<day>.md`, `<day>.html` (with its pages of new papers beyond PAPERS_PER_PAGE)
-    and each section's pictures into `out_dir`; their paths by file name."""
-    contents = {**digest_markdown_pages(digest), **digest_pages(digest)}
+    and each section's pictures into `out_dir`, citing each paper by its key (`labels`) where
+    it has one; their paths by file name."""
+    contents = {**digest_markdown_pages(digest, labels), **digest_pages(digest, labels)}
     for collection in digest.collections:
         for name, svg in collection_figures(digest, collection).items():
             contents[figure_file(digest, collection, name)] = svg

@@ -6,6 +6,11 @@ script but the few inline lines that sort a comparison table's columns (`report.
 `CitationLinks` turns `[paper_id:page]` markers into links to the cited passages (a marker
 whose passage is not in the page stays plain text); `SentenceMarks` marks the sentences
 the grading flagged, with the reason as a tooltip. All text is escaped.
+
+A page (and a Markdown file, `labelled`) cites each paper as the reader knows it, by its
+citation key with the page (`[muller2021rdcosts, p. 4]`), given the keys (`Labels`, from the
+layer that holds the catalog); the litpipe marker (`refs.muller2021:4`) stays in the link's
+pop-up, and a paper without a key is cited by its marker, as a page without keys cites all.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from litpipe.report.graphs import FIGURES, GRAPH_FILE, TYPES_FILE
 from litpipe.schemas import Citation, PaperReference, RetrievedChunk, SentenceGrade
-from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in
+from litpipe.text import BRACKETED, markdown_blocks, marker, markers_in, replace_markers
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ID_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
@@ -60,15 +65,56 @@ GRADE_CSS = """
 _GRADE_MARKS = {"unsupported": "✗", "partially_supported": "≈"}
 
 
+# Each paper's citation key, by paper id: what the pages and the Markdown cite it by.
+Labels = Mapping[str, str]
+_NO_LABELS: Labels = {}
+# What Markdown would read as markup in a key (`[`, `]` end a bracket, `*` and `` ` `` emphasis
+# and code): escaped, so the key reads as written.
+_MARKDOWN_SPECIAL = re.compile(r"([\\\[\]*`])")
+
+
+def citation_label(paper_id: str, page: int, labels: Labels) -> str:
+    """How a reader sees a citation: `muller2021rdcosts, p. 4` for a paper with a key, else
+    its marker's text, `refs.muller2021:4` (text: escape it for HTML or Markdown)."""
+    key = labels.get(paper_id)
+    return f"{key}, p. {page}" if key else f"{paper_id}:{page}"
+
+
+def labelled(text: str, labels: Labels, markdown: bool = True) -> str:
+    """Markdown (or plain `text`, `markdown=False`) with each bracket of markers written as the
+    reader cites: `[refs.a:4; b:7]` as `[muller2021rdcosts, p. 4; smith2020deep, p. 7]`
+    (`citation_label`; a paper without a key keeps its marker), the keys' Markdown characters
+    escaped in Markdown. The same text without keys."""
+    if not labels:
+        return text
+    label = _markdown_label if markdown else citation_label
+
+    def shown(cited: list[tuple[str, int]]) -> str:
+        return "[" + "; ".join(label(paper, page, labels) for paper, page in cited) + "]"
+
+    return replace_markers(text, shown)
+
+
+def cited_as(citation: Citation, labels: Labels) -> str:
+    """A citation as a Markdown list of citations names it: `muller2021rdcosts, p. 4
+    (`[refs.muller2021:4]`)` for a paper with a key, else its marker."""
+    if not labels.get(citation.paper_id):
+        return citation.marker
+    return f"{_markdown_label(citation.paper_id, citation.page, labels)} (`{citation.marker}`)"
+
+
 def reference_lines(
     texts: Iterable[str],
     titles: Mapping[str, str],
     references: Mapping[str, PaperReference] | None = None,
+    labels: Labels = _NO_LABELS,
 ) -> list[str]:
     """A Markdown reference list: each paper the texts cite, with its cited pages in order of
     first citation; a paper whose authors, year, venue or DOI are known (`references`, from the
     user's reference manager) is led by its author-year label and followed by its venue and
-    DOI."""
+    DOI. A paper with a key (`labels`) is led by it, as the text cites it, and its id follows
+    (`muller2021rdcosts: Müller et al. (2021). **Title**. (`refs.muller2021`): p. 4, p. 7`);
+    one without is listed with its markers."""
     pages: dict[str, dict[int, None]] = {}
     for paper_id, page in (found for text in texts for found in markers_in(text)):
         pages.setdefault(paper_id, {})[page] = None
@@ -76,11 +122,31 @@ def reference_lines(
         return ["(no citations)"]
     known = references or {}
     return [
-        f"- {described_reference(titles.get(paper_id, paper_id), known.get(paper_id))} "
+        f"- {_key_prefix(paper_id, labels)}"
+        f"{described_reference(titles.get(paper_id, paper_id), known.get(paper_id))} "
         f"(`{paper_id}`): "
-        + ", ".join(f"p. {page} `{marker(paper_id, page)}`" for page in cited_pages)
+        + ", ".join(
+            f"p. {page}" if labels.get(paper_id) else f"p. {page} `{marker(paper_id, page)}`"
+            for page in cited_pages
+        )
         for paper_id, cited_pages in pages.items()
     ]
+
+
+def _markdown_label(paper_id: str, page: int, labels: Labels) -> str:
+    """`citation_label` as Markdown: a key's Markdown characters escaped."""
+    key = labels.get(paper_id)
+    return f"{markdown_key(key)}, p. {page}" if key else citation_label(paper_id, page, labels)
+
+
+def _key_prefix(paper_id: str, labels: Labels) -> str:
+    key = labels.get(paper_id)
+    return f"{markdown_key(key)}: " if key else ""
+
+
+def markdown_key(key: str) -> str:
+    """A key as Markdown text: its `[`, `]`, `*`, `` ` `` and backslashes escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", key)
 
 
 def described_reference(title: str, reference: PaperReference | None) -> str:
@@ -178,12 +244,26 @@ def graded_span(inner: str, grade: SentenceGrade) -> str:
 
 class CitationLinks:
     """Renders the page's texts with their markers linked, and remembers which passages were
-    linked, in order, so the Passages section shows each of them once."""
+    linked, in order, so the Passages section shows each of them once.
 
-    def __init__(self, pool: Mapping[str, RetrievedChunk], titles: Mapping[str, str]) -> None:
+    A link reads as the reader cites the paper (`citation_label`: its key with the page, given
+    `labels`, else its marker's text); its pop-up names the marker and the passage."""
+
+    def __init__(
+        self,
+        pool: Mapping[str, RetrievedChunk],
+        titles: Mapping[str, str],
+        labels: Labels = _NO_LABELS,
+    ) -> None:
         self.pool = pool
         self.titles = titles
+        self.labels = labels
         self.linked: dict[str, None] = {}
+
+    def anew(self) -> CitationLinks:
+        """Links of the same passages, titles and labels, for a page of its own: none linked
+        yet."""
+        return CitationLinks(self.pool, self.titles, self.labels)
 
     def markdown(
         self,
@@ -221,14 +301,24 @@ class CitationLinks:
         found = markers_in(bracket)
         if not found:
             return bracket
-        written = [marker(paper_id, page) for paper_id, page in found]
-        return "[" + "; ".join(self._link(each, by_marker.get(each)) for each in written) + "]"
+        return (
+            "["
+            + "; ".join(
+                self._link(paper_id, page, by_marker.get(marker(paper_id, page)))
+                for paper_id, page in found
+            )
+            + "]"
+        )
 
-    def _link(self, written: str, citation: Citation | None) -> str:
-        label = html.escape(written[1:-1])
+    def _link(self, paper_id: str, page: int, citation: Citation | None) -> str:
+        label = html.escape(citation_label(paper_id, page, self.labels))
+        # The marker in the pop-up where the link reads otherwise: the id stays one hover away.
+        named = f"{paper_id}:{page}" if self.labels.get(paper_id) else ""
         chunk_ids = [c for c in citation.chunk_ids if c in self.pool] if citation else []
         if not chunk_ids:
-            return f'<span class="unresolved" title="no passage for this citation">{label}</span>'
+            why = "no passage for this citation"
+            title = html.escape(f"{named}: {why}" if named else why)
+            return f'<span class="unresolved" title="{title}">{label}</span>'
         self.linked.update(dict.fromkeys(chunk_ids))
         first, *others = chunk_ids
         extra = "".join(
@@ -236,10 +326,9 @@ class CitationLinks:
             f'title="{self._where(other)}">{number}</a>'
             for number, other in enumerate(others, start=2)
         )
-        return (
-            f'<a class="cite" href="#{chunk_anchor(first)}" title="{self._where(first)}">'
-            f"{label}</a>{extra}"
-        )
+        where = self._where(first)
+        title = f"{html.escape(named)} · {where}" if named else where
+        return f'<a class="cite" href="#{chunk_anchor(first)}" title="{title}">{label}</a>{extra}'
 
     def _where(self, chunk_id: str) -> str:
         """Where a passage lies, as a reader names it (escaped for an attribute)."""
@@ -254,9 +343,11 @@ class CitationLinks:
 
     def _passage(self, chunk: RetrievedChunk) -> str:
         title = html.escape(self.titles.get(chunk.paper_id, chunk.paper_id))
+        key = self.labels.get(chunk.paper_id)
+        keyed = f" · {html.escape(key)}" if key else ""
         return (
             f'<div class="passage" id="{chunk_anchor(chunk.chunk_id)}">'
-            f'<p class="where"><strong>{title}</strong> · {html.escape(chunk.section)} · '
+            f'<p class="where"><strong>{title}</strong>{keyed} · {html.escape(chunk.section)} · '
             f"{pages_label(chunk)} · <code>{html.escape(chunk.chunk_id)}</code></p>"
             f'<p class="text">{html.escape(" ".join(chunk.text.split()))}</p></div>'
         )

@@ -22,6 +22,9 @@ from litpipe.report.page import (
     GRADE_CSS,
     PAGE_CSS,
     CitationLinks,
+    Labels,
+    cited_as,
+    labelled,
     pages_label,
     standalone_page,
 )
@@ -96,9 +99,12 @@ def outcome_line(result: QuerySummary) -> str:
     return f"{done} of at most {cap} (final accuracy {last.verdict.accuracy:.2f})"
 
 
-def render_markdown(result: QuerySummary, collection: str) -> str:
+def render_markdown(result: QuerySummary, collection: str, labels: Labels | None = None) -> str:
     """The summary, its highlights, its citations with the passages they stand for, then the
-    loop's trace: the diagnostic questions and one row per iteration."""
+    loop's trace: the diagnostic questions and one row per iteration. Given the paper's key
+    (`labels`), it cites the paper by its key with the page, and its list of citations names
+    each marker."""
+    labels = labels or {}
     request = result.request
     by_id = {chunk.chunk_id: chunk for chunk in result.source}
     lines = [
@@ -113,11 +119,11 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
         "",
         "## Summary",
         "",
-        result.summary or "(empty)",
+        labelled(result.summary, labels) or "(empty)",
         "",
         "## Highlights",
         "",
-        *(f"- {item}" for item in result.highlights),
+        *(f"- {labelled(item, labels)}" for item in result.highlights),
         *([] if result.highlights else ["(none)"]),
         "",
         "## Citations",
@@ -125,7 +131,8 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
     ]
     for citation in result.citations:
         chunks = [by_id[chunk_id] for chunk_id in citation.chunk_ids if chunk_id in by_id]
-        lines.append(f"- {citation.marker}: {', '.join(f'`{c}`' for c in citation.chunk_ids)}")
+        chunk_ids = ", ".join(f"`{c}`" for c in citation.chunk_ids)
+        lines.append(f"- {cited_as(citation, labels)}: {chunk_ids}")
         for chunk in chunks:
             excerpt = " ".join(chunk.text.split())
             if len(excerpt) > _EXCERPT_CHARS:
@@ -147,20 +154,23 @@ def render_markdown(result: QuerySummary, collection: str) -> str:
     return safe_markdown("\n".join(lines))
 
 
-def write_markdown(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
+def write_markdown(
+    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels | None = None
+) -> Path:
     path = markdown_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomically(path, render_markdown(result, collection))
+    return write_atomically(path, render_markdown(result, collection, labels))
 
 
-def render_html(result: QuerySummary, collection: str) -> str:
+def render_html(result: QuerySummary, collection: str, labels: Labels | None = None) -> str:
     """The request's standalone page: the summary and its highlights (citations linked to their
-    passages, each sentence the support check flagged marked with its reason), the diagnostic
-    questions, the iterations, and the cited passages."""
+    passages, each read as the paper's key given `labels`, each sentence the support check
+    flagged marked with its reason), the diagnostic questions, the iterations, and the cited
+    passages."""
     request = result.request
     title = result.title or request.paper_id
     links = CitationLinks(
-        {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}
+        {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}, labels or {}
     )
     grades = result.grades.sentences if result.grades else []
     summary = (
@@ -204,10 +214,12 @@ def render_html(result: QuerySummary, collection: str) -> str:
     return standalone_page(title, meta, sections, PAGE_CSS + GRADE_CSS, notice)
 
 
-def write_html(result: QuerySummary, outputs_dir: Path, collection: str) -> Path:
+def write_html(
+    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels | None = None
+) -> Path:
     path = html_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomically(path, render_html(result, collection))
+    return write_atomically(path, render_html(result, collection, labels))
 
 
 def render_text(result: QuerySummary) -> str:

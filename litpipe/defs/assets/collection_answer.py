@@ -58,6 +58,7 @@ from litpipe.settings import (
     SynthesisSettings,
 )
 from litpipe.workflows import answer_history
+from litpipe.workflows import citation_keys as citation_keys_workflow
 from litpipe.workflows.collection_answer import (
     COLLECTION_ANSWER_AGENTS,
     answer_question,
@@ -214,8 +215,12 @@ def build_collection_answer_assets(
                 asker,
                 model,
             )
+        # The files cite each paper by its key, as the collection's files do.
+        keys = citation_keys_workflow.citation_keys(
+            catalog, resources.artifacts.store(), sorted({c.paper_id for c in result.citations})
+        )
         path, page, data = report.write_files(
-            result, resources.artifacts.outputs_dir(request.collection)
+            result, resources.artifacts.outputs_dir(request.collection), keys
         )
         history = _kept(paths, result)
         problems = report.citation_problems(result, checks.stored_chunks(rows))

@@ -37,6 +37,7 @@ from litpipe.workflows import (
     synthesis_diff,
     synthesis_history,
 )
+from litpipe.workflows import citation_keys as citation_keys_workflow
 from litpipe.workflows import nightly_digest as digest_workflow
 
 
@@ -95,6 +96,8 @@ STEP = ModelStep(
             notices,
             text,
             neighbours,
+            # The keys its files cite the papers by.
+            citation_keys_workflow,
         ),
         output=Digest,
         settings=("synthesis.relationship_neighbours",),
@@ -155,8 +158,12 @@ def build_nightly_digest_assets(
                 history=paths.home,
             )
             built.model_budget = step.nightly_budget_spent(window.start.date())
+        # Its files cite each paper by its key, as the collections' files do.
+        keys = citation_keys_workflow.citation_keys(
+            papers_catalog, resources.artifacts.store(), list(built.titles)
+        )
         files = digest_report.write_digest(
-            Path(resources.artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built
+            Path(resources.artifacts.outputs_root) / digest_report.DIGESTS_FOLDER, built, keys
         )
         pending = [paper.paper_id for paper in built.papers if not paper.analysed]
         if pending:
@@ -174,7 +181,7 @@ def build_nightly_digest_assets(
                     path.suffix.lstrip("."): dg.MetadataValue.path(str(path))
                     for path in files.values()
                 },
-                "preview": markdown_metadata(digest_report.digest_markdown(built)),
+                "preview": markdown_metadata(digest_report.digest_markdown(built, keys)),
             },
         )
 

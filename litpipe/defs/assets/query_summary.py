@@ -66,6 +66,7 @@ from litpipe.settings import (
     QuerySummarySettings,
     RetrievalSettings,
 )
+from litpipe.workflows import citation_keys as citation_keys_workflow
 from litpipe.workflows.query_summary import (
     MAIS_AGENTS,
     QuerySummaryError,
@@ -235,8 +236,10 @@ def build_query_summary_assets(
                 raise dg.Failure(str(error), allow_retries=False) from None
             result, outcomes = _graded(result, passages, grading_settings, asker, model)
         outputs_dir = artifacts.outputs_dir(collection)
-        path = report.write_markdown(result, outputs_dir, collection)
-        page = report.write_html(result, outputs_dir, collection)
+        # The files cite the paper by its key, as the collection's files do.
+        keys = citation_keys_workflow.citation_keys(catalog.catalog(), store, [request.paper_id])
+        path = report.write_markdown(result, outputs_dir, collection, keys)
+        page = report.write_html(result, outputs_dir, collection, keys)
         stored = checks.stored_chunks(
             chunk_store.chunk_rows(
                 model.embedder_id,

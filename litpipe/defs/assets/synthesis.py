@@ -274,6 +274,13 @@ def build_synthesis_assets(
         # The papers left out are named by title too: a retracted one's abstract is still kept.
         left_out = [paper.paper_id for paper in synthesis.left_out]
         titles = _titles(artifacts, [*relationship_analysis.papers, *left_out])
+        # The files cite each paper by its key, as the exports do (those read before keys were
+        # given get theirs now).
+        keys = citation_keys_workflow.citation_keys(
+            Resources(context).catalog.catalog(),
+            artifacts.store(),
+            list(dict.fromkeys([*relationship_analysis.papers, *synthesis.papers, *left_out])),
+        )
         content = collection_report.CollectionContent(
             synthesis,
             plain_summary,
@@ -284,6 +291,7 @@ def build_synthesis_assets(
             given_chunks(answers, cross_paper_questions, relationship_analysis),
             citation_graph,
             comparison_table,
+            keys,
         )
         written = collection_report.write_collection_outputs(
             artifacts.outputs_dir(collection), content
