@@ -22,12 +22,14 @@ from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.evaluation.embedder_gate import RECORDED_QRELS, load_gate_set
 from litpipe.evaluation.litqa import read_questions
 from litpipe.ingest.sources import pdf_source
+from litpipe.report.page import labelled
 from litpipe.retrieval.embedder import Embedder
 from litpipe.retrieval.store import ChunkStore
 from litpipe.schemas import ConvergenceReport, QuerySummary, RunReport
 from litpipe.text import marker, markers_in
 from litpipe.workflows.query_summary import request_for
 from litpipe_tests.bundled import PDFS_BY_SIZE
+from litpipe_tests.cited import home_keys
 from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_agents import judge_verdict
 from litpipe_tests.stub_llm import StubLLM
@@ -141,7 +143,9 @@ def test_ask_prints_the_summary_and_its_trace_and_a_repeat_is_served_from_the_as
     assert_citations_resolve(result, stored_rows(home, tiny_model))
 
     text = markdown.read_text("utf-8")
-    assert result.summary in text and "| iteration | accuracy | verdict | mismatch topics |" in text
+    # The summary as its reader sees it: each citation by the paper's key with the page.
+    assert labelled(result.summary, home_keys(home)) in text
+    assert "| iteration | accuracy | verdict | mismatch topics |" in text
     for iteration in result.iterations:
         assert re.search(
             rf"^\| {iteration.iteration} \| {iteration.verdict.accuracy:.2f} \|", text, re.M

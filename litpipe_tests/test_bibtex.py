@@ -253,13 +253,13 @@ def test_run_builds_the_good_entries_and_says_which_broke(
     # The .bib's title, authors, year, venue and DOI win over the PDF's own; each reference is
     # led by the entry's key, as the text cites it.
     assert references[0].startswith(
-        "- mueller2021: Müller and Łukasiewicz (2021). **Gene 0 shapes fermentation in Saccharomyces \u2014 a "
-        "CRISPR screen**. *Nucleic Acids Research (Oxford)*. https://doi.org/10.1093/nar/gkab001 "
-        "(`10.1093_nar_gkab001`): p. 1"
+        "- mueller2021: Müller and Łukasiewicz (2021). **Gene 0 shapes fermentation in "
+        "Saccharomyces \u2014 a CRISPR screen**. *Nucleic Acids Research (Oxford)*. "
+        "https://doi.org/10.1093/nar/gkab001 (`10.1093_nar_gkab001`): p. 1"
     )
     assert references[1].startswith(
-        "- garcia2019: García et al. (2019). **Fork reversal under replication stress**. *Proceedings of the "
-        "DNA Repair Meeting*. (`refs.garcia2019`): p. 1"
+        "- garcia2019: García et al. (2019). **Fork reversal under replication stress**. "
+        "*Proceedings of the DNA Repair Meeting*. (`refs.garcia2019`): p. 1"
     )
 
 

@@ -23,6 +23,7 @@ from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
 from litpipe.text import marker, markers_in
 from litpipe_tests.bundled import short_paper, write_bad_pdfs
+from litpipe_tests.cited import CITATION_LABEL, cited_papers, home_keys
 from litpipe_tests.homes import home_instance
 from litpipe_tests.stub_llm import StubLLM
 
@@ -192,11 +193,15 @@ def test_the_labels_of_structured_abstracts_stay_out_of_the_texts_and_citations(
         written = Path(outputs[name]).read_text("utf-8")
         assert "depression" in written.lower()
         assert not labels.search(written), name
-        cited = {paper_id for paper_id, _ in markers_in(written)}
-        assert cited <= {f"stroke.{key}" for key, _, _ in STRUCTURED_ABSTRACTS}
-        # Every square bracket of the text is one of its citations (a picture's alt text aside).
-        brackets = re.findall(r"(?<!!)\[([^\]]*)\]", written)
-        assert all(markers_in(f"[{inside}]") for inside in brackets), brackets
+        papers = {f"stroke.{key}" for key, _, _ in STRUCTURED_ABSTRACTS}
+        assert cited_papers(written, tmp_path / "home") <= papers, name
+        # Every square bracket of the text is one of its citations, each by a paper's key and
+        # page (a picture's alt text aside).
+        keys = set(home_keys(tmp_path / "home").values())
+        body = written.split("## References", 1)[0]
+        for inside in re.findall(r"(?<!!)\[([^\]]*)\]", body):
+            cited = [CITATION_LABEL.match(f"[{part}") for part in inside.split("; ")]
+            assert all(match and match[1] in keys for match in cited), inside
 
 
 def test_exit_codes(tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,7 +138,9 @@ def test_the_synthesis_page_sorts_the_table_and_each_citation_opens_its_own_pape
             row = link.find_element(By.XPATH, "./ancestor::tr")
             title = row.find_elements(By.TAG_NAME, "td")[0].get_attribute("textContent")
             target = link.get_attribute("href").split("#", 1)[1]
-            cited_page = link.get_attribute("textContent").rsplit(":", 1)[1]
+            # Read by the paper's key with the page; litpipe's marker leads the pop-up.
+            cited_page = link.get_attribute("textContent").rsplit(", p. ", 1)[1]
+            assert link.get_attribute("title").split(" · ", 1)[0].endswith(f":{cited_page}")
             link.click()
             assert driver.execute_script("return location.hash") == f"#{target}"
             passage = driver.find_element(By.ID, target)

@@ -70,6 +70,20 @@ def bracketed(text: str) -> set[str]:
     return {item.strip() for group in _BRACKET.findall(text) for item in re.split("[;,]", group)}
 
 
+# A reference of `related_work.md` as its reader sees it: `- [key] Title (`id`, relevance …)`.
+_LISTED = re.compile(r"^- \[([^\]]+)\] .*?\(`([^`]+)`, relevance", re.M)
+
+
+def cited_in_markdown(markdown: str) -> tuple[set[str], list[str]]:
+    """The ids `related_work.md`'s section cites, and those its references list in order, read
+    as its reader does: each bracket of the section names works by their keys, and the
+    references map each key to the work's id (a bracketed name the list lacks is kept as is)."""
+    section = markdown.split("## Related work\n\n", 1)[1].split("\n\n*Written by", 1)[0]
+    listed = _LISTED.findall(markdown.split("## References\n\n", 1)[1])
+    ids = dict(listed)
+    return {ids.get(name, name) for name in bracketed(section)}, [id_ for _, id_ in listed]
+
+
 def offline(
     home: Path, embedder: FakeEmbedder, table: Path = DEMO, **limits: int
 ) -> tuple[RelatedWork, Settings]:

@@ -29,6 +29,7 @@ from litpipe_tests.test_related_work import (
     WRITER_REQUEST,
     ScriptedWriter,
     bracketed,
+    cited_in_markdown,
     good_section,
     scripted_debate,
     table_ids,
@@ -83,11 +84,12 @@ def test_offline_section_cites_table_rows_and_a_repeat_is_served_from_the_asset(
     markdown, related = outputs(home, key)
     assert printed.out == markdown == copy.read_text(encoding="utf-8")
     # Every citation is a row of the table, and every top-k reference is cited.
-    section = markdown.split("## Related work\n\n", 1)[1].split("\n\n*Written by", 1)[0]
+    # The section cites each row by a key, the references naming the row's id after it.
+    cited, listed = cited_in_markdown(markdown)
     top_k = [scored.reference.id for scored in related.references]
-    assert len(top_k) == 4 and bracketed(section) == set(top_k) <= table_ids(DEMO)
-    listed = markdown.split("## References\n\n", 1)[1].strip().splitlines()
-    assert [line.split("]")[0].removeprefix("- [") for line in listed] == related.cited_ids
+    assert len(top_k) == 4 and cited == set(top_k) <= table_ids(DEMO)
+    assert listed == related.cited_ids
+    assert not bracketed(markdown.split("## Related work", 1)[1].split("*Written by")[0]) & cited
     assert set(related.cited_ids) == set(top_k)
     assert related.engine == "offline" and related.table_rows == 40 and related.within_length
     # The asset's own output, and the stored request with the table's hash.

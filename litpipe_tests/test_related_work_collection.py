@@ -52,6 +52,7 @@ from litpipe_tests.test_related_work import (
     WRITER_REQUEST,
     ScriptedWriter,
     bracketed,
+    cited_in_markdown,
     good_section,
     scripted_debate,
 )
@@ -129,10 +130,6 @@ def outputs(home: Path, key: str) -> tuple[str, RelatedWork]:
     return markdown, RelatedWork.model_validate_json((folder / JSON_FILE).read_text("utf-8"))
 
 
-def section_of(markdown: str) -> str:
-    return markdown.split("## Related work\n\n", 1)[1].split("\n\n*Written by", 1)[0]
-
-
 def test_the_section_cites_only_papers_of_the_collection_and_a_repeat_is_served_from_the_asset(
     home: Path, tiny_model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -145,7 +142,7 @@ def test_the_section_cites_only_papers_of_the_collection_and_a_repeat_is_served_
     assert len(in_collection) == 9 and len(other) == 1
 
     # Every marker of the section is a paper of C; the other collection's paper is never cited.
-    cited = bracketed(section_of(markdown))
+    cited, _ = cited_in_markdown(markdown)
     assert cited and cited <= in_collection and not cited & other
     assert set(related.cited_ids) == cited == {s.reference.id for s in related.references}
     assert related.table_rows == 9 and len(related.references) == 5
@@ -241,7 +238,7 @@ def test_a_writer_citing_a_paper_outside_the_collection_has_that_citation_remove
     for scored in related.references:
         assert scored.reference.passage.split(". ")[0] in " ".join(user.split())
     assert related.dropped_citations == [outsider]
-    cited = bracketed(section_of(markdown))
+    cited, _ = cited_in_markdown(markdown)
     assert outsider not in cited and cited <= members(home, COLLECTION)
     assert any("removed citations of ids not supplied" in w for w in related.warnings)
     assert "model calls:" in printed.err

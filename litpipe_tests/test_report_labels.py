@@ -22,11 +22,15 @@ from litpipe.report.collection import (
 )
 from litpipe.report.digest import digest_html, digest_markdown
 from litpipe.report.page import CitationLinks, chunk_anchor, citation_label, labelled
+from litpipe.report.related_work import render_html as related_work_html
+from litpipe.report.related_work import render_markdown as related_work_markdown
 from litpipe.schemas import Citation
 from litpipe.text import markers_in
+from litpipe_tests.conftest import FakeEmbedder
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.passages import retrieved_chunk
 from litpipe_tests.test_digest import NEW, OLD, hand_made_digest
+from litpipe_tests.test_related_work import bracketed, cited_in_markdown, offline
 from litpipe_tests.test_report_collection import (
     FEARNET,
     REPAIR,
@@ -179,3 +183,24 @@ def test_any_valid_key_and_page_read_as_the_link_and_the_marker_stays_in_the_pop
     assert markers_in(markdown) == []
     shown = markdown.removeprefix("A claim [").removesuffix("].")
     assert re.sub(r"\\(.)", r"\1", shown) == f"{key}, p. {page}"
+
+
+def test_a_related_work_section_cites_by_key_its_references_and_pop_ups_name_the_id(
+    tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    related, _ = offline(tmp_path, fake_embedder)
+    keys = {paper: f"Key{number}:{paper[:3]}" for number, paper in enumerate(related.cited_ids)}
+
+    markdown = related_work_markdown(related, keys)
+    cited, listed = cited_in_markdown(markdown)
+    assert cited == set(related.cited_ids) and listed == related.cited_ids
+    section = markdown.split("## Related work", 1)[1].split("*Written by", 1)[0]
+    assert bracketed(section) <= set(keys.values())
+    page = parsed(related_work_html(related, keys))
+    links = page.find("a", class_="cite")
+    assert links and {link.text for link in links} <= set(keys.values())
+    for link in links:
+        paper = next(p for p, key in keys.items() if key == link.text)
+        assert link.attrs["title"].startswith(f"{paper}: ")
+    # Without keys, the section cites by the ids as before.
+    assert bracketed(related_work_markdown(related).split("*Written by")[0]) >= cited

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import sqlite3
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
@@ -24,6 +23,7 @@ from litpipe.settings import Settings
 from litpipe.text import markers_in
 from litpipe.workflows import synthesis_history
 from litpipe.workflows.synthesis_diff import synthesis_sentences
+from litpipe_tests.cited import cited_papers
 from litpipe_tests.test_synthesis_history import digest_on
 
 ICLR_TABLE = (
@@ -58,20 +58,6 @@ def cli(home: Path, embedder: Path, *args: str) -> int:
 def outputs(home: Path, collection: str) -> dict[str, str]:
     folder = home / "outputs" / collection
     return {name: (folder / name).read_text("utf-8") for name in (*OUTPUTS, "report.json")}
-
-
-# A citation as its reader sees it, by key with the page: `[key, p. 4; other, p. 7]` in the
-# Markdown, a link's text (`>key, p. 4</a>`) on the page.
-_LABEL = re.compile(r"[\[;>]\s*([^\s\[\];<>]+), p\. \d+")
-
-
-def cited(text: str, home: Path) -> set[str]:
-    """The papers an output cites, as its reader sees them: by their keys (the catalog's), and
-    a paper without one by its marker."""
-    catalog = Catalog(Settings(home=home).paths.catalog_path)
-    papers = {key.key: paper_id for paper_id, key in catalog.keys().items()}
-    by_key = {papers[key] for key in _LABEL.findall(text) if key in papers}
-    return by_key | {paper_id for paper_id, _ in markers_in(text)}
 
 
 def lines_naming(text: str, paper_id: str) -> list[str]:
@@ -118,7 +104,7 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     catalog = Catalog(settings.paths.catalog_path)
     papers = catalog.papers("demo")
     before = outputs(home, "demo")
-    target = sorted(cited(before["synthesis.md"], home))[0]
+    target = sorted(cited_papers(before["synthesis.md"], home))[0]
     # Its text cites each paper by its key, the markers kept for the checks.
     assert markers_in(before["synthesis.md"].split("## References")[0]) == []
     others = [paper for paper in papers if paper != target]
@@ -141,8 +127,8 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     # No output cites it; only the list of papers left out names it, with the reason.
     after = outputs(home, "demo")
     for name in OUTPUTS:
-        assert target not in cited(after[name], home), name
-        assert cited(after[name], home) <= set(others), name
+        assert target not in cited_papers(after[name], home), name
+        assert cited_papers(after[name], home) <= set(others), name
     title = catalog.source(target).fields["title"]
     for name in ("synthesis.md", "plain.md"):
         assert "## Left out" in after[name]
@@ -199,7 +185,7 @@ def test_a_retracted_paper_leaves_every_output_but_the_left_out_list_and_undo_re
     assert f"{target}: its retraction (data fabricated) is lifted" in err
     assert "rebuilding 'demo' with it" in err
     restored = outputs(home, "demo")
-    assert target in cited(restored["synthesis.md"], home)
+    assert target in cited_papers(restored["synthesis.md"], home)
     assert "## Left out" not in restored["synthesis.md"]
     assert json.loads(restored["report.json"])["synthesis"]["left_out"] == []
     assert catalog.papers("demo") == papers and catalog.retractions() == {}
@@ -231,7 +217,7 @@ def test_a_tables_retracted_column_marks_the_row_at_ingest_and_lifts_it_when_cle
     assert cli(home, tiny_model, "run", str(demo_table(table, 3))) == 0
     catalog = Catalog(Settings(home=home).paths.catalog_path)
     papers = catalog.papers("demo")
-    target = sorted(cited(outputs(home, "demo")["synthesis.md"], home))[-1]
+    target = sorted(cited_papers(outputs(home, "demo")["synthesis.md"], home))[-1]
     row = _row_of(catalog, target)
 
     # The same table, the row now marked: `litpipe run` alone rebuilds the collection without it.
@@ -240,14 +226,14 @@ def test_a_tables_retracted_column_marks_the_row_at_ingest_and_lifts_it_when_cle
     assert catalog.papers("demo", retracted=True) == papers
     written = outputs(home, "demo")
     for name in OUTPUTS:
-        assert target not in cited(written[name], home), name
+        assert target not in cited_papers(written[name], home), name
     assert lines_naming(written["synthesis.md"], target)[0].endswith(f"retracted: {SOURCE_REASON}")
     # Another reason in the column is the reason; a cleared one lifts the mark.
     assert cli(home, tiny_model, "run", str(demo_table(table, 3, {row: "corrected: fig. 2"}))) == 0
     assert catalog.retractions()[target].reason == "corrected: fig. 2"
     assert cli(home, tiny_model, "run", str(demo_table(table, 3, {row: "false"}))) == 0
     assert catalog.retractions() == {}
-    assert target in cited(outputs(home, "demo")["synthesis.md"], home)
+    assert target in cited_papers(outputs(home, "demo")["synthesis.md"], home)
 
 
 def _row_of(catalog: Catalog, paper_id: str) -> int:

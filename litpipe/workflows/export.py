@@ -237,23 +237,13 @@ def answer_manuscript(
 RELATED_WORK_TITLE = "Related work"
 
 
-def export_related_work(
-    to: ExportFormat,
-    related: RelatedWork,
-    catalog: Catalog,
-    store: ArtifactStore,
-    out_dir: Path,
-    stem: str,
-) -> list[Path]:
-    """A related-work section exported (`write_export`): a cited paper of the home's
-    collections by its citation key and record, a reference table's row by a key generated
-    from its title (a table gives neither authors nor year), unique among the section's."""
-    manuscript = Manuscript(
-        title=RELATED_WORK_TITLE,
-        notice=related_work_notice(related),
-        text=related.text,
-        cites_by_id=True,
-    )
+def related_work_works(
+    related: RelatedWork, catalog: Catalog, store: ArtifactStore
+) -> tuple[dict[str, str], list[CitedWork]]:
+    """A related-work section's keys, by reference id, and its cited works in order of first
+    citation: a cited paper of the home's collections by its citation key and record, a
+    reference table's row by a key generated from its title (a table gives neither authors nor
+    year), unique among the section's."""
     references = {scored.reference.id: scored.reference for scored in related.references}
     cited = [paper for paper in related.cited_ids if paper in references]
     held = catalog.collections_of(cited)
@@ -266,7 +256,27 @@ def export_related_work(
             keys[paper] = suffixed(generated_base(KeyParts(title=title)), list(keys.values()))
             record = ReferenceRecord(raw=title, title=title)
             works[paper] = CitedWork(paper_id=paper, key=keys[paper], record=record)
-    return write_export(to, manuscript, [works[paper] for paper in cited], keys, out_dir, stem)
+    return keys, [works[paper] for paper in cited]
+
+
+def export_related_work(
+    to: ExportFormat,
+    related: RelatedWork,
+    catalog: Catalog,
+    store: ArtifactStore,
+    out_dir: Path,
+    stem: str,
+) -> list[Path]:
+    """A related-work section exported (`write_export`), each cited work by its key
+    (`related_work_works`)."""
+    manuscript = Manuscript(
+        title=RELATED_WORK_TITLE,
+        notice=related_work_notice(related),
+        text=related.text,
+        cites_by_id=True,
+    )
+    keys, works = related_work_works(related, catalog, store)
+    return write_export(to, manuscript, works, keys, out_dir, stem)
 
 
 def retracted_left_out(catalog: Catalog, collection: str) -> list[LeftOutPaper]:

@@ -60,6 +60,7 @@ from litpipe.settings import (
     RelatedWorkSettings,
     RetrievalSettings,
 )
+from litpipe.workflows import export as export_workflow
 from litpipe.workflows import related_work_pool
 from litpipe.workflows.related_work import (
     ReferenceTable,
@@ -324,8 +325,12 @@ def build_related_work_assets(
                 # E.g. a model writer whose prompt (idea and top-k abstracts) exceeds its context.
                 raise bad_input(str(error)) from error
             related, outcomes = _graded(related, grading_settings, asker, encoder)
+        # Its files cite each work by its key, as its exports do.
+        keys, _ = export_workflow.related_work_works(
+            related, resources.catalog.catalog(), resources.artifacts.store()
+        )
         files = write_related_work(
-            related, outputs_folder(Path(resources.artifacts.outputs_root), key)
+            related, outputs_folder(Path(resources.artifacts.outputs_root), key), keys
         )
         for warning in related.warnings:
             context.log.warning(f"{key}: {warning}")
