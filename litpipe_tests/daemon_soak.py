@@ -37,7 +37,7 @@ from litpipe.defs.llm_steps import LLM_POOL
 from litpipe.instance.run_failures import failure_reason
 from litpipe.settings import Settings
 from litpipe.settings.groups import settings_groups
-from litpipe.text import markers_in
+from litpipe_tests.cited import cited_papers
 from litpipe_tests.daemon_soak_location import EXECUTOR_VARIABLE
 from litpipe_tests.postgres_server import PostgresServer
 from litpipe_tests.stub_agents import serve_every_agent
@@ -475,9 +475,7 @@ def _collection(
     )
     synthesis = settings.home / "outputs" / COLLECTION / "synthesis.md"
     cited = (
-        {paper for paper, _ in markers_in(synthesis.read_text("utf-8"))}
-        if synthesis.exists()
-        else set()
+        cited_papers(synthesis.read_text("utf-8"), settings.home) if synthesis.exists() else set()
     )
     soak.paper_ids = sorted(instance.get_dynamic_partitions("papers"))
     soak.uncited = [paper for paper in soak.paper_ids if paper not in cited]

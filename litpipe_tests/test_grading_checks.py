@@ -18,17 +18,19 @@ import pytest
 from litpipe.artifacts import ArtifactStore
 from litpipe.defs.resources import PER_EMBEDDER_ASSETS
 from litpipe.evaluation import grading
-from litpipe.report.related_work import HTML_FILE, JSON_FILE
+from litpipe.report.page import labelled
+from litpipe.report.related_work import HTML_FILE, JSON_FILE, MARKDOWN_FILE
 from litpipe.retrieval.embedder import Embedder
 from litpipe.schemas import OutputGrades, QuerySummary, RelatedWork, SentenceGrade
 from litpipe.workflows.query_summary import request_for
 from litpipe_tests import test_ask
+from litpipe_tests.cited import home_keys
 from litpipe_tests.homes import home_instance
 from litpipe_tests.html_page import assert_well_formed
 from litpipe_tests.stub_llm import StubLLM
 from litpipe_tests.test_ask import PAPER_ID, QUERY, ask, materializations
 from litpipe_tests.test_grading import judge_rejecting
-from litpipe_tests.test_related_work import DEMO, IDEA
+from litpipe_tests.test_related_work import DEMO, IDEA, as_keyed, listed_keys
 from litpipe_tests.test_related_work_cli import materializations as related_materializations
 from litpipe_tests.test_related_work_cli import related_work, request_keys
 
@@ -189,7 +191,8 @@ def test_ask_with_the_stub_as_judge_flags_the_sentence_it_rejects_and_a_repeat_i
     assert "Check support: FAILED (warn): " in out and "Check coherence: passed: " in out
     assert "Check citation_validity: passed" in out
     page = (home / "outputs" / "bio" / "query_summary" / f"{key}.html").read_text("utf-8")
-    assert_page_marks(page, target.sentence, written)
+    # The page shows the sentence citing its paper by its key with the page.
+    assert_page_marks(page, labelled(target.sentence, home_keys(home), markdown=False), written)
 
     # The same request with the same judge: served from the asset, not one model call.
     # One judge call per claim, one for coherence.
@@ -269,7 +272,10 @@ def test_related_work_with_the_stub_as_judge_flags_the_sentence_it_rejects(
     support = check_evaluation(instance, "related_work", "support")
     assert_only_flagged(support, target.sentence, written)
     assert "Check support: FAILED (warn): " in err
-    assert_page_marks((folder / HTML_FILE).read_text("utf-8"), target.sentence, written)
+    # The page shows the sentence citing each work by its key.
+    keys = listed_keys((folder / MARKDOWN_FILE).read_text("utf-8"))
+    page = (folder / HTML_FILE).read_text("utf-8")
+    assert_page_marks(page, as_keyed(target.sentence, keys), written)
 
     calls = stub_llm.request_count
     assert related_work(related_home, tiny_model, *ARGS, "--api-base", stub_llm.url) == 0

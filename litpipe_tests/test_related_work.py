@@ -74,14 +74,30 @@ def bracketed(text: str) -> set[str]:
 _LISTED = re.compile(r"^- \[([^\]]+)\] .*?\(`([^`]+)`, relevance", re.M)
 
 
+def listed_keys(markdown: str) -> dict[str, str]:
+    """Each key `related_work.md`'s references list, by the work's id, in their order."""
+    listed = _LISTED.findall(markdown.split("## References\n\n", 1)[1])
+    return {id_: key for key, id_ in listed}
+
+
 def cited_in_markdown(markdown: str) -> tuple[set[str], list[str]]:
     """The ids `related_work.md`'s section cites, and those its references list in order, read
     as its reader does: each bracket of the section names works by their keys, and the
     references map each key to the work's id (a bracketed name the list lacks is kept as is)."""
     section = markdown.split("## Related work\n\n", 1)[1].split("\n\n*Written by", 1)[0]
-    listed = _LISTED.findall(markdown.split("## References\n\n", 1)[1])
-    ids = dict(listed)
-    return {ids.get(name, name) for name in bracketed(section)}, [id_ for _, id_ in listed]
+    keys = listed_keys(markdown)
+    ids = {key: id_ for id_, key in keys.items()}
+    return {ids.get(name, name) for name in bracketed(section)}, list(keys)
+
+
+def as_keyed(text: str, keys: dict[str, str]) -> str:
+    """`text` with each bracket of ids written by the works' keys, as the section shows it."""
+
+    def keyed(bracket: re.Match[str]) -> str:
+        names = (keys.get(name.strip(), name.strip()) for name in re.split("[;,]", bracket[1]))
+        return "[" + "; ".join(names) + "]"
+
+    return _BRACKET.sub(keyed, text)
 
 
 def offline(

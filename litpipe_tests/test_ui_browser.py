@@ -382,8 +382,12 @@ def test_a_citation_in_synthesis_html_leads_to_its_passage(
     browser.get(page.as_uri())
     citation = browser.find_element(By.CSS_SELECTOR, "a.cite")
     anchor = str(citation.get_attribute("href")).partition("#")[2]
-    label = citation.text  # the marker, "paper_id:page"
-    assert anchor and ":" in label
+    # Read by the paper's key with the page; litpipe's marker, "paper_id:page", leads its pop-up.
+    label = citation.text
+    key, _, cited_page = label.rpartition(", p. ")
+    assert anchor and key and cited_page.isdigit(), label
+    marker = str(citation.get_attribute("title")).split(" · ", 1)[0]
+    assert marker.endswith(f":{cited_page}"), marker
     citation.click()
 
     assert browser.execute_script("return location.hash") == f"#{anchor}"
@@ -398,8 +402,7 @@ def test_a_citation_in_synthesis_html_leads_to_its_passage(
     )
     assert -1 <= top < height
     # The passage is the cited paper's, and highlighted unlike the passages not targeted.
-    paper_id = label.rpartition(":")[0]
-    assert paper_id in target.find_element(By.CSS_SELECTOR, ".where").text
+    assert key in target.find_element(By.CSS_SELECTOR, ".where").text.split(" · ")
     assert target.find_element(By.CSS_SELECTOR, ".text").text.strip()
     others = browser.find_elements(By.CSS_SELECTOR, f".passage:not(#{anchor})")
     if others:

@@ -18,6 +18,7 @@ import pytest
 from litpipe.cli import main
 from litpipe.ingest.zotero import discover_zotero
 from litpipe_tests.bundled import short_paper
+from litpipe_tests.cited import home_keys
 from litpipe_tests.test_cli import PER_PAPER, materializations
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "biology-cc-by"
@@ -446,6 +447,10 @@ def test_run_builds_a_collection_whose_references_say_what_zotero_knows(
              for line in references.splitlines() if line.startswith("- ")}  # fmt: skip
     assert set(lines) == {"10.1093_nar_gkae252", "10.1073_pnas.2322520121", "zotero.ABSTRACT",
                           "zotero.GONE1KEY"}  # fmt: skip
+    # Each reference is led by its paper's key, as the text cites it.
+    keys = home_keys(home)
+    assert all(line.startswith(f"- {keys[paper]}: ") for paper, line in lines.items()), lines
+    lines = {paper: line.replace(f"- {keys[paper]}: ", "- ", 1) for paper, line in lines.items()}
     # Zotero's title, authors, year, venue and DOI, not what the PDF's first page says.
     assert lines["10.1093_nar_gkae252"].startswith(
         f"- Müller et al. (2024). **{REV1_TITLE}**. *Nucleic Acids Research*. "
@@ -468,7 +473,9 @@ def test_run_builds_a_collection_whose_references_say_what_zotero_knows(
     assert {asset: materializations(home, asset, rev1) for asset in PER_PAPER} == built
     assert f"1 paper also in other collections ('Reading': {rev1})" in said
     synthesis = (home / "outputs" / "Other" / "synthesis.md").read_text()
-    assert f"- Müller et al. (2024). **{REV1_TITLE}**" in synthesis.split("## References", 1)[1]
+    # The same key in both collections: a paper has one.
+    reference = f"- {keys[rev1]}: Müller et al. (2024). **{REV1_TITLE}**"
+    assert reference in synthesis.split("## References", 1)[1]
 
 
 def test_a_library_that_is_not_there_or_not_readable_exits_2_in_one_line(
