@@ -179,6 +179,38 @@ def test_a_changed_file_rebuilds_its_paper_and_a_built_one_is_not_requested_agai
     assert run.run_key == tick(settings, instance, first.cursor).run_requests[0].run_key
 
 
+def test_two_ticks_from_one_cursor_request_each_paper_once_between_them(
+    tmp_path: Path, inbox: Path
+) -> None:
+    """Two evaluations of the sensor overlapping (both from the same cursor, before either
+    result is stored, as a slow tick and its successor can): each paper is requested once
+    between them, new papers by the automation, a changed one by a run whose key the two
+    share (the daemon launches a run key once)."""
+    settings = Settings(home=tmp_path / "home", corpus_roots=[inbox])
+    instance = dg.DagsterInstance.ephemeral()
+    daemon = Daemon(instance, build_definitions(**settings_groups(settings)))
+    first, overlapping = tick(settings, instance, None), tick(settings, instance, None)
+    new = requested(settings, daemon, first) + requested(settings, daemon, overlapping)
+    assert sorted(new) == sorted(set(new)) == sorted(added_partitions(first, "papers"))
+    build_stages(settings, instance, "abstracts.A1", "paper_source")
+
+    (inbox / "abstracts.csv").write_text(
+        "id,title,abstract\nA1,First,A revised abstract about yeast.\n"
+        "A2,Second,Another about flies.\n",
+        encoding="utf-8",
+    )
+    changed, overlapping = (
+        tick(settings, instance, first.cursor),
+        tick(settings, instance, first.cursor),
+    )
+    runs = {
+        (run.partition_key, run.run_key)
+        for run in [*changed.run_requests, *overlapping.run_requests]
+    }
+    assert [partition for partition, _ in runs] == ["abstracts.A1"]
+    assert requested(settings, daemon, overlapping) == ["abstracts.A1"]
+
+
 def test_a_stage_built_again_outside_the_automation_gets_no_stage_after_it_requested(
     tmp_path: Path, inbox: Path
 ) -> None:
