@@ -19,6 +19,7 @@ from litpipe.commands.keys import add_key_parser, key_command, keys_listing
 from litpipe.commands.retract import add_retract_parser, retract_command
 from litpipe.commands.terminal import other_libraries_to_the_log, refused_write_exit
 from litpipe.progress import calls_shown_on_stderr
+from litpipe.retrieval.object_store import ObjectStoreUnreachable
 from litpipe.schemas.exports import EXPORT_FORMATS
 from litpipe.settings import Settings, credentials_in_environment
 from litpipe.stopping import STOPPED_EXIT, stop_on_signals
@@ -253,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
             credentials_in_environment(settings),
         ):
             return _command(args, settings)
+    except ObjectStoreUnreachable as error:  # a deployment's store is named in one line
+        print(f"litpipe {args.command}: {error}", file=sys.stderr)
+        return 2
     except Exception as error:  # a full disk or a read-only home is one line, for every command
         status = refused_write_exit(error, f"litpipe {args.command}", settings.home)
         if status is None:

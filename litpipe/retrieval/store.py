@@ -54,6 +54,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from litpipe.files import exclusive_lock
+from litpipe.retrieval.object_store import ObjectStoreUnreachable
 from litpipe.schemas import EmbeddingResult, PaperChunks, RetrievedChunk
 
 if TYPE_CHECKING:
@@ -212,7 +213,12 @@ class ChunkStore:
         import lancedb
 
         # Several processes write the same tables: every read checks for their commits.
-        self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
+        try:
+            self._db = lancedb.connect(str(self.db_dir), read_consistency_interval=timedelta(0))
+        except (ValueError, OSError, RuntimeError) as error:
+            if local:
+                raise
+            raise ObjectStoreUnreachable(str(self.db_dir), error) from error
         self._opened: set[str] = set()  # the tables this store migrated (`open_table`)
 
     table_name = staticmethod(table_name)
