@@ -1,20 +1,25 @@
 """Many processes writing one chunk table without a lock, as they do on object storage: chunk_id
 is the table's declared primary key, so a concurrent duplicate is rejected at commit and retried,
-and a write checks only its own chunk_ids afterwards, never the whole table."""
+and a write checks only its own chunk_ids afterwards, never the whole table. The writers run on a
+local folder and on a bucket of moto's S3 server (issue 49: LanceDB's commits through S3's
+conditional puts)."""
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import lancedb
 import pyarrow as pa
+import pytest
 
 from litpipe.retrieval.store import ChunkStore, table_name
 from litpipe_tests.conftest import FakeEmbedder
+from litpipe_tests.object_store_server import object_store_server
 from litpipe_tests.processes import starmap_in_processes
 from litpipe_tests.test_store import paper, store_chunks_twice
 
@@ -36,7 +41,7 @@ def papers_to_embed() -> list:
 def _embed_every_paper(db_dir: str, seed: int) -> tuple[int, int]:
     """One writer: every paper, a commit each, in its own order; (rows it read looking for
     duplicates, rows it wrote)."""
-    store = ChunkStore(Path(db_dir), lock_writes=False)
+    store = ChunkStore(db_dir, lock_writes=False)
     papers = papers_to_embed()
     random.Random(seed).shuffle(papers)
     for one in papers:
@@ -44,12 +49,26 @@ def _embed_every_paper(db_dir: str, seed: int) -> tuple[int, int]:
     return store.rows_read_for_duplicates, sum(len(one.chunks) for one in papers)
 
 
+@pytest.fixture(params=["folder", "s3"])
+def db_dir(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The table's place: a local folder, or a bucket of moto's S3 server on loopback (its
+    endpoint and credentials in the environment, which the writers' processes inherit)."""
+    if request.param == "folder":
+        yield str(tmp_path / "lancedb")
+        return
+    with object_store_server() as server:
+        for name, value in server.environment().items():
+            monkeypatch.setenv(name, value)
+        yield f"s3://{server.new_bucket()}/lancedb"
+
+
 def test_writers_without_a_lock_leave_every_chunk_once_and_never_scan_the_table(
-    tmp_path: Path,
+    db_dir: str,
 ) -> None:
-    db_dir = tmp_path / "lancedb"
     done = starmap_in_processes(
-        _embed_every_paper, [(str(db_dir), seed) for seed in range(WRITERS)], WRITERS
+        _embed_every_paper, [(db_dir, seed) for seed in range(WRITERS)], WRITERS
     )
 
     store = ChunkStore(db_dir, lock_writes=False)
