@@ -51,6 +51,7 @@ from litpipe.report.graphs import FIGURES, analysis_figures
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
+    NO_LABELS,
     PAGE_CSS,
     PAPERS_PER_PAGE,
     CitationLinks,
@@ -89,7 +90,7 @@ def synthesis_markdown(
     analysis: RelationshipAnalysis | None = None,
     not_run: Sequence[StepNotRun] = (),
     citations: CitationGraph | None = None,
-    labels: Labels | None = None,
+    labels: Labels = NO_LABELS,
 ) -> str:
     """The synthesis as a Markdown file: title, the offline notice when the offline engine wrote
     it or the `analysis` it is built from, how it was written, its text, the pictures in
@@ -99,7 +100,6 @@ def synthesis_markdown(
     references (each cited paper by title, with the pages cited, led by its author-year
     label where the `analysis` knows its authors and year). Given the papers' keys (`labels`),
     the text cites each paper by its key with the page, and its reference is led by it."""
-    labels = labels or {}
     pictures = [f"![{alt}]({name})\n" for name, alt in (figures or {}).items()]
     cited = _citations_markdown(citations, analysis, titles) if citations is not None else []
     body = "\n".join(

@@ -17,6 +17,7 @@ from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
+    NO_LABELS,
     PAGE_CSS,
     CitationLinks,
     Labels,
@@ -88,12 +89,11 @@ def _nearest_lines(result: CollectionAnswer) -> list[str]:
     ] or ["(no passage was retrieved)"]
 
 
-def render_markdown(result: CollectionAnswer, labels: Labels | None = None) -> str:
+def render_markdown(result: CollectionAnswer, labels: Labels = NO_LABELS) -> str:
     """The answer, each sentence's grade, its citations with the passages they stand for; or
     the admission that the collection does not answer, with the nearest passages and no
     marker. Given the papers' keys (`labels`), it cites each paper by its key with the page,
     and its list of citations names each marker."""
-    labels = labels or {}
     request = result.request
     lines = [
         f"# {request.question}",
@@ -144,7 +144,7 @@ def render_markdown(result: CollectionAnswer, labels: Labels | None = None) -> s
 
 
 def write_files(
-    result: CollectionAnswer, outputs_dir: Path, labels: Labels | None = None
+    result: CollectionAnswer, outputs_dir: Path, labels: Labels = NO_LABELS
 ) -> tuple[Path, Path, Path]:
     """The Markdown, the page and the JSON of the answer, written, citing each paper by its
     key (`labels`) where it has one; their paths."""
@@ -158,13 +158,13 @@ def write_files(
     )
 
 
-def render_html(result: CollectionAnswer, labels: Labels | None = None) -> str:
+def render_html(result: CollectionAnswer, labels: Labels = NO_LABELS) -> str:
     """The request's standalone page: the answer (citations linked to their passages, each
     flagged sentence marked, each read as its paper's key given `labels`), every sentence's
     grade, and the cited passages; or the admission and the nearest passages."""
     request = result.request
     pool = {chunk.chunk_id: chunk for chunk in result.passages}
-    links = CitationLinks(pool, result.titles, labels or {})
+    links = CitationLinks(pool, result.titles, labels)
     meta = (
         f"Collection <code>{html.escape(request.collection)}</code> · "
         f"{len(result.papers)} papers searched · answer mode {html.escape(result.mode)} · "

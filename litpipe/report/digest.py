@@ -35,6 +35,7 @@ from litpipe.report.graphs import (
 )
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
+    NO_LABELS,
     PAGE_CSS,
     PAPERS_PER_PAGE,
     CitationLinks,
@@ -235,16 +236,15 @@ def _changes_html(digest: Digest, labels: Labels) -> str:
     return "\n".join(parts)
 
 
-def digest_markdown(digest: Digest, labels: Labels | None = None) -> str:
+def digest_markdown(digest: Digest, labels: Labels = NO_LABELS) -> str:
     """The digest as a Markdown file (`digest_markdown_pages`' first)."""
     return digest_markdown_pages(digest, labels)[f"{digest.day}.md"]
 
 
-def digest_markdown_pages(digest: Digest, labels: Labels | None = None) -> dict[str, str]:
+def digest_markdown_pages(digest: Digest, labels: Labels = NO_LABELS) -> dict[str, str]:
     """The digest as a Markdown file, `<day>.md`, by file name; beyond PAPERS_PER_PAGE new
     papers, they are in files of their own (`<day>-papers-NNN.md`), which it lists and links.
     Given the papers' keys (`labels`), it cites each paper by its key with the page."""
-    labels = labels or {}
     heading = f"# Nightly digest: {digest.day}"
     main = f"{digest.day}.md"
     if not digest.papers:
@@ -487,21 +487,21 @@ def _shown_insights(digest: Digest) -> Iterable[Insight]:
         yield from collection.insights
 
 
-def digest_html(digest: Digest, labels: Labels | None = None) -> str:
+def digest_html(digest: Digest, labels: Labels = NO_LABELS) -> str:
     """The digest's standalone page (`digest_pages`' first)."""
     return digest_pages(digest, labels)[f"{digest.day}.html"]
 
 
-def digest_pages(digest: Digest, labels: Labels | None = None) -> dict[str, str]:
+def digest_pages(digest: Digest, labels: Labels = NO_LABELS) -> dict[str, str]:
     """The digest's standalone page, `<day>.html`, by file name; beyond PAPERS_PER_PAGE new
     papers, they are on pages of their own (`<day>-papers-NNN.html`, each with its passages),
     which the page lists and links. Given the papers' keys (`labels`), its links read as them."""
     title = f"Nightly digest: {digest.day}"
     main = f"{digest.day}.html"
     pool = {c.chunk_id: c for c in digest.passages}
-    links = CitationLinks(pool, digest.titles, labels or {})
+    links = CitationLinks(pool, digest.titles, labels)
     changed = (
-        [("changes", "What changed", _changes_html(digest, labels or {}))]
+        [("changes", "What changed", _changes_html(digest, labels))]
         if digest.changes or digest.standing
         else []
     )
@@ -653,7 +653,7 @@ def _row(relation: Relationship, described: Callable[[str], str]) -> str:
     )
 
 
-def write_digest(out_dir: Path, digest: Digest, labels: Labels | None = None) -> dict[str, Path]:
+def write_digest(out_dir: Path, digest: Digest, labels: Labels = NO_LABELS) -> dict[str, Path]:
     """Writes `<day>.md`, `<day>.html` (with its pages of new papers beyond PAPERS_PER_PAGE)
     and each section's pictures into `out_dir`, citing each paper by its key (`labels`) where
     it has one; their paths by file name."""

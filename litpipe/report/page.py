@@ -67,7 +67,7 @@ _GRADE_MARKS = {"unsupported": "✗", "partially_supported": "≈"}
 
 # Each paper's citation key, by paper id: what the pages and the Markdown cite it by.
 Labels = Mapping[str, str]
-_NO_LABELS: Labels = {}
+NO_LABELS: Labels = {}  # no keys: every citation by its marker
 # What Markdown would read as markup in a key (`[`, `]` end a bracket, `*` and `` ` `` emphasis
 # and code): escaped, so the key reads as written.
 _MARKDOWN_SPECIAL = re.compile(r"([\\\[\]*`])")
@@ -107,7 +107,7 @@ def reference_lines(
     texts: Iterable[str],
     titles: Mapping[str, str],
     references: Mapping[str, PaperReference] | None = None,
-    labels: Labels = _NO_LABELS,
+    labels: Labels = NO_LABELS,
 ) -> list[str]:
     """A Markdown reference list: each paper the texts cite, with its cited pages in order of
     first citation; a paper whose authors, year, venue or DOI are known (`references`, from the
@@ -253,7 +253,7 @@ class CitationLinks:
         self,
         pool: Mapping[str, RetrievedChunk],
         titles: Mapping[str, str],
-        labels: Labels = _NO_LABELS,
+        labels: Labels = NO_LABELS,
     ) -> None:
         self.pool = pool
         self.titles = titles

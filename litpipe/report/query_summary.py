@@ -20,6 +20,7 @@ from litpipe.report.convergence import render_markdown as convergence_table
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
+    NO_LABELS,
     PAGE_CSS,
     CitationLinks,
     Labels,
@@ -99,12 +100,11 @@ def outcome_line(result: QuerySummary) -> str:
     return f"{done} of at most {cap} (final accuracy {last.verdict.accuracy:.2f})"
 
 
-def render_markdown(result: QuerySummary, collection: str, labels: Labels | None = None) -> str:
+def render_markdown(result: QuerySummary, collection: str, labels: Labels = NO_LABELS) -> str:
     """The summary, its highlights, its citations with the passages they stand for, then the
     loop's trace: the diagnostic questions and one row per iteration. Given the paper's key
     (`labels`), it cites the paper by its key with the page, and its list of citations names
     each marker."""
-    labels = labels or {}
     request = result.request
     by_id = {chunk.chunk_id: chunk for chunk in result.source}
     lines = [
@@ -155,14 +155,14 @@ def render_markdown(result: QuerySummary, collection: str, labels: Labels | None
 
 
 def write_markdown(
-    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels | None = None
+    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels = NO_LABELS
 ) -> Path:
     path = markdown_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomically(path, render_markdown(result, collection, labels))
 
 
-def render_html(result: QuerySummary, collection: str, labels: Labels | None = None) -> str:
+def render_html(result: QuerySummary, collection: str, labels: Labels = NO_LABELS) -> str:
     """The request's standalone page: the summary and its highlights (citations linked to their
     passages, each read as the paper's key given `labels`, each sentence the support check
     flagged marked with its reason), the diagnostic questions, the iterations, and the cited
@@ -170,7 +170,7 @@ def render_html(result: QuerySummary, collection: str, labels: Labels | None = N
     request = result.request
     title = result.title or request.paper_id
     links = CitationLinks(
-        {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}, labels or {}
+        {chunk.chunk_id: chunk for chunk in result.source}, {request.paper_id: title}, labels
     )
     grades = result.grades.sentences if result.grades else []
     summary = (
@@ -215,7 +215,7 @@ def render_html(result: QuerySummary, collection: str, labels: Labels | None = N
 
 
 def write_html(
-    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels | None = None
+    result: QuerySummary, outputs_dir: Path, collection: str, labels: Labels = NO_LABELS
 ) -> Path:
     path = html_path(outputs_dir, result.request.key)
     path.parent.mkdir(parents=True, exist_ok=True)

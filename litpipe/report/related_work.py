@@ -15,6 +15,7 @@ from litpipe.report import notices
 from litpipe.report.markdown import safe_markdown
 from litpipe.report.page import (
     GRADE_CSS,
+    NO_LABELS,
     PAGE_CSS,
     Labels,
     SentenceMarks,
@@ -29,11 +30,10 @@ JSON_FILE = "related_work.json"
 HTML_FILE = "related_work.html"
 
 
-def render_markdown(related: RelatedWork, labels: Labels | None = None) -> str:
+def render_markdown(related: RelatedWork, labels: Labels = NO_LABELS) -> str:
     """The offline notice when the offline engine wrote or scored it, the idea, the section,
     and the references it cites, in order of first citation. Given the works' keys (`labels`),
     the section cites each by its key, and its reference is led by it, its id after."""
-    labels = labels or {}
     by_id = {scored.reference.id: scored for scored in related.references}
     references = [
         f"- [{markdown_key(labels.get(reference_id, reference_id))}] "
@@ -80,12 +80,11 @@ def _passage_paragraph(reference: Reference) -> str:
     return f'<p class="text"><em>From the full text:</em> {passage}</p>'
 
 
-def render_html(related: RelatedWork, labels: Labels | None = None) -> str:
+def render_html(related: RelatedWork, labels: Labels = NO_LABELS) -> str:
     """The standalone page: the idea, the section with each `[id]` linked to its reference
     (reading as its key given `labels`, the id in its pop-up) and each sentence its grades flag
     marked (the reason as its tooltip), then the references given to the writer, with their
     abstracts (the passages the section is graded against)."""
-    labels = labels or {}
     anchors = {
         scored.reference.id: f"ref-{number}"
         for number, scored in enumerate(related.references, start=1)
@@ -155,7 +154,7 @@ def _id_after_key(reference_id: str, labels: Labels) -> str:
 
 
 def write_related_work(
-    related: RelatedWork, folder: Path, labels: Labels | None = None
+    related: RelatedWork, folder: Path, labels: Labels = NO_LABELS
 ) -> dict[str, Path]:
     """`related_work.md`, `related_work.html` and `related_work.json` in `folder`, each
     written aside then renamed (a reader never sees half a file), citing each work by its key

@@ -237,26 +237,44 @@ def answer_manuscript(
 RELATED_WORK_TITLE = "Related work"
 
 
-def related_work_works(
+def related_work_keys(
     related: RelatedWork, catalog: Catalog, store: ArtifactStore
-) -> tuple[dict[str, str], list[CitedWork]]:
-    """A related-work section's keys, by reference id, and its cited works in order of first
-    citation: a cited paper of the home's collections by its citation key and record, a
-    reference table's row by a key generated from its title (a table gives neither authors nor
-    year), unique among the section's."""
+) -> tuple[dict[str, str], list[str]]:
+    """A related-work section's keys, by reference id, and the cited papers of the home's
+    collections that were read: each of those by its citation key, every other cited work (a
+    reference table's row) by a key generated from its title (a table gives neither authors
+    nor year), unique among the section's. No document is read: the pages need only the keys."""
     references = {scored.reference.id: scored.reference for scored in related.references}
     cited = [paper for paper in related.cited_ids if paper in references]
     held = catalog.collections_of(cited)
     keys = citation_keys(catalog, store, [paper for paper in cited if paper in held])
     read = [paper for paper in keys if store.exists(["paper_document"], paper)]
-    works = {work.paper_id: work for work in cited_works(read, keys, catalog, store)}
     for paper in cited:
-        if paper not in works:
+        if paper not in read:
             title = references[paper].title
             keys[paper] = suffixed(generated_base(KeyParts(title=title)), list(keys.values()))
-            record = ReferenceRecord(raw=title, title=title)
-            works[paper] = CitedWork(paper_id=paper, key=keys[paper], record=record)
-    return keys, [works[paper] for paper in cited]
+    return keys, read
+
+
+def related_work_works(
+    related: RelatedWork, catalog: Catalog, store: ArtifactStore
+) -> tuple[dict[str, str], list[CitedWork]]:
+    """A related-work section's keys (`related_work_keys`) and its cited works in order of
+    first citation: a paper of the home's collections by its document's record, a reference
+    table's row by its title."""
+    keys, read = related_work_keys(related, catalog, store)
+    works = {work.paper_id: work for work in cited_works(read, keys, catalog, store)}
+    titles = {scored.reference.id: scored.reference.title for scored in related.references}
+    cited = [paper for paper in related.cited_ids if paper in titles]
+    return keys, [
+        works.get(paper)
+        or CitedWork(
+            paper_id=paper,
+            key=keys[paper],
+            record=ReferenceRecord(raw=titles[paper], title=titles[paper]),
+        )
+        for paper in cited
+    ]
 
 
 def export_related_work(

@@ -326,7 +326,7 @@ def build_related_work_assets(
                 raise bad_input(str(error)) from error
             related, outcomes = _graded(related, grading_settings, asker, encoder)
         # Its files cite each work by its key, as its exports do.
-        keys, _ = export_workflow.related_work_works(
+        keys, _ = export_workflow.related_work_keys(
             related, resources.catalog.catalog(), resources.artifacts.store()
         )
         files = write_related_work(
